@@ -1,0 +1,1 @@
+//! The `#[derive(AgentState)]` macro of agentstate (filled in by the derive issue).

@@ -1,0 +1,424 @@
+//! Indexed collections for long-lived states: [`KeyedList`] and [`MessageList`].
+//!
+//! A keyed reducer (`merge_by_key`, `dedupe_append`, `append_items`, `add_messages`,
+//! `upsert_messages`) on a plain `Vec<T>` indexes the whole list on every merge: O(n) for a merge
+//! of a few items into n. These collections keep their key index between merges, so a merge of k
+//! items costs O(k) however long the list grows. They serialize as plain JSON lists and rebuild
+//! their index on the first merge after deserializing.
+//!
+//! ```
+//! use agentstate::collections::KeyedList;
+//! use agentstate::reducers::{by_field, MergeByKey, Reducer};
+//!
+//! #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+//! struct Task { id: u32, status: String }
+//!
+//! let by_id = MergeByKey::new(by_field(|t: &Task| &t.id));
+//! let mut tasks: KeyedList<Task> = KeyedList::new();
+//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "pending".into() }])?;
+//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "done".into() }])?;
+//! assert_eq!(tasks.len(), 1);
+//! assert_eq!(tasks[0].status, "done");
+//! assert_eq!(serde_json::to_string(&tasks)?, r#"[{"id":1,"status":"done"}]"#);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::error::ReduceError;
+use crate::message::{Message, MessageId};
+use crate::reducers::{ById, HasId, KeyFn, ListField};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
+
+/// The conversation history of an [`AgentState`](crate::state::AgentState): a list of messages
+/// indexed by `message_id`, so that `add_messages` and `upsert_messages` cost O(k) for k new
+/// messages however long the history is.
+///
+/// It reads like a slice: iterate, index, `len`, `last`, and [`get_by_id`](KeyedList::get_by_id).
+pub type MessageList = KeyedList<Message>;
+
+/// A list whose items are indexed by the key of the keyed reducer that merges into it.
+///
+/// The index belongs to one key function: the first keyed merge builds it, and later merges with
+/// the same key function keep it up to date. Reading is as cheap as a slice (`Deref<Target =
+/// [T]>`); any mutable access through [`get_mut`](KeyedList::get_mut) or
+/// [`iter_mut`](KeyedList::iter_mut) drops the index, which the next merge rebuilds.
+pub struct KeyedList<T> {
+    items: Vec<T>,
+    index: OnceLock<KeyIndex>,
+}
+
+/// Which key function an index was built with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeyTag {
+    type_id: TypeId,
+    label: Option<String>,
+}
+
+impl KeyTag {
+    fn of<T, K: KeyFn<T> + 'static>(key: &K) -> Self {
+        KeyTag {
+            type_id: TypeId::of::<K>(),
+            label: key.label().map(str::to_owned),
+        }
+    }
+}
+
+/// Hash of each key to the last index holding a key with that hash. Keys are compared again on
+/// lookup, so a hash collision only costs a scan, never a wrong answer.
+#[derive(Clone)]
+pub(crate) struct KeyIndex {
+    tag: KeyTag,
+    hasher: RandomState,
+    slots: HashMap<u64, usize>,
+}
+
+impl KeyIndex {
+    fn build<T, K: KeyFn<T> + 'static>(key: &K, items: &[T]) -> Result<Self, ReduceError> {
+        let mut index = KeyIndex {
+            tag: KeyTag::of(key),
+            hasher: RandomState::new(),
+            slots: HashMap::with_capacity(items.len()),
+        };
+        for (i, item) in items.iter().enumerate() {
+            index.insert(key, item, i)?;
+        }
+        Ok(index)
+    }
+
+    fn insert<T, K: KeyFn<T>>(&mut self, key: &K, item: &T, at: usize) -> Result<(), ReduceError> {
+        let hash = self.hasher.hash_one(key.key(item)?);
+        self.slots.insert(hash, at);
+        Ok(())
+    }
+
+    /// The last index of an item whose key equals `k`.
+    pub(crate) fn find<'a, T, K: KeyFn<T>>(
+        &self,
+        items: &'a [T],
+        key: &'a K,
+        k: &K::Key<'a>,
+    ) -> Result<Option<usize>, ReduceError> {
+        let Some(&at) = self.slots.get(&self.hasher.hash_one(k)) else {
+            return Ok(None);
+        };
+        if key.key(&items[at])? == *k {
+            return Ok(Some(at));
+        }
+        // Two keys share a hash: fall back to a scan for this one.
+        for (i, item) in items.iter().enumerate().rev() {
+            if key.key(item)? == *k {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<T> KeyedList<T> {
+    /// An empty list.
+    pub const fn new() -> Self {
+        KeyedList {
+            items: Vec::new(),
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The items as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The items as a `Vec`, dropping the index.
+    pub fn into_vec(self) -> Vec<T> {
+        self.items
+    }
+
+    /// Appends an item. The index is dropped (this list does not know the key function), and
+    /// rebuilt by the next keyed merge; merge through a reducer to keep it.
+    pub fn push(&mut self, item: T) {
+        self.index.take();
+        self.items.push(item);
+    }
+
+    /// Removes every item.
+    pub fn clear(&mut self) {
+        self.index.take();
+        self.items.clear();
+    }
+
+    /// Keeps only the items for which `keep` returns true.
+    pub fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        self.index.take();
+        self.items.retain(keep);
+    }
+
+    /// A mutable reference to the item at `position`; drops the index, since the item's key may
+    /// change.
+    pub fn get_mut(&mut self, position: usize) -> Option<&mut T> {
+        self.index.take();
+        self.items.get_mut(position)
+    }
+
+    /// Iterates mutably; drops the index, since keys may change.
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.index.take();
+        self.items.iter_mut()
+    }
+
+    /// The index for `key`: the kept one if it was built with the same key function, otherwise
+    /// a new one (kept for later merges when the list had none).
+    pub(crate) fn index_for<K: KeyFn<T> + 'static>(
+        &self,
+        key: &K,
+    ) -> Result<Cow<'_, KeyIndex>, ReduceError> {
+        let tag = KeyTag::of(key);
+        if let Some(index) = self.index.get() {
+            if index.tag == tag {
+                return Ok(Cow::Borrowed(index));
+            }
+            return KeyIndex::build(key, &self.items).map(Cow::Owned);
+        }
+        let built = KeyIndex::build(key, &self.items)?;
+        match self.index.set(built) {
+            Ok(()) => Ok(Cow::Borrowed(self.index.get().expect("just set"))),
+            Err(built) => Ok(Cow::Owned(built)),
+        }
+    }
+
+    /// Makes sure the kept index is the one for `key`, rebuilding it if needed. On a key that
+    /// cannot be computed the index is dropped instead.
+    fn ensure_index<K: KeyFn<T> + 'static>(&mut self, key: &K) {
+        let tag = KeyTag::of(key);
+        if !self.index.get().is_some_and(|index| index.tag == tag) {
+            self.index = match KeyIndex::build(key, &self.items) {
+                Ok(index) => OnceLock::from(index),
+                Err(_) => OnceLock::new(),
+            };
+        }
+    }
+
+    /// Appends items whose keys are computed by `key`, keeping the index.
+    pub(crate) fn extend_keyed<K: KeyFn<T> + 'static>(&mut self, key: &K, items: Vec<T>) {
+        if items.is_empty() {
+            return;
+        }
+        let start = self.items.len();
+        self.items.extend(items);
+        // A rebuilt index covers the new items already; inserting them again is harmless (the
+        // same last index per key).
+        self.ensure_index(key);
+        let KeyedList { items, index: lock } = self;
+        let Some(index) = lock.get_mut() else {
+            return;
+        };
+        let failed = items
+            .iter()
+            .enumerate()
+            .skip(start)
+            .any(|(i, item)| index.insert(key, item, i).is_err());
+        if failed {
+            lock.take();
+        }
+    }
+
+    /// Replaces items at the given positions with items of the same key.
+    pub(crate) fn replace_at(&mut self, replacements: Vec<(usize, T)>) {
+        for (at, item) in replacements {
+            self.items[at] = item;
+        }
+    }
+
+    /// Replaces every item, dropping the index.
+    pub(crate) fn replace_all(&mut self, items: Vec<T>) {
+        self.index.take();
+        self.items = items;
+    }
+}
+
+impl<T: HasId> KeyedList<T> {
+    /// The last item whose [`HasId`] id is `id`, found through the index.
+    ///
+    /// ```
+    /// use agentstate::collections::MessageList;
+    /// use agentstate::message::{Message, Role};
+    ///
+    /// let list: MessageList = vec![Message::text_message("hi", Role::User).with_id("m1")].into();
+    /// assert!(list.get_by_id(&"m1".into()).is_some());
+    /// assert!(list.get_by_id(&"m2".into()).is_none());
+    /// ```
+    pub fn get_by_id(&self, id: &T::Id) -> Option<&T> {
+        match self.index_for(&ById) {
+            Ok(index) => index
+                .find(&self.items, &ById, &id)
+                .ok()
+                .flatten()
+                .map(|at| &self.items[at]),
+            Err(_) => self.items.iter().rev().find(|item| item.id() == id),
+        }
+    }
+
+    /// Whether an item with this id is in the list.
+    pub fn contains_id(&self, id: &T::Id) -> bool {
+        self.get_by_id(id).is_some()
+    }
+}
+
+impl KeyedList<Message> {
+    /// The message with this id (the last one, should several share it).
+    pub fn message(&self, id: &MessageId) -> Option<&Message> {
+        self.get_by_id(id)
+    }
+}
+
+impl<T> ListField for KeyedList<T> {
+    type Item = T;
+}
+
+impl<T> Default for KeyedList<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Clone> Clone for KeyedList<T> {
+    fn clone(&self) -> Self {
+        KeyedList {
+            items: self.items.clone(),
+            index: self.index.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for KeyedList<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.items).finish()
+    }
+}
+
+impl<T: PartialEq> PartialEq for KeyedList<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+impl<T: Eq> Eq for KeyedList<T> {}
+
+impl<T: PartialEq> PartialEq<Vec<T>> for KeyedList<T> {
+    fn eq(&self, other: &Vec<T>) -> bool {
+        &self.items == other
+    }
+}
+
+impl<T> std::ops::Deref for KeyedList<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<T> From<Vec<T>> for KeyedList<T> {
+    fn from(items: Vec<T>) -> Self {
+        KeyedList {
+            items,
+            index: OnceLock::new(),
+        }
+    }
+}
+
+impl<T> From<KeyedList<T>> for Vec<T> {
+    fn from(list: KeyedList<T>) -> Self {
+        list.items
+    }
+}
+
+impl<T> FromIterator<T> for KeyedList<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Vec::from_iter(iter).into()
+    }
+}
+
+impl<T> IntoIterator for KeyedList<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a KeyedList<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T: Serialize> Serialize for KeyedList<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.items.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for KeyedList<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<T>::deserialize(deserializer).map(Self::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reducers::{by_field, by_value, DedupeAppend, MergeByKey, Reducer};
+
+    #[test]
+    fn serializes_as_a_plain_list_and_rebuilds_on_deserialize() {
+        let reducer = MergeByKey::new(by_field(|p: &(u32, String)| &p.0));
+        let mut list = KeyedList::new();
+        reducer
+            .reduce(&mut list, vec![(1, "a".to_string()), (2, "b".to_string())])
+            .unwrap();
+        let json = serde_json::to_string(&list).unwrap();
+        assert_eq!(json, r#"[[1,"a"],[2,"b"]]"#);
+        let mut back: KeyedList<(u32, String)> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, list);
+        reducer
+            .reduce(&mut back, vec![(2, "B".to_string())])
+            .unwrap();
+        assert_eq!(
+            back.as_slice(),
+            [(1, "a".to_string()), (2, "B".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_second_key_function_gets_its_own_index() {
+        let mut list: KeyedList<(u32, u32)> = vec![(1, 10), (2, 20)].into();
+        let by_first = MergeByKey::new(by_value(|p: &(u32, u32)| p.0));
+        let by_second = DedupeAppend::by(by_value(|p: &(u32, u32)| p.1));
+        by_first.reduce(&mut list, vec![(1, 11)]).unwrap();
+        // (3, 20) has a new first key but an existing second key.
+        by_second.reduce(&mut list, vec![(3, 20), (4, 40)]).unwrap();
+        assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 40)]);
+        by_first.reduce(&mut list, vec![(4, 44)]).unwrap();
+        assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 44)]);
+    }
+
+    #[test]
+    fn mutable_access_drops_the_index_and_merges_stay_correct() {
+        let reducer = MergeByKey::new(by_field(|p: &(u32, u32)| &p.0));
+        let mut list: KeyedList<(u32, u32)> = KeyedList::new();
+        reducer.reduce(&mut list, vec![(1, 1), (2, 2)]).unwrap();
+        list.get_mut(0).unwrap().0 = 9; // the key changes behind the index
+        reducer.reduce(&mut list, vec![(9, 90), (1, 10)]).unwrap();
+        assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10)]);
+        list.push((2, 3));
+        reducer.reduce(&mut list, vec![(2, 30)]).unwrap();
+        assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10), (2, 30)]);
+    }
+}

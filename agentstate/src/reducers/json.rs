@@ -1,0 +1,347 @@
+//! The reducers on `serde_json::Value` fields: what dynamic schemas and `Value`-typed fields of
+//! a derived state merge with. A value of the wrong shape (an `append` update that is not a list)
+//! is a `reducer_error` that says what was found.
+
+use super::keyed::{dedupe_mask, keep_masked, last_indices, place, slot_update, KeyFn, KeyLabel};
+use super::{
+    AddMessages, Append, BoundedAppend, ConcatFlatten, DedupeAppend, Merge, MergeAll, MergeByKey,
+    Reducer, ReplaceMessages, UpsertMessages,
+};
+use crate::error::ReduceError;
+use crate::message::Message;
+use serde_json::{Map, Value};
+
+/// Names a JSON value's kind for error messages: "a string", "a list", ...
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn list<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, ReduceError> {
+    value
+        .as_array()
+        .ok_or_else(|| ReduceError::msg(format!("{what} must be a list, got {}", kind_of(value))))
+}
+
+fn into_list(value: Value, what: &str) -> Result<Vec<Value>, ReduceError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        other => Err(ReduceError::msg(format!(
+            "{what} must be a list, got {}",
+            kind_of(&other)
+        ))),
+    }
+}
+
+fn into_object(value: Value, what: &str) -> Result<Map<String, Value>, ReduceError> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(ReduceError::msg(format!(
+            "{what} must be an object, got {}",
+            kind_of(&other)
+        ))),
+    }
+}
+
+/// The key of a JSON item: one of its fields (`merge_by_key(key = "id")` in a fixture).
+///
+/// An item that is not an object, or has no such field, is a `reducer_error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonField(pub String);
+
+/// The key of a JSON item is the whole item (`dedupe_append()` with no key on JSON values).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsonValue;
+
+/// JSON values are compared by their canonical text (serde_json writes object keys sorted).
+fn canonical(value: &Value) -> String {
+    value.to_string()
+}
+
+impl KeyFn<Value> for JsonField {
+    type Key<'a> = String;
+    fn key<'a>(&'a self, item: &'a Value) -> Result<String, ReduceError> {
+        item.get(&self.0).map(canonical).ok_or_else(|| {
+            ReduceError::msg(format!(
+                "the key `{}` is missing from an item ({})",
+                self.0,
+                if item.is_object() {
+                    "an object without it".to_owned()
+                } else {
+                    kind_of(item).to_owned()
+                }
+            ))
+        })
+    }
+    fn label(&self) -> Option<&str> {
+        Some(&self.0)
+    }
+}
+
+impl KeyLabel for JsonField {
+    fn key_label(&self) -> Option<&str> {
+        Some(&self.0)
+    }
+}
+
+impl KeyFn<Value> for JsonValue {
+    type Key<'a> = String;
+    fn key<'a>(&'a self, item: &'a Value) -> Result<String, ReduceError> {
+        Ok(canonical(item))
+    }
+}
+
+impl KeyLabel for JsonValue {
+    fn key_label(&self) -> Option<&str> {
+        None
+    }
+}
+
+fn push_all(current: &mut Value, items: Vec<Value>) {
+    if let Value::Array(existing) = current {
+        existing.extend(items);
+    }
+}
+
+impl Reducer<Value> for Append {
+    type Update = Value;
+    type Plan = Vec<Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+        list(current, "the current value")?;
+        into_list(update, "the update")
+    }
+    fn apply(&self, current: &mut Value, plan: Vec<Value>) {
+        push_all(current, plan);
+    }
+}
+
+impl Reducer<Value> for BoundedAppend {
+    type Update = Value;
+    type Plan = Vec<Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+        list(current, "the current value")?;
+        into_list(update, "the update")
+    }
+    fn apply(&self, current: &mut Value, plan: Vec<Value>) {
+        if let Value::Array(existing) = current {
+            Reducer::<Vec<Value>>::apply(self, existing, plan);
+        }
+    }
+}
+
+impl Reducer<Value> for ConcatFlatten {
+    type Update = Value;
+    type Plan = Vec<Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+        list(current, "the current value")?;
+        let mut flat = Vec::new();
+        for (i, element) in into_list(update, "the update")?.into_iter().enumerate() {
+            flat.extend(into_list(element, &format!("update element {i}"))?);
+        }
+        Ok(flat)
+    }
+    fn apply(&self, current: &mut Value, plan: Vec<Value>) {
+        push_all(current, plan);
+    }
+}
+
+impl Reducer<Value> for Merge {
+    type Update = Value;
+    type Plan = Map<String, Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Map<String, Value>, ReduceError> {
+        if !current.is_object() {
+            return Err(ReduceError::msg(format!(
+                "the current value must be an object, got {}",
+                kind_of(current)
+            )));
+        }
+        into_object(update, "the update")
+    }
+    fn apply(&self, current: &mut Value, plan: Map<String, Value>) {
+        if let Value::Object(existing) = current {
+            existing.extend(plan);
+        }
+    }
+}
+
+impl Reducer<Value> for MergeAll {
+    type Update = Value;
+    type Plan = Vec<Map<String, Value>>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Map<String, Value>>, ReduceError> {
+        if !current.is_object() {
+            return Err(ReduceError::msg(format!(
+                "the current value must be an object, got {}",
+                kind_of(current)
+            )));
+        }
+        into_list(update, "the update")?
+            .into_iter()
+            .enumerate()
+            .map(|(i, element)| into_object(element, &format!("update element {i}")))
+            .collect()
+    }
+    fn apply(&self, current: &mut Value, plan: Vec<Map<String, Value>>) {
+        if let Value::Object(existing) = current {
+            for map in plan {
+                existing.extend(map);
+            }
+        }
+    }
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
+    type Update = Value;
+    type Plan = Vec<Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+        let existing = list(current, "the current value")?;
+        let update = into_list(update, "the update")?;
+        let keep = {
+            let seen = last_indices(self.key_fn(), existing)?;
+            dedupe_mask(self.key_fn(), &update, |k| Ok(seen.contains_key(k)))?
+        };
+        Ok(keep_masked(update, &keep))
+    }
+    fn apply(&self, current: &mut Value, plan: Vec<Value>) {
+        push_all(current, plan);
+    }
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
+    type Update = Value;
+    type Plan = super::keyed::KeyedPlan<Value>;
+    fn plan(&self, current: &Value, update: Value) -> Result<Self::Plan, ReduceError> {
+        let existing = list(current, "the current value")?;
+        let update = into_list(update, "the update")?;
+        let slots = {
+            let index = last_indices(self.key_fn(), existing)?;
+            slot_update(self.key_fn(), &update, |k| Ok(index.get(k).copied()))?
+        };
+        Ok(place(update, slots))
+    }
+    fn apply(&self, current: &mut Value, plan: Self::Plan) {
+        if let Value::Array(existing) = current {
+            for (at, item) in plan.replace {
+                existing[at] = item;
+            }
+            existing.extend(plan.novel);
+        }
+    }
+}
+
+/// `append_items` on JSON lists: items are deduplicated by their `"id"` field, against the
+/// existing items only.
+pub(crate) fn append_items_json(current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+    let existing = list(current, "the current value")?;
+    let update = into_list(update, "the update")?;
+    let id = JsonField("id".to_owned());
+    let ids = last_indices(&id, existing)?;
+    let mut fresh = Vec::with_capacity(update.len());
+    for item in update {
+        if !ids.contains_key(&id.key(&item)?) {
+            fresh.push(item);
+        }
+    }
+    Ok(fresh)
+}
+
+pub(crate) fn push_json(current: &mut Value, items: Vec<Value>) {
+    push_all(current, items);
+}
+
+fn messages_of(value: Value, what: &str) -> Result<Vec<Message>, ReduceError> {
+    serde_json::from_value(value)
+        .map_err(|e| ReduceError::msg(format!("{what} is not a list of messages: {e}")))
+}
+
+/// Runs a message reducer on JSON by converting to and from typed messages.
+macro_rules! messages_on_json {
+    ($reducer:ty, $update:ty) => {
+        impl Reducer<Value> for $reducer {
+            type Update = Value;
+            type Plan = Value;
+            fn plan(&self, current: &Value, update: Value) -> Result<Value, ReduceError> {
+                let mut messages = messages_of(current.clone(), "the current value")?;
+                let update: $update = serde_json::from_value(update).map_err(|e| {
+                    ReduceError::msg(format!("the update is not a list of messages: {e}"))
+                })?;
+                Reducer::<Vec<Message>>::reduce(self, &mut messages, update)?;
+                serde_json::to_value(messages).map_err(ReduceError::new)
+            }
+            fn apply(&self, current: &mut Value, plan: Value) {
+                *current = plan;
+            }
+        }
+    };
+}
+
+messages_on_json!(AddMessages, Vec<Message>);
+messages_on_json!(ReplaceMessages, Vec<Message>);
+messages_on_json!(UpsertMessages, Vec<super::MessageUpdate>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wrong_shapes_are_reducer_errors_that_say_what_was_found() {
+        let bounded = BoundedAppend::new(3).unwrap();
+        let err = bounded
+            .reduce(&mut json!([]), json!("not_a_list"))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "the update must be a list, got a string");
+        let err = ConcatFlatten
+            .reduce(&mut json!([]), json!([["a"], "not_a_list"]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "update element 1 must be a list, got a string"
+        );
+        let err = MergeAll
+            .reduce(&mut json!({}), json!([{"k": "1"}, "not_a_mapping"]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "update element 1 must be an object, got a string"
+        );
+        let err = Merge.reduce(&mut json!({}), json!([1])).unwrap_err();
+        assert_eq!(err.to_string(), "the update must be an object, got a list");
+        let err = MergeByKey::new(JsonField("id".into()))
+            .reduce(&mut json!([]), json!([{"name": "x"}]))
+            .unwrap_err();
+        assert!(err.to_string().contains("the key `id` is missing"), "{err}");
+    }
+
+    #[test]
+    fn json_lists_merge_like_typed_lists() {
+        let mut v = json!([{"id": 1, "s": "a"}, {"id": 2, "s": "b"}]);
+        MergeByKey::new(JsonField("id".into()))
+            .reduce(&mut v, json!([{"id": 2, "s": "B"}, {"id": 3, "s": "c"}]))
+            .unwrap();
+        assert_eq!(
+            v,
+            json!([{"id": 1, "s": "a"}, {"id": 2, "s": "B"}, {"id": 3, "s": "c"}])
+        );
+        let mut tags = json!(["seed"]);
+        DedupeAppend::by(JsonValue)
+            .reduce(&mut tags, json!(["seed", "a", "b", "a"]))
+            .unwrap();
+        assert_eq!(tags, json!(["seed", "a", "b"]));
+        // 1 and "1" are different values.
+        DedupeAppend::by(JsonValue)
+            .reduce(&mut tags, json!([1, "1"]))
+            .unwrap();
+        assert_eq!(tags, json!(["seed", "a", "b", 1, "1"]));
+        let mut m = json!({"a": 1});
+        MergeAll
+            .reduce(&mut m, json!([{"b": 2}, {"a": 3}]))
+            .unwrap();
+        assert_eq!(m, json!({"a": 3, "b": 2}));
+    }
+}

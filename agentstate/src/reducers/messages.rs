@@ -1,0 +1,549 @@
+//! Message reducers: AgentFlow's `add_messages`, `replace_messages` and `append_items`, the
+//! `remove_tool_messages` helper, and LangGraph's message semantics as `upsert_messages`.
+
+use super::keyed::{ById, HasId};
+use super::{Reducer, ReducerInfo};
+use crate::collections::KeyedList;
+use crate::error::ReduceError;
+use crate::message::{Message, MessageId, Role};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::{HashMap, HashSet};
+
+impl HasId for Message {
+    type Id = MessageId;
+    fn id(&self) -> &MessageId {
+        &self.message_id
+    }
+}
+
+/// `add_messages` (AgentFlow): appends the update's messages whose `message_id` is not among the
+/// *existing* messages' ids and that are not `delta` messages.
+///
+/// Exactly AgentFlow 0.10.1:
+/// - no update by id: a message whose id already exists is dropped even if its content changed;
+/// - duplicates inside the update are all kept (only existing ids are checked);
+/// - delta messages in the update are dropped; deltas or duplicates already in the list stay;
+/// - ids `1` and `"1"` are different ids.
+///
+/// On a [`MessageList`](crate::collections::MessageList) a merge of k messages costs O(k).
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::reducers::{AddMessages, Reducer};
+///
+/// let hi = Message::text_message("hi", Role::User).with_id("m1");
+/// let mut context = vec![hi.clone()];
+/// let edited = Message::text_message("hello", Role::User).with_id("m1");
+/// let answer = Message::text_message("hey!", Role::Assistant).with_id("m2");
+/// AddMessages.reduce(&mut context, vec![edited, answer])?;
+/// assert_eq!(context.len(), 2);
+/// assert_eq!(context[0], hi, "an existing id is never updated");
+/// # Ok::<(), agentstate::error::ReduceError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AddMessages;
+
+/// `append_items` (AgentFlow): appends the update's items whose [`HasId`] id is not among the
+/// existing items' ids. As in AgentFlow, only existing ids are checked: duplicates inside the
+/// update are all kept.
+///
+/// ```
+/// use agentstate::reducers::{AppendItems, HasId, Reducer};
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Finding { id: u32 }
+/// impl HasId for Finding {
+///     type Id = u32;
+///     fn id(&self) -> &u32 { &self.id }
+/// }
+///
+/// let mut findings = vec![Finding { id: 1 }];
+/// AppendItems.reduce(&mut findings, vec![Finding { id: 2 }, Finding { id: 1 }])?;
+/// assert_eq!(findings, [Finding { id: 1 }, Finding { id: 2 }]);
+/// # Ok::<(), agentstate::error::ReduceError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppendItems;
+
+/// `replace_messages` (AgentFlow): the update replaces the whole message list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplaceMessages;
+
+/// `upsert_messages`: LangGraph's `add_messages` semantics.
+///
+/// - a message whose id exists replaces it in place (its position is kept);
+/// - a new id is appended; a new id repeated inside one update collapses to its last message,
+///   at the position of its first;
+/// - [`MessageUpdate::Remove`] deletes every message with that id; removing an id that does not
+///   exist (before or earlier in the same update) is a `reducer_error`, and nothing is merged;
+/// - [`MessageUpdate::RemoveAll`] clears the list: only what follows the last remove-all marker
+///   of the update is merged, into an empty list.
+///
+/// On a [`MessageList`](crate::collections::MessageList), replacing and appending k messages
+/// cost O(k); a removal rewrites the list once (O(n)) however many ids it removes.
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::reducers::{MessageUpdate, Reducer, UpsertMessages};
+///
+/// let mut context = vec![
+///     Message::text_message("draft", Role::Assistant).with_id("a"),
+///     Message::text_message("tmp", Role::Assistant).with_id("b"),
+/// ];
+/// UpsertMessages.reduce(&mut context, vec![
+///     Message::text_message("final", Role::Assistant).with_id("a").into(),
+///     MessageUpdate::Remove("b".into()),
+/// ])?;
+/// assert_eq!(context.len(), 1);
+/// assert_eq!(context[0].message_id, "a".into());
+///
+/// let err = UpsertMessages.reduce(&mut context, vec![MessageUpdate::Remove("zzz".into())]);
+/// assert!(err.is_err());
+/// # Ok::<(), agentstate::error::ReduceError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpsertMessages;
+
+/// The id LangGraph uses for "remove all messages" (`RemoveMessage(id=REMOVE_ALL_MESSAGES)`).
+pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
+
+/// One entry of an `upsert_messages` update: a message to insert or replace, or a removal
+/// marker.
+///
+/// In JSON a message is a message object, and a removal is LangGraph's serialized
+/// `RemoveMessage`: `{"type": "remove", "id": "<id>"}`, with the id `"__remove_all__"` for
+/// [`MessageUpdate::RemoveAll`].
+///
+/// ```
+/// use agentstate::reducers::MessageUpdate;
+///
+/// let remove: MessageUpdate = serde_json::from_str(r#"{"type": "remove", "id": "m1"}"#)?;
+/// assert_eq!(remove, MessageUpdate::Remove("m1".into()));
+/// let all: MessageUpdate = serde_json::from_str(r#"{"type": "remove", "id": "__remove_all__"}"#)?;
+/// assert_eq!(all, MessageUpdate::RemoveAll);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum MessageUpdate {
+    /// Insert this message, or replace the message with its id.
+    Message(Message),
+    /// Remove every message with this id.
+    Remove(MessageId),
+    /// Remove every message.
+    RemoveAll,
+}
+
+impl From<Message> for MessageUpdate {
+    fn from(message: Message) -> Self {
+        MessageUpdate::Message(message)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct RemovalWire {
+    #[serde(rename = "type")]
+    kind: String,
+    id: MessageId,
+}
+
+impl Serialize for MessageUpdate {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessageUpdate::Message(message) => message.serialize(serializer),
+            MessageUpdate::Remove(id) => RemovalWire {
+                kind: "remove".into(),
+                id: id.clone(),
+            }
+            .serialize(serializer),
+            MessageUpdate::RemoveAll => RemovalWire {
+                kind: "remove".into(),
+                id: MessageId::from(REMOVE_ALL_MESSAGES),
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageUpdate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let is_removal = value.get("type").and_then(|t| t.as_str()) == Some("remove");
+        if is_removal {
+            let wire: RemovalWire = serde_json::from_value(value).map_err(D::Error::custom)?;
+            Ok(match wire.id {
+                MessageId::Str(ref s) if s == REMOVE_ALL_MESSAGES => MessageUpdate::RemoveAll,
+                id => MessageUpdate::Remove(id),
+            })
+        } else {
+            Message::deserialize(value)
+                .map(MessageUpdate::Message)
+                .map_err(D::Error::custom)
+        }
+    }
+}
+
+macro_rules! info {
+    ($ty:ty, $name:literal, $idempotent:literal) => {
+        impl ReducerInfo for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn round_trip_idempotent(&self) -> bool {
+                $idempotent
+            }
+        }
+    };
+}
+
+info!(AddMessages, "add_messages", true);
+info!(AppendItems, "append_items", true);
+info!(ReplaceMessages, "replace_messages", true);
+info!(UpsertMessages, "upsert_messages", true);
+
+/// The update items to append: those whose id is not among the existing ids and that `skip`
+/// does not reject. Existing ids only: duplicates inside the update are all kept.
+fn new_by_id<T: HasId>(
+    right: Vec<T>,
+    exists: impl Fn(&T::Id) -> bool,
+    skip: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    right
+        .into_iter()
+        .filter(|item| !skip(item) && !exists(item.id()))
+        .collect()
+}
+
+fn existing_ids<T: HasId>(items: &[T]) -> HashSet<&T::Id> {
+    items.iter().map(HasId::id).collect()
+}
+
+fn in_index<T: HasId>(list: &KeyedList<T>) -> Result<impl Fn(&T::Id) -> bool + '_, ReduceError> {
+    let index = list.index_for(&ById)?;
+    Ok(move |id: &T::Id| {
+        index
+            .find(list.as_slice(), &ById, &id)
+            .ok()
+            .flatten()
+            .is_some()
+    })
+}
+
+impl AddMessages {
+    pub(crate) fn merge_into_vec(&self, left: &mut Vec<Message>, right: Vec<Message>) {
+        let ids = existing_ids(left);
+        let fresh = new_by_id(right, |id| ids.contains(id), |m| m.delta);
+        left.extend(fresh);
+    }
+}
+
+impl AppendItems {
+    pub(crate) fn merge_into_vec<T: HasId>(&self, left: &mut Vec<T>, right: Vec<T>) {
+        let ids = existing_ids(left);
+        let fresh = new_by_id(right, |id| ids.contains(id), |_| false);
+        left.extend(fresh);
+    }
+}
+
+impl Reducer<Vec<Message>> for AddMessages {
+    type Update = Vec<Message>;
+    type Plan = Vec<Message>;
+    fn plan(
+        &self,
+        current: &Vec<Message>,
+        update: Vec<Message>,
+    ) -> Result<Vec<Message>, ReduceError> {
+        let ids = existing_ids(current);
+        Ok(new_by_id(update, |id| ids.contains(id), |m| m.delta))
+    }
+    fn apply(&self, current: &mut Vec<Message>, plan: Vec<Message>) {
+        current.extend(plan);
+    }
+}
+
+impl Reducer<KeyedList<Message>> for AddMessages {
+    type Update = Vec<Message>;
+    type Plan = Vec<Message>;
+    fn plan(
+        &self,
+        current: &KeyedList<Message>,
+        update: Vec<Message>,
+    ) -> Result<Vec<Message>, ReduceError> {
+        if update.is_empty() {
+            return Ok(update);
+        }
+        let exists = in_index(current)?;
+        Ok(new_by_id(update, exists, |m| m.delta))
+    }
+    fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
+        current.extend_keyed(&ById, plan);
+    }
+}
+
+impl<T: HasId> Reducer<Vec<T>> for AppendItems {
+    type Update = Vec<T>;
+    type Plan = Vec<T>;
+    fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+        let ids = existing_ids(current);
+        Ok(new_by_id(update, |id| ids.contains(id), |_| false))
+    }
+    fn apply(&self, current: &mut Vec<T>, plan: Vec<T>) {
+        current.extend(plan);
+    }
+}
+
+impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
+    type Update = Vec<T>;
+    type Plan = Vec<T>;
+    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+        if update.is_empty() {
+            return Ok(update);
+        }
+        let exists = in_index(current)?;
+        Ok(new_by_id(update, exists, |_| false))
+    }
+    fn apply(&self, current: &mut KeyedList<T>, plan: Vec<T>) {
+        current.extend_keyed(&ById, plan);
+    }
+}
+
+impl Reducer<Vec<Message>> for ReplaceMessages {
+    type Update = Vec<Message>;
+    type Plan = Vec<Message>;
+    fn plan(
+        &self,
+        _current: &Vec<Message>,
+        update: Vec<Message>,
+    ) -> Result<Vec<Message>, ReduceError> {
+        Ok(update)
+    }
+    fn apply(&self, current: &mut Vec<Message>, plan: Vec<Message>) {
+        *current = plan;
+    }
+}
+
+impl Reducer<KeyedList<Message>> for ReplaceMessages {
+    type Update = Vec<Message>;
+    type Plan = Vec<Message>;
+    fn plan(
+        &self,
+        _current: &KeyedList<Message>,
+        update: Vec<Message>,
+    ) -> Result<Vec<Message>, ReduceError> {
+        Ok(update)
+    }
+    fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
+        current.replace_all(plan);
+    }
+}
+
+/// The checked result of an `upsert_messages` merge.
+#[derive(Debug)]
+pub enum UpsertPlan {
+    /// A remove-all marker was present: the list becomes these messages.
+    Reset(Vec<Message>),
+    /// Replace, append, then remove.
+    Edit {
+        /// Messages replacing existing positions.
+        replace: Vec<(usize, Message)>,
+        /// New messages, in order.
+        append: Vec<Message>,
+        /// Ids whose messages are removed at the end.
+        remove: HashSet<MessageId>,
+    },
+}
+
+fn plan_upsert(
+    existing: impl Fn(&MessageId) -> Option<usize>,
+    mut update: Vec<MessageUpdate>,
+) -> Result<UpsertPlan, ReduceError> {
+    if let Some(last_reset) = update
+        .iter()
+        .rposition(|u| matches!(u, MessageUpdate::RemoveAll))
+    {
+        let tail = update.split_off(last_reset + 1);
+        let mut fresh = Vec::new();
+        if let UpsertPlan::Edit {
+            replace,
+            append,
+            remove,
+        } = plan_edit(|_| None, tail)?
+        {
+            debug_assert!(replace.is_empty());
+            fresh = append;
+            fresh.retain(|m| !remove.contains(&m.message_id));
+        }
+        return Ok(UpsertPlan::Reset(fresh));
+    }
+    plan_edit(existing, update)
+}
+
+fn plan_edit(
+    existing: impl Fn(&MessageId) -> Option<usize>,
+    update: Vec<MessageUpdate>,
+) -> Result<UpsertPlan, ReduceError> {
+    let mut replace = Vec::new();
+    let mut append: Vec<Message> = Vec::new();
+    let mut appended: HashMap<MessageId, usize> = HashMap::new();
+    let mut remove = HashSet::new();
+    for entry in update {
+        match entry {
+            MessageUpdate::Message(message) => {
+                let id = &message.message_id;
+                remove.remove(id);
+                if let Some(&slot) = appended.get(id) {
+                    append[slot] = message;
+                } else if let Some(at) = existing(id) {
+                    replace.push((at, message));
+                } else {
+                    appended.insert(id.clone(), append.len());
+                    append.push(message);
+                }
+            }
+            MessageUpdate::Remove(id) => {
+                if appended.contains_key(&id) || existing(&id).is_some() {
+                    remove.insert(id);
+                } else {
+                    return Err(ReduceError::msg(format!(
+                        "cannot remove message {}: no message has that id",
+                        id
+                    )));
+                }
+            }
+            // plan_upsert merges only what follows the last remove-all marker, so there is
+            // none here; should one come, it means the same: start from nothing.
+            MessageUpdate::RemoveAll => {
+                replace.clear();
+                append.clear();
+                appended.clear();
+                remove.clear();
+            }
+        }
+    }
+    Ok(UpsertPlan::Edit {
+        replace,
+        append,
+        remove,
+    })
+}
+
+fn last_index_by_id(messages: &[Message]) -> HashMap<&MessageId, usize> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (&m.message_id, i))
+        .collect()
+}
+
+impl Reducer<Vec<Message>> for UpsertMessages {
+    type Update = Vec<MessageUpdate>;
+    type Plan = UpsertPlan;
+    fn plan(
+        &self,
+        current: &Vec<Message>,
+        update: Vec<MessageUpdate>,
+    ) -> Result<UpsertPlan, ReduceError> {
+        let index = last_index_by_id(current);
+        plan_upsert(|id| index.get(id).copied(), update)
+    }
+    fn apply(&self, current: &mut Vec<Message>, plan: UpsertPlan) {
+        match plan {
+            UpsertPlan::Reset(messages) => *current = messages,
+            UpsertPlan::Edit {
+                replace,
+                append,
+                remove,
+            } => {
+                for (at, message) in replace {
+                    current[at] = message;
+                }
+                current.extend(append);
+                if !remove.is_empty() {
+                    current.retain(|m| !remove.contains(&m.message_id));
+                }
+            }
+        }
+    }
+}
+
+impl Reducer<KeyedList<Message>> for UpsertMessages {
+    type Update = Vec<MessageUpdate>;
+    type Plan = UpsertPlan;
+    fn plan(
+        &self,
+        current: &KeyedList<Message>,
+        update: Vec<MessageUpdate>,
+    ) -> Result<UpsertPlan, ReduceError> {
+        let index = current.index_for(&ById)?;
+        let list = current.as_slice();
+        plan_upsert(|id| index.find(list, &ById, &id).ok().flatten(), update)
+    }
+    fn apply(&self, current: &mut KeyedList<Message>, plan: UpsertPlan) {
+        match plan {
+            UpsertPlan::Reset(messages) => current.replace_all(messages),
+            UpsertPlan::Edit {
+                replace,
+                append,
+                remove,
+            } => {
+                current.replace_at(replace);
+                current.extend_keyed(&ById, append);
+                if !remove.is_empty() {
+                    current.retain(|m| !remove.contains(&m.message_id));
+                }
+            }
+        }
+    }
+}
+
+/// `remove_tool_messages` (AgentFlow): removes every *complete* tool sequence.
+///
+/// A complete sequence is an assistant message with non-empty `tools_calls`, the run of `tool`
+/// messages right after it (zero or more), and then an assistant message without tool calls,
+/// which is kept. A sequence not followed by such an assistant message (end of list, a user or
+/// system message, another assistant message with tool calls) is kept whole. `tools_calls ==
+/// []` is not a tool call, and tool-call blocks inside `content` are not looked at.
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::reducers::remove_tool_messages;
+/// # use agentstate::message::ToolCall;
+///
+/// let user = Message::text_message("weather?", Role::User);
+/// let call = Message::text_message("", Role::Assistant)
+///     .with_tool_calls(vec![ToolCall::new("c1", "get_weather", serde_json::json!({"city": "Paris"}))]);
+/// let result = Message::text_message("Sunny", Role::Tool);
+/// let answer = Message::text_message("It is sunny.", Role::Assistant);
+///
+/// let kept = remove_tool_messages(vec![user.clone(), call, result, answer.clone()]);
+/// assert_eq!(kept, vec![user, answer]);
+/// ```
+pub fn remove_tool_messages(messages: Vec<Message>) -> Vec<Message> {
+    let calls_tools = |m: &Message| {
+        m.role == Role::Assistant && m.tools_calls.as_ref().is_some_and(|c| !c.is_empty())
+    };
+    let mut removed = vec![false; messages.len()];
+    let mut i = 0;
+    while i < messages.len() {
+        if !calls_tools(&messages[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < messages.len() && messages[i].role == Role::Tool {
+            i += 1;
+        }
+        let answered =
+            i < messages.len() && messages[i].role == Role::Assistant && !calls_tools(&messages[i]);
+        if answered {
+            removed[start..i].iter_mut().for_each(|r| *r = true);
+            i += 1;
+        }
+    }
+    messages
+        .into_iter()
+        .zip(removed)
+        .filter_map(|(m, r)| (!r).then_some(m))
+        .collect()
+}

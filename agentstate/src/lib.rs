@@ -26,6 +26,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "ag-ui")]
+pub mod agui;
 pub mod collections;
 pub mod error;
 pub mod message;

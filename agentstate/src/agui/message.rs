@@ -1,0 +1,492 @@
+//! AG-UI messages as the protocol puts them on the wire (`MESSAGES_SNAPSHOT`, a run's input) and
+//! as the official client holds them: tagged by `role`, camelCase fields.
+//!
+//! ```
+//! use agentstate::agui::message::AguiMessage;
+//!
+//! let json = r#"{"id":"a1","role":"assistant","content":"Let me look.",
+//!   "toolCalls":[{"id":"c1","type":"function","function":{"name":"search","arguments":"{\"q\":\"rust\"}"}}]}"#;
+//! let message: AguiMessage = serde_json::from_str(json)?;
+//! assert_eq!(message.id(), "a1");
+//! assert_eq!(message.text(), "Let me look.");
+//! let AguiMessage::Assistant(assistant) = &message else { unreachable!() };
+//! assert_eq!(assistant.tool_calls.as_ref().unwrap()[0].function.name, "search");
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One AG-UI message, tagged by its `role`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum AguiMessage {
+    /// A developer instruction (`role: "developer"`).
+    Developer(DeveloperMessage),
+    /// A system instruction (`role: "system"`).
+    System(SystemMessage),
+    /// The model's reply, possibly with tool calls (`role: "assistant"`).
+    Assistant(AssistantMessage),
+    /// The human (`role: "user"`).
+    User(UserMessage),
+    /// A tool's result (`role: "tool"`).
+    Tool(ToolMessage),
+    /// A client-side activity (`role: "activity"`), built by `ACTIVITY_SNAPSHOT` / `ACTIVITY_DELTA`.
+    Activity(ActivityMessage),
+    /// The model's visible reasoning (`role: "reasoning"`).
+    Reasoning(ReasoningMessage),
+}
+
+/// The role names of AG-UI messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AguiRole {
+    /// `developer`
+    Developer,
+    /// `system`
+    System,
+    /// `assistant`
+    Assistant,
+    /// `user`
+    User,
+    /// `tool`
+    Tool,
+    /// `activity`
+    Activity,
+    /// `reasoning`
+    Reasoning,
+}
+
+impl AguiRole {
+    /// The role's wire name, e.g. `"assistant"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AguiRole::Developer => "developer",
+            AguiRole::System => "system",
+            AguiRole::Assistant => "assistant",
+            AguiRole::User => "user",
+            AguiRole::Tool => "tool",
+            AguiRole::Activity => "activity",
+            AguiRole::Reasoning => "reasoning",
+        }
+    }
+}
+
+/// The content of a user or tool message: a string, or a list of content parts (text, image,
+/// audio, video, document), kept as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// Plain text.
+    Text(String),
+    /// Multimodal content parts, each an object with a `type`.
+    Parts(Vec<Value>),
+}
+
+impl Default for MessageContent {
+    fn default() -> Self {
+        MessageContent::Text(String::new())
+    }
+}
+
+impl MessageContent {
+    /// The text: the string itself, or the `text` of the `text` parts, concatenated.
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(text) => text.clone(),
+            MessageContent::Parts(parts) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect(),
+        }
+    }
+
+    /// Appends streamed text. Parts are replaced by the text, as the official client does
+    /// (it treats non-string content as `""` before appending).
+    pub(crate) fn push_str(&mut self, delta: &str) {
+        match self {
+            MessageContent::Text(text) => text.push_str(delta),
+            MessageContent::Parts(_) => *self = MessageContent::Text(delta.to_owned()),
+        }
+    }
+}
+
+impl From<&str> for MessageContent {
+    fn from(text: &str) -> Self {
+        MessageContent::Text(text.to_owned())
+    }
+}
+
+impl From<String> for MessageContent {
+    fn from(text: String) -> Self {
+        MessageContent::Text(text)
+    }
+}
+
+/// A developer message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeveloperMessage {
+    /// The message id.
+    pub id: String,
+    /// The text.
+    pub content: String,
+    /// An optional author name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A system message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemMessage {
+    /// The message id.
+    pub id: String,
+    /// The text.
+    pub content: String,
+    /// An optional author name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// An assistant message: text (absent when the message only carries tool calls) and tool calls.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// The message id.
+    pub id: String,
+    /// The text, when the message has any (a message created by `TOOL_CALL_START` has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// An optional author name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The tool calls, in OpenAI shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<AguiToolCall>>,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A user message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    /// The message id.
+    pub id: String,
+    /// The text or content parts.
+    pub content: MessageContent,
+    /// An optional author name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A tool message: the result of the tool call `tool_call_id`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolMessage {
+    /// The message id.
+    pub id: String,
+    /// The result.
+    pub content: MessageContent,
+    /// The call this message answers.
+    pub tool_call_id: String,
+    /// The tool's error, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// An activity message: structured, client-rendered progress (a plan, a search, a form).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActivityMessage {
+    /// The message id.
+    pub id: String,
+    /// What kind of activity this is; the UI picks a renderer by it.
+    pub activity_type: String,
+    /// The activity's data (normally a JSON object).
+    pub content: Value,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A reasoning message.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReasoningMessage {
+    /// The message id.
+    pub id: String,
+    /// The reasoning text.
+    pub content: String,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// A tool call in OpenAI shape: `{id, type: "function", function: {name, arguments}}`, where
+/// `arguments` is the JSON text streamed by `TOOL_CALL_ARGS`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AguiToolCall {
+    /// The call id.
+    pub id: String,
+    /// Always `"function"` in AG-UI 1.0.
+    #[serde(rename = "type", default = "function_type")]
+    pub call_type: String,
+    /// The function and its arguments.
+    pub function: FunctionCall,
+    /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_value: Option<String>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+fn function_type() -> String {
+    "function".to_owned()
+}
+
+impl AguiToolCall {
+    /// A function call with its arguments as JSON text.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        AguiToolCall {
+            id: id.into(),
+            call_type: function_type(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            },
+            encrypted_value: None,
+            metadata: None,
+        }
+    }
+
+    /// The arguments parsed as JSON, or `None` while they are incomplete or not JSON.
+    pub fn parsed_arguments(&self) -> Option<Value> {
+        serde_json::from_str(&self.function.arguments).ok()
+    }
+}
+
+/// The function part of a tool call.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as JSON text (possibly partial while streaming).
+    pub arguments: String,
+}
+
+impl AguiMessage {
+    /// The message id.
+    pub fn id(&self) -> &str {
+        match self {
+            AguiMessage::Developer(m) => &m.id,
+            AguiMessage::System(m) => &m.id,
+            AguiMessage::Assistant(m) => &m.id,
+            AguiMessage::User(m) => &m.id,
+            AguiMessage::Tool(m) => &m.id,
+            AguiMessage::Activity(m) => &m.id,
+            AguiMessage::Reasoning(m) => &m.id,
+        }
+    }
+
+    /// The message's role.
+    pub fn role(&self) -> AguiRole {
+        match self {
+            AguiMessage::Developer(_) => AguiRole::Developer,
+            AguiMessage::System(_) => AguiRole::System,
+            AguiMessage::Assistant(_) => AguiRole::Assistant,
+            AguiMessage::User(_) => AguiRole::User,
+            AguiMessage::Tool(_) => AguiRole::Tool,
+            AguiMessage::Activity(_) => AguiRole::Activity,
+            AguiMessage::Reasoning(_) => AguiRole::Reasoning,
+        }
+    }
+
+    /// The message's text: its content string, the text parts of multimodal content, or the
+    /// empty string (an assistant message without content, an activity).
+    pub fn text(&self) -> String {
+        match self {
+            AguiMessage::Developer(m) => m.content.clone(),
+            AguiMessage::System(m) => m.content.clone(),
+            AguiMessage::Assistant(m) => m.content.clone().unwrap_or_default(),
+            AguiMessage::User(m) => m.content.text(),
+            AguiMessage::Tool(m) => m.content.text(),
+            AguiMessage::Activity(_) => String::new(),
+            AguiMessage::Reasoning(m) => m.content.clone(),
+        }
+    }
+
+    /// The tool calls of an assistant message; empty for every other message.
+    pub fn tool_calls(&self) -> &[AguiToolCall] {
+        match self {
+            AguiMessage::Assistant(m) => m.tool_calls.as_deref().unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// A text message of `role` (developer, system, assistant or user) with empty content, as
+    /// `TEXT_MESSAGE_START` creates it.
+    pub(crate) fn empty_text(id: &str, role: TextRole, name: Option<String>) -> Self {
+        let id = id.to_owned();
+        match role {
+            TextRole::Developer => AguiMessage::Developer(DeveloperMessage {
+                id,
+                name,
+                ..Default::default()
+            }),
+            TextRole::System => AguiMessage::System(SystemMessage {
+                id,
+                name,
+                ..Default::default()
+            }),
+            TextRole::Assistant => AguiMessage::Assistant(AssistantMessage {
+                id,
+                name,
+                content: Some(String::new()),
+                ..Default::default()
+            }),
+            TextRole::User => AguiMessage::User(UserMessage {
+                id,
+                name,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Appends streamed text to the message's content. Returns false for an activity message,
+    /// which has no text.
+    pub(crate) fn push_text(&mut self, delta: &str) -> bool {
+        match self {
+            AguiMessage::Developer(m) => m.content.push_str(delta),
+            AguiMessage::System(m) => m.content.push_str(delta),
+            AguiMessage::Assistant(m) => m.content.get_or_insert_with(String::new).push_str(delta),
+            AguiMessage::User(m) => m.content.push_str(delta),
+            AguiMessage::Tool(m) => m.content.push_str(delta),
+            AguiMessage::Reasoning(m) => m.content.push_str(delta),
+            AguiMessage::Activity(_) => return false,
+        }
+        true
+    }
+
+    /// Sets the encrypted value; false for an activity message, which has none.
+    pub(crate) fn set_encrypted_value(&mut self, value: &str) -> bool {
+        let slot = match self {
+            AguiMessage::Developer(m) => &mut m.encrypted_value,
+            AguiMessage::System(m) => &mut m.encrypted_value,
+            AguiMessage::Assistant(m) => &mut m.encrypted_value,
+            AguiMessage::User(m) => &mut m.encrypted_value,
+            AguiMessage::Tool(m) => &mut m.encrypted_value,
+            AguiMessage::Reasoning(m) => &mut m.encrypted_value,
+            AguiMessage::Activity(_) => return false,
+        };
+        *slot = Some(value.to_owned());
+        true
+    }
+}
+
+/// The roles a streamed text message may take (`TEXT_MESSAGE_START.role`); `tool`, `activity`
+/// and `reasoning` messages are built by other events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TextRole {
+    /// `developer`
+    Developer,
+    /// `system`
+    System,
+    /// `assistant`, the default.
+    #[default]
+    Assistant,
+    /// `user`
+    User,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_role_round_trips_with_camel_case_fields() {
+        let wire = json!([
+            {"id": "d", "role": "developer", "content": "be brief"},
+            {"id": "s", "role": "system", "content": "you are helpful", "name": "sys"},
+            {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image", "source": {"type": "url", "value": "http://x"}}]},
+            {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "t", "role": "tool", "content": "42", "toolCallId": "c", "error": "late"},
+            {"id": "v", "role": "activity", "activityType": "plan", "content": {"steps": []}},
+            {"id": "r", "role": "reasoning", "content": "hmm", "encryptedValue": "xyz"}
+        ]);
+        let messages: Vec<AguiMessage> = serde_json::from_value(wire.clone()).unwrap();
+        let roles: Vec<_> = messages.iter().map(|m| m.role().as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "developer",
+                "system",
+                "user",
+                "assistant",
+                "tool",
+                "activity",
+                "reasoning"
+            ]
+        );
+        assert_eq!(messages[2].text(), "hi");
+        assert_eq!(
+            messages[3].tool_calls()[0].parsed_arguments(),
+            Some(json!({}))
+        );
+        assert_eq!(serde_json::to_value(&messages).unwrap(), wire);
+    }
+
+    #[test]
+    fn unknown_fields_are_tolerated_and_a_bad_role_is_an_error() {
+        let m: AguiMessage =
+            serde_json::from_value(json!({"id": "u", "role": "user", "content": "x", "extra": 1}))
+                .unwrap();
+        assert_eq!(m.text(), "x");
+        let err = serde_json::from_value::<AguiMessage>(
+            json!({"id": "u", "role": "robot", "content": ""}),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("robot"), "{err}");
+    }
+}

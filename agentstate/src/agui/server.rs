@@ -1,0 +1,163 @@
+//! The server side: stream a typed agent state to an AG-UI front end.
+//!
+//! A Rust agent merges its nodes' updates into a [`State`]; each merge becomes a `STATE_DELTA`
+//! (the RFC 6902 patch from the state's JSON before to its JSON after), and a `STATE_SNAPSHOT`
+//! carries the whole state when a client (re)connects. Folding those events on the client
+//! ([`ChatState`](super::ChatState)) reproduces the server's state exactly.
+
+use super::event::Event;
+use crate::state::State;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Why state events could not be produced.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// The update did not merge (the state is unchanged).
+    #[error("the update could not be merged: {0}")]
+    Merge(#[from] crate::Error),
+    /// The state does not serialize to JSON (for example a map with non-string keys).
+    #[error("the state could not be serialized to JSON: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// A `STATE_SNAPSHOT` of `state`.
+pub fn state_snapshot<S: Serialize + ?Sized>(state: &S) -> Result<Event, serde_json::Error> {
+    Ok(Event::state_snapshot(serde_json::to_value(state)?))
+}
+
+/// The `STATE_DELTA` that takes `old` to `new`: a JSON Patch computed by `json_patch::diff`.
+///
+/// ```
+/// use agentstate::agui::{server::state_delta, Event};
+/// use serde_json::json;
+///
+/// let Event::StateDelta(delta) = state_delta(&json!({"n": 1, "tags": []}), &json!({"n": 2, "tags": ["a"]})) else {
+///     unreachable!()
+/// };
+/// assert_eq!(delta.delta, vec![
+///     json!({"op": "replace", "path": "/n", "value": 2}),
+///     json!({"op": "add", "path": "/tags/0", "value": "a"}),
+/// ]);
+/// ```
+pub fn state_delta(old: &Value, new: &Value) -> Event {
+    let patch = json_patch::diff(old, new);
+    Event::state_delta(
+        patch
+            .0
+            .iter()
+            // A patch operation is plain JSON: serializing it cannot fail.
+            .filter_map(|op| serde_json::to_value(op).ok())
+            .collect(),
+    )
+}
+
+/// The events describing one merge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateEvents {
+    /// `STATE_DELTA` from the state before the merge to the state after.
+    pub delta: Event,
+    /// `STATE_SNAPSHOT` of the state after the merge.
+    pub snapshot: Event,
+}
+
+/// Merges `update` into `state` and returns the `STATE_DELTA` and `STATE_SNAPSHOT` describing
+/// it. Serializes the state twice; to stream many updates, [`StateStream`] keeps the last JSON
+/// sent instead.
+///
+/// On a merge error the state is unchanged. If the merged state cannot be serialized, the merge
+/// stays and the error is returned.
+///
+/// ```
+/// use agentstate::agui::{server::merge_with_events, ChatState, Event};
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+///
+/// let mut state = AgentState::default();
+/// let events = merge_with_events(
+///     &mut state,
+///     AgentStateUpdate::default().context_summary(Some("greeting".to_owned())),
+/// )?;
+/// let mut client = ChatState::new().with_agent_state(serde_json::to_value(AgentState::default())?);
+/// client.apply(&Event::run_started("t", "r"));
+/// client.apply(&events.delta);
+/// assert_eq!(client.agent_state(), &serde_json::to_value(&state)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn merge_with_events<S: State + Serialize>(
+    state: &mut S,
+    update: S::Update,
+) -> Result<StateEvents, StreamError> {
+    let before = serde_json::to_value(&*state)?;
+    state.merge(update)?;
+    let after = serde_json::to_value(&*state)?;
+    Ok(StateEvents {
+        delta: state_delta(&before, &after),
+        snapshot: Event::state_snapshot(after),
+    })
+}
+
+/// A typed state and the JSON last sent for it: each [`update`](StateStream::update) merges and
+/// returns the `STATE_DELTA` from what the client has to the new state.
+///
+/// ```
+/// use agentstate::agui::{ChatState, Event, StateStream};
+/// use agentstate::message::{Message, Role};
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+///
+/// let mut server = StateStream::new(AgentState::default())?;
+/// let mut client = ChatState::new();
+/// client.apply(&Event::run_started("thread", "run"));
+/// client.apply(&server.snapshot());
+/// for text in ["Hi", "How can I help?"] {
+///     let message = Message::text_message(text, Role::Assistant);
+///     client.apply(&server.update(AgentStateUpdate::default().context(vec![message]))?);
+/// }
+/// assert_eq!(client.agent_state(), server.json());
+/// assert_eq!(server.state().context.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct StateStream<S> {
+    state: S,
+    sent: Value,
+}
+
+impl<S: State + Serialize> StateStream<S> {
+    /// Starts streaming `state`.
+    pub fn new(state: S) -> Result<Self, serde_json::Error> {
+        let sent = serde_json::to_value(&state)?;
+        Ok(StateStream { state, sent })
+    }
+
+    /// A `STATE_SNAPSHOT` of the state, for a client that (re)connects.
+    pub fn snapshot(&self) -> Event {
+        Event::state_snapshot(self.sent.clone())
+    }
+
+    /// Merges `update` and returns the `STATE_DELTA` from the last JSON sent to the new state.
+    /// On a merge error nothing changes. If the new state cannot be serialized, the merge stays
+    /// and the next successful update's delta covers it (deltas always start from what was
+    /// sent).
+    pub fn update(&mut self, update: S::Update) -> Result<Event, StreamError> {
+        self.state.merge(update)?;
+        let now = serde_json::to_value(&self.state)?;
+        let delta = state_delta(&self.sent, &now);
+        self.sent = now;
+        Ok(delta)
+    }
+
+    /// The typed state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The state's JSON as the client has it after every event produced so far.
+    pub fn json(&self) -> &Value {
+        &self.sent
+    }
+
+    /// The typed state, ending the stream.
+    pub fn into_inner(self) -> S {
+        self.state
+    }
+}

@@ -527,15 +527,20 @@ impl ChatState {
             }
             Event::RunFinished(_) => {
                 let open = [
-                    ("steps", &self.steps),
-                    ("text messages", &self.open_text),
-                    ("reasoning messages", &self.open_reasoning),
-                    ("reasoning spans", &self.open_spans),
-                    ("tool calls", &self.open_calls),
+                    ("step", "steps", &self.steps),
+                    ("text message", "text messages", &self.open_text),
+                    (
+                        "reasoning message",
+                        "reasoning messages",
+                        &self.open_reasoning,
+                    ),
+                    ("reasoning span", "reasoning spans", &self.open_spans),
+                    ("tool call", "tool calls", &self.open_calls),
                 ];
-                match open.iter().find(|(_, ids)| !ids.is_empty()) {
-                    Some((kind, ids)) => Err(format!(
-                        "it arrived while {kind} {} {} still open",
+                match open.iter().find(|(_, _, ids)| !ids.is_empty()) {
+                    Some((one, many, ids)) => Err(format!(
+                        "it arrived while {} {} {} still open",
+                        if ids.len() == 1 { one } else { many },
                         ids.iter()
                             .map(|id| format!("`{id}`"))
                             .collect::<Vec<_>>()

@@ -52,3 +52,7 @@ pub use event::Event;
 pub use fold::{fold, fold_all, Timeline};
 pub use message::{AguiMessage, AguiRole, AguiToolCall};
 pub use server::{StateStream, StreamError};
+
+/// The `json-patch` crate the fold applies `STATE_DELTA`s with, re-exported to build and inspect
+/// patches with the same version.
+pub use json_patch;

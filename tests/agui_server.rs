@@ -1,0 +1,171 @@
+//! The server side: a typed state's merges become STATE_SNAPSHOT / STATE_DELTA events, and
+//! folding them on the client reproduces the server's state.
+#![cfg(feature = "ag-ui")]
+
+use agentstate::agui::server::{merge_with_events, state_delta, state_snapshot};
+use agentstate::agui::{ChatState, Event, StateStream, StreamError};
+use agentstate::message::{Message, Role};
+use agentstate::schema::Schema;
+use agentstate::state::{AgentState, AgentStateUpdate, ExecutionState, ExecutionStatus};
+use agentstate::{Error, State};
+use serde::Serialize;
+use serde_json::json;
+
+fn updates() -> Vec<AgentStateUpdate> {
+    let mut interrupted = ExecutionState::new("approve");
+    interrupted.set_interrupt(
+        "approve",
+        "needs a human",
+        ExecutionStatus::InterruptedBefore,
+        None,
+    );
+    interrupted.advance_step();
+    vec![
+        AgentStateUpdate::default().context(vec![Message::text_message(
+            "Book a flight to Lima",
+            Role::User,
+        )
+        .with_id("u1")]),
+        AgentStateUpdate::default()
+            .context(vec![
+                Message::text_message("Which date?", Role::Assistant).with_id("a1")
+            ])
+            .context_summary(Some("flight booking".to_owned())),
+        AgentStateUpdate::default().execution_meta(interrupted),
+        // add_messages drops a known id: this update changes nothing, and its delta is empty.
+        AgentStateUpdate::default().context(vec![Message::text_message(
+            "Book a flight to Lima",
+            Role::User,
+        )
+        .with_id("u1")]),
+        AgentStateUpdate::default().context_summary(None),
+    ]
+}
+
+#[test]
+fn folding_the_streamed_deltas_reproduces_the_server_state() {
+    let mut server = StateStream::new(AgentState::default()).unwrap();
+    let mut wire = vec![Event::run_started("thread", "run"), server.snapshot()];
+    for update in updates() {
+        wire.push(server.update(update).unwrap());
+    }
+    wire.push(Event::run_finished("thread", "run"));
+
+    // Through the wire format, as a front end would receive it.
+    let json = serde_json::to_string(&wire).unwrap();
+    let mut client = ChatState::new();
+    for event in Event::parse_array(&json).unwrap() {
+        client.apply(&event);
+    }
+    assert!(client.errors().is_empty(), "{:?}", client.errors());
+    let expected = serde_json::to_value(server.state()).unwrap();
+    assert_eq!(client.agent_state(), &expected);
+    assert_eq!(server.json(), &expected);
+    assert_eq!(expected["context"].as_array().unwrap().len(), 2);
+    assert_eq!(expected["execution_meta"]["status"], "interrupted_before");
+
+    // The no-op update produced an empty delta.
+    let Event::StateDelta(noop) = &wire[5] else {
+        panic!("a delta per update")
+    };
+    assert!(noop.delta.is_empty());
+    // A non-trivial delta is a real patch, not a snapshot in disguise.
+    let Event::StateDelta(first) = &wire[2] else {
+        panic!("a delta per update")
+    };
+    assert!(first
+        .delta
+        .iter()
+        .all(|op| op["path"].as_str().unwrap().starts_with("/context")));
+}
+
+#[test]
+fn a_client_joining_late_catches_up_with_a_snapshot() {
+    let mut server = StateStream::new(AgentState::default()).unwrap();
+    let mut updates = updates().into_iter();
+    for update in updates.by_ref().take(2) {
+        server.update(update).unwrap();
+    }
+    let mut late = ChatState::new();
+    late.apply(&Event::run_started("thread", "run"));
+    late.apply(&server.snapshot());
+    for update in updates {
+        late.apply(&server.update(update).unwrap());
+    }
+    assert!(late.errors().is_empty(), "{:?}", late.errors());
+    assert_eq!(
+        late.agent_state(),
+        &serde_json::to_value(server.into_inner()).unwrap()
+    );
+}
+
+#[test]
+fn merge_with_events_gives_delta_and_snapshot() {
+    let mut state = AgentState::default();
+    let before = serde_json::to_value(&state).unwrap();
+    let events = merge_with_events(
+        &mut state,
+        AgentStateUpdate::default().context_summary(Some("s".to_owned())),
+    )
+    .unwrap();
+    assert_eq!(
+        events.delta,
+        Event::state_delta(vec![
+            json!({"op": "replace", "path": "/context_summary", "value": "s"})
+        ])
+    );
+    assert_eq!(events.snapshot, state_snapshot(&state).unwrap());
+    assert_eq!(
+        events.delta,
+        state_delta(&before, &serde_json::to_value(&state).unwrap())
+    );
+}
+
+/// A hand-written state whose merge can fail: a counter that refuses negative updates.
+#[derive(Debug, Default, Serialize)]
+struct Counter {
+    count: i64,
+}
+
+impl State for Counter {
+    type Update = Option<i64>;
+    type Plan = Option<i64>;
+
+    fn plan(&self, update: Option<i64>) -> Result<Option<i64>, Error> {
+        match update {
+            Some(n) if n < 0 => Err(Error::validation(
+                "count",
+                format!("expects a non-negative number, got {n}"),
+            )),
+            other => Ok(other),
+        }
+    }
+
+    fn apply(&mut self, plan: Option<i64>) {
+        if let Some(n) = plan {
+            self.count = n;
+        }
+    }
+
+    fn schema() -> Schema {
+        Schema::describe(Vec::new())
+    }
+}
+
+#[test]
+fn a_failed_merge_changes_nothing_and_reads_well() {
+    let mut server = StateStream::new(Counter::default()).unwrap();
+    server.update(Some(3)).unwrap();
+    let err = server.update(Some(-1)).unwrap_err();
+    assert!(matches!(err, StreamError::Merge(_)));
+    assert_eq!(
+        err.to_string(),
+        "the update could not be merged: field `count` expects a non-negative number, got -1"
+    );
+    assert_eq!(server.state().count, 3);
+    assert_eq!(server.json(), &json!({"count": 3}));
+
+    let mut counter = Counter::default();
+    assert!(merge_with_events(&mut counter, Some(-5)).is_err());
+    assert_eq!(counter.count, 0);
+}

@@ -344,13 +344,14 @@ impl ChatState {
             (Some(id), Some(current)) if *id == current => current,
             (Some(id), _) => {
                 self.close_chunk();
+                let errors = self.errors.len();
                 self.apply_one(&Event::TextMessageStart(TextMessageStartEvent {
                     message_id: id.clone(),
                     role: Some(chunk.role.unwrap_or_default()),
                     name: chunk.name.clone(),
                     base: chunk.base.clone(),
                 }));
-                if !contains(&self.open_text, id) {
+                if self.errors.len() > errors {
                     return; // the START was refused (and reported): the chunk goes no further
                 }
                 self.chunk = Some(OpenChunk::Text(id.clone()));
@@ -384,14 +385,15 @@ impl ChatState {
                     );
                 };
                 self.close_chunk();
+                let errors = self.errors.len();
                 self.apply_one(&Event::ToolCallStart(ToolCallStartEvent {
                     tool_call_id: id.clone(),
                     tool_call_name: name.clone(),
                     parent_message_id: chunk.parent_message_id.clone(),
                     base: chunk.base.clone(),
                 }));
-                if !contains(&self.open_calls, id) {
-                    return;
+                if self.errors.len() > errors {
+                    return; // the START was refused (and reported): the chunk goes no further
                 }
                 self.chunk = Some(OpenChunk::Tool(id.clone()));
                 id.clone()
@@ -418,13 +420,14 @@ impl ChatState {
             (Some(id), Some(current)) if *id == current => current,
             (Some(id), _) => {
                 self.close_chunk();
+                let errors = self.errors.len();
                 self.apply_one(&Event::ReasoningMessageStart(ReasoningMessageStartEvent {
                     message_id: id.clone(),
                     role: "reasoning".to_owned(),
                     base: chunk.base.clone(),
                 }));
-                if !contains(&self.open_reasoning, id) {
-                    return;
+                if self.errors.len() > errors {
+                    return; // the START was refused (and reported): the chunk goes no further
                 }
                 self.chunk = Some(OpenChunk::Reasoning(id.clone()));
                 id.clone()

@@ -1,1 +1,128 @@
-fn main() {}
+//! Folds AG-UI event streams and prints a compact view of the chat state after each event.
+//!
+//! ```text
+//! cargo run --example agui_stream --features ag-ui                 # every fixture in examples/data/
+//! cargo run --example agui_stream --features ag-ui -- tool_calls   # one fixture, by name
+//! cargo run --example agui_stream --features ag-ui -- path/to/events.json
+//! ```
+//!
+//! Each input is a JSON array of AG-UI events. After each event the view shows the phase, every
+//! message (`…` streaming, `✗` interrupted) with its tool calls and their results, the shared
+//! state, and any error the event surfaced.
+
+use agentstate::agui::{ChatMessage, ChatState, Event, StreamStatus};
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let files: Vec<PathBuf> = if args.is_empty() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&data)
+            .map_err(|e| format!("cannot list {}: {e}", data.display()))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.ends_with(".json") && !name.ends_with(".expected.json")
+            })
+            .collect();
+        files.sort();
+        files
+    } else {
+        args.iter()
+            .map(|arg| {
+                let path = PathBuf::from(arg);
+                if path.exists() {
+                    path
+                } else {
+                    data.join(format!("{arg}.json"))
+                }
+            })
+            .collect()
+    };
+    for file in files {
+        show(&file)?;
+    }
+    Ok(())
+}
+
+fn show(file: &Path) -> Result<(), Box<dyn Error>> {
+    let json = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let events = Event::parse_array(&json)
+        .map_err(|e| format!("{} is not an AG-UI event array: {e}", file.display()))?;
+    println!("== {} ({} events)", file.display(), events.len());
+    let mut chat = ChatState::new();
+    for (i, event) in events.iter().enumerate() {
+        let errors_before = chat.errors().len();
+        chat.apply(event);
+        println!(
+            "#{:<2} {:<26} phase {} · {} message(s) · state {}",
+            i + 1,
+            event.event_type(),
+            chat.phase(),
+            chat.messages().len(),
+            clip(&chat.agent_state().to_string(), 60)
+        );
+        for message in chat.messages() {
+            println!("      {}", line(&chat, message));
+        }
+        for error in &chat.errors()[errors_before..] {
+            println!("      ! {error}");
+        }
+    }
+    println!();
+    Ok(())
+}
+
+fn line(chat: &ChatState, message: &ChatMessage) -> String {
+    let mark = match message.status() {
+        StreamStatus::Streaming => "…",
+        StreamStatus::Complete => " ",
+        StreamStatus::Interrupted => "✗",
+    };
+    let mut line = format!(
+        "{:<10} {:<9}{mark} {:?}",
+        message.id(),
+        message.role().as_str(),
+        clip(&message.text(), 50)
+    );
+    for call in message.tool_calls() {
+        let Some(view) = chat.tool_call(&call.id) else {
+            continue;
+        };
+        let status = if view.status == StreamStatus::Streaming {
+            "…"
+        } else {
+            ""
+        };
+        line.push_str(&format!(
+            " [{}({}){status}",
+            view.name(),
+            clip(&call.function.arguments, 30)
+        ));
+        if let Some(result) = view.result {
+            line.push_str(&format!(" → {:?}", clip(&result.content.text(), 30)));
+        }
+        line.push(']');
+    }
+    line
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let mut clipped: String = text.chars().take(max - 1).collect();
+        clipped.push('…');
+        clipped
+    }
+}

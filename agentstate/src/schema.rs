@@ -184,6 +184,20 @@ impl FieldSchema {
     }
 }
 
+impl FieldSchema {
+    /// Describes a nested state field (`#[reducer(nested)]`): round-trip idempotent when every
+    /// field of the nested state is.
+    pub fn nested<S: crate::State>(name: impl Into<String>) -> Self {
+        FieldSchema {
+            name: name.into(),
+            reducer: ReducerSpec::new("nested"),
+            round_trip_idempotent: S::schema().fields.iter().all(|f| f.round_trip_idempotent),
+            default: None,
+            type_name: None,
+        }
+    }
+}
+
 /// A field declaration for [`Schema::builder`].
 #[derive(Debug, Clone)]
 pub struct Field {
@@ -413,6 +427,11 @@ impl Schema {
     /// The fields, in declaration order.
     pub fn fields(&self) -> &[FieldSchema] {
         &self.fields
+    }
+
+    /// The fields, by value.
+    pub fn into_fields(self) -> Vec<FieldSchema> {
+        self.fields
     }
 
     /// The field called `name`.

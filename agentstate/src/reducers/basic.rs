@@ -1,7 +1,7 @@
 //! The reducers that need no parameters and no keys: `last_write_wins`, `replace_value`,
 //! `append`, `merge`, `concat_flatten`, `merge_all`.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::ReduceError;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -34,9 +34,12 @@ macro_rules! replacing_reducer {
             }
         }
 
-        impl<T> Reducer<T> for $ty {
+        impl<T> Merges<T> for $ty {
             type Update = T;
             type Plan = T;
+        }
+
+        impl<T> Reducer<T> for $ty {
             fn plan(&self, _current: &T, update: T) -> Result<T, ReduceError> {
                 Ok(update)
             }
@@ -71,9 +74,12 @@ impl ReducerInfo for Append {
     }
 }
 
-impl<T> Reducer<Vec<T>> for Append {
+impl<T> Merges<Vec<T>> for Append {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<Vec<T>> for Append {
     fn plan(&self, _current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }
@@ -82,9 +88,12 @@ impl<T> Reducer<Vec<T>> for Append {
     }
 }
 
-impl<T> Reducer<VecDeque<T>> for Append {
+impl<T> Merges<VecDeque<T>> for Append {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<VecDeque<T>> for Append {
     fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }
@@ -140,9 +149,12 @@ impl ReducerInfo for MergeAll {
 
 macro_rules! map_reducers {
     ($map:ty, [$($params:tt)*], [$($bounds:tt)*]) => {
-        impl<$($params)*> Reducer<$map> for Merge where $($bounds)* {
+        impl<$($params)*> Merges<$map> for Merge where $($bounds)* {
             type Update = $map;
             type Plan = $map;
+        }
+
+        impl<$($params)*> Reducer<$map> for Merge where $($bounds)* {
             fn plan(&self, _current: &$map, update: $map) -> Result<$map, ReduceError> {
                 Ok(update)
             }
@@ -151,9 +163,12 @@ macro_rules! map_reducers {
             }
         }
 
-        impl<$($params)*> Reducer<$map> for MergeAll where $($bounds)* {
+        impl<$($params)*> Merges<$map> for MergeAll where $($bounds)* {
             type Update = Vec<$map>;
             type Plan = Vec<$map>;
+        }
+
+        impl<$($params)*> Reducer<$map> for MergeAll where $($bounds)* {
             fn plan(&self, _current: &$map, update: Vec<$map>) -> Result<Vec<$map>, ReduceError> {
                 Ok(update)
             }
@@ -191,9 +206,12 @@ impl ReducerInfo for ConcatFlatten {
     }
 }
 
-impl<T> Reducer<Vec<T>> for ConcatFlatten {
+impl<T> Merges<Vec<T>> for ConcatFlatten {
     type Update = Vec<Vec<T>>;
     type Plan = Vec<Vec<T>>;
+}
+
+impl<T> Reducer<Vec<T>> for ConcatFlatten {
     fn plan(&self, _current: &Vec<T>, update: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, ReduceError> {
         Ok(update)
     }
@@ -202,9 +220,12 @@ impl<T> Reducer<Vec<T>> for ConcatFlatten {
     }
 }
 
-impl<T> Reducer<VecDeque<T>> for ConcatFlatten {
+impl<T> Merges<VecDeque<T>> for ConcatFlatten {
     type Update = Vec<Vec<T>>;
     type Plan = Vec<Vec<T>>;
+}
+
+impl<T> Reducer<VecDeque<T>> for ConcatFlatten {
     fn plan(
         &self,
         _current: &VecDeque<T>,

@@ -1,6 +1,6 @@
 //! `bounded_append(max_len)`: append, then drop the oldest items beyond a bound.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::{Error, ReduceError};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -57,6 +57,18 @@ impl BoundedAppend {
         BoundedAppend { max_len }
     }
 
+    /// For generated code, whose bound the derive has checked already: a bound of 0 (which it
+    /// never passes) would be treated as 1.
+    #[doc(hidden)]
+    pub const fn __checked(max_len: usize) -> Self {
+        match NonZeroUsize::new(max_len) {
+            Some(max_len) => BoundedAppend { max_len },
+            None => BoundedAppend {
+                max_len: NonZeroUsize::MIN,
+            },
+        }
+    }
+
     /// The bound.
     pub fn max_len(&self) -> usize {
         self.max_len.get()
@@ -88,9 +100,12 @@ impl ReducerInfo for BoundedAppend {
     }
 }
 
-impl<T> Reducer<Vec<T>> for BoundedAppend {
+impl<T> Merges<Vec<T>> for BoundedAppend {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<Vec<T>> for BoundedAppend {
     fn plan(&self, _current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }
@@ -102,9 +117,12 @@ impl<T> Reducer<Vec<T>> for BoundedAppend {
     }
 }
 
-impl<T> Reducer<VecDeque<T>> for BoundedAppend {
+impl<T> Merges<VecDeque<T>> for BoundedAppend {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<VecDeque<T>> for BoundedAppend {
     fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }

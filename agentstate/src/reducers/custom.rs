@@ -1,6 +1,6 @@
 //! User reducers written as plain functions.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::ReduceError;
 use std::marker::PhantomData;
 
@@ -78,13 +78,16 @@ impl<F, U> ReducerInfo for FnReducer<F, U> {
     }
 }
 
+impl<T, U, F> Merges<T> for FnReducer<F, U> {
+    type Update = U;
+    type Plan = T;
+}
+
 impl<T, U, E, F> Reducer<T> for FnReducer<F, U>
 where
     F: Fn(&T, U) -> Result<T, E>,
     E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
 {
-    type Update = U;
-    type Plan = T;
     fn plan(&self, current: &T, update: U) -> Result<T, ReduceError> {
         (self.f)(current, update).map_err(ReduceError::new)
     }

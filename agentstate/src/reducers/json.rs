@@ -5,7 +5,7 @@
 use super::keyed::{dedupe_mask, keep_masked, last_indices, place, slot_update, KeyFn, KeyLabel};
 use super::{
     AddMessages, Append, BoundedAppend, ConcatFlatten, DedupeAppend, Merge, MergeAll, MergeByKey,
-    Reducer, ReplaceMessages, UpsertMessages,
+    Merges, Reducer, ReplaceMessages, UpsertMessages,
 };
 use crate::error::ReduceError;
 use crate::message::Message;
@@ -109,9 +109,12 @@ fn push_all(current: &mut Value, items: Vec<Value>) {
     }
 }
 
-impl Reducer<Value> for Append {
+impl Merges<Value> for Append {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl Reducer<Value> for Append {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         into_list(update, "the update")
@@ -121,9 +124,12 @@ impl Reducer<Value> for Append {
     }
 }
 
-impl Reducer<Value> for BoundedAppend {
+impl Merges<Value> for BoundedAppend {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl Reducer<Value> for BoundedAppend {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         into_list(update, "the update")
@@ -135,9 +141,12 @@ impl Reducer<Value> for BoundedAppend {
     }
 }
 
-impl Reducer<Value> for ConcatFlatten {
+impl Merges<Value> for ConcatFlatten {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl Reducer<Value> for ConcatFlatten {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         let mut flat = Vec::new();
@@ -151,9 +160,12 @@ impl Reducer<Value> for ConcatFlatten {
     }
 }
 
-impl Reducer<Value> for Merge {
+impl Merges<Value> for Merge {
     type Update = Value;
     type Plan = Map<String, Value>;
+}
+
+impl Reducer<Value> for Merge {
     fn plan(&self, current: &Value, update: Value) -> Result<Map<String, Value>, ReduceError> {
         if !current.is_object() {
             return Err(ReduceError::msg(format!(
@@ -170,9 +182,12 @@ impl Reducer<Value> for Merge {
     }
 }
 
-impl Reducer<Value> for MergeAll {
+impl Merges<Value> for MergeAll {
     type Update = Value;
     type Plan = Vec<Map<String, Value>>;
+}
+
+impl Reducer<Value> for MergeAll {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Map<String, Value>>, ReduceError> {
         if !current.is_object() {
             return Err(ReduceError::msg(format!(
@@ -195,9 +210,12 @@ impl Reducer<Value> for MergeAll {
     }
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
+impl<K> Merges<Value> for DedupeAppend<K> {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;
@@ -212,9 +230,12 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     }
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
+impl<K> Merges<Value> for MergeByKey<K> {
     type Update = Value;
     type Plan = super::keyed::KeyedPlan<Value>;
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Self::Plan, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;
@@ -262,9 +283,12 @@ fn messages_of(value: Value, what: &str) -> Result<Vec<Message>, ReduceError> {
 /// Runs a message reducer on JSON by converting to and from typed messages.
 macro_rules! messages_on_json {
     ($reducer:ty, $update:ty) => {
-        impl Reducer<Value> for $reducer {
+        impl Merges<Value> for $reducer {
             type Update = Value;
             type Plan = Value;
+        }
+
+        impl Reducer<Value> for $reducer {
             fn plan(&self, current: &Value, update: Value) -> Result<Value, ReduceError> {
                 let mut messages = messages_of(current.clone(), "the current value")?;
                 let update: $update = serde_json::from_value(update).map_err(|e| {

@@ -1,7 +1,7 @@
 //! Keyed list reducers: `dedupe_append(key?)` and `merge_by_key(key)`, and the key functions
 //! they take.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::{Error, ReduceError};
 use serde_json::{Map, Value};
@@ -407,9 +407,12 @@ pub(crate) fn last_indices<'a, T, K: KeyFn<T>>(
     Ok(index)
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
+impl<T, K> Merges<Vec<T>> for DedupeAppend<K> {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         if update.is_empty() {
             return Ok(update);
@@ -425,9 +428,12 @@ impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
     }
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
+impl<T, K> Merges<Vec<T>> for MergeByKey<K> {
     type Update = Vec<T>;
     type Plan = KeyedPlan<T>;
+}
+
+impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
         plan_merge_by_key(&self.key, current, update)
     }
@@ -503,12 +509,15 @@ pub(crate) fn place<T>(update: Vec<T>, slots: Vec<Result<usize, usize>>) -> Keye
     }
 }
 
+impl<T, K> Merges<KeyedList<T>> for DedupeAppend<K> {
+    type Update = Vec<T>;
+    type Plan = Vec<T>;
+}
+
 impl<T, K> Reducer<KeyedList<T>> for DedupeAppend<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
     fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         if update.is_empty() {
             return Ok(update);
@@ -524,12 +533,15 @@ where
     }
 }
 
+impl<T, K> Merges<KeyedList<T>> for MergeByKey<K> {
+    type Update = Vec<T>;
+    type Plan = KeyedPlan<T>;
+}
+
 impl<T, K> Reducer<KeyedList<T>> for MergeByKey<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    type Update = Vec<T>;
-    type Plan = KeyedPlan<T>;
     fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
         if update.is_empty() {
             return Ok(place(update, Vec::new()));

@@ -2,7 +2,7 @@
 //! `remove_tool_messages` helper, and LangGraph's message semantics as `upsert_messages`.
 
 use super::keyed::{ById, HasId};
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::ReduceError;
 use crate::message::{Message, MessageId, Role};
@@ -245,9 +245,12 @@ impl AppendItems {
     }
 }
 
-impl Reducer<Vec<Message>> for AddMessages {
+impl Merges<Vec<Message>> for AddMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<Vec<Message>> for AddMessages {
     fn plan(
         &self,
         current: &Vec<Message>,
@@ -261,9 +264,12 @@ impl Reducer<Vec<Message>> for AddMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for AddMessages {
+impl Merges<KeyedList<Message>> for AddMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<KeyedList<Message>> for AddMessages {
     fn plan(
         &self,
         current: &KeyedList<Message>,
@@ -280,9 +286,12 @@ impl Reducer<KeyedList<Message>> for AddMessages {
     }
 }
 
-impl<T: HasId> Reducer<Vec<T>> for AppendItems {
+impl<T: HasId> Merges<Vec<T>> for AppendItems {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         let ids = existing_ids(current);
         Ok(new_by_id(update, |id| ids.contains(id), |_| false))
@@ -292,9 +301,12 @@ impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     }
 }
 
-impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
+impl<T: HasId> Merges<KeyedList<T>> for AppendItems {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
     fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         if update.is_empty() {
             return Ok(update);
@@ -307,9 +319,12 @@ impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
     }
 }
 
-impl Reducer<Vec<Message>> for ReplaceMessages {
+impl Merges<Vec<Message>> for ReplaceMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<Vec<Message>> for ReplaceMessages {
     fn plan(
         &self,
         _current: &Vec<Message>,
@@ -322,9 +337,12 @@ impl Reducer<Vec<Message>> for ReplaceMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for ReplaceMessages {
+impl Merges<KeyedList<Message>> for ReplaceMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<KeyedList<Message>> for ReplaceMessages {
     fn plan(
         &self,
         _current: &KeyedList<Message>,
@@ -435,9 +453,12 @@ fn last_index_by_id(messages: &[Message]) -> HashMap<&MessageId, usize> {
         .collect()
 }
 
-impl Reducer<Vec<Message>> for UpsertMessages {
+impl Merges<Vec<Message>> for UpsertMessages {
     type Update = Vec<MessageUpdate>;
     type Plan = UpsertPlan;
+}
+
+impl Reducer<Vec<Message>> for UpsertMessages {
     fn plan(
         &self,
         current: &Vec<Message>,
@@ -466,9 +487,12 @@ impl Reducer<Vec<Message>> for UpsertMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for UpsertMessages {
+impl Merges<KeyedList<Message>> for UpsertMessages {
     type Update = Vec<MessageUpdate>;
     type Plan = UpsertPlan;
+}
+
+impl Reducer<KeyedList<Message>> for UpsertMessages {
     fn plan(
         &self,
         current: &KeyedList<Message>,

@@ -148,16 +148,48 @@ impl Gen<'_> {
         quote_spanned!(r.span=> <#rty as #k::reducers::Merges<#ty>>::#item)
     }
 
-    /// What a field's entry of the update holds, without the `Option`.
+    /// What a field's entry of the update holds, without the `Option`: written from the
+    /// field's type alone (no projection through the reducer), so that a reducer that does not
+    /// fit its field is reported once, by the `State` impl, and not again by every derive on
+    /// the update struct.
     fn update_type(&self, field: &Field) -> Option<TokenStream> {
         let k = self.k;
         let ty = field.ty;
-        match &field.role {
-            Role::Reduced(r) => Some(self.merges(field, r, "Update")),
-            Role::Base => Some(quote!(<#ty as #k::State>::Update)),
-            Role::Skip => None,
-        }
+        let r = match &field.role {
+            Role::Reduced(r) => r,
+            Role::Base => return Some(quote!(<#ty as #k::State>::Update)),
+            Role::Skip => return None,
+        };
+        Some(match &r.kind {
+            Kind::ConcatFlatten | Kind::MergeAll => quote!(::std::vec::Vec<#ty>),
+            Kind::UpsertMessages => quote!(::std::vec::Vec<#k::reducers::MessageUpdate>),
+            Kind::Nested => quote!(<#ty as #k::State>::Update),
+            Kind::With {
+                update: Some(u), ..
+            } => u.to_token_stream(),
+            _ => ty.to_token_stream(),
+        })
     }
+}
+
+/// `tokens` with every span set to `span`, so that an error anywhere in them points at the
+/// user's declaration and identical errors from several generated items collapse into one.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            proc_macro2::TokenTree::Group(group) => {
+                let mut g =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                g.set_span(span);
+                proc_macro2::TokenTree::Group(g)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
 }
 
 fn key_reducer_fn(field: &Ident) -> Ident {
@@ -182,7 +214,37 @@ fn expand(input: &Input) -> TokenStream {
     let vis = input.vis;
     let update = &input.update;
     let generics = input.generics;
-    let (impl_g, ty_g, where_c) = generics.split_for_impl();
+    let (impl_g, ty_g, _) = generics.split_for_impl();
+    // Every generated item states that each field's reducer fits the field's type, spanned on
+    // the reducer in the attribute: a misfit is then one error there, not one per use.
+    let mut fits: Vec<TokenStream> = Vec::new();
+    for field in &input.fields {
+        let ty = field.ty;
+        let Role::Reduced(r) = &field.role else {
+            continue;
+        };
+        let pred = match r.kind {
+            Kind::Nested => quote!(#ty: #k::State),
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+                let rty = g.reducer_type(field, r);
+                let uty = g.update_type(field);
+                quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)
+            }
+            _ => {
+                let rty = g.reducer_type(field, r);
+                let uty = g.update_type(field);
+                quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
+            }
+        };
+        // Spanned on the field's name: the error shows the field, the message names the reducer.
+        fits.push(respan(pred, field.ident.span()));
+    }
+    let own_preds = generics.where_clause.as_ref().map(|w| {
+        let p = w.predicates.iter();
+        quote!(#(#p,)*)
+    });
+    let where_c = quote!(where #own_preds #(#fits,)*);
+    let plain_where = quote!(where #own_preds);
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
 
@@ -251,7 +313,7 @@ fn expand(input: &Input) -> TokenStream {
                     #[doc = #doc]
                     #[must_use]
                     fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
-                        #k::update::Extends::<#name>::base_update(&mut self).#ident =
+                        #k::update::Extends::<#update>::base_update(&mut self).#ident =
                             ::core::option::Option::Some(::core::convert::Into::into(value));
                         self
                     }
@@ -286,7 +348,7 @@ fn expand(input: &Input) -> TokenStream {
         quote!(#[serde(bound(serialize = #ser, deserialize = #de))])
     });
 
-    let where_clause = &generics.where_clause;
+    let where_clause = &plain_where;
     let update_doc = format!(
         "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
          through that field's reducer. Generated by `#[derive(AgentState)]`."
@@ -302,6 +364,7 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
+        let where_c = &plain_where;
         let trait_name = format_ident!("{}Setters", update);
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
@@ -309,11 +372,11 @@ fn expand(input: &Input) -> TokenStream {
         );
         quote! {
             #[doc = #doc]
-            #vis trait #trait_name: #k::update::Extends<#name> + ::core::marker::Sized {
+            #vis trait #trait_name: #k::update::Extends<#update> + ::core::marker::Sized #where_c {
                 #(#trait_setters)*
             }
 
-            impl<__U: #k::update::Extends<#name>> #trait_name for __U {}
+            impl<__U: #k::update::Extends<#update>> #trait_name for __U #where_c {}
         }
     });
 
@@ -357,7 +420,6 @@ fn expand(input: &Input) -> TokenStream {
                     continue;
                 }
                 let expr = g.reducer_expr(field, r);
-                let rty = g.reducer_type(field, r);
                 plans.push(quote_spanned! {r.span=>
                     #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ident)?
                 });
@@ -366,10 +428,6 @@ fn expand(input: &Input) -> TokenStream {
                 });
                 schema.push(quote! {
                     __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
-                });
-                // The one check that reports a reducer that does not fit the field's type.
-                checks.push(quote_spanned! {r.span=>
-                    let _ = #k::__private::fits::<#rty, #ty>;
                 });
                 if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
                     let message = format!(
@@ -446,7 +504,7 @@ fn expand(input: &Input) -> TokenStream {
             #(#duplicates)*
 
             #[automatically_derived]
-            impl #impl_g ::core::ops::Deref for #name #ty_g #where_c {
+            impl #impl_g ::core::ops::Deref for #name #ty_g #plain_where {
                 type Target = #bty;
                 fn deref(&self) -> &#bty {
                     &self.#ident
@@ -454,14 +512,14 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl #impl_g ::core::ops::DerefMut for #name #ty_g #where_c {
+            impl #impl_g ::core::ops::DerefMut for #name #ty_g #plain_where {
                 fn deref_mut(&mut self) -> &mut #bty {
                     &mut self.#ident
                 }
             }
 
             #[automatically_derived]
-            impl #impl_g #k::update::Extends<#bty> for #update #ty_g #where_c {
+            impl #impl_g #k::update::Extends<<#bty as #k::State>::Update> for #update #ty_g #plain_where {
                 fn base_update(&mut self) -> &mut <#bty as #k::State>::Update {
                     &mut self.#ident
                 }
@@ -485,14 +543,14 @@ fn expand(input: &Input) -> TokenStream {
 
         const _: () = {
             #[automatically_derived]
-            impl #impl_g ::core::default::Default for #update #ty_g #where_c {
+            impl #impl_g ::core::default::Default for #update #ty_g #plain_where {
                 fn default() -> Self {
                     Self { #(#defaults,)* }
                 }
             }
 
             #[automatically_derived]
-            impl #impl_g #update #ty_g #where_c {
+            impl #impl_g #update #ty_g #plain_where {
                 #(#setters)*
             }
 

@@ -15,10 +15,7 @@
 //! use agentstate::State;
 //!
 //! let mut state = AgentState::default();
-//! state.merge(AgentStateUpdate {
-//!     context: Some(vec![Message::text_message("Hello!", Role::User)]),
-//!     ..Default::default()
-//! })?;
+//! state.merge(AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]))?;
 //! assert_eq!(state.context.len(), 1);
 //! assert_eq!(state.context[0].text(), "Hello!");
 //! # Ok::<(), agentstate::Error>(())
@@ -54,7 +51,7 @@ pub mod __private {
 
     /// Compile-time check that a reducer fits a field type; the derive calls it once per
     /// field, so a misfit is reported once, where the reducer is declared.
-    pub fn fits<R: crate::reducers::Reducer<T>, T>() {}
+    pub fn fits<R: crate::reducers::Merges<T>, T>() {}
 
     /// Whether `names` contains `name` (usable in constants).
     pub const fn contains(names: &[&str], name: &str) -> bool {

@@ -653,15 +653,24 @@ impl DynReducer {
     /// The field's new value. The current value is copied, so a dynamic merge costs O(n) in
     /// the field's size; typed states merge in place.
     fn merged(&self, current: &Value, update: Value) -> Result<Value, ReduceError> {
-        fn run<R: Reducer<Value, Update = Value>>(
+        fn run<R: Reducer<Value>>(
             r: &R,
             current: &Value,
-            update: Value,
+            update: R::Update,
         ) -> Result<Value, ReduceError> {
             let plan = r.plan(current, update)?;
             let mut merged = current.clone();
             r.apply(&mut merged, plan);
             Ok(merged)
+        }
+        fn list(update: Value) -> Result<Vec<Value>, ReduceError> {
+            match update {
+                Value::Array(items) => Ok(items),
+                other => Err(ReduceError::msg(format!(
+                    "the update must be a list, got {}",
+                    kind_of(&other)
+                ))),
+            }
         }
         match self {
             DynReducer::LastWriteWins | DynReducer::ReplaceValue => Ok(update),
@@ -671,11 +680,16 @@ impl DynReducer {
             DynReducer::DedupeAppend(r) => run(r, current, update),
             DynReducer::DedupeAppendBy(r) => run(r, current, update),
             DynReducer::MergeByKey(r) => run(r, current, update),
-            DynReducer::ConcatFlatten => run(&ConcatFlatten, current, update),
-            DynReducer::MergeAll => run(&MergeAll, current, update),
+            DynReducer::ConcatFlatten => run(&ConcatFlatten, current, list(update)?),
+            DynReducer::MergeAll => run(&MergeAll, current, list(update)?),
             DynReducer::AddMessages => run(&AddMessages, current, update),
             DynReducer::ReplaceMessages => run(&ReplaceMessages, current, update),
-            DynReducer::UpsertMessages => run(&UpsertMessages, current, update),
+            DynReducer::UpsertMessages => {
+                let update = serde_json::from_value(update).map_err(|e| {
+                    ReduceError::msg(format!("the update is not a list of message updates: {e}"))
+                })?;
+                run(&UpsertMessages, current, update)
+            }
             DynReducer::AppendItems => {
                 let fresh = crate::reducers::json::append_items_json(current, update)?;
                 let mut merged = current.clone();

@@ -7,7 +7,6 @@
 
 use crate::collections::MessageList;
 use crate::error::Error;
-use crate::message::Message;
 use crate::reducers::Reducer;
 use crate::schema::Schema;
 use serde::{Deserialize, Serialize};
@@ -340,7 +339,7 @@ impl AgentState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Role;
+    use crate::message::{Message, Role};
     use serde_json::json;
 
     #[test]

@@ -89,15 +89,19 @@ impl<T> Reducer<Vec<T>> for Append {
 }
 
 impl<T> Merges<VecDeque<T>> for Append {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
+    type Update = VecDeque<T>;
+    type Plan = VecDeque<T>;
 }
 
 impl<T> Reducer<VecDeque<T>> for Append {
-    fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(
+        &self,
+        _current: &VecDeque<T>,
+        update: VecDeque<T>,
+    ) -> Result<VecDeque<T>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<T>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: VecDeque<T>) {
         current.extend(plan);
     }
 }
@@ -221,19 +225,19 @@ impl<T> Reducer<Vec<T>> for ConcatFlatten {
 }
 
 impl<T> Merges<VecDeque<T>> for ConcatFlatten {
-    type Update = Vec<Vec<T>>;
-    type Plan = Vec<Vec<T>>;
+    type Update = Vec<VecDeque<T>>;
+    type Plan = Vec<VecDeque<T>>;
 }
 
 impl<T> Reducer<VecDeque<T>> for ConcatFlatten {
     fn plan(
         &self,
         _current: &VecDeque<T>,
-        update: Vec<Vec<T>>,
-    ) -> Result<Vec<Vec<T>>, ReduceError> {
+        update: Vec<VecDeque<T>>,
+    ) -> Result<Vec<VecDeque<T>>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<Vec<T>>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<VecDeque<T>>) {
         current.extend(plan.into_iter().flatten());
     }
 }
@@ -261,7 +265,7 @@ mod tests {
         Append.reduce(&mut v, vec![]).unwrap();
         assert_eq!(v, ["seed", "x", "y", "z", "x"]);
         let mut d = VecDeque::from(vec![1]);
-        Append.reduce(&mut d, vec![2, 3]).unwrap();
+        Append.reduce(&mut d, VecDeque::from(vec![2, 3])).unwrap();
         assert_eq!(d, [1, 2, 3]);
         assert!(!Append.round_trip_idempotent());
     }

@@ -23,9 +23,9 @@ use std::num::NonZeroUsize;
 ///
 /// let last_three = BoundedAppend::new(3)?;
 /// let mut recent = VecDeque::from(vec![1, 2]);
-/// last_three.reduce(&mut recent, vec![3, 4])?;
+/// last_three.reduce(&mut recent, VecDeque::from(vec![3, 4]))?;
 /// assert_eq!(recent, [2, 3, 4]);
-/// last_three.reduce(&mut recent, vec![5, 6, 7, 8])?;
+/// last_three.reduce(&mut recent, VecDeque::from(vec![5, 6, 7, 8]))?;
 /// assert_eq!(recent, [6, 7, 8]);
 ///
 /// assert_eq!(BoundedAppend::new(0).unwrap_err().category(), "reducer_configuration_invalid");
@@ -118,15 +118,19 @@ impl<T> Reducer<Vec<T>> for BoundedAppend {
 }
 
 impl<T> Merges<VecDeque<T>> for BoundedAppend {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
+    type Update = VecDeque<T>;
+    type Plan = VecDeque<T>;
 }
 
 impl<T> Reducer<VecDeque<T>> for BoundedAppend {
-    fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(
+        &self,
+        _current: &VecDeque<T>,
+        update: VecDeque<T>,
+    ) -> Result<VecDeque<T>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<T>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: VecDeque<T>) {
         let (drop_current, skip_incoming) = self.evictions(current.len(), plan.len());
         if drop_current == current.len() {
             current.clear();
@@ -159,10 +163,10 @@ mod tests {
     #[test]
     fn bound_is_cumulative_across_merges() {
         let mut v = vec![];
-        let mut d = VecDeque::new();
+        let mut d: VecDeque<&str> = VecDeque::new();
         for pair in [["1", "2"], ["3", "4"], ["5", "6"]] {
             bounded(4).reduce(&mut v, pair.to_vec()).unwrap();
-            bounded(4).reduce(&mut d, pair.to_vec()).unwrap();
+            bounded(4).reduce(&mut d, pair.to_vec().into()).unwrap();
         }
         assert_eq!(v, ["3", "4", "5", "6"]);
         assert_eq!(d, ["3", "4", "5", "6"]);
@@ -176,7 +180,7 @@ mod tests {
             .reduce(&mut v, vec!["a", "b", "c", "d", "e"])
             .unwrap();
         bounded(2)
-            .reduce(&mut d, vec!["a", "b", "c", "d", "e"])
+            .reduce(&mut d, vec!["a", "b", "c", "d", "e"].into())
             .unwrap();
         assert_eq!(v, ["d", "e"]);
         assert_eq!(d, ["d", "e"]);
@@ -195,9 +199,9 @@ mod tests {
     #[test]
     fn exact_fit_keeps_everything() {
         let mut d = VecDeque::from(vec![1, 2]);
-        bounded(3).reduce(&mut d, vec![3]).unwrap();
+        bounded(3).reduce(&mut d, vec![3].into()).unwrap();
         assert_eq!(d, [1, 2, 3]);
-        bounded(1).reduce(&mut d, vec![4]).unwrap();
+        bounded(1).reduce(&mut d, vec![4].into()).unwrap();
         assert_eq!(d, [4]);
     }
 

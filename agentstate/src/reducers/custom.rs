@@ -33,7 +33,10 @@ pub struct FnReducer<F, U> {
 
 impl<F, U> FnReducer<F, U> {
     /// The reducer `name`, computed by `f`.
-    pub const fn new(name: &'static str, f: F) -> Self {
+    pub const fn new<T, E>(name: &'static str, f: F) -> Self
+    where
+        F: Fn(&T, U) -> Result<T, E>,
+    {
         FnReducer {
             name,
             f,

@@ -510,7 +510,7 @@ pub(crate) fn place<T>(update: Vec<T>, slots: Vec<Result<usize, usize>>) -> Keye
 }
 
 impl<T, K> Merges<KeyedList<T>> for DedupeAppend<K> {
-    type Update = Vec<T>;
+    type Update = KeyedList<T>;
     type Plan = Vec<T>;
 }
 
@@ -518,7 +518,8 @@ impl<T, K> Reducer<KeyedList<T>> for DedupeAppend<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(&self, current: &KeyedList<T>, update: KeyedList<T>) -> Result<Vec<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -534,7 +535,7 @@ where
 }
 
 impl<T, K> Merges<KeyedList<T>> for MergeByKey<K> {
-    type Update = Vec<T>;
+    type Update = KeyedList<T>;
     type Plan = KeyedPlan<T>;
 }
 
@@ -542,7 +543,12 @@ impl<T, K> Reducer<KeyedList<T>> for MergeByKey<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
+    fn plan(
+        &self,
+        current: &KeyedList<T>,
+        update: KeyedList<T>,
+    ) -> Result<KeyedPlan<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(place(update, Vec::new()));
         }
@@ -578,12 +584,12 @@ mod tests {
 
     fn both<R>(reducer: &R, start: Vec<Rec>, update: Vec<Rec>) -> Vec<Rec>
     where
-        R: Reducer<Vec<Rec>, Update = Vec<Rec>> + Reducer<KeyedList<Rec>, Update = Vec<Rec>>,
+        R: Reducer<Vec<Rec>, Update = Vec<Rec>> + Reducer<KeyedList<Rec>, Update = KeyedList<Rec>>,
     {
         let mut plain = start.clone();
         let mut keyed = KeyedList::from(start);
         reducer.reduce(&mut plain, update.clone()).unwrap();
-        reducer.reduce(&mut keyed, update).unwrap();
+        reducer.reduce(&mut keyed, update.into()).unwrap();
         assert_eq!(
             keyed.as_slice(),
             plain.as_slice(),
@@ -601,7 +607,7 @@ mod tests {
         assert_eq!(tags, ["seed", "a", "b"]);
         let mut keyed = KeyedList::from(vec!["seed"]);
         DedupeAppend::new()
-            .reduce(&mut keyed, vec!["seed", "a", "b", "a"])
+            .reduce(&mut keyed, vec!["seed", "a", "b", "a"].into())
             .unwrap();
         assert_eq!(keyed.as_slice(), ["seed", "a", "b"]);
     }
@@ -677,7 +683,7 @@ mod tests {
                     )
                 })
                 .collect();
-            reducer.reduce(&mut keyed, update.clone()).unwrap();
+            reducer.reduce(&mut keyed, update.clone().into()).unwrap();
             reducer.reduce(&mut plain, update).unwrap();
         }
         assert_eq!(keyed.as_slice(), plain.as_slice());

@@ -265,7 +265,7 @@ impl Reducer<Vec<Message>> for AddMessages {
 }
 
 impl Merges<KeyedList<Message>> for AddMessages {
-    type Update = Vec<Message>;
+    type Update = KeyedList<Message>;
     type Plan = Vec<Message>;
 }
 
@@ -273,8 +273,9 @@ impl Reducer<KeyedList<Message>> for AddMessages {
     fn plan(
         &self,
         current: &KeyedList<Message>,
-        update: Vec<Message>,
+        update: KeyedList<Message>,
     ) -> Result<Vec<Message>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -302,12 +303,13 @@ impl<T: HasId> Reducer<Vec<T>> for AppendItems {
 }
 
 impl<T: HasId> Merges<KeyedList<T>> for AppendItems {
-    type Update = Vec<T>;
+    type Update = KeyedList<T>;
     type Plan = Vec<T>;
 }
 
 impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(&self, current: &KeyedList<T>, update: KeyedList<T>) -> Result<Vec<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -338,7 +340,7 @@ impl Reducer<Vec<Message>> for ReplaceMessages {
 }
 
 impl Merges<KeyedList<Message>> for ReplaceMessages {
-    type Update = Vec<Message>;
+    type Update = KeyedList<Message>;
     type Plan = Vec<Message>;
 }
 
@@ -346,9 +348,9 @@ impl Reducer<KeyedList<Message>> for ReplaceMessages {
     fn plan(
         &self,
         _current: &KeyedList<Message>,
-        update: Vec<Message>,
+        update: KeyedList<Message>,
     ) -> Result<Vec<Message>, ReduceError> {
-        Ok(update)
+        Ok(update.into_vec())
     }
     fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
         current.replace_all(plan);

@@ -103,6 +103,10 @@ where
 mod tests {
     use super::*;
 
+    #[expect(
+        clippy::ptr_arg,
+        reason = "FnReducer<Vec<u8>> takes fn(&Vec<u8>, Vec<u8>)"
+    )]
     fn only_grow(current: &Vec<u8>, update: Vec<u8>) -> Result<Vec<u8>, String> {
         if update.len() < current.len() {
             return Err(format!(

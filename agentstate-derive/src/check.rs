@@ -198,7 +198,10 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         let mut reducers = Vec::new();
         for a in &attrs.reducers {
             match reducer(a, &mut errors) {
-                Some(r) => reducers.push((r, a.span())),
+                Some(r) => {
+                    let span = r.span;
+                    reducers.push((r, span));
+                }
                 None => reducers.push((
                     Reducer {
                         name: "?".into(),

@@ -400,7 +400,7 @@ fn expand(input: &Input) -> TokenStream {
                 plans.push(quote!(#k::State::plan(&self.#ident, __update.#ident)?));
                 applies.push(quote!(#k::State::apply(&mut self.#ident, __plan.#index)));
                 schema.extend([quote! {
-                    __fields.extend(<#ty as #k::State>::schema().into_fields());
+                    ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
                 }]);
             }
             Role::Reduced(r) => {

@@ -163,6 +163,11 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
 }
 
 /// A list-shaped field type, naming its item type. The derive uses it to type key closures.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a list, so a keyed reducer (`merge_by_key`, `dedupe_append` with a key) cannot merge into it",
+    label = "not a list",
+    note = "keyed reducers merge into `Vec<T>`, `KeyedList<T>` or a JSON array"
+)]
 pub trait ListField {
     /// The type of the list's items.
     type Item;

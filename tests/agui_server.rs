@@ -130,6 +130,7 @@ struct Counter {
 impl State for Counter {
     type Update = Option<i64>;
     type Plan = Option<i64>;
+    const FIELDS: &'static [&'static str] = &["count"];
 
     fn plan(&self, update: Option<i64>) -> Result<Option<i64>, Error> {
         match update {
@@ -168,4 +169,79 @@ fn a_failed_merge_changes_nothing_and_reads_well() {
     let mut counter = Counter::default();
     assert!(merge_with_events(&mut counter, Some(-5)).is_err());
     assert_eq!(counter.count, 0);
+}
+
+/// A state declared with the derive macro, as a Rust agent would write it.
+mod derived {
+    use super::*;
+    use agentstate::reducers::HasId;
+    use serde::Deserialize;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Todo {
+        id: u32,
+        title: String,
+        done: bool,
+    }
+
+    impl HasId for Todo {
+        type Id = u32;
+        fn id(&self) -> &u32 {
+            &self.id
+        }
+    }
+
+    fn todo(id: u32, title: &str, done: bool) -> Todo {
+        Todo {
+            id,
+            title: title.into(),
+            done,
+        }
+    }
+
+    #[derive(agentstate::AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Board {
+        #[reducer(merge_by_key(key = id))]
+        todos: Vec<Todo>,
+        #[reducer(bounded_append(max_len = 2))]
+        log: Vec<String>,
+        title: String,
+    }
+
+    #[test]
+    fn a_derived_state_streams_to_the_client() {
+        let mut server = StateStream::new(Board::default()).unwrap();
+        let mut client = ChatState::new();
+        client.apply(&Event::run_started("t", "r"));
+        client.apply(&server.snapshot());
+        for update in [
+            BoardUpdate::default()
+                .title("Groceries")
+                .todos(vec![todo(1, "milk", false), todo(2, "eggs", false)])
+                .log(vec!["created".to_string()]),
+            BoardUpdate::default()
+                .todos(vec![todo(1, "milk", true)])
+                .log(vec!["milk done".to_string()]),
+            BoardUpdate::default().log(vec!["viewed".to_string()]),
+        ] {
+            client.apply(&server.update(update).unwrap());
+        }
+        client.apply(&Event::run_finished("t", "r"));
+        assert!(client.errors().is_empty(), "{:?}", client.errors());
+        assert_eq!(
+            client.agent_state(),
+            &json!({
+                "todos": [
+                    {"id": 1, "title": "milk", "done": true},
+                    {"id": 2, "title": "eggs", "done": false}
+                ],
+                "log": ["milk done", "viewed"],
+                "title": "Groceries"
+            })
+        );
+        assert_eq!(
+            client.agent_state(),
+            &serde_json::to_value(server.state()).unwrap()
+        );
+    }
 }

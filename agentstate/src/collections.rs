@@ -15,8 +15,9 @@
 //!
 //! let by_id = MergeByKey::new(by_field(|t: &Task| &t.id));
 //! let mut tasks: KeyedList<Task> = KeyedList::new();
-//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "pending".into() }])?;
-//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "done".into() }])?;
+//! // A keyed list's update is a keyed list too; a `Vec` converts with `.into()`.
+//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "pending".into() }].into())?;
+//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "done".into() }].into())?;
 //! assert_eq!(tasks.len(), 1);
 //! assert_eq!(tasks[0].status, "done");
 //! assert_eq!(serde_json::to_string(&tasks)?, r#"[{"id":1,"status":"done"}]"#);
@@ -381,14 +382,17 @@ mod tests {
         let reducer = MergeByKey::new(by_field(|p: &(u32, String)| &p.0));
         let mut list = KeyedList::new();
         reducer
-            .reduce(&mut list, vec![(1, "a".to_string()), (2, "b".to_string())])
+            .reduce(
+                &mut list,
+                vec![(1, "a".to_string()), (2, "b".to_string())].into(),
+            )
             .unwrap();
         let json = serde_json::to_string(&list).unwrap();
         assert_eq!(json, r#"[[1,"a"],[2,"b"]]"#);
         let mut back: KeyedList<(u32, String)> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, list);
         reducer
-            .reduce(&mut back, vec![(2, "B".to_string())])
+            .reduce(&mut back, vec![(2, "B".to_string())].into())
             .unwrap();
         assert_eq!(
             back.as_slice(),
@@ -401,11 +405,13 @@ mod tests {
         let mut list: KeyedList<(u32, u32)> = vec![(1, 10), (2, 20)].into();
         let by_first = MergeByKey::new(by_value(|p: &(u32, u32)| p.0));
         let by_second = DedupeAppend::by(by_value(|p: &(u32, u32)| p.1));
-        by_first.reduce(&mut list, vec![(1, 11)]).unwrap();
+        by_first.reduce(&mut list, vec![(1, 11)].into()).unwrap();
         // (3, 20) has a new first key but an existing second key.
-        by_second.reduce(&mut list, vec![(3, 20), (4, 40)]).unwrap();
+        by_second
+            .reduce(&mut list, vec![(3, 20), (4, 40)].into())
+            .unwrap();
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 40)]);
-        by_first.reduce(&mut list, vec![(4, 44)]).unwrap();
+        by_first.reduce(&mut list, vec![(4, 44)].into()).unwrap();
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 44)]);
     }
 
@@ -413,12 +419,16 @@ mod tests {
     fn mutable_access_drops_the_index_and_merges_stay_correct() {
         let reducer = MergeByKey::new(by_field(|p: &(u32, u32)| &p.0));
         let mut list: KeyedList<(u32, u32)> = KeyedList::new();
-        reducer.reduce(&mut list, vec![(1, 1), (2, 2)]).unwrap();
+        reducer
+            .reduce(&mut list, vec![(1, 1), (2, 2)].into())
+            .unwrap();
         list.get_mut(0).unwrap().0 = 9; // the key changes behind the index
-        reducer.reduce(&mut list, vec![(9, 90), (1, 10)]).unwrap();
+        reducer
+            .reduce(&mut list, vec![(9, 90), (1, 10)].into())
+            .unwrap();
         assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10)]);
         list.push((2, 3));
-        reducer.reduce(&mut list, vec![(2, 30)]).unwrap();
+        reducer.reduce(&mut list, vec![(2, 30)].into()).unwrap();
         assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10), (2, 30)]);
     }
 }

@@ -153,6 +153,41 @@ impl Error {
         }
     }
 
+    /// Prefixes the field this error is about with `outer.`, for errors of a nested state.
+    pub fn nested_in(self, outer: &str) -> Self {
+        let prefix = |field: String| format!("{outer}.{field}");
+        match self {
+            Error::ConflictingReducers { field, reducers } => Error::ConflictingReducers {
+                field: prefix(field),
+                reducers,
+            },
+            Error::ReducerConfigurationInvalid {
+                field,
+                reducer,
+                reason,
+            } => Error::ReducerConfigurationInvalid {
+                field: Some(field.map_or_else(|| outer.to_owned(), prefix)),
+                reducer,
+                reason,
+            },
+            Error::Reducer {
+                field,
+                reducer,
+                node,
+                cause,
+            } => Error::Reducer {
+                field: prefix(field),
+                reducer,
+                node,
+                cause,
+            },
+            Error::StateValidation { field, reason } => Error::StateValidation {
+                field: prefix(field),
+                reason,
+            },
+        }
+    }
+
     /// Records the node that produced the failing update on a `reducer_error`; other errors are
     /// returned unchanged.
     pub fn from_node(self, name: &str) -> Self {

@@ -15,16 +15,16 @@
 //! use agentstate::State;
 //!
 //! let mut state = AgentState::default();
-//! state.merge(AgentStateUpdate {
-//!     context: Some(vec![Message::text_message("Hello!", Role::User)]),
-//!     ..Default::default()
-//! })?;
+//! state.merge(AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]))?;
 //! assert_eq!(state.context.len(), 1);
 //! assert_eq!(state.context[0].text(), "Hello!");
 //! # Ok::<(), agentstate::Error>(())
 //! ```
 
 #![warn(missing_docs)]
+
+// Lets the derive's generated `::agentstate::...` paths resolve inside this crate too.
+extern crate self as agentstate;
 
 #[cfg(feature = "ag-ui")]
 pub mod agui;
@@ -37,4 +37,67 @@ pub mod state;
 pub mod update;
 
 pub use error::Error;
-pub use state::State;
+pub use state::{AgentState, State};
+
+/// `#[derive(AgentState)]`: implements [`State`] for a struct whose fields declare their
+/// reducers, and generates its `<Name>Update` type. See the crate's README for the attribute
+/// grammar.
+#[cfg(feature = "derive")]
+pub use agentstate_derive::AgentState;
+
+/// What generated code calls; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::state::{apply_field, apply_nested, plan_field, plan_nested};
+    pub use serde;
+
+    /// Compile-time check that a reducer fits a field type; the derive calls it once per
+    /// field, so a misfit is reported once, where the reducer is declared.
+    pub fn fits<R: crate::reducers::Merges<T>, T>() {}
+
+    /// Whether `names` contains `name` (usable in constants).
+    pub const fn contains(names: &[&str], name: &str) -> bool {
+        let mut i = 0;
+        while i < names.len() {
+            if str_eq(names[i], name) {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    const fn str_eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    /// `a` followed by `b`, as an array of `N = a.len() + b.len()` names.
+    pub const fn concat_fields<const N: usize>(
+        a: &[&'static str],
+        b: &[&'static str],
+    ) -> [&'static str; N] {
+        let mut out = [""; N];
+        let mut i = 0;
+        while i < a.len() && i < N {
+            out[i] = a[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < b.len() && i + j < N {
+            out[i + j] = b[j];
+            j += 1;
+        }
+        out
+    }
+}

@@ -184,6 +184,20 @@ impl FieldSchema {
     }
 }
 
+impl FieldSchema {
+    /// Describes a nested state field (`#[reducer(nested)]`): round-trip idempotent when every
+    /// field of the nested state is.
+    pub fn nested<S: crate::State>(name: impl Into<String>) -> Self {
+        FieldSchema {
+            name: name.into(),
+            reducer: ReducerSpec::new("nested"),
+            round_trip_idempotent: S::schema().fields.iter().all(|f| f.round_trip_idempotent),
+            default: None,
+            type_name: None,
+        }
+    }
+}
+
 /// A field declaration for [`Schema::builder`].
 #[derive(Debug, Clone)]
 pub struct Field {
@@ -415,6 +429,11 @@ impl Schema {
         &self.fields
     }
 
+    /// The fields, by value.
+    pub fn into_fields(self) -> Vec<FieldSchema> {
+        self.fields
+    }
+
     /// The field called `name`.
     pub fn field(&self, name: &str) -> Option<&FieldSchema> {
         self.fields.iter().find(|f| f.name == name)
@@ -634,15 +653,24 @@ impl DynReducer {
     /// The field's new value. The current value is copied, so a dynamic merge costs O(n) in
     /// the field's size; typed states merge in place.
     fn merged(&self, current: &Value, update: Value) -> Result<Value, ReduceError> {
-        fn run<R: Reducer<Value, Update = Value>>(
+        fn run<R: Reducer<Value>>(
             r: &R,
             current: &Value,
-            update: Value,
+            update: R::Update,
         ) -> Result<Value, ReduceError> {
             let plan = r.plan(current, update)?;
             let mut merged = current.clone();
             r.apply(&mut merged, plan);
             Ok(merged)
+        }
+        fn list(update: Value) -> Result<Vec<Value>, ReduceError> {
+            match update {
+                Value::Array(items) => Ok(items),
+                other => Err(ReduceError::msg(format!(
+                    "the update must be a list, got {}",
+                    kind_of(&other)
+                ))),
+            }
         }
         match self {
             DynReducer::LastWriteWins | DynReducer::ReplaceValue => Ok(update),
@@ -652,11 +680,16 @@ impl DynReducer {
             DynReducer::DedupeAppend(r) => run(r, current, update),
             DynReducer::DedupeAppendBy(r) => run(r, current, update),
             DynReducer::MergeByKey(r) => run(r, current, update),
-            DynReducer::ConcatFlatten => run(&ConcatFlatten, current, update),
-            DynReducer::MergeAll => run(&MergeAll, current, update),
+            DynReducer::ConcatFlatten => run(&ConcatFlatten, current, list(update)?),
+            DynReducer::MergeAll => run(&MergeAll, current, list(update)?),
             DynReducer::AddMessages => run(&AddMessages, current, update),
             DynReducer::ReplaceMessages => run(&ReplaceMessages, current, update),
-            DynReducer::UpsertMessages => run(&UpsertMessages, current, update),
+            DynReducer::UpsertMessages => {
+                let update = serde_json::from_value(update).map_err(|e| {
+                    ReduceError::msg(format!("the update is not a list of message updates: {e}"))
+                })?;
+                run(&UpsertMessages, current, update)
+            }
             DynReducer::AppendItems => {
                 let fresh = crate::reducers::json::append_items_json(current, update)?;
                 let mut merged = current.clone();

@@ -7,9 +7,8 @@
 
 use crate::collections::MessageList;
 use crate::error::Error;
-use crate::message::Message;
-use crate::reducers::{AddMessages, LastWriteWins, Reducer};
-use crate::schema::{FieldSchema, Schema};
+use crate::reducers::Reducer;
+use crate::schema::Schema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -23,6 +22,9 @@ pub trait State {
 
     /// A checked update, ready to apply (see [`plan`](State::plan)).
     type Plan;
+
+    /// The JSON keys of the state's fields (including those of a base state), in order.
+    const FIELDS: &'static [&'static str];
 
     /// Checks `update` against the state and prepares every field's merge, reading only. On
     /// error nothing is changed.
@@ -41,6 +43,28 @@ pub trait State {
 
     /// Each field's name, reducer, parameters and round-trip idempotence.
     fn schema() -> Schema;
+}
+
+/// Plans a nested state field (`#[reducer(nested)]`): the inner state's own merge, with the
+/// inner field names of any error prefixed by the outer field (`research.notes`).
+#[doc(hidden)]
+pub fn plan_nested<S: State>(
+    field: &str,
+    current: &S,
+    update: Option<S::Update>,
+) -> Result<Option<S::Plan>, Error> {
+    update
+        .map(|u| current.plan(u))
+        .transpose()
+        .map_err(|e| e.nested_in(field))
+}
+
+/// Applies a nested state field's plan, if the field was in the update.
+#[doc(hidden)]
+pub fn apply_nested<S: State>(current: &mut S, plan: Option<S::Plan>) {
+    if let Some(plan) = plan {
+        current.apply(plan);
+    }
 }
 
 /// Plans one field: a present update goes through its reducer, and a failure names the field.
@@ -244,96 +268,18 @@ impl ExecutionState {
 /// assert!(state.is_running());
 /// # Ok::<(), agentstate::Error>(())
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, agentstate_derive::AgentState,
+)]
 #[serde(default)]
 pub struct AgentState {
     /// The conversation, merged with `add_messages`.
+    #[reducer(add_messages)]
     pub context: MessageList,
     /// An optional rolling summary of trimmed-out context.
     pub context_summary: Option<String>,
     /// Execution metadata (framework-managed).
     pub execution_meta: ExecutionState,
-}
-
-/// A partial update of an [`AgentState`]: `None` leaves a field alone.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AgentStateUpdate {
-    /// New messages, merged with `add_messages`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context: Option<Vec<Message>>,
-    /// The new summary (`Some(None)` clears it).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::update::present"
-    )]
-    pub context_summary: Option<Option<String>>,
-    /// New execution metadata.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub execution_meta: Option<ExecutionState>,
-}
-
-impl AgentStateUpdate {
-    /// Sets the messages to merge into `context`.
-    pub fn context(mut self, messages: impl Into<Vec<Message>>) -> Self {
-        self.context = Some(messages.into());
-        self
-    }
-
-    /// Sets the new `context_summary`.
-    pub fn context_summary(mut self, summary: impl Into<Option<String>>) -> Self {
-        self.context_summary = Some(summary.into());
-        self
-    }
-
-    /// Sets the new `execution_meta`.
-    pub fn execution_meta(mut self, meta: impl Into<ExecutionState>) -> Self {
-        self.execution_meta = Some(meta.into());
-        self
-    }
-}
-
-type AgentStatePlan = (
-    Option<<AddMessages as Reducer<MessageList>>::Plan>,
-    Option<Option<String>>,
-    Option<ExecutionState>,
-);
-
-impl State for AgentState {
-    type Update = AgentStateUpdate;
-    type Plan = AgentStatePlan;
-
-    fn plan(&self, update: AgentStateUpdate) -> Result<AgentStatePlan, Error> {
-        Ok((
-            plan_field("context", &AddMessages, &self.context, update.context)?,
-            plan_field(
-                "context_summary",
-                &LastWriteWins,
-                &self.context_summary,
-                update.context_summary,
-            )?,
-            plan_field(
-                "execution_meta",
-                &LastWriteWins,
-                &self.execution_meta,
-                update.execution_meta,
-            )?,
-        ))
-    }
-
-    fn apply(&mut self, plan: AgentStatePlan) {
-        apply_field(&AddMessages, &mut self.context, plan.0);
-        apply_field(&LastWriteWins, &mut self.context_summary, plan.1);
-        apply_field(&LastWriteWins, &mut self.execution_meta, plan.2);
-    }
-
-    fn schema() -> Schema {
-        Schema::describe(vec![
-            FieldSchema::of("context", &AddMessages),
-            FieldSchema::of("context_summary", &LastWriteWins),
-            FieldSchema::of("execution_meta", &LastWriteWins),
-        ])
-    }
 }
 
 impl AgentState {
@@ -393,7 +339,7 @@ impl AgentState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Role;
+    use crate::message::{Message, Role};
     use serde_json::json;
 
     #[test]
@@ -474,8 +420,8 @@ mod tests {
         assert_eq!(clear.context_summary, Some(None));
         let absent: AgentStateUpdate = serde_json::from_value(json!({})).unwrap();
         assert_eq!(absent.context_summary, None);
-        let err = serde_json::from_value::<AgentStateUpdate>(json!({"contxt": []})).unwrap_err();
-        assert!(err.to_string().contains("contxt"), "{err}");
+        let err = serde_json::from_value::<AgentStateUpdate>(json!({"context": "hi"})).unwrap_err();
+        assert!(err.to_string().contains("invalid type"), "{err}");
     }
 
     #[test]

@@ -29,3 +29,12 @@ where
 {
     T::deserialize(deserializer).map(Some)
 }
+
+/// Implemented by the update of a state that extends another (`#[agent_state(base)]`), for the
+/// base state's update type `U`: gives access to the base's part of the update, so that the
+/// base's generated setters trait (`<U>Setters`, e.g. `AgentStateUpdateSetters`) works on the
+/// extended update.
+pub trait Extends<U> {
+    /// The base state's part of this update.
+    fn base_update(&mut self) -> &mut U;
+}

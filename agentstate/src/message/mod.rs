@@ -1,10 +1,74 @@
-//! PLACEHOLDER: the AgentFlow message model. The real module replaces this file.
+//! AgentFlow's chat message model, wire-compatible with AgentFlow 0.10.1.
+//!
+//! A [`Message`] has a [`Role`], a list of typed [`ContentBlock`]s and AgentFlow's other fields
+//! (`tools_calls` in OpenAI shape, `reasoning`, `timestamp`, `metadata`, [`TokenUsages`],
+//! `raw`, `parsed_content`). Its JSON is AgentFlow's `model_dump`: the same keys in the same
+//! order, every field present (`null` when empty), so messages move between a Python
+//! AgentFlow graph and a Rust one unchanged.
+//!
+//! ```
+//! use agentstate::message::{ContentBlock, Message, Role, ToolCall};
+//! use serde_json::json;
+//!
+//! // The model asks for a tool; the tool answers; the model concludes.
+//! let ask = Message::text_message("Let me check.", Role::Assistant)
+//!     .with_tool_calls(vec![ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))]);
+//! let call = &ask.tool_calls()[0];
+//! assert_eq!((call.id(), call.name()), ("call_1", "get_weather"));
+//! assert_eq!(call.arguments()?, json!({"city": "Paris"}));
+//! assert_eq!(ask.tool_call_blocks().count(), 1);
+//!
+//! let answer = Message::tool_result(call.id(), "Sunny, 22C");
+//! assert_eq!(answer.role, Role::Tool);
+//! assert_eq!(answer.text(), "Sunny, 22C");
+//!
+//! // The JSON is AgentFlow's.
+//! let wire = serde_json::to_value(&ask)?;
+//! assert_eq!(wire["tools_calls"][0]["function"]["arguments"], r#"{"city": "Paris"}"#);
+//! assert_eq!(wire["content"][1]["type"], "tool_call");
+//! let back: Message = serde_json::from_value(wire)?;
+//! assert_eq!(back, ask);
+//!
+//! // Content is a list of blocks: a plain string is rejected.
+//! assert!(serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).is_err());
+//! # Ok::<(), serde_json::Error>(())
+//! ```
 
-use serde::{Deserialize, Serialize};
+mod block;
+mod media;
+mod python_json;
+mod tool_call;
+mod usage;
+
+pub use block::{
+    AnnotationBlock, AnnotationKind, AudioBlock, ContentBlock, DataBlock, DocumentBlock,
+    ErrorBlock, ImageBlock, ReasoningBlock, RemoteToolCallBlock, TextBlock, ToolCallBlock,
+    ToolResultBlock, ToolResultStatus, VideoBlock,
+};
+pub use media::{AnnotationRef, MediaKind, MediaRef};
+pub use tool_call::{FunctionCall, ToolCall};
+pub use usage::TokenUsages;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A message id: AgentFlow accepts a string or an integer, and `1` and `"1"` are different ids.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
+///
+/// ```
+/// use agentstate::message::MessageId;
+///
+/// let int: MessageId = serde_json::from_str("1")?;
+/// let string: MessageId = serde_json::from_str(r#""1""#)?;
+/// assert_eq!(int, MessageId::Int(1));
+/// assert_ne!(int, string);
+/// assert_eq!(format!("{int} {string}"), r#"1 "1""#);
+/// assert_eq!(serde_json::to_string(&string)?, r#""1""#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MessageId {
     /// An integer id.
     Int(i64),
@@ -12,7 +76,123 @@ pub enum MessageId {
     Str(String),
 }
 
-/// Who wrote a message.
+impl MessageId {
+    /// A new uuid v4 string id, as AgentFlow generates when a message has none.
+    pub fn generate() -> Self {
+        MessageId::Str(uuid::Uuid::new_v4().to_string())
+    }
+
+    /// The id if it is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            MessageId::Str(s) => Some(s),
+            MessageId::Int(_) => None,
+        }
+    }
+
+    /// The id if it is an integer.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            MessageId::Int(i) => Some(*i),
+            MessageId::Str(_) => None,
+        }
+    }
+}
+
+impl Serialize for MessageId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessageId::Int(i) => serializer.serialize_i64(*i),
+            MessageId::Str(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MessageIdVisitor)
+    }
+}
+
+struct MessageIdVisitor;
+
+impl Visitor<'_> for MessageIdVisitor {
+    type Value = MessageId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message id: a string or an integer")
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<MessageId, E> {
+        Ok(MessageId::Int(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<MessageId, E> {
+        i64::try_from(v)
+            .map(MessageId::Int)
+            .map_err(|_| E::custom(format!("message id {v} does not fit in an i64")))
+    }
+
+    /// Like pydantic's lax `int`, a float without fraction (`7.0`) is the integer id `7`.
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<MessageId, E> {
+        const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+        if v.fract() == 0.0 && (-LIMIT..LIMIT).contains(&v) {
+            Ok(MessageId::Int(v as i64))
+        } else {
+            Err(E::invalid_value(de::Unexpected::Float(v), &self))
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageId, E> {
+        Ok(MessageId::Str(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<MessageId, E> {
+        Ok(MessageId::Str(v))
+    }
+}
+
+impl From<&str> for MessageId {
+    fn from(s: &str) -> Self {
+        MessageId::Str(s.to_owned())
+    }
+}
+
+impl From<String> for MessageId {
+    fn from(s: String) -> Self {
+        MessageId::Str(s)
+    }
+}
+
+impl From<i64> for MessageId {
+    fn from(i: i64) -> Self {
+        MessageId::Int(i)
+    }
+}
+
+impl From<i32> for MessageId {
+    fn from(i: i32) -> Self {
+        MessageId::Int(i.into())
+    }
+}
+
+impl From<u32> for MessageId {
+    fn from(i: u32) -> Self {
+        MessageId::Int(i.into())
+    }
+}
+
+impl fmt::Display for MessageId {
+    /// An integer id bare (`7`), a string id quoted (`"m1"`), so the two never look alike.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MessageId::Int(i) => write!(f, "{i}"),
+            MessageId::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// Who wrote a message; lowercase on the wire (`"user"`...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -26,92 +206,602 @@ pub enum Role {
     Tool,
 }
 
-/// One message.
+/// One chat message, AgentFlow's `Message`.
+///
+/// Fields are in AgentFlow's JSON order and always serialized. When deserializing, a missing
+/// `message_id` becomes a new uuid v4 string and a missing `timestamp` the current time (an
+/// explicit `null` stays `None`); `role` and `content` are required; unknown keys are ignored.
+///
+/// ```
+/// use agentstate::message::{Message, MessageId, Role};
+///
+/// let m: Message = serde_json::from_str(
+///     r#"{"message_id": 7, "role": "user", "content": [{"type": "text", "text": "Hi"}], "timestamp": 1.5}"#,
+/// )?;
+/// assert_eq!(m.message_id, MessageId::Int(7));
+/// assert_eq!(m.text(), "Hi");
+/// assert_eq!(
+///     serde_json::to_string(&m)?,
+///     r#"{"message_id":7,"role":"user","content":[{"type":"text","text":"Hi","annotations":[]}],"delta":false,"tools_calls":null,"reasoning":null,"timestamp":1.5,"metadata":{},"usages":null,"raw":null,"parsed_content":null}"#
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
-    /// The id.
+    /// The id (default: a new uuid v4 string).
+    #[serde(default = "MessageId::generate")]
     pub message_id: MessageId,
-    /// The role.
+    /// Who wrote it.
     pub role: Role,
-    /// Streaming intermediate.
+    /// The content blocks.
+    pub content: Vec<ContentBlock>,
+    /// A streaming intermediate (default false); `add_messages` drops these.
     #[serde(default)]
     pub delta: bool,
-    /// Tool calls in OpenAI shape.
+    /// The tool calls in OpenAI shape (AgentFlow's spelling `tools_calls`).
     #[serde(default)]
-    pub tools_calls: Option<Vec<serde_json::Value>>,
-    /// Text (placeholder for the content blocks).
+    pub tools_calls: Option<Vec<ToolCall>>,
+    /// The model's reasoning trace.
     #[serde(default)]
-    pub text: String,
+    pub reasoning: Option<String>,
+    /// Seconds since the Unix epoch (default: now), written back exactly as held.
+    #[serde(default = "now")]
+    pub timestamp: Option<f64>,
+    /// Free-form metadata (default `{}`).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// Token usage of the response.
+    #[serde(default)]
+    pub usages: Option<TokenUsages>,
+    /// The provider's raw response.
+    #[serde(default)]
+    pub raw: Option<Map<String, Value>>,
+    /// Structured output parsed from the response.
+    #[serde(default)]
+    pub parsed_content: Option<Value>,
+}
+
+/// The current time in seconds since the Unix epoch, as Python's `datetime.now().timestamp()`.
+fn now() -> Option<f64> {
+    Some(match SystemTime::now().duration_since(UNIX_EPOCH) {
+        Ok(since) => since.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    })
 }
 
 impl Message {
-    /// A text message.
-    pub fn text_message(text: impl Into<String>, role: Role) -> Self {
+    /// A message with these blocks, a new uuid v4 id, the current time and every other field
+    /// at its default.
+    pub fn new(role: Role, content: Vec<ContentBlock>) -> Self {
         Message {
-            message_id: MessageId::Str(uuid::Uuid::new_v4().to_string()),
+            message_id: MessageId::generate(),
             role,
+            content,
             delta: false,
             tools_calls: None,
-            text: text.into(),
+            reasoning: None,
+            timestamp: now(),
+            metadata: Map::new(),
+            usages: None,
+            raw: None,
+            parsed_content: None,
         }
     }
+
+    /// A message with one text block, like AgentFlow's `Message.text_message`.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    ///
+    /// let m = Message::text_message("Hello!", Role::User).with_id("msg-1");
+    /// assert_eq!(m.text(), "Hello!");
+    /// assert_eq!(m.content.len(), 1);
+    /// assert!(m.timestamp.is_some());
+    /// ```
+    pub fn text_message(text: impl Into<String>, role: Role) -> Self {
+        Message::new(role, vec![ContentBlock::text(text)])
+    }
+
+    /// A `tool` message with these blocks, like AgentFlow's `Message.tool_message`.
+    pub fn tool_message(content: Vec<ContentBlock>) -> Self {
+        Message::new(Role::Tool, content)
+    }
+
+    /// A `tool` message answering call `call_id` with one completed [`ToolResultBlock`].
+    ///
+    /// ```
+    /// use agentstate::message::{ContentBlock, Message, Role};
+    /// use serde_json::json;
+    ///
+    /// let m = Message::tool_result("call_1", json!({"temp": 22}));
+    /// assert_eq!(m.role, Role::Tool);
+    /// assert_eq!(m.text(), r#"{"temp": 22}"#);
+    /// assert!(matches!(&m.content[0], ContentBlock::ToolResult(r) if r.call_id == "call_1"));
+    /// ```
+    pub fn tool_result(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+        Message::tool_message(vec![ContentBlock::tool_result(call_id, output)])
+    }
+
     /// Builder: the id.
     pub fn with_id(mut self, id: impl Into<MessageId>) -> Self {
         self.message_id = id.into();
         self
     }
+
+    /// Builder: adds tool calls, both to `tools_calls` (OpenAI shape) and as one `tool_call`
+    /// block each at the end of `content`, as AgentFlow's assistant messages carry them.
+    /// `tools_calls` becomes `Some` even for an empty list.
+    pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
+        self.content.extend(
+            calls
+                .iter()
+                .map(|call| ContentBlock::ToolCall(call.to_block())),
+        );
+        self.tools_calls.get_or_insert_with(Vec::new).extend(calls);
+        self
+    }
+
+    /// Builder: appends a content block.
+    pub fn with_block(mut self, block: impl Into<ContentBlock>) -> Self {
+        self.content.push(block.into());
+        self
+    }
+
+    /// Builder: sets one metadata key.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Builder: the timestamp, in seconds since the Unix epoch.
+    pub fn with_timestamp(mut self, timestamp: f64) -> Self {
+        self.timestamp = Some(timestamp);
+        self
+    }
+
+    /// Builder: the token usage.
+    pub fn with_usages(mut self, usages: TokenUsages) -> Self {
+        self.usages = Some(usages);
+        self
+    }
+
+    /// Builder: the reasoning trace.
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Builder: marks the message as a streaming intermediate (or not).
+    pub fn with_delta(mut self, delta: bool) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// Builder: the provider's raw response.
+    pub fn with_raw(mut self, raw: Map<String, Value>) -> Self {
+        self.raw = Some(raw);
+        self
+    }
+
+    /// Builder: the parsed structured output.
+    pub fn with_parsed_content(mut self, parsed: Value) -> Self {
+        self.parsed_content = Some(parsed);
+        self
+    }
+
+    /// The OpenAI-shaped tool calls (`tools_calls`), empty when there are none.
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        self.tools_calls.as_deref().unwrap_or_default()
+    }
+
+    /// Whether `tools_calls` holds at least one call: AgentFlow's test for "this assistant
+    /// message calls tools" (`tool_call` blocks in `content` do not count).
+    pub fn has_tool_calls(&self) -> bool {
+        !self.tool_calls().is_empty()
+    }
+
+    /// The `tool_call` blocks of `content`.
+    pub fn tool_call_blocks(&self) -> impl Iterator<Item = &ToolCallBlock> {
+        self.content.iter().filter_map(|block| match block {
+            ContentBlock::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// The `tool_result` blocks of `content`.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResultBlock> {
+        self.content.iter().filter_map(|block| match block {
+            ContentBlock::ToolResult(result) => Some(result),
+            _ => None,
+        })
+    }
+
+    /// The message's text, as AgentFlow's `Message.text()`: the `text` of every text block
+    /// and the `output` of every tool-result block, concatenated without separator. A string
+    /// output is taken as is; any other output (`null` included) is written as Python's
+    /// `json.dumps` writes it. Other blocks contribute nothing.
+    ///
+    /// ```
+    /// use agentstate::message::{ContentBlock, Message, Role};
+    /// use serde_json::json;
+    ///
+    /// let m = Message::new(Role::Assistant, vec![
+    ///     ContentBlock::text("Hello "),
+    ///     ContentBlock::reasoning("not shown"),
+    ///     ContentBlock::text("world"),
+    ///     ContentBlock::tool_result("c1", json!({"ok": true, "n": 1.0})),
+    ///     ContentBlock::tool_result("c2", json!(null)),
+    /// ]);
+    /// assert_eq!(m.text(), r#"Hello world{"n": 1.0, "ok": true}null"#);
+    /// ```
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            match block {
+                ContentBlock::Text(text) => out.push_str(&text.text),
+                ContentBlock::ToolResult(result) => match &result.output {
+                    Value::String(s) => out.push_str(s),
+                    other => out.push_str(&python_json::to_string(other)),
+                },
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
-impl From<&str> for MessageId {
-    fn from(s: &str) -> Self {
-        MessageId::Str(s.to_owned())
-    }
-}
-impl From<String> for MessageId {
-    fn from(s: String) -> Self {
-        MessageId::Str(s)
-    }
-}
-impl From<i64> for MessageId {
-    fn from(i: i64) -> Self {
-        MessageId::Int(i)
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-impl std::fmt::Display for MessageId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MessageId::Int(i) => write!(f, "{i}"),
-            MessageId::Str(s) => write!(f, "{s:?}"),
+    fn parse(value: Value) -> Result<Message, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    #[test]
+    fn ids_one_and_string_one_differ() {
+        let a = parse(json!({"message_id": 1, "role": "user", "content": []})).unwrap();
+        let b = parse(json!({"message_id": "1", "role": "user", "content": []})).unwrap();
+        assert_eq!(a.message_id, MessageId::Int(1));
+        assert_eq!(b.message_id, MessageId::Str("1".into()));
+        assert_ne!(a.message_id, b.message_id);
+        assert_eq!(serde_json::to_value(&a).unwrap()["message_id"], json!(1));
+        assert_eq!(serde_json::to_value(&b).unwrap()["message_id"], json!("1"));
+        assert_eq!(a.message_id.to_string(), "1");
+        assert_eq!(b.message_id.to_string(), "\"1\"");
+    }
+
+    #[test]
+    fn message_id_edges() {
+        let id = |v: Value| serde_json::from_value::<MessageId>(v);
+        assert_eq!(id(json!(-5)).unwrap(), MessageId::Int(-5));
+        assert_eq!(id(json!(i64::MAX)).unwrap(), MessageId::Int(i64::MAX));
+        assert_eq!(id(json!(7.0)).unwrap(), MessageId::Int(7));
+        assert!(id(json!(7.5)).is_err());
+        assert!(id(json!(u64::MAX)).is_err());
+        assert!(id(json!(null)).is_err());
+        assert!(id(json!(true)).is_err());
+        assert!(id(json!(["a"])).is_err());
+        // From a string, not only from a Value.
+        assert_eq!(
+            serde_json::from_str::<MessageId>("42").unwrap(),
+            MessageId::Int(42)
+        );
+        assert_eq!(MessageId::from(3i32), MessageId::Int(3));
+        assert_eq!(MessageId::from(3u32), MessageId::Int(3));
+        assert_eq!(MessageId::from("x").as_str(), Some("x"));
+        assert_eq!(MessageId::from(9i64).as_int(), Some(9));
+        // A null message_id is an error, not a fresh id.
+        assert!(parse(json!({"message_id": null, "role": "user", "content": []})).is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let m = parse(json!({"role": "assistant", "content": []})).unwrap();
+        let id = m.message_id.as_str().expect("a generated string id");
+        let uuid = uuid::Uuid::parse_str(id).expect("a uuid");
+        assert_eq!(uuid.get_version_num(), 4);
+        assert!(!m.delta);
+        assert_eq!(m.tools_calls, None);
+        assert_eq!(m.reasoning, None);
+        let ts = m.timestamp.expect("now");
+        assert!(ts > 1_700_000_000.0, "{ts}");
+        assert!(m.metadata.is_empty());
+        assert_eq!(m.usages, None);
+        assert_eq!(m.raw, None);
+        assert_eq!(m.parsed_content, None);
+
+        let other = parse(json!({"role": "assistant", "content": []})).unwrap();
+        assert_ne!(
+            m.message_id, other.message_id,
+            "each message gets its own id"
+        );
+    }
+
+    #[test]
+    fn explicit_null_timestamp_stays_null() {
+        let m = parse(json!({"role": "user", "content": [], "timestamp": null})).unwrap();
+        assert_eq!(m.timestamp, None);
+        assert_eq!(serde_json::to_value(&m).unwrap()["timestamp"], json!(null));
+        let m = parse(json!({"role": "user", "content": [], "timestamp": 12})).unwrap();
+        assert_eq!(m.timestamp, Some(12.0));
+        let text = serde_json::to_string(&m).unwrap();
+        assert!(text.contains(r#""timestamp":12.0,"#), "{text}");
+    }
+
+    #[test]
+    fn long_timestamps_are_written_back_as_read() {
+        // Python reprs with 17 significant digits: beyond the fast float path of a parser that
+        // is not correctly rounded.
+        for ts in [
+            "1795364150.1073453",
+            "1723604808.9737434",
+            "1710316603.4230716",
+            "1740159101.4485075",
+            "0.30000000000000004",
+        ] {
+            let text = format!(r#"{{"role":"user","content":[],"timestamp":{ts}}}"#);
+            let m: Message = serde_json::from_str(&text).unwrap();
+            let back = serde_json::to_string(&m).unwrap();
+            assert!(back.contains(&format!(r#""timestamp":{ts},"#)), "{back}");
         }
     }
-}
 
-/// A tool call (placeholder).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// id
-    pub id: String,
-}
-impl ToolCall {
-    /// new
-    pub fn new(id: &str, _name: &str, _args: serde_json::Value) -> Self {
-        ToolCall { id: id.into() }
-    }
-}
-impl Message {
-    /// text
-    pub fn text(&self) -> String {
-        self.text.clone()
-    }
-    /// tool calls
-    pub fn with_tool_calls(mut self, calls: Vec<ToolCall>) -> Self {
-        self.tools_calls = Some(
-            calls
-                .into_iter()
-                .map(|c| serde_json::json!({"id": c.id}))
-                .collect(),
+    #[test]
+    fn string_content_is_rejected() {
+        let err = parse(json!({"role": "user", "content": "hello"})).unwrap_err();
+        assert!(err.to_string().contains("invalid type: string"), "{err}");
+        assert!(
+            parse(json!({"role": "user"})).is_err(),
+            "content is required"
         );
-        self
+        assert!(parse(json!({"content": []})).is_err(), "role is required");
+        assert!(parse(json!({"role": "user", "content": null})).is_err());
+    }
+
+    #[test]
+    fn roles_are_lowercase_and_closed() {
+        for (role, text) in [
+            (Role::User, "user"),
+            (Role::Assistant, "assistant"),
+            (Role::System, "system"),
+            (Role::Tool, "tool"),
+        ] {
+            assert_eq!(serde_json::to_value(role).unwrap(), json!(text));
+        }
+        let err = parse(json!({"role": "developer", "content": []})).unwrap_err();
+        assert!(err.to_string().contains("developer"), "{err}");
+        assert!(parse(json!({"role": "User", "content": []})).is_err());
+    }
+
+    #[test]
+    fn block_errors_surface_through_the_message() {
+        let err =
+            parse(json!({"role": "user", "content": [{"type": "gif", "url": "x"}]})).unwrap_err();
+        assert!(err.to_string().contains("gif"), "{err}");
+        let err = parse(json!({"role": "user", "content": [{"text": "x"}]})).unwrap_err();
+        assert!(err.to_string().contains("type"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_and_metadata_must_be_an_object() {
+        let m = parse(json!({"role": "user", "content": [], "name": "bob", "extra": {"a": 1}}))
+            .unwrap();
+        assert!(m.metadata.is_empty());
+        assert!(parse(json!({"role": "user", "content": [], "metadata": null})).is_err());
+        assert!(parse(json!({"role": "user", "content": [], "metadata": [1]})).is_err());
+        assert!(parse(json!({"role": "user", "content": [], "delta": "yes"})).is_err());
+    }
+
+    #[test]
+    fn every_field_is_written_in_agentflow_order() {
+        let m = Message::text_message("Bonjour", Role::User)
+            .with_id("greeting")
+            .with_timestamp(1_650_000_000.25);
+        assert_eq!(
+            serde_json::to_string(&m).unwrap(),
+            r#"{"message_id":"greeting","role":"user","content":[{"type":"text","text":"Bonjour","annotations":[]}],"delta":false,"tools_calls":null,"reasoning":null,"timestamp":1650000000.25,"metadata":{},"usages":null,"raw":null,"parsed_content":null}"#
+        );
+    }
+
+    #[test]
+    fn text_rules() {
+        let m = Message::new(
+            Role::Assistant,
+            vec![
+                ContentBlock::text("a"),
+                ContentBlock::image(MediaRef::url("https://x")),
+                ContentBlock::tool_result("c", "b"),
+                ContentBlock::error("not text"),
+                ContentBlock::tool_result("c", json!(null)),
+                ContentBlock::tool_result("c", json!([1, "é", 2.0])),
+                ContentBlock::tool_result("c", json!(5)),
+                ContentBlock::tool_result("c", json!(false)),
+                ContentBlock::reasoning("hidden"),
+                ContentBlock::tool_call("c", "f", Map::new()),
+                ContentBlock::text(""),
+                ContentBlock::text("z"),
+            ],
+        );
+        assert_eq!(m.text(), r#"abnull[1, "\u00e9", 2.0]5falsez"#);
+        assert_eq!(Message::new(Role::User, vec![]).text(), "");
+        // Document text and reasoning summaries are not part of text().
+        let doc = Message::new(
+            Role::User,
+            vec![DocumentBlock {
+                text: Some("inside".into()),
+                ..DocumentBlock::new(MediaRef::file_id("d"))
+            }
+            .into()],
+        );
+        assert_eq!(doc.text(), "");
+    }
+
+    #[test]
+    fn tool_call_builders_fill_both_places() {
+        let m = Message::text_message("Checking.", Role::Assistant).with_tool_calls(vec![
+            ToolCall::new("c1", "weather", json!({"city": "Oslo"})),
+            ToolCall::new("c2", "time", json!({})),
+        ]);
+        assert!(m.has_tool_calls());
+        let ids: Vec<&str> = m.tool_calls().iter().map(ToolCall::id).collect();
+        assert_eq!(ids, ["c1", "c2"]);
+        let names: Vec<&str> = m.tool_call_blocks().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["weather", "time"]);
+        assert_eq!(m.content.len(), 3);
+        assert_eq!(m.text(), "Checking.");
+
+        let more = m.with_tool_calls(vec![ToolCall::new("c3", "x", json!({}))]);
+        assert_eq!(more.tool_calls().len(), 3);
+        assert_eq!(more.tool_call_blocks().count(), 3);
+
+        let empty = Message::text_message("", Role::Assistant).with_tool_calls(vec![]);
+        assert_eq!(empty.tools_calls, Some(vec![]));
+        assert!(!empty.has_tool_calls());
+        assert!(!Message::text_message("", Role::Assistant).has_tool_calls());
+    }
+
+    #[test]
+    fn tool_messages() {
+        let m = Message::tool_result("c9", "done");
+        assert_eq!(m.role, Role::Tool);
+        let results: Vec<&ToolResultBlock> = m.tool_results().collect();
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].status, Some(ToolResultStatus::Completed));
+        assert!(!results[0].is_error);
+        let failed = Message::tool_message(vec![ToolResultBlock::failed("c9", "boom").into()]);
+        assert_eq!(failed.role, Role::Tool);
+        assert_eq!(failed.text(), "boom");
+    }
+
+    #[test]
+    fn builders() {
+        let m = Message::text_message("ok", Role::Assistant)
+            .with_id(5i64)
+            .with_metadata("model", "m-1")
+            .with_usages(TokenUsages::new(3, 4))
+            .with_reasoning("because")
+            .with_delta(true)
+            .with_raw(Map::from_iter([("id".to_owned(), json!("r"))]))
+            .with_parsed_content(json!({"answer": 1}))
+            .with_block(ReasoningBlock::new("because"));
+        assert_eq!(m.message_id, MessageId::Int(5));
+        assert_eq!(m.metadata["model"], json!("m-1"));
+        assert_eq!(m.usages.map(|u| u.total_tokens), Some(7));
+        assert_eq!(m.reasoning.as_deref(), Some("because"));
+        assert!(m.delta);
+        assert_eq!(m.content.len(), 2);
+        let back: Message = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
+
+    /// Messages in the project's own words, one per block type, written as AgentFlow would
+    /// dump them; each must read, write back identically and give the expected text.
+    #[test]
+    fn own_messages_cover_every_block_type() {
+        let media = |kind: &str, extra: Value| {
+            let mut m = json!({
+                "kind": kind, "url": null, "file_id": null, "data_base64": null, "mime_type": null,
+                "size_bytes": null, "sha256": null, "filename": null, "width": null,
+                "height": null, "duration_ms": null, "page": null
+            });
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                m[k] = v.clone();
+            }
+            m
+        };
+        let envelope = |id: Value, role: &str, content: Value| {
+            json!({
+                "message_id": id, "role": role, "content": content, "delta": false,
+                "tools_calls": null, "reasoning": null, "timestamp": 1712345678.5,
+                "metadata": {}, "usages": null, "raw": null, "parsed_content": null
+            })
+        };
+        let cases = [
+            (
+                envelope(
+                    json!("u-1"),
+                    "user",
+                    json!([
+                        {"type": "text", "text": "Which bird is this?", "annotations": []},
+                        {"type": "image", "media": media("url", json!({"url": "https://birds.example/robin.jpg", "width": 800})),
+                         "alt_text": "a small bird", "bbox": [0.5, 1.0, 99.0, 120.75]}
+                    ]),
+                ),
+                "Which bird is this?",
+            ),
+            (
+                envelope(
+                    json!(17),
+                    "user",
+                    json!([
+                        {"type": "audio", "media": media("data", json!({"data_base64": "T2dnUw==", "mime_type": "audio/ogg"})),
+                         "transcript": "good morning", "sample_rate": 48000, "channels": 2},
+                        {"type": "video", "media": media("file_id", json!({"file_id": "clip-2", "duration_ms": 9000})),
+                         "thumbnail": media("url", json!({"url": "https://v.example/t.png"}))}
+                    ]),
+                ),
+                "",
+            ),
+            (
+                envelope(
+                    json!("u-3"),
+                    "user",
+                    json!([
+                        {"type": "document", "media": media("file_id", json!({"file_id": "contract"})),
+                         "text": "Clause 1", "pages": [1], "excerpt": null},
+                        {"type": "data", "mime_type": "text/csv", "data_base64": "YSxiCg==", "media": null},
+                        {"type": "text", "text": "Compare them, søn.", "annotations": []}
+                    ]),
+                ),
+                "Compare them, søn.",
+            ),
+            (
+                envelope(
+                    json!("a-4"),
+                    "assistant",
+                    json!([
+                        {"type": "reasoning", "summary": "need the catalogue", "details": ["look up"]},
+                        {"type": "tool_call", "id": "k1", "name": "catalogue", "args": {"sku": 12}, "tool_type": null},
+                        {"type": "remote_tool_call", "id": "k2", "name": "confirm", "args": {}, "tool_type": "remote"}
+                    ]),
+                ),
+                "",
+            ),
+            (
+                envelope(
+                    json!("t-5"),
+                    "tool",
+                    json!([
+                        {"type": "tool_result", "call_id": "k1", "output": {"price": 9.5, "stock": 3}, "is_error": false, "status": "completed"},
+                        {"type": "tool_result", "call_id": "k2", "output": "declined", "is_error": true, "status": "failed"}
+                    ]),
+                ),
+                r#"{"price": 9.5, "stock": 3}declined"#,
+            ),
+            (
+                envelope(
+                    json!("a-6"),
+                    "assistant",
+                    json!([
+                        {"type": "text", "text": "Robins sing at dawn.", "annotations": [
+                            {"url": "https://birds.example", "file_id": null, "page": null, "index": 0, "title": "Birds"}]},
+                        {"type": "annotation", "kind": "citation", "refs": [
+                            {"url": null, "file_id": "f-1", "page": 4, "index": null, "title": null}], "spans": [[0, 6], [13, 20]]},
+                        {"type": "error", "message": "partial answer", "code": null, "data": {"missing": ["sources"]}}
+                    ]),
+                ),
+                "Robins sing at dawn.",
+            ),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (wire, text) in cases {
+            let m = parse(wire.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&m).unwrap(), wire);
+            assert_eq!(m.text(), text);
+            seen.extend(m.content.iter().map(ContentBlock::kind));
+        }
+        assert_eq!(seen.len(), 12, "{seen:?}");
     }
 }

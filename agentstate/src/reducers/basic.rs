@@ -1,7 +1,7 @@
 //! The reducers that need no parameters and no keys: `last_write_wins`, `replace_value`,
 //! `append`, `merge`, `concat_flatten`, `merge_all`.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::ReduceError;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
@@ -34,9 +34,12 @@ macro_rules! replacing_reducer {
             }
         }
 
-        impl<T> Reducer<T> for $ty {
+        impl<T> Merges<T> for $ty {
             type Update = T;
             type Plan = T;
+        }
+
+        impl<T> Reducer<T> for $ty {
             fn plan(&self, _current: &T, update: T) -> Result<T, ReduceError> {
                 Ok(update)
             }
@@ -71,9 +74,12 @@ impl ReducerInfo for Append {
     }
 }
 
-impl<T> Reducer<Vec<T>> for Append {
+impl<T> Merges<Vec<T>> for Append {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<Vec<T>> for Append {
     fn plan(&self, _current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }
@@ -82,13 +88,20 @@ impl<T> Reducer<Vec<T>> for Append {
     }
 }
 
+impl<T> Merges<VecDeque<T>> for Append {
+    type Update = VecDeque<T>;
+    type Plan = VecDeque<T>;
+}
+
 impl<T> Reducer<VecDeque<T>> for Append {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
-    fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(
+        &self,
+        _current: &VecDeque<T>,
+        update: VecDeque<T>,
+    ) -> Result<VecDeque<T>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<T>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: VecDeque<T>) {
         current.extend(plan);
     }
 }
@@ -140,9 +153,12 @@ impl ReducerInfo for MergeAll {
 
 macro_rules! map_reducers {
     ($map:ty, [$($params:tt)*], [$($bounds:tt)*]) => {
-        impl<$($params)*> Reducer<$map> for Merge where $($bounds)* {
+        impl<$($params)*> Merges<$map> for Merge where $($bounds)* {
             type Update = $map;
             type Plan = $map;
+        }
+
+        impl<$($params)*> Reducer<$map> for Merge where $($bounds)* {
             fn plan(&self, _current: &$map, update: $map) -> Result<$map, ReduceError> {
                 Ok(update)
             }
@@ -151,9 +167,12 @@ macro_rules! map_reducers {
             }
         }
 
-        impl<$($params)*> Reducer<$map> for MergeAll where $($bounds)* {
+        impl<$($params)*> Merges<$map> for MergeAll where $($bounds)* {
             type Update = Vec<$map>;
             type Plan = Vec<$map>;
+        }
+
+        impl<$($params)*> Reducer<$map> for MergeAll where $($bounds)* {
             fn plan(&self, _current: &$map, update: Vec<$map>) -> Result<Vec<$map>, ReduceError> {
                 Ok(update)
             }
@@ -191,9 +210,12 @@ impl ReducerInfo for ConcatFlatten {
     }
 }
 
-impl<T> Reducer<Vec<T>> for ConcatFlatten {
+impl<T> Merges<Vec<T>> for ConcatFlatten {
     type Update = Vec<Vec<T>>;
     type Plan = Vec<Vec<T>>;
+}
+
+impl<T> Reducer<Vec<T>> for ConcatFlatten {
     fn plan(&self, _current: &Vec<T>, update: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, ReduceError> {
         Ok(update)
     }
@@ -202,17 +224,20 @@ impl<T> Reducer<Vec<T>> for ConcatFlatten {
     }
 }
 
+impl<T> Merges<VecDeque<T>> for ConcatFlatten {
+    type Update = Vec<VecDeque<T>>;
+    type Plan = Vec<VecDeque<T>>;
+}
+
 impl<T> Reducer<VecDeque<T>> for ConcatFlatten {
-    type Update = Vec<Vec<T>>;
-    type Plan = Vec<Vec<T>>;
     fn plan(
         &self,
         _current: &VecDeque<T>,
-        update: Vec<Vec<T>>,
-    ) -> Result<Vec<Vec<T>>, ReduceError> {
+        update: Vec<VecDeque<T>>,
+    ) -> Result<Vec<VecDeque<T>>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<Vec<T>>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<VecDeque<T>>) {
         current.extend(plan.into_iter().flatten());
     }
 }
@@ -240,7 +265,7 @@ mod tests {
         Append.reduce(&mut v, vec![]).unwrap();
         assert_eq!(v, ["seed", "x", "y", "z", "x"]);
         let mut d = VecDeque::from(vec![1]);
-        Append.reduce(&mut d, vec![2, 3]).unwrap();
+        Append.reduce(&mut d, VecDeque::from(vec![2, 3])).unwrap();
         assert_eq!(d, [1, 2, 3]);
         assert!(!Append.round_trip_idempotent());
     }

@@ -1,6 +1,6 @@
 //! `bounded_append(max_len)`: append, then drop the oldest items beyond a bound.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::{Error, ReduceError};
 use serde_json::{Map, Value};
 use std::collections::VecDeque;
@@ -23,9 +23,9 @@ use std::num::NonZeroUsize;
 ///
 /// let last_three = BoundedAppend::new(3)?;
 /// let mut recent = VecDeque::from(vec![1, 2]);
-/// last_three.reduce(&mut recent, vec![3, 4])?;
+/// last_three.reduce(&mut recent, VecDeque::from(vec![3, 4]))?;
 /// assert_eq!(recent, [2, 3, 4]);
-/// last_three.reduce(&mut recent, vec![5, 6, 7, 8])?;
+/// last_three.reduce(&mut recent, VecDeque::from(vec![5, 6, 7, 8]))?;
 /// assert_eq!(recent, [6, 7, 8]);
 ///
 /// assert_eq!(BoundedAppend::new(0).unwrap_err().category(), "reducer_configuration_invalid");
@@ -55,6 +55,18 @@ impl BoundedAppend {
     /// The reducer for a bound that is already known to be valid.
     pub const fn with_max_len(max_len: NonZeroUsize) -> Self {
         BoundedAppend { max_len }
+    }
+
+    /// For generated code, whose bound the derive has checked already: a bound of 0 (which it
+    /// never passes) would be treated as 1.
+    #[doc(hidden)]
+    pub const fn __checked(max_len: usize) -> Self {
+        match NonZeroUsize::new(max_len) {
+            Some(max_len) => BoundedAppend { max_len },
+            None => BoundedAppend {
+                max_len: NonZeroUsize::MIN,
+            },
+        }
     }
 
     /// The bound.
@@ -88,9 +100,12 @@ impl ReducerInfo for BoundedAppend {
     }
 }
 
-impl<T> Reducer<Vec<T>> for BoundedAppend {
+impl<T> Merges<Vec<T>> for BoundedAppend {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T> Reducer<Vec<T>> for BoundedAppend {
     fn plan(&self, _current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         Ok(update)
     }
@@ -102,13 +117,20 @@ impl<T> Reducer<Vec<T>> for BoundedAppend {
     }
 }
 
+impl<T> Merges<VecDeque<T>> for BoundedAppend {
+    type Update = VecDeque<T>;
+    type Plan = VecDeque<T>;
+}
+
 impl<T> Reducer<VecDeque<T>> for BoundedAppend {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
-    fn plan(&self, _current: &VecDeque<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(
+        &self,
+        _current: &VecDeque<T>,
+        update: VecDeque<T>,
+    ) -> Result<VecDeque<T>, ReduceError> {
         Ok(update)
     }
-    fn apply(&self, current: &mut VecDeque<T>, plan: Vec<T>) {
+    fn apply(&self, current: &mut VecDeque<T>, plan: VecDeque<T>) {
         let (drop_current, skip_incoming) = self.evictions(current.len(), plan.len());
         if drop_current == current.len() {
             current.clear();
@@ -141,10 +163,10 @@ mod tests {
     #[test]
     fn bound_is_cumulative_across_merges() {
         let mut v = vec![];
-        let mut d = VecDeque::new();
+        let mut d: VecDeque<&str> = VecDeque::new();
         for pair in [["1", "2"], ["3", "4"], ["5", "6"]] {
             bounded(4).reduce(&mut v, pair.to_vec()).unwrap();
-            bounded(4).reduce(&mut d, pair.to_vec()).unwrap();
+            bounded(4).reduce(&mut d, pair.to_vec().into()).unwrap();
         }
         assert_eq!(v, ["3", "4", "5", "6"]);
         assert_eq!(d, ["3", "4", "5", "6"]);
@@ -158,7 +180,7 @@ mod tests {
             .reduce(&mut v, vec!["a", "b", "c", "d", "e"])
             .unwrap();
         bounded(2)
-            .reduce(&mut d, vec!["a", "b", "c", "d", "e"])
+            .reduce(&mut d, vec!["a", "b", "c", "d", "e"].into())
             .unwrap();
         assert_eq!(v, ["d", "e"]);
         assert_eq!(d, ["d", "e"]);
@@ -177,9 +199,9 @@ mod tests {
     #[test]
     fn exact_fit_keeps_everything() {
         let mut d = VecDeque::from(vec![1, 2]);
-        bounded(3).reduce(&mut d, vec![3]).unwrap();
+        bounded(3).reduce(&mut d, vec![3].into()).unwrap();
         assert_eq!(d, [1, 2, 3]);
-        bounded(1).reduce(&mut d, vec![4]).unwrap();
+        bounded(1).reduce(&mut d, vec![4].into()).unwrap();
         assert_eq!(d, [4]);
     }
 

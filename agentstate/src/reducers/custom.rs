@@ -1,6 +1,6 @@
 //! User reducers written as plain functions.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::error::ReduceError;
 use std::marker::PhantomData;
 
@@ -33,7 +33,10 @@ pub struct FnReducer<F, U> {
 
 impl<F, U> FnReducer<F, U> {
     /// The reducer `name`, computed by `f`.
-    pub const fn new(name: &'static str, f: F) -> Self {
+    pub const fn new<T, E>(name: &'static str, f: F) -> Self
+    where
+        F: Fn(&T, U) -> Result<T, E>,
+    {
         FnReducer {
             name,
             f,
@@ -78,13 +81,16 @@ impl<F, U> ReducerInfo for FnReducer<F, U> {
     }
 }
 
+impl<T, U, F> Merges<T> for FnReducer<F, U> {
+    type Update = U;
+    type Plan = T;
+}
+
 impl<T, U, E, F> Reducer<T> for FnReducer<F, U>
 where
     F: Fn(&T, U) -> Result<T, E>,
     E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
 {
-    type Update = U;
-    type Plan = T;
     fn plan(&self, current: &T, update: U) -> Result<T, ReduceError> {
         (self.f)(current, update).map_err(ReduceError::new)
     }
@@ -97,6 +103,10 @@ where
 mod tests {
     use super::*;
 
+    #[expect(
+        clippy::ptr_arg,
+        reason = "FnReducer<Vec<u8>> takes fn(&Vec<u8>, Vec<u8>)"
+    )]
     fn only_grow(current: &Vec<u8>, update: Vec<u8>) -> Result<Vec<u8>, String> {
         if update.len() < current.len() {
             return Err(format!(

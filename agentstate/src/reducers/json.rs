@@ -5,7 +5,7 @@
 use super::keyed::{dedupe_mask, keep_masked, last_indices, place, slot_update, KeyFn, KeyLabel};
 use super::{
     AddMessages, Append, BoundedAppend, ConcatFlatten, DedupeAppend, Merge, MergeAll, MergeByKey,
-    Reducer, ReplaceMessages, UpsertMessages,
+    Merges, Reducer, ReplaceMessages, UpsertMessages,
 };
 use crate::error::ReduceError;
 use crate::message::Message;
@@ -109,9 +109,12 @@ fn push_all(current: &mut Value, items: Vec<Value>) {
     }
 }
 
-impl Reducer<Value> for Append {
+impl Merges<Value> for Append {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl Reducer<Value> for Append {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         into_list(update, "the update")
@@ -121,9 +124,12 @@ impl Reducer<Value> for Append {
     }
 }
 
-impl Reducer<Value> for BoundedAppend {
+impl Merges<Value> for BoundedAppend {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl Reducer<Value> for BoundedAppend {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         into_list(update, "the update")
@@ -135,13 +141,16 @@ impl Reducer<Value> for BoundedAppend {
     }
 }
 
-impl Reducer<Value> for ConcatFlatten {
-    type Update = Value;
+impl Merges<Value> for ConcatFlatten {
+    type Update = Vec<Value>;
     type Plan = Vec<Value>;
-    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
+}
+
+impl Reducer<Value> for ConcatFlatten {
+    fn plan(&self, current: &Value, update: Vec<Value>) -> Result<Vec<Value>, ReduceError> {
         list(current, "the current value")?;
         let mut flat = Vec::new();
-        for (i, element) in into_list(update, "the update")?.into_iter().enumerate() {
+        for (i, element) in update.into_iter().enumerate() {
             flat.extend(into_list(element, &format!("update element {i}"))?);
         }
         Ok(flat)
@@ -151,9 +160,12 @@ impl Reducer<Value> for ConcatFlatten {
     }
 }
 
-impl Reducer<Value> for Merge {
+impl Merges<Value> for Merge {
     type Update = Value;
     type Plan = Map<String, Value>;
+}
+
+impl Reducer<Value> for Merge {
     fn plan(&self, current: &Value, update: Value) -> Result<Map<String, Value>, ReduceError> {
         if !current.is_object() {
             return Err(ReduceError::msg(format!(
@@ -170,17 +182,24 @@ impl Reducer<Value> for Merge {
     }
 }
 
-impl Reducer<Value> for MergeAll {
-    type Update = Value;
+impl Merges<Value> for MergeAll {
+    type Update = Vec<Value>;
     type Plan = Vec<Map<String, Value>>;
-    fn plan(&self, current: &Value, update: Value) -> Result<Vec<Map<String, Value>>, ReduceError> {
+}
+
+impl Reducer<Value> for MergeAll {
+    fn plan(
+        &self,
+        current: &Value,
+        update: Vec<Value>,
+    ) -> Result<Vec<Map<String, Value>>, ReduceError> {
         if !current.is_object() {
             return Err(ReduceError::msg(format!(
                 "the current value must be an object, got {}",
                 kind_of(current)
             )));
         }
-        into_list(update, "the update")?
+        update
             .into_iter()
             .enumerate()
             .map(|(i, element)| into_object(element, &format!("update element {i}")))
@@ -195,9 +214,12 @@ impl Reducer<Value> for MergeAll {
     }
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
+impl<K> Merges<Value> for DedupeAppend<K> {
     type Update = Value;
     type Plan = Vec<Value>;
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;
@@ -212,9 +234,12 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     }
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
+impl<K> Merges<Value> for MergeByKey<K> {
     type Update = Value;
     type Plan = super::keyed::KeyedPlan<Value>;
+}
+
+impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Self::Plan, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;
@@ -261,15 +286,16 @@ fn messages_of(value: Value, what: &str) -> Result<Vec<Message>, ReduceError> {
 
 /// Runs a message reducer on JSON by converting to and from typed messages.
 macro_rules! messages_on_json {
-    ($reducer:ty, $update:ty) => {
-        impl Reducer<Value> for $reducer {
-            type Update = Value;
+    ($reducer:ty, $update:ty, $convert:expr) => {
+        impl Merges<Value> for $reducer {
+            type Update = $update;
             type Plan = Value;
-            fn plan(&self, current: &Value, update: Value) -> Result<Value, ReduceError> {
+        }
+
+        impl Reducer<Value> for $reducer {
+            fn plan(&self, current: &Value, update: $update) -> Result<Value, ReduceError> {
                 let mut messages = messages_of(current.clone(), "the current value")?;
-                let update: $update = serde_json::from_value(update).map_err(|e| {
-                    ReduceError::msg(format!("the update is not a list of messages: {e}"))
-                })?;
+                let update = $convert(update)?;
                 Reducer::<Vec<Message>>::reduce(self, &mut messages, update)?;
                 serde_json::to_value(messages).map_err(ReduceError::new)
             }
@@ -280,9 +306,17 @@ macro_rules! messages_on_json {
     };
 }
 
-messages_on_json!(AddMessages, Vec<Message>);
-messages_on_json!(ReplaceMessages, Vec<Message>);
-messages_on_json!(UpsertMessages, Vec<super::MessageUpdate>);
+fn update_messages(update: Value) -> Result<Vec<Message>, ReduceError> {
+    messages_of(update, "the update")
+}
+
+fn same<T>(update: T) -> Result<T, ReduceError> {
+    Ok(update)
+}
+
+messages_on_json!(AddMessages, Value, update_messages);
+messages_on_json!(ReplaceMessages, Value, update_messages);
+messages_on_json!(UpsertMessages, Vec<super::MessageUpdate>, same);
 
 #[cfg(test)]
 mod tests {
@@ -297,14 +331,17 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.to_string(), "the update must be a list, got a string");
         let err = ConcatFlatten
-            .reduce(&mut json!([]), json!([["a"], "not_a_list"]))
+            .reduce(&mut json!([]), vec![json!(["a"]), json!("not_a_list")])
             .unwrap_err();
         assert_eq!(
             err.to_string(),
             "update element 1 must be a list, got a string"
         );
         let err = MergeAll
-            .reduce(&mut json!({}), json!([{"k": "1"}, "not_a_mapping"]))
+            .reduce(
+                &mut json!({}),
+                vec![json!({"k": "1"}), json!("not_a_mapping")],
+            )
             .unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -340,7 +377,7 @@ mod tests {
         assert_eq!(tags, json!(["seed", "a", "b", 1, "1"]));
         let mut m = json!({"a": 1});
         MergeAll
-            .reduce(&mut m, json!([{"b": 2}, {"a": 3}]))
+            .reduce(&mut m, vec![json!({"b": 2}), json!({"a": 3})])
             .unwrap();
         assert_eq!(m, json!({"a": 3, "b": 2}));
     }

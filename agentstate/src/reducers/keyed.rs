@@ -1,7 +1,7 @@
 //! Keyed list reducers: `dedupe_append(key?)` and `merge_by_key(key)`, and the key functions
 //! they take.
 
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::{Error, ReduceError};
 use serde_json::{Map, Value};
@@ -407,9 +407,12 @@ pub(crate) fn last_indices<'a, T, K: KeyFn<T>>(
     Ok(index)
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
+impl<T, K> Merges<Vec<T>> for DedupeAppend<K> {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         if update.is_empty() {
             return Ok(update);
@@ -425,9 +428,12 @@ impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
     }
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
+impl<T, K> Merges<Vec<T>> for MergeByKey<K> {
     type Update = Vec<T>;
     type Plan = KeyedPlan<T>;
+}
+
+impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
         plan_merge_by_key(&self.key, current, update)
     }
@@ -503,13 +509,17 @@ pub(crate) fn place<T>(update: Vec<T>, slots: Vec<Result<usize, usize>>) -> Keye
     }
 }
 
+impl<T, K> Merges<KeyedList<T>> for DedupeAppend<K> {
+    type Update = KeyedList<T>;
+    type Plan = Vec<T>;
+}
+
 impl<T, K> Reducer<KeyedList<T>> for DedupeAppend<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    type Update = Vec<T>;
-    type Plan = Vec<T>;
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+    fn plan(&self, current: &KeyedList<T>, update: KeyedList<T>) -> Result<Vec<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -524,13 +534,21 @@ where
     }
 }
 
+impl<T, K> Merges<KeyedList<T>> for MergeByKey<K> {
+    type Update = KeyedList<T>;
+    type Plan = KeyedPlan<T>;
+}
+
 impl<T, K> Reducer<KeyedList<T>> for MergeByKey<K>
 where
     K: KeyFn<T> + KeyLabel + 'static,
 {
-    type Update = Vec<T>;
-    type Plan = KeyedPlan<T>;
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
+    fn plan(
+        &self,
+        current: &KeyedList<T>,
+        update: KeyedList<T>,
+    ) -> Result<KeyedPlan<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(place(update, Vec::new()));
         }
@@ -566,12 +584,12 @@ mod tests {
 
     fn both<R>(reducer: &R, start: Vec<Rec>, update: Vec<Rec>) -> Vec<Rec>
     where
-        R: Reducer<Vec<Rec>, Update = Vec<Rec>> + Reducer<KeyedList<Rec>, Update = Vec<Rec>>,
+        R: Reducer<Vec<Rec>, Update = Vec<Rec>> + Reducer<KeyedList<Rec>, Update = KeyedList<Rec>>,
     {
         let mut plain = start.clone();
         let mut keyed = KeyedList::from(start);
         reducer.reduce(&mut plain, update.clone()).unwrap();
-        reducer.reduce(&mut keyed, update).unwrap();
+        reducer.reduce(&mut keyed, update.into()).unwrap();
         assert_eq!(
             keyed.as_slice(),
             plain.as_slice(),
@@ -589,7 +607,7 @@ mod tests {
         assert_eq!(tags, ["seed", "a", "b"]);
         let mut keyed = KeyedList::from(vec!["seed"]);
         DedupeAppend::new()
-            .reduce(&mut keyed, vec!["seed", "a", "b", "a"])
+            .reduce(&mut keyed, vec!["seed", "a", "b", "a"].into())
             .unwrap();
         assert_eq!(keyed.as_slice(), ["seed", "a", "b"]);
     }
@@ -665,7 +683,7 @@ mod tests {
                     )
                 })
                 .collect();
-            reducer.reduce(&mut keyed, update.clone()).unwrap();
+            reducer.reduce(&mut keyed, update.clone().into()).unwrap();
             reducer.reduce(&mut plain, update).unwrap();
         }
         assert_eq!(keyed.as_slice(), plain.as_slice());

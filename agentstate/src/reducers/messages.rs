@@ -2,7 +2,7 @@
 //! `remove_tool_messages` helper, and LangGraph's message semantics as `upsert_messages`.
 
 use super::keyed::{ById, HasId};
-use super::{Reducer, ReducerInfo};
+use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::ReduceError;
 use crate::message::{Message, MessageId, Role};
@@ -124,6 +124,10 @@ pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "updates are short-lived and nearly all are messages: boxing would cost an allocation each"
+)]
 pub enum MessageUpdate {
     /// Insert this message, or replace the message with its id.
     Message(Message),
@@ -245,9 +249,12 @@ impl AppendItems {
     }
 }
 
-impl Reducer<Vec<Message>> for AddMessages {
+impl Merges<Vec<Message>> for AddMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<Vec<Message>> for AddMessages {
     fn plan(
         &self,
         current: &Vec<Message>,
@@ -261,14 +268,18 @@ impl Reducer<Vec<Message>> for AddMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for AddMessages {
-    type Update = Vec<Message>;
+impl Merges<KeyedList<Message>> for AddMessages {
+    type Update = KeyedList<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<KeyedList<Message>> for AddMessages {
     fn plan(
         &self,
         current: &KeyedList<Message>,
-        update: Vec<Message>,
+        update: KeyedList<Message>,
     ) -> Result<Vec<Message>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -280,9 +291,12 @@ impl Reducer<KeyedList<Message>> for AddMessages {
     }
 }
 
-impl<T: HasId> Reducer<Vec<T>> for AppendItems {
+impl<T: HasId> Merges<Vec<T>> for AppendItems {
     type Update = Vec<T>;
     type Plan = Vec<T>;
+}
+
+impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         let ids = existing_ids(current);
         Ok(new_by_id(update, |id| ids.contains(id), |_| false))
@@ -292,10 +306,14 @@ impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     }
 }
 
-impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
-    type Update = Vec<T>;
+impl<T: HasId> Merges<KeyedList<T>> for AppendItems {
+    type Update = KeyedList<T>;
     type Plan = Vec<T>;
-    fn plan(&self, current: &KeyedList<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
+}
+
+impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
+    fn plan(&self, current: &KeyedList<T>, update: KeyedList<T>) -> Result<Vec<T>, ReduceError> {
+        let update = update.into_vec();
         if update.is_empty() {
             return Ok(update);
         }
@@ -307,9 +325,12 @@ impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
     }
 }
 
-impl Reducer<Vec<Message>> for ReplaceMessages {
+impl Merges<Vec<Message>> for ReplaceMessages {
     type Update = Vec<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<Vec<Message>> for ReplaceMessages {
     fn plan(
         &self,
         _current: &Vec<Message>,
@@ -322,15 +343,18 @@ impl Reducer<Vec<Message>> for ReplaceMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for ReplaceMessages {
-    type Update = Vec<Message>;
+impl Merges<KeyedList<Message>> for ReplaceMessages {
+    type Update = KeyedList<Message>;
     type Plan = Vec<Message>;
+}
+
+impl Reducer<KeyedList<Message>> for ReplaceMessages {
     fn plan(
         &self,
         _current: &KeyedList<Message>,
-        update: Vec<Message>,
+        update: KeyedList<Message>,
     ) -> Result<Vec<Message>, ReduceError> {
-        Ok(update)
+        Ok(update.into_vec())
     }
     fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
         current.replace_all(plan);
@@ -435,9 +459,12 @@ fn last_index_by_id(messages: &[Message]) -> HashMap<&MessageId, usize> {
         .collect()
 }
 
-impl Reducer<Vec<Message>> for UpsertMessages {
+impl Merges<Vec<Message>> for UpsertMessages {
     type Update = Vec<MessageUpdate>;
     type Plan = UpsertPlan;
+}
+
+impl Reducer<Vec<Message>> for UpsertMessages {
     fn plan(
         &self,
         current: &Vec<Message>,
@@ -466,9 +493,12 @@ impl Reducer<Vec<Message>> for UpsertMessages {
     }
 }
 
-impl Reducer<KeyedList<Message>> for UpsertMessages {
+impl Merges<KeyedList<Message>> for UpsertMessages {
     type Update = Vec<MessageUpdate>;
     type Plan = UpsertPlan;
+}
+
+impl Reducer<KeyedList<Message>> for UpsertMessages {
     fn plan(
         &self,
         current: &KeyedList<Message>,

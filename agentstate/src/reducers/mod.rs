@@ -50,6 +50,7 @@ mod custom;
 pub(crate) mod json;
 mod keyed;
 mod messages;
+mod nested;
 
 pub use basic::{Append, ConcatFlatten, LastWriteWins, Merge, MergeAll, ReplaceValue};
 pub use bounded::BoundedAppend;
@@ -63,6 +64,7 @@ pub use messages::{
     remove_tool_messages, AddMessages, AppendItems, MessageUpdate, ReplaceMessages, UpsertMessages,
     UpsertPlan, REMOVE_ALL_MESSAGES,
 };
+pub use nested::Nested;
 
 use crate::error::ReduceError;
 use serde_json::{Map, Value};
@@ -82,14 +84,33 @@ pub trait ReducerInfo {
     fn round_trip_idempotent(&self) -> bool;
 }
 
+/// The types a reducer merges a field of type `T` with: what an update carries for the field,
+/// and the checked plan between [`Reducer::plan`] and [`Reducer::apply`].
+///
+/// It is separate from [`Reducer`] so that the types can be named without the reducer's key
+/// function (a closure's type cannot be written down): `MergeByKey<K>` merges a `Vec<T>` with a
+/// `Vec<T>` update whatever `K` is. The derive names update fields this way.
+#[diagnostic::on_unimplemented(
+    message = "the reducer `{Self}` cannot merge into a field of type `{T}`",
+    label = "`{Self}` does not merge into `{T}`",
+    note = "the agentstate::reducers docs list the field types each reducer accepts"
+)]
+pub trait Merges<T> {
+    /// What an update carries for a field with this reducer.
+    type Update;
+
+    /// The checked, ready-to-commit result of [`Reducer::plan`].
+    type Plan;
+}
+
 /// A reducer that merges updates into a field of type `T`.
 ///
-/// Implement it to write a reducer of your own; the simplest route is a function
-/// `fn(&T, U) -> Result<T, E>` wrapped in [`FnReducer`].
+/// Implement it (with [`Merges`] and [`ReducerInfo`]) to write a reducer of your own; the
+/// simplest route is a function `fn(&T, U) -> Result<T, E>` wrapped in [`FnReducer`].
 ///
 /// ```
 /// use agentstate::error::ReduceError;
-/// use agentstate::reducers::{Reducer, ReducerInfo};
+/// use agentstate::reducers::{Merges, Reducer, ReducerInfo};
 ///
 /// /// Adds the update to a counter; fails on overflow.
 /// struct Sum;
@@ -99,9 +120,12 @@ pub trait ReducerInfo {
 ///     fn round_trip_idempotent(&self) -> bool { false }
 /// }
 ///
-/// impl Reducer<u32> for Sum {
+/// impl Merges<u32> for Sum {
 ///     type Update = u32;
 ///     type Plan = u32;
+/// }
+///
+/// impl Reducer<u32> for Sum {
 ///     fn plan(&self, current: &u32, update: u32) -> Result<u32, ReduceError> {
 ///         current.checked_add(update).ok_or_else(|| ReduceError::msg("the sum overflows u32"))
 ///     }
@@ -122,13 +146,7 @@ pub trait ReducerInfo {
     label = "`{Self}` does not merge into `{T}`",
     note = "the agentstate::reducers docs list the field types each reducer accepts"
 )]
-pub trait Reducer<T>: ReducerInfo {
-    /// What an update carries for a field with this reducer.
-    type Update;
-
-    /// The checked, ready-to-commit result of [`plan`](Reducer::plan).
-    type Plan;
-
+pub trait Reducer<T>: ReducerInfo + Merges<T> {
     /// Checks `update` against the current value and prepares the merge. Everything that can
     /// fail happens here; the field is only read.
     fn plan(&self, current: &T, update: Self::Update) -> Result<Self::Plan, ReduceError>;
@@ -145,6 +163,11 @@ pub trait Reducer<T>: ReducerInfo {
 }
 
 /// A list-shaped field type, naming its item type. The derive uses it to type key closures.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a list, so a keyed reducer (`merge_by_key`, `dedupe_append` with a key) cannot merge into it",
+    label = "not a list",
+    note = "keyed reducers merge into `Vec<T>`, `KeyedList<T>` or a JSON array"
+)]
 pub trait ListField {
     /// The type of the list's items.
     type Item;

@@ -1,0 +1,94 @@
+//! The model the derive works on: a struct, its fields, and how each field merges.
+
+use proc_macro2::{Span, TokenStream};
+use syn::{Generics, Ident, Path, Type, Visibility};
+
+/// A `#[derive(AgentState)]` struct, parsed.
+pub struct Input<'a> {
+    pub ident: &'a Ident,
+    pub vis: &'a Visibility,
+    pub generics: &'a Generics,
+    /// The update type's name (`<Name>Update` unless `#[agent_state(update = ...)]`).
+    pub update: Ident,
+    /// The runtime crate's path (`::agentstate` unless `#[agent_state(crate = ...)]`).
+    pub krate: TokenStream,
+    /// The field that receives messages (`#[agent_state(messages = field)]`).
+    pub messages: Option<Ident>,
+    pub fields: Vec<Field<'a>>,
+}
+
+/// One named field.
+pub struct Field<'a> {
+    pub ident: &'a Ident,
+    pub ty: &'a Type,
+    /// The field's JSON key (after `rename` / `rename_all`).
+    pub json_name: String,
+    pub role: Role,
+}
+
+/// How a field takes part in merges.
+pub enum Role {
+    /// Merged by a reducer.
+    Reduced(Reducer),
+    /// The base state this struct extends (`#[agent_state(base)]`).
+    Base,
+    /// Never touched by updates (`#[agent_state(skip)]`).
+    Skip,
+}
+
+/// A reducer declared on a field.
+pub struct Reducer {
+    /// The reducer's name as written (or `last_write_wins` for a field without attribute).
+    pub name: String,
+    /// Where the declaration is, for spans of errors in generated code.
+    pub span: Span,
+    pub kind: Kind,
+}
+
+/// The reducers the derive knows, with their checked parameters.
+pub enum Kind {
+    LastWriteWins,
+    ReplaceValue,
+    Append,
+    Merge,
+    ConcatFlatten,
+    MergeAll,
+    AddMessages,
+    ReplaceMessages,
+    AppendItems,
+    UpsertMessages,
+    BoundedAppend(MaxLen),
+    DedupeAppend(Option<Key>),
+    MergeByKey(Key),
+    Nested,
+    With {
+        function: Path,
+        update: Option<Type>,
+        idempotent: bool,
+    },
+}
+
+/// `bounded_append`'s bound: a literal checked by the macro, or a const checked by the compiler.
+pub enum MaxLen {
+    Literal(u64),
+    Const(Path),
+}
+
+/// A key of `dedupe_append` / `merge_by_key`.
+pub enum Key {
+    /// `key = id`: a field of the item, borrowed.
+    Field(Ident),
+    /// `key = path::to::function` or `key = |item| ...`: tokens carried through unparsed, so
+    /// closures need no `full` syn; the key is returned by value.
+    Function(TokenStream),
+}
+
+impl Key {
+    /// How the key shows in the schema.
+    pub fn label(&self) -> String {
+        match self {
+            Key::Field(ident) => ident.to_string(),
+            Key::Function(tokens) => tokens.to_string(),
+        }
+    }
+}

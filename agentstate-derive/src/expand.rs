@@ -1,0 +1,584 @@
+//! Code generation: the update struct, its setters, and the `State` implementation.
+
+use crate::ast::{Field, Input, Key, Kind, MaxLen, Reducer, Role};
+use crate::check;
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::{DeriveInput, Ident, Index};
+
+/// Expands `#[derive(AgentState)]`.
+pub fn derive(input: &DeriveInput) -> TokenStream {
+    match check::input(input) {
+        Ok(model) => expand(&model),
+        Err(errors) => {
+            let stub = stub(input);
+            let errors = errors.to_compile_error();
+            quote!(#errors #stub)
+        }
+    }
+}
+
+/// On error: an empty update type and `State` implementation, so that code using the state
+/// reports the derive's errors only, not a cascade of "no such type" errors.
+fn stub(input: &DeriveInput) -> TokenStream {
+    if !input.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let ident = &input.ident;
+    let vis = &input.vis;
+    let update = format_ident!("{}Update", ident);
+    quote! {
+        #[derive(::core::default::Default, ::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #vis struct #update {}
+
+        const _: () = {
+            #[automatically_derived]
+            impl ::agentstate::State for #ident {
+                type Update = #update;
+                type Plan = ();
+                const FIELDS: &'static [&'static str] = &[];
+                fn plan(&self, _: #update) -> ::core::result::Result<(), ::agentstate::Error> {
+                    ::core::result::Result::Ok(())
+                }
+                fn apply(&mut self, _: ()) {}
+                fn schema() -> ::agentstate::schema::Schema {
+                    ::agentstate::schema::Schema::describe(::std::vec::Vec::new())
+                }
+            }
+        };
+    }
+}
+
+/// Setter names that would shadow the update's derived trait methods get a `set_` prefix.
+const SHADOWING: &[&str] = &[
+    "default",
+    "clone",
+    "eq",
+    "ne",
+    "fmt",
+    "serialize",
+    "deserialize",
+];
+
+fn setter_name(field: &Ident) -> Ident {
+    let name = field.to_string();
+    if SHADOWING.contains(&name.as_str()) {
+        format_ident!("set_{}", name)
+    } else {
+        field.clone()
+    }
+}
+
+struct Gen<'a> {
+    k: &'a TokenStream,
+}
+
+impl Gen<'_> {
+    /// The reducer's type, with `()` standing for a key function (whose type cannot be
+    /// written): enough to name the update and plan types through `Merges`.
+    fn reducer_type(&self, field: &Field, r: &Reducer) -> TokenStream {
+        let k = self.k;
+        let ty = field.ty;
+        match &r.kind {
+            Kind::LastWriteWins => quote!(#k::reducers::LastWriteWins),
+            Kind::ReplaceValue => quote!(#k::reducers::ReplaceValue),
+            Kind::Append => quote!(#k::reducers::Append),
+            Kind::Merge => quote!(#k::reducers::Merge),
+            Kind::ConcatFlatten => quote!(#k::reducers::ConcatFlatten),
+            Kind::MergeAll => quote!(#k::reducers::MergeAll),
+            Kind::AddMessages => quote!(#k::reducers::AddMessages),
+            Kind::ReplaceMessages => quote!(#k::reducers::ReplaceMessages),
+            Kind::AppendItems => quote!(#k::reducers::AppendItems),
+            Kind::UpsertMessages => quote!(#k::reducers::UpsertMessages),
+            Kind::BoundedAppend(_) => quote!(#k::reducers::BoundedAppend),
+            Kind::DedupeAppend(None) => quote!(#k::reducers::DedupeAppend<#k::reducers::Identity>),
+            Kind::DedupeAppend(Some(_)) => quote!(#k::reducers::DedupeAppend<()>),
+            Kind::MergeByKey(_) => quote!(#k::reducers::MergeByKey<()>),
+            Kind::Nested => quote!(#k::reducers::Nested),
+            Kind::With { update, .. } => {
+                let u = update
+                    .as_ref()
+                    .map_or_else(|| ty.to_token_stream(), ToTokens::to_token_stream);
+                quote!(#k::reducers::FnReducer<(), #u>)
+            }
+        }
+    }
+
+    /// An expression building the field's reducer.
+    fn reducer_expr(&self, field: &Field, r: &Reducer) -> TokenStream {
+        let k = self.k;
+        match &r.kind {
+            Kind::BoundedAppend(MaxLen::Literal(n)) => {
+                let n = *n as usize;
+                quote!(#k::reducers::BoundedAppend::__checked(#n))
+            }
+            Kind::BoundedAppend(MaxLen::Const(path)) => {
+                quote!(#k::reducers::BoundedAppend::__checked((#path) as usize))
+            }
+            Kind::DedupeAppend(None) => quote!(#k::reducers::DedupeAppend::new()),
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+                let f = key_reducer_fn(field.ident);
+                quote!(Self::#f())
+            }
+            Kind::With {
+                function,
+                update,
+                idempotent,
+            } => {
+                let u = update
+                    .as_ref()
+                    .map_or_else(|| field.ty.to_token_stream(), ToTokens::to_token_stream);
+                let name = &r.name;
+                let idempotent = idempotent.then(|| quote!(.idempotent()));
+                quote!(#k::reducers::FnReducer::<_, #u>::new(#name, #function) #idempotent)
+            }
+            _ => self.reducer_type(field, r),
+        }
+    }
+
+    /// `<R as Merges<T>>::Update` / `::Plan` of a reduced field.
+    fn merges(&self, field: &Field, r: &Reducer, item: &str) -> TokenStream {
+        let k = self.k;
+        let ty = field.ty;
+        let item = Ident::new(item, Span::call_site());
+        if let Kind::Nested = r.kind {
+            return quote_spanned!(r.span=> <#ty as #k::State>::#item);
+        }
+        let rty = self.reducer_type(field, r);
+        quote_spanned!(r.span=> <#rty as #k::reducers::Merges<#ty>>::#item)
+    }
+
+    /// What a field's entry of the update holds, without the `Option`: written from the
+    /// field's type alone (no projection through the reducer), so that a reducer that does not
+    /// fit its field is reported once, by the `State` impl, and not again by every derive on
+    /// the update struct.
+    fn update_type(&self, field: &Field) -> Option<TokenStream> {
+        let k = self.k;
+        let ty = field.ty;
+        let r = match &field.role {
+            Role::Reduced(r) => r,
+            Role::Base => return Some(quote!(<#ty as #k::State>::Update)),
+            Role::Skip => return None,
+        };
+        Some(match &r.kind {
+            Kind::ConcatFlatten | Kind::MergeAll => quote!(::std::vec::Vec<#ty>),
+            Kind::UpsertMessages => quote!(::std::vec::Vec<#k::reducers::MessageUpdate>),
+            Kind::Nested => quote!(<#ty as #k::State>::Update),
+            Kind::With {
+                update: Some(u), ..
+            } => u.to_token_stream(),
+            _ => ty.to_token_stream(),
+        })
+    }
+}
+
+/// `tokens` with every span set to `span`, so that an error anywhere in them points at the
+/// user's declaration and identical errors from several generated items collapse into one.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            proc_macro2::TokenTree::Group(group) => {
+                let mut g =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                g.set_span(span);
+                proc_macro2::TokenTree::Group(g)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
+}
+
+fn key_reducer_fn(field: &Ident) -> Ident {
+    format_ident!(
+        "__agentstate_reducer_{}",
+        field.to_string().trim_start_matches("r#")
+    )
+}
+
+fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
+    input
+        .fields
+        .iter()
+        .enumerate()
+        .find(|(_, f)| matches!(f.role, Role::Base))
+}
+
+fn expand(input: &Input) -> TokenStream {
+    let k = &input.krate;
+    let g = Gen { k };
+    let name = input.ident;
+    let vis = input.vis;
+    let update = &input.update;
+    let generics = input.generics;
+    let (impl_g, ty_g, _) = generics.split_for_impl();
+    // Every generated item states that each field's reducer fits the field's type, spanned on
+    // the reducer in the attribute: a misfit is then one error there, not one per use.
+    let mut fits: Vec<TokenStream> = Vec::new();
+    for field in &input.fields {
+        let ty = field.ty;
+        let Role::Reduced(r) = &field.role else {
+            continue;
+        };
+        let pred = match r.kind {
+            Kind::Nested => quote!(#ty: #k::State),
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+                let rty = g.reducer_type(field, r);
+                let uty = g.update_type(field);
+                quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)
+            }
+            _ => {
+                let rty = g.reducer_type(field, r);
+                let uty = g.update_type(field);
+                quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
+            }
+        };
+        // Spanned on the field's name: the error shows the field, the message names the reducer.
+        fits.push(respan(pred, field.ident.span()));
+    }
+    let own_preds = generics.where_clause.as_ref().map(|w| {
+        let p = w.predicates.iter();
+        quote!(#(#p,)*)
+    });
+    let where_c = quote!(where #own_preds #(#fits,)*);
+    let plain_where = quote!(where #own_preds);
+    let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
+    let present = format!("{}::update::present", k.to_string().replace(' ', ""));
+
+    // The update struct.
+    let mut update_fields = Vec::new();
+    let mut defaults = Vec::new();
+    let mut setters = Vec::new();
+    let mut trait_setters = Vec::new();
+    let mut serde_bounds = Vec::new();
+    for field in &input.fields {
+        let ident = field.ident;
+        let Some(uty) = g.update_type(field) else {
+            continue;
+        };
+        serde_bounds.push(uty.to_string());
+        let json = &field.json_name;
+        let setter = setter_name(ident);
+        match &field.role {
+            Role::Base => {
+                let doc = format!(
+                    "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
+                    field.ty.to_token_stream()
+                );
+                update_fields.push(quote! {
+                    #[doc = #doc]
+                    #[serde(flatten)]
+                    pub #ident: #uty
+                });
+                defaults.push(quote!(#ident: ::core::default::Default::default()));
+                let doc = format!("Sets the update of the base state (`{ident}`).");
+                setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
+                        self.#ident = ::core::convert::Into::into(value);
+                        self
+                    }
+                });
+            }
+            Role::Reduced(r) => {
+                let doc = format!(
+                    "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
+                    r.name
+                );
+                update_fields.push(quote! {
+                    #[doc = #doc]
+                    #[serde(
+                        default,
+                        rename = #json,
+                        skip_serializing_if = "::core::option::Option::is_none",
+                        deserialize_with = #present
+                    )]
+                    pub #ident: ::core::option::Option<#uty>
+                });
+                defaults.push(quote!(#ident: ::core::option::Option::None));
+                let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
+                setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
+                        self.#ident = ::core::option::Option::Some(::core::convert::Into::into(value));
+                        self
+                    }
+                });
+                trait_setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
+                        #k::update::Extends::<#update>::base_update(&mut self).#ident =
+                            ::core::option::Option::Some(::core::convert::Into::into(value));
+                        self
+                    }
+                });
+            }
+            Role::Skip => {}
+        }
+    }
+
+    // A generic state whose parameters all sit in skipped fields still uses them.
+    let type_params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
+    let lifetimes: Vec<_> = generics.lifetimes().map(|l| &l.lifetime).collect();
+    if !type_params.is_empty() || !lifetimes.is_empty() {
+        update_fields.push(quote! {
+            #[doc(hidden)]
+            #[serde(skip)]
+            pub __agentstate_params: ::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#type_params,)*)>
+        });
+        defaults.push(quote!(__agentstate_params: ::core::marker::PhantomData));
+    }
+    let serde_bound = (!generics.params.is_empty()).then(|| {
+        let de: Vec<String> = serde_bounds
+            .iter()
+            .map(|t| format!("{t}: {serde_crate}::Deserialize<'de>"))
+            .collect();
+        let ser: Vec<String> = serde_bounds
+            .iter()
+            .map(|t| format!("{t}: {serde_crate}::Serialize"))
+            .collect();
+        let de = de.join(", ");
+        let ser = ser.join(", ");
+        quote!(#[serde(bound(serialize = #ser, deserialize = #de))])
+    });
+
+    let where_clause = &plain_where;
+    let update_doc = format!(
+        "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
+         through that field's reducer. Generated by `#[derive(AgentState)]`."
+    );
+    let update_struct = quote! {
+        #[doc = #update_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
+        #[serde(crate = #serde_crate)]
+        #serde_bound
+        #vis struct #update #generics #where_clause {
+            #(#update_fields,)*
+        }
+    };
+
+    let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
+        let where_c = &plain_where;
+        let trait_name = format_ident!("{}Setters", update);
+        let doc = format!(
+            "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
+             (`#[agent_state(base)]`); bring this trait into scope to chain them."
+        );
+        quote! {
+            #[doc = #doc]
+            #vis trait #trait_name: #k::update::Extends<#update> + ::core::marker::Sized #where_c {
+                #(#trait_setters)*
+            }
+
+            impl<__U: #k::update::Extends<#update>> #trait_name for __U #where_c {}
+        }
+    });
+
+    // The State implementation.
+    let mut plan_types = Vec::new();
+    let mut plans = Vec::new();
+    let mut applies = Vec::new();
+    let mut schema = Vec::new();
+    let mut own_names = Vec::new();
+    let mut key_fns = Vec::new();
+    let mut checks = Vec::new();
+    for field in &input.fields {
+        let ident = field.ident;
+        let ty = field.ty;
+        let json = &field.json_name;
+        let index = Index::from(plan_types.len());
+        match &field.role {
+            Role::Skip => continue,
+            Role::Base => {
+                plan_types.push(quote!(<#ty as #k::State>::Plan));
+                plans.push(quote!(#k::State::plan(&self.#ident, __update.#ident)?));
+                applies.push(quote!(#k::State::apply(&mut self.#ident, __plan.#index)));
+                schema.extend([quote! {
+                    ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
+                }]);
+            }
+            Role::Reduced(r) => {
+                own_names.push((json.clone(), ident));
+                let plan_ty = g.merges(field, r, "Plan");
+                plan_types.push(quote!(::core::option::Option<#plan_ty>));
+                if let Kind::Nested = r.kind {
+                    plans.push(quote_spanned! {r.span=>
+                        #k::__private::plan_nested(#json, &self.#ident, __update.#ident)?
+                    });
+                    applies.push(quote_spanned! {r.span=>
+                        #k::__private::apply_nested(&mut self.#ident, __plan.#index)
+                    });
+                    schema.push(quote! {
+                        __fields.push(#k::schema::FieldSchema::nested::<#ty>(#json));
+                    });
+                    continue;
+                }
+                let expr = g.reducer_expr(field, r);
+                plans.push(quote_spanned! {r.span=>
+                    #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ident)?
+                });
+                applies.push(quote_spanned! {r.span=>
+                    #k::__private::apply_field::<#ty, _>(&#expr, &mut self.#ident, __plan.#index)
+                });
+                schema.push(quote! {
+                    __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
+                });
+                if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
+                    let message = format!(
+                        "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"
+                    );
+                    checks.push(
+                        quote_spanned! {path.segments.last().map_or(r.span, |s| s.ident.span())=>
+                            const _: () = ::core::assert!((#path) as i128 >= 1, #message);
+                        },
+                    );
+                }
+                let key = match &r.kind {
+                    Kind::DedupeAppend(Some(key)) => Some((key, quote!(DedupeAppend::by))),
+                    Kind::MergeByKey(key) => Some((key, quote!(MergeByKey::new))),
+                    _ => None,
+                };
+                if let Some((key, constructor)) = key {
+                    let f = key_reducer_fn(ident);
+                    let label = key.label();
+                    let item = quote!(<#ty as #k::reducers::ListField>::Item);
+                    let key_fn = match key {
+                        Key::Field(item_field) => quote! {
+                            #k::reducers::by_field::<#item, _, _>(|__item: &#item| &__item.#item_field)
+                        },
+                        Key::Function(tokens) => quote! {
+                            #k::reducers::by_value::<#item, _, _>(#tokens)
+                        },
+                    };
+                    let update_ty = g.merges(field, r, "Update");
+                    key_fns.push(quote! {
+                        fn #f() -> impl #k::reducers::Reducer<#ty>
+                            + #k::reducers::Merges<#ty, Update = #update_ty, Plan = #plan_ty> {
+                            #k::reducers::#constructor(#key_fn.named(#label))
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    let base = base(input);
+    let fields_const = {
+        let own: Vec<&String> = own_names.iter().map(|(n, _)| n).collect();
+        match base {
+            Some((_, b)) if generics.params.is_empty() => {
+                let bty = b.ty;
+                quote! {{
+                    const __BASE: &[&str] = <#bty as #k::State>::FIELDS;
+                    const __OWN: &[&str] = &[#(#own),*];
+                    const __LEN: usize = __BASE.len() + __OWN.len();
+                    const __ALL: [&str; __LEN] = #k::__private::concat_fields::<__LEN>(__BASE, __OWN);
+                    &__ALL
+                }}
+            }
+            _ => quote!(&[#(#own),*]),
+        }
+    };
+
+    let base_items = base.map(|(_, b)| {
+        let bty = b.ty;
+        let ident = b.ident;
+        let duplicates = generics.params.is_empty().then(|| {
+            own_names.iter().map(|(json, field)| {
+                let message = format!(
+                    "conflicting_reducers: field `{json}` is already declared by the base state `{}`; an extension cannot declare it again",
+                    bty.to_token_stream().to_string().replace(' ', "")
+                );
+                quote_spanned! {field.span()=>
+                    const _: () = ::core::assert!(!#k::__private::contains(<#bty as #k::State>::FIELDS, #json), #message);
+                }
+            }).collect::<Vec<_>>()
+        }).unwrap_or_default();
+        quote! {
+            #(#duplicates)*
+
+            #[automatically_derived]
+            impl #impl_g ::core::ops::Deref for #name #ty_g #plain_where {
+                type Target = #bty;
+                fn deref(&self) -> &#bty {
+                    &self.#ident
+                }
+            }
+
+            #[automatically_derived]
+            impl #impl_g ::core::ops::DerefMut for #name #ty_g #plain_where {
+                fn deref_mut(&mut self) -> &mut #bty {
+                    &mut self.#ident
+                }
+            }
+
+            #[automatically_derived]
+            impl #impl_g #k::update::Extends<<#bty as #k::State>::Update> for #update #ty_g #plain_where {
+                fn base_update(&mut self) -> &mut <#bty as #k::State>::Update {
+                    &mut self.#ident
+                }
+            }
+        }
+    });
+
+    let key_impl = (!key_fns.is_empty()).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_g #name #ty_g #where_c {
+                #(#key_fns)*
+            }
+        }
+    });
+
+    quote! {
+        #update_struct
+
+        #setters_trait
+
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_g ::core::default::Default for #update #ty_g #plain_where {
+                fn default() -> Self {
+                    Self { #(#defaults,)* }
+                }
+            }
+
+            #[automatically_derived]
+            impl #impl_g #update #ty_g #plain_where {
+                #(#setters)*
+            }
+
+            #key_impl
+
+            #base_items
+
+            #[automatically_derived]
+            impl #impl_g #k::State for #name #ty_g #where_c {
+                type Update = #update #ty_g;
+                type Plan = (#(#plan_types,)*);
+                const FIELDS: &'static [&'static str] = #fields_const;
+
+                fn plan(&self, __update: Self::Update) -> ::core::result::Result<Self::Plan, #k::Error> {
+                    #(#checks)*
+                    ::core::result::Result::Ok((#(#plans,)*))
+                }
+
+                fn apply(&mut self, __plan: Self::Plan) {
+                    #(#applies;)*
+                }
+
+                fn schema() -> #k::schema::Schema {
+                    let mut __fields = ::std::vec::Vec::new();
+                    #(#schema)*
+                    #k::schema::Schema::describe(__fields)
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,224 @@
+//! A writer that formats a [`serde_json::Value`] exactly like Python's `json.dumps(value)` with
+//! its default settings, the way AgentFlow writes tool-call arguments and non-string tool
+//! outputs in [`Message::text`](super::Message::text).
+//!
+//! The defaults it reproduces: separators `", "` and `": "`, `ensure_ascii=True` (every
+//! character outside printable ASCII becomes `\uXXXX` in lowercase hex, with a surrogate pair
+//! above U+FFFF), Python's float `repr` (`1.0`, `1e+16`, `1e-05`) and integers as they are.
+//! `NaN` and infinities cannot occur: a `Value` cannot hold them.
+//!
+//! One difference cannot be removed here: Python writes a dict's keys in insertion order, and
+//! a `serde_json::Map` (without serde_json's `preserve_order` feature) holds them sorted.
+
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+
+/// `json.dumps(value)` of Python, as a `String`.
+pub(crate) fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_str(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map),
+    }
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>) {
+    out.push('{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_str(out, key);
+        out.push_str(": ");
+        write_value(out, item);
+    }
+    out.push('}');
+}
+
+fn write_number(out: &mut String, n: &Number) {
+    if let Some(i) = n.as_i64() {
+        let _ = write!(out, "{i}");
+    } else if let Some(u) = n.as_u64() {
+        let _ = write!(out, "{u}");
+    } else if let Some(f) = n.as_f64() {
+        write_float(out, f);
+    } else {
+        // Unreachable without serde_json's `arbitrary_precision`; keep serde_json's text.
+        let _ = write!(out, "{n}");
+    }
+}
+
+/// Python's `float.__repr__`: the shortest digits that round-trip, in positional notation when
+/// the decimal exponent is in `-4 < decpt <= 16`, else `d.ddde±XX`.
+fn write_float(out: &mut String, f: f64) {
+    if !f.is_finite() {
+        // Not representable in a `serde_json::Value`; Python would write these names.
+        out.push_str(if f.is_nan() {
+            "NaN"
+        } else if f > 0.0 {
+            "Infinity"
+        } else {
+            "-Infinity"
+        });
+        return;
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: `-1.2345e-7`, `1e16`, `0e0`.
+    let sci = format!("{f:e}");
+    let (sign, sci) = match sci.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", sci.as_str()),
+    };
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let ndigits = digits.len() as i32;
+    // The value is 0.DIGITS x 10^decpt.
+    let decpt = exponent + 1;
+    out.push_str(sign);
+    if decpt <= -4 || decpt > 16 {
+        out.push_str(&digits[..1]);
+        if ndigits > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let exp = decpt - 1;
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    } else if decpt <= 0 {
+        out.push_str("0.");
+        for _ in 0..-decpt {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else if decpt >= ndigits {
+        out.push_str(&digits);
+        for _ in 0..decpt - ndigits {
+            out.push('0');
+        }
+        out.push_str(".0");
+    } else {
+        let (int, frac) = digits.split_at(decpt as usize);
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    }
+}
+
+/// A JSON string with `ensure_ascii=True`.
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_string;
+    use serde_json::json;
+
+    fn float(f: f64) -> String {
+        to_string(&json!(f))
+    }
+
+    #[test]
+    fn separators_are_python_defaults() {
+        assert_eq!(to_string(&json!({"city": "Paris"})), r#"{"city": "Paris"}"#);
+        assert_eq!(
+            to_string(&json!({"a": [1, 2, {"b": null}], "c": true, "d": false})),
+            r#"{"a": [1, 2, {"b": null}], "c": true, "d": false}"#
+        );
+        assert_eq!(to_string(&json!([])), "[]");
+        assert_eq!(to_string(&json!({})), "{}");
+        assert_eq!(to_string(&json!([[], {}])), "[[], {}]");
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(to_string(&json!(null)), "null");
+        assert_eq!(to_string(&json!(0)), "0");
+        assert_eq!(to_string(&json!(-42)), "-42");
+        assert_eq!(to_string(&json!(u64::MAX)), "18446744073709551615");
+        assert_eq!(to_string(&json!(i64::MIN)), "-9223372036854775808");
+        assert_eq!(to_string(&json!("x")), r#""x""#);
+    }
+
+    #[test]
+    fn floats_use_python_repr() {
+        // Each expected string is what Python 3 prints for repr(float).
+        assert_eq!(float(1.0), "1.0");
+        assert_eq!(float(0.0), "0.0");
+        assert_eq!(float(-0.0), "-0.0");
+        assert_eq!(float(-2.5), "-2.5");
+        assert_eq!(float(0.1), "0.1");
+        assert_eq!(float(1.5e-7), "1.5e-07");
+        assert_eq!(float(1e-5), "1e-05");
+        assert_eq!(float(0.0001), "0.0001");
+        assert_eq!(float(0.00012345), "0.00012345");
+        assert_eq!(float(1e15), "1000000000000000.0");
+        assert_eq!(float(1e16), "1e+16");
+        assert_eq!(float(1.2345e16), "1.2345e+16");
+        assert_eq!(float(9999999999999998.0), "9999999999999998.0");
+        assert_eq!(float(123456789012345678.0), "1.2345678901234568e+17");
+        assert_eq!(float(1700000000.0), "1700000000.0");
+        assert_eq!(float(1e100), "1e+100");
+        assert_eq!(float(-1e-100), "-1e-100");
+        assert_eq!(float(f64::MAX), "1.7976931348623157e+308");
+        assert_eq!(float(5e-324), "5e-324");
+        assert_eq!(float(22.25), "22.25");
+        assert_eq!(float(1.0 / 3.0), "0.3333333333333333");
+    }
+
+    #[test]
+    fn strings_are_ensure_ascii() {
+        assert_eq!(to_string(&json!("22°C")), r#""22\u00b0C""#);
+        assert_eq!(to_string(&json!("Zürich")), r#""Z\u00fcrich""#);
+        assert_eq!(to_string(&json!("日本")), r#""\u65e5\u672c""#);
+        // Above U+FFFF: a UTF-16 surrogate pair, lowercase hex.
+        assert_eq!(to_string(&json!("😀")), r#""\ud83d\ude00""#);
+        assert_eq!(
+            to_string(&json!("a\"b\\c\n\r\t\u{8}\u{c}")),
+            r#""a\"b\\c\n\r\t\b\f""#
+        );
+        assert_eq!(
+            to_string(&json!("\u{0}\u{1f}\u{7f}")),
+            r#""\u0000\u001f\u007f""#
+        );
+        assert_eq!(to_string(&json!("/ ~")), r#""/ ~""#);
+        assert_eq!(to_string(&json!({"clé": "é"})), r#"{"cl\u00e9": "\u00e9"}"#);
+    }
+}

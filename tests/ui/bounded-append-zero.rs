@@ -1,0 +1,9 @@
+use agentstate::AgentState;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Recent {
+    #[reducer(bounded_append(max_len = 0))]
+    items: Vec<u32>,
+}
+
+fn main() {}

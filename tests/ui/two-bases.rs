@@ -1,0 +1,13 @@
+use agentstate::AgentState;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Twice {
+    #[agent_state(base)]
+    #[serde(flatten)]
+    first: agentstate::state::AgentState,
+    #[agent_state(base)]
+    #[serde(skip)]
+    second: agentstate::state::AgentState,
+}
+
+fn main() {}

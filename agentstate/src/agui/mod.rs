@@ -11,6 +11,7 @@
 //!   travel.
 //! - [`ComposedReducer`]: the default fold, then your reducers (for `CUSTOM` events).
 //! - [`server`]: `STATE_SNAPSHOT` / `STATE_DELTA` from a [`State`](crate::State) and an update.
+//! - [`convert`]: AG-UI messages to and from agentstate's [`Message`](crate::message::Message).
 //!
 //! ```
 //! use agentstate::agui::{ChatError, ChatState, Event, Phase};
@@ -38,6 +39,7 @@
 
 pub mod chat;
 pub mod compose;
+pub mod convert;
 pub mod event;
 pub mod fold;
 pub mod message;

@@ -36,7 +36,7 @@
 
 mod block;
 mod media;
-mod python_json;
+pub(crate) mod python_json;
 mod tool_call;
 mod usage;
 

@@ -71,9 +71,9 @@ event_struct!(
         /// The protocol version the server speaks.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         protocol_version: Option<String>,
-        /// The input the run was started with.
+        /// The input the run was started with (boxed: it is large and rare).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        input: Option<RunAgentInput>,
+        input: Option<Box<RunAgentInput>>,
     }
 );
 

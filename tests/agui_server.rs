@@ -158,7 +158,7 @@ fn a_failed_merge_changes_nothing_and_reads_well() {
     let mut server = StateStream::new(Counter::default()).unwrap();
     server.update(Some(3)).unwrap();
     let err = server.update(Some(-1)).unwrap_err();
-    assert!(matches!(err, StreamError::Merge(_)));
+    assert!(matches!(err, StreamError::Update(_)));
     assert_eq!(
         err.to_string(),
         "the update could not be merged: field `count` expects a non-negative number, got -1"

@@ -14,8 +14,10 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
     /// The update did not merge (the state is unchanged).
+    // Not named `Merge`: a second item of that name in the crate graph makes rustc print the
+    // `Merge` reducer by its full path in the derive's diagnostics (tests/ui).
     #[error("the update could not be merged: {0}")]
-    Merge(#[from] crate::Error),
+    Update(#[from] crate::Error),
     /// The state does not serialize to JSON (for example a map with non-string keys).
     #[error("the state could not be serialized to JSON: {0}")]
     Serialize(#[from] serde_json::Error),

@@ -6,9 +6,9 @@
 //!
 //! What each event does follows the official AG-UI client (`@ag-ui/client` 1.0), with three
 //! differences the seed asks for: a `STATE_DELTA` that cannot apply surfaces a
-//! [`StateConflict`](super::StateConflict) instead of a console warning; a `RUN_ERROR` puts a
+//! [`StateConflict`] instead of a console warning; a `RUN_ERROR` puts a
 //! typed error on the state; and an event that breaks the ordering rules is ignored with a
-//! [`ProtocolError`](super::ProtocolError) on the state, where the official client aborts the
+//! [`ProtocolError`] on the state, where the official client aborts the
 //! whole stream. The ordering rules are the official client's: the first event is
 //! `RUN_STARTED`; after `RUN_ERROR` only `RUN_STARTED`; after `RUN_FINISHED` only
 //! `RUN_STARTED` (or `RUN_ERROR`); no `RUN_STARTED` while a run is active; `*_CONTENT`, `*_ARGS`

@@ -6,7 +6,7 @@
 //!   holds them.
 //! - [`ChatState`]: committed and streaming messages, tool calls with their results, the shared
 //!   agent state, the run's [`Phase`], and the [`ChatError`]s surfaced on the way.
-//! - [`fold`] / [`ChatState::apply`]: the fold, `(ChatState, &Event) -> ChatState`, wire
+//! - [`fold()`](fn@fold) / [`ChatState::apply`]: the fold, `(ChatState, &Event) -> ChatState`, wire
 //!   compatible with the official TypeScript client; [`Timeline`] keeps every state for time
 //!   travel.
 //! - [`ComposedReducer`]: the default fold, then your reducers (for `CUSTOM` events).

@@ -225,7 +225,7 @@ fn expand(input: &Input) -> TokenStream {
         };
         let pred = match r.kind {
             Kind::Nested => quote!(#ty: #k::State),
-            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) | Kind::With { .. } => {
                 let rty = g.reducer_type(field, r);
                 let uty = g.update_type(field);
                 quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)

@@ -20,6 +20,9 @@ pub struct OrderState {
     discount_code: Option<String>,
 }
 
+/// A node reads the state and returns a partial update.
+type Node = fn(&OrderState) -> OrderStateUpdate;
+
 fn item(sku: &str, qty: u32) -> BTreeMap<String, u32> {
     BTreeMap::from([(sku.to_string(), qty)])
 }
@@ -79,7 +82,7 @@ fn show(step: &str, state: &OrderState) {
 
 fn main() -> Result<(), agentstate::Error> {
     let mut state = OrderState::default();
-    let nodes: [(&str, fn(&OrderState) -> OrderStateUpdate); 3] = [
+    let nodes: [(&str, Node); 3] = [
         ("intake", intake),
         ("build_cart", build_cart),
         ("confirm", confirm),

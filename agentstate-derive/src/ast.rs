@@ -25,6 +25,7 @@ pub struct Field<'a> {
 }
 
 /// How a field takes part in merges.
+#[allow(clippy::large_enum_variant)] // built once per field, at compile time
 pub enum Role {
     /// Merged by a reducer.
     Reduced(Reducer),
@@ -44,6 +45,7 @@ pub struct Reducer {
 }
 
 /// The reducers the derive knows, with their checked parameters.
+#[allow(clippy::large_enum_variant)] // built once per field, at compile time
 pub enum Kind {
     LastWriteWins,
     ReplaceValue,

@@ -459,8 +459,7 @@ fn expand(input: &Input) -> TokenStream {
                     };
                     let update_ty = g.merges(field, r, "Update");
                     key_fns.push(quote! {
-                        fn #f() -> impl #k::reducers::Reducer<#ty>
-                            + #k::reducers::Merges<#ty, Update = #update_ty, Plan = #plan_ty> {
+                        fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty> {
                             #k::reducers::#constructor(#key_fn.named(#label))
                         }
                     });
@@ -490,7 +489,8 @@ fn expand(input: &Input) -> TokenStream {
     let base_items = base.map(|(_, b)| {
         let bty = b.ty;
         let ident = b.ident;
-        let duplicates = generics.params.is_empty().then(|| {
+        // A constant cannot name the struct's type parameters, so generic states skip this check.
+        let duplicates: Vec<TokenStream> = if generics.params.is_empty() {
             own_names.iter().map(|(json, field)| {
                 let message = format!(
                     "conflicting_reducers: field `{json}` is already declared by the base state `{}`; an extension cannot declare it again",
@@ -499,8 +499,10 @@ fn expand(input: &Input) -> TokenStream {
                 quote_spanned! {field.span()=>
                     const _: () = ::core::assert!(!#k::__private::contains(<#bty as #k::State>::FIELDS, #json), #message);
                 }
-            }).collect::<Vec<_>>()
-        }).unwrap_or_default();
+            }).collect()
+        } else {
+            Vec::new()
+        };
         quote! {
             #(#duplicates)*
 

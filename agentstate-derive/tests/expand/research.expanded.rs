@@ -139,8 +139,7 @@ const _: () = {
         ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
     {
-        fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<Vec<Finding>>
-               + ::agentstate::reducers::Merges<
+        fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<
             Vec<Finding>,
             Update = <::agentstate::reducers::MergeByKey<()> as ::agentstate::reducers::Merges<
                 Vec<Finding>,

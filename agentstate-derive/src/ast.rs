@@ -12,8 +12,6 @@ pub struct Input<'a> {
     pub update: Ident,
     /// The runtime crate's path (`::agentstate` unless `#[agent_state(crate = ...)]`).
     pub krate: TokenStream,
-    /// The field that receives messages (`#[agent_state(messages = field)]`).
-    pub messages: Option<Ident>,
     pub fields: Vec<Field<'a>>,
 }
 
@@ -27,6 +25,7 @@ pub struct Field<'a> {
 }
 
 /// How a field takes part in merges.
+#[allow(clippy::large_enum_variant)] // built once per field, at compile time
 pub enum Role {
     /// Merged by a reducer.
     Reduced(Reducer),
@@ -46,6 +45,7 @@ pub struct Reducer {
 }
 
 /// The reducers the derive knows, with their checked parameters.
+#[allow(clippy::large_enum_variant)] // built once per field, at compile time
 pub enum Kind {
     LastWriteWins,
     ReplaceValue,

@@ -225,7 +225,7 @@ fn expand(input: &Input) -> TokenStream {
         };
         let pred = match r.kind {
             Kind::Nested => quote!(#ty: #k::State),
-            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) | Kind::With { .. } => {
                 let rty = g.reducer_type(field, r);
                 let uty = g.update_type(field);
                 quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)
@@ -399,9 +399,10 @@ fn expand(input: &Input) -> TokenStream {
                 plan_types.push(quote!(<#ty as #k::State>::Plan));
                 plans.push(quote!(#k::State::plan(&self.#ident, __update.#ident)?));
                 applies.push(quote!(#k::State::apply(&mut self.#ident, __plan.#index)));
-                schema.extend([quote! {
+                // The base's fields come first, as in `FIELDS`.
+                schema.insert(0, quote! {
                     ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
-                }]);
+                });
             }
             Role::Reduced(r) => {
                 own_names.push((json.clone(), ident));
@@ -458,8 +459,7 @@ fn expand(input: &Input) -> TokenStream {
                     };
                     let update_ty = g.merges(field, r, "Update");
                     key_fns.push(quote! {
-                        fn #f() -> impl #k::reducers::Reducer<#ty>
-                            + #k::reducers::Merges<#ty, Update = #update_ty, Plan = #plan_ty> {
+                        fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty> {
                             #k::reducers::#constructor(#key_fn.named(#label))
                         }
                     });
@@ -489,7 +489,8 @@ fn expand(input: &Input) -> TokenStream {
     let base_items = base.map(|(_, b)| {
         let bty = b.ty;
         let ident = b.ident;
-        let duplicates = generics.params.is_empty().then(|| {
+        // A constant cannot name the struct's type parameters, so generic states skip this check.
+        let duplicates: Vec<TokenStream> = if generics.params.is_empty() {
             own_names.iter().map(|(json, field)| {
                 let message = format!(
                     "conflicting_reducers: field `{json}` is already declared by the base state `{}`; an extension cannot declare it again",
@@ -498,8 +499,10 @@ fn expand(input: &Input) -> TokenStream {
                 quote_spanned! {field.span()=>
                     const _: () = ::core::assert!(!#k::__private::contains(<#bty as #k::State>::FIELDS, #json), #message);
                 }
-            }).collect::<Vec<_>>()
-        }).unwrap_or_default();
+            }).collect()
+        } else {
+            Vec::new()
+        };
         quote! {
             #(#duplicates)*
 
@@ -580,5 +583,69 @@ fn expand(input: &Input) -> TokenStream {
                 }
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// Formats generated code with rustfmt so the snapshot is readable and stable.
+    fn rustfmt(code: &str) -> String {
+        let mut child = Command::new("rustfmt")
+            .args(["--edition", "2021", "--emit", "stdout"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("rustfmt is installed with the toolchain (cargo fmt uses it)");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(code.as_bytes())
+            .expect("write to rustfmt");
+        let out = child.wait_with_output().expect("rustfmt runs");
+        assert!(out.status.success(), "rustfmt failed on:\n{code}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// One representative struct, expanded, against `tests/expand/research.expanded.rs`.
+    /// Set `AGENTSTATE_BLESS=1` to rewrite the snapshot after a deliberate change, and read it.
+    #[test]
+    fn expansion_snapshot() {
+        let input: syn::DeriveInput = syn::parse_str(
+            r#"
+            #[serde(rename_all = "camelCase")]
+            pub struct Research {
+                #[reducer(append)]
+                notes: Vec<String>,
+                #[reducer(bounded_append(max_len = 3))]
+                recent: Vec<u32>,
+                #[reducer(merge_by_key(key = id))]
+                findings: Vec<Finding>,
+                #[agent_state(base)]
+                #[serde(flatten)]
+                base: AgentState,
+                #[agent_state(skip)]
+                cache: u8,
+                title: String,
+            }
+            "#,
+        )
+        .expect("valid input");
+        let expanded = rustfmt(&super::derive(&input).to_string());
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/expand/research.expanded.rs"
+        );
+        if std::env::var_os("AGENTSTATE_BLESS").is_some() {
+            std::fs::write(path, &expanded).expect("write snapshot");
+        }
+        let snapshot = std::fs::read_to_string(path).expect("snapshot exists");
+        assert_eq!(
+            expanded, snapshot,
+            "expansion changed; bless with AGENTSTATE_BLESS=1"
+        );
     }
 }

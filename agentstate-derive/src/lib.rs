@@ -2,8 +2,8 @@
 //!
 //! Use it through the runtime crate (`agentstate::AgentState`, default feature `derive`); its
 //! documentation describes the attributes. This crate is laid out in the steps of the
-//! expansion: the model ([`ast`]), reading attributes ([`attr`]), checking them ([`check`]),
-//! and generating code ([`expand`]).
+//! expansion: the model (`ast.rs`), reading attributes (`attr.rs`), checking them (`check.rs`),
+//! and generating code (`expand.rs`).
 
 mod ast;
 mod attr;

@@ -6,7 +6,7 @@
 //! merges into them: with a *reducer*. agentstate has the reducers of AgentFlow, OpenArmature
 //! and LangGraph with their exact semantics ([`reducers`]), the error categories of
 //! OpenArmature ([`error`]), AgentFlow's chat [`message`] model with its JSON wire format,
-//! AgentFlow's [`AgentState`](state::AgentState) base, indexed [`collections`] that keep merges
+//! AgentFlow's [`AgentState`](struct@state::AgentState) base, indexed [`collections`] that keep merges
 //! O(k) in long-lived states, and runtime [`schema`]s for configuration-driven agents.
 //!
 //! ```

@@ -273,6 +273,19 @@ impl ChatState {
     /// and become [`Interrupted`](StreamStatus::Interrupted), the phase becomes
     /// [`Cancelled`](Phase::Cancelled), and later events of that run are protocol errors until
     /// the next `RUN_STARTED`. Returns false (and changes nothing) when no run is active.
+    ///
+    /// ```
+    /// use agentstate::agui::{ChatState, Event, Phase, StreamStatus};
+    ///
+    /// let mut chat = ChatState::new();
+    /// for event in [Event::run_started("t", "r"), Event::text_start("m"), Event::text_content("m", "Par")] {
+    ///     chat.apply(&event);
+    /// }
+    /// assert!(chat.cancel());
+    /// assert_eq!(chat.phase(), &Phase::Cancelled);
+    /// assert_eq!(chat.messages()[0].status(), StreamStatus::Interrupted);
+    /// assert_eq!(chat.messages()[0].text(), "Par");
+    /// ```
     pub fn cancel(&mut self) -> bool {
         if self.run != RunStatus::Active {
             return false;

@@ -338,6 +338,14 @@ impl<T> From<KeyedList<T>> for Vec<T> {
     }
 }
 
+impl<T> Extend<T> for KeyedList<T> {
+    /// Appends items; like [`push`](KeyedList::push), this drops the index.
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        self.index.take();
+        self.items.extend(iter);
+    }
+}
+
 impl<T> FromIterator<T> for KeyedList<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         Vec::from_iter(iter).into()

@@ -28,7 +28,9 @@ extern crate self as agentstate;
 
 pub mod collections;
 pub mod error;
+pub mod journal;
 pub mod message;
+pub mod output;
 pub mod reducers;
 pub mod schema;
 pub mod state;
@@ -46,8 +48,12 @@ pub use agentstate_derive::AgentState;
 /// What generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::state::{apply_field, apply_nested, plan_field, plan_nested};
+    pub use crate::update::{
+        apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,
+        plan_nested, FieldPlan,
+    };
     pub use serde;
+    pub use serde_json;
 
     /// Compile-time check that a reducer fits a field type; the derive calls it once per
     /// field, so a misfit is reported once, where the reducer is declared.

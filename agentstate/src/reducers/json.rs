@@ -122,6 +122,15 @@ impl Reducer<Value> for Append {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
     }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Merges<Value> for BoundedAppend {
@@ -137,6 +146,15 @@ impl Reducer<Value> for BoundedAppend {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         if let Value::Array(existing) = current {
             Reducer::<Vec<Value>>::apply(self, existing, plan);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
         }
     }
 }
@@ -158,6 +176,10 @@ impl Reducer<Value> for ConcatFlatten {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl Merges<Value> for Merge {
@@ -178,6 +200,15 @@ impl Reducer<Value> for Merge {
     fn apply(&self, current: &mut Value, plan: Map<String, Value>) {
         if let Value::Object(existing) = current {
             existing.extend(plan);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Object(mut a), Value::Object(b)) => {
+                a.extend(b);
+                Some(Value::Object(a))
+            }
+            _ => None,
         }
     }
 }
@@ -212,6 +243,10 @@ impl Reducer<Value> for MergeAll {
             }
         }
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl<K> Merges<Value> for DedupeAppend<K> {
@@ -231,6 +266,15 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     }
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -255,6 +299,15 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
                 existing[at] = item;
             }
             existing.extend(plan.novel);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
         }
     }
 }

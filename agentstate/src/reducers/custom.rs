@@ -97,6 +97,8 @@ where
 mod tests {
     use super::*;
 
+    // The reducer's signature is `fn(&T, U)` with `T` the field type, here `Vec<u8>`.
+    #[allow(clippy::ptr_arg)]
     fn only_grow(current: &Vec<u8>, update: Vec<u8>) -> Result<Vec<u8>, String> {
         if update.len() < current.len() {
             return Err(format!(

@@ -67,6 +67,11 @@ impl KeyTag {
             label: key.label().map(str::to_owned),
         }
     }
+
+    /// Whether an index with this tag was built by `key`'s key function (without allocating).
+    fn matches<T, K: KeyFn<T> + 'static>(&self, key: &K) -> bool {
+        self.type_id == TypeId::of::<K>() && self.label.as_deref() == key.label()
+    }
 }
 
 /// Hash of each key to the last index holding a key with that hash. Keys are compared again on
@@ -227,8 +232,20 @@ impl<T> KeyedList<T> {
         }
     }
 
-    /// Replaces items at the given positions with items of the same key.
-    pub(crate) fn replace_at(&mut self, replacements: Vec<(usize, T)>) {
+    /// Replaces items at the given positions with items of the same key under `key`. The kept
+    /// index stays valid when it is `key`'s; an index of another key function is dropped, since
+    /// under that function the new items may have other keys.
+    pub(crate) fn replace_at<K: KeyFn<T> + 'static>(
+        &mut self,
+        key: &K,
+        replacements: Vec<(usize, T)>,
+    ) {
+        if replacements.is_empty() {
+            return;
+        }
+        if !self.index.get().is_some_and(|index| index.tag.matches(key)) {
+            self.index.take();
+        }
         for (at, item) in replacements {
             self.items[at] = item;
         }
@@ -407,6 +424,40 @@ mod tests {
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 40)]);
         by_first.reduce(&mut list, vec![(4, 44)]).unwrap();
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 44)]);
+    }
+
+    #[test]
+    fn replacing_by_one_key_does_not_leave_another_keys_index_stale() {
+        use crate::reducers::JsonField;
+        use serde_json::json;
+        let by_id = MergeByKey::new(JsonField("id".into()));
+        let by_name = MergeByKey::new(JsonField("name".into()));
+        let mut list: KeyedList<serde_json::Value> = KeyedList::new();
+        by_id
+            .reduce(
+                &mut list,
+                vec![json!({"id": 1, "name": "a"}), json!({"id": 2, "name": "b"})],
+            )
+            .unwrap();
+        // Replaced by name, the item at position 1 changes its id from 2 to 3 ...
+        by_name
+            .reduce(&mut list, vec![json!({"id": 3, "name": "b"})])
+            .unwrap();
+        // ... so by id, 3 is found there and replaced, and 2 is new.
+        by_id
+            .reduce(
+                &mut list,
+                vec![json!({"id": 3, "name": "B"}), json!({"id": 2, "name": "x"})],
+            )
+            .unwrap();
+        assert_eq!(
+            list.as_slice(),
+            [
+                json!({"id": 1, "name": "a"}),
+                json!({"id": 3, "name": "B"}),
+                json!({"id": 2, "name": "x"})
+            ]
+        );
     }
 
     #[test]

@@ -572,7 +572,7 @@ where
         Ok(place(update, slots))
     }
     fn apply(&self, current: &mut KeyedList<T>, plan: KeyedPlan<T>) {
-        current.replace_at(plan.replace);
+        current.replace_at(&self.key, plan.replace);
         current.extend_keyed(&self.key, plan.novel);
     }
     fn compose(&self, first: KeyedList<T>, second: KeyedList<T>) -> Option<KeyedList<T>> {

@@ -558,7 +558,7 @@ impl Reducer<KeyedList<Message>> for UpsertMessages {
                 append,
                 remove,
             } => {
-                current.replace_at(replace);
+                current.replace_at(&ById, replace);
                 current.extend_keyed(&ById, append);
                 if !remove.is_empty() {
                     current.retain(|m| !remove.contains(&m.message_id));

@@ -55,10 +55,6 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    /// Compile-time check that a reducer fits a field type; the derive calls it once per
-    /// field, so a misfit is reported once, where the reducer is declared.
-    pub fn fits<R: crate::reducers::Merges<T>, T>() {}
-
     /// Whether `names` contains `name` (usable in constants).
     pub const fn contains(names: &[&str], name: &str) -> bool {
         let mut i = 0;

@@ -133,10 +133,12 @@ impl KeyIndex {
         let Some(&at) = self.slots.get(&self.hasher.hash_one(k)) else {
             return Ok(None);
         };
-        if key.key(&items[at])? == *k {
-            return Ok(Some(at));
+        if let Some(item) = items.get(at) {
+            if key.key(item)? == *k {
+                return Ok(Some(at));
+            }
         }
-        // Two keys share a hash: fall back to a scan for this one.
+        // Two keys share a hash (or, defensively, the slot is out of range): scan for this one.
         for (i, item) in items.iter().enumerate().rev() {
             if key.key(item)? == *k {
                 return Ok(Some(i));

@@ -29,6 +29,17 @@ fn list<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, ReduceError>
         .ok_or_else(|| ReduceError::msg(format!("{what} must be a list, got {}", kind_of(value))))
 }
 
+fn object(value: &Value, what: &str) -> Result<(), ReduceError> {
+    if value.is_object() {
+        Ok(())
+    } else {
+        Err(ReduceError::msg(format!(
+            "{what} must be an object, got {}",
+            kind_of(value)
+        )))
+    }
+}
+
 fn into_list(value: Value, what: &str) -> Result<Vec<Value>, ReduceError> {
     match value {
         Value::Array(items) => Ok(items),
@@ -189,12 +200,7 @@ impl Merges<Value> for Merge {
 
 impl Reducer<Value> for Merge {
     fn plan(&self, current: &Value, update: Value) -> Result<Map<String, Value>, ReduceError> {
-        if !current.is_object() {
-            return Err(ReduceError::msg(format!(
-                "the current value must be an object, got {}",
-                kind_of(current)
-            )));
-        }
+        object(current, "the current value")?;
         into_object(update, "the update")
     }
     fn apply(&self, current: &mut Value, plan: Map<String, Value>) {
@@ -224,12 +230,7 @@ impl Reducer<Value> for MergeAll {
         current: &Value,
         update: Vec<Value>,
     ) -> Result<Vec<Map<String, Value>>, ReduceError> {
-        if !current.is_object() {
-            return Err(ReduceError::msg(format!(
-                "the current value must be an object, got {}",
-                kind_of(current)
-            )));
-        }
+        object(current, "the current value")?;
         update
             .into_iter()
             .enumerate()

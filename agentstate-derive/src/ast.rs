@@ -12,6 +12,8 @@ pub struct Input<'a> {
     pub update: Ident,
     /// The runtime crate's path (`::agentstate` unless `#[agent_state(crate = ...)]`).
     pub krate: TokenStream,
+    /// The field that receives messages (`#[agent_state(messages = field)]`).
+    pub messages: Option<Ident>,
     pub fields: Vec<Field<'a>>,
 }
 

@@ -49,7 +49,7 @@ const REDUCERS: &[&str] = &[
     "nested",
 ];
 
-const CONTAINER_OPTIONS: &[&str] = &["update", "crate"];
+const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages"];
 const FIELD_OPTIONS: &[&str] = &["base", "skip"];
 
 /// Reads and checks a derive input.
@@ -91,6 +91,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
 
     let mut update = None;
     let mut krate = None;
+    let mut messages = None;
     let mut rename_all = None;
     for a in &derive.attrs {
         if a.path().is_ident("reducer") {
@@ -122,6 +123,13 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                         ),
                     },
                     ("crate", Some(value)) => krate = Some(value.clone()),
+                    ("messages", Some(value)) => match syn::parse2::<Ident>(value.clone()) {
+                        Ok(ident) => messages = Some(ident),
+                        Err(_) => errors.error(
+                            item.span(),
+                            "state_declaration_invalid: `messages` takes the name of a field, e.g. #[agent_state(messages = history)]",
+                        ),
+                    },
                     (known, None) if CONTAINER_OPTIONS.contains(&known) => errors.error(
                         item.span(),
                         format!("state_declaration_invalid: `{known}` needs a value: #[agent_state({known} = ...)]"),
@@ -133,7 +141,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                     (unknown, _) => errors.error(
                         item.name.span(),
                         format!(
-                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update and crate",
+                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate and messages",
                             suggestion(unknown, CONTAINER_OPTIONS.iter().chain(FIELD_OPTIONS))
                         ),
                     ),
@@ -273,6 +281,20 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         });
     }
 
+    if let Some(messages) = &messages {
+        match fields.iter().find(|f| f.ident == messages) {
+            None if named.is_some() => errors.error(
+                messages.span(),
+                format!("state_declaration_invalid: #[agent_state(messages = {messages})] names no field of this struct"),
+            ),
+            Some(Field { role: Role::Skip, .. }) => errors.error(
+                messages.span(),
+                format!("state_declaration_invalid: the messages field `{messages}` is skipped, so messages could never reach it"),
+            ),
+            _ => {}
+        }
+    }
+
     errors.finish()?;
     let ident = &derive.ident;
     Ok(Input {
@@ -281,6 +303,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         generics: &derive.generics,
         update: update.unwrap_or_else(|| Ident::new(&format!("{ident}Update"), ident.span())),
         krate: krate.unwrap_or_else(|| quote!(::agentstate)),
+        messages,
         fields,
     })
 }

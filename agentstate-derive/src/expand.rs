@@ -41,6 +41,13 @@ fn stub(input: &DeriveInput) -> TokenStream {
                     ::core::result::Result::Ok(())
                 }
                 fn apply(&mut self, _: ()) {}
+                fn compose(
+                    first: #update,
+                    _: #update,
+                    _: ::agentstate::update::Combine,
+                ) -> ::core::result::Result<#update, ::agentstate::Error> {
+                    ::core::result::Result::Ok(first)
+                }
                 fn schema() -> ::agentstate::schema::Schema {
                     ::agentstate::schema::Schema::describe(::std::vec::Vec::new())
                 }
@@ -248,6 +255,16 @@ fn expand(input: &Input) -> TokenStream {
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
 
+    // The overwrite slot of the update: `overwrite` unless a field already has that name.
+    let ow = if input.fields.iter().any(|f| f.ident == "overwrite") {
+        format_ident!("__overwrite")
+    } else {
+        format_ident!("overwrite")
+    };
+    let ow_struct = format_ident!("{}Overwrite", update);
+    let mut ow_fields = Vec::new();
+    let mut ow_defaults = Vec::new();
+
     // The update struct.
     let mut update_fields = Vec::new();
     let mut defaults = Vec::new();
@@ -318,21 +335,69 @@ fn expand(input: &Input) -> TokenStream {
                         self
                     }
                 });
+                let ty = field.ty;
+                serde_bounds.push(ty.to_token_stream().to_string());
+                let ow_json = format!("{json}.__overwrite__");
+                let doc = format!(
+                    "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
+                    r.name
+                );
+                ow_fields.push(quote! {
+                    #[doc = #doc]
+                    #[serde(
+                        default,
+                        rename = #ow_json,
+                        skip_serializing_if = "::core::option::Option::is_none",
+                        deserialize_with = #present
+                    )]
+                    pub #ident: ::core::option::Option<#ty>
+                });
+                ow_defaults.push(quote!(#ident: ::core::option::Option::None));
+                let ow_setter =
+                    format_ident!("overwrite_{}", ident.to_string().trim_start_matches("r#"));
+                setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #ow_setter(mut self, value: impl ::core::convert::Into<#ty>) -> Self {
+                        self.#ow.#ident = ::core::option::Option::Some(::core::convert::Into::into(value));
+                        self
+                    }
+                });
+                trait_setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    fn #ow_setter(mut self, value: impl ::core::convert::Into<#ty>) -> Self {
+                        #k::update::Extends::<#update>::base_update(&mut self).#ow.#ident =
+                            ::core::option::Option::Some(::core::convert::Into::into(value));
+                        self
+                    }
+                });
             }
             Role::Skip => {}
         }
     }
 
+    let ow_doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
+    update_fields.push(quote! {
+        #[doc = #ow_doc]
+        #[serde(flatten)]
+        pub #ow: #ow_struct #ty_g
+    });
+    defaults.push(quote!(#ow: ::core::default::Default::default()));
+
     // A generic state whose parameters all sit in skipped fields still uses them.
     let type_params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
     let lifetimes: Vec<_> = generics.lifetimes().map(|l| &l.lifetime).collect();
     if !type_params.is_empty() || !lifetimes.is_empty() {
-        update_fields.push(quote! {
+        let phantom = quote! {
             #[doc(hidden)]
             #[serde(skip)]
             pub __agentstate_params: ::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#type_params,)*)>
-        });
+        };
+        update_fields.push(phantom.clone());
+        ow_fields.push(phantom);
         defaults.push(quote!(__agentstate_params: ::core::marker::PhantomData));
+        ow_defaults.push(quote!(__agentstate_params: ::core::marker::PhantomData));
     }
     let serde_bound = (!generics.params.is_empty()).then(|| {
         let de: Vec<String> = serde_bounds
@@ -363,6 +428,17 @@ fn expand(input: &Input) -> TokenStream {
         }
     };
 
+    let ow_struct_doc = format!("The overwrites of a [`{update}`]: each field, when set, replaces the state's field, bypassing its reducer.");
+    let overwrite_struct = quote! {
+        #[doc = #ow_struct_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
+        #[serde(crate = #serde_crate)]
+        #serde_bound
+        #vis struct #ow_struct #generics #where_clause {
+            #(#ow_fields,)*
+        }
+    };
+
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
         let where_c = &plain_where;
         let trait_name = format_ident!("{}Setters", update);
@@ -388,6 +464,9 @@ fn expand(input: &Input) -> TokenStream {
     let mut own_names = Vec::new();
     let mut key_fns = Vec::new();
     let mut checks = Vec::new();
+    let mut composes = Vec::new();
+    let mut composed = Vec::new();
+    let mut composed_ow = Vec::new();
     for field in &input.fields {
         let ident = field.ident;
         let ty = field.ty;
@@ -399,6 +478,9 @@ fn expand(input: &Input) -> TokenStream {
                 plan_types.push(quote!(<#ty as #k::State>::Plan));
                 plans.push(quote!(#k::State::plan(&self.#ident, __update.#ident)?));
                 applies.push(quote!(#k::State::apply(&mut self.#ident, __plan.#index)));
+                composed.push(
+                    quote!(#ident: <#ty as #k::State>::compose(__a.#ident, __b.#ident, __how)?),
+                );
                 // The base's fields come first, as in `FIELDS`.
                 schema.insert(0, quote! {
                     ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
@@ -407,10 +489,32 @@ fn expand(input: &Input) -> TokenStream {
             Role::Reduced(r) => {
                 own_names.push((json.clone(), ident));
                 let plan_ty = g.merges(field, r, "Plan");
-                plan_types.push(quote!(::core::option::Option<#plan_ty>));
+                plan_types.push(quote!(#k::__private::FieldPlan<#ty, #plan_ty>));
+                let (ow_var, u_var) = (
+                    format_ident!("__ow_{}", ident.to_string().trim_start_matches("r#")),
+                    format_ident!("__u_{}", ident.to_string().trim_start_matches("r#")),
+                );
+                composed.push(quote!(#ident: #u_var));
+                composed_ow.push(quote!(#ident: #ow_var));
+                let reducer_name = &r.name;
+                let lww = matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue);
+                let combine = if let Kind::Nested = r.kind {
+                    quote!(#k::__private::compose_nested::<#ty>(#json, __how))
+                } else {
+                    let expr = g.reducer_expr(field, r);
+                    quote!(#k::__private::compose_with::<#ty, _>(#json, &#expr))
+                };
+                composes.push(quote_spanned! {r.span=>
+                    let (#ow_var, #u_var) = #k::__private::compose_field(
+                        #json, #reducer_name, #lww, __how,
+                        (__a.#ow.#ident, __a.#ident),
+                        (__b.#ow.#ident, __b.#ident),
+                        #combine,
+                    )?;
+                });
                 if let Kind::Nested = r.kind {
                     plans.push(quote_spanned! {r.span=>
-                        #k::__private::plan_nested(#json, &self.#ident, __update.#ident)?
+                        #k::__private::plan_nested(#json, &self.#ident, __update.#ow.#ident, __update.#ident)?
                     });
                     applies.push(quote_spanned! {r.span=>
                         #k::__private::apply_nested(&mut self.#ident, __plan.#index)
@@ -422,7 +526,7 @@ fn expand(input: &Input) -> TokenStream {
                 }
                 let expr = g.reducer_expr(field, r);
                 plans.push(quote_spanned! {r.span=>
-                    #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ident)?
+                    #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ow.#ident, __update.#ident)?
                 });
                 applies.push(quote_spanned! {r.span=>
                     #k::__private::apply_field::<#ty, _>(&#expr, &mut self.#ident, __plan.#index)
@@ -539,8 +643,43 @@ fn expand(input: &Input) -> TokenStream {
         }
     });
 
+    // Messages: into the named field, or through the base (an AgentState extension's default).
+    let messages_target = input.messages.as_ref().and_then(|m| input.fields.iter().find(|f| f.ident == m)).or_else(|| {
+        input.fields.iter().find(|f| {
+            matches!(f.role, Role::Base)
+                && matches!(f.ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "AgentState"))
+        })
+    });
+    let messages_impl = messages_target.map(|f| {
+        let ident = f.ident;
+        let body = match f.role {
+            Role::Base => quote!(#k::output::MessagesUpdate::add_messages(&mut self.#ident, messages);),
+            _ => quote! {
+                let messages = ::core::iter::Iterator::map(::core::iter::IntoIterator::into_iter(messages), ::core::convert::Into::into);
+                match &mut self.#ident {
+                    ::core::option::Option::Some(existing) => ::core::iter::Extend::extend(existing, messages),
+                    ::core::option::Option::None => {
+                        self.#ident = ::core::option::Option::Some(::core::iter::FromIterator::from_iter(messages));
+                    }
+                }
+            },
+        };
+        quote! {
+            #[automatically_derived]
+            impl #impl_g #k::output::MessagesUpdate for #update #ty_g #plain_where {
+                fn add_messages(&mut self, messages: ::std::vec::Vec<#k::message::Message>) {
+                    #body
+                }
+            }
+        }
+    });
+    let phantom_init = (!type_params.is_empty() || !lifetimes.is_empty())
+        .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
+
     quote! {
         #update_struct
+
+        #overwrite_struct
 
         #setters_trait
 
@@ -553,9 +692,47 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             #[automatically_derived]
+            impl #impl_g ::core::default::Default for #ow_struct #ty_g #plain_where {
+                fn default() -> Self {
+                    Self { #(#ow_defaults,)* }
+                }
+            }
+
+            #[automatically_derived]
             impl #impl_g #update #ty_g #plain_where {
                 #(#setters)*
+
+                /// Parses a JSON update strictly: unknown keys and values that do not fit are
+                /// `state_validation_error`s naming the field (see `agentstate::update::Update`).
+                pub fn from_json(value: #k::__private::serde_json::Value) -> ::core::result::Result<Self, #k::Error>
+                where
+                    Self: #k::__private::serde::de::DeserializeOwned,
+                {
+                    <Self as #k::update::Update>::from_json(value)
+                }
+
+                /// Parses a JSON update, ignoring and returning unknown keys.
+                pub fn from_json_lenient(
+                    value: #k::__private::serde_json::Value,
+                ) -> ::core::result::Result<(Self, ::std::vec::Vec<::std::string::String>), #k::Error>
+                where
+                    Self: #k::__private::serde::de::DeserializeOwned,
+                {
+                    <Self as #k::update::Update>::from_json_lenient(value)
+                }
+
+                /// One update whose effect equals merging `self` then `next`.
+                pub fn then(self, next: Self) -> ::core::result::Result<Self, #k::Error> {
+                    <Self as #k::update::Update>::then(self, next)
+                }
             }
+
+            #[automatically_derived]
+            impl #impl_g #k::update::Update for #update #ty_g #where_c {
+                type State = #name #ty_g;
+            }
+
+            #messages_impl
 
             #key_impl
 
@@ -574,6 +751,19 @@ fn expand(input: &Input) -> TokenStream {
 
                 fn apply(&mut self, __plan: Self::Plan) {
                     #(#applies;)*
+                }
+
+                fn compose(
+                    __a: Self::Update,
+                    __b: Self::Update,
+                    __how: #k::update::Combine,
+                ) -> ::core::result::Result<Self::Update, #k::Error> {
+                    #(#composes)*
+                    ::core::result::Result::Ok(#update {
+                        #(#composed,)*
+                        #ow: #ow_struct { #(#composed_ow,)* #phantom_init },
+                        #phantom_init
+                    })
                 }
 
                 fn schema() -> #k::schema::Schema {

@@ -33,7 +33,7 @@ use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 /// The conversation history of an [`AgentState`](crate::state::AgentState): a list of messages
@@ -68,6 +68,11 @@ impl KeyTag {
             label: key.label().map(str::to_owned),
         }
     }
+
+    /// Whether an index with this tag was built by `key`'s key function (without allocating).
+    fn matches<T, K: KeyFn<T> + 'static>(&self, key: &K) -> bool {
+        self.type_id == TypeId::of::<K>() && self.label.as_deref() == key.label()
+    }
 }
 
 /// Hash of each key to the last index holding a key with that hash. Keys are compared again on
@@ -76,7 +81,27 @@ impl KeyTag {
 pub(crate) struct KeyIndex {
     tag: KeyTag,
     hasher: RandomState,
-    slots: HashMap<u64, usize>,
+    slots: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+}
+
+/// The hasher of [`KeyIndex::slots`]: its keys are already hashes (by a randomly keyed
+/// `RandomState`), so hashing them again would only cost time.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; fold anything else in so that the hasher stays correct.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
 }
 
 impl KeyIndex {
@@ -84,7 +109,7 @@ impl KeyIndex {
         let mut index = KeyIndex {
             tag: KeyTag::of(key),
             hasher: RandomState::new(),
-            slots: HashMap::with_capacity(items.len()),
+            slots: HashMap::with_capacity_and_hasher(items.len(), Default::default()),
         };
         for (i, item) in items.iter().enumerate() {
             index.insert(key, item, i)?;
@@ -108,10 +133,12 @@ impl KeyIndex {
         let Some(&at) = self.slots.get(&self.hasher.hash_one(k)) else {
             return Ok(None);
         };
-        if key.key(&items[at])? == *k {
-            return Ok(Some(at));
+        if let Some(item) = items.get(at) {
+            if key.key(item)? == *k {
+                return Ok(Some(at));
+            }
         }
-        // Two keys share a hash: fall back to a scan for this one.
+        // Two keys share a hash (or, defensively, the slot is out of range): scan for this one.
         for (i, item) in items.iter().enumerate().rev() {
             if key.key(item)? == *k {
                 return Ok(Some(i));
@@ -178,9 +205,8 @@ impl<T> KeyedList<T> {
         &self,
         key: &K,
     ) -> Result<Cow<'_, KeyIndex>, ReduceError> {
-        let tag = KeyTag::of(key);
         if let Some(index) = self.index.get() {
-            if index.tag == tag {
+            if index.tag.matches(key) {
                 return Ok(Cow::Borrowed(index));
             }
             return KeyIndex::build(key, &self.items).map(Cow::Owned);
@@ -195,8 +221,7 @@ impl<T> KeyedList<T> {
     /// Makes sure the kept index is the one for `key`, rebuilding it if needed. On a key that
     /// cannot be computed the index is dropped instead.
     fn ensure_index<K: KeyFn<T> + 'static>(&mut self, key: &K) {
-        let tag = KeyTag::of(key);
-        if !self.index.get().is_some_and(|index| index.tag == tag) {
+        if !self.index.get().is_some_and(|index| index.tag.matches(key)) {
             self.index = match KeyIndex::build(key, &self.items) {
                 Ok(index) => OnceLock::from(index),
                 Err(_) => OnceLock::new(),
@@ -228,8 +253,20 @@ impl<T> KeyedList<T> {
         }
     }
 
-    /// Replaces items at the given positions with items of the same key.
-    pub(crate) fn replace_at(&mut self, replacements: Vec<(usize, T)>) {
+    /// Replaces items at the given positions with items of the same key under `key`. The kept
+    /// index stays valid when it is `key`'s; an index of another key function is dropped, since
+    /// under that function the new items may have other keys.
+    pub(crate) fn replace_at<K: KeyFn<T> + 'static>(
+        &mut self,
+        key: &K,
+        replacements: Vec<(usize, T)>,
+    ) {
+        if replacements.is_empty() {
+            return;
+        }
+        if !self.index.get().is_some_and(|index| index.tag.matches(key)) {
+            self.index.take();
+        }
         for (at, item) in replacements {
             self.items[at] = item;
         }
@@ -338,6 +375,14 @@ impl<T> From<KeyedList<T>> for Vec<T> {
     }
 }
 
+impl<T> Extend<T> for KeyedList<T> {
+    /// Appends items; like [`push`](KeyedList::push), this drops the index.
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        self.index.take();
+        self.items.extend(iter);
+    }
+}
+
 impl<T> FromIterator<T> for KeyedList<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         Vec::from_iter(iter).into()
@@ -413,6 +458,91 @@ mod tests {
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 40)]);
         by_first.reduce(&mut list, vec![(4, 44)].into()).unwrap();
         assert_eq!(list.as_slice(), [(1, 11), (2, 20), (4, 44)]);
+    }
+
+    #[test]
+    fn the_slot_hasher_passes_prehashed_keys_through() {
+        let mut h = Prehashed::default();
+        h.write_u64(0xDEAD_BEEF_0123_4567);
+        assert_eq!(h.finish(), 0xDEAD_BEEF_0123_4567);
+        // Other writes still hash (differently for different input), though none are made.
+        let bytes = |b: &[u8]| {
+            let mut h = Prehashed::default();
+            h.write(b);
+            h.finish()
+        };
+        assert_ne!(bytes(b"ab"), bytes(b"ba"));
+        // Many indexed keys: every one is found at its last position, absent keys are not.
+        let reducer = MergeByKey::new(by_value(|p: &(u32, u32)| p.0));
+        let mut list: KeyedList<(u32, u32)> = (0..5_000).map(|i| (i, 0)).collect();
+        reducer.reduce(&mut list, vec![(7, 1)].into()).unwrap();
+        reducer
+            .reduce(&mut list, (0..5_000).step_by(7).map(|i| (i, 2)).collect())
+            .unwrap();
+        assert_eq!(list.len(), 5_000);
+        assert!(list
+            .iter()
+            .all(|&(i, v)| v == if i % 7 == 0 { 2 } else { 0 }));
+        reducer.reduce(&mut list, vec![(9_999, 3)].into()).unwrap();
+        assert_eq!(list.len(), 5_001);
+    }
+
+    #[test]
+    fn one_key_type_with_two_labels_keeps_two_indexes_apart() {
+        use crate::reducers::JsonField;
+        use serde_json::json;
+        let by_id = MergeByKey::new(JsonField("id".into()));
+        let by_name = MergeByKey::new(JsonField("name".into()));
+        let mut list: KeyedList<serde_json::Value> =
+            vec![json!({"id": 1, "name": "a"}), json!({"id": 2, "name": "b"})].into();
+        by_id
+            .reduce(&mut list, vec![json!({"id": 1, "name": "b"})].into())
+            .unwrap();
+        // By name, "b" is now at position 1 (the last one); by id, 1 is at position 0.
+        by_name
+            .reduce(&mut list, vec![json!({"id": 3, "name": "b"})].into())
+            .unwrap();
+        by_id
+            .reduce(&mut list, vec![json!({"id": 1, "name": "c"})].into())
+            .unwrap();
+        assert_eq!(
+            list.as_slice(),
+            [json!({"id": 1, "name": "c"}), json!({"id": 3, "name": "b"})]
+        );
+    }
+
+    #[test]
+    fn replacing_by_one_key_does_not_leave_another_keys_index_stale() {
+        use crate::reducers::JsonField;
+        use serde_json::json;
+        let by_id = MergeByKey::new(JsonField("id".into()));
+        let by_name = MergeByKey::new(JsonField("name".into()));
+        let mut list: KeyedList<serde_json::Value> = KeyedList::new();
+        by_id
+            .reduce(
+                &mut list,
+                vec![json!({"id": 1, "name": "a"}), json!({"id": 2, "name": "b"})].into(),
+            )
+            .unwrap();
+        // Replaced by name, the item at position 1 changes its id from 2 to 3 ...
+        by_name
+            .reduce(&mut list, vec![json!({"id": 3, "name": "b"})].into())
+            .unwrap();
+        // ... so by id, 3 is found there and replaced, and 2 is new.
+        by_id
+            .reduce(
+                &mut list,
+                vec![json!({"id": 3, "name": "B"}), json!({"id": 2, "name": "x"})].into(),
+            )
+            .unwrap();
+        assert_eq!(
+            list.as_slice(),
+            [
+                json!({"id": 1, "name": "a"}),
+                json!({"id": 3, "name": "B"}),
+                json!({"id": 2, "name": "x"})
+            ]
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ extern crate self as agentstate;
 pub mod agui;
 pub mod collections;
 pub mod error;
+pub mod journal;
 pub mod message;
+pub mod output;
 pub mod reducers;
 pub mod schema;
 pub mod state;
@@ -48,12 +50,12 @@ pub use agentstate_derive::AgentState;
 /// What generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::state::{apply_field, apply_nested, plan_field, plan_nested};
+    pub use crate::update::{
+        apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,
+        plan_nested, FieldPlan,
+    };
     pub use serde;
-
-    /// Compile-time check that a reducer fits a field type; the derive calls it once per
-    /// field, so a misfit is reported once, where the reducer is declared.
-    pub fn fits<R: crate::reducers::Merges<T>, T>() {}
+    pub use serde_json;
 
     /// Whether `names` contains `name` (usable in constants).
     pub const fn contains(names: &[&str], name: &str) -> bool {

@@ -38,7 +38,6 @@ use crate::reducers::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 use std::fmt;
 
 /// A reducer named with its parameters: `append`, `bounded_append(max_len = 3)`.
@@ -278,19 +277,28 @@ impl SchemaBuilder {
     /// Checks every declaration and builds the schema: the first error found, in declaration
     /// order, is returned.
     pub fn build(self) -> Result<Schema, Error> {
-        let mut seen = HashSet::new();
         let mut fields = Vec::with_capacity(self.fields.len());
         let mut compiled = Vec::with_capacity(self.fields.len());
-        for field in self.fields {
-            if !seen.insert(field.name.clone()) {
+        for (i, field) in self.fields.iter().enumerate() {
+            if let Some(earlier) = self.fields[..i].iter().find(|f| f.name == field.name) {
+                let label = |f: &Field| {
+                    f.reducers
+                        .iter()
+                        .map(reducer_label)
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                };
+                let shown = |f: &Field| match label(f) {
+                    l if l.is_empty() => "last_write_wins".to_owned(),
+                    l => l,
+                };
                 return Err(Error::ConflictingReducers {
-                    reducers: vec![
-                        "the first declaration's".to_owned(),
-                        "the second declaration's".to_owned(),
-                    ],
-                    field: field.name,
+                    field: field.name.clone(),
+                    reducers: vec![shown(earlier), shown(field)],
                 });
             }
+        }
+        for field in self.fields {
             let spec = match field.reducers.as_slice() {
                 [] => ReducerSpec::new("last_write_wins"),
                 [one] => ReducerSpec::from_json(one).map_err(|e| e.for_field(&field.name))?,
@@ -373,7 +381,12 @@ impl Schema {
         let compiled = fields
             .iter()
             .map(|f| Compiled {
-                reducer: DynReducer::build(&f.reducer).ok(),
+                // A key that is a function or closure (not an item field's name) runs only on
+                // the typed state.
+                reducer: match f.reducer.params.get("key").and_then(Value::as_str) {
+                    Some(key) if !key.chars().all(|c| c.is_alphanumeric() || c == '_') => None,
+                    _ => DynReducer::build(&f.reducer).ok(),
+                },
                 field_type: None,
             })
             .collect();
@@ -871,6 +884,16 @@ mod tests {
             assert_eq!(err.category(), category, "{decl}: {err}");
             assert_eq!(err.field(), Some("f"), "{decl}: {err}");
         }
+        let twice = Schema::builder()
+            .field(Field::new("f").reducer("append"))
+            .field(Field::new("f").reducer("merge"))
+            .build()
+            .unwrap_err();
+        assert_eq!(twice.category(), "conflicting_reducers");
+        assert_eq!(
+            twice.to_string(),
+            "field `f` declares more than one reducer (append, merge); a field takes exactly one"
+        );
         let typo = one_field(json!({"reducer": "apend"})).unwrap_err();
         assert!(
             typo.to_string().contains("did you mean `append`?"),

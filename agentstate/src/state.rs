@@ -7,8 +7,8 @@
 
 use crate::collections::MessageList;
 use crate::error::Error;
-use crate::reducers::Reducer;
 use crate::schema::Schema;
+use crate::update::{Combine, FanIn};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -43,49 +43,71 @@ pub trait State {
 
     /// Each field's name, reducer, parameters and round-trip idempotence.
     fn schema() -> Schema;
-}
 
-/// Plans a nested state field (`#[reducer(nested)]`): the inner state's own merge, with the
-/// inner field names of any error prefixed by the outer field (`research.notes`).
-#[doc(hidden)]
-pub fn plan_nested<S: State>(
-    field: &str,
-    current: &S,
-    update: Option<S::Update>,
-) -> Result<Option<S::Plan>, Error> {
-    update
-        .map(|u| current.plan(u))
-        .transpose()
-        .map_err(|e| e.nested_in(field))
-}
+    /// Combines two updates into one. With [`Combine::Sequence`] merging the result equals
+    /// merging `first` then `second`; with [`Combine::Parallel`] the two are writes of parallel
+    /// branches in one step (see [`State::merge_parallel`]). Fails for a field both updates set
+    /// when its reducer cannot combine updates (a user function), and on the parallel-step rules.
+    fn compose(
+        first: Self::Update,
+        second: Self::Update,
+        how: Combine,
+    ) -> Result<Self::Update, Error>;
 
-/// Applies a nested state field's plan, if the field was in the update.
-#[doc(hidden)]
-pub fn apply_nested<S: State>(current: &mut S, plan: Option<S::Plan>) {
-    if let Some(plan) = plan {
-        current.apply(plan);
+    /// Applies the updates of parallel branches atomically, folded in the order given (branch
+    /// order, never completion order). Two Overwrites of one field are an error; an Overwrite
+    /// wins over the other branches' ordinary writes to its field; in [`FanIn::Strict`] two
+    /// writes to one `last_write_wins` field are an error (LangGraph's
+    /// `INVALID_CONCURRENT_GRAPH_UPDATE`). On error the state is unchanged.
+    fn merge_parallel(
+        &mut self,
+        updates: impl IntoIterator<Item = Self::Update>,
+        mode: FanIn,
+    ) -> Result<(), Error> {
+        let mut combined: Option<Self::Update> = None;
+        for update in updates {
+            combined = Some(match combined {
+                None => update,
+                Some(acc) => Self::compose(acc, update, Combine::Parallel(mode))?,
+            });
+        }
+        match combined {
+            Some(update) => self.merge(update),
+            None => Ok(()),
+        }
     }
-}
 
-/// Plans one field: a present update goes through its reducer, and a failure names the field.
-#[doc(hidden)]
-pub fn plan_field<T, R: Reducer<T>>(
-    field: &str,
-    reducer: &R,
-    current: &T,
-    update: Option<R::Update>,
-) -> Result<Option<R::Plan>, Error> {
-    update
-        .map(|u| reducer.plan(current, u))
-        .transpose()
-        .map_err(|e| e.into_error(field, reducer.name()))
-}
+    /// Merges a JSON update strictly (see [`Update::from_json`](crate::update::Update::from_json)):
+    /// an unknown key, a non-object or a value that does not fit is a `state_validation_error`
+    /// and changes nothing.
+    fn apply_json(&mut self, json: serde_json::Value) -> Result<(), Error>
+    where
+        Self::Update: crate::update::Update + serde::de::DeserializeOwned,
+    {
+        let update = <Self::Update as crate::update::Update>::from_json(json)?;
+        self.merge(update)
+    }
 
-/// Applies one field's plan, if the field was in the update.
-#[doc(hidden)]
-pub fn apply_field<T, R: Reducer<T>>(reducer: &R, current: &mut T, plan: Option<R::Plan>) {
-    if let Some(plan) = plan {
-        reducer.apply(current, plan);
+    /// Merges a JSON update leniently, as chosen explicitly: unknown keys are ignored and
+    /// returned; everything else is checked as in [`apply_json`](State::apply_json).
+    fn apply_json_lenient(&mut self, json: serde_json::Value) -> Result<Vec<String>, Error>
+    where
+        Self::Update: crate::update::Update + serde::de::DeserializeOwned,
+    {
+        let (update, ignored) = <Self::Update as crate::update::Update>::from_json_lenient(json)?;
+        self.merge(update)?;
+        Ok(ignored)
+    }
+
+    /// Applies a node's output: its updates, messages and tool results, atomically, in order.
+    fn apply_output(
+        &mut self,
+        output: crate::output::NodeOutput<Self::Update>,
+    ) -> Result<(), Error> {
+        match output.into_update(Self::compose)? {
+            Some(update) => self.merge(update),
+            None => Ok(()),
+        }
     }
 }
 
@@ -272,6 +294,7 @@ impl ExecutionState {
     Debug, Clone, Default, PartialEq, Serialize, Deserialize, agentstate_derive::AgentState,
 )]
 #[serde(default)]
+#[agent_state(messages = context)]
 pub struct AgentState {
     /// The conversation, merged with `add_messages`.
     #[reducer(add_messages)]

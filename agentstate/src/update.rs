@@ -1,10 +1,41 @@
 //! Partial updates: what a node returns and a state merges.
 //!
-//! An update has one optional entry per state field; `None` leaves the field alone. In JSON an
-//! absent key leaves the field alone, while `null` for an `Option` field sets it to `None`:
-//! [`present`] makes that distinction for `Option<Option<T>>` entries.
+//! An update has one optional entry per state field; `None` leaves the field alone. Beside the
+//! entries, every update has an *overwrite* slot per field (`update.overwrite.<field>`, or the
+//! `overwrite_<field>` setter) that replaces the field's value, bypassing its reducer: clear a
+//! list whose reducer is `append`, reset a bounded buffer, drop the context.
+//!
+//! Updates compose: `a.then(b)` is one update whose effect equals merging `a` then `b`.
+//!
+//! In JSON an absent key leaves the field alone, `null` for an `Option` field sets it to `None`,
+//! and `{"field": {"__overwrite__": value}}` is an Overwrite (LangGraph's form). [`Update::from_json`]
+//! rejects unknown keys with a "did you mean" hint, and names the field and the JSON path of a
+//! value that does not fit.
+//!
+//! ```
+//! use agentstate::state::{AgentState, AgentStateUpdate};
+//! use agentstate::message::{Message, Role};
+//! use agentstate::update::Update;
+//! use agentstate::State;
+//!
+//! let mut state = AgentState::default();
+//! state.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
+//!
+//! // `add_messages` never removes; an Overwrite does.
+//! state.merge(AgentStateUpdate::from_json(serde_json::json!({"context": {"__overwrite__": []}}))?)?;
+//! assert!(state.context.is_empty());
+//!
+//! let err = AgentStateUpdate::from_json(serde_json::json!({"contxt": []})).unwrap_err();
+//! assert_eq!(err.to_string(), "field `contxt` is not a field of this state; did you mean `context`?");
+//! # Ok::<(), agentstate::Error>(())
+//! ```
 
+use crate::error::{did_you_mean, Error, ReduceError};
+use crate::reducers::Reducer;
+use crate::State;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
 
 /// Deserializes an update entry that is present in the JSON: `null` becomes `Some(None)` for an
 /// `Option` field, where serde alone would read it as "absent". Use it with
@@ -37,4 +68,309 @@ where
 pub trait Extends<U> {
     /// The base state's part of this update.
     fn base_update(&mut self) -> &mut U;
+}
+
+/// The update type of a state: implemented by `#[derive(AgentState)]`. Gives JSON parsing with
+/// field-level errors and composition.
+pub trait Update: Sized + Default {
+    /// The state this updates.
+    type State: State<Update = Self>;
+
+    /// Parses a JSON update strictly: the value must be an object; a key that is not a field is
+    /// a `state_validation_error` naming it (with a "did you mean" hint when one is close); a
+    /// value that does not fit its field is a `state_validation_error` naming the field and the
+    /// JSON path. `{"field": {"__overwrite__": value}}` is an Overwrite of the field.
+    fn from_json(value: Value) -> Result<Self, Error>
+    where
+        Self: DeserializeOwned,
+    {
+        parse::<Self>(value, Strictness::Strict).map(|(update, _)| update)
+    }
+
+    /// Parses a JSON update leniently, as chosen explicitly: keys that are not fields are
+    /// ignored and returned; everything else is checked as in [`from_json`](Update::from_json).
+    fn from_json_lenient(value: Value) -> Result<(Self, Vec<String>), Error>
+    where
+        Self: DeserializeOwned,
+    {
+        parse::<Self>(value, Strictness::Lenient)
+    }
+
+    /// One update whose effect equals merging `self` then `next`. Fails only when a field both
+    /// set has a reducer that cannot combine updates (a user function).
+    fn then(self, next: Self) -> Result<Self, Error> {
+        <Self::State as State>::compose(self, next, Combine::Sequence)
+    }
+}
+
+/// How two updates combine (see [`State::compose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Combine {
+    /// One after the other: the result merges like the first then the second.
+    Sequence,
+    /// Writes of parallel branches in one step, in branch order.
+    Parallel(FanIn),
+}
+
+/// How strictly parallel writes are checked (see [`State::merge_parallel`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FanIn {
+    /// Writes fold through each field's reducer in branch order; for a `last_write_wins` field
+    /// the last branch wins.
+    #[default]
+    Ordered,
+    /// As `Ordered`, but two branches writing one `last_write_wins` field is an error.
+    Strict,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    Strict,
+    Lenient,
+}
+
+/// The JSON key of an Overwrite of `field` in an update's serialized form.
+#[doc(hidden)]
+pub const OVERWRITE_SUFFIX: &str = ".__overwrite__";
+
+fn parse<U: Update + DeserializeOwned>(
+    value: Value,
+    strictness: Strictness,
+) -> Result<(U, Vec<String>), Error> {
+    let Value::Object(object) = value else {
+        return Err(Error::validation(
+            "(update)",
+            format!(
+                "must be a JSON object of field values, got {}",
+                crate::reducers::json::kind_of(&value)
+            ),
+        ));
+    };
+    let fields = <U::State as State>::FIELDS;
+    let mut ignored = Vec::new();
+    let mut normalized = Map::with_capacity(object.len());
+    for (key, value) in object {
+        let field = key.strip_suffix(OVERWRITE_SUFFIX).unwrap_or(&key);
+        if !fields.contains(&field) {
+            match strictness {
+                Strictness::Lenient => {
+                    ignored.push(key);
+                    continue;
+                }
+                Strictness::Strict => {
+                    let hint = did_you_mean(field, fields.iter().copied())
+                        .map(|s| format!("; did you mean `{s}`?"))
+                        .unwrap_or_default();
+                    return Err(Error::validation(
+                        field,
+                        format!("is not a field of this state{hint}"),
+                    ));
+                }
+            }
+        }
+        match value {
+            Value::Object(mut inner) if inner.len() == 1 && inner.contains_key("__overwrite__") => {
+                let overwrite = inner.remove("__overwrite__").unwrap_or(Value::Null);
+                normalized.insert(format!("{field}{OVERWRITE_SUFFIX}"), overwrite);
+            }
+            other => {
+                normalized.insert(key, other);
+            }
+        }
+    }
+    let value = Value::Object(normalized);
+    match serde_path_to_error::deserialize::<_, U>(&value) {
+        Ok(update) => Ok((update, ignored)),
+        Err(err) => {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            let first = path
+                .split(['.', '['])
+                .next()
+                .filter(|f| !f.is_empty() && *f != "?")
+                .map(str::to_owned);
+            let field = first
+                .or_else(|| failing_key::<U>(&value))
+                .unwrap_or_else(|| "(update)".into());
+            let shown = if path.is_empty() || path == "?" {
+                field.clone()
+            } else {
+                path
+            };
+            let shown = shown.replace(OVERWRITE_SUFFIX, "");
+            Err(Error::validation(
+                field.trim_end_matches(OVERWRITE_SUFFIX),
+                format!("has a value that does not fit at `{shown}`: {inner}"),
+            ))
+        }
+    }
+}
+
+/// The key whose value alone fails to deserialize (for errors inside a flattened base, where
+/// serde loses the path).
+fn failing_key<U: DeserializeOwned>(object: &Value) -> Option<String> {
+    object.as_object()?.iter().find_map(|(key, value)| {
+        let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+        serde_json::from_value::<U>(alone)
+            .is_err()
+            .then(|| key.clone())
+    })
+}
+
+/// A field's part of a state plan: leave it, reduce it, or overwrite it (then reduce the
+/// update's ordinary entry, if any, on top of the new value).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum FieldPlan<T, P> {
+    Keep,
+    Reduce(P),
+    Overwrite(T, Option<P>),
+}
+
+/// Plans one field: an Overwrite replaces the value, a present entry goes through the reducer
+/// (against the overwritten value when both are given); a failure names the field.
+#[doc(hidden)]
+pub fn plan_field<T, R: Reducer<T>>(
+    field: &str,
+    reducer: &R,
+    current: &T,
+    overwrite: Option<T>,
+    update: Option<R::Update>,
+) -> Result<FieldPlan<T, R::Plan>, Error> {
+    let fail = |e: ReduceError| e.into_error(field, reducer.name());
+    Ok(match (overwrite, update) {
+        (None, None) => FieldPlan::Keep,
+        (None, Some(u)) => FieldPlan::Reduce(reducer.plan(current, u).map_err(fail)?),
+        (Some(v), u) => {
+            let plan = u.map(|u| reducer.plan(&v, u)).transpose().map_err(fail)?;
+            FieldPlan::Overwrite(v, plan)
+        }
+    })
+}
+
+/// Applies one field's plan.
+#[doc(hidden)]
+pub fn apply_field<T, R: Reducer<T>>(reducer: &R, current: &mut T, plan: FieldPlan<T, R::Plan>) {
+    match plan {
+        FieldPlan::Keep => {}
+        FieldPlan::Reduce(plan) => reducer.apply(current, plan),
+        FieldPlan::Overwrite(value, plan) => {
+            *current = value;
+            if let Some(plan) = plan {
+                reducer.apply(current, plan);
+            }
+        }
+    }
+}
+
+/// Plans a nested state field (`#[reducer(nested)]`): the inner state's own merge, with the
+/// inner field names of any error prefixed by the outer field (`research.notes`).
+#[doc(hidden)]
+pub fn plan_nested<S: State>(
+    field: &str,
+    current: &S,
+    overwrite: Option<S>,
+    update: Option<S::Update>,
+) -> Result<FieldPlan<S, S::Plan>, Error> {
+    let nest = |e: Error| e.nested_in(field);
+    Ok(match (overwrite, update) {
+        (None, None) => FieldPlan::Keep,
+        (None, Some(u)) => FieldPlan::Reduce(current.plan(u).map_err(nest)?),
+        (Some(v), u) => {
+            let plan = u.map(|u| v.plan(u)).transpose().map_err(nest)?;
+            FieldPlan::Overwrite(v, plan)
+        }
+    })
+}
+
+/// Applies a nested state field's plan.
+#[doc(hidden)]
+pub fn apply_nested<S: State>(current: &mut S, plan: FieldPlan<S, S::Plan>) {
+    match plan {
+        FieldPlan::Keep => {}
+        FieldPlan::Reduce(plan) => current.apply(plan),
+        FieldPlan::Overwrite(value, plan) => {
+            *current = value;
+            if let Some(plan) = plan {
+                current.apply(plan);
+            }
+        }
+    }
+}
+
+/// A field's overwrite and ordinary entry, as combined by [`compose_field`].
+#[doc(hidden)]
+pub type Entry<T, U> = (Option<T>, Option<U>);
+
+/// Combines two updates' entries for one field.
+#[doc(hidden)]
+pub fn compose_field<T, U>(
+    field: &str,
+    reducer: &'static str,
+    last_write_wins: bool,
+    how: Combine,
+    first: Entry<T, U>,
+    second: Entry<T, U>,
+    combine: impl FnOnce(U, U) -> Result<U, Error>,
+) -> Result<Entry<T, U>, Error> {
+    let ((ow1, u1), (ow2, u2)) = (first, second);
+    let both = |u1: Option<U>, u2: Option<U>| -> Result<Option<U>, Error> {
+        Ok(match (u1, u2) {
+            (Some(a), Some(b)) => Some(combine(a, b)?),
+            (a, b) => a.or(b),
+        })
+    };
+    match how {
+        Combine::Sequence => match ow2 {
+            Some(v) => Ok((Some(v), u2)),
+            None => Ok((ow1, both(u1, u2)?)),
+        },
+        Combine::Parallel(mode) => match (ow1, ow2) {
+            (Some(_), Some(_)) => Err(Error::validation(
+                field,
+                "got two Overwrites in one step; only one branch may overwrite a field",
+            )),
+            // An Overwrite wins over the other branches' ordinary writes.
+            (Some(v), None) => Ok((Some(v), u1)),
+            (None, Some(v)) => Ok((Some(v), u2)),
+            (None, None) => {
+                if mode == FanIn::Strict && last_write_wins && u1.is_some() && u2.is_some() {
+                    return Err(Error::validation(
+                        field,
+                        format!(
+                            "was written by two parallel branches in one step, and its reducer `{reducer}` cannot combine them (INVALID_CONCURRENT_GRAPH_UPDATE); give it a reducer or write it from one branch"
+                        ),
+                    ));
+                }
+                Ok((None, both(u1, u2)?))
+            }
+        },
+    }
+}
+
+/// Combines two updates of a field through its reducer.
+#[doc(hidden)]
+pub fn compose_with<'a, T, R: Reducer<T>>(
+    field: &str,
+    reducer: &'a R,
+) -> impl FnOnce(R::Update, R::Update) -> Result<R::Update, Error> + 'a {
+    let field = field.to_owned();
+    move |a, b| {
+        reducer.compose(a, b).ok_or_else(|| {
+            ReduceError::msg(
+                "this reducer cannot combine two updates into one; merge them one at a time",
+            )
+            .into_error(&field, reducer.name())
+        })
+    }
+}
+
+/// Combines two updates of a nested state field.
+#[doc(hidden)]
+pub fn compose_nested<S: State>(
+    field: &str,
+    how: Combine,
+) -> impl FnOnce(S::Update, S::Update) -> Result<S::Update, Error> {
+    let field = field.to_owned();
+    move |a, b| S::compose(a, b, how).map_err(|e| e.nested_in(&field))
 }

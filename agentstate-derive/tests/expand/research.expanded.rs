@@ -43,6 +43,52 @@ pub struct ResearchUpdate {
         deserialize_with = "::agentstate::update::present"
     )]
     pub title: ::core::option::Option<String>,
+    #[doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`."]
+    #[serde(flatten)]
+    pub overwrite: ResearchUpdateOverwrite,
+}
+#[doc = "The overwrites of a [`ResearchUpdate`]: each field, when set, replaces the state's field, bypassing its reducer."]
+#[derive(
+    :: core :: fmt :: Debug,
+    :: core :: clone :: Clone,
+    :: core :: cmp :: PartialEq,
+    :: agentstate :: __private :: serde :: Serialize,
+    :: agentstate :: __private :: serde :: Deserialize,
+)]
+#[serde(crate = "::agentstate::__private::serde")]
+pub struct ResearchUpdateOverwrite {
+    #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
+    #[serde(
+        default,
+        rename = "notes.__overwrite__",
+        skip_serializing_if = "::core::option::Option::is_none",
+        deserialize_with = "::agentstate::update::present"
+    )]
+    pub notes: ::core::option::Option<Vec<String>>,
+    #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
+    #[serde(
+        default,
+        rename = "recent.__overwrite__",
+        skip_serializing_if = "::core::option::Option::is_none",
+        deserialize_with = "::agentstate::update::present"
+    )]
+    pub recent: ::core::option::Option<Vec<u32>>,
+    #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
+    #[serde(
+        default,
+        rename = "findings.__overwrite__",
+        skip_serializing_if = "::core::option::Option::is_none",
+        deserialize_with = "::agentstate::update::present"
+    )]
+    pub findings: ::core::option::Option<Vec<Finding>>,
+    #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
+    #[serde(
+        default,
+        rename = "title.__overwrite__",
+        skip_serializing_if = "::core::option::Option::is_none",
+        deserialize_with = "::agentstate::update::present"
+    )]
+    pub title: ::core::option::Option<String>,
 }
 #[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]
 pub trait ResearchUpdateSetters:
@@ -55,11 +101,27 @@ pub trait ResearchUpdateSetters:
             ::core::option::Option::Some(::core::convert::Into::into(value));
         self
     }
+    #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
+    #[must_use]
+    fn overwrite_notes(mut self, value: impl ::core::convert::Into<Vec<String>>) -> Self {
+        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
+            .overwrite
+            .notes = ::core::option::Option::Some(::core::convert::Into::into(value));
+        self
+    }
     #[doc = "Sets the value merged into `recent` (with `bounded_append`)."]
     #[must_use]
     fn recent(mut self, value: impl ::core::convert::Into<Vec<u32>>) -> Self {
         ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).recent =
             ::core::option::Option::Some(::core::convert::Into::into(value));
+        self
+    }
+    #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
+    #[must_use]
+    fn overwrite_recent(mut self, value: impl ::core::convert::Into<Vec<u32>>) -> Self {
+        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
+            .overwrite
+            .recent = ::core::option::Option::Some(::core::convert::Into::into(value));
         self
     }
     #[doc = "Sets the value merged into `findings` (with `merge_by_key`)."]
@@ -69,11 +131,27 @@ pub trait ResearchUpdateSetters:
             ::core::option::Option::Some(::core::convert::Into::into(value));
         self
     }
+    #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
+    #[must_use]
+    fn overwrite_findings(mut self, value: impl ::core::convert::Into<Vec<Finding>>) -> Self {
+        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
+            .overwrite
+            .findings = ::core::option::Option::Some(::core::convert::Into::into(value));
+        self
+    }
     #[doc = "Sets the value merged into `title` (with `last_write_wins`)."]
     #[must_use]
     fn title(mut self, value: impl ::core::convert::Into<String>) -> Self {
         ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).title =
             ::core::option::Option::Some(::core::convert::Into::into(value));
+        self
+    }
+    #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
+    #[must_use]
+    fn overwrite_title(mut self, value: impl ::core::convert::Into<String>) -> Self {
+        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
+            .overwrite
+            .title = ::core::option::Option::Some(::core::convert::Into::into(value));
         self
     }
 }
@@ -88,6 +166,18 @@ const _: () = {
                 findings: ::core::option::Option::None,
                 base: ::core::default::Default::default(),
                 title: ::core::option::Option::None,
+                overwrite: ::core::default::Default::default(),
+            }
+        }
+    }
+    #[automatically_derived]
+    impl ::core::default::Default for ResearchUpdateOverwrite {
+        fn default() -> Self {
+            Self {
+                notes: ::core::option::Option::None,
+                recent: ::core::option::Option::None,
+                findings: ::core::option::Option::None,
+                title: ::core::option::Option::None,
             }
         }
     }
@@ -99,16 +189,39 @@ const _: () = {
             self.notes = ::core::option::Option::Some(::core::convert::Into::into(value));
             self
         }
+        #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
+        #[must_use]
+        pub fn overwrite_notes(mut self, value: impl ::core::convert::Into<Vec<String>>) -> Self {
+            self.overwrite.notes = ::core::option::Option::Some(::core::convert::Into::into(value));
+            self
+        }
         #[doc = "Sets the value merged into `recent` (with `bounded_append`)."]
         #[must_use]
         pub fn recent(mut self, value: impl ::core::convert::Into<Vec<u32>>) -> Self {
             self.recent = ::core::option::Option::Some(::core::convert::Into::into(value));
             self
         }
+        #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
+        #[must_use]
+        pub fn overwrite_recent(mut self, value: impl ::core::convert::Into<Vec<u32>>) -> Self {
+            self.overwrite.recent =
+                ::core::option::Option::Some(::core::convert::Into::into(value));
+            self
+        }
         #[doc = "Sets the value merged into `findings` (with `merge_by_key`)."]
         #[must_use]
         pub fn findings(mut self, value: impl ::core::convert::Into<Vec<Finding>>) -> Self {
             self.findings = ::core::option::Option::Some(::core::convert::Into::into(value));
+            self
+        }
+        #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
+        #[must_use]
+        pub fn overwrite_findings(
+            mut self,
+            value: impl ::core::convert::Into<Vec<Finding>>,
+        ) -> Self {
+            self.overwrite.findings =
+                ::core::option::Option::Some(::core::convert::Into::into(value));
             self
         }
         #[doc = "Sets the update of the base state (`base`)."]
@@ -125,6 +238,58 @@ const _: () = {
         pub fn title(mut self, value: impl ::core::convert::Into<String>) -> Self {
             self.title = ::core::option::Option::Some(::core::convert::Into::into(value));
             self
+        }
+        #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
+        #[must_use]
+        pub fn overwrite_title(mut self, value: impl ::core::convert::Into<String>) -> Self {
+            self.overwrite.title = ::core::option::Option::Some(::core::convert::Into::into(value));
+            self
+        }
+        #[doc = r" Parses a JSON update strictly: unknown keys and values that do not fit are"]
+        #[doc = r" `state_validation_error`s naming the field (see `agentstate::update::Update`)."]
+        pub fn from_json(
+            value: ::agentstate::__private::serde_json::Value,
+        ) -> ::core::result::Result<Self, ::agentstate::Error>
+        where
+            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+        {
+            <Self as ::agentstate::update::Update>::from_json(value)
+        }
+        #[doc = r" Parses a JSON update, ignoring and returning unknown keys."]
+        pub fn from_json_lenient(
+            value: ::agentstate::__private::serde_json::Value,
+        ) -> ::core::result::Result<
+            (Self, ::std::vec::Vec<::std::string::String>),
+            ::agentstate::Error,
+        >
+        where
+            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+        {
+            <Self as ::agentstate::update::Update>::from_json_lenient(value)
+        }
+        #[doc = r" One update whose effect equals merging `self` then `next`."]
+        pub fn then(self, next: Self) -> ::core::result::Result<Self, ::agentstate::Error> {
+            <Self as ::agentstate::update::Update>::then(self, next)
+        }
+    }
+    #[automatically_derived]
+    impl ::agentstate::update::Update for ResearchUpdate
+    where
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+    {
+        type State = Research;
+    }
+    #[automatically_derived]
+    impl ::agentstate::output::MessagesUpdate for ResearchUpdate {
+        fn add_messages(&mut self, messages: ::std::vec::Vec<::agentstate::message::Message>) {
+            ::agentstate::output::MessagesUpdate::add_messages(&mut self.base, messages);
         }
     }
     #[automatically_derived]
@@ -198,23 +363,27 @@ const _: () = {
         type Update = ResearchUpdate;
         type Plan =
             (
-                ::core::option::Option<
+                ::agentstate::__private::FieldPlan<
+                    Vec<String>,
                     <::agentstate::reducers::Append as ::agentstate::reducers::Merges<
                         Vec<String>,
                     >>::Plan,
                 >,
-                ::core::option::Option<
+                ::agentstate::__private::FieldPlan<
+                    Vec<u32>,
                     <::agentstate::reducers::BoundedAppend as ::agentstate::reducers::Merges<
                         Vec<u32>,
                     >>::Plan,
                 >,
-                ::core::option::Option<
+                ::agentstate::__private::FieldPlan<
+                    Vec<Finding>,
                     <::agentstate::reducers::MergeByKey<()> as ::agentstate::reducers::Merges<
                         Vec<Finding>,
                     >>::Plan,
                 >,
                 <AgentState as ::agentstate::State>::Plan,
-                ::core::option::Option<
+                ::agentstate::__private::FieldPlan<
+                    String,
                     <::agentstate::reducers::LastWriteWins as ::agentstate::reducers::Merges<
                         String,
                     >>::Plan,
@@ -237,18 +406,21 @@ const _: () = {
                     "notes",
                     &::agentstate::reducers::Append,
                     &self.notes,
+                    __update.overwrite.notes,
                     __update.notes,
                 )?,
                 ::agentstate::__private::plan_field::<Vec<u32>, _>(
                     "recent",
                     &::agentstate::reducers::BoundedAppend::__checked(3usize),
                     &self.recent,
+                    __update.overwrite.recent,
                     __update.recent,
                 )?,
                 ::agentstate::__private::plan_field::<Vec<Finding>, _>(
                     "findings",
                     &Self::__agentstate_reducer_findings(),
                     &self.findings,
+                    __update.overwrite.findings,
                     __update.findings,
                 )?,
                 ::agentstate::State::plan(&self.base, __update.base)?,
@@ -256,6 +428,7 @@ const _: () = {
                     "title",
                     &::agentstate::reducers::LastWriteWins,
                     &self.title,
+                    __update.overwrite.title,
                     __update.title,
                 )?,
             ))
@@ -282,6 +455,73 @@ const _: () = {
                 &mut self.title,
                 __plan.4,
             );
+        }
+        fn compose(
+            __a: Self::Update,
+            __b: Self::Update,
+            __how: ::agentstate::update::Combine,
+        ) -> ::core::result::Result<Self::Update, ::agentstate::Error> {
+            let (__ow_notes, __u_notes) = ::agentstate::__private::compose_field(
+                "notes",
+                "append",
+                false,
+                __how,
+                (__a.overwrite.notes, __a.notes),
+                (__b.overwrite.notes, __b.notes),
+                ::agentstate::__private::compose_with::<Vec<String>, _>(
+                    "notes",
+                    &::agentstate::reducers::Append,
+                ),
+            )?;
+            let (__ow_recent, __u_recent) = ::agentstate::__private::compose_field(
+                "recent",
+                "bounded_append",
+                false,
+                __how,
+                (__a.overwrite.recent, __a.recent),
+                (__b.overwrite.recent, __b.recent),
+                ::agentstate::__private::compose_with::<Vec<u32>, _>(
+                    "recent",
+                    &::agentstate::reducers::BoundedAppend::__checked(3usize),
+                ),
+            )?;
+            let (__ow_findings, __u_findings) = ::agentstate::__private::compose_field(
+                "findings",
+                "merge_by_key",
+                false,
+                __how,
+                (__a.overwrite.findings, __a.findings),
+                (__b.overwrite.findings, __b.findings),
+                ::agentstate::__private::compose_with::<Vec<Finding>, _>(
+                    "findings",
+                    &Self::__agentstate_reducer_findings(),
+                ),
+            )?;
+            let (__ow_title, __u_title) = ::agentstate::__private::compose_field(
+                "title",
+                "last_write_wins",
+                true,
+                __how,
+                (__a.overwrite.title, __a.title),
+                (__b.overwrite.title, __b.title),
+                ::agentstate::__private::compose_with::<String, _>(
+                    "title",
+                    &::agentstate::reducers::LastWriteWins,
+                ),
+            )?;
+            ::core::result::Result::Ok(ResearchUpdate {
+                notes: __u_notes,
+                recent: __u_recent,
+                findings: __u_findings,
+                base: <AgentState as ::agentstate::State>::compose(__a.base, __b.base, __how)?,
+                title: __u_title,
+                overwrite: ResearchUpdateOverwrite {
+                    notes: __ow_notes,
+                    recent: __ow_recent,
+                    findings: __ow_findings,
+                    title: __ow_title,
+                },
+            })
         }
         fn schema() -> ::agentstate::schema::Schema {
             let mut __fields = ::std::vec::Vec::new();

@@ -43,6 +43,9 @@ macro_rules! replacing_reducer {
             fn plan(&self, _current: &T, update: T) -> Result<T, ReduceError> {
                 Ok(update)
             }
+            fn compose(&self, _first: T, second: T) -> Option<T> {
+                Some(second)
+            }
             fn apply(&self, current: &mut T, plan: T) {
                 *current = plan;
             }
@@ -86,6 +89,10 @@ impl<T> Reducer<Vec<T>> for Append {
     fn apply(&self, current: &mut Vec<T>, plan: Vec<T>) {
         current.extend(plan);
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl<T> Merges<VecDeque<T>> for Append {
@@ -103,6 +110,10 @@ impl<T> Reducer<VecDeque<T>> for Append {
     }
     fn apply(&self, current: &mut VecDeque<T>, plan: VecDeque<T>) {
         current.extend(plan);
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 
@@ -159,6 +170,10 @@ macro_rules! map_reducers {
         }
 
         impl<$($params)*> Reducer<$map> for Merge where $($bounds)* {
+            fn compose(&self, mut first: $map, second: $map) -> Option<$map> {
+                first.extend(second);
+                Some(first)
+            }
             fn plan(&self, _current: &$map, update: $map) -> Result<$map, ReduceError> {
                 Ok(update)
             }
@@ -173,6 +188,10 @@ macro_rules! map_reducers {
         }
 
         impl<$($params)*> Reducer<$map> for MergeAll where $($bounds)* {
+            fn compose(&self, mut first: Vec<$map>, second: Vec<$map>) -> Option<Vec<$map>> {
+                first.extend(second);
+                Some(first)
+            }
             fn plan(&self, _current: &$map, update: Vec<$map>) -> Result<Vec<$map>, ReduceError> {
                 Ok(update)
             }
@@ -222,6 +241,10 @@ impl<T> Reducer<Vec<T>> for ConcatFlatten {
     fn apply(&self, current: &mut Vec<T>, plan: Vec<Vec<T>>) {
         current.extend(plan.into_iter().flatten());
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl<T> Merges<VecDeque<T>> for ConcatFlatten {
@@ -239,6 +262,10 @@ impl<T> Reducer<VecDeque<T>> for ConcatFlatten {
     }
     fn apply(&self, current: &mut VecDeque<T>, plan: Vec<VecDeque<T>>) {
         current.extend(plan.into_iter().flatten());
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 

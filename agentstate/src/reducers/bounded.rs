@@ -115,6 +115,10 @@ impl<T> Reducer<Vec<T>> for BoundedAppend {
         plan.drain(..skip_incoming);
         current.extend(plan);
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl<T> Merges<VecDeque<T>> for BoundedAppend {
@@ -140,6 +144,10 @@ impl<T> Reducer<VecDeque<T>> for BoundedAppend {
             }
         }
         current.extend(plan.into_iter().skip(skip_incoming));
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 

@@ -29,6 +29,17 @@ fn list<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, ReduceError>
         .ok_or_else(|| ReduceError::msg(format!("{what} must be a list, got {}", kind_of(value))))
 }
 
+fn object(value: &Value, what: &str) -> Result<(), ReduceError> {
+    if value.is_object() {
+        Ok(())
+    } else {
+        Err(ReduceError::msg(format!(
+            "{what} must be an object, got {}",
+            kind_of(value)
+        )))
+    }
+}
+
 fn into_list(value: Value, what: &str) -> Result<Vec<Value>, ReduceError> {
     match value {
         Value::Array(items) => Ok(items),
@@ -122,6 +133,15 @@ impl Reducer<Value> for Append {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
     }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Merges<Value> for BoundedAppend {
@@ -137,6 +157,15 @@ impl Reducer<Value> for BoundedAppend {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         if let Value::Array(existing) = current {
             Reducer::<Vec<Value>>::apply(self, existing, plan);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
         }
     }
 }
@@ -158,6 +187,10 @@ impl Reducer<Value> for ConcatFlatten {
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl Merges<Value> for Merge {
@@ -167,17 +200,21 @@ impl Merges<Value> for Merge {
 
 impl Reducer<Value> for Merge {
     fn plan(&self, current: &Value, update: Value) -> Result<Map<String, Value>, ReduceError> {
-        if !current.is_object() {
-            return Err(ReduceError::msg(format!(
-                "the current value must be an object, got {}",
-                kind_of(current)
-            )));
-        }
+        object(current, "the current value")?;
         into_object(update, "the update")
     }
     fn apply(&self, current: &mut Value, plan: Map<String, Value>) {
         if let Value::Object(existing) = current {
             existing.extend(plan);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Object(mut a), Value::Object(b)) => {
+                a.extend(b);
+                Some(Value::Object(a))
+            }
+            _ => None,
         }
     }
 }
@@ -193,12 +230,7 @@ impl Reducer<Value> for MergeAll {
         current: &Value,
         update: Vec<Value>,
     ) -> Result<Vec<Map<String, Value>>, ReduceError> {
-        if !current.is_object() {
-            return Err(ReduceError::msg(format!(
-                "the current value must be an object, got {}",
-                kind_of(current)
-            )));
-        }
+        object(current, "the current value")?;
         update
             .into_iter()
             .enumerate()
@@ -211,6 +243,10 @@ impl Reducer<Value> for MergeAll {
                 existing.extend(map);
             }
         }
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 
@@ -231,6 +267,15 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
     }
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
         push_all(current, plan);
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -255,6 +300,15 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
                 existing[at] = item;
             }
             existing.extend(plan.novel);
+        }
+    }
+    fn compose(&self, first: Value, second: Value) -> Option<Value> {
+        match (first, second) {
+            (Value::Array(mut a), Value::Array(b)) => {
+                a.extend(b);
+                Some(Value::Array(a))
+            }
+            _ => None,
         }
     }
 }

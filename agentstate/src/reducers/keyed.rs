@@ -426,6 +426,10 @@ impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
     fn apply(&self, current: &mut Vec<T>, plan: Vec<T>) {
         current.extend(plan);
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl<T, K> Merges<Vec<T>> for MergeByKey<K> {
@@ -442,6 +446,10 @@ impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
             current[index] = item;
         }
         current.extend(plan.novel);
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 
@@ -532,6 +540,11 @@ where
     fn apply(&self, current: &mut KeyedList<T>, plan: Vec<T>) {
         current.extend_keyed(&self.key, plan);
     }
+    fn compose(&self, first: KeyedList<T>, second: KeyedList<T>) -> Option<KeyedList<T>> {
+        let mut all = first.into_vec();
+        all.extend(second);
+        Some(all.into())
+    }
 }
 
 impl<T, K> Merges<KeyedList<T>> for MergeByKey<K> {
@@ -559,8 +572,13 @@ where
         Ok(place(update, slots))
     }
     fn apply(&self, current: &mut KeyedList<T>, plan: KeyedPlan<T>) {
-        current.replace_at(plan.replace);
+        current.replace_at(&self.key, plan.replace);
         current.extend_keyed(&self.key, plan.novel);
+    }
+    fn compose(&self, first: KeyedList<T>, second: KeyedList<T>) -> Option<KeyedList<T>> {
+        let mut all = first.into_vec();
+        all.extend(second);
+        Some(all.into())
     }
 }
 

@@ -218,6 +218,22 @@ fn new_by_id<T: HasId>(
         .collect()
 }
 
+/// `first` then `second` as one update of an append-if-new-id reducer: the items of `second`
+/// that `first` (skipped items aside) makes known are dropped, as merging `first` would have.
+fn compose_by_id<T: HasId>(first: Vec<T>, second: Vec<T>, skip: impl Fn(&T) -> bool) -> Vec<T> {
+    let known: HashSet<&T::Id> = first.iter().filter(|m| !skip(m)).map(HasId::id).collect();
+    let keep: Vec<bool> = second.iter().map(|m| !known.contains(m.id())).collect();
+    drop(known);
+    let mut out = first;
+    out.extend(
+        second
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(m, k)| k.then_some(m)),
+    );
+    out
+}
+
 fn existing_ids<T: HasId>(items: &[T]) -> HashSet<&T::Id> {
     items.iter().map(HasId::id).collect()
 }
@@ -266,6 +282,9 @@ impl Reducer<Vec<Message>> for AddMessages {
     fn apply(&self, current: &mut Vec<Message>, plan: Vec<Message>) {
         current.extend(plan);
     }
+    fn compose(&self, first: Vec<Message>, second: Vec<Message>) -> Option<Vec<Message>> {
+        Some(compose_by_id(first, second, |m| m.delta))
+    }
 }
 
 impl Merges<KeyedList<Message>> for AddMessages {
@@ -289,6 +308,13 @@ impl Reducer<KeyedList<Message>> for AddMessages {
     fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
         current.extend_keyed(&ById, plan);
     }
+    fn compose(
+        &self,
+        first: KeyedList<Message>,
+        second: KeyedList<Message>,
+    ) -> Option<KeyedList<Message>> {
+        Some(compose_by_id(first.into_vec(), second.into_vec(), |m| m.delta).into())
+    }
 }
 
 impl<T: HasId> Merges<Vec<T>> for AppendItems {
@@ -303,6 +329,9 @@ impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     }
     fn apply(&self, current: &mut Vec<T>, plan: Vec<T>) {
         current.extend(plan);
+    }
+    fn compose(&self, first: Vec<T>, second: Vec<T>) -> Option<Vec<T>> {
+        Some(compose_by_id(first, second, |_| false))
     }
 }
 
@@ -323,6 +352,9 @@ impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
     fn apply(&self, current: &mut KeyedList<T>, plan: Vec<T>) {
         current.extend_keyed(&ById, plan);
     }
+    fn compose(&self, first: KeyedList<T>, second: KeyedList<T>) -> Option<KeyedList<T>> {
+        Some(compose_by_id(first.into_vec(), second.into_vec(), |_| false).into())
+    }
 }
 
 impl Merges<Vec<Message>> for ReplaceMessages {
@@ -341,6 +373,9 @@ impl Reducer<Vec<Message>> for ReplaceMessages {
     fn apply(&self, current: &mut Vec<Message>, plan: Vec<Message>) {
         *current = plan;
     }
+    fn compose(&self, _first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        Some(second)
+    }
 }
 
 impl Merges<KeyedList<Message>> for ReplaceMessages {
@@ -358,6 +393,9 @@ impl Reducer<KeyedList<Message>> for ReplaceMessages {
     }
     fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
         current.replace_all(plan);
+    }
+    fn compose(&self, _first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        Some(second)
     }
 }
 
@@ -491,6 +529,10 @@ impl Reducer<Vec<Message>> for UpsertMessages {
             }
         }
     }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
+    }
 }
 
 impl Merges<KeyedList<Message>> for UpsertMessages {
@@ -516,13 +558,17 @@ impl Reducer<KeyedList<Message>> for UpsertMessages {
                 append,
                 remove,
             } => {
-                current.replace_at(replace);
+                current.replace_at(&ById, replace);
                 current.extend_keyed(&ById, append);
                 if !remove.is_empty() {
                     current.retain(|m| !remove.contains(&m.message_id));
                 }
             }
         }
+    }
+    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        first.extend(second);
+        Some(first)
     }
 }
 

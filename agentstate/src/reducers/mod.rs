@@ -154,6 +154,14 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
     /// Commits a plan made by [`plan`](Reducer::plan) against the same, unchanged value.
     fn apply(&self, current: &mut T, plan: Self::Plan);
 
+    /// One update with the same effect as merging `first` then `second`, computed without the
+    /// field: what `a.then(b)` and parallel fan-in use. Every reducer of this crate can; the
+    /// default, for user reducers, is `None` (they cannot be combined, only merged in turn).
+    fn compose(&self, first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        let _ = (first, second);
+        None
+    }
+
     /// Plans and applies in one step. On error `current` is unchanged.
     fn reduce(&self, current: &mut T, update: Self::Update) -> Result<(), ReduceError> {
         let plan = self.plan(current, update)?;

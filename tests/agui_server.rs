@@ -5,8 +5,10 @@
 use agentstate::agui::server::{merge_with_events, state_delta, state_snapshot};
 use agentstate::agui::{ChatState, Event, StateStream, StreamError};
 use agentstate::message::{Message, Role};
-use agentstate::schema::Schema;
+use agentstate::reducers::LastWriteWins;
+use agentstate::schema::{FieldSchema, Schema};
 use agentstate::state::{AgentState, AgentStateUpdate, ExecutionState, ExecutionStatus};
+use agentstate::update::Combine;
 use agentstate::{Error, State};
 use serde::Serialize;
 use serde_json::json;
@@ -149,7 +151,16 @@ impl State for Counter {
     }
 
     fn schema() -> Schema {
-        Schema::describe(Vec::new())
+        Schema::describe(vec![FieldSchema::of("count", &LastWriteWins)])
+    }
+
+    /// Last write wins, one after the other or across parallel branches.
+    fn compose(
+        first: Option<i64>,
+        second: Option<i64>,
+        _how: Combine,
+    ) -> Result<Option<i64>, Error> {
+        Ok(second.or(first))
     }
 }
 

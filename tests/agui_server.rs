@@ -183,9 +183,6 @@ fn a_failed_merge_changes_nothing_and_reads_well() {
 }
 
 /// A state declared with the derive macro, as a Rust agent would write it.
-// The derive's generated code repeats a supertrait bound (clippy::implied_bounds_in_impls); that
-// is the derive's to fix, not this test's.
-#[allow(clippy::implied_bounds_in_impls)]
 mod derived {
     use super::*;
     use agentstate::reducers::HasId;

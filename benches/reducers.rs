@@ -214,7 +214,7 @@ mod append {
     fn vec_deque(bencher: Bencher, n: usize) {
         let field: VecDeque<String> = words(0..n).into();
         let (warm, update) = (words(n..n + K), words(n + K..n + 2 * K));
-        bench_merge(bencher, &Append, &field, Some(warm), update);
+        bench_merge(bencher, &Append, &field, Some(warm.into()), update.into());
     }
 }
 
@@ -238,7 +238,14 @@ mod bounded_append {
         let reducer = BoundedAppend::new(n as i64).expect("a positive bound");
         let field: VecDeque<String> = words(0..n).into();
         let (warm, update) = (words(n..n + K), words(n + K..n + 2 * K));
-        bench_merge_in(bencher, cache, &reducer, &field, Some(warm), update);
+        bench_merge_in(
+            bencher,
+            cache,
+            &reducer,
+            &field,
+            Some(warm.into()),
+            update.into(),
+        );
     }
 }
 
@@ -259,7 +266,10 @@ mod concat_flatten {
     #[divan::bench(args = SIZES, sample_count = SAMPLES, sample_size = 1)]
     fn vec_deque(bencher: Bencher, n: usize) {
         let field: VecDeque<String> = words(0..n).into();
-        let (warm, next) = (update(n), update(n + K));
+        let deques = |batches: Vec<Vec<String>>| -> Vec<VecDeque<String>> {
+            batches.into_iter().map(VecDeque::from).collect()
+        };
+        let (warm, next) = (deques(update(n)), deques(update(n + K)));
         bench_merge(bencher, &ConcatFlatten, &field, Some(warm), next);
     }
 }
@@ -346,9 +356,16 @@ mod dedupe_append {
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let reducer = DedupeAppend::by(by_id());
-        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]));
+        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]).into());
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
-        bench_merge_in(bencher, cache, &reducer, &field, Some(warm), update);
+        bench_merge_in(
+            bencher,
+            cache,
+            &reducer,
+            &field,
+            Some(warm.into()),
+            update.into(),
+        );
     }
 }
 
@@ -369,9 +386,16 @@ mod merge_by_key {
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let reducer = MergeByKey::new(by_id());
-        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]));
+        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]).into());
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
-        bench_merge_in(bencher, cache, &reducer, &field, Some(warm), update);
+        bench_merge_in(
+            bencher,
+            cache,
+            &reducer,
+            &field,
+            Some(warm.into()),
+            update.into(),
+        );
     }
 }
 
@@ -390,9 +414,16 @@ mod append_items {
     }
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
-        let field = indexed(&AppendItems, KeyedList::from(records(n)), recs(&[0]));
+        let field = indexed(&AppendItems, KeyedList::from(records(n)), recs(&[0]).into());
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
-        bench_merge_in(bencher, cache, &AppendItems, &field, Some(warm), update);
+        bench_merge_in(
+            bencher,
+            cache,
+            &AppendItems,
+            &field,
+            Some(warm.into()),
+            update.into(),
+        );
     }
 }
 
@@ -450,8 +481,15 @@ mod add_messages {
         let plain = history(n);
         let (warm, update) = (mixed_messages(&plain, 1), mixed_messages(&plain, 2));
         let first = vec![plain[0].clone()];
-        let field: MessageList = indexed(&AddMessages, plain.into(), first);
-        bench_merge_in(bencher, cache, &AddMessages, &field, Some(warm), update);
+        let field: MessageList = indexed(&AddMessages, plain.into(), first.into());
+        bench_merge_in(
+            bencher,
+            cache,
+            &AddMessages,
+            &field,
+            Some(warm.into()),
+            update.into(),
+        );
     }
 }
 
@@ -468,7 +506,7 @@ mod replace_messages {
     fn message_list(bencher: Bencher, n: usize) {
         let update = history(K);
         let field: MessageList = history(n).into();
-        bench_merge(bencher, &ReplaceMessages, &field, None, update);
+        bench_merge(bencher, &ReplaceMessages, &field, None, update.into());
     }
 }
 

@@ -377,7 +377,7 @@ fn expand(input: &Input) -> TokenStream {
         }
     }
 
-    let ow_doc = format!("Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{{\"field\": {{\"__overwrite__\": value}}}}`.");
+    let ow_doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
     update_fields.push(quote! {
         #[doc = #ow_doc]
         #[serde(flatten)]

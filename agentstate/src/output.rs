@@ -128,8 +128,8 @@ pub enum NodeOutput<U> {
     Nothing,
     /// A partial update.
     Update(U),
-    /// A tool result.
-    ToolResult(ToolResult<U>),
+    /// A tool result (boxed: a message is large).
+    ToolResult(Box<ToolResult<U>>),
     /// Several outputs, applied in order as one atomic merge.
     Many(Vec<NodeOutput<U>>),
 }
@@ -195,7 +195,7 @@ impl<U: MessagesUpdate + Default> From<Message> for NodeOutput<U> {
 
 impl<U> From<ToolResult<U>> for NodeOutput<U> {
     fn from(result: ToolResult<U>) -> Self {
-        NodeOutput::ToolResult(result)
+        NodeOutput::ToolResult(Box::new(result))
     }
 }
 

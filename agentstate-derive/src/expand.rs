@@ -254,6 +254,13 @@ fn expand(input: &Input) -> TokenStream {
     let plain_where = quote!(where #own_preds);
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
+    // Overwrites and the base's update are flattened: read through a JSON value (see
+    // `agentstate::update::flattened`).
+    let present_flattened = format!(
+        "{}::update::present_flattened",
+        k.to_string().replace(' ', "")
+    );
+    let flattened = format!("{}::update::flattened", k.to_string().replace(' ', ""));
 
     // The overwrite slot of the update: `overwrite` unless a field already has that name.
     let ow = if input.fields.iter().any(|f| f.ident == "overwrite") {
@@ -287,7 +294,7 @@ fn expand(input: &Input) -> TokenStream {
                 );
                 update_fields.push(quote! {
                     #[doc = #doc]
-                    #[serde(flatten)]
+                    #[serde(flatten, deserialize_with = #flattened)]
                     pub #ident: #uty
                 });
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
@@ -348,7 +355,7 @@ fn expand(input: &Input) -> TokenStream {
                         default,
                         rename = #ow_json,
                         skip_serializing_if = "::core::option::Option::is_none",
-                        deserialize_with = #present
+                        deserialize_with = #present_flattened
                     )]
                     pub #ident: ::core::option::Option<#ty>
                 });

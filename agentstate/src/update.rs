@@ -61,6 +61,59 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
+/// Deserializes an Overwrite entry, which serde reads from a flattened part of the update, as
+/// [`present`] does; for `#[derive(AgentState)]`. See [`flattened`].
+#[doc(hidden)]
+pub fn present_flattened<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let value = Value::deserialize(deserializer)?;
+    located(value, true)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// Deserializes the base state's update, flattened into an extension's update; for
+/// `#[derive(AgentState)]`.
+///
+/// serde buffers the keys of a flattened part in its own form, from which a map with non-string
+/// keys (`BTreeMap<u8, _>`) cannot be read back, and where the JSON path of an error is lost. So
+/// a flattened value goes through a `serde_json::Value`, and an error names the path inside it:
+/// "at `path`: ...", with a relative path (`[1]`, `.key`) for an Overwrite's value and an
+/// absolute one (`context[1].role`) for a base's field. [`Update::from_json`] puts them together.
+#[doc(hidden)]
+pub fn flattened<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let value = Value::deserialize(deserializer)?;
+    located(value, false).map_err(serde::de::Error::custom)
+}
+
+/// Deserializes `value`, naming the path of an error inside it (see [`flattened`]).
+fn located<'de, T: Deserialize<'de>>(value: Value, relative: bool) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner().to_string();
+        if path_is_lost(&path) {
+            // At the value itself, or located already by a flattened part further in.
+            inner
+        } else if relative && !path.starts_with('[') {
+            format!("at `.{path}`: {inner}")
+        } else {
+            format!("at `{path}`: {inner}")
+        }
+    })
+}
+
+/// Whether a `serde_path_to_error` path says nothing (the root, or lost in a flattened part).
+fn path_is_lost(path: &str) -> bool {
+    path.is_empty() || path == "." || path == "?"
+}
+
 /// Implemented by the update of a state that extends another (`#[agent_state(base)]`), for the
 /// base state's update type `U`: gives access to the base's part of the update, so that the
 /// base's generated setters trait (`<U>Setters`, e.g. `AgentStateUpdateSetters`) works on the
@@ -183,24 +236,32 @@ fn parse<U: Update + DeserializeOwned>(
         Ok(update) => Ok((update, ignored)),
         Err(err) => {
             let path = err.path().to_string();
-            let inner = err.into_inner();
-            let first = path
-                .split(['.', '['])
-                .next()
-                .filter(|f| !f.is_empty() && *f != "?")
-                .map(str::to_owned);
-            let field = first
-                .or_else(|| failing_key::<U>(&value))
-                .unwrap_or_else(|| "(update)".into());
-            let shown = if path.is_empty() || path == "?" {
-                field.clone()
+            let inner = err.into_inner().to_string();
+            let (field, shown, inner) = if path_is_lost(&path) {
+                // In a flattened part (the base's fields, the Overwrites): the key that fails
+                // alone, and the path inside its value that `flattened` reported.
+                let key = failing_key::<U>(&value).unwrap_or_else(|| "(update)".into());
+                let field = key.trim_end_matches(OVERWRITE_SUFFIX).to_owned();
+                match inner
+                    .strip_prefix("at `")
+                    .and_then(|rest| rest.split_once("`: "))
+                {
+                    Some((at, rest)) if at.starts_with(['[', '.']) => {
+                        (field.clone(), format!("{field}{at}"), rest.to_owned())
+                    }
+                    Some((at, rest)) => (field, at.to_owned(), rest.to_owned()),
+                    None => (field.clone(), field, inner),
+                }
             } else {
-                path
+                let field = path.split(['.', '[']).next().unwrap_or_default().to_owned();
+                (field, path, inner)
             };
-            let shown = shown.replace(OVERWRITE_SUFFIX, "");
             Err(Error::validation(
                 field.trim_end_matches(OVERWRITE_SUFFIX),
-                format!("has a value that does not fit at `{shown}`: {inner}"),
+                format!(
+                    "has a value that does not fit at `{}`: {inner}",
+                    shown.replace(OVERWRITE_SUFFIX, "")
+                ),
             ))
         }
     }
@@ -373,4 +434,39 @@ pub fn compose_nested<S: State>(
 ) -> impl FnOnce(S::Update, S::Update) -> Result<S::Update, Error> {
     let field = field.to_owned();
     move |a, b| S::compose(a, b, how).map_err(|e| e.nested_in(&field))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::state::AgentStateUpdate;
+    use serde_json::json;
+
+    #[test]
+    fn an_error_inside_an_overwrite_names_its_path() {
+        // The Overwrites are a flattened part of the update, where serde loses the path.
+        let err = AgentStateUpdate::from_json(json!({
+            "context": {"__overwrite__": [{"role": "user", "content": []}, {"role": "robot", "content": []}]}
+        }))
+        .unwrap_err();
+        assert_eq!(err.field(), Some("context"));
+        assert!(
+            err.to_string()
+                .starts_with("field `context` has a value that does not fit at `context[1].role`: unknown variant `robot`"),
+            "{err}"
+        );
+        let err =
+            AgentStateUpdate::from_json(json!({"execution_meta": {"__overwrite__": {"step": -1}}}))
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("at `execution_meta.step`"),
+            "{err}"
+        );
+        // At the value itself: the field.
+        let err = AgentStateUpdate::from_json(json!({"context_summary": {"__overwrite__": 5}}))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "field `context_summary` has a value that does not fit at `context_summary`: invalid type: integer `5`, expected a string"
+        );
+    }
 }

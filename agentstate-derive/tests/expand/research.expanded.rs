@@ -33,7 +33,7 @@ pub struct ResearchUpdate {
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Updates of the base state `AgentState`; in JSON its fields sit beside this state's own."]
-    #[serde(flatten)]
+    #[serde(flatten, deserialize_with = "::agentstate::update::flattened")]
     pub base: <AgentState as ::agentstate::State>::Update,
     #[doc = "Merged into `title` with `last_write_wins`; `None` leaves the field alone."]
     #[serde(
@@ -62,7 +62,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "notes.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub notes: ::core::option::Option<Vec<String>>,
     #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -70,7 +70,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "recent.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub recent: ::core::option::Option<Vec<u32>>,
     #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -78,7 +78,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "findings.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
@@ -86,7 +86,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "title.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub title: ::core::option::Option<String>,
 }

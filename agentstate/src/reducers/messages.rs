@@ -489,6 +489,45 @@ fn plan_edit(
     })
 }
 
+/// `first` then `second` as one `upsert_messages` update: the two lists one after the other,
+/// except when `second` puts back a message that `first` removes (and `second` has no
+/// remove-all). Merged in turn, that message goes to the end of the list; in one update a
+/// removal followed by the same id replaces the message in place, so no single update says
+/// it, and the two cannot be combined (`None`).
+fn compose_upserts(
+    mut first: Vec<MessageUpdate>,
+    second: Vec<MessageUpdate>,
+) -> Option<Vec<MessageUpdate>> {
+    if !second.iter().any(|u| matches!(u, MessageUpdate::RemoveAll)) {
+        // What `first` leaves removed: ids whose last entry after its last remove-all is a
+        // removal.
+        let from = first
+            .iter()
+            .rposition(|u| matches!(u, MessageUpdate::RemoveAll))
+            .map_or(0, |at| at + 1);
+        let mut removed: HashSet<&MessageId> = HashSet::new();
+        for entry in &first[from..] {
+            match entry {
+                MessageUpdate::Message(m) => {
+                    removed.remove(&m.message_id);
+                }
+                MessageUpdate::Remove(id) => {
+                    removed.insert(id);
+                }
+                MessageUpdate::RemoveAll => {}
+            }
+        }
+        let puts_back = second
+            .iter()
+            .any(|u| matches!(u, MessageUpdate::Message(m) if removed.contains(&m.message_id)));
+        if puts_back {
+            return None;
+        }
+    }
+    first.extend(second);
+    Some(first)
+}
+
 fn last_index_by_id(messages: &[Message]) -> HashMap<&MessageId, usize> {
     messages
         .iter()
@@ -529,9 +568,8 @@ impl Reducer<Vec<Message>> for UpsertMessages {
             }
         }
     }
-    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
-        first.extend(second);
-        Some(first)
+    fn compose(&self, first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        compose_upserts(first, second)
     }
 }
 
@@ -566,9 +604,8 @@ impl Reducer<KeyedList<Message>> for UpsertMessages {
             }
         }
     }
-    fn compose(&self, mut first: Self::Update, second: Self::Update) -> Option<Self::Update> {
-        first.extend(second);
-        Some(first)
+    fn compose(&self, first: Self::Update, second: Self::Update) -> Option<Self::Update> {
+        compose_upserts(first, second)
     }
 }
 
@@ -622,4 +659,71 @@ pub fn remove_tool_messages(messages: Vec<Message>) -> Vec<Message> {
         .zip(removed)
         .filter_map(|(m, r)| (!r).then_some(m))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(id: &str, text: &str) -> Message {
+        Message::text_message(text, Role::Assistant)
+            .with_id(id)
+            .with_timestamp(1.0)
+    }
+
+    #[test]
+    fn upsert_compose_refuses_a_removal_then_putting_the_message_back() {
+        let first = vec![MessageUpdate::Remove("a".into())];
+        let second = vec![MessageUpdate::Message(m("a", "back"))];
+        // In turn the message moves to the end.
+        let mut in_turn = vec![m("a", "one"), m("b", "two")];
+        UpsertMessages.reduce(&mut in_turn, first.clone()).unwrap();
+        UpsertMessages.reduce(&mut in_turn, second.clone()).unwrap();
+        assert_eq!(in_turn, [m("b", "two"), m("a", "back")]);
+        // The two lists one after the other would replace it in place instead.
+        let mut concatenated = vec![m("a", "one"), m("b", "two")];
+        let both: Vec<MessageUpdate> = first.iter().chain(&second).cloned().collect();
+        UpsertMessages.reduce(&mut concatenated, both).unwrap();
+        assert_ne!(concatenated, in_turn);
+        assert!(
+            Reducer::<Vec<Message>>::compose(&UpsertMessages, first.clone(), second.clone())
+                .is_none()
+        );
+        assert!(Reducer::<KeyedList<Message>>::compose(
+            &UpsertMessages,
+            first.clone(),
+            second.clone()
+        )
+        .is_none());
+
+        // Putting back what a remove-all cleared is the same; a remove-all in the second update
+        // makes any first one irrelevant; other ids combine.
+        let cleared = vec![
+            MessageUpdate::RemoveAll,
+            MessageUpdate::Message(m("a", "x")),
+            MessageUpdate::Remove("a".into()),
+        ];
+        assert!(
+            Reducer::<Vec<Message>>::compose(&UpsertMessages, cleared, second.clone()).is_none()
+        );
+        let reset = vec![
+            MessageUpdate::RemoveAll,
+            MessageUpdate::Message(m("a", "x")),
+        ];
+        assert_eq!(
+            Reducer::<Vec<Message>>::compose(&UpsertMessages, first.clone(), reset.clone())
+                .map(|u| u.len()),
+            Some(3)
+        );
+        let other = vec![MessageUpdate::Message(m("c", "new"))];
+        assert!(Reducer::<Vec<Message>>::compose(&UpsertMessages, first, other).is_some());
+        let put_back_in_first = vec![
+            MessageUpdate::Remove("a".into()),
+            MessageUpdate::Message(m("a", "kept")),
+        ];
+        assert!(
+            Reducer::<Vec<Message>>::compose(&UpsertMessages, put_back_in_first, second).is_some(),
+            "the first update's last word on `a` is a message, not a removal"
+        );
+    }
 }

@@ -7,7 +7,12 @@
 //! and LangGraph with their exact semantics ([`reducers`]), the error categories of
 //! OpenArmature ([`error`]), AgentFlow's chat [`message`] model with its JSON wire format,
 //! AgentFlow's [`AgentState`](struct@state::AgentState) base, indexed [`collections`] that keep merges
-//! O(k) in long-lived states, and runtime [`schema`]s for configuration-driven agents.
+//! O(k) in long-lived states, runtime [`schema`]s for configuration-driven agents, partial
+//! [`update`]s (JSON, Overwrite, composition, fan-in), node [`output`]s and tool results, a
+//! [`journal`] for replay, and (feature `ag-ui`) the AG-UI event-stream fold in `agui`.
+//!
+//! `#[derive(AgentState)]` (default feature `derive`) implements [`State`] for a struct whose
+//! fields declare their reducers; see the README for the attribute grammar.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};

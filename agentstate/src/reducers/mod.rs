@@ -5,18 +5,24 @@
 //! | reducer | from | field types | update | round-trip idempotent |
 //! |---|---|---|---|---|
 //! | [`last_write_wins`](LastWriteWins) (default) | OpenArmature | any `T` | `T` | yes |
-//! | [`append`](Append) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | `Vec<T>` | no |
-//! | [`merge`](Merge) | OpenArmature | `HashMap`, `BTreeMap`, `serde_json::Map`, JSON object | the map | yes |
-//! | [`bounded_append(max_len)`](BoundedAppend) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | `Vec<T>` | no |
-//! | [`dedupe_append(key?)`](DedupeAppend) | OpenArmature | `Vec<T>`, [`KeyedList<T>`], JSON array | `Vec<T>` | yes |
-//! | [`merge_by_key(key)`](MergeByKey) | OpenArmature | `Vec<T>`, [`KeyedList<T>`], JSON array | `Vec<T>` | yes |
-//! | [`concat_flatten`](ConcatFlatten) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | `Vec<Vec<T>>` | no |
-//! | [`merge_all`](MergeAll) | OpenArmature | the maps of `merge`, JSON object | `Vec<map>` | no |
-//! | [`add_messages`](AddMessages) | AgentFlow | `Vec<Message>`, [`MessageList`] | `Vec<Message>` | yes |
-//! | [`replace_messages`](ReplaceMessages) | AgentFlow | `Vec<Message>`, [`MessageList`] | `Vec<Message>` | yes |
-//! | [`append_items`](AppendItems) | AgentFlow | `Vec<T: HasId>`, [`KeyedList<T: HasId>`] | `Vec<T>` | yes |
+//! | [`append`](Append) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | the field type | no |
+//! | [`merge`](Merge) | OpenArmature | `HashMap`, `BTreeMap`, `serde_json::Map`, JSON object | the field type | yes |
+//! | [`bounded_append(max_len)`](BoundedAppend) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | the field type | no |
+//! | [`dedupe_append(key?)`](DedupeAppend) | OpenArmature | `Vec<T>`, [`KeyedList<T>`], JSON array | the field type | yes |
+//! | [`merge_by_key(key)`](MergeByKey) | OpenArmature | `Vec<T>`, [`KeyedList<T>`], JSON array | the field type | yes |
+//! | [`concat_flatten`](ConcatFlatten) | OpenArmature | `Vec<T>`, `VecDeque<T>`, JSON array | `Vec<field type>` | no |
+//! | [`merge_all`](MergeAll) | OpenArmature | the maps of `merge`, JSON object | `Vec<field type>` | no |
+//! | [`add_messages`](AddMessages) | AgentFlow | `Vec<Message>`, [`MessageList`] | the field type | yes |
+//! | [`replace_messages`](ReplaceMessages) | AgentFlow | `Vec<Message>`, [`MessageList`] | the field type | yes |
+//! | [`append_items`](AppendItems) | AgentFlow | `Vec<T: HasId>`, [`KeyedList<T: HasId>`] | the field type | yes |
 //! | [`replace_value`](ReplaceValue) | AgentFlow | any `T` | `T` | yes |
 //! | [`upsert_messages`](UpsertMessages) | LangGraph | `Vec<Message>`, [`MessageList`] | `Vec<MessageUpdate>` | yes |
+//! | [`nested`](Nested) | agentstate | a derived state | its update | when all its fields are |
+//!
+//! A list field's update has the field's own type (a `VecDeque` field takes a `VecDeque`, a
+//! `KeyedList` field a `KeyedList`; `Vec::into()` converts), so the derive can name every update
+//! type from the field type alone. Updates also *compose* ([`Reducer::compose`]): `a.then(b)`
+//! merges like `a` then `b`.
 //!
 //! A reducer is a value implementing [`Reducer<T>`] for the field type `T`. Merging is split in
 //! two steps so that a state can merge several fields atomically without cloning itself:

@@ -114,6 +114,17 @@ impl KeyLabel for JsonValue {
     }
 }
 
+/// Two list updates as one: both must be arrays.
+fn concat_arrays(first: Value, second: Value) -> Option<Value> {
+    match (first, second) {
+        (Value::Array(mut a), Value::Array(b)) => {
+            a.extend(b);
+            Some(Value::Array(a))
+        }
+        _ => None,
+    }
+}
+
 fn push_all(current: &mut Value, items: Vec<Value>) {
     if let Value::Array(existing) = current {
         existing.extend(items);
@@ -134,13 +145,7 @@ impl Reducer<Value> for Append {
         push_all(current, plan);
     }
     fn compose(&self, first: Value, second: Value) -> Option<Value> {
-        match (first, second) {
-            (Value::Array(mut a), Value::Array(b)) => {
-                a.extend(b);
-                Some(Value::Array(a))
-            }
-            _ => None,
-        }
+        concat_arrays(first, second)
     }
 }
 
@@ -160,13 +165,7 @@ impl Reducer<Value> for BoundedAppend {
         }
     }
     fn compose(&self, first: Value, second: Value) -> Option<Value> {
-        match (first, second) {
-            (Value::Array(mut a), Value::Array(b)) => {
-                a.extend(b);
-                Some(Value::Array(a))
-            }
-            _ => None,
-        }
+        concat_arrays(first, second)
     }
 }
 
@@ -269,13 +268,7 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
         push_all(current, plan);
     }
     fn compose(&self, first: Value, second: Value) -> Option<Value> {
-        match (first, second) {
-            (Value::Array(mut a), Value::Array(b)) => {
-                a.extend(b);
-                Some(Value::Array(a))
-            }
-            _ => None,
-        }
+        concat_arrays(first, second)
     }
 }
 
@@ -303,13 +296,7 @@ impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
         }
     }
     fn compose(&self, first: Value, second: Value) -> Option<Value> {
-        match (first, second) {
-            (Value::Array(mut a), Value::Array(b)) => {
-                a.extend(b);
-                Some(Value::Array(a))
-            }
-            _ => None,
-        }
+        concat_arrays(first, second)
     }
 }
 

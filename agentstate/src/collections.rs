@@ -123,6 +123,34 @@ impl KeyIndex {
         Ok(())
     }
 
+    /// The last index of an item with each key of `keys`, in order: the same as calling
+    /// [`find`](KeyIndex::find) for each, but in stages (all hashes, then all slot probes, then
+    /// all verifications), so that the cache misses of different keys overlap instead of
+    /// queueing one behind another. This is what keeps a merge into a long list fast.
+    pub(crate) fn find_many<'a, T, K: KeyFn<T>>(
+        &self,
+        items: &'a [T],
+        key: &'a K,
+        keys: &[K::Key<'a>],
+    ) -> Result<Vec<Option<usize>>, ReduceError> {
+        let hashes: Vec<u64> = keys.iter().map(|k| self.hasher.hash_one(k)).collect();
+        let slots: Vec<Option<usize>> = hashes.iter().map(|h| self.slots.get(h).copied()).collect();
+        let candidates: Vec<Option<&T>> = slots
+            .iter()
+            .map(|s| s.and_then(|at| items.get(at)))
+            .collect();
+        let mut found = Vec::with_capacity(keys.len());
+        for ((k, slot), candidate) in keys.iter().zip(slots).zip(candidates) {
+            found.push(match (slot, candidate) {
+                (None, _) => None,
+                (Some(at), Some(item)) if key.key(item)? == *k => Some(at),
+                // A hash shared by two keys: the one-key path scans.
+                (Some(_), _) => self.find(items, key, k)?,
+            });
+        }
+        Ok(found)
+    }
+
     /// The last index of an item whose key equals `k`.
     pub(crate) fn find<'a, T, K: KeyFn<T>>(
         &self,
@@ -560,5 +588,24 @@ mod tests {
         list.push((2, 3));
         reducer.reduce(&mut list, vec![(2, 30)].into()).unwrap();
         assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10), (2, 30)]);
+    }
+
+    #[test]
+    fn batched_lookups_answer_like_single_ones() {
+        let list: KeyedList<(u32, u32)> = (0..500).map(|i| (i % 200, i)).collect();
+        let key = crate::reducers::by_field(|p: &(u32, u32)| &p.0);
+        let index = list.index_for(&key).unwrap();
+        let wanted: Vec<u32> = vec![0, 199, 200, 7, 1_000, 7, 150];
+        let keys: Vec<&u32> = wanted.iter().collect();
+        let batched = index.find_many(list.as_slice(), &key, &keys).unwrap();
+        let single: Vec<Option<usize>> = keys
+            .iter()
+            .map(|k| index.find(list.as_slice(), &key, k).unwrap())
+            .collect();
+        assert_eq!(batched, single);
+        // The last occurrence of each present key; absent keys are None.
+        assert_eq!(batched[0], Some(400));
+        assert_eq!(batched[2], None);
+        assert_eq!(batched[4], None);
     }
 }

@@ -238,15 +238,28 @@ fn existing_ids<T: HasId>(items: &[T]) -> HashSet<&T::Id> {
     items.iter().map(HasId::id).collect()
 }
 
-fn in_index<T: HasId>(list: &KeyedList<T>) -> Result<impl Fn(&T::Id) -> bool + '_, ReduceError> {
-    let index = list.index_for(&ById)?;
-    Ok(move |id: &T::Id| {
-        index
-            .find(list.as_slice(), &ById, &id)
-            .ok()
-            .flatten()
-            .is_some()
-    })
+/// The update items whose id is not in the list (and that `skip` does not reject), with the
+/// ids looked up in one batch.
+fn new_in_index<T: HasId>(
+    list: &KeyedList<T>,
+    update: Vec<T>,
+    skip: impl Fn(&T) -> bool,
+) -> Result<Vec<T>, ReduceError> {
+    let keep = {
+        let index = list.index_for(&ById)?;
+        let ids: Vec<&T::Id> = update.iter().map(HasId::id).collect();
+        let found = index.find_many(list.as_slice(), &ById, &ids)?;
+        update
+            .iter()
+            .zip(found)
+            .map(|(item, at)| !skip(item) && at.is_none())
+            .collect::<Vec<bool>>()
+    };
+    Ok(update
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(item, keep)| keep.then_some(item))
+        .collect())
 }
 
 impl AddMessages {
@@ -302,8 +315,7 @@ impl Reducer<KeyedList<Message>> for AddMessages {
         if update.is_empty() {
             return Ok(update);
         }
-        let exists = in_index(current)?;
-        Ok(new_by_id(update, exists, |m| m.delta))
+        new_in_index(current, update, |m| m.delta)
     }
     fn apply(&self, current: &mut KeyedList<Message>, plan: Vec<Message>) {
         current.extend_keyed(&ById, plan);
@@ -346,8 +358,7 @@ impl<T: HasId> Reducer<KeyedList<T>> for AppendItems {
         if update.is_empty() {
             return Ok(update);
         }
-        let exists = in_index(current)?;
-        Ok(new_by_id(update, exists, |_| false))
+        new_in_index(current, update, |_| false)
     }
     fn apply(&self, current: &mut KeyedList<T>, plan: Vec<T>) {
         current.extend_keyed(&ById, plan);

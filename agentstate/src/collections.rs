@@ -65,13 +65,13 @@ impl KeyTag {
     fn of<T, K: KeyFn<T> + 'static>(key: &K) -> Self {
         KeyTag {
             type_id: TypeId::of::<K>(),
-            label: key.label().map(str::to_owned),
+            label: key.key_label().map(str::to_owned),
         }
     }
 
     /// Whether an index with this tag was built by `key`'s key function (without allocating).
     fn matches<T, K: KeyFn<T> + 'static>(&self, key: &K) -> bool {
-        self.type_id == TypeId::of::<K>() && self.label.as_deref() == key.label()
+        self.type_id == TypeId::of::<K>() && self.label.as_deref() == key.key_label()
     }
 }
 

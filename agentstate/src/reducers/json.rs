@@ -90,9 +90,6 @@ impl KeyFn<Value> for JsonField {
             ))
         })
     }
-    fn label(&self) -> Option<&str> {
-        Some(&self.0)
-    }
 }
 
 impl KeyLabel for JsonField {
@@ -254,7 +251,7 @@ impl<K> Merges<Value> for DedupeAppend<K> {
     type Plan = Vec<Value>;
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for DedupeAppend<K> {
+impl<K: KeyFn<Value>> Reducer<Value> for DedupeAppend<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Vec<Value>, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;
@@ -277,7 +274,7 @@ impl<K> Merges<Value> for MergeByKey<K> {
     type Plan = super::keyed::KeyedPlan<Value>;
 }
 
-impl<K: KeyFn<Value> + KeyLabel> Reducer<Value> for MergeByKey<K> {
+impl<K: KeyFn<Value>> Reducer<Value> for MergeByKey<K> {
     fn plan(&self, current: &Value, update: Value) -> Result<Self::Plan, ReduceError> {
         let existing = list(current, "the current value")?;
         let update = into_list(update, "the update")?;

@@ -34,8 +34,9 @@ pub trait HasId {
 ///
 /// Build one with [`by_field`] (a closure returning a reference into the item, e.g.
 /// `|t: &Task| &t.id`), [`by_value`] (a closure or function returning an owned key), or use
-/// [`Identity`] (the item itself) and [`ById`] (the item's [`HasId`] id).
-pub trait KeyFn<T> {
+/// [`Identity`] (the item itself) and [`ById`] (the item's [`HasId`] id). Its [`KeyLabel`] is how
+/// it shows in a schema.
+pub trait KeyFn<T>: KeyLabel {
     /// The key's type; it may borrow from the item.
     type Key<'a>: Hash + Eq
     where
@@ -45,11 +46,6 @@ pub trait KeyFn<T> {
     /// The key of `item`. Fails only for keys that can be missing (a JSON item without the key
     /// field); the keyed reducers report that as a `reducer_error`.
     fn key<'a>(&'a self, item: &'a T) -> Result<Self::Key<'a>, ReduceError>;
-
-    /// How the key shows in a schema: the name of the item field it reads, when there is one.
-    fn label(&self) -> Option<&str> {
-        None
-    }
 }
 
 /// The item itself is its key (`dedupe_append()` with no key).
@@ -77,9 +73,6 @@ impl<T: HasId> KeyFn<T> for ById {
         T: 'a;
     fn key<'a>(&'a self, item: &'a T) -> Result<&'a T::Id, ReduceError> {
         Ok(item.id())
-    }
-    fn label(&self) -> Option<&str> {
-        Some("id")
     }
 }
 
@@ -129,9 +122,6 @@ where
     fn key<'a>(&'a self, item: &'a T) -> Result<&'a K, ReduceError> {
         Ok((self.f)(item))
     }
-    fn label(&self) -> Option<&str> {
-        self.label
-    }
 }
 
 /// A key computed from the item as an owned value, built by [`by_value`].
@@ -179,9 +169,6 @@ where
         Self: 'a;
     fn key<'a>(&'a self, item: &'a T) -> Result<K, ReduceError> {
         Ok((self.f)(item))
-    }
-    fn label(&self) -> Option<&str> {
-        self.label
     }
 }
 
@@ -308,8 +295,9 @@ fn key_params(label: Option<&str>) -> Map<String, Value> {
     )])
 }
 
-/// Key labels are shown in schemas only for key functions that have one, so `ReducerInfo` is
-/// implemented for the key functions this crate knows.
+/// How a key function shows in a schema and tells its index apart: the name of the item field it
+/// reads, or a function's path, when there is one. It does not depend on the item type, so a
+/// reducer can describe itself without knowing the field it runs on.
 pub trait KeyLabel {
     /// The label, if any.
     fn key_label(&self) -> Option<&str>;
@@ -412,7 +400,7 @@ impl<T, K> Merges<Vec<T>> for DedupeAppend<K> {
     type Plan = Vec<T>;
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for DedupeAppend<K> {
+impl<T, K: KeyFn<T>> Reducer<Vec<T>> for DedupeAppend<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
         if update.is_empty() {
             return Ok(update);
@@ -437,7 +425,7 @@ impl<T, K> Merges<Vec<T>> for MergeByKey<K> {
     type Plan = KeyedPlan<T>;
 }
 
-impl<T, K: KeyFn<T> + KeyLabel> Reducer<Vec<T>> for MergeByKey<K> {
+impl<T, K: KeyFn<T>> Reducer<Vec<T>> for MergeByKey<K> {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<KeyedPlan<T>, ReduceError> {
         plan_merge_by_key(&self.key, current, update)
     }
@@ -524,7 +512,7 @@ impl<T, K> Merges<KeyedList<T>> for DedupeAppend<K> {
 
 impl<T, K> Reducer<KeyedList<T>> for DedupeAppend<K>
 where
-    K: KeyFn<T> + KeyLabel + 'static,
+    K: KeyFn<T> + 'static,
 {
     fn plan(&self, current: &KeyedList<T>, update: KeyedList<T>) -> Result<Vec<T>, ReduceError> {
         let update = update.into_vec();
@@ -554,7 +542,7 @@ impl<T, K> Merges<KeyedList<T>> for MergeByKey<K> {
 
 impl<T, K> Reducer<KeyedList<T>> for MergeByKey<K>
 where
-    K: KeyFn<T> + KeyLabel + 'static,
+    K: KeyFn<T> + 'static,
 {
     fn plan(
         &self,

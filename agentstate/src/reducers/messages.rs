@@ -262,20 +262,16 @@ fn new_in_index<T: HasId>(
         .collect())
 }
 
-impl AddMessages {
-    pub(crate) fn merge_into_vec(&self, left: &mut Vec<Message>, right: Vec<Message>) {
-        let ids = existing_ids(left);
-        let fresh = new_by_id(right, |id| ids.contains(id), |m| m.delta);
-        left.extend(fresh);
-    }
+/// The messages of `right` that `add_messages` appends to `left`.
+pub(crate) fn fresh_messages(left: &[Message], right: Vec<Message>) -> Vec<Message> {
+    let ids = existing_ids(left);
+    new_by_id(right, |id| ids.contains(id), |m| m.delta)
 }
 
-impl AppendItems {
-    pub(crate) fn merge_into_vec<T: HasId>(&self, left: &mut Vec<T>, right: Vec<T>) {
-        let ids = existing_ids(left);
-        let fresh = new_by_id(right, |id| ids.contains(id), |_| false);
-        left.extend(fresh);
-    }
+/// The items of `right` that `append_items` appends to `left`.
+pub(crate) fn fresh_items<T: HasId>(left: &[T], right: Vec<T>) -> Vec<T> {
+    let ids = existing_ids(left);
+    new_by_id(right, |id| ids.contains(id), |_| false)
 }
 
 impl Merges<Vec<Message>> for AddMessages {
@@ -289,8 +285,7 @@ impl Reducer<Vec<Message>> for AddMessages {
         current: &Vec<Message>,
         update: Vec<Message>,
     ) -> Result<Vec<Message>, ReduceError> {
-        let ids = existing_ids(current);
-        Ok(new_by_id(update, |id| ids.contains(id), |m| m.delta))
+        Ok(fresh_messages(current, update))
     }
     fn apply(&self, current: &mut Vec<Message>, plan: Vec<Message>) {
         current.extend(plan);
@@ -336,8 +331,7 @@ impl<T: HasId> Merges<Vec<T>> for AppendItems {
 
 impl<T: HasId> Reducer<Vec<T>> for AppendItems {
     fn plan(&self, current: &Vec<T>, update: Vec<T>) -> Result<Vec<T>, ReduceError> {
-        let ids = existing_ids(current);
-        Ok(new_by_id(update, |id| ids.contains(id), |_| false))
+        Ok(fresh_items(current, update))
     }
     fn apply(&self, current: &mut Vec<T>, plan: Vec<T>) {
         current.extend(plan);

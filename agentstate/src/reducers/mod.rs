@@ -293,7 +293,8 @@ pub fn add_messages(
     mut left: Vec<crate::message::Message>,
     right: Vec<crate::message::Message>,
 ) -> Vec<crate::message::Message> {
-    AddMessages.merge_into_vec(&mut left, right);
+    let fresh = messages::fresh_messages(&left, right);
+    left.extend(fresh);
     left
 }
 
@@ -309,7 +310,8 @@ pub fn replace_messages(
 /// `append_items` (AgentFlow): append the items of `right` whose id is not among `left`'s ids.
 /// Duplicates inside `right` are all kept, as in AgentFlow. See [`AppendItems`].
 pub fn append_items<T: HasId>(mut left: Vec<T>, right: Vec<T>) -> Vec<T> {
-    AppendItems.merge_into_vec(&mut left, right);
+    let fresh = messages::fresh_items(&left, right);
+    left.extend(fresh);
     left
 }
 

@@ -1840,7 +1840,7 @@ fn agent_state_context_merges_with_add_messages() {
         state.context.get_by_id(&mid("m3")),
         Some(&assistant("m3", "answer"))
     );
-    assert_eq!(state.context.message(&mid("m1")), Some(&user("m1", "hi")));
+    assert_eq!(state.context.get_by_id(&mid("m1")), Some(&user("m1", "hi")));
     assert!(state.context.contains_id(&mid("m1")));
     assert!(!state.context.contains_id(&mid("m2")));
 }

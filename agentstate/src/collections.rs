@@ -25,7 +25,7 @@
 //! ```
 
 use crate::error::ReduceError;
-use crate::message::{Message, MessageId};
+use crate::message::Message;
 use crate::reducers::{ById, HasId, KeyFn, ListField};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::any::TypeId;
@@ -332,13 +332,6 @@ impl<T: HasId> KeyedList<T> {
     /// Whether an item with this id is in the list.
     pub fn contains_id(&self, id: &T::Id) -> bool {
         self.get_by_id(id).is_some()
-    }
-}
-
-impl KeyedList<Message> {
-    /// The message with this id (the last one, should several share it).
-    pub fn message(&self, id: &MessageId) -> Option<&Message> {
-        self.get_by_id(id)
     }
 }
 

@@ -412,16 +412,15 @@ pub fn compose_field<T, U>(
 /// Combines two updates of a field through its reducer.
 #[doc(hidden)]
 pub fn compose_with<'a, T, R: Reducer<T>>(
-    field: &str,
+    field: &'a str,
     reducer: &'a R,
 ) -> impl FnOnce(R::Update, R::Update) -> Result<R::Update, Error> + 'a {
-    let field = field.to_owned();
     move |a, b| {
         reducer.compose(a, b).ok_or_else(|| {
             ReduceError::msg(
                 "this reducer cannot combine two updates into one; merge them one at a time",
             )
-            .into_error(&field, reducer.name())
+            .into_error(field, reducer.name())
         })
     }
 }

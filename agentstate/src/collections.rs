@@ -33,7 +33,7 @@ use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::OnceLock;
 
 /// The conversation history of an [`AgentState`](crate::state::AgentState): a list of messages
@@ -49,6 +49,12 @@ pub type MessageList = KeyedList<Message>;
 /// the same key function keep it up to date. Reading is as cheap as a slice (`Deref<Target =
 /// [T]>`); any mutable access through [`get_mut`](KeyedList::get_mut) or
 /// [`iter_mut`](KeyedList::iter_mut) drops the index, which the next merge rebuilds.
+///
+/// The index compares 128-bit fingerprints of keys (two randomly keyed SipHash values), not the
+/// keys themselves, so that a merge reads no item it does not change: in a long list each such
+/// read is a cache miss. Two different keys are taken for one with probability 2⁻¹²⁸ per
+/// comparison, far below the rate of hardware memory errors; keys that share only half of a
+/// fingerprint are told apart exactly.
 pub struct KeyedList<T> {
     items: Vec<T>,
     index: OnceLock<KeyIndex>,
@@ -75,13 +81,38 @@ impl KeyTag {
     }
 }
 
-/// Hash of each key to the last index holding a key with that hash. Keys are compared again on
-/// lookup, so a hash collision only costs a scan, never a wrong answer.
+/// A key's 128-bit fingerprint: two independently, randomly keyed 64-bit hashes. `probe` places
+/// the key in the slot table; `check` tells two keys with the same `probe` apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    probe: u64,
+    check: u64,
+}
+
+/// Where the index places a key: the last position of an item with the key's fingerprint.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    check: u64,
+    at: usize,
+}
+
+/// The key index of a [`KeyedList`]: each key's fingerprint to the last position of an item with
+/// that key.
+///
+/// A lookup compares fingerprints, not keys, so it never reads the list's items: in a list of
+/// 100k messages each item read is a cache (and TLB) miss, and not reading them is what keeps a
+/// merge into a long list about as fast as one into a short list. Two keys are taken for equal
+/// when both 64-bit halves of their fingerprints are equal; for two different keys that happens
+/// with probability 2⁻¹²⁸ (the hashers are keyed at random per index, so keys cannot be chosen to
+/// collide), the same bet as a content-addressed store. Keys whose `probe` halves collide but
+/// whose `check` halves differ are told apart exactly, by a scan of the list that compares keys.
+/// Debug builds also compare every key found with the item's key.
 #[derive(Clone)]
 pub(crate) struct KeyIndex {
     tag: KeyTag,
-    hasher: RandomState,
-    slots: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+    probe_hasher: RandomState,
+    check_hasher: RandomState,
+    slots: HashMap<u64, Slot, BuildHasherDefault<Prehashed>>,
 }
 
 /// The hasher of [`KeyIndex::slots`]: its keys are already hashes (by a randomly keyed
@@ -104,11 +135,22 @@ impl Hasher for Prehashed {
     }
 }
 
+/// What the slot table says about a fingerprint.
+enum Probe {
+    /// No item has a key with this fingerprint's `probe` half: the key is absent.
+    Absent,
+    /// The last item with this fingerprint.
+    At(usize),
+    /// Another key shares the `probe` half: only a scan can tell.
+    Unsure,
+}
+
 impl KeyIndex {
     fn build<T, K: KeyFn<T> + 'static>(key: &K, items: &[T]) -> Result<Self, ReduceError> {
         let mut index = KeyIndex {
             tag: KeyTag::of(key),
-            hasher: RandomState::new(),
+            probe_hasher: RandomState::new(),
+            check_hasher: RandomState::new(),
             slots: HashMap::with_capacity_and_hasher(items.len(), Default::default()),
         };
         for (i, item) in items.iter().enumerate() {
@@ -117,38 +159,53 @@ impl KeyIndex {
         Ok(index)
     }
 
+    /// The fingerprint of a key.
+    pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, k: &Q) -> Fingerprint {
+        Fingerprint {
+            probe: self.probe_hasher.hash_one(k),
+            check: self.check_hasher.hash_one(k),
+        }
+    }
+
     fn insert<T, K: KeyFn<T>>(&mut self, key: &K, item: &T, at: usize) -> Result<(), ReduceError> {
-        let hash = self.hasher.hash_one(key.key(item)?);
-        self.slots.insert(hash, at);
+        let fingerprint = self.fingerprint(&key.key(item)?);
+        self.insert_fingerprint(fingerprint, at);
         Ok(())
     }
 
+    /// Records that the item at `at` has a key with this fingerprint.
+    fn insert_fingerprint(&mut self, fingerprint: Fingerprint, at: usize) {
+        self.slots.insert(
+            fingerprint.probe,
+            Slot {
+                check: fingerprint.check,
+                at,
+            },
+        );
+    }
+
+    fn probe(&self, fingerprint: Fingerprint, len: usize) -> Probe {
+        match self.slots.get(&fingerprint.probe) {
+            None => Probe::Absent,
+            Some(slot) if slot.check == fingerprint.check && slot.at < len => Probe::At(slot.at),
+            Some(_) => Probe::Unsure,
+        }
+    }
+
     /// The last index of an item with each key of `keys`, in order: the same as calling
-    /// [`find`](KeyIndex::find) for each, but in stages (all hashes, then all slot probes, then
-    /// all verifications), so that the cache misses of different keys overlap instead of
-    /// queueing one behind another. This is what keeps a merge into a long list fast.
+    /// [`find`](KeyIndex::find) for each, but with all fingerprints computed before the slot
+    /// table is probed, so that the probes' cache misses overlap.
     pub(crate) fn find_many<'a, T, K: KeyFn<T>>(
         &self,
         items: &'a [T],
         key: &'a K,
         keys: &[K::Key<'a>],
     ) -> Result<Vec<Option<usize>>, ReduceError> {
-        let hashes: Vec<u64> = keys.iter().map(|k| self.hasher.hash_one(k)).collect();
-        let slots: Vec<Option<usize>> = hashes.iter().map(|h| self.slots.get(h).copied()).collect();
-        let candidates: Vec<Option<&T>> = slots
-            .iter()
-            .map(|s| s.and_then(|at| items.get(at)))
-            .collect();
-        let mut found = Vec::with_capacity(keys.len());
-        for ((k, slot), candidate) in keys.iter().zip(slots).zip(candidates) {
-            found.push(match (slot, candidate) {
-                (None, _) => None,
-                (Some(at), Some(item)) if key.key(item)? == *k => Some(at),
-                // A hash shared by two keys: the one-key path scans.
-                (Some(_), _) => self.find(items, key, k)?,
-            });
-        }
-        Ok(found)
+        let fingerprints: Vec<Fingerprint> = keys.iter().map(|k| self.fingerprint(k)).collect();
+        keys.iter()
+            .zip(fingerprints)
+            .map(|(k, fingerprint)| self.find_fingerprint(items, key, k, fingerprint))
+            .collect()
     }
 
     /// The last index of an item whose key equals `k`.
@@ -158,21 +215,36 @@ impl KeyIndex {
         key: &'a K,
         k: &K::Key<'a>,
     ) -> Result<Option<usize>, ReduceError> {
-        let Some(&at) = self.slots.get(&self.hasher.hash_one(k)) else {
-            return Ok(None);
-        };
-        if let Some(item) = items.get(at) {
-            if key.key(item)? == *k {
-                return Ok(Some(at));
+        self.find_fingerprint(items, key, k, self.fingerprint(k))
+    }
+
+    /// [`find`](KeyIndex::find) with the key's fingerprint already computed.
+    fn find_fingerprint<'a, T, K: KeyFn<T>>(
+        &self,
+        items: &'a [T],
+        key: &'a K,
+        k: &K::Key<'a>,
+        fingerprint: Fingerprint,
+    ) -> Result<Option<usize>, ReduceError> {
+        match self.probe(fingerprint, items.len()) {
+            Probe::Absent => Ok(None),
+            Probe::At(at) => {
+                #[cfg(debug_assertions)]
+                if let Ok(found) = key.key(&items[at]) {
+                    debug_assert!(found == *k, "the key index of a KeyedList is stale");
+                }
+                Ok(Some(at))
+            }
+            // Two keys share a `probe` hash: scan for this one, comparing keys.
+            Probe::Unsure => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    if key.key(item)? == *k {
+                        return Ok(Some(i));
+                    }
+                }
+                Ok(None)
             }
         }
-        // Two keys share a hash (or, defensively, the slot is out of range): scan for this one.
-        for (i, item) in items.iter().enumerate().rev() {
-            if key.key(item)? == *k {
-                return Ok(Some(i));
-            }
-        }
-        Ok(None)
     }
 }
 
@@ -581,6 +653,81 @@ mod tests {
         list.push((2, 3));
         reducer.reduce(&mut list, vec![(2, 30)].into()).unwrap();
         assert_eq!(list.as_slice(), [(9, 90), (2, 2), (1, 10), (2, 30)]);
+    }
+
+    /// A list of `(key, 0)` pairs.
+    fn pairs(keys: &[u32]) -> KeyedList<(u32, u32)> {
+        keys.iter().map(|&k| (k, 0)).collect()
+    }
+
+    /// The first element of a pair, as key.
+    fn first() -> crate::reducers::KeyRef<impl Fn(&(u32, u32)) -> &u32, u32> {
+        crate::reducers::by_field(|p: &(u32, u32)| &p.0)
+    }
+
+    #[test]
+    fn a_probe_hash_shared_with_another_key_falls_back_to_comparing_keys() {
+        let (list, key) = (pairs(&[10, 20, 30]), first());
+        let mut index = KeyIndex::build(&key, &list).unwrap();
+        // Make key 10 share its `probe` half with a different key: the slot now holds another
+        // check half, pointing at the item with key 20.
+        let ten = index.fingerprint(&&10u32);
+        index.slots.insert(
+            ten.probe,
+            Slot {
+                check: !ten.check,
+                at: 1,
+            },
+        );
+        assert_eq!(index.find(&list, &key, &&10).unwrap(), Some(0));
+        // An absent key in the same situation is still absent.
+        let forty = index.fingerprint(&&40u32);
+        index.slots.insert(
+            forty.probe,
+            Slot {
+                check: !forty.check,
+                at: 2,
+            },
+        );
+        assert_eq!(index.find(&list, &key, &&40).unwrap(), None);
+        let keys = [&10, &40, &30];
+        assert_eq!(
+            index.find_many(&list, &key, &keys).unwrap(),
+            [Some(0), None, Some(2)]
+        );
+    }
+
+    #[test]
+    fn a_slot_past_the_end_of_the_list_is_not_trusted() {
+        let (list, key) = (pairs(&[10, 20]), first());
+        let mut index = KeyIndex::build(&key, &list).unwrap();
+        let twenty = index.fingerprint(&&20u32);
+        index.insert_fingerprint(twenty, 7);
+        assert_eq!(index.find(&list, &key, &&20).unwrap(), Some(1));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the key index of a KeyedList is stale")]
+    fn debug_builds_catch_an_index_that_points_at_the_wrong_item() {
+        let (list, key) = (pairs(&[10, 20]), first());
+        let mut index = KeyIndex::build(&key, &list).unwrap();
+        let ten = index.fingerprint(&&10u32);
+        index.insert_fingerprint(ten, 1);
+        let _ = index.find(&list, &key, &&10);
+    }
+
+    #[test]
+    fn fingerprints_differ_between_keys_and_between_indexes() {
+        let (list, key) = (pairs(&[1]), first());
+        let a = KeyIndex::build(&key, &list).unwrap();
+        let b = KeyIndex::build(&key, &list).unwrap();
+        assert_eq!(a.fingerprint(&1u32), a.fingerprint(&1u32));
+        assert_ne!(a.fingerprint(&1u32), a.fingerprint(&2u32));
+        // Each index keys its hashers at random, so keys cannot be chosen to collide.
+        assert_ne!(a.fingerprint(&1u32), b.fingerprint(&1u32));
+        let f = a.fingerprint(&1u32);
+        assert_ne!(f.probe, f.check);
     }
 
     #[test]

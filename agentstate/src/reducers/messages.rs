@@ -420,8 +420,19 @@ pub enum UpsertPlan {
     },
 }
 
+/// The id an upsert entry puts or removes.
+fn target_id(entry: &MessageUpdate) -> Option<&MessageId> {
+    match entry {
+        MessageUpdate::Message(message) => Some(&message.message_id),
+        MessageUpdate::Remove(id) => Some(id),
+        MessageUpdate::RemoveAll => None,
+    }
+}
+
+/// `existing(i, id)` is the position of the existing message with `id`, asked for the `i`-th
+/// entry of `update`.
 fn plan_upsert(
-    existing: impl Fn(&MessageId) -> Option<usize>,
+    existing: impl Fn(usize, &MessageId) -> Option<usize>,
     mut update: Vec<MessageUpdate>,
 ) -> Result<UpsertPlan, ReduceError> {
     if let Some(last_reset) = update
@@ -434,7 +445,7 @@ fn plan_upsert(
             replace,
             append,
             remove,
-        } = plan_edit(|_| None, tail)?
+        } = plan_edit(|_, _| None, tail)?
         {
             debug_assert!(replace.is_empty());
             fresh = append;
@@ -446,21 +457,21 @@ fn plan_upsert(
 }
 
 fn plan_edit(
-    existing: impl Fn(&MessageId) -> Option<usize>,
+    existing: impl Fn(usize, &MessageId) -> Option<usize>,
     update: Vec<MessageUpdate>,
 ) -> Result<UpsertPlan, ReduceError> {
     let mut replace = Vec::new();
     let mut append: Vec<Message> = Vec::new();
     let mut appended: HashMap<MessageId, usize> = HashMap::new();
     let mut remove = HashSet::new();
-    for entry in update {
+    for (i, entry) in update.into_iter().enumerate() {
         match entry {
             MessageUpdate::Message(message) => {
                 let id = &message.message_id;
                 remove.remove(id);
                 if let Some(&slot) = appended.get(id) {
                     append[slot] = message;
-                } else if let Some(at) = existing(id) {
+                } else if let Some(at) = existing(i, id) {
                     replace.push((at, message));
                 } else {
                     appended.insert(id.clone(), append.len());
@@ -468,7 +479,7 @@ fn plan_edit(
                 }
             }
             MessageUpdate::Remove(id) => {
-                if appended.contains_key(&id) || existing(&id).is_some() {
+                if appended.contains_key(&id) || existing(i, &id).is_some() {
                     remove.insert(id);
                 } else {
                     return Err(ReduceError::msg(format!(
@@ -553,7 +564,7 @@ impl Reducer<Vec<Message>> for UpsertMessages {
         update: Vec<MessageUpdate>,
     ) -> Result<UpsertPlan, ReduceError> {
         let index = last_index_by_id(current);
-        plan_upsert(|id| index.get(id).copied(), update)
+        plan_upsert(|_, id| index.get(id).copied(), update)
     }
     fn apply(&self, current: &mut Vec<Message>, plan: UpsertPlan) {
         match plan {
@@ -589,9 +600,19 @@ impl Reducer<KeyedList<Message>> for UpsertMessages {
         current: &KeyedList<Message>,
         update: Vec<MessageUpdate>,
     ) -> Result<UpsertPlan, ReduceError> {
-        let index = current.index_for(&ById)?;
-        let list = current.as_slice();
-        plan_upsert(|id| index.find(list, &ById, &id).ok().flatten(), update)
+        // All ids are looked up in one batch, before the plan is made.
+        let found: Vec<Option<usize>> = {
+            let index = current.index_for(&ById)?;
+            let ids: Vec<&MessageId> = update.iter().filter_map(target_id).collect();
+            let mut found = index
+                .find_many(current.as_slice(), &ById, &ids)?
+                .into_iter();
+            update
+                .iter()
+                .map(|entry| target_id(entry).and_then(|_| found.next().flatten()))
+                .collect()
+        };
+        plan_upsert(|i, _| found.get(i).copied().flatten(), update)
     }
     fn apply(&self, current: &mut KeyedList<Message>, plan: UpsertPlan) {
         match plan {

@@ -2,19 +2,21 @@
 //! 100k items, on a plain container (`Vec`, maps) and, where the reducer has one, on an indexed
 //! container (`KeyedList`, `MessageList`, `VecDeque` for `bounded_append`).
 //!
-//! Only the merge is timed. For each iteration the setup clones the prepared field (its key
-//! index included) and runs one warm-up merge, so that the index exists and the list has already
-//! grown its allocation; the timed merge is then the steady-state cost of one more merge into a
-//! long-lived state. The state is dropped outside the timing. (The replacing reducers get no
-//! warm-up, which would replace the n items; dropping the old value is part of their cost.)
+//! Only the merge is timed. For each iteration the setup copies the prepared field into a fresh
+//! one and runs one warm-up merge, which builds a keyed list's index; the timed merge is then the
+//! cost of one more merge into a long-lived state. A list is copied with room for both merges,
+//! as a long-lived list has room at every merge but the one in about n/k that doubles its
+//! allocation (that merge also copies the list: O(n), amortized O(1) per item, as for any
+//! `Vec`). The state is dropped outside the timing. (The replacing reducers get no warm-up, which
+//! would replace the n items; dropping the old value is part of their cost.)
 //!
-//! Caches: after that setup, the field's memory is as warm as the clone left it; a field of 1k
-//! items fits in the CPU's L2 cache, one of 100k items does not, so part of what separates the
-//! two is the cost of cache misses, not of work. The `cold_cache` group repeats the indexed
-//! benchmarks after reading through a buffer larger than L2 in the setup, so that every size
-//! starts with the same cold caches (as in an agent, where model calls and tools run between two
-//! merges). The `reference` group measures 10 lookups in a `std` `HashMap` of n entries under
-//! both conditions: the textbook O(1) structure, for scale.
+//! Caches: after that setup, the field's memory is as warm as the setup left it, as between two
+//! merges in a row; a field of 1k items fits in the CPU's L2 cache, one of 100k items does not,
+//! so part of what separates the two is the cost of cache misses, not of work. The `cold_cache`
+//! group repeats the indexed benchmarks after reading through a buffer larger than L2 in the
+//! setup, so that every size starts with the same cold caches and TLB (as in an agent, where
+//! model calls and tools run between two merges). The `reference` group measures 10 lookups in
+//! a `std` `HashMap` of n entries under both conditions: the textbook O(1) structure, for scale.
 //!
 //! Run with `cargo bench --bench reducers`; the README's table comes from it.
 
@@ -116,8 +118,48 @@ fn by_id() -> KeyRef<impl Fn(&Rec) -> &u64 + Clone, u64> {
     by_field(|r: &Rec| &r.id)
 }
 
-/// Benchmarks one merge: the setup clones `field` and merges `warm_up` into it (when given),
-/// then merging `update` is timed.
+/// A copy of a prepared field to merge into, with room for the warm-up and the timed merge.
+trait Fresh {
+    fn fresh(&self) -> Self;
+}
+
+impl<T: Clone> Fresh for Vec<T> {
+    fn fresh(&self) -> Self {
+        let mut copy = Vec::with_capacity(self.len() + 2 * K);
+        copy.extend_from_slice(self);
+        copy
+    }
+}
+
+impl<T: Clone> Fresh for VecDeque<T> {
+    fn fresh(&self) -> Self {
+        let mut copy = VecDeque::with_capacity(self.len() + 2 * K);
+        copy.extend(self.iter().cloned());
+        copy
+    }
+}
+
+/// Without an index: the warm-up merge builds it.
+impl<T: Clone> Fresh for KeyedList<T> {
+    fn fresh(&self) -> Self {
+        KeyedList::from(self.as_slice().to_vec().fresh())
+    }
+}
+
+impl<K: Clone, V: Clone> Fresh for HashMap<K, V> {
+    fn fresh(&self) -> Self {
+        self.clone()
+    }
+}
+
+impl<K: Clone, V: Clone> Fresh for BTreeMap<K, V> {
+    fn fresh(&self) -> Self {
+        self.clone()
+    }
+}
+
+/// Benchmarks one merge: the setup makes a [`Fresh`] copy of `field` and merges `warm_up` into
+/// it (when given), then merging `update` is timed.
 fn bench_merge<T, R>(
     bencher: Bencher,
     reducer: &R,
@@ -125,7 +167,7 @@ fn bench_merge<T, R>(
     warm_up: Option<R::Update>,
     update: R::Update,
 ) where
-    T: Clone,
+    T: Fresh,
     R: Reducer<T>,
     R::Update: Clone,
 {
@@ -141,7 +183,7 @@ fn bench_merge_in<T, R>(
     warm_up: Option<R::Update>,
     update: R::Update,
 ) where
-    T: Clone,
+    T: Fresh,
     R: Reducer<T>,
     R::Update: Clone,
 {
@@ -151,7 +193,7 @@ fn bench_merge_in<T, R>(
     };
     bencher
         .with_inputs(|| {
-            let mut state = field.clone();
+            let mut state = field.fresh();
             if let Some(warm_up) = &warm_up {
                 reducer
                     .reduce(&mut state, warm_up.clone())
@@ -165,14 +207,6 @@ fn bench_merge_in<T, R>(
             let update = update.take().expect("one merge per input");
             reducer.reduce(state, update).expect("the merge succeeds");
         });
-}
-
-/// A field that already went through one merge of `reducer`, so a keyed list has its index.
-fn indexed<T, R: Reducer<T>>(reducer: &R, mut field: T, first: R::Update) -> T {
-    reducer
-        .reduce(&mut field, first)
-        .expect("the first merge succeeds");
-    field
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -356,7 +390,7 @@ mod dedupe_append {
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let reducer = DedupeAppend::by(by_id());
-        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]).into());
+        let field = KeyedList::from(records(n));
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
         bench_merge_in(
             bencher,
@@ -386,7 +420,7 @@ mod merge_by_key {
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let reducer = MergeByKey::new(by_id());
-        let field = indexed(&reducer, KeyedList::from(records(n)), recs(&[0]).into());
+        let field = KeyedList::from(records(n));
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
         bench_merge_in(
             bencher,
@@ -414,7 +448,7 @@ mod append_items {
     }
 
     pub(crate) fn keyed_list_in(bencher: Bencher, n: usize, cache: Cache) {
-        let field = indexed(&AppendItems, KeyedList::from(records(n)), recs(&[0]).into());
+        let field = KeyedList::from(records(n));
         let (warm, update) = (recs(&mixed_ids(n, 1)), recs(&mixed_ids(n, 2)));
         bench_merge_in(
             bencher,
@@ -480,8 +514,7 @@ mod add_messages {
     pub(crate) fn message_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let plain = history(n);
         let (warm, update) = (mixed_messages(&plain, 1), mixed_messages(&plain, 2));
-        let first = vec![plain[0].clone()];
-        let field: MessageList = indexed(&AddMessages, plain.into(), first.into());
+        let field: MessageList = plain.into();
         bench_merge_in(
             bencher,
             cache,
@@ -535,8 +568,7 @@ mod upsert_messages {
     pub(crate) fn message_list_in(bencher: Bencher, n: usize, cache: Cache) {
         let plain = history(n);
         let (warm, update) = (mixed_messages(&plain, 1), mixed_messages(&plain, 2));
-        let first = upserts(vec![plain[0].clone()]);
-        let field: MessageList = indexed(&UpsertMessages, plain.into(), first);
+        let field: MessageList = plain.into();
         bench_merge_in(
             bencher,
             cache,
@@ -554,8 +586,7 @@ mod upsert_messages {
         let (warm, update) = (mixed_messages(&plain, 1), mixed_messages(&plain, 2));
         let mut update = upserts(update);
         update.push(MessageUpdate::Remove(plain[n / 3].message_id.clone()));
-        let first = upserts(vec![plain[0].clone()]);
-        let field: MessageList = indexed(&UpsertMessages, plain.into(), first);
+        let field: MessageList = plain.into();
         bench_merge(
             bencher,
             &UpsertMessages,

@@ -318,6 +318,21 @@ impl<T> KeyedList<T> {
         }
     }
 
+    /// The last position of an item with the key of each of `probes` (under `key`), in order,
+    /// looked up in one batch.
+    pub(crate) fn find_keys_of<K: KeyFn<T> + 'static>(
+        &self,
+        key: &K,
+        probes: &[T],
+    ) -> Result<Vec<Option<usize>>, ReduceError> {
+        let index = self.index_for(key)?;
+        let keys = probes
+            .iter()
+            .map(|item| key.key(item))
+            .collect::<Result<Vec<_>, _>>()?;
+        index.find_many(&self.items, key, &keys)
+    }
+
     /// Makes sure the kept index is the one for `key`, rebuilding it if needed. On a key that
     /// cannot be computed the index is dropped instead.
     fn ensure_index<K: KeyFn<T> + 'static>(&mut self, key: &K) {

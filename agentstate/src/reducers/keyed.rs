@@ -356,7 +356,8 @@ pub struct KeyedPlan<T> {
     pub(crate) novel: Vec<T>,
 }
 
-/// Which update items `dedupe_append` keeps, given a lookup of existing keys.
+/// Which update items `dedupe_append` keeps, given a lookup of existing keys. `exists` is
+/// called once per update item, in order (so it may answer from lookups made in one batch).
 pub(crate) fn dedupe_mask<'a, T, K: KeyFn<T>>(
     key: &'a K,
     update: &'a [T],
@@ -461,7 +462,8 @@ fn plan_merge_by_key<T, K: KeyFn<T>>(
 }
 
 /// The slot of each update item: `Ok(index)` replaces an existing item, `Err(n)` is the n-th
-/// novel item.
+/// novel item. `existing` is called once per update item, in order (so it may answer from
+/// lookups made in one batch).
 pub(crate) fn slot_update<'a, T, K: KeyFn<T>>(
     key: &'a K,
     update: &'a [T],
@@ -519,10 +521,8 @@ where
         if update.is_empty() {
             return Ok(update);
         }
-        let index = current.index_for(&self.key)?;
-        let keep = dedupe_mask(&self.key, &update, |k| {
-            Ok(index.find(current.as_slice(), &self.key, k)?.is_some())
-        })?;
+        let mut found = current.find_keys_of(&self.key, &update)?.into_iter();
+        let keep = dedupe_mask(&self.key, &update, |_| Ok(found.next().flatten().is_some()))?;
         Ok(keep_masked(update, &keep))
     }
     fn apply(&self, current: &mut KeyedList<T>, plan: Vec<T>) {
@@ -553,10 +553,8 @@ where
         if update.is_empty() {
             return Ok(place(update, Vec::new()));
         }
-        let index = current.index_for(&self.key)?;
-        let slots = slot_update(&self.key, &update, |k| {
-            index.find(current.as_slice(), &self.key, k)
-        })?;
+        let mut found = current.find_keys_of(&self.key, &update)?.into_iter();
+        let slots = slot_update(&self.key, &update, |_| Ok(found.next().flatten()))?;
         Ok(place(update, slots))
     }
     fn apply(&self, current: &mut KeyedList<T>, plan: KeyedPlan<T>) {

@@ -246,9 +246,7 @@ fn new_in_index<T: HasId>(
     skip: impl Fn(&T) -> bool,
 ) -> Result<Vec<T>, ReduceError> {
     let keep = {
-        let index = list.index_for(&ById)?;
-        let ids: Vec<&T::Id> = update.iter().map(HasId::id).collect();
-        let found = index.find_many(list.as_slice(), &ById, &ids)?;
+        let found = list.find_keys_of(&ById, &update)?;
         update
             .iter()
             .zip(found)

@@ -25,8 +25,8 @@
 //! ```
 
 use crate::error::ReduceError;
+use crate::keys::{ById, HasId, KeyFn, ListField};
 use crate::message::Message;
-use crate::reducers::{ById, HasId, KeyFn, ListField};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -528,7 +528,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for KeyedList<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reducers::{by_field, by_value, DedupeAppend, MergeByKey, Reducer};
+    use crate::keys::{by_field, by_value, KeyRef};
+    use crate::reducers::{DedupeAppend, MergeByKey, Reducer};
 
     #[test]
     fn serializes_as_a_plain_list_and_rebuilds_on_deserialize() {
@@ -676,8 +677,8 @@ mod tests {
     }
 
     /// The first element of a pair, as key.
-    fn first() -> crate::reducers::KeyRef<impl Fn(&(u32, u32)) -> &u32, u32> {
-        crate::reducers::by_field(|p: &(u32, u32)| &p.0)
+    fn first() -> KeyRef<impl Fn(&(u32, u32)) -> &u32, u32> {
+        by_field(|p: &(u32, u32)| &p.0)
     }
 
     #[test]
@@ -748,7 +749,7 @@ mod tests {
     #[test]
     fn batched_lookups_answer_like_single_ones() {
         let list: KeyedList<(u32, u32)> = (0..500).map(|i| (i % 200, i)).collect();
-        let key = crate::reducers::by_field(|p: &(u32, u32)| &p.0);
+        let key = by_field(|p: &(u32, u32)| &p.0);
         let index = list.index_for(&key).unwrap();
         let wanted: Vec<u32> = vec![0, 199, 200, 7, 1_000, 7, 150];
         let keys: Vec<&u32> = wanted.iter().collect();

@@ -21,7 +21,7 @@
 //! ```
 
 use crate::error::Error;
-use crate::State;
+use crate::state::State;
 
 /// A state and the updates merged into it since it was wrapped, in order.
 #[derive(Debug, Clone, PartialEq)]

@@ -36,6 +36,7 @@ pub mod agui;
 pub mod collections;
 pub mod error;
 pub mod journal;
+pub mod keys;
 pub mod message;
 pub mod output;
 pub mod reducers;

@@ -2,12 +2,13 @@
 //! a derived state merge with. A value of the wrong shape (an `append` update that is not a list)
 //! is a `reducer_error` that says what was found.
 
-use super::keyed::{dedupe_mask, keep_masked, last_indices, place, slot_update, KeyFn, KeyLabel};
+use super::keyed::{dedupe_mask, keep_masked, last_indices, place, slot_update};
 use super::{
     AddMessages, Append, BoundedAppend, ConcatFlatten, DedupeAppend, Merge, MergeAll, MergeByKey,
     Merges, Reducer, ReplaceMessages, UpsertMessages,
 };
 use crate::error::ReduceError;
+use crate::keys::{KeyFn, KeyLabel};
 use crate::message::Message;
 use serde_json::{Map, Value};
 

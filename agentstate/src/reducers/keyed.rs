@@ -4,194 +4,10 @@
 use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::{Error, ReduceError};
+use crate::keys::{Identity, KeyFn, KeyLabel};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
-use std::hash::Hash;
-use std::marker::PhantomData;
-
-/// Something with an id, for AgentFlow's `append_items` (which dedupes by `item.id`) and for
-/// id lookups in a [`KeyedList`].
-///
-/// ```
-/// use agentstate::reducers::HasId;
-///
-/// struct Finding { id: u32, text: String }
-///
-/// impl HasId for Finding {
-///     type Id = u32;
-///     fn id(&self) -> &u32 { &self.id }
-/// }
-/// ```
-pub trait HasId {
-    /// The id's type.
-    type Id: Hash + Eq + Debug;
-    /// The item's id.
-    fn id(&self) -> &Self::Id;
-}
-
-/// A key function: maps a list item to the key a keyed reducer compares.
-///
-/// Build one with [`by_field`] (a closure returning a reference into the item, e.g.
-/// `|t: &Task| &t.id`), [`by_value`] (a closure or function returning an owned key), or use
-/// [`Identity`] (the item itself) and [`ById`] (the item's [`HasId`] id). Its [`KeyLabel`] is how
-/// it shows in a schema.
-pub trait KeyFn<T>: KeyLabel {
-    /// The key's type; it may borrow from the item.
-    type Key<'a>: Hash + Eq
-    where
-        T: 'a,
-        Self: 'a;
-
-    /// The key of `item`. Fails only for keys that can be missing (a JSON item without the key
-    /// field); the keyed reducers report that as a `reducer_error`.
-    fn key<'a>(&'a self, item: &'a T) -> Result<Self::Key<'a>, ReduceError>;
-}
-
-/// The item itself is its key (`dedupe_append()` with no key).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Identity;
-
-impl<T: Hash + Eq> KeyFn<T> for Identity {
-    type Key<'a>
-        = &'a T
-    where
-        T: 'a;
-    fn key<'a>(&'a self, item: &'a T) -> Result<&'a T, ReduceError> {
-        Ok(item)
-    }
-}
-
-/// The item's [`HasId`] id is its key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ById;
-
-impl<T: HasId> KeyFn<T> for ById {
-    type Key<'a>
-        = &'a T::Id
-    where
-        T: 'a;
-    fn key<'a>(&'a self, item: &'a T) -> Result<&'a T::Id, ReduceError> {
-        Ok(item.id())
-    }
-}
-
-/// A key borrowed from the item, built by [`by_field`].
-pub struct KeyRef<F, K: ?Sized> {
-    f: F,
-    label: Option<&'static str>,
-    _key: PhantomData<fn(&K)>,
-}
-
-impl<F, K: ?Sized> KeyRef<F, K> {
-    /// Names the item field this key reads, for schemas.
-    pub fn named(mut self, label: &'static str) -> Self {
-        self.label = Some(label);
-        self
-    }
-}
-
-impl<F: Clone, K: ?Sized> Clone for KeyRef<F, K> {
-    fn clone(&self) -> Self {
-        KeyRef {
-            f: self.f.clone(),
-            label: self.label,
-            _key: PhantomData,
-        }
-    }
-}
-
-impl<F, K: ?Sized> Debug for KeyRef<F, K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyRef")
-            .field("label", &self.label)
-            .finish()
-    }
-}
-
-impl<T, K, F> KeyFn<T> for KeyRef<F, K>
-where
-    K: ?Sized + Hash + Eq,
-    F: Fn(&T) -> &K,
-{
-    type Key<'a>
-        = &'a K
-    where
-        T: 'a,
-        Self: 'a;
-    fn key<'a>(&'a self, item: &'a T) -> Result<&'a K, ReduceError> {
-        Ok((self.f)(item))
-    }
-}
-
-/// A key computed from the item as an owned value, built by [`by_value`].
-pub struct KeyValue<F, K> {
-    f: F,
-    label: Option<&'static str>,
-    _key: PhantomData<fn() -> K>,
-}
-
-impl<F, K> KeyValue<F, K> {
-    /// Names the key for schemas (for example the function's path).
-    pub fn named(mut self, label: &'static str) -> Self {
-        self.label = Some(label);
-        self
-    }
-}
-
-impl<F: Clone, K> Clone for KeyValue<F, K> {
-    fn clone(&self) -> Self {
-        KeyValue {
-            f: self.f.clone(),
-            label: self.label,
-            _key: PhantomData,
-        }
-    }
-}
-
-impl<F, K> Debug for KeyValue<F, K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KeyValue")
-            .field("label", &self.label)
-            .finish()
-    }
-}
-
-impl<T, K, F> KeyFn<T> for KeyValue<F, K>
-where
-    K: Hash + Eq,
-    F: Fn(&T) -> K,
-{
-    type Key<'a>
-        = K
-    where
-        T: 'a,
-        Self: 'a;
-    fn key<'a>(&'a self, item: &'a T) -> Result<K, ReduceError> {
-        Ok((self.f)(item))
-    }
-}
-
-/// A key that borrows a part of the item: `by_field(|task: &Task| &task.id)`.
-///
-/// This is the form `#[reducer(merge_by_key(key = id))]` generates. Going through this function
-/// is what lets the closure return a reference into its argument.
-pub fn by_field<T, K: ?Sized, F: Fn(&T) -> &K>(f: F) -> KeyRef<F, K> {
-    KeyRef {
-        f,
-        label: None,
-        _key: PhantomData,
-    }
-}
-
-/// A key computed as an owned value: `by_value(|m: &Msg| m.tool_call_id.clone())`.
-pub fn by_value<T, K, F: Fn(&T) -> K>(f: F) -> KeyValue<F, K> {
-    KeyValue {
-        f,
-        label: None,
-        _key: PhantomData,
-    }
-}
 
 /// `dedupe_append(key=None)`: appends the update's items whose key has not been seen.
 ///
@@ -293,35 +109,6 @@ fn key_params(label: Option<&str>) -> Map<String, Value> {
         "key".to_owned(),
         label.map_or(Value::Null, |l| Value::String(l.to_owned())),
     )])
-}
-
-/// How a key function shows in a schema and tells its index apart: the name of the item field it
-/// reads, or a function's path, when there is one. It does not depend on the item type, so a
-/// reducer can describe itself without knowing the field it runs on.
-pub trait KeyLabel {
-    /// The label, if any.
-    fn key_label(&self) -> Option<&str>;
-}
-
-impl KeyLabel for Identity {
-    fn key_label(&self) -> Option<&str> {
-        None
-    }
-}
-impl KeyLabel for ById {
-    fn key_label(&self) -> Option<&str> {
-        Some("id")
-    }
-}
-impl<F, K: ?Sized> KeyLabel for KeyRef<F, K> {
-    fn key_label(&self) -> Option<&str> {
-        self.label
-    }
-}
-impl<F, K> KeyLabel for KeyValue<F, K> {
-    fn key_label(&self) -> Option<&str> {
-        self.label
-    }
 }
 
 impl<K: KeyLabel> ReducerInfo for DedupeAppend<K> {
@@ -571,6 +358,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::{by_field, by_value, KeyRef};
 
     #[derive(Debug, Clone, PartialEq)]
     struct Rec {

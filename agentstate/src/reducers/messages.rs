@@ -1,20 +1,13 @@
 //! Message reducers: AgentFlow's `add_messages`, `replace_messages` and `append_items`, the
 //! `remove_tool_messages` helper, and LangGraph's message semantics as `upsert_messages`.
 
-use super::keyed::{ById, HasId};
 use super::{Merges, Reducer, ReducerInfo};
 use crate::collections::KeyedList;
 use crate::error::ReduceError;
+use crate::keys::{ById, HasId};
 use crate::message::{Message, MessageId, Role};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::{HashMap, HashSet};
-
-impl HasId for Message {
-    type Id = MessageId;
-    fn id(&self) -> &MessageId {
-        &self.message_id
-    }
-}
 
 /// `add_messages` (AgentFlow): appends the update's messages whose `message_id` is not among the
 /// *existing* messages' ids and that are not `delta` messages.

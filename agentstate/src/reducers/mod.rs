@@ -62,9 +62,10 @@ pub use basic::{Append, ConcatFlatten, LastWriteWins, Merge, MergeAll, ReplaceVa
 pub use bounded::BoundedAppend;
 pub use custom::FnReducer;
 pub use json::{JsonField, JsonValue};
-pub use keyed::{
-    by_field, by_value, ById, DedupeAppend, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyValue,
-    KeyedPlan, MergeByKey,
+pub use keyed::{DedupeAppend, KeyedPlan, MergeByKey};
+// The key functions and id trait the keyed reducers take, defined in `keys`.
+pub use crate::keys::{
+    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyValue, ListField,
 };
 pub use messages::{
     remove_tool_messages, AddMessages, AppendItems, MessageUpdate, ReplaceMessages, UpsertMessages,
@@ -174,25 +175,6 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
         self.apply(current, plan);
         Ok(())
     }
-}
-
-/// A list-shaped field type, naming its item type. The derive uses it to type key closures.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a list, so a keyed reducer (`merge_by_key`, `dedupe_append` with a key) cannot merge into it",
-    label = "not a list",
-    note = "keyed reducers merge into `Vec<T>`, `KeyedList<T>` or a JSON array"
-)]
-pub trait ListField {
-    /// The type of the list's items.
-    type Item;
-}
-
-impl<T> ListField for Vec<T> {
-    type Item = T;
-}
-
-impl<T> ListField for std::collections::VecDeque<T> {
-    type Item = T;
 }
 
 /// `last_write_wins`: the default reducer; the update replaces the value.

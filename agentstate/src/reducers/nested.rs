@@ -1,7 +1,7 @@
 //! `nested`: a field that is itself a state merges with its own update, field by field.
 
 use super::{Merges, ReducerInfo};
-use crate::State;
+use crate::state::State;
 
 /// `#[reducer(nested)]`: the field is a state of its own (usually derived) and merges its own
 /// update type recursively, atomically with the outer state. Errors name the field as

@@ -28,6 +28,7 @@ use crate::error::ReduceError;
 use crate::keys::{ById, HasId, KeyFn, ListField};
 use crate::message::Message;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use siphasher::sip128::{Hasher128, SipHasher13};
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
@@ -50,7 +51,7 @@ pub type MessageList = KeyedList<Message>;
 /// [T]>`); any mutable access through [`get_mut`](KeyedList::get_mut) or
 /// [`iter_mut`](KeyedList::iter_mut) drops the index, which the next merge rebuilds.
 ///
-/// The index compares 128-bit fingerprints of keys (two randomly keyed SipHash values), not the
+/// The index compares 128-bit fingerprints of keys (one randomly keyed SipHash-1-3-128 value), not the
 /// keys themselves, so that a merge reads no item it does not change: in a long list each such
 /// read is a cache miss. Two different keys are taken for one with probability 2⁻¹²⁸ per
 /// comparison, far below the rate of hardware memory errors; keys that share only half of a
@@ -81,8 +82,9 @@ impl KeyTag {
     }
 }
 
-/// A key's 128-bit fingerprint: two independently, randomly keyed 64-bit hashes. `probe` places
-/// the key in the slot table; `check` tells two keys with the same `probe` apart.
+/// A key's 128-bit fingerprint: the two halves of one randomly keyed SipHash-1-3-128 hash, computed
+/// in one pass over the key. `probe` places the key in the slot table; `check` tells two keys
+/// with the same `probe` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fingerprint {
     probe: u64,
@@ -103,16 +105,45 @@ struct Slot {
 /// 100k messages each item read is a cache (and TLB) miss, and not reading them is what keeps a
 /// merge into a long list about as fast as one into a short list. Two keys are taken for equal
 /// when both 64-bit halves of their fingerprints are equal; for two different keys that happens
-/// with probability 2⁻¹²⁸ (the hashers are keyed at random per index, so keys cannot be chosen to
+/// with probability 2⁻¹²⁸ (the hash is keyed at random per index, so keys cannot be chosen to
 /// collide), the same bet as a content-addressed store. Keys whose `probe` halves collide but
 /// whose `check` halves differ are told apart exactly, by a scan of the list that compares keys.
 /// Debug builds also compare every key found with the item's key.
 #[derive(Clone)]
 pub(crate) struct KeyIndex {
     tag: KeyTag,
-    probe_hasher: RandomState,
-    check_hasher: RandomState,
+    hasher: FingerprintHasher,
     slots: HashMap<u64, Slot, BuildHasherDefault<Prehashed>>,
+}
+
+/// The keys of an index's SipHash-1-3-128, drawn at random for each index so that keys cannot be
+/// chosen to collide.
+#[derive(Clone, Copy)]
+struct FingerprintHasher {
+    k0: u64,
+    k1: u64,
+}
+
+impl FingerprintHasher {
+    /// Random keys, from the standard library's randomly seeded `RandomState`.
+    fn random() -> Self {
+        let seed = RandomState::new();
+        FingerprintHasher {
+            k0: seed.hash_one(0x5eed_u64),
+            k1: seed.hash_one(0xf00d_u64),
+        }
+    }
+
+    /// Hashes `k` once, to 128 bits.
+    fn fingerprint<Q: Hash + ?Sized>(&self, k: &Q) -> Fingerprint {
+        let mut hasher = SipHasher13::new_with_keys(self.k0, self.k1);
+        k.hash(&mut hasher);
+        let hash = hasher.finish128();
+        Fingerprint {
+            probe: hash.h1,
+            check: hash.h2,
+        }
+    }
 }
 
 /// The hasher of [`KeyIndex::slots`]: its keys are already hashes (by a randomly keyed
@@ -149,8 +180,7 @@ impl KeyIndex {
     fn build<T, K: KeyFn<T> + 'static>(key: &K, items: &[T]) -> Result<Self, ReduceError> {
         let mut index = KeyIndex {
             tag: KeyTag::of(key),
-            probe_hasher: RandomState::new(),
-            check_hasher: RandomState::new(),
+            hasher: FingerprintHasher::random(),
             slots: HashMap::with_capacity_and_hasher(items.len(), Default::default()),
         };
         for (i, item) in items.iter().enumerate() {
@@ -161,10 +191,7 @@ impl KeyIndex {
 
     /// The fingerprint of a key.
     pub(crate) fn fingerprint<Q: Hash + ?Sized>(&self, k: &Q) -> Fingerprint {
-        Fingerprint {
-            probe: self.probe_hasher.hash_one(k),
-            check: self.check_hasher.hash_one(k),
-        }
+        self.hasher.fingerprint(k)
     }
 
     fn insert<T, K: KeyFn<T>>(&mut self, key: &K, item: &T, at: usize) -> Result<(), ReduceError> {

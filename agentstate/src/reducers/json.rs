@@ -24,14 +24,38 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-fn list<'a>(value: &'a Value, what: &str) -> Result<&'a Vec<Value>, ReduceError> {
-    value
-        .as_array()
-        .ok_or_else(|| ReduceError::msg(format!("{what} must be a list, got {}", kind_of(value))))
+/// The items of a current list value. `null` (what `Value::default()` is, so what a derived
+/// state's `Value` field starts as) is the empty list.
+fn list<'a>(value: &'a Value, what: &str) -> Result<&'a [Value], ReduceError> {
+    match value {
+        Value::Array(items) => Ok(items),
+        Value::Null => Ok(&[]),
+        other => Err(ReduceError::msg(format!(
+            "{what} must be a list, got {}",
+            kind_of(other)
+        ))),
+    }
 }
 
+/// The current list to apply a plan to, turning `null` into the empty list.
+fn list_mut(current: &mut Value) -> Option<&mut Vec<Value>> {
+    if current.is_null() {
+        *current = Value::Array(Vec::new());
+    }
+    current.as_array_mut()
+}
+
+/// The current object to apply a plan to, turning `null` into the empty object.
+fn object_mut(current: &mut Value) -> Option<&mut Map<String, Value>> {
+    if current.is_null() {
+        *current = Value::Object(Map::new());
+    }
+    current.as_object_mut()
+}
+
+/// Checks a current object value; `null` is the empty object, as for lists.
 fn object(value: &Value, what: &str) -> Result<(), ReduceError> {
-    if value.is_object() {
+    if value.is_object() || value.is_null() {
         Ok(())
     } else {
         Err(ReduceError::msg(format!(
@@ -124,7 +148,7 @@ fn concat_arrays(first: Value, second: Value) -> Option<Value> {
 }
 
 fn push_all(current: &mut Value, items: Vec<Value>) {
-    if let Value::Array(existing) = current {
+    if let Some(existing) = list_mut(current) {
         existing.extend(items);
     }
 }
@@ -158,7 +182,7 @@ impl Reducer<Value> for BoundedAppend {
         into_list(update, "the update")
     }
     fn apply(&self, current: &mut Value, plan: Vec<Value>) {
-        if let Value::Array(existing) = current {
+        if let Some(existing) = list_mut(current) {
             Reducer::<Vec<Value>>::apply(self, existing, plan);
         }
     }
@@ -201,7 +225,7 @@ impl Reducer<Value> for Merge {
         into_object(update, "the update")
     }
     fn apply(&self, current: &mut Value, plan: Map<String, Value>) {
-        if let Value::Object(existing) = current {
+        if let Some(existing) = object_mut(current) {
             existing.extend(plan);
         }
     }
@@ -235,7 +259,7 @@ impl Reducer<Value> for MergeAll {
             .collect()
     }
     fn apply(&self, current: &mut Value, plan: Vec<Map<String, Value>>) {
-        if let Value::Object(existing) = current {
+        if let Some(existing) = object_mut(current) {
             for map in plan {
                 existing.extend(map);
             }
@@ -286,7 +310,7 @@ impl<K: KeyFn<Value>> Reducer<Value> for MergeByKey<K> {
         Ok(place(update, slots))
     }
     fn apply(&self, current: &mut Value, plan: Self::Plan) {
-        if let Value::Array(existing) = current {
+        if let Some(existing) = list_mut(current) {
             for (at, item) in plan.replace {
                 existing[at] = item;
             }
@@ -325,7 +349,7 @@ fn messages_of(value: Value, what: &str) -> Result<Vec<Message>, ReduceError> {
 
 /// Runs a message reducer on JSON by converting to and from typed messages.
 macro_rules! messages_on_json {
-    ($reducer:ty, $update:ty, $convert:expr) => {
+    ($reducer:ty, $update:ty, $convert:expr, $prepare:expr) => {
         impl Merges<Value> for $reducer {
             type Update = $update;
             type Plan = Value;
@@ -333,7 +357,10 @@ macro_rules! messages_on_json {
 
         impl Reducer<Value> for $reducer {
             fn plan(&self, current: &Value, update: $update) -> Result<Value, ReduceError> {
-                let mut messages = messages_of(current.clone(), "the current value")?;
+                let mut messages = match current {
+                    Value::Null => Vec::new(),
+                    current => messages_of(current.clone(), "the current value")?,
+                };
                 let update = $convert(update)?;
                 Reducer::<Vec<Message>>::reduce(self, &mut messages, update)?;
                 serde_json::to_value(messages).map_err(ReduceError::new)
@@ -341,9 +368,26 @@ macro_rules! messages_on_json {
             fn apply(&self, current: &mut Value, plan: Value) {
                 *current = plan;
             }
+            fn prepare(&self, update: &mut $update) {
+                $prepare(update)
+            }
         }
     };
 }
+
+/// Gives the messages of a JSON messages update their ids and timestamps now (by reading them
+/// as typed messages and writing them back), so that every merge of the update sees the same
+/// ones. An update that is not a list of messages is left as it is, for the merge to report.
+fn prepare_messages(update: &mut Value) {
+    if let Ok(messages) = serde_json::from_value::<Vec<Message>>(update.clone()) {
+        if let Ok(prepared) = serde_json::to_value(messages) {
+            *update = prepared;
+        }
+    }
+}
+
+/// Typed message updates got their ids when they were made.
+fn prepared<T>(_: &mut T) {}
 
 fn update_messages(update: Value) -> Result<Vec<Message>, ReduceError> {
     messages_of(update, "the update")
@@ -353,9 +397,9 @@ fn same<T>(update: T) -> Result<T, ReduceError> {
     Ok(update)
 }
 
-messages_on_json!(AddMessages, Value, update_messages);
-messages_on_json!(ReplaceMessages, Value, update_messages);
-messages_on_json!(UpsertMessages, Vec<super::MessageUpdate>, same);
+messages_on_json!(AddMessages, Value, update_messages, prepare_messages);
+messages_on_json!(ReplaceMessages, Value, update_messages, prepare_messages);
+messages_on_json!(UpsertMessages, Vec<super::MessageUpdate>, same, prepared);
 
 #[cfg(test)]
 mod tests {
@@ -419,5 +463,85 @@ mod tests {
             .reduce(&mut m, vec![json!({"b": 2}), json!({"a": 3})])
             .unwrap();
         assert_eq!(m, json!({"a": 3, "b": 2}));
+    }
+
+    #[test]
+    fn a_null_current_value_merges_as_the_empty_list_or_object() {
+        let mut v = Value::Null;
+        Append.reduce(&mut v, json!([1])).unwrap();
+        assert_eq!(v, json!([1]));
+        let mut v = Value::Null;
+        BoundedAppend::new(2)
+            .unwrap()
+            .reduce(&mut v, json!([1, 2, 3]))
+            .unwrap();
+        assert_eq!(v, json!([2, 3]));
+        let mut v = Value::Null;
+        ConcatFlatten
+            .reduce(&mut v, vec![json!([1]), json!([2])])
+            .unwrap();
+        assert_eq!(v, json!([1, 2]));
+        let mut v = Value::Null;
+        DedupeAppend::by(JsonValue)
+            .reduce(&mut v, json!(["a", "a"]))
+            .unwrap();
+        assert_eq!(v, json!(["a"]));
+        let mut v = Value::Null;
+        MergeByKey::new(JsonField("id".into()))
+            .reduce(&mut v, json!([{"id": 1}]))
+            .unwrap();
+        assert_eq!(v, json!([{"id": 1}]));
+        let mut v = Value::Null;
+        Merge.reduce(&mut v, json!({"a": 1})).unwrap();
+        assert_eq!(v, json!({"a": 1}));
+        let mut v = Value::Null;
+        MergeAll.reduce(&mut v, vec![json!({"a": 1})]).unwrap();
+        assert_eq!(v, json!({"a": 1}));
+        let mut v = Value::Null;
+        let message = json!([{"message_id": "m", "role": "user", "content": []}]);
+        AddMessages.reduce(&mut v, message).unwrap();
+        assert_eq!(v[0]["message_id"], "m");
+        // An empty update leaves null alone; other current values are still refused.
+        let mut v = Value::Null;
+        Append.reduce(&mut v, json!([])).unwrap();
+        assert_eq!(v, json!([]));
+        let err = Append.reduce(&mut json!("x"), json!([1])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the current value must be a list, got a string"
+        );
+    }
+
+    #[test]
+    fn a_prepared_json_messages_update_merges_the_same_every_time() {
+        let raw = json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]);
+        // Unprepared, each merge makes up a new id, so the message is appended twice.
+        let mut history = json!([]);
+        AddMessages.reduce(&mut history, raw.clone()).unwrap();
+        AddMessages.reduce(&mut history, raw.clone()).unwrap();
+        assert_eq!(history.as_array().unwrap().len(), 2);
+        // Prepared, the id and timestamp are fixed once.
+        let mut update = raw;
+        Reducer::<Value>::prepare(&AddMessages, &mut update);
+        let id = update[0]["message_id"].clone();
+        assert!(id.is_string());
+        assert!(update[0]["timestamp"].is_number());
+        let mut history = json!([]);
+        AddMessages.reduce(&mut history, update.clone()).unwrap();
+        let once = history.clone();
+        AddMessages.reduce(&mut history, update.clone()).unwrap();
+        assert_eq!(history, once, "add_messages is round-trip idempotent");
+        let mut replaced = json!([]);
+        ReplaceMessages
+            .reduce(&mut replaced, update.clone())
+            .unwrap();
+        assert_eq!(replaced, once);
+        // Preparing twice changes nothing; a malformed update is left for the merge to report.
+        let mut again = update.clone();
+        Reducer::<Value>::prepare(&AddMessages, &mut again);
+        assert_eq!(again, update);
+        let mut bad = json!("not messages");
+        Reducer::<Value>::prepare(&AddMessages, &mut bad);
+        assert_eq!(bad, json!("not messages"));
     }
 }

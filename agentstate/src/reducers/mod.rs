@@ -169,6 +169,30 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
         None
     }
 
+    /// Fills in what a merge would otherwise make up, when the update is made rather than when
+    /// it is merged: the ids and timestamps of messages in a JSON `add_messages` or
+    /// `replace_messages` update. Merging a prepared update twice, or replaying it from a
+    /// journal, then gives the same state. The derive's setters and `from_json` call it; the
+    /// default does nothing, which is right for every reducer whose merge makes nothing up.
+    ///
+    /// ```
+    /// use agentstate::reducers::{AddMessages, Reducer};
+    /// use serde_json::json;
+    ///
+    /// let mut update = json!([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]);
+    /// Reducer::<serde_json::Value>::prepare(&AddMessages, &mut update);
+    /// assert!(update[0]["message_id"].is_string());
+    ///
+    /// let mut history = json!([]);
+    /// AddMessages.reduce(&mut history, update.clone())?;
+    /// AddMessages.reduce(&mut history, update)?; // the same message again: nothing added
+    /// assert_eq!(history.as_array().unwrap().len(), 1);
+    /// # Ok::<(), agentstate::error::ReduceError>(())
+    /// ```
+    fn prepare(&self, update: &mut Self::Update) {
+        let _ = update;
+    }
+
     /// Plans and applies in one step. On error `current` is unchanged.
     fn reduce(&self, current: &mut T, update: Self::Update) -> Result<(), ReduceError> {
         let plan = self.plan(current, update)?;

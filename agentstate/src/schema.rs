@@ -511,6 +511,39 @@ impl Schema {
         Ok(())
     }
 
+    /// Fills in what merging `update` would otherwise make up: the ids and timestamps of the
+    /// messages of its `add_messages`, `replace_messages` and `upsert_messages` fields. Call it
+    /// when the update is made, before recording it, so that merging it twice or replaying it
+    /// gives the same state ([`Reducer::prepare`] on typed states). Fields this schema does not
+    /// have, and values of the wrong shape, are left for [`merge`](Schema::merge) to report.
+    ///
+    /// ```
+    /// use agentstate::schema::Schema;
+    /// use serde_json::json;
+    ///
+    /// let schema = Schema::from_json(&json!({
+    ///     "fields": {"messages": {"type": "list", "reducer": "add_messages", "default": []}}
+    /// }))?;
+    /// let mut update = json!({"messages": [{"role": "user", "content": []}]});
+    /// schema.prepare(&mut update);
+    /// let mut state = schema.initial_state();
+    /// schema.merge(&mut state, update.clone())?;
+    /// schema.merge(&mut state, update)?;
+    /// assert_eq!(state["messages"].as_array().unwrap().len(), 1);
+    /// # Ok::<(), agentstate::Error>(())
+    /// ```
+    pub fn prepare(&self, update: &mut Value) {
+        let Value::Object(update) = update else {
+            return;
+        };
+        for (key, value) in update.iter_mut() {
+            let compiled = self.fields.iter().position(|f| &f.name == key);
+            if let Some(reducer) = compiled.and_then(|at| self.compiled[at].reducer.as_ref()) {
+                reducer.prepare(value);
+            }
+        }
+    }
+
     /// [`merge`](Schema::merge), recording `node` as the producer of the update in a
     /// `reducer_error`.
     pub fn merge_from(
@@ -661,6 +694,21 @@ impl DynReducer {
 
     fn round_trip_idempotent(&self) -> bool {
         self.info().round_trip_idempotent()
+    }
+
+    /// Fills in the ids and timestamps a messages merge would otherwise make up.
+    fn prepare(&self, update: &mut Value) {
+        match self {
+            DynReducer::AddMessages => Reducer::<Value>::prepare(&AddMessages, update),
+            DynReducer::ReplaceMessages => Reducer::<Value>::prepare(&ReplaceMessages, update),
+            DynReducer::UpsertMessages => {
+                let parsed = serde_json::from_value::<Vec<reducers::MessageUpdate>>(update.clone());
+                if let Ok(prepared) = parsed.and_then(serde_json::to_value) {
+                    *update = prepared;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The field's new value. The current value is copied, so a dynamic merge costs O(n) in
@@ -969,5 +1017,50 @@ mod tests {
         let field = &schema.fields()[0];
         assert!(field.round_trip_idempotent);
         assert_eq!(field.reducer.to_string(), "dedupe_append(key = \"id\")");
+    }
+
+    #[test]
+    fn prepared_message_updates_replay_exactly() {
+        let schema = Schema::from_json(&json!({"fields": {
+            "added": {"type": "list", "reducer": "add_messages"},
+            "replaced": {"type": "list", "reducer": "replace_messages"},
+            "upserted": {"type": "list", "reducer": "upsert_messages"},
+            "notes": {"type": "list", "reducer": "append"},
+        }}))
+        .unwrap();
+        let message = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+        let mut update = json!({
+            "added": [message.clone()],
+            "replaced": [message.clone()],
+            "upserted": [message],
+            "notes": [{"no": "id"}],
+            "unknown": [1],
+        });
+        schema.prepare(&mut update);
+        for field in ["added", "replaced", "upserted"] {
+            assert!(
+                update[field][0]["message_id"].is_string(),
+                "{field}: {update}"
+            );
+        }
+        assert_eq!(
+            update["notes"],
+            json!([{"no": "id"}]),
+            "other reducers make nothing up"
+        );
+        assert_eq!(update["unknown"], json!([1]));
+        update.as_object_mut().unwrap().remove("unknown");
+        let replay = |updates: &[Value]| {
+            let mut state = schema.initial_state();
+            for u in updates {
+                schema.merge(&mut state, u.clone()).unwrap();
+            }
+            state
+        };
+        let once = replay(std::slice::from_ref(&update));
+        assert_eq!(replay(std::slice::from_ref(&update)), once);
+        let twice = replay(&[update.clone(), update]);
+        assert_eq!(twice["added"], once["added"], "add_messages is idempotent");
+        assert_eq!(twice["upserted"], once["upserted"], "upsert_messages too");
     }
 }

@@ -461,6 +461,115 @@ fn a_type_mismatch_names_the_field_and_the_json_path() {
 }
 
 #[test]
+fn when_two_flattened_entries_fail_the_error_pairs_each_name_with_its_own_path() {
+    // An Overwrite and a base field, both flattened, both wrong: whichever is reported, the
+    // field named is the one whose value is at the path given, with that value's own message.
+    for json in [
+        json!({"nights": {"__overwrite__": "x"}, "execution_meta": 5}),
+        json!({"execution_meta": 5, "nights": {"__overwrite__": "x"}}),
+        json!({"cities": {"__overwrite__": [1]}, "context": [{"role": "robot", "content": []}]}),
+        json!({"context": {"__overwrite__": 5}, "execution_meta": {"step": "x"}}),
+    ] {
+        let mut trip = started();
+        let err = trip.apply_json(json.clone()).unwrap_err();
+        let field = err.field().unwrap().to_owned();
+        let message = err.to_string();
+        let at = message
+            .split("at `")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("{json}: no path in {message}"));
+        assert!(
+            at == field
+                || at.starts_with(&format!("{field}["))
+                || at.starts_with(&format!("{field}.")),
+            "{json}: field `{field}` paired with path `{at}`: {message}"
+        );
+        // The message is the one the field's value gives alone.
+        let alone = json!({ field.clone(): json[&field].clone() });
+        let alone = trip.apply_json(alone).unwrap_err();
+        assert_eq!(alone.to_string(), message, "{json}");
+    }
+    let message = rejected(
+        json!({"nights": {"__overwrite__": "x"}, "execution_meta": 5}),
+        "execution_meta",
+    );
+    assert_eq!(
+        message,
+        "field `execution_meta` has a value that does not fit at `execution_meta`: invalid type: integer `5`, expected struct ExecutionState"
+    );
+}
+
+#[test]
+fn a_value_nested_too_deep_is_refused_without_overflowing_the_stack() {
+    // Built in code: serde_json's parser would stop at 128 levels, a `Value` has no limit.
+    // (Built with `Value` constructors: `json!` would serialize the inner value recursively.)
+    use serde_json::{Map, Value};
+    let mut deep = json!(1);
+    for _ in 0..10_000 {
+        deep = Value::Array(vec![deep]);
+    }
+    let mut trip = started();
+    let before = trip.clone();
+    let update = Value::Object(Map::from_iter([("cities".to_owned(), deep)]));
+    let err = trip.apply_json(update).unwrap_err();
+    assert_eq!(err.category(), "state_validation_error");
+    assert_eq!(
+        err.to_string(),
+        "field `cities` has a value nested deeper than 128 levels of arrays and objects (the update included), more than a JSON update may have"
+    );
+    let mut deep = json!({});
+    for _ in 0..10_000 {
+        deep = Value::Object(Map::from_iter([("a".to_owned(), deep)]));
+    }
+    let overwrite = Value::Object(Map::from_iter([("__overwrite__".to_owned(), deep)]));
+    let update = Value::Object(Map::from_iter([("weather".to_owned(), overwrite)]));
+    let err = TripUpdate::from_json(update).unwrap_err();
+    assert_eq!(err.field(), Some("weather"));
+    assert_eq!(trip, before);
+
+    // Every update serde_json can parse (at most 128 levels, the update included) is accepted
+    // as far as depth goes; one level more is not.
+    let nest = |levels: usize| {
+        let mut value = json!("Oslo");
+        for _ in 0..levels {
+            value = Value::Array(vec![value]);
+        }
+        value
+    };
+    let text = json!({ "context_summary": nest(126) }).to_string();
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
+    let err = started()
+        .apply_json(serde_json::from_str(&text).unwrap())
+        .unwrap_err();
+    assert!(err.to_string().contains("does not fit"), "{err}");
+    rejected(json!({ "context_summary": nest(128) }), "context_summary");
+}
+
+#[test]
+fn both_overwrite_spellings_of_one_field_are_an_error() {
+    for json in [
+        json!({"nights": {"__overwrite__": 1}, "nights.__overwrite__": 2}),
+        json!({"nights.__overwrite__": 2, "nights": {"__overwrite__": 1}}),
+    ] {
+        let message = rejected(json, "nights");
+        assert_eq!(
+            message,
+            "field `nights` has two Overwrites in one update (`{\"nights\": {\"__overwrite__\": ...}}` and `\"nights.__overwrite__\"`); give one"
+        );
+    }
+    // Each spelling alone is an Overwrite.
+    for json in [
+        json!({"nights": {"__overwrite__": 1}}),
+        json!({"nights.__overwrite__": 1}),
+    ] {
+        let mut trip = started();
+        trip.apply_json(json).unwrap();
+        assert_eq!(trip.nights, 1);
+    }
+}
+
+#[test]
 fn a_json_update_that_is_not_an_object_is_rejected() {
     for value in [
         json!(null),

@@ -32,7 +32,7 @@
 
 use crate::error::{did_you_mean, Error, ReduceError};
 use crate::reducers::Reducer;
-use crate::State;
+use crate::state::State;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
@@ -186,10 +186,48 @@ enum Strictness {
 #[doc(hidden)]
 pub const OVERWRITE_SUFFIX: &str = ".__overwrite__";
 
+/// How deeply a JSON update may nest arrays and objects (the update object itself counts as
+/// one level). serde_json's parser stops at 128 levels, so every update it parsed fits; a
+/// `Value` built in code could nest deeper than the stack can deserialize.
+pub const MAX_DEPTH: usize = 128;
+
+/// Parses a JSON update. Only the deserialization itself depends on `U`; checking, normalizing
+/// and explaining errors happen in [`normalize`] and [`explain`], compiled once in this crate
+/// rather than once per update type in the user's.
 fn parse<U: Update + DeserializeOwned>(
     value: Value,
     strictness: Strictness,
 ) -> Result<(U, Vec<String>), Error> {
+    let (value, ignored) = normalize(value, <U::State as State>::FIELDS, strictness)?;
+    match deserialize::<U>(&value) {
+        Ok(update) => Ok((update, ignored)),
+        Err(failure) => Err(explain(&value, failure, &mut |alone| {
+            deserialize::<U>(alone).err()
+        })),
+    }
+}
+
+/// Where a value did not fit (`serde_path_to_error`'s path; empty when serde lost it) and why.
+struct Failure {
+    path: String,
+    message: String,
+}
+
+fn deserialize<U: DeserializeOwned>(value: &Value) -> Result<U, Failure> {
+    serde_path_to_error::deserialize::<_, U>(value).map_err(|err| Failure {
+        path: err.path().to_string(),
+        message: err.into_inner().to_string(),
+    })
+}
+
+/// Checks an update's JSON against the state's field names and puts both Overwrite spellings
+/// into the serialized one (`"field.__overwrite__"`). Returns the object and, when lenient, the
+/// ignored keys.
+fn normalize(
+    value: Value,
+    fields: &[&str],
+    strictness: Strictness,
+) -> Result<(Value, Vec<String>), Error> {
     let Value::Object(object) = value else {
         return Err(Error::validation(
             "(update)",
@@ -199,7 +237,6 @@ fn parse<U: Update + DeserializeOwned>(
             ),
         ));
     };
-    let fields = <U::State as State>::FIELDS;
     let mut ignored = Vec::new();
     let mut normalized = Map::with_capacity(object.len());
     for (key, value) in object {
@@ -221,61 +258,122 @@ fn parse<U: Update + DeserializeOwned>(
                 }
             }
         }
-        match value {
+        if too_deep(&value, MAX_DEPTH - 1) {
+            drop_iteratively(value);
+            return Err(Error::validation(
+                field,
+                format!(
+                    "has a value nested deeper than {MAX_DEPTH} levels of arrays and objects (the update included), more than a JSON update may have"
+                ),
+            ));
+        }
+        let (key, value) = match value {
             Value::Object(mut inner) if inner.len() == 1 && inner.contains_key("__overwrite__") => {
                 let overwrite = inner.remove("__overwrite__").unwrap_or(Value::Null);
-                normalized.insert(format!("{field}{OVERWRITE_SUFFIX}"), overwrite);
+                (format!("{field}{OVERWRITE_SUFFIX}"), overwrite)
             }
-            other => {
-                normalized.insert(key, other);
+            other => (key, other),
+        };
+        if key.ends_with(OVERWRITE_SUFFIX) && normalized.contains_key(&key) {
+            let field = key.trim_end_matches(OVERWRITE_SUFFIX);
+            return Err(Error::validation(
+                field,
+                format!(
+                    "has two Overwrites in one update (`{{\"{field}\": {{\"__overwrite__\": ...}}}}` and `\"{field}{OVERWRITE_SUFFIX}\"`); give one"
+                ),
+            ));
+        }
+        normalized.insert(key, value);
+    }
+    Ok((Value::Object(normalized), ignored))
+}
+
+/// Whether `value` nests more than `limit` levels of arrays and objects. Iterative, so that a
+/// value too deep for the stack is measured without recursion.
+fn too_deep(value: &Value, limit: usize) -> bool {
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                if depth > limit {
+                    return true;
+                }
+                stack.extend(items.iter().map(|child| (child, depth + 1)));
             }
+            Value::Object(map) => {
+                if depth > limit {
+                    return true;
+                }
+                stack.extend(map.values().map(|child| (child, depth + 1)));
+            }
+            _ => {}
         }
     }
-    let value = Value::Object(normalized);
-    match serde_path_to_error::deserialize::<_, U>(&value) {
-        Ok(update) => Ok((update, ignored)),
-        Err(err) => {
-            let path = err.path().to_string();
-            let inner = err.into_inner().to_string();
-            let (field, shown, inner) = if path_is_lost(&path) {
-                // In a flattened part (the base's fields, the Overwrites): the key that fails
-                // alone, and the path inside its value that `flattened` reported.
-                let key = failing_key::<U>(&value).unwrap_or_else(|| "(update)".into());
-                let field = key.trim_end_matches(OVERWRITE_SUFFIX).to_owned();
-                match inner
-                    .strip_prefix("at `")
-                    .and_then(|rest| rest.split_once("`: "))
-                {
-                    Some((at, rest)) if at.starts_with(['[', '.']) => {
-                        (field.clone(), format!("{field}{at}"), rest.to_owned())
-                    }
-                    Some((at, rest)) => (field, at.to_owned(), rest.to_owned()),
-                    None => (field.clone(), field, inner),
-                }
-            } else {
-                let field = path.split(['.', '[']).next().unwrap_or_default().to_owned();
-                (field, path, inner)
-            };
-            Err(Error::validation(
-                field.trim_end_matches(OVERWRITE_SUFFIX),
-                format!(
-                    "has a value that does not fit at `{}`: {inner}",
-                    shown.replace(OVERWRITE_SUFFIX, "")
-                ),
-            ))
+    false
+}
+
+/// Drops a value without recursion (dropping a `Value` recurses once per level).
+fn drop_iteratively(value: Value) {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, child)| child)),
+            _ => {}
         }
     }
 }
 
-/// The key whose value alone fails to deserialize (for errors inside a flattened base, where
-/// serde loses the path).
-fn failing_key<U: DeserializeOwned>(object: &Value) -> Option<String> {
-    object.as_object()?.iter().find_map(|(key, value)| {
-        let alone = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
-        serde_json::from_value::<U>(alone)
-            .is_err()
-            .then(|| key.clone())
-    })
+/// Turns a deserialization failure into an error naming the field whose value failed and the
+/// JSON path inside it. In a flattened part (the base's fields, the Overwrites) serde loses the
+/// path, and the failure may come from any of the flattened entries; so the entries are
+/// deserialized one at a time, and the error is the first failing entry's own, pairing its
+/// name with its message by construction.
+fn explain(
+    object: &Value,
+    failure: Failure,
+    alone: &mut dyn FnMut(&Value) -> Option<Failure>,
+) -> Error {
+    if !path_is_lost(&failure.path) {
+        let field = failure.path.split(['.', '[']).next().unwrap_or_default();
+        return not_fitting(field, &failure.path, &failure.message);
+    }
+    let entries = object.as_object().into_iter().flatten();
+    let found = entries.into_iter().find_map(|(key, value)| {
+        let single = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+        alone(&single).map(|failure| (key, failure))
+    });
+    let Some((key, failure)) = found else {
+        // No entry fails alone: report the failure as it came.
+        return not_fitting("(update)", "(update)", &failure.message);
+    };
+    let field = key.trim_end_matches(OVERWRITE_SUFFIX);
+    if !path_is_lost(&failure.path) {
+        return not_fitting(field, &failure.path, &failure.message);
+    }
+    // The path that `flattened` / `present_flattened` put in the message: relative (`[1]`,
+    // `.key`) inside an Overwrite's value, absolute (`context[1].role`) for a base's field.
+    match failure
+        .message
+        .strip_prefix("at `")
+        .and_then(|rest| rest.split_once("`: "))
+    {
+        Some((at, rest)) if at.starts_with(['[', '.']) => {
+            not_fitting(field, &format!("{field}{at}"), rest)
+        }
+        Some((at, rest)) => not_fitting(field, at, rest),
+        None => not_fitting(field, field, &failure.message),
+    }
+}
+
+fn not_fitting(field: &str, path: &str, message: &str) -> Error {
+    Error::validation(
+        field.trim_end_matches(OVERWRITE_SUFFIX),
+        format!(
+            "has a value that does not fit at `{}`: {message}",
+            path.replace(OVERWRITE_SUFFIX, "")
+        ),
+    )
 }
 
 /// A field's part of a state plan: leave it, reduce it, or overwrite it (then reduce the

@@ -105,7 +105,7 @@ enum MessageOp {
 fn message_id() -> impl Strategy<Value = MessageId> {
     prop_oneof![
         (0u8..8).prop_map(|i| MessageId::from(format!("m{i}"))),
-        (0i64..4).prop_map(MessageId::Int),
+        (0i128..4).prop_map(MessageId::Int),
     ]
 }
 

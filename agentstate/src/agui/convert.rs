@@ -49,10 +49,10 @@ use super::message::{
     ReasoningMessage, SystemMessage, ToolMessage, UserMessage,
 };
 use crate::message::{
-    python_json, ContentBlock, FunctionCall, Message, MessageId, ReasoningBlock, Role, ToolCall,
+    ContentBlock, FunctionCall, Message, MessageId, ReasoningBlock, Role, ToolCall,
     ToolResultBlock, ToolResultStatus,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The metadata key that keeps an AG-UI role AgentFlow does not have.
 pub const ROLE_KEY: &str = "ag_ui_role";
@@ -63,6 +63,7 @@ fn id_string(id: &MessageId) -> String {
     match id {
         MessageId::Str(s) => s.clone(),
         MessageId::Int(i) => i.to_string(),
+        MessageId::BigInt(digits) => digits.to_string(),
     }
 }
 
@@ -78,13 +79,6 @@ fn block_text(message: &Message) -> String {
         .collect()
 }
 
-fn output_text(output: &Value) -> String {
-    match output {
-        Value::String(s) => s.clone(),
-        other => python_json::to_string(other),
-    }
-}
-
 impl From<&ToolCall> for AguiToolCall {
     fn from(call: &ToolCall) -> Self {
         AguiToolCall::new(
@@ -98,16 +92,12 @@ impl From<&ToolCall> for AguiToolCall {
 impl From<&AguiToolCall> for ToolCall {
     /// The arguments are kept as the exact text that was streamed.
     fn from(call: &AguiToolCall) -> Self {
-        ToolCall {
-            id: call.id.clone(),
-            kind: call.call_type.clone(),
-            function: FunctionCall {
-                name: call.function.name.clone(),
-                arguments: call.function.arguments.clone(),
-                extra: Map::new(),
-            },
-            extra: Map::new(),
-        }
+        let mut tool_call = ToolCall::from_function(
+            call.id.clone(),
+            FunctionCall::new(call.function.name.clone(), call.function.arguments.clone()),
+        );
+        tool_call.kind = call.call_type.clone();
+        tool_call
     }
 }
 
@@ -115,7 +105,8 @@ impl From<&AguiToolCall> for ToolCall {
 /// results (one each, the first keeping the message id, the next ones `{id}-{n}`).
 pub fn to_agui(message: &Message) -> Vec<AguiMessage> {
     let id = id_string(&message.message_id);
-    let role = message.metadata.get(ROLE_KEY).and_then(Value::as_str);
+    let role = message.metadata.get(ROLE_KEY);
+    let role = role.as_ref().and_then(Value::as_str);
     match message.role {
         Role::System if role == Some("developer") => {
             vec![AguiMessage::Developer(DeveloperMessage {
@@ -174,12 +165,13 @@ pub fn to_agui(message: &Message) -> Vec<AguiMessage> {
                     ..Default::default()
                 })];
             }
-            let error = message.metadata.get(ERROR_KEY).and_then(Value::as_str);
+            let error = message.metadata.get(ERROR_KEY);
+            let error = error.as_ref().and_then(Value::as_str);
             results
                 .into_iter()
                 .enumerate()
                 .map(|(n, result)| {
-                    let content = output_text(&result.output);
+                    let content = result.output_text();
                     AguiMessage::Tool(ToolMessage {
                         id: if n == 0 {
                             id.clone()
@@ -240,7 +232,7 @@ pub fn from_agui(message: &AguiMessage) -> Option<Message> {
             let failed = m.error.is_some();
             let result = ToolResultBlock {
                 call_id: m.tool_call_id.clone(),
-                output: Value::String(m.content.text()),
+                output: Value::String(m.content.text()).into(),
                 is_error: failed,
                 status: Some(if failed {
                     ToolResultStatus::Failed

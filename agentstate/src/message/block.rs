@@ -4,14 +4,19 @@
 //! Every field is always serialized (optional ones as `null`), in AgentFlow's order, so a
 //! block written here reads the same as one dumped by AgentFlow.
 
+use super::json::{serialize_floats, Json, JsonObject};
 use super::media::{AnnotationRef, MediaRef};
+use super::python_json;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use std::fmt;
 
 /// One part of a message's content.
 ///
 /// On the wire the variant is the `"type"` key; an unknown type is an error that names it, and
-/// a block without `"type"` is an error.
+/// a block without `"type"` is an error. When `"type"` is the first key, as AgentFlow writes
+/// it, the block is read in one pass; otherwise its other keys are kept aside first.
 ///
 /// ```
 /// use agentstate::message::{ContentBlock, TextBlock};
@@ -25,7 +30,7 @@ use serde_json::{Map, Value};
 /// assert!(err.to_string().contains("hologram"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// `"text"`: text, with optional annotations.
@@ -69,13 +74,13 @@ impl ContentBlock {
     pub fn tool_call(
         id: impl Into<String>,
         name: impl Into<String>,
-        args: Map<String, Value>,
+        args: impl Into<JsonObject>,
     ) -> Self {
         ContentBlock::ToolCall(ToolCallBlock::new(id, name, args))
     }
 
     /// A completed tool-result block (see [`ToolResultBlock::completed`]).
-    pub fn tool_result(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+    pub fn tool_result(call_id: impl Into<String>, output: impl Into<Json>) -> Self {
         ContentBlock::ToolResult(ToolResultBlock::completed(call_id, output))
     }
 
@@ -113,6 +118,151 @@ impl ContentBlock {
             ContentBlock::Text(block) => Some(&block.text),
             _ => None,
         }
+    }
+}
+
+/// The wire names of the block types, for the unknown-type error.
+const VARIANTS: &[&str] = &[
+    "text",
+    "image",
+    "audio",
+    "video",
+    "document",
+    "data",
+    "tool_call",
+    "remote_tool_call",
+    "tool_result",
+    "reasoning",
+    "annotation",
+    "error",
+];
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+/// The index of the block type named `tag` in [`VARIANTS`].
+fn variant<E: de::Error>(tag: &str) -> Result<usize, E> {
+    VARIANTS
+        .iter()
+        .position(|v| *v == tag)
+        .ok_or_else(|| E::unknown_variant(tag, VARIANTS))
+}
+
+/// Reads the block of type `VARIANTS[index]` from the rest of a map.
+fn read_block<'de, D: Deserializer<'de>>(index: usize, d: D) -> Result<ContentBlock, D::Error> {
+    Ok(match index {
+        0 => ContentBlock::Text(TextBlock::deserialize(d)?),
+        1 => ContentBlock::Image(ImageBlock::deserialize(d)?),
+        2 => ContentBlock::Audio(AudioBlock::deserialize(d)?),
+        3 => ContentBlock::Video(VideoBlock::deserialize(d)?),
+        4 => ContentBlock::Document(DocumentBlock::deserialize(d)?),
+        5 => ContentBlock::Data(DataBlock::deserialize(d)?),
+        6 => ContentBlock::ToolCall(ToolCallBlock::deserialize(d)?),
+        7 => ContentBlock::RemoteToolCall(RemoteToolCallBlock::deserialize(d)?),
+        8 => ContentBlock::ToolResult(ToolResultBlock::deserialize(d)?),
+        9 => ContentBlock::Reasoning(ReasoningBlock::deserialize(d)?),
+        10 => ContentBlock::Annotation(AnnotationBlock::deserialize(d)?),
+        _ => ContentBlock::Error(ErrorBlock::deserialize(d)?),
+    })
+}
+
+struct BlockVisitor;
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block: an object with a \"type\"")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        match map.next_key::<Key>()? {
+            None => Err(de::Error::missing_field("type")),
+            // AgentFlow writes `type` first: read the rest of the map as that block.
+            Some(Key::Type) => {
+                let tag = map.next_value::<Tag>()?;
+                read_block(tag.0, MapAccessDeserializer::new(map))
+            }
+            Some(Key::Other(first)) => {
+                // Keep the entries until the type is known, then read them as that block.
+                let mut tag = None;
+                let mut text = String::from("{");
+                let mut push = |key: &str, value: &Json| {
+                    if text.len() > 1 {
+                        text.push(',');
+                    }
+                    text.push_str(&serde_json::to_string(key).unwrap_or_default());
+                    text.push(':');
+                    text.push_str(value.as_json());
+                };
+                push(&first, &map.next_value::<Json>()?);
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Type => tag = Some(map.next_value::<Tag>()?.0),
+                        Key::Other(key) => push(&key, &map.next_value::<Json>()?),
+                    }
+                }
+                text.push('}');
+                let index = tag.ok_or_else(|| de::Error::missing_field("type"))?;
+                let mut reader = serde_json::Deserializer::from_str(&text);
+                read_block(index, &mut reader).map_err(|e| {
+                    let message = e.to_string();
+                    let message = match message.rfind(" at line ") {
+                        Some(at) => &message[..at],
+                        None => &message,
+                    };
+                    de::Error::custom(message)
+                })
+            }
+        }
+    }
+}
+
+/// A key of a block object: `type` or another.
+enum Key {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(if v == "type" {
+                    Key::Type
+                } else {
+                    Key::Other(v.to_owned())
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// A block's `type`, as its index in [`VARIANTS`].
+struct Tag(usize);
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TagVisitor;
+        impl Visitor<'_> for TagVisitor {
+            type Value = Tag;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a content block type")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tag, E> {
+                variant(v).map(Tag)
+            }
+        }
+        deserializer.deserialize_identifier(TagVisitor)
     }
 }
 
@@ -169,6 +319,7 @@ pub struct ImageBlock {
     /// Alternative text.
     pub alt_text: Option<String>,
     /// A bounding box `[x1, y1, x2, y2]`.
+    #[serde(serialize_with = "serialize_floats")]
     pub bbox: Option<Vec<f64>>,
 }
 
@@ -281,20 +432,24 @@ pub struct ToolCallBlock {
     pub id: String,
     /// The tool's name (required).
     pub name: String,
-    /// The arguments (default `{}`).
+    /// The arguments (default `{}`), in the order they were read.
     #[serde(default)]
-    pub args: Map<String, Value>,
+    pub args: JsonObject,
     /// A provider tool type such as `"web_search"`, `None` for a function tool.
     pub tool_type: Option<String>,
 }
 
 impl ToolCallBlock {
     /// A function-tool call block.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, args: Map<String, Value>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        args: impl Into<JsonObject>,
+    ) -> Self {
         ToolCallBlock {
             id: id.into(),
             name: name.into(),
-            args,
+            args: args.into(),
             tool_type: None,
         }
     }
@@ -307,9 +462,9 @@ pub struct RemoteToolCallBlock {
     pub id: String,
     /// The tool's name (required).
     pub name: String,
-    /// The arguments (default `{}`).
+    /// The arguments (default `{}`), in the order they were read.
     #[serde(default)]
-    pub args: Map<String, Value>,
+    pub args: JsonObject,
     /// The tool type (default `"remote"`; never null).
     #[serde(default = "remote")]
     pub tool_type: String,
@@ -321,11 +476,15 @@ fn remote() -> String {
 
 impl RemoteToolCallBlock {
     /// A remote call block with `tool_type` `"remote"`.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, args: Map<String, Value>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        args: impl Into<JsonObject>,
+    ) -> Self {
         RemoteToolCallBlock {
             id: id.into(),
             name: name.into(),
-            args,
+            args: args.into(),
             tool_type: remote(),
         }
     }
@@ -353,7 +512,8 @@ pub enum ToolResultStatus {
 /// assert!(failed.is_error);
 ///
 /// let bare: ToolResultBlock = serde_json::from_value(json!({"call_id": "c"}))?;
-/// assert_eq!(bare.output, json!(null));
+/// assert!(bare.output.is_null());
+/// assert_eq!(bare.output_text(), "null");
 /// assert!(!bare.is_error);
 /// assert_eq!(bare.status, None);
 /// # Ok::<(), serde_json::Error>(())
@@ -362,9 +522,9 @@ pub enum ToolResultStatus {
 pub struct ToolResultBlock {
     /// The id of the call this answers (required).
     pub call_id: String,
-    /// The tool's output: any JSON value (default `null`).
+    /// The tool's output: any JSON value (default `null`), kept as read.
     #[serde(default)]
-    pub output: Value,
+    pub output: Json,
     /// Whether the output is an error (default false).
     #[serde(default)]
     pub is_error: bool,
@@ -374,7 +534,7 @@ pub struct ToolResultBlock {
 
 impl ToolResultBlock {
     /// A result with no status and `is_error` false.
-    pub fn new(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+    pub fn new(call_id: impl Into<String>, output: impl Into<Json>) -> Self {
         ToolResultBlock {
             call_id: call_id.into(),
             output: output.into(),
@@ -384,7 +544,7 @@ impl ToolResultBlock {
     }
 
     /// A successful result: status `completed`, `is_error` false.
-    pub fn completed(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+    pub fn completed(call_id: impl Into<String>, output: impl Into<Json>) -> Self {
         ToolResultBlock {
             status: Some(ToolResultStatus::Completed),
             ..ToolResultBlock::new(call_id, output)
@@ -392,11 +552,31 @@ impl ToolResultBlock {
     }
 
     /// A failed result: status `failed`, `is_error` true.
-    pub fn failed(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+    pub fn failed(call_id: impl Into<String>, output: impl Into<Json>) -> Self {
         ToolResultBlock {
             is_error: true,
             status: Some(ToolResultStatus::Failed),
             ..ToolResultBlock::new(call_id, output)
+        }
+    }
+
+    /// The output as AgentFlow's `Message.text()` writes it: a string as is, any other value
+    /// (`null` included) as Python's `json.dumps` writes it, keys in the order read.
+    ///
+    /// ```
+    /// use agentstate::message::ToolResultBlock;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(ToolResultBlock::new("c", "Sunny").output_text(), "Sunny");
+    /// let read: ToolResultBlock =
+    ///     serde_json::from_str(r#"{"call_id": "c", "output": {"temp": 22.0, "city": "Zürich"}}"#)?;
+    /// assert_eq!(read.output_text(), r#"{"temp": 22.0, "city": "Z\u00fcrich"}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn output_text(&self) -> String {
+        match self.output.as_string() {
+            Some(text) => text,
+            None => python_json::text_to_string(self.output.as_json()),
         }
     }
 }
@@ -465,8 +645,8 @@ pub struct ErrorBlock {
     pub message: String,
     /// An error code (a string, e.g. `"429"`).
     pub code: Option<String>,
-    /// Extra data.
-    pub data: Option<Map<String, Value>>,
+    /// Extra data, in the order read.
+    pub data: Option<JsonObject>,
 }
 
 impl ErrorBlock {
@@ -483,7 +663,7 @@ impl ErrorBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn parse(value: Value) -> Result<ContentBlock, serde_json::Error> {
         serde_json::from_value(value)
@@ -660,14 +840,13 @@ mod tests {
                 ..ToolCallBlock::new(
                     "t1",
                     "find",
-                    json!({"q": "invoices"})
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
+                    Json::from(json!({"q": "invoices"}))
+                        .parse::<JsonObject>()
+                        .unwrap(),
                 )
             }
             .into(),
-            RemoteToolCallBlock::new("r1", "open_tab", Map::new()).into(),
+            RemoteToolCallBlock::new("r1", "open_tab", JsonObject::new()).into(),
             ToolResultBlock::failed("t1", json!({"code": 3})).into(),
             ReasoningBlock {
                 details: Some(vec!["first".into(), "second".into()]),
@@ -682,29 +861,13 @@ mod tests {
             .into(),
             ErrorBlock {
                 code: Some("E42".into()),
-                data: json!({"retry": false}).as_object().cloned(),
+                data: Some(JsonObject::from_iter([("retry", false)])),
                 ..ErrorBlock::new("quota exceeded")
             }
             .into(),
         ];
         let kinds: Vec<&str> = blocks.iter().map(ContentBlock::kind).collect();
-        assert_eq!(
-            kinds,
-            [
-                "text",
-                "image",
-                "audio",
-                "video",
-                "document",
-                "data",
-                "tool_call",
-                "remote_tool_call",
-                "tool_result",
-                "reasoning",
-                "annotation",
-                "error"
-            ]
-        );
+        assert_eq!(kinds, VARIANTS);
         for block in &blocks {
             let text = serde_json::to_string(block).unwrap();
             let back: ContentBlock = serde_json::from_str(&text).unwrap();

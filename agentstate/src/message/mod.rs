@@ -35,6 +35,7 @@
 //! ```
 
 mod block;
+mod json;
 mod media;
 pub(crate) mod python_json;
 mod tool_call;
@@ -45,17 +46,21 @@ pub use block::{
     ErrorBlock, ImageBlock, ReasoningBlock, RemoteToolCallBlock, TextBlock, ToolCallBlock,
     ToolResultBlock, ToolResultStatus, VideoBlock,
 };
+pub use json::{Json, JsonObject};
 pub use media::{AnnotationRef, MediaKind, MediaRef};
 pub use tool_call::{FunctionCall, ToolCall};
 pub use usage::TokenUsages;
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A message id: AgentFlow accepts a string or an integer, and `1` and `"1"` are different ids.
+///
+/// Integers are Python's, of any size: AgentFlow's `bigint` ids (`uuid4().int >> 64`) go up to
+/// 2^64, beyond an `i64`. An integer id is never changed: one within `i128` is an
+/// [`Int`](MessageId::Int), a larger one a [`BigInt`](MessageId::BigInt) holding its digits.
 ///
 /// ```
 /// use agentstate::message::MessageId;
@@ -66,14 +71,22 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// assert_ne!(int, string);
 /// assert_eq!(format!("{int} {string}"), r#"1 "1""#);
 /// assert_eq!(serde_json::to_string(&string)?, r#""1""#);
+///
+/// let bigint: MessageId = serde_json::from_str("18446744073709551615")?;
+/// assert_eq!(bigint, MessageId::Int(18446744073709551615));
+/// let huge: MessageId = serde_json::from_str("-1701411834604692317316873037158841057280")?;
+/// assert_eq!(serde_json::to_string(&huge)?, "-1701411834604692317316873037158841057280");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MessageId {
-    /// An integer id.
-    Int(i64),
+    /// An integer id within `i128`.
+    Int(i128),
     /// A string id (generated ids are uuid v4 strings).
     Str(String),
+    /// An integer id beyond `i128`: its decimal digits, with a leading `-` if negative and no
+    /// leading zero.
+    BigInt(Box<str>),
 }
 
 impl MessageId {
@@ -86,23 +99,52 @@ impl MessageId {
     pub fn as_str(&self) -> Option<&str> {
         match self {
             MessageId::Str(s) => Some(s),
-            MessageId::Int(_) => None,
+            MessageId::Int(_) | MessageId::BigInt(_) => None,
         }
     }
 
-    /// The id if it is an integer.
-    pub fn as_int(&self) -> Option<i64> {
+    /// The id if it is an integer within `i128`.
+    pub fn as_int(&self) -> Option<i128> {
         match self {
             MessageId::Int(i) => Some(*i),
-            MessageId::Str(_) => None,
+            MessageId::Str(_) | MessageId::BigInt(_) => None,
         }
+    }
+
+    /// The integer id whose decimal digits are `digits` (an optional `-`, then digits).
+    fn from_digits(digits: &str) -> Option<Self> {
+        let (negative, magnitude) = match digits.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, digits),
+        };
+        if magnitude.is_empty() || !magnitude.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let magnitude = magnitude.trim_start_matches('0');
+        if magnitude.is_empty() {
+            return Some(MessageId::Int(0));
+        }
+        let canonical = if negative {
+            format!("-{magnitude}")
+        } else {
+            magnitude.to_owned()
+        };
+        Some(match canonical.parse::<i128>() {
+            Ok(i) => MessageId::Int(i),
+            Err(_) => MessageId::BigInt(canonical.into_boxed_str()),
+        })
     }
 }
 
 impl Serialize for MessageId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            MessageId::Int(i) => serializer.serialize_i64(*i),
+            MessageId::Int(i) => match (i64::try_from(*i), u64::try_from(*i)) {
+                (Ok(i), _) => serializer.serialize_i64(i),
+                (_, Ok(u)) => serializer.serialize_u64(u),
+                _ => json::serialize_raw(&i.to_string(), serializer),
+            },
+            MessageId::BigInt(digits) => json::serialize_raw(digits, serializer),
             MessageId::Str(s) => serializer.serialize_str(s),
         }
     }
@@ -110,7 +152,39 @@ impl Serialize for MessageId {
 
 impl<'de> Deserialize<'de> for MessageId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(MessageIdVisitor)
+        // The exact text of a number from serde_json (integers beyond 64 bits included), any
+        // other deserializer's value otherwise.
+        let id = Json::deserialize(deserializer)?;
+        let text = id.as_json();
+        match text.as_bytes().first() {
+            Some(b'"') => id.parse().map(MessageId::Str).map_err(de::Error::custom),
+            Some(b'-' | b'0'..=b'9') => match MessageId::from_digits(text) {
+                Some(id) => Ok(id),
+                None => match text.parse::<f64>() {
+                    Ok(f) => MessageIdVisitor.visit_f64(f),
+                    Err(_) => Err(de::Error::invalid_value(
+                        de::Unexpected::Other(text),
+                        &MessageIdVisitor,
+                    )),
+                },
+            },
+            Some(b'n') => Err(de::Error::invalid_type(
+                de::Unexpected::Unit,
+                &MessageIdVisitor,
+            )),
+            Some(b't' | b'f') => Err(de::Error::invalid_type(
+                de::Unexpected::Bool(text == "true"),
+                &MessageIdVisitor,
+            )),
+            Some(b'[') => Err(de::Error::invalid_type(
+                de::Unexpected::Seq,
+                &MessageIdVisitor,
+            )),
+            _ => Err(de::Error::invalid_type(
+                de::Unexpected::Map,
+                &MessageIdVisitor,
+            )),
+        }
     }
 }
 
@@ -123,32 +197,14 @@ impl Visitor<'_> for MessageIdVisitor {
         f.write_str("a message id: a string or an integer")
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<MessageId, E> {
-        Ok(MessageId::Int(v))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<MessageId, E> {
-        i64::try_from(v)
-            .map(MessageId::Int)
-            .map_err(|_| E::custom(format!("message id {v} does not fit in an i64")))
-    }
-
     /// Like pydantic's lax `int`, a float without fraction (`7.0`) is the integer id `7`.
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<MessageId, E> {
-        const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-        if v.fract() == 0.0 && (-LIMIT..LIMIT).contains(&v) {
-            Ok(MessageId::Int(v as i64))
+        if v.is_finite() && v.fract() == 0.0 {
+            MessageId::from_digits(&format!("{v:.0}"))
+                .ok_or_else(|| E::invalid_value(de::Unexpected::Float(v), &self))
         } else {
             Err(E::invalid_value(de::Unexpected::Float(v), &self))
         }
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageId, E> {
-        Ok(MessageId::Str(v.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<MessageId, E> {
-        Ok(MessageId::Str(v))
     }
 }
 
@@ -164,29 +220,24 @@ impl From<String> for MessageId {
     }
 }
 
-impl From<i64> for MessageId {
-    fn from(i: i64) -> Self {
-        MessageId::Int(i)
-    }
+macro_rules! int_id {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for MessageId {
+            fn from(i: $ty) -> Self {
+                MessageId::Int(i.into())
+            }
+        }
+    )*};
 }
 
-impl From<i32> for MessageId {
-    fn from(i: i32) -> Self {
-        MessageId::Int(i.into())
-    }
-}
-
-impl From<u32> for MessageId {
-    fn from(i: u32) -> Self {
-        MessageId::Int(i.into())
-    }
-}
+int_id!(i128, i64, u64, i32, u32);
 
 impl fmt::Display for MessageId {
     /// An integer id bare (`7`), a string id quoted (`"m1"`), so the two never look alike.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MessageId::Int(i) => write!(f, "{i}"),
+            MessageId::BigInt(digits) => f.write_str(digits),
             MessageId::Str(s) => write!(f, "{s:?}"),
         }
     }
@@ -245,20 +296,20 @@ pub struct Message {
     #[serde(default)]
     pub reasoning: Option<String>,
     /// Seconds since the Unix epoch (default: now), written back exactly as held.
-    #[serde(default = "now")]
+    #[serde(default = "now", serialize_with = "json::serialize_float")]
     pub timestamp: Option<f64>,
-    /// Free-form metadata (default `{}`).
+    /// Free-form metadata (default `{}`), in the order it was read.
     #[serde(default)]
-    pub metadata: Map<String, Value>,
+    pub metadata: JsonObject,
     /// Token usage of the response.
     #[serde(default)]
     pub usages: Option<TokenUsages>,
-    /// The provider's raw response.
+    /// The provider's raw response, in the order it was read.
     #[serde(default)]
-    pub raw: Option<Map<String, Value>>,
-    /// Structured output parsed from the response.
+    pub raw: Option<JsonObject>,
+    /// Structured output parsed from the response, in the order it was read.
     #[serde(default)]
-    pub parsed_content: Option<Value>,
+    pub parsed_content: Option<JsonObject>,
 }
 
 /// The current time in seconds since the Unix epoch, as Python's `datetime.now().timestamp()`.
@@ -281,7 +332,7 @@ impl Message {
             tools_calls: None,
             reasoning: None,
             timestamp: now(),
-            metadata: Map::new(),
+            metadata: JsonObject::new(),
             usages: None,
             raw: None,
             parsed_content: None,
@@ -318,7 +369,7 @@ impl Message {
     /// assert_eq!(m.text(), r#"{"temp": 22}"#);
     /// assert!(matches!(&m.content[0], ContentBlock::ToolResult(r) if r.call_id == "call_1"));
     /// ```
-    pub fn tool_result(call_id: impl Into<String>, output: impl Into<Value>) -> Self {
+    pub fn tool_result(call_id: impl Into<String>, output: impl Into<Json>) -> Self {
         Message::tool_message(vec![ContentBlock::tool_result(call_id, output)])
     }
 
@@ -348,7 +399,7 @@ impl Message {
     }
 
     /// Builder: sets one metadata key.
-    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<Json>) -> Self {
         self.metadata.insert(key.into(), value.into());
         self
     }
@@ -378,14 +429,14 @@ impl Message {
     }
 
     /// Builder: the provider's raw response.
-    pub fn with_raw(mut self, raw: Map<String, Value>) -> Self {
-        self.raw = Some(raw);
+    pub fn with_raw(mut self, raw: impl Into<JsonObject>) -> Self {
+        self.raw = Some(raw.into());
         self
     }
 
     /// Builder: the parsed structured output.
-    pub fn with_parsed_content(mut self, parsed: Value) -> Self {
-        self.parsed_content = Some(parsed);
+    pub fn with_parsed_content(mut self, parsed: impl Into<JsonObject>) -> Self {
+        self.parsed_content = Some(parsed.into());
         self
     }
 
@@ -439,10 +490,7 @@ impl Message {
         for block in &self.content {
             match block {
                 ContentBlock::Text(text) => out.push_str(&text.text),
-                ContentBlock::ToolResult(result) => match &result.output {
-                    Value::String(s) => out.push_str(s),
-                    other => out.push_str(&python_json::to_string(other)),
-                },
+                ContentBlock::ToolResult(result) => out.push_str(&result.output_text()),
                 _ => {}
             }
         }
@@ -453,7 +501,7 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn parse(value: Value) -> Result<Message, serde_json::Error> {
         serde_json::from_value(value)
@@ -476,10 +524,16 @@ mod tests {
     fn message_id_edges() {
         let id = |v: Value| serde_json::from_value::<MessageId>(v);
         assert_eq!(id(json!(-5)).unwrap(), MessageId::Int(-5));
-        assert_eq!(id(json!(i64::MAX)).unwrap(), MessageId::Int(i64::MAX));
+        assert_eq!(
+            id(json!(i64::MAX)).unwrap(),
+            MessageId::Int(i64::MAX.into())
+        );
         assert_eq!(id(json!(7.0)).unwrap(), MessageId::Int(7));
         assert!(id(json!(7.5)).is_err());
-        assert!(id(json!(u64::MAX)).is_err());
+        assert_eq!(
+            id(json!(u64::MAX)).unwrap(),
+            MessageId::Int(u64::MAX.into())
+        );
         assert!(id(json!(null)).is_err());
         assert!(id(json!(true)).is_err());
         assert!(id(json!(["a"])).is_err());
@@ -494,6 +548,61 @@ mod tests {
         assert_eq!(MessageId::from(9i64).as_int(), Some(9));
         // A null message_id is an error, not a fresh id.
         assert!(parse(json!({"message_id": null, "role": "user", "content": []})).is_err());
+    }
+
+    #[test]
+    fn integer_ids_of_any_size_are_kept_exactly() {
+        // AgentFlow's bigint ids reach 2^64; Python ints have no bound.
+        for text in [
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "-170141183460469231731687303715884105728",
+            "170141183460469231731687303715884105728",
+            "-99999999999999999999999999999999999999999999999999",
+        ] {
+            let id: MessageId = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_string(&id).unwrap(), text);
+            assert_eq!(id.to_string(), text);
+            let wire = format!(r#"{{"message_id":{text},"role":"user","content":[]}}"#);
+            let m: Message = serde_json::from_str(&wire).unwrap();
+            assert_eq!(m.message_id, id, "{text}");
+        }
+        // Below i64::MIN stays distinct from i64::MIN (it used to saturate).
+        let low: MessageId = serde_json::from_str("-9223372036854775809").unwrap();
+        assert_ne!(low, MessageId::Int(i64::MIN.into()));
+        assert_eq!(low, MessageId::Int(-9223372036854775809));
+        let beyond: MessageId =
+            serde_json::from_str("340282366920938463463374607431768211456").unwrap();
+        assert_eq!(
+            beyond,
+            MessageId::BigInt("340282366920938463463374607431768211456".into())
+        );
+        assert_eq!(beyond.as_int(), None);
+        // `-0` is 0; a whole float is its integer, also beyond i128.
+        assert_eq!(
+            serde_json::from_str::<MessageId>("-0").unwrap(),
+            MessageId::Int(0)
+        );
+        assert_eq!(
+            serde_json::from_str::<MessageId>("1e40").unwrap(),
+            MessageId::BigInt("10000000000000000303786028427003666890752".into())
+        );
+        // The same ids through a `Value` and through serde's buffering (an untagged enum).
+        assert_eq!(
+            serde_json::from_value::<MessageId>(json!(18446744073709551615u64)).unwrap(),
+            MessageId::Int(18446744073709551615)
+        );
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Buffered {
+            Id(MessageId),
+        }
+        let Buffered::Id(id) = serde_json::from_str("18446744073709551615").unwrap();
+        assert_eq!(id, MessageId::Int(18446744073709551615));
+        let Buffered::Id(id) = serde_json::from_str(r#""7""#).unwrap();
+        assert_eq!(id, MessageId::from("7"));
     }
 
     #[test]
@@ -619,7 +728,7 @@ mod tests {
                 ContentBlock::tool_result("c", json!(5)),
                 ContentBlock::tool_result("c", json!(false)),
                 ContentBlock::reasoning("hidden"),
-                ContentBlock::tool_call("c", "f", Map::new()),
+                ContentBlock::tool_call("c", "f", JsonObject::new()),
                 ContentBlock::text(""),
                 ContentBlock::text("z"),
             ],
@@ -683,11 +792,11 @@ mod tests {
             .with_usages(TokenUsages::new(3, 4))
             .with_reasoning("because")
             .with_delta(true)
-            .with_raw(Map::from_iter([("id".to_owned(), json!("r"))]))
-            .with_parsed_content(json!({"answer": 1}))
+            .with_raw(JsonObject::from_iter([("id", "r")]))
+            .with_parsed_content(JsonObject::from_iter([("answer", 1)]))
             .with_block(ReasoningBlock::new("because"));
         assert_eq!(m.message_id, MessageId::Int(5));
-        assert_eq!(m.metadata["model"], json!("m-1"));
+        assert_eq!(m.metadata.get("model"), Some(json!("m-1")));
         assert_eq!(m.usages.map(|u| u.total_tokens), Some(7));
         assert_eq!(m.reasoning.as_deref(), Some("because"));
         assert!(m.delta);

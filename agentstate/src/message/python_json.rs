@@ -7,8 +7,8 @@
 //! above U+FFFF), Python's float `repr` (`1.0`, `1e+16`, `1e-05`) and integers as they are.
 //! `NaN` and infinities cannot occur: a `Value` cannot hold them.
 //!
-//! One difference cannot be removed here: Python writes a dict's keys in insertion order, and
-//! a `serde_json::Map` (without serde_json's `preserve_order` feature) holds them sorted.
+//! [`text_to_string`] rewrites JSON text held by a [`Json`](super::Json) instead, which keeps
+//! the keys in the order they were read (as a Python dict does) and integers of any size.
 
 use serde_json::{Map, Number, Value};
 use std::fmt::Write as _;
@@ -17,6 +17,58 @@ use std::fmt::Write as _;
 pub(crate) fn to_string(value: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, value);
+    out
+}
+
+/// `json.dumps` of the value whose compact JSON text is `text` (valid JSON without whitespace
+/// between tokens, as a [`Json`](super::Json) holds it): keys in the text's order, integers
+/// digit for digit, floats as Python's `repr`, strings with `ensure_ascii`.
+pub(crate) fn text_to_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                let token = text.get(start..i.min(text.len())).unwrap_or_default();
+                match serde_json::from_str::<String>(token) {
+                    Ok(s) => write_str(&mut out, &s),
+                    Err(_) => out.push_str(token),
+                }
+                continue;
+            }
+            b',' => out.push_str(", "),
+            b':' => out.push_str(": "),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                if token.contains(['.', 'e', 'E']) {
+                    match token.parse::<f64>() {
+                        Ok(f) => write_float(&mut out, f),
+                        Err(_) => out.push_str(token),
+                    }
+                } else if token == "-0" {
+                    out.push('0');
+                } else {
+                    out.push_str(token);
+                }
+                continue;
+            }
+            b => out.push(b as char),
+        }
+        i += 1;
+    }
     out
 }
 
@@ -81,6 +133,18 @@ fn write_float(out: &mut String, f: f64) {
         });
         return;
     }
+    write_shortest(out, f, -4..16, 2);
+}
+
+/// A finite float with the shortest digits that round-trip: positional (`0.0001`, `1.0`) when
+/// its scientific exponent is in `positional`, else `d.ddde±X` with the exponent written with
+/// at least `exponent_digits` digits. Python's `repr` and pydantic differ only in those two.
+pub(crate) fn write_shortest(
+    out: &mut String,
+    f: f64,
+    positional: std::ops::Range<i32>,
+    exponent_digits: usize,
+) {
     // Rust's `{:e}` gives the shortest round-trip digits: `-1.2345e-7`, `1e16`, `0e0`.
     let sci = format!("{f:e}");
     let (sign, sci) = match sci.strip_prefix('-') {
@@ -88,34 +152,30 @@ fn write_float(out: &mut String, f: f64) {
         None => ("", sci.as_str()),
     };
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let exp: i32 = exponent.parse().unwrap_or(0);
+    out.push_str(sign);
+    if !positional.contains(&exp) {
+        out.push_str(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        let _ = write!(out, "e{sign}{:0exponent_digits$}", exp.abs());
+        return;
+    }
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let ndigits = digits.len() as i32;
-    // The value is 0.DIGITS x 10^decpt.
-    let decpt = exponent + 1;
-    out.push_str(sign);
-    if decpt <= -4 || decpt > 16 {
-        out.push_str(&digits[..1]);
-        if ndigits > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let exp = decpt - 1;
-        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    } else if decpt <= 0 {
+    if exp < 0 {
         out.push_str("0.");
-        for _ in 0..-decpt {
+        for _ in 0..(-exp - 1) {
             out.push('0');
         }
         out.push_str(&digits);
-    } else if decpt >= ndigits {
+    } else if exp + 1 >= ndigits {
         out.push_str(&digits);
-        for _ in 0..decpt - ndigits {
+        for _ in 0..(exp + 1 - ndigits) {
             out.push('0');
         }
         out.push_str(".0");
     } else {
-        let (int, frac) = digits.split_at(decpt as usize);
+        let (int, frac) = digits.split_at(exp as usize + 1);
         out.push_str(int);
         out.push('.');
         out.push_str(frac);
@@ -148,7 +208,7 @@ fn write_str(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::to_string;
+    use super::{text_to_string, to_string};
     use serde_json::json;
 
     fn float(f: f64) -> String {
@@ -220,5 +280,20 @@ mod tests {
         );
         assert_eq!(to_string(&json!("/ ~")), r#""/ ~""#);
         assert_eq!(to_string(&json!({"clé": "é"})), r#"{"cl\u00e9": "\u00e9"}"#);
+    }
+
+    #[test]
+    fn text_keeps_order_and_big_integers() {
+        assert_eq!(
+            text_to_string(
+                r#"{"z":1,"a":[1e-05,1.0,-0,1180591620717411303424],"é":"a:b,c","n":null}"#
+            ),
+            r#"{"z": 1, "a": [1e-05, 1.0, 0, 1180591620717411303424], "\u00e9": "a:b,c", "n": null}"#
+        );
+        assert_eq!(text_to_string(r#""x\"y""#), r#""x\"y""#);
+        assert_eq!(
+            text_to_string("[[],{},true,false]"),
+            "[[], {}, true, false]"
+        );
     }
 }

@@ -2,16 +2,22 @@
 //! `{"id", "type": "function", "function": {"name", "arguments": "<JSON string>"}}`.
 
 use super::block::ToolCallBlock;
+use super::json::{Json, JsonObject};
 use super::python_json;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
+use std::fmt;
 
 /// One entry of [`Message::tools_calls`](super::Message::tools_calls), in OpenAI's shape.
 ///
 /// The arguments are a JSON *string*, written by [`ToolCall::new`] the way AgentFlow writes
 /// them (Python's `json.dumps`: `{"city": "Paris"}`). Keys this type does not name are kept
-/// in [`extra`](ToolCall::extra) so that a message read from AgentFlow is written back with
-/// them.
+/// in [`extra`](ToolCall::extra), and a call read from JSON is written back with its keys in
+/// the order they were read (AgentFlow keeps `tools_calls` as plain dicts). A new call is
+/// written in the order of the OpenAI SDK's `model_dump`, which AgentFlow's OpenAI converter
+/// stores: `id`, `function` (`arguments`, `name`), `type`.
 ///
 /// ```
 /// use agentstate::message::ToolCall;
@@ -24,53 +30,248 @@ use serde_json::{Map, Value};
 /// assert_eq!(call.arguments()?, json!({"city": "Paris"}));
 /// assert_eq!(
 ///     serde_json::to_string(&call)?,
-///     r#"{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}"#
+///     r#"{"id":"call_1","function":{"arguments":"{\"city\": \"Paris\"}","name":"get_weather"},"type":"function"}"#
 /// );
+///
+/// // Read in another order, written back in that order.
+/// let text = r#"{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}"#;
+/// let read: ToolCall = serde_json::from_str(text)?;
+/// assert_eq!(serde_json::to_string(&read)?, text);
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct ToolCall {
     /// The call id, which the tool's result refers to.
     pub id: String,
     /// The `type` key: `"function"` (the default when absent).
-    #[serde(rename = "type", default = "function_kind")]
     pub kind: String,
     /// The function to call and its arguments.
     pub function: FunctionCall,
     /// Any other key of the call object, kept as it came.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: JsonObject,
+    order: KeyOrder,
 }
 
 /// The `function` object of a [`ToolCall`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct FunctionCall {
     /// The tool's name.
     pub name: String,
     /// The arguments as a JSON string.
     pub arguments: String,
     /// Any other key of the function object, kept as it came.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: JsonObject,
+    order: KeyOrder,
+}
+
+impl PartialEq for ToolCall {
+    /// Key order aside, as Python compares dicts.
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.kind == other.kind
+            && self.function == other.function
+            && self.extra == other.extra
+    }
+}
+
+impl PartialEq for FunctionCall {
+    /// Key order aside, as Python compares dicts.
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.arguments == other.arguments && self.extra == other.extra
+    }
+}
+
+/// The order in which an object's keys were read: `None` for the default order of its type,
+/// else one slot per key, a named field's index or [`EXTRA`] for the next extra key.
+#[derive(Debug, Clone, Default)]
+struct KeyOrder(Option<Box<[u8]>>);
+
+const EXTRA: u8 = u8::MAX;
+
+impl KeyOrder {
+    fn read(slots: Vec<u8>, default: &[u8]) -> Self {
+        KeyOrder((slots != default).then(|| slots.into_boxed_slice()))
+    }
+
+    fn slots<'a>(&'a self, default: &'a [u8]) -> &'a [u8] {
+        self.0.as_deref().unwrap_or(default)
+    }
+}
+
+/// Writes the named fields in `slots` order, with the extra keys where they were read (or
+/// after the named fields).
+fn serialize_ordered<S: Serializer>(
+    serializer: S,
+    slots: &[u8],
+    extra: &JsonObject,
+    mut field: impl FnMut(u8, &mut S::SerializeMap) -> Result<(), S::Error>,
+) -> Result<S::Ok, S::Error> {
+    let extras = extra.entries();
+    let mut map = serializer.serialize_map(None)?;
+    let mut next = extras.iter();
+    for &slot in slots {
+        if slot == EXTRA {
+            if let Some((key, value)) = next.next() {
+                map.serialize_entry(key, value)?;
+            }
+        } else {
+            field(slot, &mut map)?;
+        }
+    }
+    for (key, value) in next {
+        map.serialize_entry(key, value)?;
+    }
+    map.end()
+}
+
+const CALL_ORDER: &[u8] = &[0, 2, 1]; // id, function, type
+const FUNCTION_ORDER: &[u8] = &[1, 0]; // arguments, name
+
+impl Serialize for ToolCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_ordered(
+            serializer,
+            self.order.slots(CALL_ORDER),
+            &self.extra,
+            |slot, map| match slot {
+                0 => map.serialize_entry("id", &self.id),
+                1 => map.serialize_entry("type", &self.kind),
+                _ => map.serialize_entry("function", &self.function),
+            },
+        )
+    }
+}
+
+impl Serialize for FunctionCall {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_ordered(
+            serializer,
+            self.order.slots(FUNCTION_ORDER),
+            &self.extra,
+            |slot, map| match slot {
+                0 => map.serialize_entry("name", &self.name),
+                _ => map.serialize_entry("arguments", &self.arguments),
+            },
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CallVisitor;
+        impl<'de> Visitor<'de> for CallVisitor {
+            type Value = ToolCall;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a tool call object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolCall, A::Error> {
+                let (mut id, mut kind, mut function) = (None, None, None);
+                let mut extra = JsonObject::new();
+                let mut slots = Vec::with_capacity(3);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "id" => {
+                            id = Some(map.next_value()?);
+                            slots.push(0);
+                        }
+                        "type" => {
+                            kind = Some(map.next_value()?);
+                            slots.push(1);
+                        }
+                        "function" => {
+                            function = Some(map.next_value()?);
+                            slots.push(2);
+                        }
+                        _ => {
+                            extra.insert(key, map.next_value::<Json>()?);
+                            slots.push(EXTRA);
+                        }
+                    }
+                }
+                Ok(ToolCall {
+                    id: id.ok_or_else(|| de::Error::missing_field("id"))?,
+                    kind: kind.unwrap_or_else(function_kind),
+                    function: function.ok_or_else(|| de::Error::missing_field("function"))?,
+                    extra,
+                    order: KeyOrder::read(slots, CALL_ORDER),
+                })
+            }
+        }
+        deserializer.deserialize_map(CallVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for FunctionCall {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FunctionVisitor;
+        impl<'de> Visitor<'de> for FunctionVisitor {
+            type Value = FunctionCall;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a function object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FunctionCall, A::Error> {
+                let (mut name, mut arguments) = (None, None);
+                let mut extra = JsonObject::new();
+                let mut slots = Vec::with_capacity(2);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => {
+                            name = Some(map.next_value()?);
+                            slots.push(0);
+                        }
+                        "arguments" => {
+                            arguments = Some(map.next_value()?);
+                            slots.push(1);
+                        }
+                        _ => {
+                            extra.insert(key, map.next_value::<Json>()?);
+                            slots.push(EXTRA);
+                        }
+                    }
+                }
+                Ok(FunctionCall {
+                    name: name.ok_or_else(|| de::Error::missing_field("name"))?,
+                    arguments: arguments.ok_or_else(|| de::Error::missing_field("arguments"))?,
+                    extra,
+                    order: KeyOrder::read(slots, FUNCTION_ORDER),
+                })
+            }
+        }
+        deserializer.deserialize_map(FunctionVisitor)
+    }
 }
 
 fn function_kind() -> String {
     "function".to_owned()
 }
 
+impl FunctionCall {
+    /// A function call with these arguments (a JSON string), written in the SDK's order.
+    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        FunctionCall {
+            name: name.into(),
+            arguments: arguments.into(),
+            extra: JsonObject::new(),
+            order: KeyOrder::default(),
+        }
+    }
+}
+
 impl ToolCall {
     /// A call of tool `name` with `args`, which are written as a JSON string in Python's
     /// `json.dumps` format, as AgentFlow does.
     pub fn new(id: impl Into<String>, name: impl Into<String>, args: Value) -> Self {
+        ToolCall::from_function(id, FunctionCall::new(name, python_json::to_string(&args)))
+    }
+
+    /// A `"function"` call of `function`.
+    pub fn from_function(id: impl Into<String>, function: FunctionCall) -> Self {
         ToolCall {
             id: id.into(),
             kind: function_kind(),
-            function: FunctionCall {
-                name: name.into(),
-                arguments: python_json::to_string(&args),
-                extra: Map::new(),
-            },
-            extra: Map::new(),
+            function,
+            extra: JsonObject::new(),
+            order: KeyOrder::default(),
         }
     }
 
@@ -97,19 +298,12 @@ impl ToolCall {
         serde_json::from_str(&self.function.arguments)
     }
 
-    /// The same call as a `tool_call` content block. Arguments that are not a JSON object
-    /// (or not JSON) become empty `args`, since a block's `args` is always an object.
+    /// The same call as a `tool_call` content block, its `args` in the order of the argument
+    /// string. Arguments that are not a JSON object (or not JSON) become empty `args`, since a
+    /// block's `args` is always an object.
     pub fn to_block(&self) -> ToolCallBlock {
-        let args = match self.arguments() {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        ToolCallBlock {
-            id: self.id.clone(),
-            name: self.function.name.clone(),
-            args,
-            tool_type: None,
-        }
+        let args = serde_json::from_str::<JsonObject>(&self.function.arguments).unwrap_or_default();
+        ToolCallBlock::new(self.id.clone(), self.function.name.clone(), args)
     }
 }
 
@@ -117,10 +311,12 @@ impl From<&ToolCallBlock> for ToolCall {
     /// The OpenAI-shaped call of a `tool_call` block (its `tool_type` is not part of that
     /// shape and is dropped).
     fn from(block: &ToolCallBlock) -> Self {
-        ToolCall::new(
+        ToolCall::from_function(
             block.id.clone(),
-            block.name.clone(),
-            Value::Object(block.args.clone()),
+            FunctionCall::new(
+                block.name.clone(),
+                python_json::text_to_string(block.args.as_json()),
+            ),
         )
     }
 }
@@ -145,14 +341,21 @@ mod tests {
 
     #[test]
     fn unknown_keys_round_trip() {
-        let wire = json!({
-            "id": "c", "type": "function", "index": 0,
-            "function": {"name": "f", "arguments": "{}", "strict": true}
-        });
-        let call: ToolCall = serde_json::from_value(wire.clone()).unwrap();
-        assert_eq!(call.extra["index"], json!(0));
-        assert_eq!(call.function.extra["strict"], json!(true));
-        assert_eq!(serde_json::to_value(&call).unwrap(), wire);
+        let wire = r#"{"index":0,"id":"c","function":{"strict":true,"name":"f","arguments":"{}"},"type":"function","z":{"b":1,"a":2}}"#;
+        let call: ToolCall = serde_json::from_str(wire).unwrap();
+        assert_eq!(call.extra.get("index"), Some(json!(0)));
+        assert_eq!(call.function.extra.get("strict"), Some(json!(true)));
+        assert_eq!(serde_json::to_string(&call).unwrap(), wire);
+        assert_eq!(
+            serde_json::to_value(&call).unwrap(),
+            serde_json::from_str::<Value>(wire).unwrap()
+        );
+        // Another order compares equal, as Python dicts do.
+        let other: ToolCall = serde_json::from_str(
+            r#"{"id":"c","type":"function","index":0,"z":{"a":2,"b":1},"function":{"name":"f","arguments":"{}","strict":true}}"#,
+        )
+        .unwrap();
+        assert_eq!(other, call);
     }
 
     #[test]
@@ -174,11 +377,23 @@ mod tests {
         let block = call.to_block();
         assert_eq!(block.id, "c1");
         assert_eq!(block.name, "get_weather");
-        assert_eq!(Value::Object(block.args.clone()), json!({"city": "Paris"}));
+        assert_eq!(block.args, json!({"city": "Paris"}));
         assert_eq!(block.tool_type, None);
         assert_eq!(ToolCall::from(&block), call);
 
         let odd = ToolCall::new("c2", "f", json!([1, 2]));
         assert!(odd.to_block().args.is_empty());
+        // Arguments keep their order through a block and back.
+        let ordered = ToolCall::from_function("c3", FunctionCall::new("f", r#"{"z": 1, "a": 2}"#));
+        assert_eq!(ToolCall::from(&ordered.to_block()), ordered);
+    }
+
+    #[test]
+    fn new_calls_use_the_sdk_dump_order() {
+        let call = ToolCall::new("c", "f", json!({}));
+        assert_eq!(
+            serde_json::to_string(&call).unwrap(),
+            r#"{"id":"c","function":{"arguments":"{}","name":"f"},"type":"function"}"#
+        );
     }
 }

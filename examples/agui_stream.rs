@@ -10,7 +10,7 @@
 //! message (`…` streaming, `✗` interrupted) with its tool calls and their results, the shared
 //! state, and any error the event surfaced.
 
-use agentstate::agui::{ChatMessage, ChatState, Event, StreamStatus};
+use agentstate::agui::{ChatMessage, ChatState, Event, Outcome, StreamStatus};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
@@ -61,8 +61,7 @@ fn show(file: &Path) -> Result<(), Box<dyn Error>> {
     println!("== {} ({} events)", file.display(), events.len());
     let mut chat = ChatState::new();
     for (i, event) in events.iter().enumerate() {
-        let errors_before = chat.errors().len();
-        chat.apply(event);
+        let outcome = chat.apply(event);
         println!(
             "#{:<2} {:<26} phase {} · {} message(s) · state {}",
             i + 1,
@@ -74,8 +73,11 @@ fn show(file: &Path) -> Result<(), Box<dyn Error>> {
         for message in chat.messages() {
             println!("      {}", line(&chat, message));
         }
-        for error in &chat.errors()[errors_before..] {
-            println!("      ! {error}");
+        match outcome {
+            Outcome::Applied => {}
+            Outcome::Ignored(error) | Outcome::Dropped(error) => println!("      ! {error}"),
+            Outcome::Conflict(conflict) => println!("      ! {conflict}"),
+            other => println!("      ! {other:?}"),
         }
     }
     println!();
@@ -94,6 +96,9 @@ fn line(chat: &ChatState, message: &ChatMessage) -> String {
         message.role().as_str(),
         clip(&message.text(), 50)
     );
+    if let Some(subagent) = message.message().subagent_run_id() {
+        line.push_str(&format!(" (subagent {subagent})"));
+    }
     for call in message.tool_calls() {
         let Some(view) = chat.tool_call(&call.id) else {
             continue;

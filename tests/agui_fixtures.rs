@@ -2,7 +2,9 @@
 //! against the official TypeScript client's result (`NAME.expected.json`), and in detail.
 #![cfg(feature = "ag-ui")]
 
-use agentstate::agui::{AguiMessage, ChatError, ChatState, Event, Phase, StreamStatus, Timeline};
+use agentstate::agui::{
+    AguiMessage, ChatError, ChatState, Event, Outcome, Phase, StreamStatus, Timeline,
+};
 use serde_json::{json, Value};
 
 fn data(name: &str) -> String {
@@ -19,26 +21,66 @@ fn expected(name: &str) -> Value {
 }
 
 fn fold(name: &str) -> ChatState {
-    let mut chat = ChatState::new();
-    for event in events(name) {
-        chat.apply(&event);
-    }
-    chat
+    fold_checking_outcomes(name)
 }
 
-/// The message list and shared state match the official client's after the same events.
+/// `value` with every integral float written as an integer, as JavaScript (whose numbers are
+/// all doubles) writes it: the official client prints `2.0` as `2`, the fold keeps `2.0`.
+fn js_numbers(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => json!(f as i64),
+            _ => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(js_numbers).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), js_numbers(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The message list and shared state match the official client's after the same events
+/// (numbers compared by value).
 fn assert_matches_official_client(name: &str, chat: &ChatState) {
     let expected = expected(name);
     assert_eq!(
-        serde_json::to_value(chat.to_agui_messages()).unwrap(),
+        js_numbers(&serde_json::to_value(chat.to_agui_messages()).unwrap()),
         expected["messages"],
         "{name}: messages differ from the official client's"
     );
     assert_eq!(
-        chat.agent_state(),
-        &expected["state"],
+        js_numbers(chat.agent_state()),
+        expected["state"],
         "{name}: shared state differs from the official client's"
     );
+}
+
+/// Folds a fixture, checking that exactly the events its expectation lists under `ignored`
+/// (those the official client refuses) are ignored, each with its index.
+fn fold_checking_outcomes(name: &str) -> ChatState {
+    let ignored: Vec<usize> =
+        serde_json::from_value(expected(name)["ignored"].clone()).unwrap_or_default();
+    let mut chat = ChatState::new();
+    for (i, event) in events(name).iter().enumerate() {
+        match chat.apply(event) {
+            Outcome::Ignored(error) => {
+                assert!(
+                    ignored.contains(&i),
+                    "{name}: event {i} was ignored: {error}"
+                );
+                assert_eq!(error.event_index, i);
+            }
+            other => assert!(
+                !ignored.contains(&i),
+                "{name}: event {i} was not ignored: {other:?}"
+            ),
+        }
+    }
+    assert_matches_official_client(name, &chat);
+    chat
 }
 
 fn protocol_errors(chat: &ChatState) -> Vec<String> {
@@ -173,7 +215,7 @@ fn failing_deltas_leave_the_state_unchanged_and_surface_a_conflict() {
     assert_eq!(conflicts[0].operation, Some(2));
     assert_eq!(
         conflicts[0].to_string(),
-        "STATE_DELTA could not be applied, so the shared state was left unchanged: \
+        "event 2: STATE_DELTA could not be applied, so the shared state was left unchanged: \
          operation 2 (test at `/cart/total`) failed: value did not match"
     );
     assert!(
@@ -272,10 +314,7 @@ fn chunks_expand_to_start_content_end() {
     let timeline = Timeline::from_events(ChatState::new(), events("chunks"));
     // After the continuation chunk without an id, a1 is still streaming.
     let a1 = timeline.state_at(3).message("a1").unwrap().clone();
-    assert_eq!(
-        (a1.text().as_str(), a1.is_streaming()),
-        ("Hello, world", true)
-    );
+    assert_eq!((&*a1.text(), a1.is_streaming()), ("Hello, world", true));
     // The chunk for a2 closed a1.
     assert!(!timeline.state_at(5).message("a1").unwrap().is_streaming());
     // RAW did not close the tool chunk c2; the state snapshot did.
@@ -301,7 +340,7 @@ fn ordering_violations_are_reported_and_ignored() {
     let mut chat = ChatState::new();
     for (i, event) in all.iter().enumerate() {
         let errors_before = protocol_errors(&chat).len();
-        chat.apply(event);
+        let outcome = chat.apply(event);
         let reported = protocol_errors(&chat).len() > errors_before;
         assert_eq!(
             reported,
@@ -309,6 +348,15 @@ fn ordering_violations_are_reported_and_ignored() {
             "event {i} ({})",
             event.event_type()
         );
+        // `apply` says so too, with the event's index.
+        match outcome {
+            Outcome::Ignored(error) => {
+                assert!(ignored.contains(&i), "event {i} was ignored: {error}");
+                assert_eq!(error.event_index, i);
+            }
+            Outcome::Applied => assert!(!ignored.contains(&i), "event {i} was applied"),
+            other => panic!("event {i}: {other:?}"),
+        }
     }
     assert_matches_official_client("ordering", &chat);
 
@@ -328,23 +376,141 @@ fn ordering_violations_are_reported_and_ignored() {
 
     let messages = protocol_errors(&chat);
     let expected_messages = [
-        "TEXT_MESSAGE_CONTENT was ignored: no run has started; the first event must be RUN_STARTED",
-        "RUN_STARTED was ignored: a run is already active; it must end with RUN_FINISHED or RUN_ERROR first",
-        "TEXT_MESSAGE_CONTENT was ignored: no text message `a1` is open; it needs a TEXT_MESSAGE_START first",
-        "TEXT_MESSAGE_START was ignored: text message `a1` is already open; it must be closed with TEXT_MESSAGE_END first",
-        "RUN_FINISHED was ignored: it arrived while text message `a1` is still open",
-        "TEXT_MESSAGE_END was ignored: no text message `a1` is open; it needs a TEXT_MESSAGE_START first",
-        "TOOL_CALL_ARGS was ignored: no tool call `c9` is open; it needs a TOOL_CALL_START first",
-        "STEP_FINISHED was ignored: step `ghost` was never started",
-        "TEXT_MESSAGE_CHUNK was ignored: the first chunk of a text message needs a messageId",
-        "TOOL_CALL_CHUNK was ignored: the first chunk of tool call `c1` needs a toolCallName",
-        "TEXT_MESSAGE_START was ignored: the run has already finished; a new run must begin with RUN_STARTED",
-        "STATE_SNAPSHOT was ignored: the run already failed with RUN_ERROR; only RUN_STARTED may follow",
+        "event 0: TEXT_MESSAGE_CONTENT was ignored: no run has started; the first event must be RUN_STARTED",
+        "event 2: RUN_STARTED was ignored: a run is already active; it must end with RUN_FINISHED or RUN_ERROR first",
+        "event 3: TEXT_MESSAGE_CONTENT was ignored: no text message `a1` is open; it needs a TEXT_MESSAGE_START first",
+        "event 5: TEXT_MESSAGE_START was ignored: text message `a1` is already open; it must be closed with TEXT_MESSAGE_END first",
+        "event 7: RUN_FINISHED was ignored: it arrived while text message `a1` is still open",
+        "event 9: TEXT_MESSAGE_END was ignored: no text message `a1` is open; it needs a TEXT_MESSAGE_START first",
+        "event 10: TOOL_CALL_ARGS was ignored: no tool call `c9` is open; it needs a TOOL_CALL_START first",
+        "event 11: STEP_FINISHED was ignored: step `ghost` was never started",
+        "event 12: TEXT_MESSAGE_CHUNK was ignored: the first chunk of a text message needs a messageId",
+        "event 13: TOOL_CALL_CHUNK was ignored: the first chunk of tool call `c1` needs a toolCallName",
+        "event 16: TEXT_MESSAGE_START was ignored: the run has already finished; a new run must begin with RUN_STARTED",
+        "event 18: STATE_SNAPSHOT was ignored: the run already failed with RUN_ERROR; only RUN_STARTED may follow",
     ];
     assert_eq!(messages, expected_messages);
     // The message that was open when RUN_FINISHED was refused is intact.
     assert_eq!(chat.message("a1").unwrap().text(), "Hello");
     assert_eq!(chat.phase(), &Phase::Idle);
+}
+
+#[test]
+fn event_metadata_is_kept_on_messages_and_tool_calls() {
+    let chat = fold_checking_outcomes("metadata");
+    let messages = serde_json::to_value(chat.to_agui_messages()).unwrap();
+    // START, CONTENT and END merge key by key, the last write winning.
+    assert_eq!(
+        messages[0]["metadata"],
+        json!({"model": "m-1", "trace": "t-2", "usage": {"output_tokens": 7}, "finish": "stop"})
+    );
+    // A tool call's events go to the call, not to its message.
+    assert_eq!(
+        messages[0]["toolCalls"][0]["metadata"],
+        json!({"cache": "miss", "partial": false, "latency_ms": 12.0})
+    );
+    assert_eq!(messages[1]["metadata"], json!({"source": "met.no"}));
+    // Chunks: the opening chunk's metadata, then each continuation's, a metadata-only one too.
+    assert_eq!(
+        messages[2]["metadata"],
+        json!({"chunk": 2, "model": "m-1", "usage": {"output_tokens": 3}})
+    );
+    assert_eq!(
+        messages[2]["toolCalls"][0]["metadata"],
+        json!({"chunk": "close"})
+    );
+    // An activity keeps the metadata of a delta that failed, and across a replacing snapshot.
+    assert_eq!(messages[4]["metadata"], json!({"v": 3, "failed": true}));
+    // `test` compares numbers by value: 2 passes against 2.0, [1, "x"] against [1.0, "x"].
+    assert_eq!(chat.agent_state()["count"], json!(3));
+    assert_eq!(chat.agent_state()["tags"], json!([1.0, "x", "y"]));
+    let conflicts: Vec<_> = chat
+        .errors()
+        .iter()
+        .filter_map(|e| match e {
+            ChatError::StateConflict(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(conflicts.len(), 2, "{conflicts:?}");
+    assert_eq!(
+        (conflicts[0].event_index, conflicts[0].operation),
+        (13, Some(1)),
+        "3.5 is not 3"
+    );
+    assert_eq!(conflicts[1].activity_id.as_deref(), Some("plan"));
+    assert_eq!(conflicts[1].event_index, 24);
+}
+
+#[test]
+fn subagents_stream_in_their_own_lanes_and_keep_their_attribution() {
+    let chat = fold_checking_outcomes("subagents");
+    let owner = |id: &str| chat.message(id).unwrap().message().subagent_run_id();
+    assert_eq!(
+        ["p1", "r1", "w1", "p2", "c1", "res1", "rs1", "act1"].map(owner),
+        [
+            None,
+            Some("s1"),
+            Some("s2"),
+            None,
+            Some("s1"),
+            Some("s1"),
+            Some("s2"),
+            Some("s2")
+        ]
+    );
+    // Two subagents and the parent streamed chunks at once, each into its own message.
+    assert_eq!(chat.message("r1").unwrap().text(), "Found three sources");
+    assert_eq!(chat.message("w1").unwrap().text(), "Drafting an outline");
+    assert_eq!(chat.message("p2").unwrap().text(), "Waiting for both.");
+    // The subagent's call stays where it is: reopening it under the parent's message is refused.
+    assert_eq!(chat.tool_call("c1").unwrap().message.id(), "c1");
+    assert!(chat.tool_call("c2").is_none());
+    let refused: Vec<String> = chat
+        .errors()
+        .iter()
+        .filter_map(|e| match e {
+            ChatError::Protocol(p) if p.event_index == 20 || p.event_index == 21 => {
+                Some(p.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            "event 20: TOOL_CALL_START was ignored: tool call `c1` belongs to subagent `s1`, but its parent message `p1` belongs to the parent agent; a tool call belongs to the message that carries it",
+            "event 21: TOOL_CALL_START was ignored: it is attributed to subagent `s1`, but its parent message `p1` belongs to the parent agent; a tool call belongs to the message that carries it",
+        ]
+    );
+    assert_eq!(chat.phase(), &Phase::Idle);
+}
+
+#[test]
+fn ignored_events_change_nothing_and_reused_activity_ids_stay_open() {
+    let chat = fold_checking_outcomes("corners");
+    // The START on an activity's id left the activity alone but opened the id: after the
+    // snapshot made it a text (and a reasoning) message, its CONTENT landed.
+    assert_eq!(chat.message("x1").unwrap().text(), "Results: three");
+    assert_eq!(chat.message("x2").unwrap().text(), "Comparing: two");
+    let dropped: Vec<usize> = chat
+        .errors()
+        .iter()
+        .filter_map(|e| match e {
+            ChatError::Protocol(p) if p.reason.contains("is an activity message") => {
+                Some(p.event_index)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(dropped, [2, 4]);
+    // The ignored STEP_FINISHED and TEXT_MESSAGE_END did not close the chunk stream, nor did a
+    // subagent's event: the id-less chunks continued it.
+    assert_eq!(chat.message("a1").unwrap().text(), "Hello!");
+    assert!(
+        !chat.message("a1").unwrap().is_streaming(),
+        "RUN_FINISHED closed it"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::json_patch;
-use agentstate::agui::{fold, fold_all, ChatError, ChatState, Event, Timeline};
+use agentstate::agui::{fold, fold_all, ChatError, ChatState, Event, Outcome, Timeline};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -62,8 +62,24 @@ fn patch() -> impl Strategy<Value = Vec<Value>> {
     prop::collection::vec(patch_op(), 0..4)
 }
 
-/// Any event, valid or not in context, from a small alphabet of ids so that they interact.
+/// Any event, valid or not in context, from a small alphabet of ids so that they interact,
+/// half of them attributed to a subagent, some with metadata.
 fn event() -> impl Strategy<Value = Event> {
+    let tag = prop_oneof![2 => Just(None), 1 => Just(Some("s1")), 1 => Just(Some("s2"))];
+    let metadata = prop_oneof![3 => Just(None), 1 => small_json().prop_map(Some)];
+    (untagged_event(), tag, metadata).prop_map(|(event, tag, metadata)| {
+        let mut wire = serde_json::to_value(&event).unwrap();
+        if let Some(tag) = tag {
+            wire["subagentRunId"] = json!(tag);
+        }
+        if let Some(value) = metadata {
+            wire["metadata"] = json!({"k": value});
+        }
+        serde_json::from_value(wire).unwrap()
+    })
+}
+
+fn untagged_event() -> impl Strategy<Value = Event> {
     prop_oneof![
         2 => Just(Event::run_started("t", "r")),
         1 => Just(Event::run_finished("t", "r")),
@@ -92,6 +108,10 @@ fn event() -> impl Strategy<Value = Event> {
         1 => id().prop_map(|i| serde_json::from_value(json!({
             "type": "ACTIVITY_SNAPSHOT", "messageId": i, "activityType": "plan", "content": {"steps": []}})).unwrap()),
         1 => Just(serde_json::from_value(json!({"type": "SOMETHING_NEW", "x": 1})).unwrap()),
+        1 => Just(serde_json::from_value(json!({"type": "SUBAGENT_STARTED", "name": "helper"})).unwrap()),
+        1 => Just(serde_json::from_value(json!({"type": "SUBAGENT_FINISHED"})).unwrap()),
+        1 => (maybe_id(), text()).prop_map(|(i, d)| serde_json::from_value(
+            json!({"type": "REASONING_MESSAGE_CHUNK", "messageId": i, "delta": d})).unwrap()),
     ]
 }
 
@@ -132,13 +152,14 @@ proptest! {
     #[test]
     fn an_ignored_event_changes_neither_messages_nor_shared_state(events in events()) {
         let mut chat = ChatState::new();
-        for event in &events {
+        let mut ignored = Vec::new();
+        for (i, event) in events.iter().enumerate() {
             let before = chat.clone();
-            chat.apply(event);
-            let chunk = matches!(event, Event::TextMessageChunk(_) | Event::ToolCallChunk(_));
-            let protocol_error = chat.errors().len() > before.errors().len()
-                && matches!(chat.errors().last(), Some(ChatError::Protocol(_)));
-            if protocol_error && !chunk {
+            let outcome = chat.apply(event);
+            if let Outcome::Ignored(error) = &outcome {
+                ignored.push(i);
+                prop_assert_eq!(error.event_index, i);
+                prop_assert_eq!(chat.errors().last(), Some(&ChatError::Protocol(error.clone())));
                 prop_assert_eq!(chat.to_agui_messages(), before.to_agui_messages());
                 prop_assert_eq!(chat.agent_state(), before.agent_state());
                 prop_assert_eq!(chat.phase(), before.phase());
@@ -148,6 +169,16 @@ proptest! {
                 prop_assert!(chat.message(message.id()).is_some());
             }
         }
+        // Ignoring is exact, chunk streams included: the stream without the ignored events
+        // folds to the same conversation, and none of its events is ignored.
+        let mut valid = ChatState::new();
+        for (i, event) in events.iter().enumerate().filter(|(i, _)| !ignored.contains(i)) {
+            let outcome = valid.apply(event);
+            prop_assert!(!matches!(outcome, Outcome::Ignored(_)), "event {} ignored only when alone: {:?}", i, outcome);
+        }
+        prop_assert_eq!(valid.to_agui_messages(), chat.to_agui_messages());
+        prop_assert_eq!(valid.agent_state(), chat.agent_state());
+        prop_assert_eq!(valid.phase(), chat.phase());
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! agent's shared state (JSON), the run's [`Phase`] and the [`ChatError`]s the fold surfaced.
 //! [`ChatState::apply`] (in `fold.rs`) is the fold.
 
+use super::chunks::Lanes;
 use super::event::RunOutcome;
 use super::message::{AguiMessage, AguiRole, AguiToolCall, ToolMessage};
+use super::order::Order;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -98,8 +101,8 @@ impl ChatMessage {
         self.message.role()
     }
 
-    /// The message's text so far (see [`AguiMessage::text`]).
-    pub fn text(&self) -> String {
+    /// The message's text so far (see [`AguiMessage::text`]), borrowed.
+    pub fn text(&self) -> Cow<'_, str> {
         self.message.text()
     }
 
@@ -189,7 +192,7 @@ pub struct RunError {
 /// patch, and the state it failed against (which is still the state, unchanged).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
-    "{} could not be applied, so {} was left unchanged: {reason}",
+    "event {event_index}: {} could not be applied, so {} was left unchanged: {reason}",
     activity_id.as_ref().map(|id| format!("ACTIVITY_DELTA for activity `{id}`")).unwrap_or_else(|| "STATE_DELTA".to_owned()),
     if activity_id.is_some() { "its content" } else { "the shared state" }
 )]
@@ -204,16 +207,61 @@ pub struct StateConflict {
     pub reason: String,
     /// For an `ACTIVITY_DELTA`, the activity message's id; `None` for the shared state.
     pub activity_id: Option<String>,
+    /// The position of the event in the stream (0 for the first event this state folded).
+    pub event_index: usize,
 }
 
-/// An event that broke the protocol and was ignored.
+/// An event that broke the protocol and was ignored, or whose content had nowhere to go.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{event_type} was ignored: {reason}")]
+#[error("event {event_index}: {event_type} was ignored: {reason}")]
 pub struct ProtocolError {
     /// The offending event's type.
     pub event_type: String,
     /// What was wrong with it.
     pub reason: String,
+    /// The position of the event in the stream (0 for the first event this state folded).
+    pub event_index: usize,
+}
+
+/// What [`ChatState::apply`] did with one event.
+///
+/// ```
+/// use agentstate::agui::{ChatState, Event, Outcome};
+///
+/// let mut chat = ChatState::new();
+/// assert_eq!(chat.apply(&Event::run_started("t", "r")), Outcome::Applied);
+/// let Outcome::Ignored(error) = chat.apply(&Event::text_content("m", "Hi")) else { panic!() };
+/// assert_eq!(error.event_index, 1);
+/// assert_eq!(
+///     error.to_string(),
+///     "event 1: TEXT_MESSAGE_CONTENT was ignored: no text message `m` is open; it needs a TEXT_MESSAGE_START first"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The event was folded.
+    Applied,
+    /// The event broke the protocol's ordering or attribution rules (the official client aborts
+    /// the run on it) and was ignored: nothing changed but the error, recorded in
+    /// [`ChatState::errors`].
+    Ignored(ProtocolError),
+    /// The event was accepted, but what it carried had nowhere to go (text for a message a
+    /// `MESSAGES_SNAPSHOT` dropped or that is an activity, a delta for a missing activity); the
+    /// official client drops it with a warning. What it opens or closes is opened or closed.
+    /// The error is recorded in [`ChatState::errors`].
+    Dropped(ProtocolError),
+    /// A `STATE_DELTA` or `ACTIVITY_DELTA` patch could not be applied: the state (or the
+    /// activity's content) was left unchanged and the conflict recorded in
+    /// [`ChatState::errors`].
+    Conflict(StateConflict),
+}
+
+impl Outcome {
+    /// True when the event was folded without trouble.
+    pub fn is_applied(&self) -> bool {
+        matches!(self, Outcome::Applied)
+    }
 }
 
 /// Whether a run is going on, for the ordering rules.
@@ -225,14 +273,6 @@ pub(crate) enum RunStatus {
     Finished,
     Cancelled,
     Errored,
-}
-
-/// The chunk stream that is open, if any: chunk events of one kind and id continue it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum OpenChunk {
-    Text(String),
-    Tool(String),
-    Reasoning(String),
 }
 
 /// A chat's state: the fold of an agent run's AG-UI event stream.
@@ -263,15 +303,16 @@ pub struct ChatState {
     pub(crate) by_call: HashMap<String, (usize, usize)>,
     /// Tool call id -> position of the first tool message answering it.
     pub(crate) by_result: HashMap<String, usize>,
-    pub(crate) open_text: Vec<String>,
-    pub(crate) open_reasoning: Vec<String>,
-    pub(crate) open_spans: Vec<String>,
-    pub(crate) open_calls: Vec<String>,
+    /// The ordering and attribution rules' state: what is open, who owns what.
+    pub(crate) order: Order,
+    /// The open chunk streams.
+    pub(crate) lanes: Lanes,
+    /// The names of the running steps, outermost first.
     pub(crate) steps: Vec<String>,
-    pub(crate) chunk: Option<OpenChunk>,
+    /// How many events were folded (the index of the next one).
+    pub(crate) events_seen: usize,
     pub(crate) agent_state: Value,
     pub(crate) phase: Phase,
-    pub(crate) run: RunStatus,
     pub(crate) run_info: Option<RunInfo>,
     pub(crate) errors: Vec<ChatError>,
     pub(crate) run_errors_from: usize,
@@ -285,15 +326,12 @@ impl Default for ChatState {
             by_id: HashMap::new(),
             by_call: HashMap::new(),
             by_result: HashMap::new(),
-            open_text: Vec::new(),
-            open_reasoning: Vec::new(),
-            open_spans: Vec::new(),
-            open_calls: Vec::new(),
+            order: Order::default(),
+            lanes: Lanes::default(),
             steps: Vec::new(),
-            chunk: None,
+            events_seen: 0,
             agent_state: Value::Object(Map::new()),
             phase: Phase::Idle,
-            run: RunStatus::NotStarted,
             run_info: None,
             errors: Vec::new(),
             run_errors_from: 0,

@@ -232,7 +232,7 @@ pub fn from_agui(message: &AguiMessage) -> Option<Message> {
             let failed = m.error.is_some();
             let result = ToolResultBlock {
                 call_id: m.tool_call_id.clone(),
-                output: Value::String(m.content.text()).into(),
+                output: Value::String(m.content.text().into_owned()).into(),
                 is_error: failed,
                 status: Some(if failed {
                     ToolResultStatus::Failed

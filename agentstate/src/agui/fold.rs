@@ -4,37 +4,36 @@
 //! step in place. Neither does I/O or reads anything but its arguments, so the same events
 //! always give the same state, and a run can be replayed and stepped through ([`Timeline`]).
 //!
-//! What each event does follows the official AG-UI client (`@ag-ui/client` 1.0), with three
-//! differences the seed asks for: a `STATE_DELTA` that cannot apply surfaces a
-//! [`StateConflict`] instead of a console warning; a `RUN_ERROR` puts a
-//! typed error on the state; and an event that breaks the ordering rules is ignored with a
-//! [`ProtocolError`] on the state, where the official client aborts the
-//! whole stream. The ordering rules are the official client's: the first event is
-//! `RUN_STARTED`; after `RUN_ERROR` only `RUN_STARTED`; after `RUN_FINISHED` only
-//! `RUN_STARTED` (or `RUN_ERROR`); no `RUN_STARTED` while a run is active; `*_CONTENT`, `*_ARGS`
-//! and `*_END` need an open `*_START` with the same id, and a `*_START` may not reopen an open
-//! id; `STEP_FINISHED` needs its `STEP_STARTED`; `RUN_FINISHED` may not arrive while a step,
-//! message, reasoning span or tool call is open.
+//! What each event does follows the official AG-UI client (`@ag-ui/client` 1.0: its
+//! `transformChunks`, `verifyEvents` and `defaultApplyEvents`), with three differences the seed
+//! asks for: a `STATE_DELTA` that cannot apply surfaces a [`StateConflict`] instead of a console
+//! warning; a `RUN_ERROR` puts a typed error on the state; and an event that breaks the
+//! ordering or attribution rules (see `order.rs`) is ignored with a [`ProtocolError`] on the
+//! state, where the official client aborts the whole stream. An ignored event changes nothing
+//! else: the stream folds exactly as if it had not been sent. [`ChatState::apply`] returns an
+//! [`Outcome`] saying which of these happened, and every error carries the index of its event.
 //!
-//! Chunk events (`TEXT_MESSAGE_CHUNK`, `TOOL_CALL_CHUNK`, `REASONING_MESSAGE_CHUNK`) expand as
-//! the protocol defines: one chunk stream is open at a time; a chunk of another kind or id closes
-//! it (with its END) and opens a new one (with a START); continuation chunks may omit the id,
-//! the first may not; every other event except `RAW`, `ACTIVITY_*`, `REASONING_ENCRYPTED_VALUE`
-//! and `SUBAGENT_*` closes the open chunk stream before it applies.
+//! Event metadata is kept where the official client keeps it: `TEXT_MESSAGE_*` and
+//! `REASONING_MESSAGE_*` merge theirs into the message, `TOOL_CALL_START` / `ARGS` / `END` into
+//! the tool call (`toolCalls[].metadata`), `TOOL_CALL_RESULT` and `ACTIVITY_*` into the message
+//! they build; key by key, the last write winning. A message created by an event attributed to
+//! a subagent keeps its `subagentRunId`.
+//!
+//! Chunk events expand to START / CONTENT / END as the official client expands them, with one
+//! open chunk stream per subagent (see `chunks.rs`).
 //!
 //! Streaming costs O(delta): `TEXT_MESSAGE_CONTENT` and `TOOL_CALL_ARGS` find their message
 //! through a hash index and append to its `String`.
 
 use super::chat::{
-    ChatError, ChatMessage, ChatState, OpenChunk, Phase, ProtocolError, RunError, RunInfo,
-    RunStatus, StateConflict, StreamStatus,
+    ChatError, ChatMessage, ChatState, Outcome, Phase, ProtocolError, RunError, RunInfo, RunStatus,
+    StateConflict, StreamStatus,
 };
 use super::event::*;
 use super::message::{
-    ActivityMessage, AguiMessage, AssistantMessage, ReasoningMessage, ToolMessage,
+    ActivityMessage, AguiMessage, AguiToolCall, AssistantMessage, ReasoningMessage, ToolMessage,
 };
-use json_patch::PatchOperation;
-use serde::Deserialize;
+use super::patch::apply_patch;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
@@ -156,54 +155,6 @@ impl Timeline {
     }
 }
 
-/// The first failing operation of a patch, and why.
-struct PatchFailure {
-    operation: Option<usize>,
-    reason: String,
-}
-
-/// Applies RFC 6902 `ops` to `doc` all or nothing: on error `doc` is unchanged.
-fn apply_patch(doc: &mut Value, ops: &[Value]) -> Result<(), PatchFailure> {
-    let ops = ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| {
-            PatchOperation::deserialize(op).map_err(|e| PatchFailure {
-                operation: Some(i),
-                reason: format!("operation {i} is not a JSON Patch operation: {e}"),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let failure = |e: json_patch::PatchError| {
-        let name = match ops.get(e.operation) {
-            Some(PatchOperation::Add(_)) => "add",
-            Some(PatchOperation::Remove(_)) => "remove",
-            Some(PatchOperation::Replace(_)) => "replace",
-            Some(PatchOperation::Move(_)) => "move",
-            Some(PatchOperation::Copy(_)) => "copy",
-            Some(PatchOperation::Test(_)) | None => "test",
-        };
-        PatchFailure {
-            operation: Some(e.operation),
-            reason: format!(
-                "operation {} ({name} at `{}`) failed: {}",
-                e.operation, e.path, e.kind
-            ),
-        }
-    };
-    // json_patch::patch undoes the applied operations on failure, in place: O(patch). Its undo
-    // of a `move` can itself fail (and panic) when the target is an ancestor of the source, so a
-    // patch with a `move` is applied to a copy instead.
-    if ops.iter().any(|op| matches!(op, PatchOperation::Move(_))) {
-        let mut copy = doc.clone();
-        json_patch::patch_unsafe(&mut copy, &ops).map_err(failure)?;
-        *doc = copy;
-        Ok(())
-    } else {
-        json_patch::patch(doc, &ops).map_err(failure)
-    }
-}
-
 /// `MESSAGES_SNAPSHOT` metadata may list the activity types the snapshot is authoritative for
 /// (`metadata["@ag-ui/client"].authoritativeActivityTypes`), as the official client reads it.
 enum ActivityAuthority {
@@ -234,37 +185,77 @@ fn activity_authority(metadata: Option<&Map<String, Value>>) -> ActivityAuthorit
     }
 }
 
-fn contains(list: &[String], id: &str) -> bool {
-    list.iter().any(|x| x == id)
+/// Folds `incoming` metadata into `target` key by key, the last write winning (the official
+/// client's `mergeMetadata`). False when the event carries none.
+fn merge_metadata(
+    target: &mut Option<Map<String, Value>>,
+    incoming: &Option<Map<String, Value>>,
+) -> bool {
+    let Some(incoming) = incoming else {
+        return false;
+    };
+    let target = target.get_or_insert_with(Map::new);
+    for (key, value) in incoming {
+        target.insert(key.clone(), value.clone());
+    }
+    true
 }
 
-fn remove(list: &mut Vec<String>, id: &str) {
-    if let Some(i) = list.iter().position(|x| x == id) {
-        list.remove(i);
-    }
-}
+/// A reason an accepted event's content was dropped.
+type Dropped = Option<String>;
 
 impl ChatState {
     /// Folds one event into the state, in place (see the [module docs](self) for what each
-    /// event does).
-    pub fn apply(&mut self, event: &Event) {
-        match event {
-            Event::TextMessageChunk(chunk) => self.text_chunk(chunk),
-            Event::ToolCallChunk(chunk) => self.tool_chunk(chunk),
-            Event::ReasoningMessageChunk(chunk) => self.reasoning_chunk(chunk),
-            // The official client drops events it does not know; they change nothing here either
-            // (user reducers may read them).
-            Event::Unknown(_) => {}
-            Event::Raw(_)
-            | Event::ActivitySnapshot(_)
-            | Event::ActivityDelta(_)
-            | Event::ReasoningEncryptedValue(_)
-            | Event::SubagentStarted(_)
-            | Event::SubagentFinished(_)
-            | Event::SubagentError(_) => self.apply_one(event),
-            _ => {
-                self.close_chunk();
-                self.apply_one(event);
+    /// event does), and says what it did: [`Outcome::Applied`], or why not entirely. Every
+    /// error is also recorded in [`errors`](ChatState::errors), with the event's index.
+    ///
+    /// ```
+    /// use agentstate::agui::{ChatState, Event, Outcome};
+    ///
+    /// let mut chat = ChatState::new();
+    /// assert!(chat.apply(&Event::run_started("t", "r")).is_applied());
+    /// assert!(chat.apply(&Event::text_start("m")).is_applied());
+    /// // A second START for an open message breaks the protocol: ignored, nothing changed.
+    /// let before = chat.messages().to_vec();
+    /// assert!(matches!(chat.apply(&Event::text_start("m")), Outcome::Ignored(_)));
+    /// assert_eq!(chat.messages(), &before[..]);
+    /// ```
+    pub fn apply(&mut self, event: &Event) -> Outcome {
+        let index = self.events_seen;
+        self.events_seen += 1;
+        let expansion = match self.lanes.expand(event) {
+            Ok(expansion) => expansion,
+            Err(reason) => return self.ignore(index, event, reason),
+        };
+        match expansion {
+            None => {
+                if let Err((_, reason)) = self.order.admit([event]) {
+                    return self.ignore(index, event, reason);
+                }
+                self.effect(event, index)
+            }
+            Some(expansion) => {
+                let admitted = self.order.admit(expansion.events.iter().map(|e| &**e));
+                if let Err((failed, reason)) = admitted {
+                    let reason = if std::ptr::eq(failed, event) {
+                        reason
+                    } else {
+                        format!(
+                            "the {} it expands to was refused: {reason}",
+                            failed.event_type()
+                        )
+                    };
+                    return self.ignore(index, event, reason);
+                }
+                self.lanes.commit(expansion.changes);
+                let mut outcome = Outcome::Applied;
+                for step in &expansion.events {
+                    let result = self.effect(step, index);
+                    if outcome.is_applied() {
+                        outcome = result;
+                    }
+                }
+                outcome
             }
         }
     }
@@ -287,299 +278,61 @@ impl ChatState {
     /// assert_eq!(chat.messages()[0].text(), "Par");
     /// ```
     pub fn cancel(&mut self) -> bool {
-        if self.run != RunStatus::Active {
+        if self.order.run != RunStatus::Active {
             return false;
         }
         self.interrupt_open_streams();
-        self.run = RunStatus::Cancelled;
+        self.order.run = RunStatus::Cancelled;
         self.phase = Phase::Cancelled;
         true
     }
 
-    fn protocol_error(&mut self, event_type: &str, reason: String) {
-        self.errors.push(ChatError::Protocol(ProtocolError {
-            event_type: event_type.to_owned(),
+    fn protocol_error(&self, index: usize, event: &Event, reason: String) -> ProtocolError {
+        ProtocolError {
+            event_type: event.event_type().to_owned(),
             reason,
-        }));
+            event_index: index,
+        }
+    }
+
+    fn ignore(&mut self, index: usize, event: &Event, reason: String) -> Outcome {
+        let error = self.protocol_error(index, event, reason);
+        self.errors.push(ChatError::Protocol(error.clone()));
+        Outcome::Ignored(error)
     }
 
     fn interrupt_open_streams(&mut self) {
-        for id in std::mem::take(&mut self.open_text)
+        for id in std::mem::take(&mut self.order.open_text)
             .into_iter()
-            .chain(std::mem::take(&mut self.open_reasoning))
+            .chain(std::mem::take(&mut self.order.open_reasoning))
         {
             if let Some(&pos) = self.by_id.get(&id) {
                 self.messages[pos].status = StreamStatus::Interrupted;
             }
         }
-        for id in std::mem::take(&mut self.open_calls) {
+        for id in std::mem::take(&mut self.order.open_calls) {
             if let Some(&(pos, index)) = self.by_call.get(&id) {
                 if let Some(status) = self.messages[pos].call_status.get_mut(index) {
                     *status = StreamStatus::Interrupted;
                 }
             }
         }
-        self.open_spans.clear();
+        self.order.open_spans.clear();
+        self.order.steps.clear();
         self.steps.clear();
-        self.chunk = None;
+        self.lanes.clear();
     }
 
-    // ----- chunks -----
+    // ----- one admitted event -----
 
-    fn close_chunk(&mut self) {
-        let end = match self.chunk.take() {
-            None => return,
-            Some(OpenChunk::Text(id)) => Event::text_end(id),
-            Some(OpenChunk::Tool(id)) => Event::tool_end(id),
-            Some(OpenChunk::Reasoning(id)) => {
-                Event::ReasoningMessageEnd(ReasoningMessageEndEvent {
-                    message_id: id,
-                    ..Default::default()
-                })
+    /// What an admitted event does to the conversation and the shared state.
+    fn effect(&mut self, event: &Event, index: usize) -> Outcome {
+        let dropped: Dropped = match event {
+            Event::RunStarted(e) => {
+                self.run_started(e);
+                None
             }
-        };
-        self.apply_one(&end);
-    }
-
-    fn text_chunk(&mut self, chunk: &TextMessageChunkEvent) {
-        let current = match &self.chunk {
-            Some(OpenChunk::Text(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let id = match (&chunk.message_id, current) {
-            (None, None) => {
-                return self.protocol_error(
-                    "TEXT_MESSAGE_CHUNK",
-                    "the first chunk of a text message needs a messageId".to_owned(),
-                )
-            }
-            (None, Some(current)) => current,
-            (Some(id), Some(current)) if *id == current => current,
-            (Some(id), _) => {
-                self.close_chunk();
-                let errors = self.errors.len();
-                self.apply_one(&Event::TextMessageStart(TextMessageStartEvent {
-                    message_id: id.clone(),
-                    role: Some(chunk.role.unwrap_or_default()),
-                    name: chunk.name.clone(),
-                    base: chunk.base.clone(),
-                }));
-                if self.errors.len() > errors {
-                    return; // the START was refused (and reported): the chunk goes no further
-                }
-                self.chunk = Some(OpenChunk::Text(id.clone()));
-                id.clone()
-            }
-        };
-        if let Some(delta) = &chunk.delta {
-            self.apply_one(&Event::text_content(id, delta.as_str()));
-        }
-    }
-
-    fn tool_chunk(&mut self, chunk: &ToolCallChunkEvent) {
-        let current = match &self.chunk {
-            Some(OpenChunk::Tool(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let id = match (&chunk.tool_call_id, current) {
-            (None, None) => {
-                return self.protocol_error(
-                    "TOOL_CALL_CHUNK",
-                    "the first chunk of a tool call needs a toolCallId".to_owned(),
-                )
-            }
-            (None, Some(current)) => current,
-            (Some(id), Some(current)) if *id == current => current,
-            (Some(id), _) => {
-                let Some(name) = &chunk.tool_call_name else {
-                    return self.protocol_error(
-                        "TOOL_CALL_CHUNK",
-                        format!("the first chunk of tool call `{id}` needs a toolCallName"),
-                    );
-                };
-                self.close_chunk();
-                let errors = self.errors.len();
-                self.apply_one(&Event::ToolCallStart(ToolCallStartEvent {
-                    tool_call_id: id.clone(),
-                    tool_call_name: name.clone(),
-                    parent_message_id: chunk.parent_message_id.clone(),
-                    base: chunk.base.clone(),
-                }));
-                if self.errors.len() > errors {
-                    return; // the START was refused (and reported): the chunk goes no further
-                }
-                self.chunk = Some(OpenChunk::Tool(id.clone()));
-                id.clone()
-            }
-        };
-        if let Some(delta) = &chunk.delta {
-            self.apply_one(&Event::tool_args(id, delta.as_str()));
-        }
-    }
-
-    fn reasoning_chunk(&mut self, chunk: &ReasoningMessageChunkEvent) {
-        let current = match &self.chunk {
-            Some(OpenChunk::Reasoning(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let id = match (&chunk.message_id, current) {
-            (None, None) => {
-                return self.protocol_error(
-                    "REASONING_MESSAGE_CHUNK",
-                    "the first chunk of a reasoning message needs a messageId".to_owned(),
-                )
-            }
-            (None, Some(current)) => current,
-            (Some(id), Some(current)) if *id == current => current,
-            (Some(id), _) => {
-                self.close_chunk();
-                let errors = self.errors.len();
-                self.apply_one(&Event::ReasoningMessageStart(ReasoningMessageStartEvent {
-                    message_id: id.clone(),
-                    role: "reasoning".to_owned(),
-                    base: chunk.base.clone(),
-                }));
-                if self.errors.len() > errors {
-                    return; // the START was refused (and reported): the chunk goes no further
-                }
-                self.chunk = Some(OpenChunk::Reasoning(id.clone()));
-                id.clone()
-            }
-        };
-        if let Some(delta) = &chunk.delta {
-            self.apply_one(&Event::ReasoningMessageContent(
-                ReasoningMessageContentEvent {
-                    message_id: id,
-                    delta: delta.clone(),
-                    ..Default::default()
-                },
-            ));
-        }
-    }
-
-    // ----- ordering -----
-
-    /// Checks the ordering rules; `Err` says why the event must be ignored.
-    fn check_order(&self, event: &Event) -> Result<(), String> {
-        let starts_run = matches!(event, Event::RunStarted(_));
-        let errors_run = matches!(event, Event::RunError(_));
-        match self.run {
-            RunStatus::Errored if !starts_run => {
-                return Err(
-                    "the run already failed with RUN_ERROR; only RUN_STARTED may follow".to_owned(),
-                )
-            }
-            RunStatus::NotStarted if !starts_run && !errors_run => {
-                return Err("no run has started; the first event must be RUN_STARTED".to_owned())
-            }
-            RunStatus::Finished if !starts_run && !errors_run => {
-                return Err(
-                    "the run has already finished; a new run must begin with RUN_STARTED"
-                        .to_owned(),
-                )
-            }
-            RunStatus::Cancelled if !starts_run && !errors_run => {
-                return Err(
-                    "the run was cancelled; a new run must begin with RUN_STARTED".to_owned(),
-                )
-            }
-            RunStatus::Active if starts_run => {
-                return Err(
-                    "a run is already active; it must end with RUN_FINISHED or RUN_ERROR first"
-                        .to_owned(),
-                )
-            }
-            _ => {}
-        }
-        let start_twice = |kind: &str, id: &str, end: &str| {
-            Err(format!(
-                "{kind} `{id}` is already open; it must be closed with {end} first"
-            ))
-        };
-        let not_open = |kind: &str, id: &str, start: &str| {
-            Err(format!(
-                "no {kind} `{id}` is open; it needs a {start} first"
-            ))
-        };
-        match event {
-            Event::TextMessageStart(e) if contains(&self.open_text, &e.message_id) => {
-                start_twice("text message", &e.message_id, "TEXT_MESSAGE_END")
-            }
-            Event::TextMessageContent(TextMessageContentEvent { message_id, .. })
-            | Event::TextMessageEnd(TextMessageEndEvent { message_id, .. })
-                if !contains(&self.open_text, message_id) =>
-            {
-                not_open("text message", message_id, "TEXT_MESSAGE_START")
-            }
-            Event::ToolCallStart(e) if contains(&self.open_calls, &e.tool_call_id) => {
-                start_twice("tool call", &e.tool_call_id, "TOOL_CALL_END")
-            }
-            Event::ToolCallArgs(ToolCallArgsEvent { tool_call_id, .. })
-            | Event::ToolCallEnd(ToolCallEndEvent { tool_call_id, .. })
-                if !contains(&self.open_calls, tool_call_id) =>
-            {
-                not_open("tool call", tool_call_id, "TOOL_CALL_START")
-            }
-            Event::ReasoningStart(e) if contains(&self.open_spans, &e.message_id) => {
-                start_twice("reasoning span", &e.message_id, "REASONING_END")
-            }
-            Event::ReasoningEnd(e) if !contains(&self.open_spans, &e.message_id) => {
-                not_open("reasoning span", &e.message_id, "REASONING_START")
-            }
-            Event::ReasoningMessageStart(e) if contains(&self.open_reasoning, &e.message_id) => {
-                start_twice("reasoning message", &e.message_id, "REASONING_MESSAGE_END")
-            }
-            Event::ReasoningMessageContent(ReasoningMessageContentEvent { message_id, .. })
-            | Event::ReasoningMessageEnd(ReasoningMessageEndEvent { message_id, .. })
-                if !contains(&self.open_reasoning, message_id) =>
-            {
-                not_open("reasoning message", message_id, "REASONING_MESSAGE_START")
-            }
-            Event::StepStarted(e) if contains(&self.steps, &e.step_name) => {
-                Err(format!("step `{}` is already running", e.step_name))
-            }
-            Event::StepFinished(e) if !contains(&self.steps, &e.step_name) => {
-                Err(format!("step `{}` was never started", e.step_name))
-            }
-            Event::RunFinished(_) => {
-                let open = [
-                    ("step", "steps", &self.steps),
-                    ("text message", "text messages", &self.open_text),
-                    (
-                        "reasoning message",
-                        "reasoning messages",
-                        &self.open_reasoning,
-                    ),
-                    ("reasoning span", "reasoning spans", &self.open_spans),
-                    ("tool call", "tool calls", &self.open_calls),
-                ];
-                match open.iter().find(|(_, _, ids)| !ids.is_empty()) {
-                    Some((one, many, ids)) => Err(format!(
-                        "it arrived while {} {} {} still open",
-                        if ids.len() == 1 { one } else { many },
-                        ids.iter()
-                            .map(|id| format!("`{id}`"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if ids.len() == 1 { "is" } else { "are" }
-                    )),
-                    None => Ok(()),
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-
-    // ----- one event -----
-
-    fn apply_one(&mut self, event: &Event) {
-        if let Err(reason) = self.check_order(event) {
-            return self.protocol_error(event.event_type(), reason);
-        }
-        match event {
-            Event::RunStarted(e) => self.run_started(e),
             Event::RunFinished(e) => {
-                self.run = RunStatus::Finished;
                 self.phase = if e.outcome == Some(RunOutcome::Cancelled) {
                     Phase::Cancelled
                 } else {
@@ -588,89 +341,80 @@ impl ChatState {
                 let info = self.run_info.get_or_insert_with(RunInfo::default);
                 info.result = e.result.clone();
                 info.outcome = e.outcome.clone();
+                None
             }
             Event::RunError(e) => {
                 self.interrupt_open_streams();
-                self.run = RunStatus::Errored;
                 self.phase = Phase::Error;
                 self.errors.push(ChatError::Run(RunError {
                     message: e.message.clone(),
                     code: e.code.clone(),
                 }));
+                None
             }
-            Event::StepStarted(e) => {
-                self.steps.push(e.step_name.clone());
-                self.phase = Phase::StepRunning(e.step_name.clone());
-            }
-            Event::StepFinished(e) => {
-                remove(&mut self.steps, &e.step_name);
+            Event::StepStarted(_) | Event::StepFinished(_) => {
+                self.steps = self.order.steps.iter().map(|(_, n)| n.clone()).collect();
                 self.phase = match self.steps.last() {
                     Some(step) => Phase::StepRunning(step.clone()),
                     None => Phase::Running,
                 };
+                None
             }
             Event::TextMessageStart(e) => self.text_start(e),
             Event::TextMessageContent(e) => {
-                self.push_text("TEXT_MESSAGE_CONTENT", &e.message_id, &e.delta)
+                self.push_text(&e.message_id, &e.delta, &e.base.metadata)
             }
-            Event::TextMessageEnd(e) => {
-                remove(&mut self.open_text, &e.message_id);
-                self.set_status(&e.message_id, StreamStatus::Complete);
+            Event::TextMessageEnd(e) => self.end_text(&e.message_id, &e.base.metadata),
+            Event::ToolCallStart(e) => {
+                self.tool_start(e);
+                None
             }
-            Event::ToolCallStart(e) => self.tool_start(e),
-            Event::ToolCallArgs(e) => match self.by_call.get(&e.tool_call_id) {
-                Some(&(pos, index)) => {
-                    if let AguiMessage::Assistant(m) = &mut self.messages[pos].message {
-                        if let Some(call) = m.tool_calls.as_mut().and_then(|c| c.get_mut(index)) {
-                            call.function.arguments.push_str(&e.delta);
-                        }
-                    }
-                }
-                None => self.protocol_error(
-                    "TOOL_CALL_ARGS",
-                    format!(
-                        "tool call `{}` is no longer in the conversation (a MESSAGES_SNAPSHOT dropped it)",
-                        e.tool_call_id
-                    ),
-                ),
-            },
-            Event::ToolCallEnd(e) => {
-                remove(&mut self.open_calls, &e.tool_call_id);
-                if let Some(&(pos, index)) = self.by_call.get(&e.tool_call_id) {
-                    if let Some(status) = self.messages[pos].call_status.get_mut(index) {
-                        *status = StreamStatus::Complete;
-                    }
-                }
+            Event::ToolCallArgs(e) => self.tool_args(e),
+            Event::ToolCallEnd(e) => self.tool_end(e),
+            Event::ToolCallResult(e) => {
+                self.tool_result(e);
+                None
             }
-            Event::ToolCallResult(e) => self.tool_result(e),
-            Event::StateSnapshot(e) => self.agent_state = e.snapshot.clone(),
+            Event::StateSnapshot(e) => {
+                self.agent_state = e.snapshot.clone();
+                None
+            }
             Event::StateDelta(e) => {
                 if let Err(failure) = apply_patch(&mut self.agent_state, &e.delta) {
-                    self.errors.push(ChatError::StateConflict(StateConflict {
+                    return self.conflict(StateConflict {
                         patch: e.delta.clone(),
                         state: self.agent_state.clone(),
                         operation: failure.operation,
                         reason: failure.reason,
                         activity_id: None,
-                    }));
+                        event_index: index,
+                    });
                 }
+                None
             }
-            Event::MessagesSnapshot(e) => self.messages_snapshot(e),
-            Event::ActivitySnapshot(e) => self.activity_snapshot(e),
-            Event::ActivityDelta(e) => self.activity_delta(e),
-            Event::ReasoningStart(e) => self.open_spans.push(e.message_id.clone()),
-            Event::ReasoningEnd(e) => remove(&mut self.open_spans, &e.message_id),
+            Event::MessagesSnapshot(e) => {
+                self.messages_snapshot(e);
+                None
+            }
+            Event::ActivitySnapshot(e) => {
+                self.activity_snapshot(e);
+                None
+            }
+            Event::ActivityDelta(e) => return self.activity_delta(e, index),
             Event::ReasoningMessageStart(e) => self.reasoning_start(e),
             Event::ReasoningMessageContent(e) => {
-                self.push_text("REASONING_MESSAGE_CONTENT", &e.message_id, &e.delta)
+                self.push_text(&e.message_id, &e.delta, &e.base.metadata)
             }
-            Event::ReasoningMessageEnd(e) => {
-                remove(&mut self.open_reasoning, &e.message_id);
-                self.set_status(&e.message_id, StreamStatus::Complete);
+            Event::ReasoningMessageEnd(e) => self.end_text(&e.message_id, &e.base.metadata),
+            Event::ReasoningEncryptedValue(e) => {
+                self.encrypted_value(e);
+                None
             }
-            Event::ReasoningEncryptedValue(e) => self.encrypted_value(e),
-            // Chunks are expanded by `apply`; a chunk reaching here came from nowhere.
-            Event::TextMessageChunk(_)
+            // Chunks reach here expanded; the rest only open or close what `Order` tracks
+            // (or nothing the default fold keeps: user reducers may read them).
+            Event::ReasoningStart(_)
+            | Event::ReasoningEnd(_)
+            | Event::TextMessageChunk(_)
             | Event::ToolCallChunk(_)
             | Event::ReasoningMessageChunk(_)
             | Event::Raw(_)
@@ -678,17 +422,25 @@ impl ChatState {
             | Event::SubagentStarted(_)
             | Event::SubagentFinished(_)
             | Event::SubagentError(_)
-            | Event::Unknown(_) => {}
+            | Event::Unknown(_) => None,
+        };
+        match dropped {
+            None => Outcome::Applied,
+            Some(reason) => {
+                let error = self.protocol_error(index, event, reason);
+                self.errors.push(ChatError::Protocol(error.clone()));
+                Outcome::Dropped(error)
+            }
         }
     }
 
+    fn conflict(&mut self, conflict: StateConflict) -> Outcome {
+        self.errors.push(ChatError::StateConflict(conflict.clone()));
+        Outcome::Conflict(conflict)
+    }
+
     fn run_started(&mut self, e: &RunStartedEvent) {
-        self.run = RunStatus::Active;
         self.phase = Phase::Running;
-        self.open_text.clear();
-        self.open_reasoning.clear();
-        self.open_spans.clear();
-        self.open_calls.clear();
         self.steps.clear();
         self.run_errors_from = self.errors.len();
         self.run_info = Some(RunInfo {
@@ -707,103 +459,128 @@ impl ChatState {
         }
     }
 
-    fn set_status(&mut self, id: &str, status: StreamStatus) {
-        if let Some(&pos) = self.by_id.get(id) {
-            if !matches!(self.messages[pos].message, AguiMessage::Activity(_)) {
-                self.messages[pos].status = status;
-            }
-        }
-    }
-
-    fn is_activity(&self, id: &str) -> bool {
+    fn activity_at(&self, id: &str) -> Option<usize> {
         self.by_id
             .get(id)
-            .is_some_and(|&pos| matches!(self.messages[pos].message, AguiMessage::Activity(_)))
+            .copied()
+            .filter(|&pos| matches!(self.messages[pos].message, AguiMessage::Activity(_)))
     }
 
-    fn text_start(&mut self, e: &TextMessageStartEvent) {
-        if self.is_activity(&e.message_id) {
-            return self.protocol_error(
-                "TEXT_MESSAGE_START",
-                format!(
-                    "message `{}` is an activity message; text and activity messages need distinct ids",
-                    e.message_id
-                ),
-            );
-        }
-        match self.by_id.get(&e.message_id) {
-            // The official client streams into an existing message with this id (for example
-            // the assistant message a TOOL_CALL_START created).
-            Some(&pos) => self.messages[pos].status = StreamStatus::Streaming,
-            None => self.push_message(ChatMessage {
-                message: AguiMessage::empty_text(
-                    &e.message_id,
-                    e.role.unwrap_or_default(),
-                    e.name.clone(),
-                ),
-                status: StreamStatus::Streaming,
-                call_status: Vec::new(),
-            }),
-        }
-        self.open_text.push(e.message_id.clone());
+    fn activity_reuse(id: &str) -> Dropped {
+        Some(format!(
+            "message `{id}` is an activity message; text and activity messages need distinct ids"
+        ))
     }
 
-    fn reasoning_start(&mut self, e: &ReasoningMessageStartEvent) {
-        if self.is_activity(&e.message_id) {
-            return self.protocol_error(
-                "REASONING_MESSAGE_START",
-                format!(
-                    "message `{}` is an activity message; reasoning and activity messages need distinct ids",
-                    e.message_id
-                ),
-            );
+    fn text_start(&mut self, e: &TextMessageStartEvent) -> Dropped {
+        self.start_message(&e.message_id, &e.base, || {
+            AguiMessage::empty_text(
+                &e.message_id,
+                e.role.unwrap_or_default(),
+                e.name.clone(),
+                e.base.subagent_run_id.clone(),
+            )
+        })
+    }
+
+    fn reasoning_start(&mut self, e: &ReasoningMessageStartEvent) -> Dropped {
+        self.start_message(&e.message_id, &e.base, || {
+            AguiMessage::Reasoning(ReasoningMessage {
+                id: e.message_id.clone(),
+                subagent_run_id: e.base.subagent_run_id.clone(),
+                ..Default::default()
+            })
+        })
+    }
+
+    /// A text or reasoning START: streams into the message `id` (the official client reuses
+    /// an existing one, for example the assistant message a TOOL_CALL_START created), created
+    /// by `create` when there is none.
+    fn start_message(
+        &mut self,
+        id: &str,
+        base: &EventBase,
+        create: impl FnOnce() -> AguiMessage,
+    ) -> Dropped {
+        if self.activity_at(id).is_some() {
+            // The official client leaves the activity alone; the id is open all the same, so
+            // a MESSAGES_SNAPSHOT that turns it into a text message can be streamed into.
+            return Self::activity_reuse(id);
         }
-        match self.by_id.get(&e.message_id) {
-            Some(&pos) => self.messages[pos].status = StreamStatus::Streaming,
-            None => self.push_message(ChatMessage {
-                message: AguiMessage::Reasoning(ReasoningMessage {
-                    id: e.message_id.clone(),
-                    ..Default::default()
-                }),
-                status: StreamStatus::Streaming,
-                call_status: Vec::new(),
-            }),
-        }
-        self.open_reasoning.push(e.message_id.clone());
+        let pos = match self.by_id.get(id) {
+            Some(&pos) => pos,
+            None => {
+                self.push_message(ChatMessage {
+                    message: create(),
+                    status: StreamStatus::Streaming,
+                    call_status: Vec::new(),
+                });
+                self.messages.len() - 1
+            }
+        };
+        let message = &mut self.messages[pos];
+        message.status = StreamStatus::Streaming;
+        merge_metadata(message.message.metadata_mut(), &base.metadata);
+        None
     }
 
     /// Appends a text delta to a message: O(delta).
-    fn push_text(&mut self, event_type: &str, id: &str, delta: &str) {
+    fn push_text(
+        &mut self,
+        id: &str,
+        delta: &str,
+        metadata: &Option<Map<String, Value>>,
+    ) -> Dropped {
         let Some(&pos) = self.by_id.get(id) else {
-            return self.protocol_error(
-                event_type,
-                format!(
-                    "message `{id}` is no longer in the conversation (a MESSAGES_SNAPSHOT dropped it)"
-                ),
-            );
+            return Some(format!(
+                "message `{id}` is no longer in the conversation (a MESSAGES_SNAPSHOT dropped it)"
+            ));
         };
-        if !self.messages[pos].message.push_text(delta) {
-            self.protocol_error(
-                event_type,
-                format!("message `{id}` is an activity message, which has no text"),
-            );
+        let message = &mut self.messages[pos].message;
+        if !message.push_text(delta) {
+            return Some(format!(
+                "message `{id}` is an activity message, which has no text"
+            ));
         }
+        merge_metadata(message.metadata_mut(), metadata);
+        None
+    }
+
+    fn end_text(&mut self, id: &str, metadata: &Option<Map<String, Value>>) -> Dropped {
+        let Some(&pos) = self.by_id.get(id) else {
+            return Some(format!(
+                "message `{id}` is no longer in the conversation (a MESSAGES_SNAPSHOT dropped it)"
+            ));
+        };
+        let message = &mut self.messages[pos];
+        if matches!(message.message, AguiMessage::Activity(_)) {
+            return Some(format!(
+                "message `{id}` is an activity message, which has no text"
+            ));
+        }
+        message.status = StreamStatus::Complete;
+        merge_metadata(message.message.metadata_mut(), metadata);
+        None
+    }
+
+    /// The tool call `id`, with its status.
+    fn call_mut(&mut self, id: &str) -> Option<(&mut AguiToolCall, &mut StreamStatus)> {
+        let &(pos, index) = self.by_call.get(id)?;
+        let message = &mut self.messages[pos];
+        let AguiMessage::Assistant(m) = &mut message.message else {
+            return None;
+        };
+        let call = m.tool_calls.as_mut()?.get_mut(index)?;
+        Some((call, message.call_status.get_mut(index)?))
     }
 
     fn tool_start(&mut self, e: &ToolCallStartEvent) {
         let id = &e.tool_call_id;
-        if let Some(&(pos, index)) = self.by_call.get(id) {
+        if let Some((call, status)) = self.call_mut(id) {
             // A call that already exists is reopened; the official client renames it.
-            let message = &mut self.messages[pos];
-            if let AguiMessage::Assistant(m) = &mut message.message {
-                if let Some(call) = m.tool_calls.as_mut().and_then(|c| c.get_mut(index)) {
-                    call.function.name.clone_from(&e.tool_call_name);
-                }
-            }
-            if let Some(status) = message.call_status.get_mut(index) {
-                *status = StreamStatus::Streaming;
-            }
-            self.open_calls.push(id.clone());
+            call.function.name.clone_from(&e.tool_call_name);
+            merge_metadata(&mut call.metadata, &e.base.metadata);
+            *status = StreamStatus::Streaming;
             return;
         }
         // The owner: the parent when it is an assistant message; otherwise a new assistant
@@ -822,10 +599,17 @@ impl ChatState {
                     (None, Some(parent)) => parent.clone(),
                     _ => id.clone(),
                 };
+                // Attributed to the call's subagent when the message is new.
+                let subagent_run_id = if self.by_id.contains_key(&new_id) {
+                    None
+                } else {
+                    e.base.subagent_run_id.clone()
+                };
                 self.push_message(ChatMessage::complete(AguiMessage::Assistant(
                     AssistantMessage {
                         id: new_id,
                         tool_calls: Some(Vec::new()),
+                        subagent_run_id,
                         ..Default::default()
                     },
                 )));
@@ -837,25 +621,48 @@ impl ChatState {
             return; // the owner is an assistant message by construction
         };
         let calls = assistant.tool_calls.get_or_insert_with(Vec::new);
-        calls.push(super::message::AguiToolCall::new(
-            id.clone(),
-            e.tool_call_name.clone(),
-            String::new(),
-        ));
+        let mut call = AguiToolCall::new(id.clone(), e.tool_call_name.clone(), String::new());
+        merge_metadata(&mut call.metadata, &e.base.metadata);
+        calls.push(call);
         let index = calls.len() - 1;
         message.call_status.resize(index, StreamStatus::Complete);
         message.call_status.push(StreamStatus::Streaming);
-        self.by_call.insert(id.clone(), (owner, index));
-        self.open_calls.push(id.clone());
+        self.by_call.entry(id.clone()).or_insert((owner, index));
+    }
+
+    fn missing_call(id: &str) -> Dropped {
+        Some(format!(
+            "tool call `{id}` is no longer in the conversation (a MESSAGES_SNAPSHOT dropped it)"
+        ))
+    }
+
+    fn tool_args(&mut self, e: &ToolCallArgsEvent) -> Dropped {
+        let Some((call, _)) = self.call_mut(&e.tool_call_id) else {
+            return Self::missing_call(&e.tool_call_id);
+        };
+        call.function.arguments.push_str(&e.delta);
+        merge_metadata(&mut call.metadata, &e.base.metadata);
+        None
+    }
+
+    fn tool_end(&mut self, e: &ToolCallEndEvent) -> Dropped {
+        let Some((call, status)) = self.call_mut(&e.tool_call_id) else {
+            return Self::missing_call(&e.tool_call_id);
+        };
+        merge_metadata(&mut call.metadata, &e.base.metadata);
+        *status = StreamStatus::Complete;
+        None
     }
 
     fn tool_result(&mut self, e: &ToolCallResultEvent) {
-        let message = ChatMessage::complete(AguiMessage::Tool(ToolMessage {
+        let mut message = ToolMessage {
             id: e.message_id.clone(),
             content: e.content.clone(),
             tool_call_id: e.tool_call_id.clone(),
+            subagent_run_id: e.base.subagent_run_id.clone(),
             ..Default::default()
-        }));
+        };
+        merge_metadata(&mut message.metadata, &e.base.metadata);
         // Right after the assistant message that owns the call (and after the tool messages
         // already there), so the provider contract "a tool call is followed by its result"
         // holds; at the end when no message owns the call.
@@ -871,7 +678,7 @@ impl ChatState {
                 at
             }
         };
-        self.insert_message(at, message);
+        self.insert_message(at, ChatMessage::complete(AguiMessage::Tool(message)));
     }
 
     fn messages_snapshot(&mut self, e: &MessagesSnapshotEvent) {
@@ -913,16 +720,17 @@ impl ChatState {
             }
         }
         // What is still open keeps streaming into the snapshot's version.
+        let order = &self.order;
         for message in &mut next {
             let id = message.message.id();
-            if contains(&self.open_text, id) || contains(&self.open_reasoning, id) {
+            if contains(&order.open_text, id) || contains(&order.open_reasoning, id) {
                 message.status = StreamStatus::Streaming;
             }
             let open: Vec<bool> = message
                 .message
                 .tool_calls()
                 .iter()
-                .map(|c| contains(&self.open_calls, &c.id))
+                .map(|c| contains(&order.open_calls, &c.id))
                 .collect();
             for (status, open) in message.call_status.iter_mut().zip(open) {
                 if open {
@@ -936,70 +744,87 @@ impl ChatState {
 
     fn activity_snapshot(&mut self, e: &ActivitySnapshotEvent) {
         let replace = e.replace.unwrap_or(true);
+        let fresh = || {
+            let mut activity = ActivityMessage {
+                id: e.message_id.clone(),
+                activity_type: e.activity_type.clone(),
+                content: e.content.clone(),
+                subagent_run_id: e.base.subagent_run_id.clone(),
+                metadata: None,
+            };
+            merge_metadata(&mut activity.metadata, &e.base.metadata);
+            ChatMessage::complete(AguiMessage::Activity(activity))
+        };
         match self.by_id.get(&e.message_id).copied() {
-            None => self.push_message(ChatMessage::complete(AguiMessage::Activity(
-                ActivityMessage {
-                    id: e.message_id.clone(),
-                    activity_type: e.activity_type.clone(),
-                    content: e.content.clone(),
-                    metadata: None,
-                },
-            ))),
-            Some(_) if !replace => {}
-            Some(pos) => {
-                if let AguiMessage::Activity(activity) = &mut self.messages[pos].message {
-                    activity.activity_type.clone_from(&e.activity_type);
-                    activity.content = e.content.clone();
-                } else {
-                    // The official client replaces a non-activity message with this id.
-                    self.messages[pos] =
-                        ChatMessage::complete(AguiMessage::Activity(ActivityMessage {
-                            id: e.message_id.clone(),
-                            activity_type: e.activity_type.clone(),
-                            content: e.content.clone(),
-                            metadata: None,
-                        }));
+            None => self.push_message(fresh()),
+            Some(pos) => match &mut self.messages[pos].message {
+                AguiMessage::Activity(activity) => {
+                    // A replacing snapshot re-mints the activity (with the event's
+                    // attribution) but keeps the metadata gathered so far.
+                    if replace {
+                        activity.activity_type.clone_from(&e.activity_type);
+                        activity.content = e.content.clone();
+                        activity.subagent_run_id.clone_from(&e.base.subagent_run_id);
+                    }
+                    merge_metadata(&mut activity.metadata, &e.base.metadata);
+                }
+                // The official client replaces a non-activity message with this id.
+                _ if replace => {
+                    self.messages[pos] = fresh();
                     self.reindex();
                 }
-            }
+                _ => {}
+            },
         }
     }
 
-    fn activity_delta(&mut self, e: &ActivityDeltaEvent) {
+    fn activity_delta(&mut self, e: &ActivityDeltaEvent, index: usize) -> Outcome {
+        let dropped = |reason: String| ProtocolError {
+            event_type: "ACTIVITY_DELTA".to_owned(),
+            reason,
+            event_index: index,
+        };
         let Some(&pos) = self.by_id.get(&e.message_id) else {
-            return self.protocol_error(
-                "ACTIVITY_DELTA",
-                format!(
-                    "no activity message `{}` exists; it needs an ACTIVITY_SNAPSHOT first",
-                    e.message_id
-                ),
-            );
+            let error = dropped(format!(
+                "no activity message `{}` exists; it needs an ACTIVITY_SNAPSHOT first",
+                e.message_id
+            ));
+            self.errors.push(ChatError::Protocol(error.clone()));
+            return Outcome::Dropped(error);
         };
         let AguiMessage::Activity(activity) = &mut self.messages[pos].message else {
-            return self.protocol_error(
-                "ACTIVITY_DELTA",
-                format!("message `{}` is not an activity message", e.message_id),
-            );
+            let error = dropped(format!(
+                "message `{}` is not an activity message",
+                e.message_id
+            ));
+            self.errors.push(ChatError::Protocol(error.clone()));
+            return Outcome::Dropped(error);
         };
+        // The metadata does not depend on the patch: the official client merges it first.
+        merge_metadata(&mut activity.metadata, &e.base.metadata);
         // The official client patches `content ?? {}`.
         let was_null = activity.content.is_null();
         if was_null {
             activity.content = Value::Object(Map::new());
         }
         match apply_patch(&mut activity.content, &e.patch) {
-            Ok(()) => activity.activity_type.clone_from(&e.activity_type),
+            Ok(()) => {
+                activity.activity_type.clone_from(&e.activity_type);
+                Outcome::Applied
+            }
             Err(failure) => {
                 if was_null {
                     activity.content = Value::Null;
                 }
                 let state = activity.content.clone();
-                self.errors.push(ChatError::StateConflict(StateConflict {
+                self.conflict(StateConflict {
                     patch: e.patch.clone(),
                     state,
                     operation: failure.operation,
                     reason: failure.reason,
                     activity_id: Some(e.message_id.clone()),
-                }));
+                    event_index: index,
+                })
             }
         }
     }
@@ -1007,12 +832,8 @@ impl ChatState {
     fn encrypted_value(&mut self, e: &ReasoningEncryptedValueEvent) {
         match e.subtype {
             EncryptedValueSubtype::ToolCall => {
-                if let Some(&(pos, index)) = self.by_call.get(&e.entity_id) {
-                    if let AguiMessage::Assistant(m) = &mut self.messages[pos].message {
-                        if let Some(call) = m.tool_calls.as_mut().and_then(|c| c.get_mut(index)) {
-                            call.encrypted_value = Some(e.encrypted_value.clone());
-                        }
-                    }
+                if let Some((call, _)) = self.call_mut(&e.entity_id) {
+                    call.encrypted_value = Some(e.encrypted_value.clone());
                 }
             }
             EncryptedValueSubtype::Message => {
@@ -1024,4 +845,8 @@ impl ChatState {
             }
         }
     }
+}
+
+fn contains(list: &[String], id: &str) -> bool {
+    list.iter().any(|x| x == id)
 }

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// One AG-UI message, tagged by its `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,14 +92,17 @@ impl Default for MessageContent {
 
 impl MessageContent {
     /// The text: the string itself, or the `text` of the `text` parts, concatenated.
-    pub fn text(&self) -> String {
+    /// Borrows a plain string; only multimodal parts are concatenated into a new string.
+    pub fn text(&self) -> Cow<'_, str> {
         match self {
-            MessageContent::Text(text) => text.clone(),
-            MessageContent::Parts(parts) => parts
-                .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
+            MessageContent::Text(text) => Cow::Borrowed(text),
+            MessageContent::Parts(parts) => Cow::Owned(
+                parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+            ),
         }
     }
 
@@ -138,6 +142,9 @@ pub struct DeveloperMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -157,6 +164,9 @@ pub struct SystemMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -180,6 +190,9 @@ pub struct AssistantMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -199,6 +212,9 @@ pub struct UserMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -220,6 +236,9 @@ pub struct ToolMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -235,6 +254,9 @@ pub struct ActivityMessage {
     pub activity_type: String,
     /// The activity's data (normally a JSON object).
     pub content: Value,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -251,6 +273,9 @@ pub struct ReasoningMessage {
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
+    /// The subagent invocation that produced the message, when a subagent did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -342,16 +367,55 @@ impl AguiMessage {
     }
 
     /// The message's text: its content string, the text parts of multimodal content, or the
-    /// empty string (an assistant message without content, an activity).
-    pub fn text(&self) -> String {
+    /// empty string (an assistant message without content, an activity). Borrowed, except for
+    /// multimodal content, whose text parts are concatenated.
+    pub fn text(&self) -> Cow<'_, str> {
         match self {
-            AguiMessage::Developer(m) => m.content.clone(),
-            AguiMessage::System(m) => m.content.clone(),
-            AguiMessage::Assistant(m) => m.content.clone().unwrap_or_default(),
+            AguiMessage::Developer(m) => Cow::Borrowed(&m.content),
+            AguiMessage::System(m) => Cow::Borrowed(&m.content),
+            AguiMessage::Assistant(m) => Cow::Borrowed(m.content.as_deref().unwrap_or("")),
             AguiMessage::User(m) => m.content.text(),
             AguiMessage::Tool(m) => m.content.text(),
-            AguiMessage::Activity(_) => String::new(),
-            AguiMessage::Reasoning(m) => m.content.clone(),
+            AguiMessage::Activity(_) => Cow::Borrowed(""),
+            AguiMessage::Reasoning(m) => Cow::Borrowed(&m.content),
+        }
+    }
+
+    /// The message's metadata.
+    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+        match self {
+            AguiMessage::Developer(m) => m.metadata.as_ref(),
+            AguiMessage::System(m) => m.metadata.as_ref(),
+            AguiMessage::Assistant(m) => m.metadata.as_ref(),
+            AguiMessage::User(m) => m.metadata.as_ref(),
+            AguiMessage::Tool(m) => m.metadata.as_ref(),
+            AguiMessage::Activity(m) => m.metadata.as_ref(),
+            AguiMessage::Reasoning(m) => m.metadata.as_ref(),
+        }
+    }
+
+    pub(crate) fn metadata_mut(&mut self) -> &mut Option<Map<String, Value>> {
+        match self {
+            AguiMessage::Developer(m) => &mut m.metadata,
+            AguiMessage::System(m) => &mut m.metadata,
+            AguiMessage::Assistant(m) => &mut m.metadata,
+            AguiMessage::User(m) => &mut m.metadata,
+            AguiMessage::Tool(m) => &mut m.metadata,
+            AguiMessage::Activity(m) => &mut m.metadata,
+            AguiMessage::Reasoning(m) => &mut m.metadata,
+        }
+    }
+
+    /// The subagent invocation that produced the message, when a subagent did.
+    pub fn subagent_run_id(&self) -> Option<&str> {
+        match self {
+            AguiMessage::Developer(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::System(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::Assistant(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::User(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::Tool(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::Activity(m) => m.subagent_run_id.as_deref(),
+            AguiMessage::Reasoning(m) => m.subagent_run_id.as_deref(),
         }
     }
 
@@ -365,28 +429,37 @@ impl AguiMessage {
 
     /// A text message of `role` (developer, system, assistant or user) with empty content, as
     /// `TEXT_MESSAGE_START` creates it.
-    pub(crate) fn empty_text(id: &str, role: TextRole, name: Option<String>) -> Self {
+    pub(crate) fn empty_text(
+        id: &str,
+        role: TextRole,
+        name: Option<String>,
+        subagent_run_id: Option<String>,
+    ) -> Self {
         let id = id.to_owned();
         match role {
             TextRole::Developer => AguiMessage::Developer(DeveloperMessage {
                 id,
                 name,
+                subagent_run_id,
                 ..Default::default()
             }),
             TextRole::System => AguiMessage::System(SystemMessage {
                 id,
                 name,
+                subagent_run_id,
                 ..Default::default()
             }),
             TextRole::Assistant => AguiMessage::Assistant(AssistantMessage {
                 id,
                 name,
+                subagent_run_id,
                 content: Some(String::new()),
                 ..Default::default()
             }),
             TextRole::User => AguiMessage::User(UserMessage {
                 id,
                 name,
+                subagent_run_id,
                 ..Default::default()
             }),
         }
@@ -439,6 +512,18 @@ pub enum TextRole {
     User,
 }
 
+impl TextRole {
+    /// The role's wire name, e.g. `"assistant"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextRole::Developer => "developer",
+            TextRole::System => "system",
+            TextRole::Assistant => "assistant",
+            TextRole::User => "user",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,6 +560,35 @@ mod tests {
             Some(json!({}))
         );
         assert_eq!(serde_json::to_value(&messages).unwrap(), wire);
+    }
+
+    #[test]
+    fn text_borrows_unless_parts_must_be_joined() {
+        let messages: Vec<AguiMessage> = serde_json::from_value(json!([
+            {"id": "a", "role": "assistant", "content": "hi"},
+            {"id": "b", "role": "assistant", "toolCalls": []},
+            {"id": "u", "role": "user", "content": "plain"},
+            {"id": "t", "role": "tool", "content": "out", "toolCallId": "c"},
+            {"id": "v", "role": "activity", "activityType": "plan", "content": {}},
+            {"id": "p", "role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        ]))
+        .unwrap();
+        let texts: Vec<Cow<'_, str>> = messages.iter().map(AguiMessage::text).collect();
+        assert!(
+            texts[..5].iter().all(|t| matches!(t, Cow::Borrowed(_))),
+            "{texts:?}"
+        );
+        assert_eq!(texts, ["hi", "", "plain", "out", "", "ab"]);
+        assert!(matches!(texts[5], Cow::Owned(_)));
+    }
+
+    #[test]
+    fn subagent_and_metadata_round_trip() {
+        let wire = json!({"id": "a", "role": "assistant", "content": "x", "subagentRunId": "s1", "metadata": {"k": 2.0}});
+        let message: AguiMessage = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(message.subagent_run_id(), Some("s1"));
+        assert_eq!(message.metadata().unwrap()["k"], json!(2.0));
+        assert_eq!(serde_json::to_value(&message).unwrap(), wire);
     }
 
     #[test]

@@ -38,16 +38,19 @@
 //! ```
 
 pub mod chat;
+mod chunks;
 pub mod compose;
 pub mod convert;
 pub mod event;
 pub mod fold;
 pub mod message;
+mod order;
+mod patch;
 pub mod server;
 
 pub use chat::{
-    ChatError, ChatMessage, ChatState, Phase, ProtocolError, RunError, RunInfo, StateConflict,
-    StreamStatus, ToolCallView,
+    ChatError, ChatMessage, ChatState, Outcome, Phase, ProtocolError, RunError, RunInfo,
+    StateConflict, StreamStatus, ToolCallView,
 };
 pub use compose::{ComposedReducer, DefaultReducer, EventReducer};
 pub use event::Event;

@@ -124,3 +124,10 @@ pub fn kind(message: &Message) -> Kind {
         _ => Kind::Prose,
     }
 }
+
+/// The first `n` messages of a long [`conversation`].
+pub fn messages(n: usize) -> Vec<Message> {
+    let mut history = conversation(n / 3 + 1);
+    history.truncate(n);
+    history
+}

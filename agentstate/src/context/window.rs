@@ -171,6 +171,9 @@ impl<C: TokenCounter> ContextIndex<C> {
             }
         }
         let view = self.view_at(messages, summary, window, end, ratio)?;
+        // One entry per history length and window: views repeated at one length keep the
+        // entries of the lengths before.
+        self.recent.retain(|(e, w, _)| !(*e == end && w == window));
         if self.recent.len() == RECENT {
             self.recent.remove(0);
         }

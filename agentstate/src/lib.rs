@@ -34,6 +34,7 @@ extern crate self as agentstate;
 #[cfg(feature = "ag-ui")]
 pub mod agui;
 pub mod collections;
+pub mod context;
 pub mod error;
 pub mod journal;
 pub mod keys;

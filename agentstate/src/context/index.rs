@@ -1,0 +1,250 @@
+//! [`ContextIndex`]: what a view needs to know of each message, computed once per message and
+//! extended as the history grows.
+//!
+//! For every message the index keeps its token count, whether it starts a turn, and its *link*:
+//! for a tool message, the position of the earliest assistant message whose tool call it answers
+//! (or none: an orphan); for any other message, its own position. A cut before position `q` is
+//! *safe* when no message at or after `q` links to a message before `q`: no tool result loses
+//! its call and no assistant message loses a result. The index also keeps the running token sum,
+//! which makes the chunk grid of [`Cut::Chunked`](super::Cut::Chunked) independent of where the
+//! history ends.
+
+use super::tokens::{Estimate, TokenCounter};
+use super::window::ContextWindow;
+use crate::message::{Message, MessageId, Role};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
+/// A link value meaning "answers no call in the history": the message is left out of views.
+pub(crate) const ORPHAN: u32 = u32::MAX;
+
+/// What the index keeps of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The message's tokens under the index's counter.
+    pub(crate) tokens: u32,
+    /// The earliest position this message cannot be sent without ([`ORPHAN`]: not sendable).
+    pub(crate) link: u32,
+    /// A user message: the start of a turn.
+    pub(crate) turn: bool,
+}
+
+/// The token counts and tool-call pairing of a history, kept beside it and extended
+/// incrementally, so that a view costs O(what it keeps), not O(history).
+///
+/// Keep one index per history (for instance next to the state, or in the node that calls the
+/// model) and pass it the history each time: [`sync`](ContextIndex::sync) indexes the messages
+/// appended since the last call. The index notices a history that shrank or whose last indexed
+/// message changed (a `replace_messages`, a rewind) and re-indexes it; a message edited in place
+/// under the same id and position (LangGraph's `upsert_messages`) is not noticed: call
+/// [`clear`](ContextIndex::clear) after such an edit.
+///
+/// Pairing follows the tool messages' `tool_result` blocks: a tool message answers the latest
+/// earlier assistant message that made a call with the result's `call_id` (in `tools_calls` or as
+/// a `tool_call` block). A tool message with no `tool_result` block answers the assistant message
+/// whose run of tool messages it is in, as AgentFlow's `remove_tool_messages` sees it. A tool
+/// message that answers nothing is an orphan: no view includes it.
+///
+/// ```
+/// use agentstate::context::{ContextIndex, ContextWindow};
+/// use agentstate::message::{Message, Role};
+///
+/// let mut history = vec![Message::text_message("Hi", Role::User)];
+/// let mut index = ContextIndex::default();
+/// index.sync(&history);
+/// history.push(Message::text_message("Hello! How can I help?", Role::Assistant));
+/// index.sync(&history); // indexes only the new message
+/// assert_eq!(index.len(), 2);
+/// assert_eq!(index.total_tokens(), index.tokens(0) as u64 + index.tokens(1) as u64);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ContextIndex<C = Estimate> {
+    counter: C,
+    pub(crate) entries: Vec<Entry>,
+    /// `prefix[i]`: the tokens of messages `0..i`; one longer than `entries`.
+    pub(crate) prefix: Vec<u64>,
+    /// The number of leading system messages.
+    pub(crate) leading_system: usize,
+    /// Each call id to the latest assistant message that made it.
+    calls: HashMap<Box<str>, u32>,
+    /// The assistant message with tool calls whose run of tool messages is still open.
+    run_head: Option<u32>,
+    /// Each message id's hash to the last position holding that id.
+    ids: HashMap<u64, u32>,
+    hasher: RandomState,
+    /// The id hashes of the first and last indexed messages, to notice a replaced history.
+    ends: Option<(u64, u64)>,
+    /// The latest assistant message that reports its call's token usage.
+    pub(crate) last_usage: Option<usize>,
+    /// The latest views made: the history length, the window and the estimate, so that the
+    /// usage a provider reports for a call can be set against the estimate of what was sent.
+    pub(crate) recent: Vec<(usize, ContextWindow, u64)>,
+}
+
+impl Default for ContextIndex<Estimate> {
+    fn default() -> Self {
+        ContextIndex::new(Estimate::default())
+    }
+}
+
+impl<C: TokenCounter> ContextIndex<C> {
+    /// An empty index counting tokens with `counter`.
+    pub fn new(counter: C) -> Self {
+        ContextIndex {
+            counter,
+            entries: Vec::new(),
+            prefix: vec![0],
+            leading_system: 0,
+            calls: HashMap::new(),
+            run_head: None,
+            ids: HashMap::new(),
+            hasher: RandomState::new(),
+            ends: None,
+            last_usage: None,
+            recent: Vec::new(),
+        }
+    }
+
+    /// The token counter.
+    pub fn counter(&self) -> &C {
+        &self.counter
+    }
+
+    /// How many messages are indexed.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no message is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The tokens of the message at `position` (0 past the end).
+    pub fn tokens(&self, position: usize) -> u32 {
+        self.entries.get(position).map_or(0, |e| e.tokens)
+    }
+
+    /// The tokens of every indexed message.
+    pub fn total_tokens(&self) -> u64 {
+        self.prefix.last().copied().unwrap_or(0)
+    }
+
+    /// Whether the message at `position` is a tool message that answers no call (no view
+    /// includes it).
+    pub fn is_orphan(&self, position: usize) -> bool {
+        self.entries.get(position).is_some_and(|e| e.link == ORPHAN)
+    }
+
+    /// Forgets every message, to re-index the history on the next [`sync`](ContextIndex::sync).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.prefix.truncate(1);
+        self.leading_system = 0;
+        self.calls.clear();
+        self.run_head = None;
+        self.ids.clear();
+        self.ends = None;
+        self.last_usage = None;
+        self.recent.clear();
+    }
+
+    fn hash_id(&self, id: &MessageId) -> u64 {
+        self.hasher.hash_one(id)
+    }
+
+    /// Brings the index up to date with `messages`: indexes the messages appended since the last
+    /// call (O(new messages)), or re-indexes all of them if the history was replaced.
+    pub fn sync(&mut self, messages: &[Message]) {
+        let n = self.entries.len();
+        let replaced = match self.ends {
+            None => false,
+            Some((first, last)) => {
+                messages.len() < n
+                    || self.hash_id(&messages[0].message_id) != first
+                    || self.hash_id(&messages[n - 1].message_id) != last
+            }
+        };
+        if replaced {
+            self.clear();
+        }
+        for message in &messages[self.entries.len()..] {
+            self.push(message);
+        }
+        if let (Some(first), Some(last)) = (messages.first(), messages.last()) {
+            self.ends = Some((
+                self.hash_id(&first.message_id),
+                self.hash_id(&last.message_id),
+            ));
+        }
+    }
+
+    /// Indexes one more message.
+    fn push(&mut self, message: &Message) {
+        let position = u32::try_from(self.entries.len()).unwrap_or(ORPHAN - 1);
+        let tokens = self.counter.count_message(message);
+        let link = match message.role {
+            Role::Tool => {
+                let mut link = ORPHAN;
+                let mut has_results = false;
+                for result in message.tool_results() {
+                    has_results = true;
+                    if let Some(&head) = self.calls.get(result.call_id.as_str()) {
+                        link = link.min(head);
+                    }
+                }
+                if has_results {
+                    link
+                } else {
+                    self.run_head.unwrap_or(ORPHAN)
+                }
+            }
+            Role::Assistant => {
+                let mut calls = false;
+                for call in message.tool_calls() {
+                    calls = true;
+                    self.calls.insert(call.id().into(), position);
+                }
+                for block in message.tool_call_blocks() {
+                    calls = true;
+                    self.calls.insert(block.id.as_str().into(), position);
+                }
+                self.run_head = calls.then_some(position);
+                position
+            }
+            Role::User | Role::System => {
+                self.run_head = None;
+                position
+            }
+        };
+        if message.role == Role::System && self.leading_system == self.entries.len() {
+            self.leading_system += 1;
+        }
+        let counted = if link == ORPHAN { 0 } else { tokens };
+        let total = self.total_tokens() + u64::from(counted);
+        self.entries.push(Entry {
+            tokens,
+            link,
+            turn: message.role == Role::User,
+        });
+        self.prefix.push(total);
+        if message.role == Role::Assistant && message.usages.is_some() {
+            self.last_usage = Some(self.entries.len() - 1);
+        }
+        let hash = self.hash_id(&message.message_id);
+        self.ids.insert(hash, position);
+    }
+
+    /// The last position of a message with id `id`, if indexed.
+    pub fn position_of(&self, messages: &[Message], id: &MessageId) -> Option<usize> {
+        let indexed = &messages[..self.entries.len().min(messages.len())];
+        match self.ids.get(&self.hash_id(id)) {
+            Some(&p) if indexed.get(p as usize).is_some_and(|m| &m.message_id == id) => {
+                Some(p as usize)
+            }
+            // A hash collision (or a stale index): look the id up the slow way.
+            Some(_) => indexed.iter().rposition(|m| &m.message_id == id),
+            None => None,
+        }
+    }
+}

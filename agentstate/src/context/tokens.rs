@@ -42,7 +42,7 @@ pub trait TokenCounter {
                 // duplicate it and are not counted twice.
                 ContentBlock::ToolCall(call) if calls.is_empty() => {
                     self.count(&call.name).saturating_add(MESSAGE_OVERHEAD)
-                        + self.count(&serde_json::Value::Object(call.args.clone()).to_string())
+                        + self.count(call.args.as_json())
                 }
                 ContentBlock::Reasoning(reasoning) => self.count(&reasoning.summary),
                 ContentBlock::Document(document) => {

@@ -1,0 +1,84 @@
+//! The interface every backend implements: moving [`record`](crate::record)s in and out of a
+//! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
+
+use crate::error::StoreError;
+use crate::record::{EntryInfo, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
+use std::future::Future;
+
+/// The version of the store's tables that this build creates, reads and writes. A database with
+/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
+pub const STORE_SCHEMA_VERSION: i64 = 1;
+
+/// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
+/// [`Store`](crate::store::Store), which checks types and versions around these raw operations.
+pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
+    /// Creates a thread (for a fork: after checking its parent has the version it starts at).
+    fn create(
+        &self,
+        thread: NewThread,
+    ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
+
+    /// Appends `entry` as version `expected + 1` if the thread is at version `expected`, and
+    /// returns the new version; otherwise writes nothing and fails with
+    /// [`StoreError::Conflict`].
+    fn append(
+        &self,
+        thread: &str,
+        expected: u64,
+        entry: NewEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Stores the state of version `seq` (a committed version) as a snapshot; an existing one
+    /// is kept.
+    fn put_snapshot(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// What it takes to build version `seq` (the newest if `None`): the newest snapshot at or
+    /// before it (or the initial state, or the parent's version for a fork) and the entries
+    /// after that, read in one consistent view. With `after` (the version a caller holds), and
+    /// if the entries after it are still there: [`Base::Continue`](crate::record::Base) and
+    /// just those entries.
+    fn load(
+        &self,
+        thread: &str,
+        seq: Option<u64>,
+        after: Option<u64>,
+    ) -> impl Future<Output = Result<Loaded, StoreError>> + Send;
+
+    /// The thread's row.
+    fn info(&self, thread: &str) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
+
+    /// The metadata of at most `limit` entries after version `after`, in order.
+    fn history(
+        &self,
+        thread: &str,
+        after: u64,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<EntryInfo>, StoreError>> + Send;
+
+    /// A page of threads, ordered by id.
+    fn list(
+        &self,
+        query: ThreadQuery,
+    ) -> impl Future<Output = Result<Vec<ThreadInfo>, StoreError>> + Send;
+
+    /// Deletes a thread with its entries and snapshots; false if there was none. Fails with
+    /// [`StoreError::HasForks`] while a fork refers to it.
+    fn delete(&self, thread: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// In one transaction: stores the snapshot of version `seq`, then drops the entries and
+    /// snapshots before the newest snapshot that no fork needs to go behind, and raises the
+    /// thread's oldest version to it. Returns the number of entries dropped.
+    fn compact(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+}

@@ -1,0 +1,654 @@
+//! The PostgreSQL backend (feature `postgres`): `tokio-postgres` through a `deadpool-postgres`
+//! connection pool, so many tasks and processes share one database. An append is one statement
+//! (a conditional `UPDATE` of the thread's version feeding the `INSERT` of the entry), atomic on
+//! its own: the row lock serializes writers of one thread, and a writer whose version is stale
+//! updates no row and inserts nothing.
+
+use crate::backend::{Backend, STORE_SCHEMA_VERSION};
+use crate::error::StoreError;
+use crate::record::{
+    check_entries, check_range, entry_info, parse_object, EntryInfo, Loaded, NewEntry, NewThread,
+    Start, StoredEntry, ThreadInfo, ThreadQuery,
+};
+use crate::store::Store;
+use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{IsolationLevel, NoTls, Row};
+
+/// A [`Store`] in a PostgreSQL database.
+pub type PostgresStore = Store<Postgres>;
+
+const BACKEND: &str = "PostgreSQL";
+
+/// The PostgreSQL backend: a connection pool and the store's tables in one schema.
+#[derive(Debug)]
+pub struct Postgres {
+    pool: Pool,
+    sql: Sql,
+}
+
+/// Options of [`PostgresStore::connect_with`].
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// The PostgreSQL schema holding the store's tables (created if missing). Default `public`.
+    pub schema: String,
+    /// The most connections the pool opens. Default 16.
+    pub max_connections: usize,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            schema: "public".into(),
+            max_connections: 16,
+        }
+    }
+}
+
+fn db_err(doing: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
+    let doing = doing.into();
+    move |e| StoreError::backend(BACKEND, doing, e)
+}
+
+impl Store<Postgres> {
+    /// Connects to `url` (`postgres://user@host:port/db`) with a connection pool and creates
+    /// or checks the store's tables in schema `public`.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Connects with options (another schema, another pool size).
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self, StoreError> {
+        let mut config = Config::new();
+        config.url = Some(url.to_owned());
+        config.manager = Some(ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        });
+        config.pool = Some(deadpool_postgres::PoolConfig::new(
+            options.max_connections.max(1),
+        ));
+        let pool = config
+            .create_pool(Some(Runtime::Tokio1), NoTls)
+            .map_err(|e| StoreError::backend(BACKEND, "creating the connection pool", e))?;
+        let sql = Sql::new(&options.schema);
+        let backend = Postgres { pool, sql };
+        backend.setup(&options.schema).await?;
+        Ok(Store::new(backend))
+    }
+}
+
+/// The statements, with the tables' qualified names.
+#[derive(Debug)]
+struct Sql {
+    threads: String,
+    entries: String,
+    snapshots: String,
+    meta: String,
+    append: String,
+    thread: String,
+}
+
+impl Sql {
+    fn new(schema: &str) -> Self {
+        let q = format!("\"{}\"", schema.replace('"', "\"\""));
+        let threads = format!("{q}.agentstate_threads");
+        let entries = format!("{q}.agentstate_entries");
+        Sql {
+            append: format!(
+                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head)
+                 INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, body)
+                 SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $8::text::json FROM bump"
+            ),
+            thread: format!(
+                "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms
+                 FROM {threads} WHERE id = $1"
+            ),
+            snapshots: format!("{q}.agentstate_snapshots"),
+            meta: format!("{q}.agentstate_meta"),
+            threads,
+            entries,
+        }
+    }
+}
+
+fn read_thread(row: &Row) -> Result<ThreadInfo, StoreError> {
+    let id: String = row.get(0);
+    let parent: Option<String> = row.get(4);
+    let fork_seq: Option<i64> = row.get(5);
+    let metadata: String = row.get(6);
+    Ok(ThreadInfo {
+        metadata: parse_object(Some(&metadata))
+            .map_err(|reason| StoreError::corrupt(&id, "thread metadata", reason))?,
+        fingerprint: row.get::<_, i64>(1) as u64,
+        version: row.get::<_, i64>(2) as u64,
+        oldest: row.get::<_, i64>(3) as u64,
+        parent: parent.zip(fork_seq.map(|s| s as u64)),
+        created_ms: row.get(7),
+        id,
+    })
+}
+
+impl Postgres {
+    async fn client(&self, doing: &str) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::backend(BACKEND, format!("connecting for {doing}"), e))
+    }
+
+    async fn setup(&self, schema: &str) -> Result<(), StoreError> {
+        let doing = "opening the store";
+        let mut client = self.client(doing).await?;
+        let tx = client.transaction().await.map_err(db_err(doing))?;
+        // One process at a time creates the tables.
+        tx.execute("SELECT pg_advisory_xact_lock(7301946521)", &[])
+            .await
+            .map_err(db_err(doing))?;
+        let Sql {
+            threads,
+            entries,
+            snapshots,
+            meta,
+            ..
+        } = &self.sql;
+        let exists: Option<String> = tx
+            .query_one("SELECT to_regclass($1)::text", &[meta])
+            .await
+            .map_err(db_err(doing))?
+            .get(0);
+        if exists.is_some() {
+            let found: Option<i64> = tx
+                .query_opt(
+                    &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
+                    &[],
+                )
+                .await
+                .map_err(db_err(doing))?
+                .map(|r| r.get(0));
+            return match found {
+                Some(STORE_SCHEMA_VERSION) => Ok(()),
+                other => Err(StoreError::UnsupportedVersion {
+                    found: other.unwrap_or(-1),
+                    supported: STORE_SCHEMA_VERSION,
+                }),
+            };
+        }
+        let q = format!("\"{}\"", schema.replace('"', "\"\""));
+        tx.batch_execute(&format!(
+            "CREATE SCHEMA IF NOT EXISTS {q};
+             CREATE TABLE {meta} (key TEXT PRIMARY KEY, value BIGINT NOT NULL);
+             CREATE TABLE {threads} (
+                 id TEXT PRIMARY KEY,
+                 fingerprint BIGINT NOT NULL,
+                 head BIGINT NOT NULL,
+                 oldest BIGINT NOT NULL,
+                 parent TEXT REFERENCES {threads} (id),
+                 fork_seq BIGINT,
+                 initial JSON,
+                 metadata JSONB NOT NULL,
+                 created_ms BIGINT NOT NULL
+             );
+             CREATE INDEX ON {threads} (parent) WHERE parent IS NOT NULL;
+             CREATE TABLE {entries} (
+                 thread TEXT NOT NULL,
+                 seq BIGINT NOT NULL,
+                 kind SMALLINT NOT NULL,
+                 time_ms BIGINT NOT NULL,
+                 node TEXT,
+                 run_id TEXT,
+                 extra JSONB,
+                 body JSON NOT NULL,
+                 PRIMARY KEY (thread, seq)
+             );
+             CREATE TABLE {snapshots} (
+                 thread TEXT NOT NULL,
+                 seq BIGINT NOT NULL,
+                 fingerprint BIGINT NOT NULL,
+                 body JSON NOT NULL,
+                 PRIMARY KEY (thread, seq)
+             );
+             INSERT INTO {meta} (key, value) VALUES ('schema_version', {STORE_SCHEMA_VERSION});"
+        ))
+        .await
+        .map_err(db_err("creating the store's tables"))?;
+        tx.commit().await.map_err(db_err(doing))
+    }
+}
+
+impl Backend for Postgres {
+    async fn create(&self, thread: NewThread) -> Result<ThreadInfo, StoreError> {
+        let id = thread.id.clone();
+        let doing = format!("creating thread `{id}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        let (fingerprint, fork_seq) = match &thread.parent {
+            None => (thread.fingerprint, None),
+            Some((parent, seq)) => {
+                let row = tx
+                    .query_opt(&format!("{} FOR SHARE", self.sql.thread), &[parent])
+                    .await
+                    .map_err(db_err(&doing))?
+                    .ok_or_else(|| StoreError::ThreadNotFound {
+                        thread: parent.clone(),
+                    })?;
+                let p = read_thread(&row)?;
+                if *seq < p.oldest || *seq > p.version {
+                    return Err(StoreError::VersionOutOfRange {
+                        thread: parent.clone(),
+                        seq: *seq,
+                        oldest: p.oldest,
+                        head: p.version,
+                    });
+                }
+                (p.fingerprint, Some(*seq as i64))
+            }
+        };
+        let start = fork_seq.unwrap_or(0);
+        let parent = thread.parent.as_ref().map(|(p, _)| p.clone());
+        let inserted = tx
+            .execute(
+                &format!(
+                    "INSERT INTO {} (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms)
+                     VALUES ($1, $2, $3, $3, $4, $5, $6::text::json, $7::text::jsonb, $8)",
+                    self.sql.threads
+                ),
+                &[
+                    &id,
+                    &(fingerprint as i64),
+                    &start,
+                    &parent,
+                    &fork_seq,
+                    &thread.initial,
+                    &thread.metadata,
+                    &thread.created_ms,
+                ],
+            )
+            .await;
+        match inserted {
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                return Err(StoreError::ThreadExists { thread: id })
+            }
+            other => other.map_err(db_err(&doing))?,
+        };
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(ThreadInfo {
+            id,
+            version: start as u64,
+            fingerprint,
+            parent: thread.parent,
+            oldest: start as u64,
+            metadata: parse_object(Some(&thread.metadata)).unwrap_or_default(),
+            created_ms: thread.created_ms,
+        })
+    }
+
+    async fn append(
+        &self,
+        thread: &str,
+        expected: u64,
+        entry: NewEntry,
+    ) -> Result<u64, StoreError> {
+        let doing = format!("appending to thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let statement = client
+            .prepare_cached(&self.sql.append)
+            .await
+            .map_err(db_err(&doing))?;
+        let inserted = client
+            .execute(
+                &statement,
+                &[
+                    &thread,
+                    &(expected as i64),
+                    &(entry.kind.code() as i16),
+                    &entry.time_ms,
+                    &entry.node,
+                    &entry.run_id,
+                    &entry.extra,
+                    &entry.body,
+                ],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if inserted == 1 {
+            return Ok(expected + 1);
+        }
+        let head: Option<i64> = client
+            .query_opt(
+                &format!("SELECT head FROM {} WHERE id = $1", self.sql.threads),
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?
+            .map(|r| r.get(0));
+        match head {
+            None => Err(StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            }),
+            Some(actual) => Err(StoreError::Conflict {
+                thread: thread.to_owned(),
+                expected,
+                actual: actual as u64,
+            }),
+        }
+    }
+
+    async fn put_snapshot(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> Result<(), StoreError> {
+        let doing = format!("storing a snapshot of thread `{thread}`");
+        let client = self.client(&doing).await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (thread, seq, fingerprint, body)
+                     SELECT id, $2, $3, $4::text::json FROM {} WHERE id = $1 AND head >= $2
+                     ON CONFLICT DO NOTHING",
+                    self.sql.snapshots, self.sql.threads
+                ),
+                &[&thread, &(seq as i64), &(fingerprint as i64), &json],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn load(
+        &self,
+        thread: &str,
+        seq: Option<u64>,
+        after: Option<u64>,
+    ) -> Result<Loaded, StoreError> {
+        let doing = format!("loading thread `{thread}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(db_err(&doing))?;
+        let row = tx
+            .query_opt(&self.sql.thread, &[&thread])
+            .await
+            .map_err(db_err(&doing))?
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+        let info = read_thread(&row)?;
+        let target = check_range(&info, seq)?;
+        let start = Start::of(&info, target, after);
+        let snapshot = match start {
+            Start::Continue(_) => None,
+            Start::Snapshot => tx
+                .query_opt(
+                    &format!(
+                        "SELECT seq, fingerprint, body::text FROM {} WHERE thread = $1 AND seq <= $2
+                         ORDER BY seq DESC LIMIT 1",
+                        self.sql.snapshots
+                    ),
+                    &[&thread, &(target as i64)],
+                )
+                .await
+                .map_err(db_err(&doing))?
+                .map(|r| {
+                    (
+                        r.get::<_, i64>(0) as u64,
+                        r.get::<_, i64>(1) as u64,
+                        r.get(2),
+                    )
+                }),
+        };
+        let (base, from) = match start.base(&info, snapshot) {
+            Some(found) => found,
+            None => Start::initial(
+                thread,
+                tx.query_one(
+                    &format!(
+                        "SELECT initial::text FROM {} WHERE id = $1",
+                        self.sql.threads
+                    ),
+                    &[&thread],
+                )
+                .await
+                .map_err(db_err(&doing))?
+                .get(0),
+            )?,
+        };
+        let entries: Vec<StoredEntry> = tx
+            .query(
+                &format!(
+                    "SELECT seq, kind, body::text FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
+                     ORDER BY seq",
+                    self.sql.entries
+                ),
+                &[&thread, &(from as i64), &(target as i64)],
+            )
+            .await
+            .map_err(db_err(&doing))?
+            .iter()
+            .map(|r| StoredEntry {
+                seq: r.get::<_, i64>(0) as u64,
+                kind: i64::from(r.get::<_, i16>(1)),
+                body: r.get(2),
+            })
+            .collect();
+        check_entries(thread, from, target, &entries)?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(Loaded {
+            thread: info,
+            base,
+            entries,
+            seq: target,
+        })
+    }
+
+    async fn info(&self, thread: &str) -> Result<ThreadInfo, StoreError> {
+        let doing = format!("reading thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let row = client
+            .query_opt(&self.sql.thread, &[&thread])
+            .await
+            .map_err(db_err(&doing))?
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+        read_thread(&row)
+    }
+
+    async fn history(
+        &self,
+        thread: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<EntryInfo>, StoreError> {
+        let doing = format!("reading the history of thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT seq, time_ms, kind, node, run_id, extra::text, octet_length(body::text),
+                            (SELECT count(*) FROM {threads} WHERE id = $1)
+                     FROM (SELECT 1) one
+                     LEFT JOIN {entries} e ON e.thread = $1 AND e.seq > $2
+                     ORDER BY seq LIMIT $3",
+                    threads = self.sql.threads,
+                    entries = self.sql.entries
+                ),
+                &[&thread, &(after as i64), &i64::from(limit)],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if rows.first().is_none_or(|r| r.get::<_, i64>(7) == 0) {
+            return Err(StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            });
+        }
+        rows.iter()
+            .filter(|r| r.get::<_, Option<i64>>(0).is_some())
+            .map(|r| {
+                entry_info(
+                    thread,
+                    r.get(0),
+                    r.get(1),
+                    i64::from(r.get::<_, i16>(2)),
+                    r.get(3),
+                    r.get(4),
+                    r.get::<_, Option<String>>(5).as_deref(),
+                    i64::from(r.get::<_, i32>(6)),
+                )
+            })
+            .collect()
+    }
+
+    async fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {
+        let doing = "listing threads";
+        let client = self.client(doing).await?;
+        let filter = Value::Object(query.metadata).to_string();
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms
+                     FROM {} WHERE id > $1 AND metadata @> $2::text::jsonb ORDER BY id LIMIT $3",
+                    self.sql.threads
+                ),
+                &[&query.after.unwrap_or_default(), &filter, &i64::from(query.limit)],
+            )
+            .await
+            .map_err(db_err(doing))?;
+        rows.iter().map(read_thread).collect()
+    }
+
+    async fn delete(&self, thread: &str) -> Result<bool, StoreError> {
+        let doing = format!("deleting thread `{thread}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        let fork = tx
+            .query_opt(
+                &format!(
+                    "SELECT id FROM {} WHERE parent = $1 LIMIT 1",
+                    self.sql.threads
+                ),
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if let Some(fork) = fork {
+            return Err(StoreError::HasForks {
+                thread: thread.to_owned(),
+                fork: fork.get(0),
+            });
+        }
+        tx.execute(
+            &format!("DELETE FROM {} WHERE thread = $1", self.sql.entries),
+            &[&thread],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.execute(
+            &format!("DELETE FROM {} WHERE thread = $1", self.sql.snapshots),
+            &[&thread],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        let deleted = tx
+            .execute(
+                &format!("DELETE FROM {} WHERE id = $1", self.sql.threads),
+                &[&thread],
+            )
+            .await;
+        let deleted = match deleted {
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => {
+                return Err(StoreError::HasForks {
+                    thread: thread.to_owned(),
+                    fork: "(created meanwhile)".into(),
+                })
+            }
+            other => other.map_err(db_err(&doing))?,
+        };
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(deleted > 0)
+    }
+
+    async fn compact(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> Result<u64, StoreError> {
+        let doing = format!("compacting thread `{thread}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        let row = tx
+            .query_opt(&format!("{} FOR UPDATE", self.sql.thread), &[&thread])
+            .await
+            .map_err(db_err(&doing))?
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+        let info = read_thread(&row)?;
+        check_range(&info, Some(seq))?;
+        let seq = seq as i64;
+        tx.execute(
+            &format!(
+                "INSERT INTO {} (thread, seq, fingerprint, body) VALUES ($1, $2, $3, $4::text::json)
+                 ON CONFLICT DO NOTHING",
+                self.sql.snapshots
+            ),
+            &[&thread, &seq, &(fingerprint as i64), &json],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        // Keep what forks start from: cut at the newest snapshot at or before the oldest fork
+        // point (or the new snapshot).
+        let cut: i64 = tx
+            .query_one(
+                &format!(
+                    "SELECT coalesce(max(seq), 0) FROM {} WHERE thread = $1 AND seq <= least($2,
+                       (SELECT coalesce(min(fork_seq), $2) FROM {} WHERE parent = $1))",
+                    self.sql.snapshots, self.sql.threads
+                ),
+                &[&thread, &seq],
+            )
+            .await
+            .map_err(db_err(&doing))?
+            .get(0);
+        if cut as u64 <= info.oldest {
+            tx.commit().await.map_err(db_err(&doing))?;
+            return Ok(0);
+        }
+        let dropped = tx
+            .execute(
+                &format!(
+                    "DELETE FROM {} WHERE thread = $1 AND seq <= $2",
+                    self.sql.entries
+                ),
+                &[&thread, &cut],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        tx.execute(
+            &format!(
+                "DELETE FROM {} WHERE thread = $1 AND seq < $2",
+                self.sql.snapshots
+            ),
+            &[&thread, &cut],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.execute(
+            &format!("UPDATE {} SET oldest = $2 WHERE id = $1", self.sql.threads),
+            &[&thread, &cut],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(dropped)
+    }
+}

@@ -1,0 +1,429 @@
+//! What a backend stores and returns: threads, journal entries and snapshots as JSON text with
+//! their bookkeeping. The typed layer ([`store`](crate::store)) builds them; backends only move
+//! them in and out of the database.
+
+use serde_json::{Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The fingerprint of a state type's schema: a 64-bit FNV-1a hash of `State::schema()` as JSON
+/// (field names, reducers and their parameters, in order). Two types with equal fingerprints
+/// read each other's rows.
+///
+/// ```
+/// use agentstate::state::AgentState;
+/// use agentstate_store::record::fingerprint;
+///
+/// assert_eq!(fingerprint::<AgentState>(), fingerprint::<AgentState>());
+/// ```
+pub fn fingerprint<S: agentstate::State>() -> u64 {
+    let schema = serde_json::to_string(&S::schema()).unwrap_or_default();
+    // FNV-1a: stable across builds and platforms, unlike std's hasher.
+    schema
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// What a journal entry holds: one update, or the branch updates of a parallel step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// One update, merged with `State::merge`.
+    Update,
+    /// The branch updates of a step, merged with `State::merge_parallel` in `FanIn::Ordered`.
+    Parallel,
+    /// The branch updates of a step, merged with `State::merge_parallel` in `FanIn::Strict`.
+    ParallelStrict,
+}
+
+impl EntryKind {
+    /// Its code in the database (0, 1, 2).
+    pub fn code(self) -> i64 {
+        match self {
+            EntryKind::Update => 0,
+            EntryKind::Parallel => 1,
+            EntryKind::ParallelStrict => 2,
+        }
+    }
+
+    /// The kind of a code read from the database.
+    pub fn from_code(code: i64) -> Option<Self> {
+        match code {
+            0 => Some(EntryKind::Update),
+            1 => Some(EntryKind::Parallel),
+            2 => Some(EntryKind::ParallelStrict),
+            _ => None,
+        }
+    }
+}
+
+/// The metadata of a step: who wrote it, in which run, and anything else the caller wants to
+/// find it by later. The time is added when it is appended.
+///
+/// ```
+/// use agentstate_store::record::StepMeta;
+/// use serde_json::json;
+///
+/// let meta = StepMeta::node("chat").run_id("run-1").with("model", json!("small"));
+/// assert_eq!(meta.node.as_deref(), Some("chat"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepMeta {
+    /// The graph node that produced the update.
+    pub node: Option<String>,
+    /// The run the step belongs to.
+    pub run_id: Option<String>,
+    /// Any user data (a JSON object).
+    pub extra: Map<String, Value>,
+}
+
+impl StepMeta {
+    /// Metadata naming the node that produced the update.
+    pub fn node(node: impl Into<String>) -> Self {
+        StepMeta {
+            node: Some(node.into()),
+            ..StepMeta::default()
+        }
+    }
+
+    /// Sets the run id.
+    #[must_use]
+    pub fn run_id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+
+    /// Adds a user key.
+    #[must_use]
+    pub fn with(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
+}
+
+/// A journal entry to append.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    /// What the body holds.
+    pub kind: EntryKind,
+    /// The update (or, for a parallel step, the JSON array of branch updates), as JSON.
+    pub body: String,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// The node that produced it.
+    pub node: Option<String>,
+    /// The run it belongs to.
+    pub run_id: Option<String>,
+    /// User metadata as a JSON object, `None` when empty.
+    pub extra: Option<String>,
+}
+
+/// A journal entry read back for replay.
+#[derive(Debug, Clone)]
+pub struct StoredEntry {
+    /// Its version: the thread's version once it is merged.
+    pub seq: u64,
+    /// Its kind's code (see [`EntryKind::code`]).
+    pub kind: i64,
+    /// Its JSON.
+    pub body: String,
+}
+
+/// One entry of a thread's history: its metadata, never its update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntryInfo {
+    /// The version this entry made.
+    pub seq: u64,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+    /// Whether it is one update or a parallel step.
+    pub kind: EntryKind,
+    /// The node that produced it.
+    pub node: Option<String>,
+    /// The run it belongs to.
+    pub run_id: Option<String>,
+    /// User metadata.
+    pub extra: Map<String, Value>,
+    /// The size of its JSON, in bytes.
+    pub bytes: u64,
+}
+
+/// A new thread.
+#[derive(Debug, Clone)]
+pub struct NewThread {
+    /// Its id.
+    pub id: String,
+    /// The state type's fingerprint.
+    pub fingerprint: u64,
+    /// The initial state as JSON (for a fork: not stored, the parent's state is its start).
+    pub initial: Option<String>,
+    /// For a fork: the parent thread and the version it starts at.
+    pub parent: Option<(String, u64)>,
+    /// User metadata (a JSON object).
+    pub metadata: String,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+/// A thread as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadInfo {
+    /// Its id.
+    pub id: String,
+    /// Its version: the number of the last entry appended (0 for a new thread; for a fork, it
+    /// continues from the version it forked at).
+    pub version: u64,
+    /// The state type's fingerprint.
+    pub fingerprint: u64,
+    /// For a fork: the parent thread and the version it starts at.
+    pub parent: Option<(String, u64)>,
+    /// The oldest version still loadable (raised by compaction; for a fork, its start).
+    pub oldest: u64,
+    /// User metadata.
+    pub metadata: Map<String, Value>,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+/// Where loading a version starts from.
+#[derive(Debug, Clone)]
+pub enum Base {
+    /// The thread's initial state (JSON).
+    Initial(String),
+    /// A snapshot: its version, its fingerprint and its JSON.
+    Snapshot {
+        /// The version it is the state of.
+        seq: u64,
+        /// The fingerprint of the type that wrote it.
+        fingerprint: u64,
+        /// The state as JSON.
+        json: String,
+    },
+    /// The state the caller holds, at this version.
+    Continue(u64),
+    /// The parent thread at a version (a fork's start).
+    Parent {
+        /// The parent thread.
+        thread: String,
+        /// The version.
+        seq: u64,
+    },
+}
+
+/// What a backend returns to load a version: the thread, where to start, and the entries to
+/// replay after it, in order.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The thread.
+    pub thread: ThreadInfo,
+    /// Where to start.
+    pub base: Base,
+    /// The entries after the base, up to the version asked for.
+    pub entries: Vec<StoredEntry>,
+    /// The version loaded.
+    pub seq: u64,
+}
+
+/// A page of threads to list: after which id, how many, and which metadata they must have.
+#[derive(Debug, Clone)]
+pub struct ThreadQuery {
+    /// Only threads whose id sorts after this one (the last id of the previous page).
+    pub after: Option<String>,
+    /// At most this many.
+    pub limit: u32,
+    /// Only threads whose metadata has each of these keys with exactly this value.
+    pub metadata: Map<String, Value>,
+}
+
+impl Default for ThreadQuery {
+    fn default() -> Self {
+        ThreadQuery {
+            after: None,
+            limit: 100,
+            metadata: Map::new(),
+        }
+    }
+}
+
+impl ThreadQuery {
+    /// The first page of at most `limit` threads.
+    pub fn first(limit: u32) -> Self {
+        ThreadQuery {
+            limit,
+            ..ThreadQuery::default()
+        }
+    }
+
+    /// Only threads whose metadata has `key` set to `value`.
+    #[must_use]
+    pub fn with(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.metadata.insert(key.into(), value);
+        self
+    }
+
+    /// The page after the thread `id`.
+    #[must_use]
+    pub fn after(mut self, id: impl Into<String>) -> Self {
+        self.after = Some(id.into());
+        self
+    }
+}
+
+/// Reads a JSON object stored as text; `None` and `""` are empty.
+pub(crate) fn parse_object(text: Option<&str>) -> Result<Map<String, Value>, String> {
+    match text {
+        None | Some("") => Ok(Map::new()),
+        Some(text) => match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(other) => Err(format!("metadata is not a JSON object: {other}")),
+            Err(err) => Err(err.to_string()),
+        },
+    }
+}
+
+/// The version to load: `seq`, or the head; an error outside the thread's range.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn check_range(
+    info: &ThreadInfo,
+    seq: Option<u64>,
+) -> Result<u64, crate::error::StoreError> {
+    let target = seq.unwrap_or(info.version);
+    if target > info.version || target < info.oldest {
+        return Err(crate::error::StoreError::VersionOutOfRange {
+            thread: info.id.clone(),
+            seq: target,
+            oldest: info.oldest,
+            head: info.version,
+        });
+    }
+    Ok(target)
+}
+
+/// The entries read must be exactly `from + 1 ..= to`: a missing one (a hand-deleted row) is
+/// corrupt data, never a silently shorter state.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn check_entries(
+    id: &str,
+    from: u64,
+    to: u64,
+    entries: &[StoredEntry],
+) -> Result<(), crate::error::StoreError> {
+    for (expected, entry) in (from + 1..=to).zip(entries) {
+        if entry.seq != expected {
+            return Err(crate::error::StoreError::corrupt(
+                id,
+                format!("journal before entry {}", entry.seq),
+                format!("entry {expected} is missing"),
+            ));
+        }
+    }
+    if entries.len() as u64 != to.saturating_sub(from) {
+        return Err(crate::error::StoreError::corrupt(
+            id,
+            "journal",
+            format!(
+                "entries {} to {to} are missing",
+                from + 1 + entries.len() as u64
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Builds an [`EntryInfo`] from its columns.
+#[allow(clippy::too_many_arguments, dead_code)]
+pub(crate) fn entry_info(
+    id: &str,
+    seq: i64,
+    time_ms: i64,
+    kind: i64,
+    node: Option<String>,
+    run_id: Option<String>,
+    extra: Option<&str>,
+    bytes: i64,
+) -> Result<EntryInfo, crate::error::StoreError> {
+    let what = || format!("entry {seq}");
+    Ok(EntryInfo {
+        seq: seq as u64,
+        time_ms,
+        kind: EntryKind::from_code(kind).ok_or_else(|| {
+            crate::error::StoreError::corrupt(id, what(), format!("unknown entry kind {kind}"))
+        })?,
+        node,
+        run_id,
+        extra: parse_object(extra)
+            .map_err(|reason| crate::error::StoreError::corrupt(id, what(), reason))?,
+        bytes: bytes as u64,
+    })
+}
+
+/// Where a backend's load starts, decided from the thread's row before reading any state.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) enum Start {
+    /// The caller's state at this version: read no snapshot.
+    Continue(u64),
+    /// The newest snapshot at or before the target, if any; else [`Start::without_snapshot`].
+    Snapshot,
+}
+
+#[allow(dead_code)] // used by whichever backends are compiled in
+impl Start {
+    /// `after` (the version the caller holds) is usable if its entries are still there.
+    pub(crate) fn of(info: &ThreadInfo, target: u64, after: Option<u64>) -> Self {
+        match after {
+            Some(after) if (info.oldest..=target).contains(&after) => Start::Continue(after),
+            _ => Start::Snapshot,
+        }
+    }
+
+    /// The base and the version its entries start after, given the snapshot found (version,
+    /// fingerprint, JSON); `None` when the thread's initial state is needed.
+    pub(crate) fn base(
+        &self,
+        info: &ThreadInfo,
+        snapshot: Option<(u64, u64, String)>,
+    ) -> Option<(Base, u64)> {
+        match (self, snapshot, &info.parent) {
+            (Start::Continue(after), _, _) => Some((Base::Continue(*after), *after)),
+            (Start::Snapshot, Some((seq, fingerprint, json)), _) => Some((
+                Base::Snapshot {
+                    seq,
+                    fingerprint,
+                    json,
+                },
+                seq,
+            )),
+            (Start::Snapshot, None, Some((parent, fork))) => Some((
+                Base::Parent {
+                    thread: parent.clone(),
+                    seq: *fork,
+                },
+                *fork,
+            )),
+            (Start::Snapshot, None, None) => None,
+        }
+    }
+
+    /// The base of a thread's own initial state, as read from its row.
+    pub(crate) fn initial(
+        id: &str,
+        initial: Option<String>,
+    ) -> Result<(Base, u64), crate::error::StoreError> {
+        let initial = initial.ok_or_else(|| {
+            crate::error::StoreError::corrupt(
+                id,
+                "thread row",
+                "it has neither an initial state nor a parent",
+            )
+        })?;
+        Ok((Base::Initial(initial), 0))
+    }
+}

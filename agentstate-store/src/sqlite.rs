@@ -1,0 +1,634 @@
+//! The SQLite backend (feature `sqlite`, default): one connection on a dedicated thread, so each
+//! operation is one hop from the async caller and runs its whole transaction without yielding.
+//! WAL mode; appends take the write lock first (`BEGIN IMMEDIATE`), so the version check and the
+//! insert are one atomic step across threads and processes.
+
+use crate::backend::{Backend, STORE_SCHEMA_VERSION};
+use crate::error::StoreError;
+use crate::record::{
+    check_entries, check_range, entry_info, parse_object, EntryInfo, Loaded, NewEntry, NewThread,
+    Start, StoredEntry, ThreadInfo, ThreadQuery,
+};
+use crate::store::Store;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A [`Store`] in a SQLite database file.
+pub type SqliteStore = Store<Sqlite>;
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// How durable a commit is (SQLite's `synchronous` in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: a commit survives a crash of the process, but the last commits
+    /// before a power loss or OS crash may be rolled back (the database stays consistent).
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is synced to disk before it returns.
+    Full,
+}
+
+/// The SQLite backend: a connection owned by a dedicated thread.
+#[derive(Debug)]
+pub struct Sqlite {
+    jobs: mpsc::Sender<Job>,
+}
+
+const BACKEND: &str = "SQLite";
+
+fn db_err(doing: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> StoreError {
+    let doing = doing.into();
+    move |e| StoreError::backend(BACKEND, doing, e)
+}
+
+impl Store<Sqlite> {
+    /// Opens (creating if needed) the database file at `path`, WAL mode, `synchronous=NORMAL`.
+    ///
+    /// ```
+    /// use agentstate_store::SqliteStore;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("agentstate-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let store = SqliteStore::open(dir.join("threads.db"))?;
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(path, Durability::Normal)
+    }
+
+    /// Opens the database file at `path` with the given durability.
+    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let conn =
+            Connection::open(path).map_err(db_err(format!("opening `{}`", path.display())))?;
+        Sqlite::start(conn, durability).map(Store::new)
+    }
+
+    /// A private database in memory (for tests and scratch work).
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory().map_err(db_err("opening a database in memory"))?;
+        Sqlite::start(conn, Durability::Normal).map(Store::new)
+    }
+}
+
+impl Sqlite {
+    fn start(mut conn: Connection, durability: Durability) -> Result<Self, StoreError> {
+        conn.busy_timeout(Duration::from_secs(30))
+            .map_err(db_err("setting the busy timeout"))?;
+        let sync = match durability {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync};"
+        ))
+        .map_err(db_err("setting WAL mode"))?;
+        setup(&mut conn)?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("agentstate-sqlite".into())
+            .spawn(move || {
+                for job in queue {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| StoreError::backend(BACKEND, "starting its thread", e))?;
+        Ok(Sqlite { jobs })
+    }
+
+    /// Runs `f` on the connection's thread and waits for it without blocking the executor.
+    async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = tx.send(f(conn));
+        });
+        let gone = || StoreError::backend(BACKEND, "running a query", "its thread has stopped");
+        self.jobs.send(job).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+}
+
+/// Creates the tables on first use, or checks their version; in one transaction, so a database
+/// of an unknown version is not written to.
+fn setup(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db_err("opening the store"))?;
+    let has_meta: bool = tx
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'agentstate_meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db_err("reading the store's version"))?
+        > 0;
+    if has_meta {
+        let found: Option<i64> = tx
+            .query_row(
+                "SELECT value FROM agentstate_meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err("reading the store's version"))?;
+        return match found {
+            Some(STORE_SCHEMA_VERSION) => Ok(()),
+            other => Err(StoreError::UnsupportedVersion {
+                found: other.unwrap_or(-1),
+                supported: STORE_SCHEMA_VERSION,
+            }),
+        };
+    }
+    tx.execute_batch(
+        "CREATE TABLE agentstate_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+         CREATE TABLE agentstate_threads (
+             tid INTEGER PRIMARY KEY,
+             id TEXT NOT NULL UNIQUE,
+             fingerprint INTEGER NOT NULL,
+             head INTEGER NOT NULL,
+             oldest INTEGER NOT NULL,
+             parent INTEGER REFERENCES agentstate_threads (tid),
+             fork_seq INTEGER,
+             initial TEXT,
+             metadata TEXT NOT NULL,
+             created_ms INTEGER NOT NULL
+         );
+         CREATE INDEX agentstate_threads_parent ON agentstate_threads (parent) WHERE parent IS NOT NULL;
+         CREATE TABLE agentstate_entries (
+             tid INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             kind INTEGER NOT NULL,
+             time_ms INTEGER NOT NULL,
+             node TEXT,
+             run_id TEXT,
+             extra TEXT,
+             body TEXT NOT NULL,
+             PRIMARY KEY (tid, seq)
+         ) WITHOUT ROWID;
+         CREATE TABLE agentstate_snapshots (
+             tid INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             fingerprint INTEGER NOT NULL,
+             body TEXT NOT NULL,
+             PRIMARY KEY (tid, seq)
+         );",
+    )
+    .map_err(db_err("creating the store's tables"))?;
+    tx.execute(
+        "INSERT INTO agentstate_meta (key, value) VALUES ('schema_version', ?1)",
+        [STORE_SCHEMA_VERSION],
+    )
+    .map_err(db_err("recording the store's version"))?;
+    tx.commit().map_err(db_err("creating the store's tables"))
+}
+
+/// A thread's row as the queries below need it.
+struct Row {
+    tid: i64,
+    info: ThreadInfo,
+}
+
+const THREAD_COLUMNS: &str =
+    "t.tid, t.id, t.fingerprint, t.head, t.oldest, p.id, t.fork_seq, t.metadata, t.created_ms";
+
+fn read_thread(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, ThreadInfo, Option<String>)> {
+    let parent: Option<String> = row.get(5)?;
+    let fork_seq: Option<i64> = row.get(6)?;
+    let metadata: String = row.get(7)?;
+    Ok((
+        row.get(0)?,
+        ThreadInfo {
+            id: row.get(1)?,
+            fingerprint: row.get::<_, i64>(2)? as u64,
+            version: row.get::<_, i64>(3)? as u64,
+            oldest: row.get::<_, i64>(4)? as u64,
+            parent: parent.zip(fork_seq.map(|s| s as u64)),
+            metadata: Default::default(),
+            created_ms: row.get(8)?,
+        },
+        Some(metadata),
+    ))
+}
+
+fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
+    let found = conn
+        .prepare_cached(&format!(
+            "SELECT {THREAD_COLUMNS} FROM agentstate_threads t
+             LEFT JOIN agentstate_threads p ON p.tid = t.parent WHERE t.id = ?1"
+        ))
+        .and_then(|mut s| s.query_row([id], read_thread).optional())
+        .map_err(db_err(format!("reading thread `{id}`")))?;
+    let (tid, mut info, metadata) = found.ok_or_else(|| StoreError::ThreadNotFound {
+        thread: id.to_owned(),
+    })?;
+    info.metadata = parse_object(metadata.as_deref())
+        .map_err(|reason| StoreError::corrupt(id, "thread metadata", reason))?;
+    Ok(Row { tid, info })
+}
+
+impl Backend for Sqlite {
+    async fn create(&self, thread: NewThread) -> Result<ThreadInfo, StoreError> {
+        self.call(move |conn| {
+            let id = thread.id.clone();
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(format!("creating thread `{id}`")))?;
+            let exists: bool = tx
+                .query_row(
+                    "SELECT count(*) FROM agentstate_threads WHERE id = ?1",
+                    [&id],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(db_err(format!("creating thread `{id}`")))?
+                > 0;
+            if exists {
+                return Err(StoreError::ThreadExists { thread: id });
+            }
+            let (fingerprint, parent, fork_seq) = match &thread.parent {
+                None => (thread.fingerprint, None, None),
+                Some((parent, seq)) => {
+                    let p = thread_row(&tx, parent)?;
+                    if *seq < p.info.oldest || *seq > p.info.version {
+                        return Err(StoreError::VersionOutOfRange {
+                            thread: parent.clone(),
+                            seq: *seq,
+                            oldest: p.info.oldest,
+                            head: p.info.version,
+                        });
+                    }
+                    (p.info.fingerprint, Some(p.tid), Some(*seq as i64))
+                }
+            };
+            let start = fork_seq.unwrap_or(0);
+            tx.execute(
+                "INSERT INTO agentstate_threads
+                 (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms)
+                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    id,
+                    fingerprint as i64,
+                    start,
+                    parent,
+                    fork_seq,
+                    thread.initial,
+                    thread.metadata,
+                    thread.created_ms
+                ],
+            )
+            .map_err(db_err(format!("creating thread `{id}`")))?;
+            let info = thread_row(&tx, &id)?.info;
+            tx.commit()
+                .map_err(db_err(format!("creating thread `{id}`")))?;
+            Ok(info)
+        })
+        .await
+    }
+
+    async fn append(
+        &self,
+        thread: &str,
+        expected: u64,
+        entry: NewEntry,
+    ) -> Result<u64, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("appending to thread `{id}`");
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let found: Option<(i64, i64)> = tx
+                .prepare_cached("SELECT tid, head FROM agentstate_threads WHERE id = ?1")
+                .and_then(|mut s| {
+                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(db_err(doing()))?;
+            let Some((tid, head)) = found else {
+                return Err(StoreError::ThreadNotFound { thread: id });
+            };
+            if head as u64 != expected {
+                return Err(StoreError::Conflict {
+                    thread: id,
+                    expected,
+                    actual: head as u64,
+                });
+            }
+            let seq = head + 1;
+            tx.prepare_cached(
+                "INSERT INTO agentstate_entries (tid, seq, kind, time_ms, node, run_id, extra, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    tid,
+                    seq,
+                    entry.kind.code(),
+                    entry.time_ms,
+                    entry.node,
+                    entry.run_id,
+                    entry.extra,
+                    entry.body
+                ])
+            })
+            .map_err(db_err(doing()))?;
+            tx.prepare_cached("UPDATE agentstate_threads SET head = ?2 WHERE tid = ?1")
+                .and_then(|mut s| s.execute(params![tid, seq]))
+                .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(seq as u64)
+        })
+        .await
+    }
+
+    async fn put_snapshot(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> Result<(), StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = format!("storing a snapshot of thread `{id}`");
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO agentstate_snapshots (tid, seq, fingerprint, body)
+                 SELECT tid, ?2, ?3, ?4 FROM agentstate_threads WHERE id = ?1 AND head >= ?2",
+            )
+            .and_then(|mut s| s.execute(params![id, seq as i64, fingerprint as i64, json]))
+            .map_err(db_err(doing))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn load(
+        &self,
+        thread: &str,
+        seq: Option<u64>,
+        after: Option<u64>,
+    ) -> Result<Loaded, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("loading thread `{id}`");
+            let tx = conn.transaction().map_err(db_err(doing()))?;
+            let row = thread_row(&tx, &id)?;
+            let target = check_range(&row.info, seq)?;
+            let start = Start::of(&row.info, target, after);
+            let snapshot = match start {
+                Start::Continue(_) => None,
+                Start::Snapshot => tx
+                    .prepare_cached(
+                        "SELECT seq, fingerprint, body FROM agentstate_snapshots
+                         WHERE tid = ?1 AND seq <= ?2 ORDER BY seq DESC LIMIT 1",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![row.tid, target as i64], |r| {
+                            Ok((
+                                r.get::<_, i64>(0)? as u64,
+                                r.get::<_, i64>(1)? as u64,
+                                r.get(2)?,
+                            ))
+                        })
+                        .optional()
+                    })
+                    .map_err(db_err(doing()))?,
+            };
+            let (base, from) = match start.base(&row.info, snapshot) {
+                Some(found) => found,
+                None => Start::initial(
+                    &id,
+                    tx.query_row(
+                        "SELECT initial FROM agentstate_threads WHERE tid = ?1",
+                        [row.tid],
+                        |r| r.get(0),
+                    )
+                    .map_err(db_err(doing()))?,
+                )?,
+            };
+            let entries = tx
+                .prepare_cached(
+                    "SELECT seq, kind, body FROM agentstate_entries
+                     WHERE tid = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![row.tid, from as i64, target as i64], |r| {
+                        Ok(StoredEntry {
+                            seq: r.get::<_, i64>(0)? as u64,
+                            kind: r.get(1)?,
+                            body: r.get(2)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(|e| match e {
+                    rusqlite::Error::FromSqlConversionFailure(..)
+                    | rusqlite::Error::InvalidColumnType(..) => {
+                        StoreError::corrupt(&id, "entry", e)
+                    }
+                    e => StoreError::backend(BACKEND, doing(), e),
+                })?;
+            check_entries(&id, from, target, &entries)?;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(Loaded {
+                thread: row.info,
+                base,
+                entries,
+                seq: target,
+            })
+        })
+        .await
+    }
+
+    async fn info(&self, thread: &str) -> Result<ThreadInfo, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| thread_row(conn, &id).map(|r| r.info))
+            .await
+    }
+
+    async fn history(
+        &self,
+        thread: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<EntryInfo>, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("reading the history of thread `{id}`");
+            let tx = conn.transaction().map_err(db_err(doing()))?;
+            let row = thread_row(&tx, &id)?;
+            let raw = tx
+                .prepare_cached(
+                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body)
+                     FROM agentstate_entries WHERE tid = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_map(params![row.tid, after as i64, limit], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, Option<String>>(3)?,
+                            r.get::<_, Option<String>>(4)?,
+                            r.get::<_, Option<String>>(5)?,
+                            r.get::<_, i64>(6)?,
+                        ))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
+            raw.into_iter()
+                .map(|(seq, time_ms, kind, node, run_id, extra, bytes)| {
+                    entry_info(
+                        &id,
+                        seq,
+                        time_ms,
+                        kind,
+                        node,
+                        run_id,
+                        extra.as_deref(),
+                        bytes,
+                    )
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {
+        self.call(move |conn| {
+            let mut sql = format!(
+                "SELECT {THREAD_COLUMNS} FROM agentstate_threads t
+                 LEFT JOIN agentstate_threads p ON p.tid = t.parent WHERE t.id > ?1"
+            );
+            let mut args: Vec<String> = vec![query.after.clone().unwrap_or_default()];
+            for (key, value) in &query.metadata {
+                args.push(format!("$.\"{}\"", key.replace('"', "\\\"")));
+                args.push(value.to_string());
+                let (k, v) = (args.len() - 1, args.len());
+                sql.push_str(&format!(" AND (t.metadata -> ?{k}) = json(?{v})"));
+            }
+            sql.push_str(&format!(" ORDER BY t.id LIMIT {}", query.limit));
+            let rows = conn
+                .prepare(&sql)
+                .and_then(|mut s| {
+                    s.query_map(rusqlite::params_from_iter(args.iter()), read_thread)?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err("listing threads"))?;
+            rows.into_iter()
+                .map(|(_, mut info, metadata)| {
+                    info.metadata = parse_object(metadata.as_deref()).map_err(|reason| {
+                        StoreError::corrupt(&info.id, "thread metadata", reason)
+                    })?;
+                    Ok(info)
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn delete(&self, thread: &str) -> Result<bool, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("deleting thread `{id}`");
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let row = match thread_row(&tx, &id) {
+                Ok(row) => row,
+                Err(StoreError::ThreadNotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            let fork: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM agentstate_threads WHERE parent = ?1 LIMIT 1",
+                    [row.tid],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db_err(doing()))?;
+            if let Some(fork) = fork {
+                return Err(StoreError::HasForks { thread: id, fork });
+            }
+            tx.execute_batch(&format!(
+                "DELETE FROM agentstate_entries WHERE tid = {tid};
+                 DELETE FROM agentstate_snapshots WHERE tid = {tid};
+                 DELETE FROM agentstate_threads WHERE tid = {tid};",
+                tid = row.tid
+            ))
+            .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn compact(
+        &self,
+        thread: &str,
+        seq: u64,
+        fingerprint: u64,
+        json: String,
+    ) -> Result<u64, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("compacting thread `{id}`");
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let row = thread_row(&tx, &id)?;
+            check_range(&row.info, Some(seq))?;
+            tx.execute(
+                "INSERT OR IGNORE INTO agentstate_snapshots (tid, seq, fingerprint, body) VALUES (?1, ?2, ?3, ?4)",
+                params![row.tid, seq as i64, fingerprint as i64, json],
+            )
+            .map_err(db_err(doing()))?;
+            // Keep what forks start from: cut at the newest snapshot at or before the oldest
+            // fork point (or the new snapshot).
+            let limit: i64 = tx
+                .query_row(
+                    "SELECT min(?2, coalesce(min(fork_seq), ?2)) FROM agentstate_threads WHERE parent = ?1",
+                    params![row.tid, seq as i64],
+                    |r| r.get(0),
+                )
+                .map_err(db_err(doing()))?;
+            let cut: i64 = tx
+                .query_row(
+                    "SELECT coalesce(max(seq), 0) FROM agentstate_snapshots WHERE tid = ?1 AND seq <= ?2",
+                    params![row.tid, limit],
+                    |r| r.get(0),
+                )
+                .map_err(db_err(doing()))?;
+            if cut as u64 <= row.info.oldest {
+                tx.commit().map_err(db_err(doing()))?;
+                return Ok(0);
+            }
+            let dropped = tx
+                .execute(
+                    "DELETE FROM agentstate_entries WHERE tid = ?1 AND seq <= ?2",
+                    params![row.tid, cut],
+                )
+                .map_err(db_err(doing()))?;
+            tx.execute(
+                "DELETE FROM agentstate_snapshots WHERE tid = ?1 AND seq < ?2",
+                params![row.tid, cut],
+            )
+            .map_err(db_err(doing()))?;
+            tx.execute(
+                "UPDATE agentstate_threads SET oldest = ?2 WHERE tid = ?1",
+                params![row.tid, cut],
+            )
+            .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(dropped as u64)
+        })
+        .await
+    }
+}

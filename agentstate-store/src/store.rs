@@ -1,0 +1,586 @@
+//! The typed store: threads of a state type `S`, created, loaded (latest or at any version),
+//! forked, listed, snapshotted, compacted and deleted. Writing goes through a
+//! [`Thread`](crate::thread::Thread) handle.
+
+use crate::backend::Backend;
+use crate::error::StoreError;
+use crate::migrate::{Migration, Migrations};
+use crate::record::{
+    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, StoredEntry, ThreadInfo,
+    ThreadQuery,
+};
+use crate::thread::Thread;
+use agentstate::update::{FanIn, Update};
+use agentstate::State;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// A state the store can keep: serializable, with a serializable update, and sendable between
+/// tasks. Every `#[derive(AgentState)]` state with `Serialize`/`Deserialize` is one.
+pub trait StoredState:
+    State<Update: Update + Serialize + DeserializeOwned + Send + 'static, Plan: Send>
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> StoredState for S where
+    S: State<Update: Update + Serialize + DeserializeOwned + Send + 'static, Plan: Send>
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// When a writer also stores a snapshot of the state it just appended: after `every` entries
+/// since the last snapshot, or (if `when_journal_outgrows`) once the entries' JSON since then is
+/// larger than the last snapshot's. Loading the latest state then replays at most `every`
+/// entries.
+///
+/// ```
+/// use agentstate_store::store::SnapshotPolicy;
+///
+/// let policy = SnapshotPolicy::every(100).when_journal_outgrows(true);
+/// assert!(policy.is_due(100, 10, 1_000));
+/// assert!(policy.is_due(5, 2_000, 1_000));
+/// assert!(!policy.is_due(5, 10, 1_000));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotPolicy {
+    every: u64,
+    journal_outgrows: bool,
+}
+
+impl Default for SnapshotPolicy {
+    /// Every 1,000 entries; the size rule off. In a chat, whose updates *are* the state,
+    /// replaying is as fast as reading a snapshot, so snapshots would only cost space.
+    fn default() -> Self {
+        SnapshotPolicy {
+            every: 1_000,
+            journal_outgrows: false,
+        }
+    }
+}
+
+impl SnapshotPolicy {
+    /// A snapshot after every `k` entries (at least 1).
+    pub fn every(k: u64) -> Self {
+        SnapshotPolicy {
+            every: k.max(1),
+            journal_outgrows: false,
+        }
+    }
+
+    /// Also a snapshot when the entries since the last snapshot are larger than it (for states
+    /// whose fields are overwritten more than appended to).
+    #[must_use]
+    pub fn when_journal_outgrows(mut self, on: bool) -> Self {
+        self.journal_outgrows = on;
+        self
+    }
+
+    /// The most entries a load replays.
+    pub fn max_replays(&self) -> u64 {
+        self.every
+    }
+
+    /// Whether a snapshot is due after `entries` entries of `bytes` bytes since the last
+    /// snapshot, which was `snapshot_bytes` long.
+    pub fn is_due(&self, entries: u64, bytes: u64, snapshot_bytes: u64) -> bool {
+        entries >= self.every || (self.journal_outgrows && bytes > snapshot_bytes)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Config {
+    pub(crate) policy: SnapshotPolicy,
+    pub(crate) migrations: Migrations,
+}
+
+/// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`). Cheap to clone;
+/// clones share the database.
+#[derive(Debug)]
+pub struct Store<B> {
+    pub(crate) backend: Arc<B>,
+    pub(crate) config: Arc<Config>,
+}
+
+impl<B> Clone for Store<B> {
+    fn clone(&self) -> Self {
+        Store {
+            backend: Arc::clone(&self.backend),
+            config: Arc::clone(&self.config),
+        }
+    }
+}
+
+/// A state as loaded, with what the writer needs to keep to its snapshot policy.
+pub(crate) struct LoadedState<S> {
+    pub(crate) state: S,
+    pub(crate) version: u64,
+    pub(crate) replayed: u64,
+    pub(crate) replayed_bytes: u64,
+    pub(crate) base_bytes: u64,
+}
+
+/// What [`Store::catch_up`] did.
+pub(crate) enum CatchUp<S> {
+    /// Replayed the entries after the caller's version into its state.
+    Continued {
+        version: u64,
+        replayed: u64,
+        bytes: u64,
+    },
+    /// Loaded the thread afresh.
+    Fresh(LoadedState<S>),
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    /// The version whose snapshot was stored.
+    pub snapshot: u64,
+    /// How many entries were dropped.
+    pub dropped: u64,
+}
+
+impl<B: Backend> Store<B> {
+    /// A store over `backend`, with the default snapshot policy and no migrations.
+    pub fn new(backend: B) -> Self {
+        Store {
+            backend: Arc::new(backend),
+            config: Arc::new(Config::default()),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Uses `policy` for the snapshots written by this store's thread handles.
+    #[must_use]
+    pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
+        Arc::make_mut(&mut self.config).policy = policy;
+        self
+    }
+
+    /// Registers a migration, applied when a thread of schema `from` is loaded as a type of
+    /// schema `to` (chains of steps are followed).
+    #[must_use]
+    pub fn with_migration(mut self, step: Migration) -> Self {
+        Arc::make_mut(&mut self.config).migrations.add(step);
+        self
+    }
+
+    /// The snapshot policy.
+    pub fn snapshot_policy(&self) -> SnapshotPolicy {
+        self.config.policy
+    }
+
+    /// Creates thread `id` starting at `initial` (version 0) and returns its handle. Fails with
+    /// [`StoreError::ThreadExists`] if there is one.
+    pub async fn create<S: StoredState>(
+        &self,
+        id: &str,
+        initial: S,
+        metadata: Map<String, Value>,
+    ) -> Result<Thread<S, B>, StoreError> {
+        let json = serde_json::to_string(&initial)
+            .map_err(|e| StoreError::corrupt(id, "initial state", e))?;
+        let base_bytes = json.len() as u64;
+        self.backend
+            .create(NewThread {
+                id: id.to_owned(),
+                fingerprint: fingerprint::<S>(),
+                initial: Some(json),
+                parent: None,
+                metadata: Value::Object(metadata).to_string(),
+                created_ms: now_ms(),
+            })
+            .await?;
+        Ok(Thread::new(
+            self.clone(),
+            id,
+            LoadedState {
+                state: initial,
+                version: 0,
+                replayed: 0,
+                replayed_bytes: 0,
+                base_bytes,
+            },
+        ))
+    }
+
+    /// The handle of thread `id` at its latest version.
+    pub async fn thread<S: StoredState>(&self, id: &str) -> Result<Thread<S, B>, StoreError> {
+        let loaded = self.load_state::<S>(id, None).await?;
+        Ok(Thread::new(self.clone(), id, loaded))
+    }
+
+    /// The handle of thread `id`, created with `initial()` if it does not exist yet (another
+    /// process creating it at the same time is fine: then it is opened).
+    pub async fn thread_or_create<S: StoredState>(
+        &self,
+        id: &str,
+        initial: impl FnOnce() -> S,
+    ) -> Result<Thread<S, B>, StoreError> {
+        match self.thread::<S>(id).await {
+            Err(StoreError::ThreadNotFound { .. }) => {
+                match self.create(id, initial(), Map::new()).await {
+                    Err(StoreError::ThreadExists { .. }) => self.thread::<S>(id).await,
+                    other => other,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The latest state of thread `id` and its version.
+    pub async fn load<S: StoredState>(&self, id: &str) -> Result<(S, u64), StoreError> {
+        let loaded = self.load_state::<S>(id, None).await?;
+        Ok((loaded.state, loaded.version))
+    }
+
+    /// The state of thread `id` at version `seq` (time travel): what it was right after entry
+    /// `seq` was merged (0: the initial state).
+    pub async fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<S, StoreError> {
+        Ok(self.load_state::<S>(id, Some(seq)).await?.state)
+    }
+
+    /// The thread's row: version, parent, metadata.
+    pub async fn info(&self, id: &str) -> Result<ThreadInfo, StoreError> {
+        self.backend.info(id).await
+    }
+
+    /// A page of the thread's history: the metadata of at most `limit` entries after version
+    /// `after` (0 for the first page), oldest first. Never reads a state or an update.
+    pub async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<EntryInfo>, StoreError> {
+        self.backend.history(id, after, limit).await
+    }
+
+    /// A page of threads, ordered by id, filtered by metadata.
+    pub async fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {
+        self.backend.list(query).await
+    }
+
+    /// Deletes thread `id` with its journal and snapshots; false if there was none.
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        self.backend.delete(id).await
+    }
+
+    /// Creates thread `new_id` as a fork of `id` at version `seq`, in O(1): it refers to its
+    /// parent, nothing is copied. Its version starts at `seq`.
+    pub async fn fork(
+        &self,
+        id: &str,
+        seq: u64,
+        new_id: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<ThreadInfo, StoreError> {
+        self.backend
+            .create(NewThread {
+                id: new_id.to_owned(),
+                fingerprint: 0, // the parent's
+                initial: None,
+                parent: Some((id.to_owned(), seq)),
+                metadata: Value::Object(metadata).to_string(),
+                created_ms: now_ms(),
+            })
+            .await
+    }
+
+    /// Stores a snapshot of the thread's latest version; returns that version.
+    pub async fn snapshot<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
+        let loaded = self.load_state::<S>(id, None).await?;
+        let json = to_json(id, &loaded.state)?;
+        self.backend
+            .put_snapshot(id, loaded.version, fingerprint::<S>(), json)
+            .await?;
+        Ok(loaded.version)
+    }
+
+    /// Compacts the thread: stores a snapshot of its latest version and drops, in the same
+    /// transaction, the entries and snapshots before it (keeping what forks of it still start
+    /// from). Versions before the snapshot can no longer be loaded.
+    pub async fn compact<S: StoredState>(&self, id: &str) -> Result<Compaction, StoreError> {
+        let loaded = self.load_state::<S>(id, None).await?;
+        let json = to_json(id, &loaded.state)?;
+        let dropped = self
+            .backend
+            .compact(id, loaded.version, fingerprint::<S>(), json)
+            .await?;
+        Ok(Compaction {
+            snapshot: loaded.version,
+            dropped,
+        })
+    }
+
+    /// Builds version `seq` (latest if `None`) of thread `id` as an `S`, following forks to
+    /// their parents and migrating rows of older schemas.
+    pub(crate) async fn load_state<S: StoredState>(
+        &self,
+        id: &str,
+        seq: Option<u64>,
+    ) -> Result<LoadedState<S>, StoreError> {
+        let first = self.backend.load(id, seq, None).await?;
+        self.build(id, first).await
+    }
+
+    /// Brings `held`, the state of thread `id` at `version`, to the latest version by replaying
+    /// only the entries after it; if they were compacted away, loads the thread afresh.
+    pub(crate) async fn catch_up<S: StoredState>(
+        &self,
+        id: &str,
+        held: &mut S,
+        version: u64,
+    ) -> Result<CatchUp<S>, StoreError> {
+        let first = self.backend.load(id, None, Some(version)).await?;
+        if !matches!(first.base, Base::Continue(_)) {
+            return self.build(id, first).await.map(CatchUp::Fresh);
+        }
+        let target = fingerprint::<S>();
+        if first.thread.fingerprint != target {
+            self.migration_path(id, first.thread.fingerprint, target)
+                .map_err(with_type_name::<S>)?;
+        }
+        let mut bytes = 0;
+        for entry in &first.entries {
+            self.replay_entry(&first.thread, entry, target, held)?;
+            bytes += entry.body.len() as u64;
+        }
+        Ok(CatchUp::Continued {
+            version: first.seq,
+            replayed: first.entries.len() as u64,
+            bytes,
+        })
+    }
+
+    async fn build<S: StoredState>(
+        &self,
+        id: &str,
+        first: Loaded,
+    ) -> Result<LoadedState<S>, StoreError> {
+        let target = fingerprint::<S>();
+        let mut segments: Vec<Loaded> = Vec::new();
+        let mut next = first;
+        loop {
+            let parent = match &next.base {
+                Base::Parent { thread, seq } => Some((thread.clone(), *seq)),
+                _ => None,
+            };
+            segments.push(next);
+            match parent {
+                Some((parent, _)) if segments.len() > 10_000 => {
+                    return Err(StoreError::corrupt(
+                        id,
+                        "fork chain",
+                        format!("it loops through `{parent}`"),
+                    ))
+                }
+                Some((parent, seq)) => next = self.backend.load(&parent, Some(seq), None).await?,
+                None => break,
+            }
+        }
+        for segment in &segments {
+            let stored = segment.thread.fingerprint;
+            if stored != target {
+                self.migration_path(&segment.thread.id, stored, target)
+                    .map_err(with_type_name::<S>)?;
+            }
+        }
+        let version = segments[0].seq;
+        let root = segments.last().expect("at least one segment");
+        let (mut state, base_bytes): (S, u64) = match &root.base {
+            Base::Initial(json) => (
+                self.decode_state(
+                    &root.thread.id,
+                    "initial state",
+                    json,
+                    root.thread.fingerprint,
+                    target,
+                )?,
+                json.len() as u64,
+            ),
+            Base::Snapshot {
+                seq,
+                fingerprint,
+                json,
+            } => (
+                self.decode_state(
+                    &root.thread.id,
+                    &format!("snapshot at version {seq}"),
+                    json,
+                    *fingerprint,
+                    target,
+                )?,
+                json.len() as u64,
+            ),
+            Base::Parent { .. } | Base::Continue(_) => {
+                return Err(StoreError::corrupt(
+                    id,
+                    "thread",
+                    "its load did not start from a state",
+                ))
+            }
+        };
+        let (mut replayed, mut replayed_bytes) = (0, 0);
+        for segment in segments.iter().rev() {
+            for entry in &segment.entries {
+                self.replay_entry(&segment.thread, entry, target, &mut state)?;
+                replayed += 1;
+                replayed_bytes += entry.body.len() as u64;
+            }
+        }
+        Ok(LoadedState {
+            state,
+            version,
+            replayed,
+            replayed_bytes,
+            base_bytes,
+        })
+    }
+
+    fn migration_path(
+        &self,
+        thread: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<&Migration>, StoreError> {
+        self.config
+            .migrations
+            .path(from, to)
+            .ok_or_else(|| StoreError::SchemaMismatch {
+                thread: thread.to_owned(),
+                stored: from,
+                expected: to,
+                type_name: "",
+            })
+    }
+
+    fn decode_state<S: StoredState>(
+        &self,
+        thread: &str,
+        what: &str,
+        json: &str,
+        stored: u64,
+        target: u64,
+    ) -> Result<S, StoreError> {
+        if stored == target {
+            return serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e));
+        }
+        let path = self
+            .migration_path(thread, stored, target)
+            .map_err(with_type_name::<S>)?;
+        let mut value: Value =
+            serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e))?;
+        for step in path {
+            value = step
+                .upgrade_state(value)
+                .map_err(|reason| migration_failed(thread, stored, target, reason))?;
+        }
+        serde_json::from_value(value).map_err(|e| StoreError::corrupt(thread, what, e))
+    }
+
+    fn decode_update<S: StoredState>(
+        &self,
+        thread: &ThreadInfo,
+        what: &str,
+        value: Value,
+        target: u64,
+    ) -> Result<S::Update, StoreError> {
+        let mut value = value;
+        if thread.fingerprint != target {
+            let path = self
+                .migration_path(&thread.id, thread.fingerprint, target)
+                .map_err(with_type_name::<S>)?;
+            for step in path {
+                value = step.upgrade_update(value).map_err(|reason| {
+                    migration_failed(&thread.id, thread.fingerprint, target, reason)
+                })?;
+            }
+        }
+        <S::Update as Update>::from_json(value)
+            .map_err(|e| StoreError::corrupt(&thread.id, what, e))
+    }
+
+    fn replay_entry<S: StoredState>(
+        &self,
+        thread: &ThreadInfo,
+        entry: &StoredEntry,
+        target: u64,
+        state: &mut S,
+    ) -> Result<(), StoreError> {
+        let what = format!("entry {}", entry.seq);
+        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what.as_str(), reason);
+        let kind = EntryKind::from_code(entry.kind)
+            .ok_or_else(|| corrupt(format!("unknown entry kind {}", entry.kind)))?;
+        let value: Value = serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
+        let merged = match kind {
+            EntryKind::Update => {
+                let update = self.decode_update::<S>(thread, &what, value, target)?;
+                state.merge(update)
+            }
+            EntryKind::Parallel | EntryKind::ParallelStrict => {
+                let Value::Array(branches) = value else {
+                    return Err(corrupt(
+                        "a parallel step is not a JSON array of updates".into(),
+                    ));
+                };
+                let updates = branches
+                    .into_iter()
+                    .map(|b| self.decode_update::<S>(thread, &what, b, target))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mode = if kind == EntryKind::Parallel {
+                    FanIn::Ordered
+                } else {
+                    FanIn::Strict
+                };
+                state.merge_parallel(updates, mode)
+            }
+        };
+        merged.map_err(|e| corrupt(format!("it no longer merges: {e}")))
+    }
+}
+
+fn with_type_name<S>(err: StoreError) -> StoreError {
+    match err {
+        StoreError::SchemaMismatch {
+            thread,
+            stored,
+            expected,
+            ..
+        } => StoreError::SchemaMismatch {
+            thread,
+            stored,
+            expected,
+            type_name: std::any::type_name::<S>(),
+        },
+        other => other,
+    }
+}
+
+fn migration_failed(thread: &str, from: u64, to: u64, reason: String) -> StoreError {
+    StoreError::Migration {
+        thread: thread.to_owned(),
+        from,
+        to,
+        reason,
+    }
+}
+
+pub(crate) fn to_json<T: Serialize>(thread: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::corrupt(thread, "value to write", e))
+}

@@ -1,0 +1,907 @@
+//! The backend-independent suite: every case runs on SQLite, then on PostgreSQL when
+//! `AGENTSTATE_POSTGRES_URL` is set (under `CI=true` it must be, and the server must answer).
+//!
+//! Its own `main` (no libtest harness): the racing and crashing cases re-execute this binary as
+//! child processes (`AGENTSTATE_STORE_CHILD=...`).
+
+use agentstate::state::AgentStateUpdate;
+use agentstate::update::FanIn;
+use agentstate::{AgentState, State};
+use agentstate_store::backend::Backend;
+use agentstate_store::migrate::Migration;
+use agentstate_store::record::fingerprint;
+use agentstate_store::store::SnapshotPolicy;
+use agentstate_store::{StepMeta, Store, StoreError, ThreadQuery};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map};
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The test state: a log every writer appends to, and a last-writer field.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    #[reducer(append)]
+    pub log: Vec<u64>,
+    pub last: Option<u64>,
+}
+
+/// Another state type, to load a `Tally` thread as.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Other {
+    pub name: String,
+}
+
+/// `Tally` with `last` renamed: a new version of the type, reached by a migration.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TallyV2 {
+    #[reducer(append)]
+    pub log: Vec<u64>,
+    pub latest: Option<u64>,
+}
+
+fn step(value: u64) -> TallyUpdate {
+    TallyUpdate::default().log(vec![value]).last(Some(value))
+}
+
+/// Where a case's database is.
+#[derive(Debug, Clone)]
+enum Db {
+    Sqlite(std::path::PathBuf),
+    Postgres { url: String, schema: String },
+}
+
+impl Db {
+    fn describe(&self) -> String {
+        match self {
+            Db::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Db::Postgres { url, schema } => format!("postgres:{schema}:{url}"),
+        }
+    }
+
+    fn parse(text: &str) -> Db {
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            return Db::Sqlite(path.into());
+        }
+        let rest = text.strip_prefix("postgres:").expect("a db description");
+        let (schema, url) = rest.split_once(':').expect("schema:url");
+        Db::Postgres {
+            url: url.into(),
+            schema: schema.into(),
+        }
+    }
+
+    /// Runs raw SQL on the database (to corrupt it on purpose). `{threads}`, `{entries}`,
+    /// `{snapshots}`, `{meta}` name the tables; `{thread:ID}` selects a thread's entries.
+    async fn exec(&self, sql: &str) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(path) => {
+                let sql = sql
+                    .replace("{threads}", "agentstate_threads")
+                    .replace("{entries}", "agentstate_entries")
+                    .replace("{snapshots}", "agentstate_snapshots")
+                    .replace("{meta}", "agentstate_meta");
+                let sql = replace_thread(&sql, |id| {
+                    format!("tid = (SELECT tid FROM agentstate_threads WHERE id = '{id}')")
+                });
+                let conn = rusqlite::Connection::open(path).unwrap();
+                conn.execute_batch(&sql).unwrap();
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres { url, schema } => {
+                let sql = sql
+                    .replace("{threads}", &format!("\"{schema}\".agentstate_threads"))
+                    .replace("{entries}", &format!("\"{schema}\".agentstate_entries"))
+                    .replace("{snapshots}", &format!("\"{schema}\".agentstate_snapshots"))
+                    .replace("{meta}", &format!("\"{schema}\".agentstate_meta"));
+                let sql = replace_thread(&sql, |id| format!("thread = '{id}'"));
+                let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                client.batch_execute(&sql).await.unwrap();
+            }
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("backend not compiled in"),
+        }
+    }
+}
+
+fn replace_thread(sql: &str, with: impl Fn(&str) -> String) -> String {
+    let mut out = sql.to_owned();
+    while let Some(start) = out.find("{thread:") {
+        let end = start + out[start..].find('}').unwrap();
+        let id = out[start + 8..end].to_owned();
+        out.replace_range(start..=end, &with(&id));
+    }
+    out
+}
+
+/// A backend the suite can open from a [`Db`].
+trait Open: Backend + Sized {
+    fn open(db: &Db) -> impl Future<Output = Result<Store<Self>, StoreError>>;
+}
+
+#[cfg(feature = "sqlite")]
+impl Open for agentstate_store::sqlite::Sqlite {
+    async fn open(db: &Db) -> Result<Store<Self>, StoreError> {
+        let Db::Sqlite(path) = db else { unreachable!() };
+        agentstate_store::SqliteStore::open(path)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Open for agentstate_store::postgres::Postgres {
+    async fn open(db: &Db) -> Result<Store<Self>, StoreError> {
+        let Db::Postgres { url, schema } = db else {
+            unreachable!()
+        };
+        agentstate_store::PostgresStore::connect_with(
+            url,
+            agentstate_store::postgres::PostgresOptions {
+                schema: schema.clone(),
+                max_connections: 16,
+            },
+        )
+        .await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases.
+
+async fn create_append_load<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut thread = store
+        .create("t", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=5 {
+        let meta = StepMeta::node("count").run_id("run-1").with("i", json!(i));
+        assert_eq!(thread.merge(step(i), meta).await.unwrap(), i);
+    }
+    let (state, version) = store.load::<Tally>("t").await.unwrap();
+    assert_eq!(version, 5);
+    assert_eq!(state.log, vec![1, 2, 3, 4, 5]);
+    assert_eq!(&state, thread.state());
+    // Reopened: the same.
+    drop(store);
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(
+        store.load::<Tally>("t").await.unwrap(),
+        (thread.state().clone(), 5)
+    );
+    // Creating it again is refused; an unknown thread is named.
+    let err = store
+        .create("t", Tally::default(), Map::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "thread_exists", "{err}");
+    let err = store.load::<Tally>("nope").await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+    assert!(err.to_string().contains("`nope`"), "{err}");
+}
+
+async fn a_stale_writer_gets_a_conflict_and_writes_nothing<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut a = store
+        .create("t", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    let mut b = store.thread::<Tally>("t").await.unwrap();
+    a.merge(step(1), StepMeta::default()).await.unwrap();
+    let err = b.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "state_write_conflict");
+    match &err {
+        StoreError::Conflict {
+            thread,
+            expected,
+            actual,
+        } => {
+            assert_eq!((thread.as_str(), *expected, *actual), ("t", 0, 1));
+        }
+        other => panic!("expected a conflict, got {other}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "thread `t` is at version 1, not at version 0 that this writer read; nothing was written (reload and retry)"
+    );
+    // Nothing written, and b's local state unchanged.
+    assert_eq!(b.state().log, Vec::<u64>::new());
+    assert_eq!(store.load::<Tally>("t").await.unwrap().0.log, vec![1]);
+    // The retry helper reloads and decides again.
+    let seq = b
+        .merge_with(StepMeta::default(), |s| Ok(step(s.log.len() as u64 + 10)))
+        .await
+        .unwrap();
+    assert_eq!(seq, 2);
+    assert_eq!(store.load::<Tally>("t").await.unwrap().0.log, vec![1, 11]);
+    // An update that does not merge writes nothing.
+    let mut strict = store.thread::<Tally>("t").await.unwrap();
+    let err = strict
+        .merge_parallel(
+            vec![
+                TallyUpdate::default().last(Some(1)),
+                TallyUpdate::default().last(Some(2)),
+            ],
+            FanIn::Strict,
+            StepMeta::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "state_validation_error", "{err}");
+    assert_eq!(store.info("t").await.unwrap().version, 2);
+}
+
+async fn parallel_steps_replay_exactly<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store
+        .create("p", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    t.merge_parallel(
+        vec![step(1), step(2), step(3)],
+        FanIn::Ordered,
+        StepMeta::node("fan"),
+    )
+    .await
+    .unwrap();
+    t.merge(step(4), StepMeta::default()).await.unwrap();
+    let mut expected = Tally::default();
+    expected
+        .merge_parallel(vec![step(1), step(2), step(3)], FanIn::Ordered)
+        .unwrap();
+    expected.merge(step(4)).unwrap();
+    assert_eq!(&expected, t.state());
+    assert_eq!(store.load::<Tally>("p").await.unwrap(), (expected, 2));
+    let history = store.history("p", 0, 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[0].kind,
+        agentstate_store::record::EntryKind::Parallel
+    );
+    assert_eq!(history[0].node.as_deref(), Some("fan"));
+}
+
+async fn time_travel_history_and_list<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let meta = |user: &str| {
+        let mut m = Map::new();
+        m.insert("user".into(), json!(user));
+        m
+    };
+    let mut t = store
+        .create("a", Tally::default(), meta("ann"))
+        .await
+        .unwrap();
+    store
+        .create("b", Tally::default(), meta("bob"))
+        .await
+        .unwrap();
+    store
+        .create("c", Tally::default(), meta("ann"))
+        .await
+        .unwrap();
+    for i in 1..=30 {
+        t.merge(step(i), StepMeta::node(format!("n{i}")).with("i", json!(i)))
+            .await
+            .unwrap();
+    }
+    for seq in [0, 1, 17, 30] {
+        let state = store.load_at::<Tally>("a", seq).await.unwrap();
+        assert_eq!(state.log, (1..=seq).collect::<Vec<_>>());
+    }
+    let err = store.load_at::<Tally>("a", 31).await.unwrap_err();
+    assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+    // History pages.
+    let first = store.history("a", 0, 10).await.unwrap();
+    let second = store
+        .history("a", first.last().unwrap().seq, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        first.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=10).collect::<Vec<_>>()
+    );
+    assert_eq!(second.len(), 20);
+    assert_eq!(second[0].node.as_deref(), Some("n11"));
+    assert_eq!(second[0].extra.get("i"), Some(&json!(11)));
+    assert!(second[0].bytes > 0);
+    assert_eq!(
+        store.history("nope", 0, 10).await.unwrap_err().category(),
+        "thread_not_found"
+    );
+    // Threads: paged, filtered.
+    let page = store.list(ThreadQuery::first(2)).await.unwrap();
+    assert_eq!(
+        page.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    let next = store.list(ThreadQuery::first(2).after("b")).await.unwrap();
+    assert_eq!(
+        next.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["c"]
+    );
+    let anns = store
+        .list(ThreadQuery::first(10).with("user", json!("ann")))
+        .await
+        .unwrap();
+    assert_eq!(
+        anns.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["a", "c"]
+    );
+    assert_eq!(anns[0].version, 30);
+    // Delete.
+    assert!(store.delete("b").await.unwrap());
+    assert!(!store.delete("b").await.unwrap());
+    assert_eq!(
+        store.load::<Tally>("b").await.unwrap_err().category(),
+        "thread_not_found"
+    );
+}
+
+async fn fork_starts_from_its_parent<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut main = store
+        .create("main", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=10 {
+        main.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    let info = store.fork("main", 4, "alt", Map::new()).await.unwrap();
+    assert_eq!(
+        (info.version, info.parent.clone()),
+        (4, Some(("main".to_owned(), 4)))
+    );
+    let mut alt = store.thread::<Tally>("alt").await.unwrap();
+    assert_eq!(
+        (alt.state().log.clone(), alt.version()),
+        (vec![1, 2, 3, 4], 4)
+    );
+    alt.merge(step(100), StepMeta::default()).await.unwrap();
+    assert_eq!(
+        store.load::<Tally>("alt").await.unwrap().0.log,
+        vec![1, 2, 3, 4, 100]
+    );
+    assert_eq!(store.load::<Tally>("main").await.unwrap().0.log.len(), 10);
+    // A fork of a fork.
+    store.fork("alt", 5, "alt2", Map::new()).await.unwrap();
+    assert_eq!(
+        store.load::<Tally>("alt2").await.unwrap().0.log,
+        vec![1, 2, 3, 4, 100]
+    );
+    // Out of range; the parent cannot be deleted while forks refer to it.
+    let err = store.fork("main", 11, "bad", Map::new()).await.unwrap_err();
+    assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+    let err = store.delete("main").await.unwrap_err();
+    assert_eq!(err.category(), "thread_has_forks", "{err}");
+    // Compacting the parent keeps what the fork starts from.
+    main.merge(step(11), StepMeta::default()).await.unwrap();
+    let done = store.compact::<Tally>("main").await.unwrap();
+    assert_eq!(done.snapshot, 11);
+    assert_eq!(
+        store.load::<Tally>("alt").await.unwrap().0.log,
+        vec![1, 2, 3, 4, 100]
+    );
+    assert_eq!(store.load::<Tally>("main").await.unwrap().0.log.len(), 11);
+}
+
+async fn snapshots_and_compaction<B: Open>(db: Db) {
+    let store = B::open(&db)
+        .await
+        .unwrap()
+        .with_snapshot_policy(SnapshotPolicy::every(8));
+    let mut t = store
+        .create("s", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=50 {
+        t.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    // Snapshots at 8, 16, ..., 48: every version still loads the same.
+    for seq in [0, 7, 8, 9, 48, 50] {
+        assert_eq!(
+            store.load_at::<Tally>("s", seq).await.unwrap().log,
+            (1..=seq).collect::<Vec<_>>()
+        );
+    }
+    // The latest load replays at most K entries: a handle knows how many.
+    let done = store.compact::<Tally>("s").await.unwrap();
+    assert_eq!(
+        done,
+        agentstate_store::store::Compaction {
+            snapshot: 50,
+            dropped: 50
+        }
+    );
+    let info = store.info("s").await.unwrap();
+    assert_eq!((info.oldest, info.version), (50, 50));
+    assert_eq!(store.history("s", 0, 100).await.unwrap().len(), 0);
+    assert_eq!(
+        store.load::<Tally>("s").await.unwrap().0.log,
+        (1..=50).collect::<Vec<_>>()
+    );
+    let err = store.load_at::<Tally>("s", 10).await.unwrap_err();
+    assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+    // Appending goes on after compaction.
+    let mut t = store.thread::<Tally>("s").await.unwrap();
+    t.merge(step(51), StepMeta::default()).await.unwrap();
+    assert_eq!(store.load::<Tally>("s").await.unwrap().0.log.len(), 51);
+    // The size rule: a snapshot once the journal outgrows the last one.
+    let store =
+        store.with_snapshot_policy(SnapshotPolicy::every(1_000).when_journal_outgrows(true));
+    let mut u = store
+        .create("u", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=40 {
+        u.merge(TallyUpdate::default().last(Some(i)), StepMeta::default())
+            .await
+            .unwrap();
+    }
+    // Compaction cuts at the newest snapshot, which the size rule made recently.
+    let done = store.compact::<Tally>("u").await.unwrap();
+    assert_eq!(done.dropped, 40);
+    assert_eq!(store.load::<Tally>("u").await.unwrap().0.last, Some(40));
+}
+
+async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store
+        .create("m", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    t.merge(step(1), StepMeta::default()).await.unwrap();
+    t.merge(step(2), StepMeta::default()).await.unwrap();
+    // Another state type: a named error.
+    let err = store.load::<Other>("m").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert!(err.to_string().contains("Other"), "{err}");
+    // A migration from Tally to TallyV2.
+    fn rename(mut v: serde_json::Value) -> Result<serde_json::Value, String> {
+        let map = v.as_object_mut().ok_or("not an object")?;
+        if let Some(last) = map.remove("last") {
+            map.insert("latest".into(), last);
+        }
+        Ok(v)
+    }
+    let store = store.with_migration(Migration::new(
+        fingerprint::<Tally>(),
+        fingerprint::<TallyV2>(),
+        rename,
+        rename,
+    ));
+    let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
+    assert_eq!((v2.log, v2.latest, version), (vec![1, 2], Some(2), 2));
+}
+
+async fn bad_data_is_a_named_error<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    for id in ["x1", "x2", "x3", "x4"] {
+        let mut t = store
+            .create(id, Tally::default(), Map::new())
+            .await
+            .unwrap();
+        for i in 1..=3 {
+            t.merge(step(i), StepMeta::default()).await.unwrap();
+        }
+    }
+    drop(store);
+    db.exec(
+        "UPDATE {entries} SET body = '{\"log\": \"oops\"}' WHERE {thread:x1} AND seq = 2;
+         UPDATE {entries} SET body = '{\"lgo\": [7]}' WHERE {thread:x2} AND seq = 2;
+         DELETE FROM {entries} WHERE {thread:x3} AND seq = 2;
+         UPDATE {entries} SET kind = 9 WHERE {thread:x4} AND seq = 3;",
+    )
+    .await;
+    let store = B::open(&db).await.unwrap();
+    for (id, needle) in [
+        ("x1", "entry 2: "),
+        ("x2", "lgo"),
+        ("x3", "entry 2 is missing"),
+        ("x4", "kind 9"),
+    ] {
+        let err = store.load::<Tally>(id).await.unwrap_err();
+        assert_eq!(err.category(), "store_corrupt_data", "{id}: {err}");
+        assert!(err.to_string().contains(needle), "{id}: {err}");
+        assert!(err.to_string().contains(&format!("`{id}`")), "{err}");
+        // Versions before the bad row still load.
+        assert_eq!(store.load_at::<Tally>(id, 1).await.unwrap().log, vec![1]);
+    }
+    // A future store version: refused, nothing written.
+    drop(store);
+    db.exec("UPDATE {meta} SET value = 99 WHERE key = 'schema_version'")
+        .await;
+    let err = B::open(&db).await.unwrap_err();
+    assert_eq!(err.category(), "store_version_unsupported", "{err}");
+    assert!(err.to_string().contains("version 99"), "{err}");
+}
+
+/// Appends `n` steps (values `first..first + n`) to `thread`, each at the version it holds,
+/// reloading after each conflict; returns the (version, value) of each success and the number
+/// of conflicts.
+async fn append_racing<B: Backend>(
+    mut thread: agentstate_store::Thread<Tally, B>,
+    first: u64,
+    n: u64,
+) -> (Vec<(u64, u64)>, u64) {
+    let (mut won, mut lost) = (Vec::new(), 0u64);
+    while (won.len() as u64) < n {
+        let value = first + won.len() as u64;
+        match thread.merge(step(value), StepMeta::default()).await {
+            Ok(seq) => won.push((seq, value)),
+            Err(StoreError::Conflict { .. }) => {
+                lost += 1;
+                thread.reload().await.unwrap();
+            }
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+    }
+    (won, lost)
+}
+
+/// A store whose handles snapshot often, so that loads in the races stay short.
+async fn race_store<B: Open>(db: &Db) -> Store<B> {
+    B::open(db)
+        .await
+        .unwrap()
+        .with_snapshot_policy(SnapshotPolicy::every(16))
+}
+
+/// 8 tasks race on one thread, 8,000 successful appends in all.
+async fn racing_tasks<B: Open>(db: Db) {
+    const TASKS: u64 = 8;
+    const EACH: u64 = 1_000;
+    let store = race_store::<B>(&db).await;
+    store
+        .create("race", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let thread = store.thread::<Tally>("race").await.unwrap();
+            append_racing(thread, task * 1_000_000, EACH).await
+        }));
+    }
+    let mut won = Vec::new();
+    let mut lost = 0;
+    for task in tasks {
+        let (w, l) = task.await.unwrap();
+        won.extend(w);
+        lost += l;
+    }
+    check_race(&store, "race", won, TASKS * EACH).await;
+    println!(
+        "    racing tasks: {} appends, {lost} conflicts",
+        TASKS * EACH
+    );
+}
+
+/// Every success has a distinct version, 1..=n, and the stored state is the replay of exactly
+/// the winners' updates in version order.
+async fn check_race<B: Backend>(store: &Store<B>, id: &str, mut won: Vec<(u64, u64)>, n: u64) {
+    won.sort();
+    let seqs: BTreeSet<u64> = won.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs.len() as u64, n, "a version was given twice");
+    assert_eq!(seqs, (1..=n).collect::<BTreeSet<_>>());
+    let (state, version) = store.load::<Tally>(id).await.unwrap();
+    assert_eq!(version, n);
+    let replay =
+        agentstate::journal::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v)))
+            .unwrap();
+    assert_eq!(
+        state, replay,
+        "the stored state is not the replay of the committed appends"
+    );
+}
+
+/// Two processes race on one thread, 2,000 successful appends in all.
+async fn racing_processes<B: Open>(db: Db) {
+    const EACH: u64 = 1_000;
+    let store = race_store::<B>(&db).await;
+    store
+        .create("procs", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    // Both start appending at the same moment, once both have started.
+    let start = agentstate_now_ms() + 500;
+    let children: Vec<_> = (0..2)
+        .map(|p| {
+            Command::new(std::env::current_exe().unwrap())
+                .env(
+                    "AGENTSTATE_STORE_CHILD",
+                    format!("race|{p}|{EACH}|{}", db.describe()),
+                )
+                .env("AGENTSTATE_STORE_START", start.to_string())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut won = Vec::new();
+    let mut lost = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "a child failed");
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let mut parts = line.split_whitespace();
+            match parts.next() {
+                Some("won") => won.push((
+                    parts.next().unwrap().parse().unwrap(),
+                    parts.next().unwrap().parse().unwrap(),
+                )),
+                Some("lost") => lost += parts.next().unwrap().parse::<u64>().unwrap(),
+                _ => {}
+            }
+        }
+    }
+    check_race(&store, "procs", won, 2 * EACH).await;
+    assert!(
+        lost > 0 || cfg!(not(unix)),
+        "two processes never conflicted"
+    );
+    println!(
+        "    racing processes: {} appends, {lost} conflicts",
+        2 * EACH
+    );
+}
+
+async fn child_race<B: Open>(db: Db, process: u64, each: u64) {
+    let store = race_store::<B>(&db).await;
+    let start: u128 = std::env::var("AGENTSTATE_STORE_START")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let wait = start.saturating_sub(agentstate_now_ms());
+    tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+    let thread = store.thread::<Tally>("procs").await.unwrap();
+    let (won, lost) = append_racing(thread, 10_000_000 * (process + 1), each).await;
+    let mut out = String::new();
+    for (seq, value) in won {
+        out.push_str(&format!("won {seq} {value}\n"));
+    }
+    println!("{out}lost {lost}");
+}
+
+/// A child appends in a loop until it is killed with SIGKILL; the thread then loads at its
+/// last committed version, and takes appends again.
+async fn crash<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    store
+        .create("crash", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(
+            "AGENTSTATE_STORE_CHILD",
+            format!("crash|0|0|{}", db.describe()),
+        )
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while store.info("crash").await.unwrap().version < 200 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the child appends too slowly"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    drop(store);
+    let store = B::open(&db).await.unwrap();
+    let (state, version) = store.load::<Tally>("crash").await.unwrap();
+    assert!(version >= 200);
+    assert_eq!(state.log, (1..=version).collect::<Vec<_>>());
+    let mut thread = store.thread::<Tally>("crash").await.unwrap();
+    thread
+        .merge(step(version + 1), StepMeta::default())
+        .await
+        .unwrap();
+    println!("    crash: killed at version {version}, reopened and appended");
+}
+
+async fn child_crash<B: Open>(db: Db) {
+    let store = B::open(&db)
+        .await
+        .unwrap()
+        .with_snapshot_policy(SnapshotPolicy::every(50));
+    let mut thread = store.thread::<Tally>("crash").await.unwrap();
+    loop {
+        let next = thread.version() + 1;
+        thread.merge(step(next), StepMeta::default()).await.unwrap();
+    }
+}
+
+/// The chat state of the README: messages through `add_messages`.
+async fn a_chat_round_trips<B: Open>(db: Db) {
+    use agentstate::message::{Message, Role};
+    let store = B::open(&db).await.unwrap();
+    let mut chat = store
+        .thread_or_create("chat", AgentState::default)
+        .await
+        .unwrap();
+    for turn in 0..5 {
+        let q = Message::text_message(format!("question {turn}"), Role::User);
+        let a = Message::text_message(format!("answer {turn}"), Role::Assistant);
+        chat.merge(
+            AgentStateUpdate::default().context(vec![q, a]),
+            StepMeta::node("chat"),
+        )
+        .await
+        .unwrap();
+    }
+    let again = store
+        .thread_or_create("chat", AgentState::default)
+        .await
+        .unwrap();
+    assert_eq!(again.state(), chat.state());
+    assert_eq!(again.state().context.len(), 10);
+    assert_eq!(again.state().context[9].text(), "answer 4");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The runner.
+
+type Case = fn(Db) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+macro_rules! cases {
+    ($backend:ty: $($name:ident),* $(,)?) => {
+        vec![$((stringify!($name), (|db| Box::pin($name::<$backend>(db))) as Case)),*]
+    };
+}
+
+fn all_cases<B: Open>() -> Vec<(&'static str, Case)>
+where
+{
+    cases![B:
+        create_append_load,
+        a_stale_writer_gets_a_conflict_and_writes_nothing,
+        parallel_steps_replay_exactly,
+        time_travel_history_and_list,
+        fork_starts_from_its_parent,
+        snapshots_and_compaction,
+        migrations_and_schema_mismatch,
+        bad_data_is_a_named_error,
+        a_chat_round_trips,
+        racing_tasks,
+        racing_processes,
+        crash,
+    ]
+}
+
+fn agentstate_now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "as_{tag}_{}_{}",
+        std::process::id(),
+        nanos % 1_000_000_000_000
+    )
+}
+
+fn run_child(spec: &str, rt: &tokio::runtime::Runtime) {
+    let mut parts = spec.splitn(4, '|');
+    let (what, process, each) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let db = Db::parse(parts.next().unwrap());
+    let (process, each): (u64, u64) = (process.parse().unwrap(), each.parse().unwrap());
+    match (&db, what) {
+        #[cfg(feature = "sqlite")]
+        (Db::Sqlite(_), "race") => rt.block_on(child_race::<agentstate_store::sqlite::Sqlite>(
+            db, process, each,
+        )),
+        #[cfg(feature = "sqlite")]
+        (Db::Sqlite(_), "crash") => {
+            rt.block_on(child_crash::<agentstate_store::sqlite::Sqlite>(db))
+        }
+        #[cfg(feature = "postgres")]
+        (Db::Postgres { .. }, "race") => rt.block_on(child_race::<
+            agentstate_store::postgres::Postgres,
+        >(db, process, each)),
+        #[cfg(feature = "postgres")]
+        (Db::Postgres { .. }, "crash") => {
+            rt.block_on(child_crash::<agentstate_store::postgres::Postgres>(db))
+        }
+        _ => panic!("unknown child {spec}"),
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Ok(spec) = std::env::var("AGENTSTATE_STORE_CHILD") {
+        run_child(&spec, &rt);
+        return;
+    }
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let selected = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let mut ran = 0;
+
+    #[cfg(feature = "sqlite")]
+    {
+        let dir = std::env::temp_dir();
+        for (name, case) in all_cases::<agentstate_store::sqlite::Sqlite>() {
+            if !selected(name) {
+                continue;
+            }
+            let path = dir.join(format!("{}.db", unique(name)));
+            let started = Instant::now();
+            rt.block_on(case(Db::Sqlite(path.clone())));
+            println!("sqlite   {name} ... ok ({:.2?})", started.elapsed());
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+            ran += 1;
+        }
+    }
+
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    match std::env::var("AGENTSTATE_POSTGRES_URL") {
+        Err(_) if ci => panic!(
+            "CI=true but AGENTSTATE_POSTGRES_URL is not set: the PostgreSQL tests must run in CI"
+        ),
+        Err(_) => println!("postgres tests skipped: AGENTSTATE_POSTGRES_URL is not set"),
+        Ok(url) => run_postgres(&rt, &url, &selected, &mut ran),
+    }
+    println!("\n{ran} cases passed");
+}
+
+#[cfg(feature = "postgres")]
+fn run_postgres(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    selected: &dyn Fn(&str) -> bool,
+    ran: &mut usize,
+) {
+    let admin = rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| {
+                panic!("the PostgreSQL server at AGENTSTATE_POSTGRES_URL cannot be reached: {e}")
+            });
+        tokio::spawn(conn);
+        client
+    });
+    for (name, case) in all_cases::<agentstate_store::postgres::Postgres>() {
+        if !selected(name) {
+            continue;
+        }
+        let schema = unique(name);
+        let started = Instant::now();
+        rt.block_on(case(Db::Postgres {
+            url: url.to_owned(),
+            schema: schema.clone(),
+        }));
+        println!("postgres {name} ... ok ({:.2?})", started.elapsed());
+        rt.block_on(admin.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")))
+            .unwrap();
+        *ran += 1;
+    }
+}
+
+#[cfg(not(feature = "postgres"))]
+fn run_postgres(_: &tokio::runtime::Runtime, _: &str, _: &dyn Fn(&str) -> bool, _: &mut usize) {
+    println!("postgres tests skipped: the `postgres` feature is off");
+}

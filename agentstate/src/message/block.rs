@@ -221,6 +221,29 @@ impl<'de> Visitor<'de> for BlockVisitor {
     }
 }
 
+/// Reads a message's `content`: a list of blocks, allocated for exactly as many blocks as it
+/// holds (most messages hold one).
+pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<ContentBlock>, D::Error> {
+    struct ContentVisitor;
+    impl<'de> Visitor<'de> for ContentVisitor {
+        type Value = Vec<ContentBlock>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of content blocks")
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));
+            while let Some(block) = seq.next_element()? {
+                blocks.push(block);
+            }
+            blocks.shrink_to_fit();
+            Ok(blocks)
+        }
+    }
+    deserializer.deserialize_seq(ContentVisitor)
+}
+
 /// A key of a block object: `type` or another.
 enum Key {
     Type,
@@ -314,8 +337,8 @@ impl TextBlock {
 /// `"image"`: an image, with optional alt text and bounding box.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImageBlock {
-    /// The image (required).
-    pub media: MediaRef,
+    /// The image (required; boxed, as every block's media, to keep blocks small).
+    pub media: Box<MediaRef>,
     /// Alternative text.
     pub alt_text: Option<String>,
     /// A bounding box `[x1, y1, x2, y2]`.
@@ -327,7 +350,7 @@ impl ImageBlock {
     /// An image block with only its media.
     pub fn new(media: MediaRef) -> Self {
         ImageBlock {
-            media,
+            media: Box::new(media),
             alt_text: None,
             bbox: None,
         }
@@ -338,7 +361,7 @@ impl ImageBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AudioBlock {
     /// The audio (required).
-    pub media: MediaRef,
+    pub media: Box<MediaRef>,
     /// A transcript.
     pub transcript: Option<String>,
     /// The sample rate in Hz.
@@ -351,7 +374,7 @@ impl AudioBlock {
     /// An audio block with only its media.
     pub fn new(media: MediaRef) -> Self {
         AudioBlock {
-            media,
+            media: Box::new(media),
             transcript: None,
             sample_rate: None,
             channels: None,
@@ -363,16 +386,16 @@ impl AudioBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VideoBlock {
     /// The video (required).
-    pub media: MediaRef,
+    pub media: Box<MediaRef>,
     /// A thumbnail image.
-    pub thumbnail: Option<MediaRef>,
+    pub thumbnail: Option<Box<MediaRef>>,
 }
 
 impl VideoBlock {
     /// A video block with only its media.
     pub fn new(media: MediaRef) -> Self {
         VideoBlock {
-            media,
+            media: Box::new(media),
             thumbnail: None,
         }
     }
@@ -382,7 +405,7 @@ impl VideoBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocumentBlock {
     /// The document (required).
-    pub media: MediaRef,
+    pub media: Box<MediaRef>,
     /// Extracted text.
     pub text: Option<String>,
     /// Page numbers.
@@ -395,7 +418,7 @@ impl DocumentBlock {
     /// A document block with only its media.
     pub fn new(media: MediaRef) -> Self {
         DocumentBlock {
-            media,
+            media: Box::new(media),
             text: None,
             pages: None,
             excerpt: None,
@@ -411,7 +434,7 @@ pub struct DataBlock {
     /// Base64-encoded bytes.
     pub data_base64: Option<String>,
     /// A reference to the bytes.
-    pub media: Option<MediaRef>,
+    pub media: Option<Box<MediaRef>>,
 }
 
 impl DataBlock {
@@ -792,6 +815,57 @@ mod tests {
     }
 
     #[test]
+    fn type_may_come_anywhere_with_the_same_errors() {
+        let first = r#"{"type":"tool_call","id":"c","name":"f","args":{"z":1,"a":[2]}}"#;
+        let last = r#"{"id":"c","name":"f","args":{"z":1,"a":[2]},"type":"tool_call"}"#;
+        let a: ContentBlock = serde_json::from_str(first).unwrap();
+        let b: ContentBlock = serde_json::from_str(last).unwrap();
+        assert_eq!(a, b);
+        let ContentBlock::ToolCall(call) = &b else {
+            panic!("{b:?}")
+        };
+        assert_eq!(call.args.as_json(), r#"{"z":1,"a":[2]}"#);
+        // The messages serde gives for an internally tagged enum, wherever `type` is.
+        let expected = "unknown variant `sticker`, expected one of `text`, `image`, `audio`, \
+                        `video`, `document`, `data`, `tool_call`, `remote_tool_call`, \
+                        `tool_result`, `reasoning`, `annotation`, `error`";
+        for text in [r#"{"type":"sticker"}"#, r#"{"x":1,"type":"sticker"}"#] {
+            let err = serde_json::from_str::<ContentBlock>(text).unwrap_err();
+            assert!(err.to_string().starts_with(expected), "{err}");
+        }
+        for text in [r#"{}"#, r#"{"text":"x"}"#] {
+            let err = serde_json::from_str::<ContentBlock>(text).unwrap_err();
+            assert!(err.to_string().starts_with("missing field `type`"), "{err}");
+        }
+        let err = serde_json::from_str::<ContentBlock>(r#"{"annotations":[],"type":"text"}"#)
+            .unwrap_err();
+        assert!(err.to_string().starts_with("missing field `text`"), "{err}");
+        assert!(!err.to_string().contains("at line 1 column 1 at"), "{err}");
+        // Through serde's buffering too (an untagged enum).
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Buffered {
+            Block(ContentBlock),
+        }
+        let Buffered::Block(c) = serde_json::from_str(last).unwrap();
+        assert_eq!(c, a);
+    }
+
+    #[test]
+    fn content_is_allocated_for_its_blocks_and_blocks_are_small() {
+        let content = deserialize_content(&mut serde_json::Deserializer::from_str(
+            r#"[{"type":"text","text":"a"}]"#,
+        ))
+        .unwrap();
+        assert_eq!((content.len(), content.capacity()), (1, 1));
+        let three = r#"[{"type":"text","text":"a"},{"type":"reasoning","summary":"b"},{"type":"text","text":"c"}]"#;
+        let content = deserialize_content(&mut serde_json::Deserializer::from_str(three)).unwrap();
+        assert_eq!((content.len(), content.capacity()), (3, 3));
+        // Media are boxed: a block is at most a tool call's size, not a media reference's.
+        assert!(std::mem::size_of::<ContentBlock>() <= 96);
+    }
+
+    #[test]
     fn unknown_keys_are_ignored() {
         let block = parse(json!({"type": "text", "text": "t", "lang": "fr"})).unwrap();
         assert_eq!(block, ContentBlock::text("t"));
@@ -819,7 +893,7 @@ mod tests {
             }
             .into(),
             VideoBlock {
-                thumbnail: Some(MediaRef::url("https://vid.example/t.png")),
+                thumbnail: Some(Box::new(MediaRef::url("https://vid.example/t.png"))),
                 ..VideoBlock::new(MediaRef::file_id("vid-7"))
             }
             .into(),

@@ -543,9 +543,9 @@ impl<'de> Visitor<'de> for Transcoder<'_> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        let mut text = String::new();
+        let mut text = python_json::StackText::default();
         write_pydantic_float(&mut text, v);
-        self.out.extend_from_slice(text.as_bytes());
+        self.out.extend_from_slice(text.as_str().as_bytes());
         Ok(())
     }
 
@@ -638,9 +638,71 @@ impl Visitor<'_> for RawText<'_> {
     }
 }
 
+/// Deserializes through serde_json's raw value when `deserializer` is serde_json's: `visitor`
+/// then receives a map whose one entry holds the JSON text, which [`raw_text`] reads. Other
+/// deserializers call `visit_newtype_struct`.
+pub(crate) fn deserialize_raw<'de, D: Deserializer<'de>, V: Visitor<'de>>(
+    deserializer: D,
+    visitor: V,
+) -> Result<V::Value, D::Error> {
+    deserializer.deserialize_newtype_struct(RAW_TOKEN, visitor)
+}
+
+/// In `visit_map` of a visitor given to [`deserialize_raw`]: `read` applied to the JSON text,
+/// or an error if the map is not serde_json's raw value.
+pub(crate) fn raw_text<'de, A, T, F>(mut map: A, read: F) -> Result<T, A::Error>
+where
+    A: MapAccess<'de>,
+    F: FnOnce(&str) -> Result<T, A::Error>,
+{
+    struct IsToken;
+    impl<'de> DeserializeSeed<'de> for IsToken {
+        type Value = bool;
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    impl Visitor<'_> for IsToken {
+        type Value = bool;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+            Ok(v == RAW_TOKEN)
+        }
+    }
+    struct Read<F>(F);
+    impl<'de, T, E: de::Error, F: FnOnce(&str) -> Result<T, E>> DeserializeSeed<'de> for Read<F> {
+        type Value = Result<T, E>;
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    impl<T, E: de::Error, F: FnOnce(&str) -> Result<T, E>> Visitor<'_> for Read<F> {
+        type Value = Result<T, E>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("raw JSON text")
+        }
+        fn visit_str<E2: de::Error>(self, v: &str) -> Result<Self::Value, E2> {
+            Ok((self.0)(v))
+        }
+    }
+    if map.next_key_seed(IsToken)? != Some(true) {
+        return Err(de::Error::invalid_type(
+            de::Unexpected::Map,
+            &"raw JSON text",
+        ));
+    }
+    map.next_value_seed(Read(read))?
+}
+
 /// Appends valid JSON `text` without the whitespace between its tokens.
 fn push_minified(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
+    out.reserve_exact(bytes.len());
     if !bytes
         .iter()
         .any(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
@@ -648,7 +710,6 @@ fn push_minified(out: &mut Vec<u8>, text: &str) {
         out.extend_from_slice(bytes);
         return;
     }
-    out.reserve(bytes.len());
     let mut in_string = false;
     let mut escaped = false;
     for &b in bytes {
@@ -671,11 +732,11 @@ fn push_minified(out: &mut Vec<u8>, text: &str) {
 /// A float as pydantic's `model_dump_json` writes it: the shortest digits that round-trip, in
 /// positional notation when the decimal exponent is in `-5..16` (`0.00001`, `1.0`), else as
 /// `1e-7` / `1.2345e+16`; `null` for NaN and infinities.
-pub(crate) fn write_pydantic_float(out: &mut String, f: f64) {
+pub(crate) fn write_pydantic_float<W: fmt::Write>(out: &mut W, f: f64) {
     if f.is_finite() {
         python_json::write_shortest(out, f, -5..16, 1);
     } else {
-        out.push_str("null");
+        let _ = out.write_str("null");
     }
 }
 
@@ -684,9 +745,9 @@ struct PyFloat(f64);
 
 impl Serialize for PyFloat {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut text = String::new();
+        let mut text = python_json::StackText::default();
         write_pydantic_float(&mut text, self.0);
-        serialize_raw(&text, serializer)
+        serialize_raw(text.as_str(), serializer)
     }
 }
 

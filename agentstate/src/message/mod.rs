@@ -154,47 +154,72 @@ impl<'de> Deserialize<'de> for MessageId {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // The exact text of a number from serde_json (integers beyond 64 bits included), any
         // other deserializer's value otherwise.
-        let id = Json::deserialize(deserializer)?;
-        let text = id.as_json();
+        json::deserialize_raw(deserializer, MessageIdVisitor)
+    }
+}
+
+impl MessageId {
+    /// The id whose JSON text is `text`.
+    fn from_json_text<E: de::Error>(text: &str) -> Result<Self, E> {
         match text.as_bytes().first() {
-            Some(b'"') => id.parse().map(MessageId::Str).map_err(de::Error::custom),
+            Some(b'"') => match text.get(1..text.len() - 1) {
+                Some(inner) if !inner.contains('\\') => Ok(MessageId::Str(inner.to_owned())),
+                _ => serde_json::from_str(text)
+                    .map(MessageId::Str)
+                    .map_err(E::custom),
+            },
             Some(b'-' | b'0'..=b'9') => match MessageId::from_digits(text) {
                 Some(id) => Ok(id),
                 None => match text.parse::<f64>() {
                     Ok(f) => MessageIdVisitor.visit_f64(f),
-                    Err(_) => Err(de::Error::invalid_value(
+                    Err(_) => Err(E::invalid_value(
                         de::Unexpected::Other(text),
                         &MessageIdVisitor,
                     )),
                 },
             },
-            Some(b'n') => Err(de::Error::invalid_type(
-                de::Unexpected::Unit,
-                &MessageIdVisitor,
-            )),
-            Some(b't' | b'f') => Err(de::Error::invalid_type(
+            Some(b'n') => Err(E::invalid_type(de::Unexpected::Unit, &MessageIdVisitor)),
+            Some(b't' | b'f') => Err(E::invalid_type(
                 de::Unexpected::Bool(text == "true"),
                 &MessageIdVisitor,
             )),
-            Some(b'[') => Err(de::Error::invalid_type(
-                de::Unexpected::Seq,
-                &MessageIdVisitor,
-            )),
-            _ => Err(de::Error::invalid_type(
-                de::Unexpected::Map,
-                &MessageIdVisitor,
-            )),
+            Some(b'[') => Err(E::invalid_type(de::Unexpected::Seq, &MessageIdVisitor)),
+            _ => Err(E::invalid_type(de::Unexpected::Map, &MessageIdVisitor)),
         }
     }
 }
 
 struct MessageIdVisitor;
 
-impl Visitor<'_> for MessageIdVisitor {
+impl<'de> Visitor<'de> for MessageIdVisitor {
     type Value = MessageId;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a message id: a string or an integer")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<MessageId, A::Error> {
+        json::raw_text(map, MessageId::from_json_text)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<MessageId, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<MessageId, E> {
+        Ok(MessageId::Int(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<MessageId, E> {
+        Ok(MessageId::Int(v.into()))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<MessageId, E> {
+        Ok(MessageId::Int(v))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<MessageId, E> {
+        Ok(MessageId::from_digits(&v.to_string()).unwrap_or(MessageId::Int(0)))
     }
 
     /// Like pydantic's lax `int`, a float without fraction (`7.0`) is the integer id `7`.
@@ -205,6 +230,14 @@ impl Visitor<'_> for MessageIdVisitor {
         } else {
             Err(E::invalid_value(de::Unexpected::Float(v), &self))
         }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageId, E> {
+        Ok(MessageId::Str(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<MessageId, E> {
+        Ok(MessageId::Str(v))
     }
 }
 
@@ -285,6 +318,7 @@ pub struct Message {
     /// Who wrote it.
     pub role: Role,
     /// The content blocks.
+    #[serde(deserialize_with = "block::deserialize_content")]
     pub content: Vec<ContentBlock>,
     /// A streaming intermediate (default false); `add_messages` drops these.
     #[serde(default)]
@@ -301,9 +335,9 @@ pub struct Message {
     /// Free-form metadata (default `{}`), in the order it was read.
     #[serde(default)]
     pub metadata: JsonObject,
-    /// Token usage of the response.
+    /// Token usage of the response (boxed: most messages have none).
     #[serde(default)]
-    pub usages: Option<TokenUsages>,
+    pub usages: Option<Box<TokenUsages>>,
     /// The provider's raw response, in the order it was read.
     #[serde(default)]
     pub raw: Option<JsonObject>,
@@ -412,7 +446,7 @@ impl Message {
 
     /// Builder: the token usage.
     pub fn with_usages(mut self, usages: TokenUsages) -> Self {
-        self.usages = Some(usages);
+        self.usages = Some(Box::new(usages));
         self
     }
 
@@ -603,6 +637,20 @@ mod tests {
         assert_eq!(id, MessageId::Int(18446744073709551615));
         let Buffered::Id(id) = serde_json::from_str(r#""7""#).unwrap();
         assert_eq!(id, MessageId::from("7"));
+    }
+
+    #[test]
+    fn parsed_messages_hold_no_spare_room() {
+        let m: Message =
+            serde_json::from_str(r#"{"role":"user","content":[{"type":"text","text":"hi"}]}"#)
+                .unwrap();
+        assert_eq!(m.content.capacity(), 1);
+        // Usages are boxed: a message without them does not carry their eight counters.
+        assert!(
+            std::mem::size_of::<Message>() <= 192,
+            "{}",
+            std::mem::size_of::<Message>()
+        );
     }
 
     #[test]
@@ -797,7 +845,7 @@ mod tests {
             .with_block(ReasoningBlock::new("because"));
         assert_eq!(m.message_id, MessageId::Int(5));
         assert_eq!(m.metadata.get("model"), Some(json!("m-1")));
-        assert_eq!(m.usages.map(|u| u.total_tokens), Some(7));
+        assert_eq!(m.usages.as_ref().map(|u| u.total_tokens), Some(7));
         assert_eq!(m.reasoning.as_deref(), Some("because"));
         assert!(m.delta);
         assert_eq!(m.content.len(), 2);

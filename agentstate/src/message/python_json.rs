@@ -11,7 +11,7 @@
 //! the keys in the order they were read (as a Python dict does) and integers of any size.
 
 use serde_json::{Map, Number, Value};
-use std::fmt::Write as _;
+use std::fmt::Write;
 
 /// `json.dumps(value)` of Python, as a `String`.
 pub(crate) fn to_string(value: &Value) -> String {
@@ -139,46 +139,64 @@ fn write_float(out: &mut String, f: f64) {
 /// A finite float with the shortest digits that round-trip: positional (`0.0001`, `1.0`) when
 /// its scientific exponent is in `positional`, else `d.ddde±X` with the exponent written with
 /// at least `exponent_digits` digits. Python's `repr` and pydantic differ only in those two.
-pub(crate) fn write_shortest(
-    out: &mut String,
+pub(crate) fn write_shortest<W: Write>(
+    out: &mut W,
     f: f64,
     positional: std::ops::Range<i32>,
     exponent_digits: usize,
 ) {
     // Rust's `{:e}` gives the shortest round-trip digits: `-1.2345e-7`, `1e16`, `0e0`.
-    let sci = format!("{f:e}");
-    let (sign, sci) = match sci.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", sci.as_str()),
-    };
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci, "0"));
+    let mut sci = StackText::default();
+    let _ = write!(sci, "{:e}", f.abs());
+    let (mantissa, exponent) = sci.as_str().split_once('e').unwrap_or((sci.as_str(), "0"));
     let exp: i32 = exponent.parse().unwrap_or(0);
-    out.push_str(sign);
+    if f.is_sign_negative() {
+        let _ = out.write_char('-');
+    }
     if !positional.contains(&exp) {
-        out.push_str(mantissa);
         let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:0exponent_digits$}", exp.abs());
+        let _ = write!(out, "{mantissa}e{sign}{:0exponent_digits$}", exp.abs());
         return;
     }
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let ndigits = digits.len() as i32;
-    if exp < 0 {
-        out.push_str("0.");
-        for _ in 0..(-exp - 1) {
-            out.push('0');
-        }
-        out.push_str(&digits);
+    let (int_digit, frac_digits) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let ndigits = 1 + frac_digits.len() as i32;
+    let _ = if exp < 0 {
+        write!(
+            out,
+            "0.{:0>zeros$}{int_digit}{frac_digits}",
+            "",
+            zeros = (-exp - 1) as usize
+        )
     } else if exp + 1 >= ndigits {
-        out.push_str(&digits);
-        for _ in 0..(exp + 1 - ndigits) {
-            out.push('0');
-        }
-        out.push_str(".0");
+        let zeros = (exp + 1 - ndigits) as usize;
+        write!(out, "{int_digit}{frac_digits}{:0>zeros$}.0", "")
     } else {
-        let (int, frac) = digits.split_at(exp as usize + 1);
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
+        let (int, frac) = frac_digits.split_at(exp as usize);
+        write!(out, "{int_digit}{int}.{frac}")
+    };
+}
+
+/// A short text written without a heap allocation (a float's digits).
+#[derive(Default)]
+pub(crate) struct StackText {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    pub(crate) fn as_str(&self) -> &str {
+        // Only whole `str`s are written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 

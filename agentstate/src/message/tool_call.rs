@@ -106,7 +106,11 @@ fn serialize_ordered<S: Serializer>(
     extra: &JsonObject,
     mut field: impl FnMut(u8, &mut S::SerializeMap) -> Result<(), S::Error>,
 ) -> Result<S::Ok, S::Error> {
-    let extras = extra.entries();
+    let extras = if extra.is_empty() {
+        Vec::new()
+    } else {
+        extra.entries()
+    };
     let mut map = serializer.serialize_map(None)?;
     let mut next = extras.iter();
     for &slot in slots {

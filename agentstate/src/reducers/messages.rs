@@ -117,10 +117,6 @@ pub const REMOVE_ALL_MESSAGES: &str = "__remove_all__";
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "updates are short-lived and nearly all are messages: boxing would cost an allocation each"
-)]
 pub enum MessageUpdate {
     /// Insert this message, or replace the message with its id.
     Message(Message),

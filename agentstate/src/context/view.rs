@@ -76,6 +76,11 @@ impl<'a> ContextView<'a> {
         self.len() == 0
     }
 
+    /// How many messages the stored history holds (sent or not).
+    pub fn stored_len(&self) -> usize {
+        self.messages.len()
+    }
+
     /// How many history messages are kept.
     pub fn history_len(&self) -> usize {
         self.ranges.iter().map(ExactSizeIterator::len).sum()

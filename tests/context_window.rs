@@ -208,6 +208,13 @@ fn turns_are_kept_whole() {
         [13..20],
         "the tight cut starts mid-turn, at a safe place"
     );
+    // A turn budget starts at a turn under every cut: not with the replies of the turn before.
+    for cut in [Cut::Tight, Cut::Turns, Cut::Chunked { parts: 4 }] {
+        let view = index
+            .view(&history, &ContextWindow::turns(1).with_cut(cut))
+            .unwrap();
+        assert_eq!(view.ranges(), [16..20], "{cut:?}");
+    }
 }
 
 #[test]

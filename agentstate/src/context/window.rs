@@ -327,10 +327,11 @@ impl<C: TokenCounter> ContextIndex<C> {
         // The smallest link of the kept messages (at positions >= the walk's position).
         let mut lowest_link = u32::MAX;
         let mut safe = end;
-        // Safe turn starts, newest first.
+        // Safe turn starts, newest first (the walk covers what is kept: O(kept)).
         let mut turn_starts: Vec<u32> = Vec::new();
         let mut tight = end;
         let mut stopped = false;
+        let mut stopped_by_turns = false;
         for j in (lower..end).rev() {
             let entry = self.entries[j];
             if entry.link != ORPHAN {
@@ -338,6 +339,7 @@ impl<C: TokenCounter> ContextIndex<C> {
                 let t_turns = turns + usize::from(entry.turn);
                 if t > limits.tokens || messages + 1 > limits.messages || t_turns > limits.turns {
                     stopped = true;
+                    stopped_by_turns = t_turns > limits.turns;
                     break;
                 }
                 tokens = t;
@@ -348,7 +350,7 @@ impl<C: TokenCounter> ContextIndex<C> {
             tight = j;
             if lowest_link as usize >= j {
                 safe = j;
-                if entry.turn && window.cut != Cut::Tight {
+                if entry.turn {
                     turn_starts.push(j as u32);
                 }
             }
@@ -357,7 +359,8 @@ impl<C: TokenCounter> ContextIndex<C> {
         match window.cut {
             // Everything fits: nothing to cut.
             _ if !stopped => safe,
-            Cut::Tight => safe,
+            // Out of turns: the view starts at a turn, not with the replies of the one before.
+            Cut::Tight if !stopped_by_turns => safe,
             Cut::Chunked { parts } if limits.grid.is_some() => {
                 let (in_tokens, size) = limits.grid.unwrap_or((true, 1));
                 let chunk = (size / u64::from(parts.max(1))).max(1);

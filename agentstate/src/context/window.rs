@@ -276,15 +276,14 @@ impl<C: TokenCounter> ContextIndex<C> {
             Ok((tokens, messages))
         };
         let mut with_summary = summary.is_some() && through.is_some();
-        let (mut fixed_tokens, mut fixed_messages) = pinned(with_summary)?;
-        let mut cut = self.walk(lower, end, fixed_tokens, fixed_messages, &limits, window);
+        let mut fixed = pinned(with_summary)?;
+        let mut cut = self.walk(lower, end, fixed, &limits, window);
         if summary.is_some() && !with_summary && cut > lower {
             // The history is cut: the summary stands for what was left out, and takes room.
             with_summary = true;
-            (fixed_tokens, fixed_messages) = pinned(true)?;
-            cut = self.walk(lower, end, fixed_tokens, fixed_messages, &limits, window);
+            fixed = pinned(true)?;
+            cut = self.walk(lower, end, fixed, &limits, window);
         }
-        let _ = fixed_messages;
         let mut ranges = Vec::new();
         let mut start = cut;
         for (offset, entry) in self.entries[cut..end].iter().enumerate() {
@@ -306,23 +305,24 @@ impl<C: TokenCounter> ContextIndex<C> {
             covered: lower,
             cut,
             ranges,
-            tokens: fixed_tokens + self.prefix[end] - self.prefix[cut],
+            tokens: fixed.0 + self.prefix[end] - self.prefix[cut],
             ratio,
         })
     }
 
-    /// The cut: the walk back from `end` keeps messages while they fit, noting each safe
-    /// position (one no kept message links before), then picks a safe position at or after the
-    /// earliest that fits, as `window.cut` says.
+    /// The cut: the walk back from `end` keeps messages while they fit beside the `fixed`
+    /// tokens and messages (system messages, summary), noting each safe position (one no kept
+    /// message links before), then picks a safe position at or after the earliest that fits, as
+    /// `window.cut` says.
     fn walk(
         &self,
         lower: usize,
         end: usize,
-        mut tokens: u64,
-        mut messages: usize,
+        fixed: (u64, usize),
         limits: &Limits,
         window: &ContextWindow,
     ) -> usize {
+        let (mut tokens, mut messages) = fixed;
         let mut turns = 0usize;
         // The smallest link of the kept messages (at positions >= the walk's position).
         let mut lowest_link = u32::MAX;

@@ -166,7 +166,7 @@ impl<C: TokenCounter> ContextIndex<C> {
         let mut ratio = 1.0;
         if window.calibrate && window.budget.max_tokens.is_some() {
             if let Some(at) = self.last_usage {
-                let prompt = messages[at].usages.map_or(0, |u| u.prompt_tokens);
+                let prompt = messages[at].usages.as_ref().map_or(0, |u| u.prompt_tokens);
                 ratio = self.calibration(messages, summary, window, at, prompt);
             }
         }

@@ -20,8 +20,9 @@ pub enum Cut {
     /// At the start of a turn, on a grid of `parts` chunks per budget: the first kept message
     /// moves only when the history has grown by a chunk since it last moved, so consecutive
     /// calls share their prompt prefix (which providers cache). A view then keeps between about
-    /// `(parts - 1) / parts` of the budget and all of it. The grid is in tokens when the budget
-    /// limits tokens, else in messages; a budget of turns alone cuts as [`Cut::Turns`].
+    /// `(parts - 1) / parts` of the budget and all of it. The grid is in estimated tokens (chunks
+    /// of the budget as given, so that calibration does not move it) when the budget limits
+    /// tokens, else in messages; a budget of turns alone cuts as [`Cut::Turns`].
     Chunked {
         /// Chunks per budget (at least 1).
         parts: u32,
@@ -401,8 +402,10 @@ impl Limits {
             }
             estimate
         });
+        // The grid's chunks are of the budget as given, not as calibrated, so that a change of
+        // the calibration factor does not move the grid (and the cut with it).
         let grid = match (budget.max_tokens, budget.max_messages) {
-            (Some(_), _) => Some((true, tokens)),
+            (Some(limit), _) => Some((true, limit)),
             (None, Some(n)) => Some((false, n as u64)),
             (None, None) => None,
         };

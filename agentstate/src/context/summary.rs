@@ -16,6 +16,7 @@ use super::view::ContextView;
 use super::window::{ContextWindow, SummaryRef};
 use crate::message::{Message, MessageId};
 use crate::state::{AgentState, AgentStateUpdate};
+use crate::update::Extends;
 
 impl<C: TokenCounter> ContextIndex<C> {
     /// The view of an [`AgentState`]: its `context`, with its `context_summary` standing for
@@ -167,5 +168,48 @@ impl<'a> SummaryRequest<'a> {
         AgentStateUpdate::default()
             .context_summary(self.previous.map(str::to_owned))
             .context_summary_through(self.previous_through.cloned())
+    }
+
+    /// [`record`](SummaryRequest::record) for a state that extends [`AgentState`]
+    /// (`#[agent_state(base)]`): the same update, as the extension's update type.
+    ///
+    /// ```
+    /// use agentstate::context::{ContextIndex, ContextWindow, Estimate, SummaryRequest};
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentStateUpdateSetters;
+    /// use agentstate::{AgentState, State};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Support {
+    ///     #[agent_state(base)]
+    ///     #[serde(flatten)]
+    ///     base: agentstate::state::AgentState,
+    ///     ticket: u32,
+    /// }
+    ///
+    /// let mut state = Support::default();
+    /// let notes: Vec<Message> = (0..20)
+    ///     .map(|i| Message::text_message(format!("note {i}"), Role::User))
+    ///     .collect();
+    /// state.merge(SupportUpdate::default().context(notes))?;
+    /// let mut index = ContextIndex::default();
+    /// let update: SupportUpdate = {
+    ///     let view = index.view_state(&state, &ContextWindow::turns(4))?;
+    ///     let request = SummaryRequest::new(&state, &view).expect("16 notes are cut");
+    ///     request.record_for("Notes 0 to 15.", &Estimate::default(), 50)?
+    /// };
+    /// state.merge(update)?;
+    /// assert_eq!(state.context_summary.as_deref(), Some("Notes 0 to 15."));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_for<U: Extends<AgentStateUpdate> + Default>(
+        &self,
+        summary: impl Into<String>,
+        counter: &impl TokenCounter,
+        max_tokens: u32,
+    ) -> Result<U, ContextError> {
+        let mut update = U::default();
+        *update.base_update() = self.record(summary, counter, max_tokens)?;
+        Ok(update)
     }
 }

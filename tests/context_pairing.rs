@@ -206,6 +206,7 @@ fn check(
                 ))
             };
         }
+        Err(other) => return Err(format!("unexpected error: {other}")),
         Ok(view) => view,
     };
     if view.system().len() != system {

@@ -34,6 +34,17 @@ fn estimate_per_kind_of_text() {
                 (estimate - 1.0) * 100.0,
                 (chars - 1.0) * 100.0
             );
+            assert!(
+                (estimate - 1.0).abs() < 0.1,
+                "Estimate within 10% on {only:?} against {}",
+                real.name()
+            );
+            if only != Kind::Code {
+                assert!(
+                    (estimate - 1.0).abs() < (chars - 1.0).abs(),
+                    "better than chars/4"
+                );
+            }
         }
     }
 }

@@ -65,6 +65,7 @@ fn an_extended_update_flattens_the_base_in_json() {
         [
             "context",
             "context_summary",
+            "context_summary_through",
             "execution_meta",
             "order_id",
             "cart",

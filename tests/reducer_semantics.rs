@@ -1924,6 +1924,7 @@ fn agent_state_schema_names_each_fields_reducer() {
         [
             ("context", "add_messages", true),
             ("context_summary", "last_write_wins", true),
+            ("context_summary_through", "last_write_wins", true),
             ("execution_meta", "last_write_wins", true)
         ]
     );

@@ -7,6 +7,7 @@
 
 use crate::collections::MessageList;
 use crate::error::Error;
+use crate::message::MessageId;
 use crate::schema::Schema;
 use crate::update::{Combine, FanIn};
 use serde::{Deserialize, Serialize};
@@ -301,6 +302,12 @@ pub struct AgentState {
     pub context: MessageList,
     /// An optional rolling summary of trimmed-out context.
     pub context_summary: Option<String>,
+    /// The id of the last message of `context` that `context_summary` covers, when the summary
+    /// was recorded by [`agentstate::context`](crate::context): views never send the messages
+    /// up to it again. Not an AgentFlow field: it is left out of the JSON while `None`, so the
+    /// state serializes exactly as AgentFlow's, and AgentFlow ignores it when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_summary_through: Option<MessageId>,
     /// Execution metadata (framework-managed).
     pub execution_meta: ExecutionState,
 }
@@ -460,6 +467,7 @@ mod tests {
             [
                 ("context", "add_messages"),
                 ("context_summary", "last_write_wins"),
+                ("context_summary_through", "last_write_wins"),
                 ("execution_meta", "last_write_wins")
             ]
         );

@@ -1,7 +1,8 @@
 //! Why no view could be made: [`ContextError`].
 
-/// The budget cannot hold what every view must contain.
+/// Why no view could be made, or a summary not recorded.
 ///
+/// [`OverBudget`](ContextError::OverBudget): the budget cannot hold what every view must contain.
 /// A view always holds the leading system messages and, when the history was summarized, the
 /// summary; when those alone are over the budget there is no valid view, and asking for one is
 /// this error rather than a view that breaks the budget. (A budget that fits them but no
@@ -36,5 +37,16 @@ pub enum ContextError {
         messages: usize,
         /// How many tokens that is.
         tokens: u64,
+    },
+    /// A summary to record is longer than its limit
+    /// ([`SummaryRequest::record`](super::SummaryRequest::record)).
+    #[error(
+        "the summary for `context_summary` has {tokens} tokens, over its limit of {max_tokens}"
+    )]
+    SummaryTooLong {
+        /// The summary's tokens.
+        tokens: u32,
+        /// The limit.
+        max_tokens: u32,
     },
 }

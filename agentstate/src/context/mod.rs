@@ -10,6 +10,7 @@
 //! - [`tokens`]: the [`TokenCounter`] trait, the fast default [`Estimate`];
 //! - `bpe` (feature `tokenizer`): OpenAI's `o200k_base` and `cl100k_base` counts;
 //! - [`budget`], [`window`] (the cut), [`view`], [`index`], [`error`];
+//! - [`summary`]: summaries recorded as state updates, through the reducers and the journal.
 //!
 //! ```
 //! use agentstate::context::{ContextIndex, ContextWindow};
@@ -33,6 +34,7 @@ pub mod bpe;
 pub mod budget;
 pub mod error;
 pub mod index;
+pub mod summary;
 pub mod tokens;
 pub mod view;
 pub mod window;
@@ -40,6 +42,7 @@ pub mod window;
 pub use budget::Budget;
 pub use error::ContextError;
 pub use index::ContextIndex;
+pub use summary::SummaryRequest;
 pub use tokens::{CharsOver4, Estimate, TokenCounter, MESSAGE_OVERHEAD};
 pub use view::ContextView;
 pub use window::{ContextWindow, Cut, SummaryRef};

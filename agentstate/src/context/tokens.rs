@@ -41,8 +41,10 @@ pub trait TokenCounter {
                 // Calls held only as blocks are sent as calls too; with `tools_calls` they
                 // duplicate it and are not counted twice.
                 ContentBlock::ToolCall(call) if calls.is_empty() => {
-                    self.count(&call.name).saturating_add(MESSAGE_OVERHEAD)
-                        + self.count(call.args.as_json())
+                    let args = serde_json::to_string(&call.args).unwrap_or_default();
+                    self.count(&call.name)
+                        .saturating_add(self.count(&args))
+                        .saturating_add(MESSAGE_OVERHEAD)
                 }
                 ContentBlock::Reasoning(reasoning) => self.count(&reasoning.summary),
                 ContentBlock::Document(document) => {
@@ -205,5 +207,17 @@ mod tests {
             + e.count(&call.function.arguments)
             + MESSAGE_OVERHEAD;
         assert_eq!(e.count_message(&m), expected);
+        // Held only as a block, the call is counted from the block.
+        let block_only = Message::new(
+            Role::Assistant,
+            vec![ContentBlock::ToolCall(call.to_block())],
+        );
+        assert_eq!(
+            e.count_message(&block_only),
+            MESSAGE_OVERHEAD
+                + e.count("get_weather")
+                + e.count(r#"{"city":"Paris"}"#)
+                + MESSAGE_OVERHEAD
+        );
     }
 }

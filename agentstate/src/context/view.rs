@@ -11,6 +11,24 @@ use std::ops::Range;
 /// messages that answer no call (orphans), in [`ranges`](ContextView::ranges). The messages
 /// between the summary's coverage and the cut are neither sent nor summarized:
 /// [`unsummarized`](ContextView::unsummarized) names them, for the next summary.
+///
+/// ```
+/// use agentstate::context::{ContextIndex, ContextWindow, SummaryRef};
+/// use agentstate::message::{Message, Role};
+///
+/// let history: Vec<Message> = std::iter::once(Message::text_message("Be kind.", Role::System))
+///     .chain((0..10).map(|i| Message::text_message(format!("note {i}"), Role::User)))
+///     .collect();
+/// let summary = SummaryRef { text: "Notes 0 to 5 were about cats.", through: None };
+/// let mut index = ContextIndex::default();
+/// let view = index.view_with_summary(&history, Some(summary), &ContextWindow::messages(5))?;
+/// assert_eq!(view.system().len(), 1);
+/// assert_eq!(view.summary(), Some("Notes 0 to 5 were about cats."));
+/// assert_eq!(view.ranges(), [8..11]);
+/// assert_eq!(view.len(), 5, "system, summary and three notes");
+/// assert_eq!(view.unsummarized(), 1..8, "the summary does not say what it covers");
+/// # Ok::<(), agentstate::context::ContextError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContextView<'a> {
     pub(crate) messages: &'a [Message],
@@ -74,6 +92,11 @@ impl<'a> ContextView<'a> {
     /// Whether nothing at all is sent.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many messages the stored history holds (sent or not).
+    pub fn stored_len(&self) -> usize {
+        self.messages.len()
     }
 
     /// How many history messages are kept.

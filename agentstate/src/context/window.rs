@@ -20,8 +20,9 @@ pub enum Cut {
     /// At the start of a turn, on a grid of `parts` chunks per budget: the first kept message
     /// moves only when the history has grown by a chunk since it last moved, so consecutive
     /// calls share their prompt prefix (which providers cache). A view then keeps between about
-    /// `(parts - 1) / parts` of the budget and all of it. The grid is in tokens when the budget
-    /// limits tokens, else in messages; a budget of turns alone cuts as [`Cut::Turns`].
+    /// `(parts - 1) / parts` of the budget and all of it. The grid is in estimated tokens (chunks
+    /// of the budget as given, so that calibration does not move it) when the budget limits
+    /// tokens, else in messages; a budget of turns alone cuts as [`Cut::Turns`].
     Chunked {
         /// Chunks per budget (at least 1).
         parts: u32,
@@ -166,7 +167,7 @@ impl<C: TokenCounter> ContextIndex<C> {
         let mut ratio = 1.0;
         if window.calibrate && window.budget.max_tokens.is_some() {
             if let Some(at) = self.last_usage {
-                let prompt = messages[at].usages.map_or(0, |u| u.prompt_tokens);
+                let prompt = messages[at].usages.as_ref().map_or(0, |u| u.prompt_tokens);
                 ratio = self.calibration(messages, summary, window, at, prompt);
             }
         }
@@ -276,15 +277,14 @@ impl<C: TokenCounter> ContextIndex<C> {
             Ok((tokens, messages))
         };
         let mut with_summary = summary.is_some() && through.is_some();
-        let (mut fixed_tokens, mut fixed_messages) = pinned(with_summary)?;
-        let mut cut = self.walk(lower, end, fixed_tokens, fixed_messages, &limits, window);
+        let mut fixed = pinned(with_summary)?;
+        let mut cut = self.walk(lower, end, fixed, &limits, window);
         if summary.is_some() && !with_summary && cut > lower {
             // The history is cut: the summary stands for what was left out, and takes room.
             with_summary = true;
-            (fixed_tokens, fixed_messages) = pinned(true)?;
-            cut = self.walk(lower, end, fixed_tokens, fixed_messages, &limits, window);
+            fixed = pinned(true)?;
+            cut = self.walk(lower, end, fixed, &limits, window);
         }
-        let _ = fixed_messages;
         let mut ranges = Vec::new();
         let mut start = cut;
         for (offset, entry) in self.entries[cut..end].iter().enumerate() {
@@ -306,31 +306,33 @@ impl<C: TokenCounter> ContextIndex<C> {
             covered: lower,
             cut,
             ranges,
-            tokens: fixed_tokens + self.prefix[end] - self.prefix[cut],
+            tokens: fixed.0 + self.prefix[end] - self.prefix[cut],
             ratio,
         })
     }
 
-    /// The cut: the walk back from `end` keeps messages while they fit, noting each safe
-    /// position (one no kept message links before), then picks a safe position at or after the
-    /// earliest that fits, as `window.cut` says.
+    /// The cut: the walk back from `end` keeps messages while they fit beside the `fixed`
+    /// tokens and messages (system messages, summary), noting each safe position (one no kept
+    /// message links before), then picks a safe position at or after the earliest that fits, as
+    /// `window.cut` says.
     fn walk(
         &self,
         lower: usize,
         end: usize,
-        mut tokens: u64,
-        mut messages: usize,
+        fixed: (u64, usize),
         limits: &Limits,
         window: &ContextWindow,
     ) -> usize {
+        let (mut tokens, mut messages) = fixed;
         let mut turns = 0usize;
         // The smallest link of the kept messages (at positions >= the walk's position).
         let mut lowest_link = u32::MAX;
         let mut safe = end;
-        // Safe turn starts, newest first.
+        // Safe turn starts, newest first (the walk covers what is kept: O(kept)).
         let mut turn_starts: Vec<u32> = Vec::new();
         let mut tight = end;
         let mut stopped = false;
+        let mut stopped_by_turns = false;
         for j in (lower..end).rev() {
             let entry = self.entries[j];
             if entry.link != ORPHAN {
@@ -338,6 +340,7 @@ impl<C: TokenCounter> ContextIndex<C> {
                 let t_turns = turns + usize::from(entry.turn);
                 if t > limits.tokens || messages + 1 > limits.messages || t_turns > limits.turns {
                     stopped = true;
+                    stopped_by_turns = t_turns > limits.turns;
                     break;
                 }
                 tokens = t;
@@ -348,7 +351,7 @@ impl<C: TokenCounter> ContextIndex<C> {
             tight = j;
             if lowest_link as usize >= j {
                 safe = j;
-                if entry.turn && window.cut != Cut::Tight {
+                if entry.turn {
                     turn_starts.push(j as u32);
                 }
             }
@@ -357,7 +360,8 @@ impl<C: TokenCounter> ContextIndex<C> {
         match window.cut {
             // Everything fits: nothing to cut.
             _ if !stopped => safe,
-            Cut::Tight => safe,
+            // Out of turns: the view starts at a turn, not with the replies of the one before.
+            Cut::Tight if !stopped_by_turns => safe,
             Cut::Chunked { parts } if limits.grid.is_some() => {
                 let (in_tokens, size) = limits.grid.unwrap_or((true, 1));
                 let chunk = (size / u64::from(parts.max(1))).max(1);
@@ -398,8 +402,10 @@ impl Limits {
             }
             estimate
         });
+        // The grid's chunks are of the budget as given, not as calibrated, so that a change of
+        // the calibration factor does not move the grid (and the cut with it).
         let grid = match (budget.max_tokens, budget.max_messages) {
-            (Some(_), _) => Some((true, tokens)),
+            (Some(limit), _) => Some((true, limit)),
             (None, Some(n)) => Some((false, n as u64)),
             (None, None) => None,
         };

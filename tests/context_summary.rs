@@ -1,0 +1,242 @@
+//! Summaries as state: recorded through the reducers and the journal, replayable, undoable,
+//! bounded; views never send again what a summary covers; the state's JSON stays AgentFlow's.
+
+// Views' kept ranges are compared with arrays of one range.
+#![allow(clippy::single_range_in_vec_init)]
+
+mod context_support;
+
+use agentstate::context::{ContextError, ContextIndex, ContextWindow, Estimate, SummaryRequest};
+use agentstate::journal::Journal;
+use agentstate::message::{Message, MessageId, Role};
+use agentstate::state::{AgentState, AgentStateUpdate};
+use agentstate::State;
+use serde_json::json;
+
+fn state_with(messages: Vec<Message>) -> AgentState {
+    let mut state = AgentState::default();
+    state
+        .merge(AgentStateUpdate::default().context(messages))
+        .unwrap();
+    state
+}
+
+/// A growing conversation summarized whenever a view leaves messages out: every request holds
+/// whole tool sequences, every view keeps its budget and sends the summary, the history is never
+/// rewritten, and the journal replays to the same state.
+#[test]
+fn rolling_summaries_over_a_growing_conversation() {
+    let conversation = context_support::conversation(150);
+    let window = ContextWindow::tokens(3_000);
+    let mut journal = Journal::new(AgentState::default());
+    let mut index = ContextIndex::default();
+    let mut summaries = 0;
+    for message in conversation.iter().cloned() {
+        let is_call = message.role == Role::Assistant;
+        journal
+            .merge(AgentStateUpdate::default().context(vec![message]))
+            .unwrap();
+        if !is_call {
+            continue;
+        }
+        let update = {
+            let state = journal.state();
+            let view = index.view_state(state, &window).unwrap();
+            assert!(view.tokens() <= 3_000);
+            if state.context_summary.is_some() {
+                assert_eq!(view.summary(), state.context_summary.as_deref());
+            }
+            let Some(request) = SummaryRequest::new(state, &view) else {
+                continue;
+            };
+            // Whole tool sequences: every result's call is in the request, and every call's
+            // results too.
+            let calls: Vec<&str> = request
+                .messages()
+                .iter()
+                .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
+                .collect();
+            let results: Vec<&str> = request
+                .messages()
+                .iter()
+                .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
+                .collect();
+            assert!(
+                results.iter().all(|r| calls.contains(r)),
+                "{results:?} {calls:?}"
+            );
+            assert!(
+                calls.iter().all(|c| results.contains(c)),
+                "{calls:?} {results:?}"
+            );
+            summaries += 1;
+            let text = format!(
+                "Summary {summaries}: {} messages, the last {}.",
+                request.messages().len(),
+                request.through()
+            );
+            request.record(text, &Estimate::default(), 100).unwrap()
+        };
+        journal.merge(update).unwrap();
+        // Right after recording, nothing is left out unsummarized.
+        let state = journal.state();
+        let view = index.view_state(state, &window).unwrap();
+        assert!(view.unsummarized().is_empty());
+        let through = state.context_summary_through.as_ref().unwrap();
+        let covered = state
+            .context
+            .iter()
+            .position(|m| &m.message_id == through)
+            .unwrap();
+        assert!(view.history().all(|m| state
+            .context
+            .iter()
+            .position(|x| x.message_id == m.message_id)
+            .unwrap()
+            > covered));
+    }
+    assert!(summaries >= 10, "{summaries} summaries");
+    let state = journal.state();
+    assert_eq!(
+        state.context.as_slice(),
+        conversation.as_slice(),
+        "history untouched"
+    );
+    let replayed = Journal::replay(AgentState::default(), journal.updates().to_vec()).unwrap();
+    assert_eq!(&replayed, state);
+}
+
+#[test]
+fn a_summary_can_be_undone() {
+    let messages: Vec<Message> = (0..40)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            Message::text_message(format!("message {i}"), role).with_id(i)
+        })
+        .collect();
+    let mut state = state_with(messages);
+    state
+        .merge(
+            AgentStateUpdate::default()
+                .context_summary(Some("first".into()))
+                .context_summary_through(Some(MessageId::from(9))),
+        )
+        .unwrap();
+    let before = state.clone();
+    let mut index = ContextIndex::default();
+    let window = ContextWindow::messages(11);
+    let (record, undo) = {
+        let view = index.view_state(&state, &window).unwrap();
+        assert_eq!(view.summary(), Some("first"));
+        assert_eq!(
+            view.unsummarized(),
+            10..30,
+            "the summary and 10 newest messages fit"
+        );
+        let request = SummaryRequest::new(&state, &view).unwrap();
+        assert_eq!(request.previous(), Some("first"));
+        assert_eq!(request.through(), &MessageId::from(29));
+        (
+            request.record("second", &Estimate::default(), 10).unwrap(),
+            request.undo(),
+        )
+    };
+    state.merge(record).unwrap();
+    assert_eq!(state.context_summary.as_deref(), Some("second"));
+    assert_eq!(state.context_summary_through, Some(MessageId::from(29)));
+    state.merge(undo).unwrap();
+    assert_eq!(state, before);
+}
+
+#[test]
+fn a_summary_over_its_limit_is_refused() {
+    let state = state_with(
+        (0..10)
+            .map(|i| Message::text_message(format!("m{i}"), Role::User).with_id(i))
+            .collect(),
+    );
+    let mut index = ContextIndex::default();
+    let view = index
+        .view_state(&state, &ContextWindow::messages(3))
+        .unwrap();
+    let request = SummaryRequest::new(&state, &view).unwrap();
+    let err = request
+        .record("word ".repeat(50), &Estimate::default(), 20)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ContextError::SummaryTooLong {
+            tokens: 50,
+            max_tokens: 20
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the summary for `context_summary` has 50 tokens, over its limit of 20"
+    );
+}
+
+#[test]
+fn covered_messages_are_never_sent_again() {
+    let messages: Vec<Message> = (0..10)
+        .map(|i| Message::text_message(format!("m{i}"), Role::User).with_id(i))
+        .collect();
+    let mut state = state_with(messages);
+    state.context_summary = Some("m0 to m5".into());
+    state.context_summary_through = Some(MessageId::from(5));
+    let mut index = ContextIndex::default();
+    // A budget that would hold everything: the covered messages still stay out.
+    let view = index
+        .view_state(&state, &ContextWindow::messages(100))
+        .unwrap();
+    assert_eq!(view.summary(), Some("m0 to m5"));
+    assert_eq!(view.ranges(), [6..10]);
+    // A marker that is not in the history (a state written by AgentFlow, or a replaced history):
+    // the summary is sent only when the history is cut.
+    state.context_summary_through = Some(MessageId::from("gone"));
+    let view = index
+        .view_state(&state, &ContextWindow::messages(100))
+        .unwrap();
+    assert_eq!((view.summary(), view.history_len()), (None, 10));
+    let view = index
+        .view_state(&state, &ContextWindow::messages(4))
+        .unwrap();
+    assert_eq!(
+        (view.summary(), view.ranges()),
+        (Some("m0 to m5"), &[7..10][..])
+    );
+    // The summary itself over the budget is an error, not a broken view.
+    let err = index
+        .view_state(&state, &ContextWindow::messages(0))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the context budget of 0 messages cannot hold the summary (1 message, 8 tokens)"
+    );
+}
+
+#[test]
+fn the_marker_stays_out_of_agentflow_json_until_set() {
+    let state = AgentState::default();
+    let value = serde_json::to_value(&state).unwrap();
+    assert_eq!(
+        value.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["context", "context_summary", "execution_meta"]
+    );
+    let with_marker = AgentState {
+        context_summary: Some("s".into()),
+        context_summary_through: Some(MessageId::from("m7")),
+        ..AgentState::default()
+    };
+    let value = serde_json::to_value(&with_marker).unwrap();
+    assert_eq!(value["context_summary_through"], json!("m7"));
+    let back: AgentState = serde_json::from_value(value).unwrap();
+    assert_eq!(back, with_marker);
+    let agentflow: AgentState =
+        serde_json::from_value(json!({"context": [], "context_summary": "s"})).unwrap();
+    assert_eq!(agentflow.context_summary_through, None);
+}

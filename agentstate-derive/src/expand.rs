@@ -659,7 +659,7 @@ fn expand(input: &Input) -> TokenStream {
                     };
                     let update_ty = g.merges(field, r, "Update");
                     let signature = respan(
-                        quote!(fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty>),
+                        quote!(#[inline] fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty>),
                         key_span,
                     );
                     let constructor = respan(quote!(#k::reducers::#constructor), key_span);

@@ -370,6 +370,7 @@ const _: () = {
         ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
     {
+        #[inline]
         fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<
             Vec<Finding>,
             Update = <::agentstate::reducers::MergeByKey<()> as ::agentstate::reducers::Merges<

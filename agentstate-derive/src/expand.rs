@@ -267,7 +267,7 @@ fn expand(input: &Input) -> TokenStream {
         };
         fits.push(respan(pred, span));
     }
-    if !generic && !(fits.is_empty() && values.is_empty()) {
+    if !generic && (!fits.is_empty() || !values.is_empty()) {
         let assertion = format_ident!("__AgentStateRequirementsOf{}", name);
         asserts.push(quote! {
             #[doc(hidden)]

@@ -328,6 +328,13 @@ fn setters_take_integer_literals_and_the_usual_conversions() {
     assert_eq!(usage.model, "o1");
     assert_eq!(usage.latencies, [9]);
     assert_eq!(usage.tokens_used, 5);
+    let name = String::from("o3");
+    usage.merge(UsageUpdate::default().model(&name)).unwrap();
+    assert_eq!(usage.model, "o3");
+    usage
+        .merge(UsageUpdate::default().model(std::borrow::Cow::Borrowed("o4")))
+        .unwrap();
+    assert_eq!(usage.model, "o4");
     // The base's setters on an extension's update too.
     let update = OrderStateUpdate::default().context_summary("short");
     assert_eq!(update.base.context_summary, Some(Some("short".to_owned())));

@@ -124,9 +124,10 @@ fn path_is_lost(path: &str) -> bool {
 /// compile). This trait has one implementation per target type shape, so a literal takes the
 /// field's type: `120` is a `u64` for a `u64` field and `Some(120)` an `Option<u64>`.
 ///
-/// Besides `T` itself it takes a `&str` for a `String` or `Option<String>`, a `T` for an
-/// `Option<T>`, a `Vec<T>` or an array for a `Vec<T>`, `VecDeque<T>` or
-/// [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`). Implement it for
+/// Besides `T` itself it takes a `&str`, `&String` or `Cow<str>` for a `String`, a `&str` for an
+/// `Option<String>`, a `T` for an `Option<T>`, and a `Vec<T>` or an array for a `Vec<T>`,
+/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`).
+/// Implement it for
 /// your own field types to let their setters take more.
 ///
 /// ```
@@ -181,6 +182,20 @@ impl IntoField<Option<String>> for &str {
     #[inline]
     fn into_field(self) -> Option<String> {
         Some(self.to_owned())
+    }
+}
+
+impl IntoField<String> for &String {
+    #[inline]
+    fn into_field(self) -> String {
+        self.clone()
+    }
+}
+
+impl IntoField<String> for std::borrow::Cow<'_, str> {
+    #[inline]
+    fn into_field(self) -> String {
+        self.into_owned()
     }
 }
 

@@ -127,8 +127,7 @@ fn path_is_lost(path: &str) -> bool {
 /// Besides `T` itself it takes a `&str`, `&String` or `Cow<str>` for a `String`, a `&str` for an
 /// `Option<String>`, a `T` for an `Option<T>`, and a `Vec<T>` or an array for a `Vec<T>`,
 /// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`).
-/// Implement it for
-/// your own field types to let their setters take more.
+/// Implement it for your own field types to let their setters take more.
 ///
 /// ```
 /// use agentstate::{AgentState, State};

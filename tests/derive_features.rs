@@ -280,3 +280,63 @@ fn derived_and_dynamic_schemas_are_one_type() {
         .unwrap_err();
     assert_eq!(err.category(), "reducer_error");
 }
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    tokens_used: u64,
+    cost_cents: Option<i64>,
+    model: String,
+    #[reducer(append)]
+    latencies: Vec<u16>,
+    #[reducer(bounded_append(max_len = 2))]
+    recent: std::collections::VecDeque<u8>,
+    #[reducer(merge)]
+    per_model: BTreeMap<String, u32>,
+}
+
+#[test]
+fn setters_take_integer_literals_and_the_usual_conversions() {
+    let mut usage = Usage::default();
+    // Integer literals take the field's type (with `impl Into<u64>`, `120` was an `i32`).
+    usage
+        .merge(
+            UsageUpdate::default()
+                .tokens_used(120)
+                .cost_cents(-3)
+                .model("gpt")
+                .latencies(vec![40, 52])
+                .recent([1, 2, 3])
+                .per_model(BTreeMap::from([("gpt".to_owned(), 7)])),
+        )
+        .unwrap();
+    assert_eq!(usage.tokens_used, 120);
+    assert_eq!(usage.cost_cents, Some(-3));
+    assert_eq!(usage.model, "gpt");
+    assert_eq!(usage.latencies, [40, 52]);
+    assert_eq!(usage.recent, [2, 3]);
+    assert_eq!(usage.per_model["gpt"], 7);
+    // `Some`/`None`, an owned `String`, and the field's type itself.
+    usage
+        .merge(
+            UsageUpdate::default()
+                .cost_cents(None)
+                .model(String::from("o1"))
+                .overwrite_latencies([9])
+                .overwrite_tokens_used(5),
+        )
+        .unwrap();
+    assert_eq!(usage.cost_cents, None);
+    assert_eq!(usage.model, "o1");
+    assert_eq!(usage.latencies, [9]);
+    assert_eq!(usage.tokens_used, 5);
+    let name = String::from("o3");
+    usage.merge(UsageUpdate::default().model(&name)).unwrap();
+    assert_eq!(usage.model, "o3");
+    usage
+        .merge(UsageUpdate::default().model(std::borrow::Cow::Borrowed("o4")))
+        .unwrap();
+    assert_eq!(usage.model, "o4");
+    // The base's setters on an extension's update too.
+    let update = OrderStateUpdate::default().context_summary("short");
+    assert_eq!(update.base.context_summary, Some(Some("short".to_owned())));
+}

@@ -121,6 +121,8 @@ pub struct FieldAttrs<'a> {
     pub reducers: Vec<&'a Attribute>,
     pub agent_state: Vec<&'a Attribute>,
     pub serde_rename: Option<String>,
+    /// Whether the field has `#[serde(flatten)]`.
+    pub serde_flatten: bool,
 }
 
 /// Collects a field's attributes.
@@ -135,6 +137,7 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs<'_>> {
             if let Some(rename) = serde_string(attr, "rename")? {
                 out.serde_rename = Some(rename);
             }
+            out.serde_flatten |= serde_flag(attr, "flatten")?;
         }
     }
     Ok(out)
@@ -155,6 +158,16 @@ pub fn serde_string(attr: &Attribute, key: &str) -> syn::Result<Option<String>> 
         }
     }
     Ok(None)
+}
+
+/// Whether `#[serde(...)]` has the option `key` without a value (`flatten`).
+pub fn serde_flag(attr: &Attribute, key: &str) -> syn::Result<bool> {
+    let syn::Meta::List(list) = &attr.meta else {
+        return Ok(false);
+    };
+    Ok(parse_items(list.tokens.clone())?
+        .iter()
+        .any(|item| item.name == key && item.value.is_none() && item.args.is_none()))
 }
 
 /// The entries of an attribute written as a list (`#[name(...)]`).

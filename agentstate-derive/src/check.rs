@@ -239,6 +239,12 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                 Role::Base
             }
             (Some(span), None, None) => {
+                if !attrs.serde_flatten {
+                    errors.error(
+                        span,
+                        format!("state_declaration_invalid: the base field `{ident}` needs #[serde(flatten)]: without it the state saves its base's fields under \"{ident}\" while updates and AgentFlow put them beside this state's own; add #[serde(flatten)] to `{ident}`"),
+                    );
+                }
                 if let Some(first) = base_seen {
                     errors.error(
                         span,

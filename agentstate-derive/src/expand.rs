@@ -199,6 +199,13 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// Where everything generated for a field points: the field's name, resolved at the derive's
+/// call site (so the generated code's own names keep resolving when the field's name comes from
+/// a `macro_rules!` argument).
+fn field_span(field: &Field) -> Span {
+    field.ident.span().resolved_at(Span::call_site())
+}
+
 fn key_reducer_fn(field: &Ident) -> Ident {
     format_ident!(
         "__agentstate_reducer_{}",
@@ -222,29 +229,51 @@ fn expand(input: &Input) -> TokenStream {
     let update = &input.update;
     let generics = input.generics;
     let (impl_g, ty_g, _) = generics.split_for_impl();
-    // Every generated item states that each field's reducer fits the field's type, spanned on
-    // the reducer in the attribute: a misfit is then one error there, not one per use.
+    // What each field needs is stated once per field, spanned on the field: that its reducer
+    // fits its type (or that a nested field is a state) in the where clause of the impls that
+    // use it, where it is then assumed, so that no use repeats it (rustc reports one predicate at
+    // one span once); that its type is a field value (`FieldValue`) in serde's impls on the
+    // update. A non-generic struct also states all of it first, in a struct of its own, so that
+    // the first error is the one naming the requirement: the traits carry
+    // `#[diagnostic::on_unimplemented]` messages with a hint. (A constant or item cannot name a
+    // generic struct's parameters: a generic struct gets the where clauses only.)
+    let generic = !generics.params.is_empty();
     let mut fits: Vec<TokenStream> = Vec::new();
+    let mut asserts: Vec<TokenStream> = Vec::new();
+    let mut values: Vec<TokenStream> = Vec::new();
     for field in &input.fields {
         let ty = field.ty;
-        let Role::Reduced(r) = &field.role else {
-            continue;
+        let span = field_span(field);
+        let r = match &field.role {
+            Role::Skip => continue,
+            Role::Base => {
+                fits.push(respan(quote!(#ty: #k::State), span));
+                continue;
+            }
+            Role::Reduced(r) => r,
         };
+        // Only the assertion and serde's impls (which use it) state the field value's traits.
+        values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
+        let rty = g.reducer_type(field, r);
+        let uty = g.update_type(field);
         let pred = match r.kind {
             Kind::Nested => quote!(#ty: #k::State),
             Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) | Kind::With { .. } => {
-                let rty = g.reducer_type(field, r);
-                let uty = g.update_type(field);
                 quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)
             }
             _ => {
-                let rty = g.reducer_type(field, r);
-                let uty = g.update_type(field);
                 quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
             }
         };
-        // Spanned on the field's name: the error shows the field, the message names the reducer.
-        fits.push(respan(pred, field.ident.span()));
+        fits.push(respan(pred, span));
+    }
+    if !generic && (!fits.is_empty() || !values.is_empty()) {
+        let assertion = format_ident!("__AgentStateRequirementsOf{}", name);
+        asserts.push(quote! {
+            #[doc(hidden)]
+            #[allow(dead_code, non_camel_case_types)]
+            struct #assertion where #(#values,)* #(#fits,)*;
+        });
     }
     let own_preds = generics.where_clause.as_ref().map(|w| {
         let p = w.predicates.iter();
@@ -280,6 +309,7 @@ fn expand(input: &Input) -> TokenStream {
     let mut serde_bounds = Vec::new();
     for field in &input.fields {
         let ident = field.ident;
+        let fspan = field_span(field);
         let Some(uty) = g.update_type(field) else {
             continue;
         };
@@ -292,56 +322,77 @@ fn expand(input: &Input) -> TokenStream {
                     "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
                     field.ty.to_token_stream()
                 );
-                update_fields.push(quote! {
-                    #[doc = #doc]
-                    #[serde(flatten, deserialize_with = #flattened)]
-                    pub #ident: #uty
-                });
+                update_fields.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[serde(flatten, deserialize_with = #flattened)]
+                        pub #ident: #uty
+                    },
+                    fspan,
+                ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
                 let doc = format!("Sets the update of the base state (`{ident}`).");
-                setters.push(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
-                        self.#ident = ::core::convert::Into::into(value);
-                        self
-                    }
-                });
+                setters.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                            self.#ident = #k::update::IntoField::into_field(value);
+                            self
+                        }
+                    },
+                    fspan,
+                ));
             }
             Role::Reduced(r) => {
+                // serde's impls on the update state the field's requirement too (a non-generic
+                // struct's; a generic one's has its own bounds), spanned on the field: they
+                // then assume it rather than report its parts again.
+                let bound = (!generic).then(|| {
+                    format!(
+                        "{}: {}::__private::FieldValue",
+                        field.ty.to_token_stream(),
+                        k.to_string().replace(' ', "")
+                    )
+                });
+                let bound = bound.as_slice();
                 let doc = format!(
                     "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
                     r.name
                 );
-                update_fields.push(quote! {
-                    #[doc = #doc]
-                    #[serde(
-                        default,
-                        rename = #json,
-                        skip_serializing_if = "::core::option::Option::is_none",
-                        deserialize_with = #present
-                    )]
-                    pub #ident: ::core::option::Option<#uty>
-                });
+                update_fields.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[serde(
+                            default,
+                            rename = #json,
+                            skip_serializing_if = "::core::option::Option::is_none",
+                            deserialize_with = #present
+                            #(, bound = #bound)*
+                        )]
+                        pub #ident: ::core::option::Option<#uty>
+                    },
+                    fspan,
+                ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
-                setters.push(quote! {
+                setters.push(respan(quote! {
                     #[doc = #doc]
                     #[must_use]
-                    pub fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
-                        self.#ident = ::core::option::Option::Some(::core::convert::Into::into(value));
+                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        self.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                });
-                trait_setters.push(quote! {
+                }, fspan));
+                trait_setters.push(respan(quote! {
                     #[doc = #doc]
                     #[must_use]
-                    fn #setter(mut self, value: impl ::core::convert::Into<#uty>) -> Self {
+                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
                         #k::update::Extends::<#update>::base_update(&mut self).#ident =
-                            ::core::option::Option::Some(::core::convert::Into::into(value));
+                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                });
+                }, fspan));
                 let ty = field.ty;
                 serde_bounds.push(ty.to_token_stream().to_string());
                 let ow_json = format!("{json}.__overwrite__");
@@ -349,36 +400,40 @@ fn expand(input: &Input) -> TokenStream {
                     "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
                     r.name
                 );
-                ow_fields.push(quote! {
-                    #[doc = #doc]
-                    #[serde(
-                        default,
-                        rename = #ow_json,
-                        skip_serializing_if = "::core::option::Option::is_none",
-                        deserialize_with = #present_flattened
-                    )]
-                    pub #ident: ::core::option::Option<#ty>
-                });
+                ow_fields.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[serde(
+                            default,
+                            rename = #ow_json,
+                            skip_serializing_if = "::core::option::Option::is_none",
+                            deserialize_with = #present_flattened
+                            #(, bound = #bound)*
+                        )]
+                        pub #ident: ::core::option::Option<#ty>
+                    },
+                    fspan,
+                ));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
                 let ow_setter =
                     format_ident!("overwrite_{}", ident.to_string().trim_start_matches("r#"));
-                setters.push(quote! {
+                setters.push(respan(quote! {
                     #[doc = #doc]
                     #[must_use]
-                    pub fn #ow_setter(mut self, value: impl ::core::convert::Into<#ty>) -> Self {
-                        self.#ow.#ident = ::core::option::Option::Some(::core::convert::Into::into(value));
+                    pub fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
+                        self.#ow.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                });
-                trait_setters.push(quote! {
+                }, fspan));
+                trait_setters.push(respan(quote! {
                     #[doc = #doc]
                     #[must_use]
-                    fn #ow_setter(mut self, value: impl ::core::convert::Into<#ty>) -> Self {
+                    fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
                         #k::update::Extends::<#update>::base_update(&mut self).#ow.#ident =
-                            ::core::option::Option::Some(::core::convert::Into::into(value));
+                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                });
+                }, fspan));
             }
             Role::Skip => {}
         }
@@ -476,32 +531,43 @@ fn expand(input: &Input) -> TokenStream {
     let mut composed_ow = Vec::new();
     for field in &input.fields {
         let ident = field.ident;
+        let fspan = field_span(field);
         let ty = field.ty;
         let json = &field.json_name;
         let index = Index::from(plan_types.len());
         match &field.role {
             Role::Skip => continue,
             Role::Base => {
-                plan_types.push(quote!(<#ty as #k::State>::Plan));
-                plans.push(quote!(#k::State::plan(&self.#ident, __update.#ident)?));
-                applies.push(quote!(#k::State::apply(&mut self.#ident, __plan.#index)));
-                composed.push(
+                plan_types.push(respan(quote!(<#ty as #k::State>::Plan), fspan));
+                plans.push(respan(
+                    quote!(#k::State::plan(&self.#ident, __update.#ident)?),
+                    fspan,
+                ));
+                applies.push(respan(
+                    quote!(#k::State::apply(&mut self.#ident, __plan.#index)),
+                    fspan,
+                ));
+                composed.push(respan(
                     quote!(#ident: <#ty as #k::State>::compose(__a.#ident, __b.#ident, __how)?),
-                );
+                    fspan,
+                ));
                 // The base's fields come first, as in `FIELDS`.
-                schema.insert(0, quote! {
+                schema.insert(0, respan(quote! {
                     ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
-                });
+                }, fspan));
             }
             Role::Reduced(r) => {
                 own_names.push((json.clone(), ident));
                 let plan_ty = g.merges(field, r, "Plan");
-                plan_types.push(quote!(#k::__private::FieldPlan<#ty, #plan_ty>));
+                plan_types.push(respan(
+                    quote!(#k::__private::FieldPlan<#ty, #plan_ty>),
+                    fspan,
+                ));
                 let (ow_var, u_var) = (
                     format_ident!("__ow_{}", ident.to_string().trim_start_matches("r#")),
                     format_ident!("__u_{}", ident.to_string().trim_start_matches("r#")),
                 );
-                composed.push(quote!(#ident: #u_var));
+                composed.push(respan(quote!(#ident: #u_var), fspan));
                 composed_ow.push(quote!(#ident: #ow_var));
                 let reducer_name = &r.name;
                 let lww = matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue);
@@ -511,36 +577,48 @@ fn expand(input: &Input) -> TokenStream {
                     let expr = g.reducer_expr(field, r);
                     quote!(#k::__private::compose_with::<#ty, _>(#json, &#expr))
                 };
-                composes.push(quote_spanned! {r.span=>
-                    let (#ow_var, #u_var) = #k::__private::compose_field(
-                        #json, #reducer_name, #lww, __how,
-                        (__a.#ow.#ident, __a.#ident),
-                        (__b.#ow.#ident, __b.#ident),
-                        #combine,
-                    )?;
-                });
+                composes.push(respan(
+                    quote! {
+                        let (#ow_var, #u_var) = #k::__private::compose_field(
+                            #json, #reducer_name, #lww, __how,
+                            (__a.#ow.#ident, __a.#ident),
+                            (__b.#ow.#ident, __b.#ident),
+                            #combine,
+                        )?;
+                    },
+                    fspan,
+                ));
                 if let Kind::Nested = r.kind {
-                    plans.push(quote_spanned! {r.span=>
+                    plans.push(respan(quote! {
                         #k::__private::plan_nested(#json, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                    });
-                    applies.push(quote_spanned! {r.span=>
-                        #k::__private::apply_nested(&mut self.#ident, __plan.#index)
-                    });
-                    schema.push(quote! {
-                        __fields.push(#k::schema::FieldSchema::nested::<#ty>(#json));
-                    });
+                    }, fspan));
+                    applies.push(respan(
+                        quote! {
+                            #k::__private::apply_nested(&mut self.#ident, __plan.#index)
+                        },
+                        fspan,
+                    ));
+                    schema.push(respan(
+                        quote! {
+                            __fields.push(#k::schema::FieldSchema::nested::<#ty>(#json));
+                        },
+                        fspan,
+                    ));
                     continue;
                 }
                 let expr = g.reducer_expr(field, r);
-                plans.push(quote_spanned! {r.span=>
+                plans.push(respan(quote! {
                     #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                });
-                applies.push(quote_spanned! {r.span=>
+                }, fspan));
+                applies.push(respan(quote! {
                     #k::__private::apply_field::<#ty, _>(&#expr, &mut self.#ident, __plan.#index)
-                });
-                schema.push(quote! {
-                    __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
-                });
+                }, fspan));
+                schema.push(respan(
+                    quote! {
+                        __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
+                    },
+                    fspan,
+                ));
                 if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
                     let message = format!(
                         "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"
@@ -560,18 +638,35 @@ fn expand(input: &Input) -> TokenStream {
                     let f = key_reducer_fn(ident);
                     let label = key.label();
                     let item = quote!(<#ty as #k::reducers::ListField>::Item);
+                    // A key field's requirements point at the key in the attribute; the
+                    // tokens of a key function are the user's and keep their spans.
+                    let key_span = match key {
+                        Key::Field(item_field) => item_field.span().resolved_at(Span::call_site()),
+                        Key::Function(_) => fspan,
+                    };
                     let key_fn = match key {
-                        Key::Field(item_field) => quote! {
-                            #k::reducers::by_field::<#item, _, _>(|__item: &#item| &__item.#item_field)
-                        },
-                        Key::Function(tokens) => quote! {
-                            #k::reducers::by_value::<#item, _, _>(#tokens)
-                        },
+                        Key::Field(item_field) => respan(
+                            quote! {
+                                #k::__private::by_field::<#item, _, _>(|__item: &#item| &__item.#item_field)
+                            },
+                            key_span,
+                        ),
+                        Key::Function(tokens) => {
+                            let by_value =
+                                respan(quote!(#k::reducers::by_value::<#item, _, _>), fspan);
+                            quote!(#by_value(#tokens))
+                        }
                     };
                     let update_ty = g.merges(field, r, "Update");
+                    let signature = respan(
+                        quote!(#[inline] fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty>),
+                        key_span,
+                    );
+                    let constructor = respan(quote!(#k::reducers::#constructor), key_span);
+                    let label = respan(quote!(.named(#label)), key_span);
                     key_fns.push(quote! {
-                        fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty> {
-                            #k::reducers::#constructor(#key_fn.named(#label))
+                        #signature {
+                            #constructor(#key_fn #label)
                         }
                     });
                 }
@@ -684,6 +779,8 @@ fn expand(input: &Input) -> TokenStream {
         .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
 
     quote! {
+        #(#asserts)*
+
         #update_struct
 
         #overwrite_struct
@@ -706,11 +803,12 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl #impl_g #update #ty_g #plain_where {
+            impl #impl_g #update #ty_g #where_c {
                 #(#setters)*
 
                 /// Parses a JSON update strictly: unknown keys and values that do not fit are
                 /// `state_validation_error`s naming the field (see `agentstate::update::Update`).
+                #[inline]
                 pub fn from_json(value: #k::__private::serde_json::Value) -> ::core::result::Result<Self, #k::Error>
                 where
                     Self: #k::__private::serde::de::DeserializeOwned,
@@ -719,6 +817,7 @@ fn expand(input: &Input) -> TokenStream {
                 }
 
                 /// Parses a JSON update, ignoring and returning unknown keys.
+                #[inline]
                 pub fn from_json_lenient(
                     value: #k::__private::serde_json::Value,
                 ) -> ::core::result::Result<(Self, ::std::vec::Vec<::std::string::String>), #k::Error>
@@ -729,6 +828,7 @@ fn expand(input: &Input) -> TokenStream {
                 }
 
                 /// One update whose effect equals merging `self` then `next`.
+                #[inline]
                 pub fn then(self, next: Self) -> ::core::result::Result<Self, #k::Error> {
                     <Self as #k::update::Update>::then(self, next)
                 }
@@ -751,15 +851,18 @@ fn expand(input: &Input) -> TokenStream {
                 type Plan = (#(#plan_types,)*);
                 const FIELDS: &'static [&'static str] = #fields_const;
 
+                #[inline]
                 fn plan(&self, __update: Self::Update) -> ::core::result::Result<Self::Plan, #k::Error> {
                     #(#checks)*
                     ::core::result::Result::Ok((#(#plans,)*))
                 }
 
+                #[inline]
                 fn apply(&mut self, __plan: Self::Plan) {
                     #(#applies;)*
                 }
 
+                #[inline]
                 fn compose(
                     __a: Self::Update,
                     __b: Self::Update,
@@ -773,6 +876,7 @@ fn expand(input: &Input) -> TokenStream {
                     })
                 }
 
+                #[inline]
                 fn schema() -> #k::schema::Schema {
                     let mut __fields = ::std::vec::Vec::new();
                     #(#schema)*

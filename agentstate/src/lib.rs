@@ -66,6 +66,36 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
+    /// What every field an update can carry needs: the update stores it, compares, clones,
+    /// prints and (de)serializes it. `#[derive(AgentState)]` asserts it per field, on the field.
+    #[diagnostic::on_unimplemented(
+        message = "the field type `{Self}` must implement Clone, PartialEq, Debug, Serialize and Deserialize",
+        label = "a field that updates can carry must be Clone + PartialEq + Debug + Serialize + Deserialize",
+        note = "derive the missing traits on `{Self}`, or mark the field #[agent_state(skip)] if updates never touch it"
+    )]
+    pub trait FieldValue {}
+    impl<T> FieldValue for T where
+        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
+    {
+    }
+
+    /// What a keyed reducer's key needs.
+    #[diagnostic::on_unimplemented(
+        message = "the key `{Self}` cannot key a keyed reducer: it must implement Hash and Eq",
+        label = "not Hash + Eq",
+        note = "floats are neither (NaN != NaN): key by another field, or by a function returning an owned key that is, e.g. `key = |r: &Reading| r.at.to_bits()`"
+    )]
+    pub trait KeyType: core::hash::Hash + Eq {}
+    impl<K: ?Sized + core::hash::Hash + Eq> KeyType for K {}
+
+    /// [`by_field`](crate::reducers::by_field), requiring the key's traits under a message that
+    /// names them (the derive's `key = field`).
+    pub fn by_field<T, K: ?Sized + KeyType, F: Fn(&T) -> &K>(
+        f: F,
+    ) -> crate::reducers::KeyRef<F, K> {
+        crate::reducers::by_field(f)
+    }
+
     /// Whether `names` contains `name` (usable in constants).
     pub const fn contains(names: &[&str], name: &str) -> bool {
         let mut i = 0;

@@ -17,6 +17,11 @@ use serde_json::{Map, Value};
 ///
 /// `#[derive(AgentState)]` implements it; it can also be written by hand, as
 /// [`AgentState`]'s implementation shows.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a state, so it cannot be a `nested` field or a base",
+    label = "not a state",
+    note = "derive AgentState on `{Self}`, or give the field another reducer (no attribute: last_write_wins)"
+)]
 pub trait State {
     /// The partial update: one optional entry per field.
     type Update: Default;

@@ -30,12 +30,14 @@
 //! # Ok::<(), agentstate::Error>(())
 //! ```
 
+use crate::collections::KeyedList;
 use crate::error::{did_you_mean, Error, ReduceError};
 use crate::reducers::Reducer;
 use crate::state::State;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
+use std::collections::VecDeque;
 
 /// Deserializes an update entry that is present in the JSON: `null` becomes `Some(None)` for an
 /// `Option` field, where serde alone would read it as "absent". Use it with
@@ -112,6 +114,123 @@ fn located<'de, T: Deserialize<'de>>(value: Value, relative: bool) -> Result<T, 
 /// Whether a `serde_path_to_error` path says nothing (the root, or lost in a flattened part).
 fn path_is_lost(path: &str) -> bool {
     path.is_empty() || path == "." || path == "?"
+}
+
+/// What a generated setter takes for a field of type `T`: the field's type itself, or a value
+/// that converts into it.
+///
+/// Setters could take `impl Into<T>`, but `u64` converts from eight other types, so `Into` would
+/// leave an integer literal's type open and fall back to `i32` (`.tokens_used(120)` would not
+/// compile). This trait has one implementation per target type shape, so a literal takes the
+/// field's type: `120` is a `u64` for a `u64` field and `Some(120)` an `Option<u64>`.
+///
+/// Besides `T` itself it takes a `&str`, `&String` or `Cow<str>` for a `String`, a `&str` for an
+/// `Option<String>`, a `T` for an `Option<T>`, and a `Vec<T>` or an array for a `Vec<T>`,
+/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`).
+/// Implement it for your own field types to let their setters take more.
+///
+/// ```
+/// use agentstate::{AgentState, State};
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// pub struct Usage {
+///     tokens_used: u64,
+///     model: Option<String>,
+///     #[reducer(bounded_append(max_len = 3))]
+///     latencies: std::collections::VecDeque<u32>,
+/// }
+///
+/// let mut usage = Usage::default();
+/// usage.merge(UsageUpdate::default().tokens_used(120).model("gpt").latencies([40, 52]))?;
+/// assert_eq!(usage.tokens_used, 120);
+/// assert_eq!(usage.model.as_deref(), Some("gpt"));
+/// # Ok::<(), agentstate::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "a setter of a field of type `{T}` cannot take a `{Self}`",
+    label = "expected `{T}`",
+    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, and a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList` (see agentstate::update::IntoField)"
+)]
+pub trait IntoField<T> {
+    /// The field's value.
+    fn into_field(self) -> T;
+}
+
+impl<T> IntoField<T> for T {
+    #[inline]
+    fn into_field(self) -> T {
+        self
+    }
+}
+
+impl<T> IntoField<Option<T>> for T {
+    #[inline]
+    fn into_field(self) -> Option<T> {
+        Some(self)
+    }
+}
+
+impl IntoField<String> for &str {
+    #[inline]
+    fn into_field(self) -> String {
+        self.to_owned()
+    }
+}
+
+impl IntoField<Option<String>> for &str {
+    #[inline]
+    fn into_field(self) -> Option<String> {
+        Some(self.to_owned())
+    }
+}
+
+impl IntoField<String> for &String {
+    #[inline]
+    fn into_field(self) -> String {
+        self.clone()
+    }
+}
+
+impl IntoField<String> for std::borrow::Cow<'_, str> {
+    #[inline]
+    fn into_field(self) -> String {
+        self.into_owned()
+    }
+}
+
+impl<T, const N: usize> IntoField<Vec<T>> for [T; N] {
+    #[inline]
+    fn into_field(self) -> Vec<T> {
+        self.into()
+    }
+}
+
+impl<T> IntoField<VecDeque<T>> for Vec<T> {
+    #[inline]
+    fn into_field(self) -> VecDeque<T> {
+        self.into()
+    }
+}
+
+impl<T, const N: usize> IntoField<VecDeque<T>> for [T; N] {
+    #[inline]
+    fn into_field(self) -> VecDeque<T> {
+        self.into()
+    }
+}
+
+impl<T> IntoField<KeyedList<T>> for Vec<T> {
+    #[inline]
+    fn into_field(self) -> KeyedList<T> {
+        self.into()
+    }
+}
+
+impl<T, const N: usize> IntoField<KeyedList<T>> for [T; N] {
+    #[inline]
+    fn into_field(self) -> KeyedList<T> {
+        Vec::from(self).into()
+    }
 }
 
 /// Implemented by the update of a state that extends another (`#[agent_state(base)]`), for the

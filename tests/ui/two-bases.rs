@@ -6,7 +6,7 @@ pub struct Twice {
     #[serde(flatten)]
     first: agentstate::state::AgentState,
     #[agent_state(base)]
-    #[serde(skip)]
+    #[serde(flatten)]
     second: agentstate::state::AgentState,
 }
 

@@ -307,6 +307,7 @@ fn expand(input: &Input) -> TokenStream {
     let mut setters = Vec::new();
     let mut trait_setters = Vec::new();
     let mut serde_bounds = Vec::new();
+    let mut prepares = Vec::new();
     for field in &input.fields {
         let ident = field.ident;
         let fspan = field_span(field);
@@ -375,15 +376,33 @@ fn expand(input: &Input) -> TokenStream {
                     fspan,
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
+                // Messages in a JSON messages update get their ids when the update is made.
+                let prepare =
+                    matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages).then(|| {
+                        let rty = g.reducer_type(field, r);
+                        let ty = field.ty;
+                        prepares.push(quote! {
+                            if let ::core::option::Option::Some(value) = &mut self.#ident {
+                                #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
+                            }
+                        });
+                        quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
+                    });
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
-                setters.push(respan(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        self.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        self
-                    }
-                }, fspan));
+                setters.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                            #[allow(unused_mut)]
+                            let mut value = #k::update::IntoField::into_field(value);
+                            #prepare
+                            self.#ident = ::core::option::Option::Some(value);
+                            self
+                        }
+                    },
+                    fspan,
+                ));
                 trait_setters.push(respan(quote! {
                     #[doc = #doc]
                     #[must_use]
@@ -777,6 +796,14 @@ fn expand(input: &Input) -> TokenStream {
     });
     let phantom_init = (!type_params.is_empty() || !lifetimes.is_empty())
         .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
+    let prepare_fn = (!prepares.is_empty()).then(|| {
+        quote! {
+            #[inline]
+            fn prepare(&mut self) {
+                #(#prepares)*
+            }
+        }
+    });
 
     quote! {
         #(#asserts)*
@@ -837,6 +864,7 @@ fn expand(input: &Input) -> TokenStream {
             #[automatically_derived]
             impl #impl_g #k::update::Update for #update #ty_g #where_c {
                 type State = #name #ty_g;
+                #prepare_fn
             }
 
             #messages_impl

@@ -259,6 +259,14 @@ pub trait Update: Sized + Default {
         parse::<Self>(value, Strictness::Strict).map(|(update, _)| update)
     }
 
+    /// Fills in what merging this update would otherwise make up: the ids and timestamps of
+    /// messages in its JSON (`serde_json::Value`) `add_messages` and `replace_messages` fields
+    /// ([`Reducer::prepare`](crate::reducers::Reducer::prepare)). The generated setters and
+    /// [`from_json`](Update::from_json) call it, so that merging the update twice, or replaying
+    /// it from a journal, gives the same state; call it yourself on an update built otherwise
+    /// (a struct literal, plain serde). Preparing twice changes nothing.
+    fn prepare(&mut self) {}
+
     /// Parses a JSON update leniently, as chosen explicitly: keys that are not fields are
     /// ignored and returned; everything else is checked as in [`from_json`](Update::from_json).
     fn from_json_lenient(value: Value) -> Result<(Self, Vec<String>), Error>
@@ -319,7 +327,10 @@ fn parse<U: Update + DeserializeOwned>(
 ) -> Result<(U, Vec<String>), Error> {
     let (value, ignored) = normalize(value, <U::State as State>::FIELDS, strictness)?;
     match deserialize::<U>(&value) {
-        Ok(update) => Ok((update, ignored)),
+        Ok(mut update) => {
+            update.prepare();
+            Ok((update, ignored))
+        }
         Err(failure) => Err(explain(&value, failure, &mut |alone| {
             deserialize::<U>(alone).err()
         })),

@@ -33,6 +33,7 @@ use super::event::*;
 use super::message::{
     ActivityMessage, AguiMessage, AguiToolCall, AssistantMessage, ReasoningMessage, ToolMessage,
 };
+use super::order::Bracket;
 use super::patch::apply_patch;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -223,16 +224,35 @@ impl ChatState {
     pub fn apply(&mut self, event: &Event) -> Outcome {
         let index = self.events_seen;
         self.events_seen += 1;
+        if let Some(c) = self.lanes.continuation(event) {
+            if let Err(reason) = self.order.check_continuation(c.kind, &c.id, &c.owner) {
+                let step = match c.kind {
+                    Bracket::Text => "TEXT_MESSAGE_CONTENT",
+                    Bracket::Tool => "TOOL_CALL_ARGS",
+                    Bracket::Reasoning => "REASONING_MESSAGE_CONTENT",
+                };
+                return self.ignore(
+                    index,
+                    event,
+                    format!("the {step} it expands to was refused: {reason}"),
+                );
+            }
+            let dropped = match c.kind {
+                Bracket::Tool => self.tool_args(&c.id, c.delta, c.metadata),
+                Bracket::Text | Bracket::Reasoning => self.push_text(&c.id, c.delta, c.metadata),
+            };
+            return self.outcome(dropped, index, event);
+        }
         let expansion = match self.lanes.expand(event) {
             Ok(expansion) => expansion,
             Err(reason) => return self.ignore(index, event, reason),
         };
         match expansion {
             None => {
-                if let Err((_, reason)) = self.order.admit([event]) {
+                if let Err(reason) = self.order.admit_one(event) {
                     return self.ignore(index, event, reason);
                 }
-                self.effect(event, index)
+                self.effect(event, event, index)
             }
             Some(expansion) => {
                 let admitted = self.order.admit(expansion.events.iter().map(|e| &**e));
@@ -250,7 +270,7 @@ impl ChatState {
                 self.lanes.commit(expansion.changes);
                 let mut outcome = Outcome::Applied;
                 for step in &expansion.events {
-                    let result = self.effect(step, index);
+                    let result = self.effect(step, event, index);
                     if outcome.is_applied() {
                         outcome = result;
                     }
@@ -325,8 +345,9 @@ impl ChatState {
 
     // ----- one admitted event -----
 
-    /// What an admitted event does to the conversation and the shared state.
-    fn effect(&mut self, event: &Event, index: usize) -> Outcome {
+    /// What an admitted event (`event`, possibly expanded from `original`) does to the
+    /// conversation and the shared state.
+    fn effect(&mut self, event: &Event, original: &Event, index: usize) -> Outcome {
         let dropped: Dropped = match event {
             Event::RunStarted(e) => {
                 self.run_started(e);
@@ -369,7 +390,7 @@ impl ChatState {
                 self.tool_start(e);
                 None
             }
-            Event::ToolCallArgs(e) => self.tool_args(e),
+            Event::ToolCallArgs(e) => self.tool_args(&e.tool_call_id, &e.delta, &e.base.metadata),
             Event::ToolCallEnd(e) => self.tool_end(e),
             Event::ToolCallResult(e) => {
                 self.tool_result(e);
@@ -424,6 +445,10 @@ impl ChatState {
             | Event::SubagentError(_)
             | Event::Unknown(_) => None,
         };
+        self.outcome(dropped, index, original)
+    }
+
+    fn outcome(&mut self, dropped: Dropped, index: usize, event: &Event) -> Outcome {
         match dropped {
             None => Outcome::Applied,
             Some(reason) => {
@@ -636,12 +661,17 @@ impl ChatState {
         ))
     }
 
-    fn tool_args(&mut self, e: &ToolCallArgsEvent) -> Dropped {
-        let Some((call, _)) = self.call_mut(&e.tool_call_id) else {
-            return Self::missing_call(&e.tool_call_id);
+    fn tool_args(
+        &mut self,
+        id: &str,
+        delta: &str,
+        metadata: &Option<Map<String, Value>>,
+    ) -> Dropped {
+        let Some((call, _)) = self.call_mut(id) else {
+            return Self::missing_call(id);
         };
-        call.function.arguments.push_str(&e.delta);
-        merge_metadata(&mut call.metadata, &e.base.metadata);
+        call.function.arguments.push_str(delta);
+        merge_metadata(&mut call.metadata, metadata);
         None
     }
 

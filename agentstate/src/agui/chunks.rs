@@ -150,6 +150,11 @@ impl Lanes {
         }
     }
 
+    /// True when no chunk stream is open.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Forgets every open stream (a run error, a cancellation).
     pub(crate) fn clear(&mut self) {
         self.0.clear();

@@ -187,19 +187,25 @@ fn activity_authority(metadata: Option<&Map<String, Value>>) -> ActivityAuthorit
 }
 
 /// Folds `incoming` metadata into `target` key by key, the last write winning (the official
-/// client's `mergeMetadata`). False when the event carries none.
+/// client's `mergeMetadata`). False when the event carries none (the streaming case: no call).
+#[inline(always)]
 fn merge_metadata(
     target: &mut Option<Map<String, Value>>,
     incoming: &Option<Map<String, Value>>,
 ) -> bool {
-    let Some(incoming) = incoming else {
-        return false;
-    };
-    let target = target.get_or_insert_with(Map::new);
+    match incoming {
+        None => false,
+        Some(incoming) => {
+            merge_into(target.get_or_insert_with(Map::new), incoming);
+            true
+        }
+    }
+}
+
+fn merge_into(target: &mut Map<String, Value>, incoming: &Map<String, Value>) {
     for (key, value) in incoming {
         target.insert(key.clone(), value.clone());
     }
-    true
 }
 
 /// A reason an accepted event's content was dropped.
@@ -224,7 +230,43 @@ impl ChatState {
     pub fn apply(&mut self, event: &Event) -> Outcome {
         let index = self.events_seen;
         self.events_seen += 1;
-        if let Some(c) = self.lanes.continuation(event) {
+        // Streaming, the hot path: a CONTENT or ARGS (or a chunk continuing its stream with
+        // one) appends to its message or call, with no event built and one hash lookup.
+        if self.lanes.is_empty() {
+            match event {
+                Event::TextMessageContent(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Text,
+                        &e.message_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                Event::ToolCallArgs(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Tool,
+                        &e.tool_call_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                Event::ReasoningMessageContent(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Reasoning,
+                        &e.message_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                _ => {}
+            }
+        } else if let Some(c) = self.lanes.continuation(event) {
             if let Err(reason) = self.order.check_continuation(c.kind, &c.id, &c.owner) {
                 let step = match c.kind {
                     Bracket::Text => "TEXT_MESSAGE_CONTENT",
@@ -237,10 +279,7 @@ impl ChatState {
                     format!("the {step} it expands to was refused: {reason}"),
                 );
             }
-            let dropped = match c.kind {
-                Bracket::Tool => self.tool_args(&c.id, c.delta, c.metadata),
-                Bracket::Text | Bracket::Reasoning => self.push_text(&c.id, c.delta, c.metadata),
-            };
+            let dropped = self.append(c.kind, &c.id, c.delta, c.metadata);
             return self.outcome(dropped, index, event);
         }
         let expansion = match self.lanes.expand(event) {
@@ -448,14 +487,54 @@ impl ChatState {
         self.outcome(dropped, index, original)
     }
 
+    #[inline]
     fn outcome(&mut self, dropped: Dropped, index: usize, event: &Event) -> Outcome {
         match dropped {
             None => Outcome::Applied,
-            Some(reason) => {
-                let error = self.protocol_error(index, event, reason);
-                self.errors.push(ChatError::Protocol(error.clone()));
-                Outcome::Dropped(error)
-            }
+            Some(reason) => self.dropped(reason, index, event),
+        }
+    }
+
+    #[cold]
+    fn dropped(&mut self, reason: String, index: usize, event: &Event) -> Outcome {
+        let error = self.protocol_error(index, event, reason);
+        self.errors.push(ChatError::Protocol(error.clone()));
+        Outcome::Dropped(error)
+    }
+
+    /// An explicit CONTENT / ARGS while no chunk stream is open.
+    #[inline]
+    fn stream(
+        &mut self,
+        index: usize,
+        event: &Event,
+        kind: Bracket,
+        id: &str,
+        delta: &str,
+        base: &EventBase,
+    ) -> Outcome {
+        if let Err(reason) = self
+            .order
+            .check_continuation(kind, id, &base.subagent_run_id)
+        {
+            return self.ignore(index, event, reason);
+        }
+        let dropped = self.append(kind, id, delta, &base.metadata);
+        self.outcome(dropped, index, event)
+    }
+
+    /// Appends streamed text or arguments.
+    #[inline]
+    fn append(
+        &mut self,
+        kind: Bracket,
+        id: &str,
+        delta: &str,
+        metadata: &Option<Map<String, Value>>,
+    ) -> Dropped {
+        match kind {
+            Bracket::Tool => self.tool_args(id, delta, metadata),
+            Bracket::Text | Bracket::Reasoning => self.push_text(id, delta, metadata),
         }
     }
 

@@ -64,6 +64,16 @@ pub(crate) struct Order {
     closed_subagents: HashSet<String>,
 }
 
+#[cold]
+fn not_open(kind: Bracket, id: &str) -> String {
+    let (what, start) = match kind {
+        Bracket::Text => ("text message", "TEXT_MESSAGE_START"),
+        Bracket::Tool => ("tool call", "TOOL_CALL_START"),
+        Bracket::Reasoning => ("reasoning message", "REASONING_MESSAGE_START"),
+    };
+    format!("no {what} `{id}` is open; it needs a {start} first")
+}
+
 fn contains(list: &[String], id: &str) -> bool {
     list.iter().any(|x| x == id)
 }
@@ -169,39 +179,29 @@ impl Order {
 
     /// A continuation or close of `id`: it must be open, and its tag may not name another
     /// owner than its opener.
+    #[inline]
     fn continues(&self, kind: Bracket, id: &str, tag: &Owner) -> Result<(), String> {
-        let (open, what, start, owners, owner_kind) = match kind {
-            Bracket::Text => (
-                &self.open_text,
-                "text message",
-                "TEXT_MESSAGE_START",
-                &self.owners.message,
-                "message",
-            ),
-            Bracket::Tool => (
-                &self.open_calls,
-                "tool call",
-                "TOOL_CALL_START",
-                &self.owners.tool_call,
-                "tool call",
-            ),
-            Bracket::Reasoning => (
-                &self.open_reasoning,
-                "reasoning message",
-                "REASONING_MESSAGE_START",
-                &self.owners.reasoning,
-                "reasoning message",
-            ),
+        let open = match kind {
+            Bracket::Text => &self.open_text,
+            Bracket::Tool => &self.open_calls,
+            Bracket::Reasoning => &self.open_reasoning,
         };
         if !contains(open, id) {
-            return Err(format!(
-                "no {what} `{id}` is open; it needs a {start} first"
-            ));
+            return Err(not_open(kind, id));
         }
-        tag_agrees(tag, || owners.get(id), owner_kind, id)
+        if tag.is_none() {
+            return Ok(());
+        }
+        let (owners, what) = match kind {
+            Bracket::Text => (&self.owners.message, "message"),
+            Bracket::Tool => (&self.owners.tool_call, "tool call"),
+            Bracket::Reasoning => (&self.owners.reasoning, "reasoning message"),
+        };
+        tag_agrees(tag, || owners.get(id), what, id)
     }
 
     /// The run-level rules.
+    #[inline]
     fn check_run(&self, starts_run: bool, errors_run: bool) -> Result<(), String> {
         match self.run {
             RunStatus::Errored if !starts_run => {

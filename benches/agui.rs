@@ -13,7 +13,7 @@
 use agentstate::agui::{ChatState, Event};
 use divan::counter::{BytesCount, ItemsCount};
 use divan::Bencher;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn main() {
     divan::main();
@@ -35,6 +35,35 @@ fn text_10_byte_deltas(bencher: Bencher, bytes: usize) {
     bencher
         .counter(BytesCount::new(bytes))
         .with_inputs(streaming_chat)
+        .bench_local_values(|mut chat| {
+            for event in &events {
+                chat.apply(event);
+            }
+            assert_eq!(chat.messages()[0].message().text().len(), bytes);
+            chat
+        });
+}
+
+/// The same text as chunks: the first names the message, the others continue it (each one
+/// expands to a CONTENT).
+#[divan::bench(args = [100_000])]
+fn text_10_byte_chunks(bencher: Bencher, bytes: usize) {
+    let events: Vec<Event> = (0..bytes / 10)
+        .map(|i| {
+            let id = if i == 0 { json!("m") } else { Value::Null };
+            serde_json::from_value(
+                json!({"type": "TEXT_MESSAGE_CHUNK", "messageId": id, "delta": "0123456789"}),
+            )
+            .unwrap()
+        })
+        .collect();
+    bencher
+        .counter(BytesCount::new(bytes))
+        .with_inputs(|| {
+            let mut chat = ChatState::new();
+            chat.apply(&Event::run_started("thread", "run"));
+            chat
+        })
         .bench_local_values(|mut chat| {
             for event in &events {
                 chat.apply(event);

@@ -4,11 +4,14 @@
 //! cargo run --example agui_stream --features ag-ui                 # every fixture in examples/data/
 //! cargo run --example agui_stream --features ag-ui -- tool_calls   # one fixture, by name
 //! cargo run --example agui_stream --features ag-ui -- path/to/events.json
+//! cargo run --example agui_stream --features ag-ui -- --json chunks  # the result as JSON
 //! ```
 //!
 //! Each input is a JSON array of AG-UI events. After each event the view shows the phase, every
 //! message (`…` streaming, `✗` interrupted) with its tool calls and their results, the shared
-//! state, and any error the event surfaced.
+//! state, and any error the event surfaced. With `--json`, it prints instead one line per input:
+//! `{"messages", "state", "ignored"}`, the shape of the fixtures' `.expected.json` (the message
+//! list the official client would hold, the shared state, the indices of the ignored events).
 
 use agentstate::agui::{ChatMessage, ChatState, Event, Outcome, StreamStatus};
 use std::error::Error;
@@ -23,7 +26,11 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn Error>> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data");
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.first().is_some_and(|a| a == "--json");
+    if json {
+        args.remove(0);
+    }
     let files: Vec<PathBuf> = if args.is_empty() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(&data)
             .map_err(|e| format!("cannot list {}: {e}", data.display()))?
@@ -48,16 +55,42 @@ fn run() -> Result<(), Box<dyn Error>> {
             .collect()
     };
     for file in files {
-        show(&file)?;
+        if json {
+            show_json(&file)?;
+        } else {
+            show(&file)?;
+        }
     }
     Ok(())
 }
 
-fn show(file: &Path) -> Result<(), Box<dyn Error>> {
+fn read(file: &Path) -> Result<Vec<Event>, Box<dyn Error>> {
     let json = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let events = Event::parse_array(&json)
         .map_err(|e| format!("{} is not an AG-UI event array: {e}", file.display()))?;
+    Ok(events)
+}
+
+fn show_json(file: &Path) -> Result<(), Box<dyn Error>> {
+    let mut chat = ChatState::new();
+    let mut ignored = Vec::new();
+    for (i, event) in read(file)?.iter().enumerate() {
+        if let Outcome::Ignored(_) = chat.apply(event) {
+            ignored.push(i);
+        }
+    }
+    let result = serde_json::json!({
+        "messages": chat.to_agui_messages(),
+        "state": chat.agent_state(),
+        "ignored": ignored,
+    });
+    println!("{result}");
+    Ok(())
+}
+
+fn show(file: &Path) -> Result<(), Box<dyn Error>> {
+    let events = read(file)?;
     println!("== {} ({} events)", file.display(), events.len());
     let mut chat = ChatState::new();
     for (i, event) in events.iter().enumerate() {

@@ -42,12 +42,12 @@ fn js_numbers(value: &Value) -> Value {
     }
 }
 
-/// The message list and shared state match the official client's after the same events
-/// (numbers compared by value).
+/// The message list matches the official client's after the same events, exactly (numbers
+/// written as the client writes them), and the shared state too, numbers by value.
 fn assert_matches_official_client(name: &str, chat: &ChatState) {
     let expected = expected(name);
     assert_eq!(
-        js_numbers(&serde_json::to_value(chat.to_agui_messages()).unwrap()),
+        serde_json::to_value(chat.to_agui_messages()).unwrap(),
         expected["messages"],
         "{name}: messages differ from the official client's"
     );
@@ -407,7 +407,13 @@ fn event_metadata_is_kept_on_messages_and_tool_calls() {
     // A tool call's events go to the call, not to its message.
     assert_eq!(
         messages[0]["toolCalls"][0]["metadata"],
-        json!({"cache": "miss", "partial": false, "latency_ms": 12.0})
+        json!({"cache": "miss", "partial": false, "latency_ms": 12})
+    );
+    // As the client writes it: the event said 12.0; the fold's own view keeps that spelling.
+    let a1 = chat.message("a1").unwrap();
+    assert_eq!(
+        a1.tool_calls()[0].metadata.as_ref().unwrap()["latency_ms"],
+        json!(12.0)
     );
     assert_eq!(messages[1]["metadata"], json!({"source": "met.no"}));
     // Chunks: the opening chunk's metadata, then each continuation's, a metadata-only one too.

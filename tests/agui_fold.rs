@@ -334,3 +334,61 @@ fn user_content_parts_become_text_when_streamed_into() {
     assert_eq!(messages_json(&chat)[0]["content"], json!("typed"));
     assert_eq!(chat.agent_state(), &json!({"seed": true}));
 }
+
+#[test]
+fn apply_says_what_each_event_did_with_its_index() {
+    let mut chat = ChatState::new().with_agent_state(json!({"n": 1}));
+    let events = [
+        Event::run_started("t", "r"),
+        Event::text_start("a"),
+        ev(json!({"type": "MESSAGES_SNAPSHOT", "messages": []})),
+        Event::text_content("a", "lost"),
+        Event::state_delta(vec![json!({"op": "test", "path": "/n", "value": 2})]),
+        Event::text_start("a"),
+    ];
+    let outcomes: Vec<Outcome> = events.iter().map(|e| chat.apply(e)).collect();
+    assert!(
+        outcomes[..3].iter().all(Outcome::is_applied),
+        "{outcomes:?}"
+    );
+    // Accepted (the message is still open) but it has nowhere to go: dropped.
+    let Outcome::Dropped(dropped) = &outcomes[3] else {
+        panic!("{:?}", outcomes[3])
+    };
+    assert_eq!(dropped.event_index, 3);
+    assert_eq!(dropped.event_type, "TEXT_MESSAGE_CONTENT");
+    let Outcome::Conflict(conflict) = &outcomes[4] else {
+        panic!("{:?}", outcomes[4])
+    };
+    assert_eq!((conflict.event_index, conflict.operation), (4, Some(0)));
+    assert_eq!(chat.agent_state(), &json!({"n": 1}));
+    let Outcome::Ignored(ignored) = &outcomes[5] else {
+        panic!("{:?}", outcomes[5])
+    };
+    assert_eq!(ignored.event_index, 5);
+    // Every error is also on the state, in order, with the same index.
+    let indices: Vec<usize> = chat
+        .errors()
+        .iter()
+        .map(|e| match e {
+            ChatError::Protocol(p) => p.event_index,
+            ChatError::StateConflict(c) => c.event_index,
+            ChatError::Run(_) => usize::MAX,
+        })
+        .collect();
+    assert_eq!(indices, [3, 4, 5]);
+}
+
+#[test]
+fn a_test_operation_compares_numbers_by_value() {
+    let chat = run(&[
+        Event::state_snapshot(json!({"price": 2.0, "tags": [1, {"w": 0.5}]})),
+        Event::state_delta(vec![
+            json!({"op": "test", "path": "/price", "value": 2}),
+            json!({"op": "test", "path": "/tags", "value": [1.0, {"w": 0.5}]}),
+            json!({"op": "replace", "path": "/price", "value": 3}),
+        ]),
+    ]);
+    assert!(chat.errors().is_empty(), "{:?}", chat.errors());
+    assert_eq!(chat.agent_state()["price"], json!(3));
+}

@@ -487,7 +487,10 @@ impl ChatState {
 
     /// The message list as the official AG-UI TypeScript client holds it after the same
     /// events: assistant messages with `toolCalls`, each tool message right after the
-    /// assistant message that owns its call, streaming messages with their text so far.
+    /// assistant message that owns its call, streaming messages with their text so far, and
+    /// numbers as JavaScript holds them (an integral float such as `2.0` in metadata or an
+    /// activity's content is the integer `2`; [`messages`](ChatState::messages) keep the
+    /// spelling that was read).
     ///
     /// ```
     /// use agentstate::agui::{ChatState, Event};
@@ -518,7 +521,14 @@ impl ChatState {
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn to_agui_messages(&self) -> Vec<AguiMessage> {
-        self.messages.iter().map(|m| m.message.clone()).collect()
+        self.messages
+            .iter()
+            .map(|m| {
+                let mut message = m.message.clone();
+                message.write_numbers_as_javascript();
+                message
+            })
+            .collect()
     }
 
     /// Appends a message, keeping the indexes. O(1) apart from the message's tool calls.

@@ -17,6 +17,8 @@
 
 use super::event::*;
 use super::message::TextRole;
+use super::order::Bracket;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The stream a lane is assembling from chunks.
@@ -40,19 +42,12 @@ pub(crate) enum OpenChunk {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Text,
-    Tool,
-    Reasoning,
-}
-
 impl OpenChunk {
-    fn kind(&self) -> Kind {
+    fn kind(&self) -> Bracket {
         match self {
-            OpenChunk::Text { .. } => Kind::Text,
-            OpenChunk::Tool { .. } => Kind::Tool,
-            OpenChunk::Reasoning { .. } => Kind::Reasoning,
+            OpenChunk::Text { .. } => Bracket::Text,
+            OpenChunk::Tool { .. } => Bracket::Tool,
+            OpenChunk::Reasoning { .. } => Bracket::Reasoning,
         }
     }
 
@@ -110,6 +105,16 @@ fn from_chunk(chunk: &EventBase, tag: Option<String>, raw: bool) -> EventBase {
     }
 }
 
+/// The CONTENT (or ARGS) a continuation chunk stands for.
+pub(crate) struct Continuation<'e> {
+    pub(crate) kind: Bracket,
+    pub(crate) id: String,
+    pub(crate) delta: &'e str,
+    /// The chunk's subagent, or its opener's.
+    pub(crate) owner: Option<String>,
+    pub(crate) metadata: &'e Option<Map<String, Value>>,
+}
+
 /// What to do to the lanes once an expansion is admitted.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LaneChange {
@@ -145,9 +150,59 @@ impl Lanes {
         }
     }
 
+    /// True when no chunk stream is open.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Forgets every open stream (a run error, a cancellation).
     pub(crate) fn clear(&mut self) {
         self.0.clear();
+    }
+
+    /// A chunk that only continues its agent's open stream with a CONTENT (or ARGS), and
+    /// repeats nothing of its opener: the streaming case, applied without building events.
+    pub(crate) fn continuation<'e>(&self, event: &'e Event) -> Option<Continuation<'e>> {
+        let (kind, id, repeats, delta, base) = match event {
+            Event::TextMessageChunk(c) => (
+                Bracket::Text,
+                c.message_id.as_ref(),
+                c.role.is_some() || c.name.is_some(),
+                c.delta.as_deref(),
+                &c.base,
+            ),
+            Event::ToolCallChunk(c) => (
+                Bracket::Tool,
+                c.tool_call_id.as_ref(),
+                c.tool_call_name.is_some() || c.parent_message_id.is_some(),
+                c.delta.as_deref(),
+                &c.base,
+            ),
+            Event::ReasoningMessageChunk(c) => (
+                Bracket::Reasoning,
+                c.message_id.as_ref(),
+                false,
+                c.delta.as_deref(),
+                &c.base,
+            ),
+            _ => return None,
+        };
+        if repeats || (delta.is_none() && base.raw_event.is_none() && base.metadata.is_none()) {
+            return None;
+        }
+        let tag = &base.subagent_run_id;
+        let lane = self.resolve(kind, id, tag, "").ok()?;
+        let open = self.get(&lane)?;
+        if open.kind() != kind || id.is_some_and(|id| id != open.id()) {
+            return None;
+        }
+        Some(Continuation {
+            kind,
+            id: open.id().to_owned(),
+            delta: delta.unwrap_or(""),
+            owner: tag.clone().or_else(|| open.tag().clone()),
+            metadata: &base.metadata,
+        })
     }
 
     /// `None` when `event` needs no expansion: it is applied as it is (the common case).
@@ -209,7 +264,7 @@ impl Lanes {
     /// The lane a chunk belongs to.
     fn resolve(
         &self,
-        kind: Kind,
+        kind: Bracket,
         id: Option<&String>,
         tag: &Option<String>,
         what: &str,
@@ -248,7 +303,7 @@ impl Lanes {
         let role = chunk.role.unwrap_or_default();
         self.expand_chunk(
             ChunkParts {
-                kind: Kind::Text,
+                kind: Bracket::Text,
                 what: "text message",
                 id_field: "messageId",
                 id: chunk.message_id.as_ref(),
@@ -302,7 +357,7 @@ impl Lanes {
     fn tool_chunk<'a>(&self, chunk: &ToolCallChunkEvent) -> Result<Expansion<'a>, String> {
         self.expand_chunk(
             ChunkParts {
-                kind: Kind::Tool,
+                kind: Bracket::Tool,
                 what: "tool call",
                 id_field: "toolCallId",
                 id: chunk.tool_call_id.as_ref(),
@@ -366,7 +421,7 @@ impl Lanes {
     ) -> Result<Expansion<'a>, String> {
         self.expand_chunk(
             ChunkParts {
-                kind: Kind::Reasoning,
+                kind: Bracket::Reasoning,
                 what: "reasoning message",
                 id_field: "messageId",
                 id: chunk.message_id.as_ref(),
@@ -454,7 +509,7 @@ impl Lanes {
 
 /// What the expansion needs to know of a chunk, whatever its kind.
 struct ChunkParts<'c> {
-    kind: Kind,
+    kind: Bracket,
     what: &'static str,
     id_field: &'static str,
     id: Option<&'c String>,

@@ -59,6 +59,8 @@ pub const ROLE_KEY: &str = "ag_ui_role";
 /// The metadata key that keeps a tool message's AG-UI `error`.
 pub const ERROR_KEY: &str = "ag_ui_error";
 
+/// The id as AG-UI's string ids hold it: a string id as it is, an integer id in decimal
+/// (through the id's own serialization, whatever integer type it holds).
 fn id_string(id: &MessageId) -> String {
     match id {
         MessageId::Str(s) => s.clone(),

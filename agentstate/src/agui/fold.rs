@@ -33,6 +33,7 @@ use super::event::*;
 use super::message::{
     ActivityMessage, AguiMessage, AguiToolCall, AssistantMessage, ReasoningMessage, ToolMessage,
 };
+use super::order::Bracket;
 use super::patch::apply_patch;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -186,19 +187,25 @@ fn activity_authority(metadata: Option<&Map<String, Value>>) -> ActivityAuthorit
 }
 
 /// Folds `incoming` metadata into `target` key by key, the last write winning (the official
-/// client's `mergeMetadata`). False when the event carries none.
+/// client's `mergeMetadata`). False when the event carries none (the streaming case: no call).
+#[inline(always)]
 fn merge_metadata(
     target: &mut Option<Map<String, Value>>,
     incoming: &Option<Map<String, Value>>,
 ) -> bool {
-    let Some(incoming) = incoming else {
-        return false;
-    };
-    let target = target.get_or_insert_with(Map::new);
+    match incoming {
+        None => false,
+        Some(incoming) => {
+            merge_into(target.get_or_insert_with(Map::new), incoming);
+            true
+        }
+    }
+}
+
+fn merge_into(target: &mut Map<String, Value>, incoming: &Map<String, Value>) {
     for (key, value) in incoming {
         target.insert(key.clone(), value.clone());
     }
-    true
 }
 
 /// A reason an accepted event's content was dropped.
@@ -223,16 +230,68 @@ impl ChatState {
     pub fn apply(&mut self, event: &Event) -> Outcome {
         let index = self.events_seen;
         self.events_seen += 1;
+        // Streaming, the hot path: a CONTENT or ARGS (or a chunk continuing its stream with
+        // one) appends to its message or call, with no event built and one hash lookup.
+        if self.lanes.is_empty() {
+            match event {
+                Event::TextMessageContent(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Text,
+                        &e.message_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                Event::ToolCallArgs(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Tool,
+                        &e.tool_call_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                Event::ReasoningMessageContent(e) => {
+                    return self.stream(
+                        index,
+                        event,
+                        Bracket::Reasoning,
+                        &e.message_id,
+                        &e.delta,
+                        &e.base,
+                    )
+                }
+                _ => {}
+            }
+        } else if let Some(c) = self.lanes.continuation(event) {
+            if let Err(reason) = self.order.check_continuation(c.kind, &c.id, &c.owner) {
+                let step = match c.kind {
+                    Bracket::Text => "TEXT_MESSAGE_CONTENT",
+                    Bracket::Tool => "TOOL_CALL_ARGS",
+                    Bracket::Reasoning => "REASONING_MESSAGE_CONTENT",
+                };
+                return self.ignore(
+                    index,
+                    event,
+                    format!("the {step} it expands to was refused: {reason}"),
+                );
+            }
+            let dropped = self.append(c.kind, &c.id, c.delta, c.metadata);
+            return self.outcome(dropped, index, event);
+        }
         let expansion = match self.lanes.expand(event) {
             Ok(expansion) => expansion,
             Err(reason) => return self.ignore(index, event, reason),
         };
         match expansion {
             None => {
-                if let Err((_, reason)) = self.order.admit([event]) {
+                if let Err(reason) = self.order.admit_one(event) {
                     return self.ignore(index, event, reason);
                 }
-                self.effect(event, index)
+                self.effect(event, event, index)
             }
             Some(expansion) => {
                 let admitted = self.order.admit(expansion.events.iter().map(|e| &**e));
@@ -250,7 +309,7 @@ impl ChatState {
                 self.lanes.commit(expansion.changes);
                 let mut outcome = Outcome::Applied;
                 for step in &expansion.events {
-                    let result = self.effect(step, index);
+                    let result = self.effect(step, event, index);
                     if outcome.is_applied() {
                         outcome = result;
                     }
@@ -325,8 +384,9 @@ impl ChatState {
 
     // ----- one admitted event -----
 
-    /// What an admitted event does to the conversation and the shared state.
-    fn effect(&mut self, event: &Event, index: usize) -> Outcome {
+    /// What an admitted event (`event`, possibly expanded from `original`) does to the
+    /// conversation and the shared state.
+    fn effect(&mut self, event: &Event, original: &Event, index: usize) -> Outcome {
         let dropped: Dropped = match event {
             Event::RunStarted(e) => {
                 self.run_started(e);
@@ -369,7 +429,7 @@ impl ChatState {
                 self.tool_start(e);
                 None
             }
-            Event::ToolCallArgs(e) => self.tool_args(e),
+            Event::ToolCallArgs(e) => self.tool_args(&e.tool_call_id, &e.delta, &e.base.metadata),
             Event::ToolCallEnd(e) => self.tool_end(e),
             Event::ToolCallResult(e) => {
                 self.tool_result(e);
@@ -424,13 +484,57 @@ impl ChatState {
             | Event::SubagentError(_)
             | Event::Unknown(_) => None,
         };
+        self.outcome(dropped, index, original)
+    }
+
+    #[inline]
+    fn outcome(&mut self, dropped: Dropped, index: usize, event: &Event) -> Outcome {
         match dropped {
             None => Outcome::Applied,
-            Some(reason) => {
-                let error = self.protocol_error(index, event, reason);
-                self.errors.push(ChatError::Protocol(error.clone()));
-                Outcome::Dropped(error)
-            }
+            Some(reason) => self.dropped(reason, index, event),
+        }
+    }
+
+    #[cold]
+    fn dropped(&mut self, reason: String, index: usize, event: &Event) -> Outcome {
+        let error = self.protocol_error(index, event, reason);
+        self.errors.push(ChatError::Protocol(error.clone()));
+        Outcome::Dropped(error)
+    }
+
+    /// An explicit CONTENT / ARGS while no chunk stream is open.
+    #[inline]
+    fn stream(
+        &mut self,
+        index: usize,
+        event: &Event,
+        kind: Bracket,
+        id: &str,
+        delta: &str,
+        base: &EventBase,
+    ) -> Outcome {
+        if let Err(reason) = self
+            .order
+            .check_continuation(kind, id, &base.subagent_run_id)
+        {
+            return self.ignore(index, event, reason);
+        }
+        let dropped = self.append(kind, id, delta, &base.metadata);
+        self.outcome(dropped, index, event)
+    }
+
+    /// Appends streamed text or arguments.
+    #[inline]
+    fn append(
+        &mut self,
+        kind: Bracket,
+        id: &str,
+        delta: &str,
+        metadata: &Option<Map<String, Value>>,
+    ) -> Dropped {
+        match kind {
+            Bracket::Tool => self.tool_args(id, delta, metadata),
+            Bracket::Text | Bracket::Reasoning => self.push_text(id, delta, metadata),
         }
     }
 
@@ -636,12 +740,17 @@ impl ChatState {
         ))
     }
 
-    fn tool_args(&mut self, e: &ToolCallArgsEvent) -> Dropped {
-        let Some((call, _)) = self.call_mut(&e.tool_call_id) else {
-            return Self::missing_call(&e.tool_call_id);
+    fn tool_args(
+        &mut self,
+        id: &str,
+        delta: &str,
+        metadata: &Option<Map<String, Value>>,
+    ) -> Dropped {
+        let Some((call, _)) = self.call_mut(id) else {
+            return Self::missing_call(id);
         };
-        call.function.arguments.push_str(&e.delta);
-        merge_metadata(&mut call.metadata, &e.base.metadata);
+        call.function.arguments.push_str(delta);
+        merge_metadata(&mut call.metadata, metadata);
         None
     }
 

@@ -480,6 +480,34 @@ impl AguiMessage {
         true
     }
 
+    /// Writes every integral float of the message's free-form JSON (metadata, tool calls'
+    /// metadata, an activity's content, content parts) as an integer: `2.0` as `2`, as the
+    /// official client (JavaScript, whose numbers are all doubles) holds and writes it.
+    pub(crate) fn write_numbers_as_javascript(&mut self) {
+        if let Some(metadata) = self.metadata_mut() {
+            metadata.values_mut().for_each(javascript_number);
+        }
+        match self {
+            AguiMessage::Assistant(m) => {
+                for call in m.tool_calls.iter_mut().flatten() {
+                    if let Some(metadata) = &mut call.metadata {
+                        metadata.values_mut().for_each(javascript_number);
+                    }
+                }
+            }
+            AguiMessage::Activity(m) => javascript_number(&mut m.content),
+            AguiMessage::User(UserMessage {
+                content: MessageContent::Parts(parts),
+                ..
+            })
+            | AguiMessage::Tool(ToolMessage {
+                content: MessageContent::Parts(parts),
+                ..
+            }) => parts.iter_mut().for_each(javascript_number),
+            _ => {}
+        }
+    }
+
     /// Sets the encrypted value; false for an activity message, which has none.
     pub(crate) fn set_encrypted_value(&mut self, value: &str) -> bool {
         let slot = match self {
@@ -493,6 +521,23 @@ impl AguiMessage {
         };
         *slot = Some(value.to_owned());
         true
+    }
+}
+
+/// An integral float (`2.0`, `-0.0`, `1e3`) within JavaScript's exact integers as an integer,
+/// everywhere in `value`.
+fn javascript_number(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0) {
+                if f.abs() <= 9_007_199_254_740_992.0 {
+                    *value = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(javascript_number),
+        Value::Object(map) => map.values_mut().for_each(javascript_number),
+        _ => {}
     }
 }
 
@@ -580,6 +625,32 @@ mod tests {
         );
         assert_eq!(texts, ["hi", "", "plain", "out", "", "ab"]);
         assert!(matches!(texts[5], Cow::Owned(_)));
+    }
+
+    #[test]
+    fn integral_floats_are_written_as_javascript_writes_them() {
+        let mut messages: Vec<AguiMessage> = serde_json::from_value(json!([
+            {"id": "a", "role": "assistant", "metadata": {"n": 2.0, "x": [1.5, -0.0, 1e3, 1e300]},
+             "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"n\": 2.0}"},
+                            "metadata": {"t": 12.0}}]},
+            {"id": "v", "role": "activity", "activityType": "plan", "content": {"done": [0.0, 3]}},
+            {"id": "u", "role": "user", "content": [{"type": "text", "text": "x", "w": 4.0}]}
+        ]))
+        .unwrap();
+        messages
+            .iter_mut()
+            .for_each(AguiMessage::write_numbers_as_javascript);
+        // `Value` equality tells `2` from `2.0`.
+        assert_eq!(
+            serde_json::to_value(&messages).unwrap(),
+            json!([
+                {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function",
+                    "function": {"name": "f", "arguments": "{\"n\": 2.0}"}, "metadata": {"t": 12}}],
+                 "metadata": {"n": 2, "x": [1.5, 0, 1000, 1e300]}},
+                {"id": "v", "role": "activity", "activityType": "plan", "content": {"done": [0, 3]}},
+                {"id": "u", "role": "user", "content": [{"type": "text", "text": "x", "w": 4}]}
+            ])
+        );
     }
 
     #[test]

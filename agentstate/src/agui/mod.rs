@@ -7,8 +7,9 @@
 //! - [`ChatState`]: committed and streaming messages, tool calls with their results, the shared
 //!   agent state, the run's [`Phase`], and the [`ChatError`]s surfaced on the way.
 //! - [`fold()`](fn@fold) / [`ChatState::apply`]: the fold, `(ChatState, &Event) -> ChatState`, wire
-//!   compatible with the official TypeScript client; [`Timeline`] keeps every state for time
-//!   travel.
+//!   compatible with the official TypeScript client (event metadata, subagent attribution, chunk
+//!   streams per subagent, its ordering rules); `apply` returns the event's [`Outcome`];
+//!   [`Timeline`] keeps every state for time travel.
 //! - [`ComposedReducer`]: the default fold, then your reducers (for `CUSTOM` events).
 //! - [`server`]: `STATE_SNAPSHOT` / `STATE_DELTA` from a [`State`](crate::State) and an update.
 //! - [`convert`]: AG-UI messages to and from agentstate's [`Message`](crate::message::Message).

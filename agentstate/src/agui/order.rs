@@ -33,9 +33,9 @@ struct Owners {
     reasoning: HashMap<String, Owner>,
 }
 
-/// An entity kind with an open/close bracket.
+/// An entity kind with an open/close bracket (and a chunk shorthand).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Bracket {
+pub(crate) enum Bracket {
     Text,
     Tool,
     Reasoning,
@@ -64,6 +64,16 @@ pub(crate) struct Order {
     closed_subagents: HashSet<String>,
 }
 
+#[cold]
+fn not_open(kind: Bracket, id: &str) -> String {
+    let (what, start) = match kind {
+        Bracket::Text => ("text message", "TEXT_MESSAGE_START"),
+        Bracket::Tool => ("tool call", "TOOL_CALL_START"),
+        Bracket::Reasoning => ("reasoning message", "REASONING_MESSAGE_START"),
+    };
+    format!("no {what} `{id}` is open; it needs a {start} first")
+}
+
 fn contains(list: &[String], id: &str) -> bool {
     list.iter().any(|x| x == id)
 }
@@ -81,10 +91,19 @@ fn owner_name(owner: &Owner) -> String {
     }
 }
 
-/// A continuation's tag against its entity's owner: an absent tag always agrees.
-fn tag_agrees(tag: &Owner, owner: Option<&Owner>, kind: &str, id: &str) -> Result<(), String> {
-    match (tag, owner) {
-        (Some(t), Some(owner)) if owner.as_deref() != Some(t.as_str()) => Err(format!(
+/// A continuation's tag against its entity's owner: an absent tag always agrees (and the owner
+/// is not even looked up, which keeps untagged streaming to one hash lookup per event).
+fn tag_agrees<'o>(
+    tag: &Owner,
+    owner: impl FnOnce() -> Option<&'o Owner>,
+    kind: &str,
+    id: &str,
+) -> Result<(), String> {
+    let Some(t) = tag else {
+        return Ok(());
+    };
+    match (tag, owner()) {
+        (_, Some(owner)) if owner.as_deref() != Some(t.as_str()) => Err(format!(
             "it is attributed to subagent `{t}`, but {kind} `{id}` belongs to {}",
             owner_name(owner)
         )),
@@ -98,6 +117,13 @@ fn tag(event: &Event) -> &Owner {
 }
 
 impl Order {
+    /// Checks one event and, when it keeps the rules, records it; otherwise says why.
+    pub(crate) fn admit_one(&mut self, event: &Event) -> Result<(), String> {
+        self.check(event)?;
+        self.record(event, None);
+        Ok(())
+    }
+
     /// Checks `events` in order, recording each; on the first that breaks a rule, takes back
     /// what the earlier ones recorded and says which and why.
     pub(crate) fn admit<'e>(
@@ -118,7 +144,7 @@ impl Order {
                 }
                 return Err((event, reason));
             }
-            self.record(event, &mut undo);
+            self.record(event, Some(&mut undo));
         }
         Ok(())
     }
@@ -139,9 +165,44 @@ impl Order {
         }
     }
 
-    fn check(&self, event: &Event) -> Result<(), String> {
-        let starts_run = matches!(event, Event::RunStarted(_));
-        let errors_run = matches!(event, Event::RunError(_));
+    /// Checks a CONTENT / ARGS that continues the open `kind` stream `id`, attributed to
+    /// `tag` (what a continuation chunk expands to).
+    pub(crate) fn check_continuation(
+        &self,
+        kind: Bracket,
+        id: &str,
+        tag: &Owner,
+    ) -> Result<(), String> {
+        self.check_run(false, false)?;
+        self.continues(kind, id, tag)
+    }
+
+    /// A continuation or close of `id`: it must be open, and its tag may not name another
+    /// owner than its opener.
+    #[inline]
+    fn continues(&self, kind: Bracket, id: &str, tag: &Owner) -> Result<(), String> {
+        let open = match kind {
+            Bracket::Text => &self.open_text,
+            Bracket::Tool => &self.open_calls,
+            Bracket::Reasoning => &self.open_reasoning,
+        };
+        if !contains(open, id) {
+            return Err(not_open(kind, id));
+        }
+        if tag.is_none() {
+            return Ok(());
+        }
+        let (owners, what) = match kind {
+            Bracket::Text => (&self.owners.message, "message"),
+            Bracket::Tool => (&self.owners.tool_call, "tool call"),
+            Bracket::Reasoning => (&self.owners.reasoning, "reasoning message"),
+        };
+        tag_agrees(tag, || owners.get(id), what, id)
+    }
+
+    /// The run-level rules.
+    #[inline]
+    fn check_run(&self, starts_run: bool, errors_run: bool) -> Result<(), String> {
         match self.run {
             RunStatus::Errored if !starts_run => {
                 return Err(
@@ -170,6 +231,14 @@ impl Order {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    fn check(&self, event: &Event) -> Result<(), String> {
+        self.check_run(
+            matches!(event, Event::RunStarted(_)),
+            matches!(event, Event::RunError(_)),
+        )?;
         let start_twice = |kind: &str, id: &str, end: &str| {
             Err(format!(
                 "{kind} `{id}` is already open; it must be closed with {end} first"
@@ -189,17 +258,14 @@ impl Order {
                 }
                 tag_agrees(
                     tag,
-                    owners.message.get(&e.message_id),
+                    || owners.message.get(&e.message_id),
                     "message",
                     &e.message_id,
                 )
             }
             Event::TextMessageContent(TextMessageContentEvent { message_id, .. })
             | Event::TextMessageEnd(TextMessageEndEvent { message_id, .. }) => {
-                if !contains(&self.open_text, message_id) {
-                    return not_open("text message", message_id, "TEXT_MESSAGE_START");
-                }
-                tag_agrees(tag, owners.message.get(message_id), "message", message_id)
+                self.continues(Bracket::Text, message_id, tag)
             }
             Event::ToolCallStart(e) => {
                 let id = &e.tool_call_id;
@@ -219,7 +285,7 @@ impl Order {
                     }
                 }
                 if let Some(existing) = owners.tool_call.get(id) {
-                    tag_agrees(tag, Some(existing), "tool call", id)?;
+                    tag_agrees(tag, || Some(existing), "tool call", id)?;
                     if let (None, Some((parent, owner))) = (tag, inherited) {
                         if owner != existing {
                             return Err(format!(
@@ -234,15 +300,7 @@ impl Order {
             }
             Event::ToolCallArgs(ToolCallArgsEvent { tool_call_id, .. })
             | Event::ToolCallEnd(ToolCallEndEvent { tool_call_id, .. }) => {
-                if !contains(&self.open_calls, tool_call_id) {
-                    return not_open("tool call", tool_call_id, "TOOL_CALL_START");
-                }
-                tag_agrees(
-                    tag,
-                    owners.tool_call.get(tool_call_id),
-                    "tool call",
-                    tool_call_id,
-                )
+                self.continues(Bracket::Tool, tool_call_id, tag)
             }
             Event::ReasoningStart(e) => {
                 if contains(&self.open_spans, &e.message_id) {
@@ -250,7 +308,7 @@ impl Order {
                 }
                 tag_agrees(
                     tag,
-                    owners.reasoning.get(&e.message_id),
+                    || owners.reasoning.get(&e.message_id),
                     "reasoning message",
                     &e.message_id,
                 )
@@ -265,7 +323,7 @@ impl Order {
                 }
                 tag_agrees(
                     tag,
-                    owners.reasoning.get(&e.message_id),
+                    || owners.reasoning.get(&e.message_id),
                     "reasoning message",
                     &e.message_id,
                 )
@@ -276,22 +334,14 @@ impl Order {
                 }
                 tag_agrees(
                     tag,
-                    owners.reasoning.get(&e.message_id),
+                    || owners.reasoning.get(&e.message_id),
                     "reasoning message",
                     &e.message_id,
                 )
             }
             Event::ReasoningMessageContent(ReasoningMessageContentEvent { message_id, .. })
             | Event::ReasoningMessageEnd(ReasoningMessageEndEvent { message_id, .. }) => {
-                if !contains(&self.open_reasoning, message_id) {
-                    return not_open("reasoning message", message_id, "REASONING_MESSAGE_START");
-                }
-                tag_agrees(
-                    tag,
-                    owners.reasoning.get(message_id),
-                    "reasoning message",
-                    message_id,
-                )
+                self.continues(Bracket::Reasoning, message_id, tag)
             }
             Event::ReasoningEncryptedValue(e) => {
                 let (owner, kind) = match e.subtype {
@@ -306,11 +356,11 @@ impl Order {
                         "message",
                     ),
                 };
-                tag_agrees(tag, owner, kind, &e.entity_id)
+                tag_agrees(tag, || owner, kind, &e.entity_id)
             }
             Event::ActivityDelta(e) => tag_agrees(
                 tag,
-                owners.activity.get(&e.message_id),
+                || owners.activity.get(&e.message_id),
                 "activity",
                 &e.message_id,
             ),
@@ -404,7 +454,16 @@ impl Order {
     }
 
     /// Records what an admitted event opens, closes and owns.
-    fn record(&mut self, event: &Event, undo: &mut Vec<Undo>) {
+    fn record(&mut self, event: &Event, undo: Option<&mut Vec<Undo>>) {
+        // Streaming (CONTENT, ARGS) records nothing: no lookups, no clones.
+        if matches!(
+            event,
+            Event::TextMessageContent(_)
+                | Event::ToolCallArgs(_)
+                | Event::ReasoningMessageContent(_)
+        ) {
+            return;
+        }
         let tag = tag(event).clone();
         match event {
             Event::RunStarted(e) => {
@@ -475,18 +534,24 @@ impl Order {
         }
     }
 
-    fn open(&mut self, kind: Bracket, id: &str, owner: Owner, undo: &mut Vec<Undo>) {
+    fn open(&mut self, kind: Bracket, id: &str, owner: Owner, mut undo: Option<&mut Vec<Undo>>) {
         self.open_mut(kind).push(id.to_owned());
-        undo.push(Undo::Close(kind, id.to_owned()));
+        if let Some(undo) = undo.as_deref_mut() {
+            undo.push(Undo::Close(kind, id.to_owned()));
+        }
         if !self.owners_mut(kind).contains_key(id) {
             self.owners_mut(kind).insert(id.to_owned(), owner);
-            undo.push(Undo::Disown(kind, id.to_owned()));
+            if let Some(undo) = undo {
+                undo.push(Undo::Disown(kind, id.to_owned()));
+            }
         }
     }
 
-    fn close(&mut self, kind: Bracket, id: &str, undo: &mut Vec<Undo>) {
+    fn close(&mut self, kind: Bracket, id: &str, undo: Option<&mut Vec<Undo>>) {
         remove(self.open_mut(kind), id);
-        undo.push(Undo::Reopen(kind, id.to_owned()));
+        if let Some(undo) = undo {
+            undo.push(Undo::Reopen(kind, id.to_owned()));
+        }
     }
 
     /// Records the owners of replayed messages: a snapshot's replace the recorded ones, a run's

@@ -60,7 +60,7 @@ pub const ROLE_KEY: &str = "ag_ui_role";
 pub const ERROR_KEY: &str = "ag_ui_error";
 
 /// The id as AG-UI's string ids hold it: a string id as it is, an integer id in decimal
-/// (through the id's own serialization, whatever integer type it holds).
+/// (every digit, whatever its size).
 fn id_string(id: &MessageId) -> String {
     match id {
         MessageId::Str(s) => s.clone(),

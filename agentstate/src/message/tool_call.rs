@@ -109,6 +109,8 @@ impl ToolCall {
             name: self.function.name.clone(),
             args,
             tool_type: None,
+            signature: None,
+            extra: None,
         }
     }
 }

@@ -250,9 +250,10 @@ impl<'a> Call<'a> {
     }
 }
 
-/// The tool calls of a message: its call blocks in content order (with the `tools_calls`
-/// entry of the same id, whose arguments string is the original), then the `tools_calls`
-/// entries without a block.
+/// The tool calls of a message: its call blocks in content order (each with the first unused
+/// `tools_calls` entry of the same id, whose arguments string is the original), then the
+/// `tools_calls` entries without a block. Duplicate ids are kept (and noted by
+/// [`check_pairing`]).
 fn calls_of(message: &Message) -> Vec<Call<'_>> {
     let entries = message.tool_calls();
     let mut calls = Vec::with_capacity(entries.len());
@@ -265,9 +266,6 @@ fn calls_of(message: &Message) -> Vec<Call<'_>> {
             ContentBlock::RemoteToolCall(b) => (&b.id, &b.name, &b.args, None, NO_EXTRA),
             _ => continue,
         };
-        if calls.iter().any(|c: &Call<'_>| c.id == id) {
-            continue;
-        }
         let entry = entries
             .iter()
             .enumerate()
@@ -294,7 +292,8 @@ fn calls_of(message: &Message) -> Vec<Call<'_>> {
         }
     }
     for (j, entry) in entries.iter().enumerate() {
-        if (j < 64 && used & (1 << j) != 0) || calls.iter().any(|c| c.id == entry.id) {
+        // Entries past the 64th are matched by id (a turn that long is not seen in practice).
+        if (j < 64 && used & (1 << j) != 0) || (j >= 64 && calls.iter().any(|c| c.id == entry.id)) {
             continue;
         }
         calls.push(Call::from_entry(entry, None));

@@ -6,10 +6,11 @@
 //! conversation started is moved there with a note), tool calls are `function_call` items
 //! and results `function_call_output` items, and reasoning made by OpenAI (a reasoning block
 //! whose `extra` holds `"provider": "openai"` and the item's `"id"`) goes back as a
-//! `reasoning` item with its `encrypted_content` (the block's `signature`).
+//! `reasoning` item with its `encrypted_content` (the block's `signature`). Responses takes no
+//! audio input: audio is dropped with a note.
 
 use super::openai_chat::{convert, ChatContent, ChatMessage, ChatPart};
-use super::report::{Action, Issue};
+use super::report::{Action, Issue, Report};
 use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
     Converted, Provider, Reply, ResponseError,
@@ -64,7 +65,8 @@ pub fn to_openai_responses(
             }
             ChatMessage::User { content } => {
                 started = true;
-                input.push(json!({"role": "user", "content": input_content(content)}));
+                let content = input_content(content, origin, &mut report);
+                input.push(json!({"role": "user", "content": content}));
             }
             ChatMessage::Assistant {
                 content,
@@ -127,23 +129,29 @@ pub fn to_openai_responses(
     }
 }
 
-/// A user message's content as Responses input content.
-fn input_content(content: ChatContent<'_>) -> Value {
+/// A user message's content as Responses input content. Responses takes no audio: an audio
+/// part is dropped with a note.
+fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut Report) -> Value {
     let parts = match content {
         ChatContent::Text(text) => return Value::from(text.into_owned()),
         ChatContent::Parts(parts) => parts,
     };
     parts
         .into_iter()
-        .map(|part| match part {
-            ChatPart::Text { text } => json!({"type": "input_text", "text": text}),
+        .filter_map(|part| match part {
+            ChatPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
             ChatPart::ImageUrl { image_url } => {
-                json!({"type": "input_image", "image_url": image_url.url})
+                Some(json!({"type": "input_image", "image_url": image_url.url}))
             }
-            ChatPart::InputAudio { input_audio } => json!({
-                "type": "input_audio",
-                "input_audio": {"data": input_audio.data, "format": input_audio.format},
-            }),
+            ChatPart::InputAudio { .. } => {
+                report.push(
+                    origin,
+                    None,
+                    Issue::UnsupportedBlock { kind: "audio" },
+                    Action::Dropped,
+                );
+                None
+            }
             ChatPart::File { file } => {
                 let mut part = json!({"type": "input_file"});
                 if let Some(data) = file.file_data {
@@ -155,7 +163,7 @@ fn input_content(content: ChatContent<'_>) -> Value {
                 if let Some(name) = file.filename {
                     part["filename"] = Value::from(name);
                 }
-                part
+                Some(part)
             }
         })
         .collect()

@@ -629,10 +629,14 @@ fn round_trip_openai_chat() {
     let messages = conversation(ContentBlock::text(""));
     let (body, _) = chat(&messages);
     let turn = body["messages"][2].clone();
-    let response = json!({"id": "chatcmpl-9", "model": "gpt-4o", "choices": [
-        {"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
+    let response = json!({"id": "chatcmpl-9", "model": "gpt-4o", "created": 1700000000,
+        "choices": [{"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
     let back = from_openai_chat(&response).unwrap();
     assert_same_turn(&messages[2], &back);
+    assert_eq!(back.message_id, "chatcmpl-9".into());
+    assert_eq!(back.timestamp, Some(1_700_000_000.0));
+    assert_eq!(back.metadata["model"], "gpt-4o");
+    assert_eq!(back.raw.as_ref().unwrap()["id"], "chatcmpl-9");
     // Sent again, the same turn.
     assert_eq!(chat(&[back]).0["messages"][0], body["messages"][2]);
 }

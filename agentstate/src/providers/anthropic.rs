@@ -507,6 +507,7 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
             model: str_at(response, "model"),
             finish_reason: str_at(response, "stop_reason"),
             usage,
+            created: None,
         },
     ))
 }

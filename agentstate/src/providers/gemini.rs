@@ -453,6 +453,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
             model: get_str(response, "modelVersion", "model_version"),
             finish_reason: get_str(candidate, "finishReason", "finish_reason"),
             usage,
+            created: None,
         },
     ))
 }

@@ -661,10 +661,12 @@ struct Reply<'a> {
     model: Option<&'a str>,
     finish_reason: Option<&'a str>,
     usage: Option<TokenUsages>,
+    /// When the provider made the response, in seconds (the message's timestamp; now without).
+    created: Option<f64>,
 }
 
 /// An assistant message from a provider's response: these blocks and calls, the response's
-/// id as `message_id` (a new uuid without one), `metadata` as AgentFlow's converters write
+/// id as `message_id` (a new uuid without one), its creation time as `timestamp`, `metadata` as AgentFlow's converters write
 /// it (`provider`, `model`, `finish_reason`) and the whole response as `raw`.
 fn response_message(
     response: &Value,
@@ -678,6 +680,7 @@ fn response_message(
         model,
         finish_reason,
         usage,
+        created,
     } = reply;
     let mut message = Message::new(Role::Assistant, content);
     if let Some(id) = id {
@@ -702,6 +705,9 @@ fn response_message(
         .with_metadata("model", model.unwrap_or_default())
         .with_metadata("finish_reason", finish_reason.unwrap_or("UNKNOWN"));
     message.usages = usage;
+    if let Some(created) = created {
+        message = message.with_timestamp(created);
+    }
     if let Value::Object(raw) = response {
         message = message.with_raw(raw.clone());
     }

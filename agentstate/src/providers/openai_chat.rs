@@ -701,6 +701,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
             model: str_at(response, "model"),
             finish_reason: str_at(choice, "finish_reason"),
             usage,
+            created: response.get("created").and_then(Value::as_f64),
         },
     ))
 }

@@ -305,6 +305,7 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
             model: str_at(response, "model"),
             finish_reason: str_at(response, "status"),
             usage,
+            created: response.get("created_at").and_then(Value::as_f64),
         },
     ))
 }

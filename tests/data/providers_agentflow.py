@@ -138,7 +138,9 @@ def args(rng):
 
 
 def output(rng):
-    return rng.choice([text(rng), {"temp": rng.randint(0, 30), "unit": "C"}, [1, {"x": "é"}], None, 3])
+    return rng.choice(
+        [text(rng), {"temp": rng.randint(0, 30), "unit": "C"}, [1, {"x": "é"}], None, 3, 1.0, "", {"k": [2.5e-07, True]}]
+    )
 
 
 def random_conversation(rng, n):
@@ -167,6 +169,13 @@ def random_conversation(rng, n):
             blocks.append({"type": "audio", "media": media("data", data_base64="UklGRg==", mime_type="audio/wav")})
         elif r < 0.35:
             blocks.append({"type": "text", "text": text(rng)})
+        elif r < 0.38:
+            blocks.append({"type": "text", "text": ""})
+            blocks.append({"type": "image", "media": media("data", data_base64="R0lGODlh")})
+        elif r < 0.41:
+            blocks.append({"type": "image", "media": media("url", url="data:image/jpeg;base64,/9j/4A==")})
+        elif r < 0.44:
+            blocks.append({"type": "audio", "media": media("data", data_base64="SUQz", mime_type="audio/mp3")})
         out.append(msg(nid(), "user", blocks))
         if rng.random() < 0.05 and t > 0:
             out.append(msg(nid(), "system", [{"type": "text", "text": "Now " + text(rng)}]))
@@ -178,24 +187,31 @@ def random_conversation(rng, n):
                 content.append({"type": "reasoning", "summary": text(rng), "details": None})
             if rng.random() < 0.5:
                 content.append({"type": "text", "text": text(rng)})
+                if rng.random() < 0.2:
+                    content.append({"type": "text", "text": text(rng)})
+            blockless = rng.random() < 0.2  # calls only in tools_calls
             for _ in range(rng.choice([1, 1, 2, 3])):
                 cid = f"call_{next(ids)}"
                 a = args(rng)
                 name = rng.choice(["get_weather", "search", "lookup"])
                 calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(a)}})
-                content.append({"type": "tool_call", "id": cid, "name": name, "args": a})
+                if not blockless:
+                    content.append({"type": "tool_call", "id": cid, "name": name, "args": a})
             out.append(msg(nid(), "assistant", content, tools_calls=calls))
             for call in calls:
                 is_error = rng.random() < 0.15
                 result = {"type": "tool_result", "call_id": call["id"], "output": output(rng),
                           "is_error": is_error, "status": "failed" if is_error else "completed"}
-                out.append(msg(nid(), "tool", [result]))
+                tool_blocks = [result]
+                if rng.random() < 0.1:
+                    tool_blocks.append({"type": "text", "text": " (" + text(rng) + ")"})
+                out.append(msg(nid(), "tool", tool_blocks))
         final = []
         if rng.random() < 0.2:
             final.append({"type": "reasoning", "summary": text(rng), "details": [text(rng)]})
         final.append({"type": "text", "text": text(rng)})
         if t < turns - 1 or rng.random() < 0.3:
-            out.append(msg(nid(), "assistant", final))
+            out.append(msg(nid(), "assistant", final, delta=rng.random() < 0.05))
     return out
 
 

@@ -736,3 +736,25 @@ fn responses_that_are_not_responses_are_errors() {
     assert!(from_gemini(&json!({"candidates": []})).is_err());
     assert!(from_openai_responses(&json!({"output": [{"type": "function_call"}]})).is_err());
 }
+
+#[test]
+fn a_reasoning_string_without_a_block_is_noted() {
+    let messages = vec![
+        Message::text_message("Hi", Role::User),
+        Message::text_message("Hello", Role::Assistant).with_reasoning("greet back"),
+        Message::text_message("Bye", Role::User),
+    ];
+    let expected = [Note {
+        message: Some(1),
+        block: None,
+        issue: Issue::Reasoning { from: None },
+        action: Action::Dropped,
+    }];
+    assert_eq!(chat(&messages).1.notes(), expected);
+    assert_eq!(
+        to_openai_responses(&messages, None).report.notes(),
+        expected
+    );
+    assert_eq!(to_anthropic(&messages, None).report.notes(), expected);
+    assert_eq!(to_gemini(&messages, None).report.notes(), expected);
+}

@@ -13,10 +13,10 @@
 use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
-    note_annotations, note_dropped, note_reasoning, note_signature, note_system_moved,
-    out_of_place, output_text, parse_data_url, placeholder, provider_extra, reasoning_provider,
-    response_message, source, str_at, system_text, usages, Converted, Provider, Reply,
-    ResponseError, Source,
+    note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
+    note_system_moved, out_of_place, output_text, parse_data_url, placeholder, provider_extra,
+    reasoning_provider, response_message, source, str_at, system_text, usages, Converted, Provider,
+    Reply, ResponseError, Source,
 };
 use crate::message::{ContentBlock, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock};
 use serde_json::{json, Map, Value};
@@ -373,6 +373,7 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, report: &mut Report)
 
 /// An assistant turn's blocks: thinking made by Anthropic, text, then `tool_use` blocks.
 fn assistant(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+    note_reasoning_string(message, index, report);
     let mut blocks = Vec::with_capacity(message.content.len());
     for (block, content) in message.content.iter().enumerate() {
         match content {

@@ -14,10 +14,10 @@
 use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
-    note_annotations, note_dropped, note_reasoning, note_signature, note_system_moved,
-    out_of_place, output_text, parse_data_url, provider_extra, reasoning_provider,
-    response_message, signed_call, source, system_text, Converted, Provider, Reply, ResponseError,
-    Source,
+    note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
+    note_system_moved, out_of_place, output_text, parse_data_url, provider_extra,
+    reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
+    Reply, ResponseError, Source,
 };
 use crate::message::{
     ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
@@ -280,6 +280,7 @@ fn tool(
 
 /// A model turn's parts: thoughts made by Gemini, text and media, then function calls.
 fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+    note_reasoning_string(message, index, report);
     let mut parts: Vec<Value> = Vec::with_capacity(message.content.len());
     for (block, content) in message.content.iter().enumerate() {
         match content {

@@ -10,13 +10,13 @@
 //!
 //! The rules every converter follows:
 //! - System messages go where the provider wants them (OpenAI Chat: in place; Responses:
-//!   `instructions`; Anthropic: `system`; Gemini: `system_instruction`); one met after the
-//!   conversation started is moved there with a note.
+//!   `instructions`; Anthropic: `system`; Gemini: `system_instruction`); except for OpenAI
+//!   Chat, one met after the conversation started is moved there with a note.
 //! - The `context_summary` (AgentFlow's `AgentState.context_summary`) goes into the system
 //!   prompt, after the leading system messages: never as an assistant message, which
 //!   Anthropic would take as a prefill.
-//! - A tool call is read from `tools_calls` and from `tool_call`/`remote_tool_call` blocks
-//!   (one call per id); arguments are a JSON string for OpenAI and an object for Anthropic
+//! - A tool call is read from `tools_calls` and from `tool_call`/`remote_tool_call` blocks (a
+//!   block and the `tools_calls` entry of its id are one call); arguments are a JSON string for OpenAI and an object for Anthropic
 //!   and Gemini, and invalid argument JSON is noted. Tool calls and results are paired by id
 //!   and every unanswered call or unmatched result is noted.
 //! - Consecutive tool results become one user turn for Anthropic and Gemini.
@@ -54,6 +54,11 @@ pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+
+pub use anthropic::{from_anthropic, to_anthropic};
+pub use gemini::{from_gemini, to_gemini};
+pub use openai_chat::{from_openai_chat, to_openai_chat};
+pub use openai_responses::{from_openai_responses, to_openai_responses};
 
 use crate::message::python_json;
 use crate::message::{
@@ -462,6 +467,23 @@ fn note_reasoning(block: &ReasoningBlock, message: usize, index: usize, report: 
         },
         Action::Dropped,
     );
+}
+
+/// Notes a message's `reasoning` string when no reasoning block holds it (none of the
+/// providers takes reasoning without its signature), dropped.
+fn note_reasoning_string(message: &Message, index: usize, report: &mut Report) {
+    let blocks = message
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Reasoning(_)));
+    if !blocks && message.reasoning.as_deref().is_some_and(|r| !r.is_empty()) {
+        report.push(
+            Some(index),
+            None,
+            Issue::Reasoning { from: None },
+            Action::Dropped,
+        );
+    }
 }
 
 /// Notes the blocks no provider request has in any message: `annotation` and `error`.

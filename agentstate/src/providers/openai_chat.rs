@@ -11,9 +11,9 @@
 use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
-    note_dropped, note_error_flag, note_reasoning, note_signature, openai_reasoning, openai_usage,
-    out_of_place, output_text, placeholder, response_message, source, str_at, Converted, Reply,
-    ResponseError, Source,
+    note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
+    openai_reasoning, openai_usage, out_of_place, output_text, placeholder, response_message,
+    source, str_at, Converted, Reply, ResponseError, Source,
 };
 use crate::message::{ContentBlock, Message, Role, ToolCall, ToolCallBlock};
 use serde::Serialize;
@@ -468,7 +468,6 @@ fn assistant<'a>(
         }
         blocks => {
             let mut text = String::new();
-            let mut reasoning = false;
             for (block, content) in blocks.iter().enumerate() {
                 match content {
                     ContentBlock::Text(t) => {
@@ -479,7 +478,6 @@ fn assistant<'a>(
                         text.push_str(&out_of_place(result, index, block, report));
                     }
                     ContentBlock::Reasoning(r) => {
-                        reasoning = true;
                         if !(keep_reasoning && openai_reasoning(r).is_some()) {
                             note_reasoning(r, index, block, report);
                         }
@@ -488,17 +486,10 @@ fn assistant<'a>(
                     other => note_dropped(other.kind(), index, block, report),
                 }
             }
-            if !reasoning && message.reasoning.as_deref().is_some_and(|r| !r.is_empty()) {
-                report.push(
-                    Some(index),
-                    None,
-                    Issue::Reasoning { from: None },
-                    Action::Dropped,
-                );
-            }
             Cow::Owned(text)
         }
     };
+    note_reasoning_string(message, index, report);
     let tool_calls = if message.has_tool_calls() || message.content.iter().any(is_call) {
         calls_of(message)
             .into_iter()

@@ -758,3 +758,123 @@ fn a_reasoning_string_without_a_block_is_noted() {
     assert_eq!(to_anthropic(&messages, None).report.notes(), expected);
     assert_eq!(to_gemini(&messages, None).report.notes(), expected);
 }
+
+// ---- Any conversation: no panic, stable bytes, notes that point at real blocks ----
+
+mod any_conversation {
+    use super::*;
+    use agentstate::message::{AudioBlock, DataBlock, DocumentBlock, ErrorBlock, VideoBlock};
+    use proptest::prelude::*;
+
+    fn media(kind: u8) -> MediaRef {
+        match kind % 4 {
+            0 => MediaRef::url("https://m.example/x"),
+            1 => MediaRef::data("AAAA", "image/png"),
+            2 => MediaRef::file_id("file-1"),
+            _ => MediaRef::default(),
+        }
+    }
+
+    fn block(kind: u8, id: u8, provider: u8) -> ContentBlock {
+        let id = format!("c{}", id % 4);
+        let owner = ["openai", "anthropic", "gemini", "other"][usize::from(provider % 4)];
+        match kind % 13 {
+            0 | 1 => ContentBlock::text(if id == "c0" { "" } else { "some text" }),
+            2 => ContentBlock::image(media(provider)),
+            3 => AudioBlock::new(media(provider)).into(),
+            4 => VideoBlock::new(media(provider)).into(),
+            5 => DocumentBlock::new(media(provider)).into(),
+            6 => DataBlock::new("application/json").into(),
+            7 => ToolCallBlock {
+                signature: (provider % 2 == 0).then(|| "sig".to_owned()),
+                extra: Some(object(json!({"provider": owner, "id": "fc_1"}))),
+                ..ToolCallBlock::new(id, "f", object(json!({"a": 1})))
+            }
+            .into(),
+            8 => ContentBlock::tool_result(id, json!({"out": [1, "é"]})),
+            9 => ToolResultBlock::failed(id, "boom").into(),
+            10 => signed(owner, "thinking", "sig"),
+            11 => ErrorBlock::new("oops").into(),
+            _ => ContentBlock::Annotation(Default::default()),
+        }
+    }
+
+    fn conversation() -> impl Strategy<Value = Vec<Message>> {
+        let message = (
+            0u8..4,
+            prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 0..5),
+            any::<u8>(),
+        );
+        prop::collection::vec(message, 0..10).prop_map(|specs| {
+            specs
+                .into_iter()
+                .map(|(role, blocks, calls)| {
+                    let role =
+                        [Role::System, Role::User, Role::Assistant, Role::Tool][usize::from(role)];
+                    let content = blocks.into_iter().map(|(k, i, p)| block(k, i, p)).collect();
+                    let mut message = Message::new(role, content);
+                    if role == Role::Assistant && calls % 3 == 0 {
+                        let mut call =
+                            ToolCall::new(format!("c{}", calls % 4), "g", json!({"b": 2}));
+                        if calls % 2 == 0 {
+                            call.function.arguments = "{broken".into();
+                        }
+                        message = message.with_tool_calls(vec![call]);
+                    }
+                    message
+                })
+                .collect()
+        })
+    }
+
+    fn check_notes(messages: &[Message], report: &Report) {
+        for note in report.notes() {
+            let index = note.message.expect("a note about a message");
+            assert!(index < messages.len(), "{note}");
+            if let Some(block) = note.block {
+                assert!(block < messages[index].content.len(), "{note}");
+            }
+        }
+    }
+
+    /// In every user turn, results come before anything else (Anthropic and Gemini reject or
+    /// misread them otherwise).
+    fn results_first(turns: &Value, is_result: impl Fn(&Value) -> bool, key: &str) {
+        for turn in turns.as_array().unwrap() {
+            if let Some(parts) = turn[key].as_array() {
+                let first_other = parts
+                    .iter()
+                    .position(|p| !is_result(p))
+                    .unwrap_or(parts.len());
+                assert!(parts[first_other..].iter().all(|p| !is_result(p)), "{turn}");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn converters_hold_their_invariants(messages in conversation()) {
+            let (chat_body, chat_report) = chat(&messages);
+            check_notes(&messages, &chat_report);
+            prop_assert_eq!(&chat(&messages).0, &chat_body);
+
+            let responses = to_openai_responses(&messages, Some("s"));
+            check_notes(&messages, &responses.report);
+            let anthropic = to_anthropic(&messages, Some("s"));
+            check_notes(&messages, &anthropic.report);
+            results_first(&anthropic.request["messages"], |p| p["type"] == "tool_result", "content");
+            for turn in anthropic.request["messages"].as_array().unwrap() {
+                prop_assert!(turn["content"] != json!("") && turn["content"] != json!([]), "{}", turn);
+            }
+            let gemini = to_gemini(&messages, Some("s"));
+            check_notes(&messages, &gemini.report);
+            results_first(&gemini.request["contents"], |p| p.get("function_response").is_some(), "parts");
+            for turn in gemini.request["contents"].as_array().unwrap() {
+                prop_assert!(turn["parts"] != json!([]), "{}", turn);
+            }
+            prop_assert_eq!(to_gemini(&messages, Some("s")).request, gemini.request);
+        }
+    }
+}

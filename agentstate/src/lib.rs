@@ -42,6 +42,7 @@ pub mod journal;
 pub mod keys;
 pub mod message;
 pub mod output;
+pub mod providers;
 pub mod reducers;
 pub mod schema;
 pub mod state;

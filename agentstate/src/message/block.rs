@@ -460,6 +460,14 @@ pub struct ToolCallBlock {
     pub args: JsonObject,
     /// A provider tool type such as `"web_search"`, `None` for a function tool.
     pub tool_type: Option<String>,
+    /// A provider's opaque signature of the call (Gemini's `thought_signature`, base64), to be
+    /// sent back unchanged to the same provider. Not an AgentFlow field: written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Provider-specific fields of the call (`"provider"`: who made it, `"id"`: an OpenAI
+    /// Responses item id). Not an AgentFlow field: written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ToolCallBlock {
@@ -474,6 +482,8 @@ impl ToolCallBlock {
             name: name.into(),
             args: args.into(),
             tool_type: None,
+            signature: None,
+            extra: None,
         }
     }
 }
@@ -611,6 +621,16 @@ pub struct ReasoningBlock {
     pub summary: String,
     /// Detailed steps.
     pub details: Option<Vec<String>>,
+    /// The provider's signature of this reasoning (Anthropic's thinking `signature`, Gemini's
+    /// `thought_signature`, OpenAI's `encrypted_content`), to be sent back unchanged to the
+    /// same provider. Not an AgentFlow field: written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Provider-specific fields (`"provider"`: who made it; `"id"`: an OpenAI Responses item
+    /// id; `"redacted"`: an Anthropic `redacted_thinking` block). Not an AgentFlow field:
+    /// written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ReasoningBlock {
@@ -619,6 +639,8 @@ impl ReasoningBlock {
         ReasoningBlock {
             summary: summary.into(),
             details: None,
+            signature: None,
+            extra: None,
         }
     }
 }

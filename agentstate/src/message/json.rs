@@ -335,6 +335,40 @@ impl JsonObject {
         self.0 = Json(out.into_boxed_str());
     }
 
+    /// Removes `key`, returning its value if it was present; the other keys keep their order.
+    ///
+    /// ```
+    /// use agentstate::message::JsonObject;
+    ///
+    /// let mut object: JsonObject = serde_json::from_str(r#"{"b": 1, "a": 2, "c": 3}"#)?;
+    /// assert_eq!(object.remove("a").map(|v| v.to_value()), Some(serde_json::json!(2)));
+    /// assert_eq!(object.as_json(), r#"{"b":1,"c":3}"#);
+    /// assert!(object.remove("a").is_none());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn remove(&mut self, key: &str) -> Option<Json> {
+        let entries = self.raw_entries();
+        let mut removed = None;
+        let mut out = String::with_capacity(self.as_json().len());
+        out.push('{');
+        for (k, v) in &entries {
+            if removed.is_none() && *k == key {
+                removed = Some(Json(v.get().into()));
+                continue;
+            }
+            if !out.ends_with('{') {
+                out.push(',');
+            }
+            push_key(&mut out, k);
+            out.push_str(v.get());
+        }
+        out.push('}');
+        if removed.is_some() {
+            self.0 = Json(out.into_boxed_str());
+        }
+        removed
+    }
+
     /// The object as a `serde_json::Map` (whose keys are sorted).
     pub fn to_map(&self) -> Map<String, Value> {
         self.parse().unwrap_or_default()

@@ -1,0 +1,514 @@
+//! Anthropic Messages: messages to the request's `system` and `messages`, and a `message`
+//! response back to a [`Message`].
+//!
+//! System messages become `system` text blocks (the `context_summary` one more, after the
+//! leading ones). Tool results, from `tool` messages and from user messages, are gathered
+//! into one user turn, `tool_result` blocks first, with their media inside. Tool calls are
+//! `tool_use` blocks with their arguments as an object. Thinking made by Anthropic (a
+//! reasoning block with `extra["provider"] == "anthropic"` and a signature) goes back as
+//! `thinking` (or `redacted_thinking`) unchanged; other reasoning is dropped with a note. A
+//! final assistant turn, which Anthropic would take as a prefill, is dropped with a note
+//! (made a user turn when it is the only one), as AgentFlow does.
+
+use super::report::{Action, Issue, Report};
+use super::{
+    calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
+    note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
+    note_system_moved, out_of_place, output_text, parse_data_url, placeholder, provider_extra,
+    reasoning_provider, response_message, source, str_at, system_text, usages, Converted, Provider,
+    Reply, ResponseError, Source,
+};
+use crate::message::{ContentBlock, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock};
+use serde_json::{json, Map, Value};
+
+/// Converts a conversation to an Anthropic Messages request's `system` and `messages`.
+///
+/// The `context_summary` becomes a `system` text block after the leading system messages.
+///
+/// ```
+/// use agentstate::message::{ContentBlock, Message, ReasoningBlock, Role};
+/// use agentstate::providers::anthropic::to_anthropic;
+/// use serde_json::json;
+///
+/// let thinking = ReasoningBlock {
+///     signature: Some("sig-1".into()),
+///     extra: json!({"provider": "anthropic"}).as_object().cloned(),
+///     ..ReasoningBlock::new("The user wants a greeting.")
+/// };
+/// let messages = vec![
+///     Message::text_message("Say hi", Role::User),
+///     Message::new(Role::Assistant, vec![thinking.into(), ContentBlock::text("Hi!")]),
+///     Message::text_message("Again", Role::User),
+/// ];
+/// let converted = to_anthropic(&messages, Some("Earlier: the user said hello."));
+/// let body = converted.request;
+/// assert_eq!(body["system"][0]["text"], "Earlier: the user said hello.");
+/// assert_eq!(body["messages"][1]["content"][0],
+///     json!({"type": "thinking", "thinking": "The user wants a greeting.", "signature": "sig-1"}));
+/// assert!(converted.report.is_empty());
+/// ```
+pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
+    let mut report = Report::default();
+    check_pairing(messages, &mut report);
+    let mut system: Vec<Value> = Vec::new();
+    let mut turns = Turns::default();
+    let leading = leading_system(messages);
+    for (index, message) in messages.iter().enumerate() {
+        if index == leading {
+            summary(&mut system, context_summary);
+        }
+        match message.role {
+            Role::System => {
+                note_system_moved(index, leading, &mut report);
+                let text = system_text(message, index, &mut report);
+                if !text.is_empty() {
+                    system.push(json!({"type": "text", "text": text}));
+                }
+            }
+            Role::Tool => tool(message, index, &mut turns, &mut report),
+            Role::User => {
+                for (block, content) in message.content.iter().enumerate() {
+                    match content {
+                        ContentBlock::ToolResult(_) => {
+                            let result = tool_result(message, block, None);
+                            turns.results.push(result);
+                        }
+                        other => {
+                            if let Some(part) = user_block(other, index, block, &mut report) {
+                                turns.after.push(part);
+                            }
+                        }
+                    }
+                }
+                turns.user_from = Some(index);
+                turns.list |= has_media(message);
+                turns.flush(&mut report);
+            }
+            Role::Assistant => {
+                turns.flush(&mut report);
+                let mut blocks = assistant(message, index, &mut report);
+                merge_texts(&mut blocks, 2);
+                turns.push(index, "assistant", blocks, &mut report);
+            }
+        }
+    }
+    if leading == messages.len() {
+        summary(&mut system, context_summary);
+    }
+    turns.flush(&mut report);
+    let mut out = turns.out;
+    if out
+        .last()
+        .is_some_and(|(_, turn)| turn["role"] == "assistant")
+    {
+        let (index, mut turn) = out.pop().unwrap_or_default();
+        if out.is_empty() {
+            report.push(
+                index,
+                None,
+                Issue::TrailingAssistant,
+                Action::SentAsUserMessage,
+            );
+            turn["role"] = Value::from("user");
+            out.push((index, turn));
+        } else {
+            report.push(index, None, Issue::TrailingAssistant, Action::Dropped);
+        }
+    }
+    let mut request = Map::new();
+    if !system.is_empty() {
+        request.insert("system".into(), Value::Array(system));
+    }
+    request.insert(
+        "messages".into(),
+        Value::Array(out.into_iter().map(|(_, turn)| turn).collect()),
+    );
+    Converted {
+        request: Value::Object(request),
+        report,
+    }
+}
+
+fn summary(system: &mut Vec<Value>, context_summary: Option<&str>) {
+    if let Some(summary) = context_summary.filter(|s| !s.is_empty()) {
+        system.push(json!({"type": "text", "text": summary}));
+    }
+}
+
+/// The turns built so far, and the user turn being gathered: tool results first, then the
+/// rest.
+#[derive(Default)]
+struct Turns {
+    out: Vec<(Option<usize>, Value)>,
+    results: Vec<Value>,
+    after: Vec<Value>,
+    user_from: Option<usize>,
+    /// Whether the user turn's content must be a list (a user message with media).
+    list: bool,
+}
+
+impl Turns {
+    fn flush(&mut self, report: &mut Report) {
+        if self.results.is_empty() && self.after.is_empty() {
+            if let Some(index) = self.user_from.take() {
+                report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
+            }
+            return;
+        }
+        let mut blocks = std::mem::take(&mut self.results);
+        blocks.append(&mut self.after);
+        let from = self.user_from.take();
+        let list = std::mem::take(&mut self.list);
+        self.push_blocks(from, "user", blocks, list);
+    }
+
+    fn push(&mut self, index: usize, role: &str, blocks: Vec<Value>, report: &mut Report) {
+        if blocks.is_empty() {
+            report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
+        } else {
+            self.push_blocks(Some(index), role, blocks, false);
+        }
+    }
+
+    /// A turn; text-only content is one string (unless `list`), as AgentFlow sends it.
+    fn push_blocks(&mut self, index: Option<usize>, role: &str, blocks: Vec<Value>, list: bool) {
+        let content = if !list && blocks.iter().all(|b| b["type"] == "text") {
+            let text: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+            Value::from(text)
+        } else {
+            Value::Array(blocks)
+        };
+        self.out
+            .push((index, json!({"role": role, "content": content})));
+    }
+}
+
+/// A media source: `{"type": "base64" | "url" | "file", ...}`.
+fn media_source(media: Source<'_>, mime: Option<&str>, default_mime: &str) -> Option<Value> {
+    Some(match media {
+        Source::Url(url) => match parse_data_url(url) {
+            Some((mime, data)) => json!({"type": "base64", "media_type": mime, "data": data}),
+            None => json!({"type": "url", "url": url}),
+        },
+        Source::Data(data) => {
+            json!({"type": "base64", "media_type": mime.unwrap_or(default_mime), "data": data})
+        }
+        Source::FileId(id) => json!({"type": "file", "file_id": id}),
+        Source::Missing => return None,
+    })
+}
+
+/// A block of a user turn (or of a tool result's content); `None`, with a note, when
+/// Anthropic has no block for it.
+fn user_block(
+    content: &ContentBlock,
+    index: usize,
+    block: usize,
+    report: &mut Report,
+) -> Option<Value> {
+    let unsupported = |report: &mut Report, action: Action| {
+        report.push(
+            Some(index),
+            Some(block),
+            Issue::UnsupportedSource {
+                kind: content.kind(),
+            },
+            action,
+        );
+    };
+    match content {
+        ContentBlock::Text(t) => {
+            note_annotations(t, index, block, report);
+            (!t.text.is_empty()).then(|| json!({"type": "text", "text": t.text}))
+        }
+        ContentBlock::Image(_) | ContentBlock::Document(_) => {
+            let media = media_of(content)?;
+            let default = if content.kind() == "image" {
+                "image/png"
+            } else {
+                "application/pdf"
+            };
+            match media_source(source(media), media.mime_type.as_deref(), default) {
+                Some(source) => Some(json!({"type": content.kind(), "source": source})),
+                None => {
+                    unsupported(report, Action::Dropped);
+                    None
+                }
+            }
+        }
+        ContentBlock::Audio(_) | ContentBlock::Video(_) => {
+            let media = media_of(content)?;
+            let inline = matches!(
+                (content, source(media)),
+                (ContentBlock::Audio(_), Source::Data(_))
+                    | (ContentBlock::Video(_), Source::Data(_) | Source::Url(_))
+            );
+            if inline {
+                report.push(
+                    Some(index),
+                    Some(block),
+                    Issue::UnsupportedBlock {
+                        kind: content.kind(),
+                    },
+                    Action::Dropped,
+                );
+                None
+            } else {
+                let text = placeholder(content.kind(), media);
+                unsupported(report, Action::ReplacedWithText(text.clone()));
+                Some(json!({"type": "text", "text": text}))
+            }
+        }
+        ContentBlock::Reasoning(r) => {
+            note_reasoning(r, index, block, report);
+            None
+        }
+        other => {
+            note_dropped(other.kind(), index, block, report);
+            None
+        }
+    }
+}
+
+/// A `tool_result` block for the result at `block` of `message`. With `extra` (the media of a
+/// tool message with one result), its content is the message's whole text (as AgentFlow
+/// sends it) and that media.
+fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>) -> Value {
+    let ContentBlock::ToolResult(result) = &message.content[block] else {
+        return Value::Null;
+    };
+    let content = match extra {
+        Some(mut blocks) => {
+            let text = message.text();
+            if !text.is_empty() {
+                blocks.insert(0, json!({"type": "text", "text": text}));
+            }
+            if blocks.iter().all(|b| b["type"] == "text") {
+                Value::from(text)
+            } else {
+                Value::Array(blocks)
+            }
+        }
+        None => Value::from(output_text(&result.output).into_owned()),
+    };
+    let mut out = json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content});
+    if result.is_error {
+        out["is_error"] = Value::Bool(true);
+    }
+    out
+}
+
+/// A tool message: its results into the user turn being gathered.
+fn tool(message: &Message, index: usize, turns: &mut Turns, report: &mut Report) {
+    let results: Vec<usize> = message
+        .content
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| matches!(b, ContentBlock::ToolResult(_)))
+        .map(|(i, _)| i)
+        .collect();
+    if results.is_empty() {
+        report.push(
+            Some(index),
+            None,
+            Issue::ToolMessageWithoutResult,
+            Action::SentAsUserMessage,
+        );
+    }
+    let mut media = Vec::new();
+    for (block, content) in message.content.iter().enumerate() {
+        match content {
+            ContentBlock::ToolResult(_) => {}
+            ContentBlock::Text(t) if results.len() <= 1 => {
+                note_annotations(t, index, block, report);
+                if results.is_empty() && !t.text.is_empty() {
+                    turns.after.push(json!({"type": "text", "text": t.text}));
+                }
+            }
+            ContentBlock::Text(t) => {
+                report.push(
+                    Some(index),
+                    Some(block),
+                    Issue::ToolMessageText,
+                    Action::MovedToUserMessage,
+                );
+                if !t.text.is_empty() {
+                    turns.after.push(json!({"type": "text", "text": t.text}));
+                }
+            }
+            ContentBlock::Image(_) | ContentBlock::Document(_) if results.len() == 1 => {
+                media.extend(user_block(content, index, block, report));
+            }
+            other => {
+                let part = user_block(other, index, block, report);
+                if !results.is_empty() && part.is_some() {
+                    report.push(
+                        Some(index),
+                        Some(block),
+                        Issue::ToolResultNonText { kind: other.kind() },
+                        Action::MovedToUserMessage,
+                    );
+                }
+                turns.after.extend(part);
+            }
+        }
+    }
+    match results.as_slice() {
+        [] => {}
+        [only] => {
+            let result = tool_result(message, *only, Some(media));
+            turns.results.push(result);
+        }
+        several => {
+            for &block in several {
+                let result = tool_result(message, block, None);
+                turns.results.push(result);
+            }
+        }
+    }
+    if turns.user_from.is_none() {
+        turns.user_from = Some(index);
+    }
+}
+
+/// An assistant turn's blocks: thinking made by Anthropic, text, then `tool_use` blocks.
+fn assistant(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+    note_reasoning_string(message, index, report);
+    let mut blocks = Vec::with_capacity(message.content.len());
+    for (block, content) in message.content.iter().enumerate() {
+        match content {
+            ContentBlock::Text(t) => {
+                note_annotations(t, index, block, report);
+                if !t.text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": t.text}));
+                }
+            }
+            ContentBlock::Reasoning(r) => match thinking(r) {
+                Some(thinking) => blocks.push(thinking),
+                None => note_reasoning(r, index, block, report),
+            },
+            ContentBlock::ToolResult(result) => {
+                let text = out_of_place(result, index, block, report);
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            c if is_call(c) => {}
+            other => note_dropped(other.kind(), index, block, report),
+        }
+    }
+    for call in calls_of(message) {
+        note_signature(&call, index, report);
+        let input = call.object(index, report);
+        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+    }
+    blocks
+}
+
+/// A `thinking` or `redacted_thinking` block, for reasoning Anthropic made and signed.
+fn thinking(reasoning: &ReasoningBlock) -> Option<Value> {
+    if reasoning_provider(reasoning) != Some(Provider::Anthropic.as_str()) {
+        return None;
+    }
+    let signature = reasoning.signature.as_deref()?;
+    let redacted = reasoning
+        .extra
+        .as_ref()
+        .and_then(|e| e.get("redacted"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Some(if redacted {
+        json!({"type": "redacted_thinking", "data": signature})
+    } else {
+        json!({"type": "thinking", "thinking": reasoning.summary, "signature": signature})
+    })
+}
+
+/// Reads an Anthropic Messages response (a `message` object) into an assistant message:
+/// `thinking` blocks as reasoning with their signature (`redacted_thinking` as reasoning with
+/// `extra["redacted"]` and the data as signature), `text` blocks, `tool_use` blocks as tool
+/// calls, usage with cache tokens, and the whole response as `raw`.
+///
+/// ```
+/// use agentstate::message::ContentBlock;
+/// use agentstate::providers::anthropic::from_anthropic;
+/// use serde_json::json;
+///
+/// let response = json!({
+///     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+///     "stop_reason": "tool_use",
+///     "content": [
+///         {"type": "thinking", "thinking": "Need the weather.", "signature": "EqQB"},
+///         {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+///     ],
+///     "usage": {"input_tokens": 50, "output_tokens": 20, "cache_read_input_tokens": 40}
+/// });
+/// let message = from_anthropic(&response)?;
+/// let ContentBlock::Reasoning(thinking) = &message.content[0] else { panic!() };
+/// assert_eq!(thinking.signature.as_deref(), Some("EqQB"));
+/// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city": "Paris"}"#);
+/// assert_eq!(message.usages.unwrap().cache_read_input_tokens, 40);
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
+    let error = |reason: &str| ResponseError::new("Anthropic", reason);
+    let blocks = response
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| error("it has no `content` list"))?;
+    let mut content = Vec::new();
+    let mut calls = Vec::new();
+    for block in blocks {
+        match str_at(block, "type") {
+            Some("text") => content.push(ContentBlock::text(str_at(block, "text").unwrap_or(""))),
+            Some("thinking") => content.push(ContentBlock::Reasoning(ReasoningBlock {
+                signature: str_at(block, "signature").map(str::to_owned),
+                extra: provider_extra(Provider::Anthropic, &[]),
+                ..ReasoningBlock::new(str_at(block, "thinking").unwrap_or(""))
+            })),
+            Some("redacted_thinking") => content.push(ContentBlock::Reasoning(ReasoningBlock {
+                signature: str_at(block, "data").map(str::to_owned),
+                extra: provider_extra(Provider::Anthropic, &[("redacted", Value::Bool(true))]),
+                ..ReasoningBlock::new("")
+            })),
+            Some("tool_use") => {
+                let (Some(id), Some(name)) = (str_at(block, "id"), str_at(block, "name")) else {
+                    return Err(error("a tool_use block has no `id` or `name`"));
+                };
+                let input = block.get("input").cloned().unwrap_or(Value::Null);
+                let args = match &input {
+                    Value::Object(args) => args.clone(),
+                    _ => Map::new(),
+                };
+                content.push(ContentBlock::ToolCall(ToolCallBlock {
+                    extra: provider_extra(Provider::Anthropic, &[]),
+                    ..ToolCallBlock::new(id, name, args)
+                }));
+                calls.push(ToolCall::new(id, name, input));
+            }
+            _ => {}
+        }
+    }
+    let usage = response.get("usage").filter(|u| u.is_object()).map(|u| {
+        let mut usage = usages(
+            super::count(u, &["input_tokens"]),
+            super::count(u, &["output_tokens"]),
+            None,
+            super::count(u, &["cache_read_input_tokens"]),
+            0,
+        );
+        usage.cache_creation_input_tokens = super::count(u, &["cache_creation_input_tokens"]);
+        usage
+    });
+    Ok(response_message(
+        response,
+        content,
+        calls,
+        Reply {
+            provider: "anthropic",
+            id: str_at(response, "id"),
+            model: str_at(response, "model"),
+            finish_reason: str_at(response, "stop_reason"),
+            usage,
+            created: None,
+        },
+    ))
+}

@@ -1,0 +1,460 @@
+//! Google Gemini (`generateContent`): messages to the request's `system_instruction` and
+//! `contents`, and a `GenerateContentResponse` back to a [`Message`].
+//!
+//! Field names are the API's proto names (`system_instruction`, `function_call`,
+//! `inline_data`...), which the REST API takes as the camelCase ones. System messages join
+//! `system_instruction`'s text (the `context_summary` after the leading ones). Tool results
+//! are `function_response` parts, all consecutive ones in one user turn, named after their
+//! call and carrying its id. Tool calls are `function_call` parts with their arguments as an
+//! object and their `thought_signature`; the first call of a turn without one gets Google's
+//! documented placeholder (`skip_thought_signature_validator`), as AgentFlow sends it.
+//! Thoughts made by Gemini go back as `thought` parts with their signature; other reasoning
+//! is dropped with a note.
+
+use super::report::{Action, Issue, Report};
+use super::{
+    calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
+    note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
+    note_system_moved, out_of_place, output_text, parse_data_url, provider_extra,
+    reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
+    Reply, ResponseError, Source,
+};
+use crate::message::{
+    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
+};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// Google's documented placeholder signature, base64 (`skip_thought_signature_validator`).
+const SKIP_SIGNATURE: &str = "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I=";
+
+/// Converts a conversation to a Gemini request's `system_instruction` and `contents`.
+///
+/// The `context_summary` joins `system_instruction`'s text, after the leading system
+/// messages.
+///
+/// ```
+/// use agentstate::message::{Message, Role, ToolCall};
+/// use agentstate::providers::gemini::to_gemini;
+/// use serde_json::json;
+///
+/// let messages = vec![
+///     Message::text_message("Weather in Paris and Rome?", Role::User),
+///     Message::text_message("", Role::Assistant).with_tool_calls(vec![
+///         ToolCall::new("c1", "get_weather", json!({"city": "Paris"})),
+///         ToolCall::new("c2", "get_weather", json!({"city": "Rome"})),
+///     ]),
+///     Message::tool_result("c1", "Sunny"),
+///     Message::tool_result("c2", "Rain"),
+/// ];
+/// let body = to_gemini(&messages, None).request;
+/// assert_eq!(body["contents"][1]["parts"][1]["function_call"]["args"], json!({"city": "Rome"}));
+/// // Both results in one user turn.
+/// let results = &body["contents"][2];
+/// assert_eq!(results["role"], "user");
+/// assert_eq!(results["parts"][1]["function_response"],
+///     json!({"id": "c2", "name": "get_weather", "response": {"result": "Rain"}}));
+/// ```
+pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
+    let mut report = Report::default();
+    check_pairing(messages, &mut report);
+    let names: HashMap<&str, &str> = messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(calls_of)
+        .map(|call| (call.id, call.name))
+        .collect();
+    let mut system: Vec<String> = Vec::new();
+    let mut contents: Vec<Value> = Vec::new();
+    let mut turn = UserTurn::default();
+    let leading = leading_system(messages);
+    for (index, message) in messages.iter().enumerate() {
+        if index == leading {
+            system.extend(context_summary.map(str::to_owned));
+        }
+        match message.role {
+            Role::System => {
+                note_system_moved(index, leading, &mut report);
+                system.push(system_text(message, index, &mut report));
+            }
+            Role::Tool => {
+                tool(message, index, &names, &mut turn, &mut report);
+            }
+            Role::User => {
+                let mut parts = Vec::with_capacity(message.content.len());
+                for (block, content) in message.content.iter().enumerate() {
+                    match content {
+                        ContentBlock::ToolResult(result) => {
+                            let text = output_text(&result.output);
+                            turn.responses.push(response_part(
+                                &result.call_id,
+                                result.is_error,
+                                &text,
+                                &names,
+                            ));
+                        }
+                        other => parts.extend(part(other, index, block, &mut report)),
+                    }
+                }
+                if !has_media(message) {
+                    merge_texts(&mut parts, 1);
+                }
+                turn.after.append(&mut parts);
+                turn.from = Some(index);
+                turn.flush(&mut contents, &mut report);
+            }
+            Role::Assistant => {
+                turn.flush(&mut contents, &mut report);
+                let mut parts = model_parts(message, index, &mut report);
+                merge_texts(&mut parts, 1);
+                if parts.is_empty() {
+                    report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
+                } else {
+                    contents.push(json!({"role": "model", "parts": parts}));
+                }
+            }
+        }
+    }
+    if leading == messages.len() {
+        system.extend(context_summary.map(str::to_owned));
+    }
+    turn.flush(&mut contents, &mut report);
+    let mut request = Map::new();
+    request.insert("contents".into(), Value::Array(contents));
+    if !system.is_empty() {
+        request.insert(
+            "system_instruction".into(),
+            json!({"parts": [{"text": system.join("\n")}]}),
+        );
+    }
+    Converted {
+        request: Value::Object(request),
+        report,
+    }
+}
+
+/// The user turn being gathered: function responses first, then the rest.
+#[derive(Default)]
+struct UserTurn {
+    responses: Vec<Value>,
+    after: Vec<Value>,
+    from: Option<usize>,
+}
+
+impl UserTurn {
+    fn flush(&mut self, contents: &mut Vec<Value>, report: &mut Report) {
+        let from = self.from.take();
+        if self.responses.is_empty() && self.after.is_empty() {
+            if let Some(index) = from {
+                report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
+            }
+            return;
+        }
+        let mut parts = std::mem::take(&mut self.responses);
+        parts.append(&mut self.after);
+        contents.push(json!({"role": "user", "parts": parts}));
+    }
+}
+
+/// `{"function_response": {"id", "name", "response": {"result" | "error": text}}}`; the name
+/// is the call's (the call id when no call has it, as AgentFlow does).
+fn response_part(call_id: &str, is_error: bool, text: &str, names: &HashMap<&str, &str>) -> Value {
+    let name = names
+        .get(call_id)
+        .copied()
+        .unwrap_or(if call_id.is_empty() {
+            "unknown_function"
+        } else {
+            call_id
+        });
+    let key = if is_error { "error" } else { "result" };
+    json!({"function_response": {"id": call_id, "name": name, "response": {key: text}}})
+}
+
+/// `inline_data` for bytes, `file_data` for a URI or file id.
+fn media_part(media: &MediaRef, default_mime: &str) -> Option<Value> {
+    let mime = media.mime_type.as_deref().unwrap_or(default_mime);
+    Some(match source(media) {
+        Source::Data(data) => json!({"inline_data": {"mime_type": mime, "data": data}}),
+        Source::Url(url) => match parse_data_url(url) {
+            Some((mime, data)) => json!({"inline_data": {"mime_type": mime, "data": data}}),
+            None => json!({"file_data": {"mime_type": mime, "file_uri": url}}),
+        },
+        Source::FileId(id) => json!({"file_data": {"mime_type": mime, "file_uri": id}}),
+        Source::Missing => return None,
+    })
+}
+
+/// One part of a user or model turn; `None`, with a note, when Gemini has no part for it.
+fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report) -> Option<Value> {
+    let media = match content {
+        ContentBlock::Text(t) => {
+            note_annotations(t, index, block, report);
+            return (!t.text.is_empty()).then(|| json!({"text": t.text}));
+        }
+        ContentBlock::Image(image) => media_part(&image.media, "image/png"),
+        ContentBlock::Audio(audio) => media_part(&audio.media, "audio/wav"),
+        ContentBlock::Video(video) => media_part(&video.media, "video/mp4"),
+        ContentBlock::Document(doc) => media_part(&doc.media, "application/pdf"),
+        ContentBlock::Data(data) => match (&data.data_base64, &data.media) {
+            (Some(bytes), _) => {
+                Some(json!({"inline_data": {"mime_type": data.mime_type, "data": bytes}}))
+            }
+            (None, Some(media)) => media_part(media, &data.mime_type),
+            (None, None) => None,
+        },
+        ContentBlock::Reasoning(r) => {
+            note_reasoning(r, index, block, report);
+            return None;
+        }
+        other => {
+            note_dropped(other.kind(), index, block, report);
+            return None;
+        }
+    };
+    if media.is_none() {
+        report.push(
+            Some(index),
+            Some(block),
+            Issue::UnsupportedSource {
+                kind: content.kind(),
+            },
+            Action::Dropped,
+        );
+    }
+    media
+}
+
+/// A tool message: its results as function responses of the user turn being gathered, its
+/// other content after them.
+fn tool(
+    message: &Message,
+    index: usize,
+    names: &HashMap<&str, &str>,
+    turn: &mut UserTurn,
+    report: &mut Report,
+) {
+    let results = message.tool_results().count();
+    if results == 0 {
+        report.push(
+            Some(index),
+            None,
+            Issue::ToolMessageWithoutResult,
+            Action::SentAsUserMessage,
+        );
+    }
+    // With one result, the response is the message's whole text, as AgentFlow sends it.
+    let whole = (results == 1).then(|| message.text());
+    for (block, content) in message.content.iter().enumerate() {
+        match content {
+            ContentBlock::ToolResult(result) => {
+                let text = match &whole {
+                    Some(text) => std::borrow::Cow::Borrowed(text.as_str()),
+                    None => output_text(&result.output),
+                };
+                turn.responses.push(response_part(
+                    &result.call_id,
+                    result.is_error,
+                    &text,
+                    names,
+                ));
+            }
+            ContentBlock::Text(t) if results == 1 => note_annotations(t, index, block, report),
+            other => {
+                let part = part(other, index, block, report);
+                if results > 0 && part.is_some() {
+                    let issue = match other {
+                        ContentBlock::Text(_) => Issue::ToolMessageText,
+                        _ => Issue::ToolResultNonText { kind: other.kind() },
+                    };
+                    report.push(Some(index), Some(block), issue, Action::MovedToUserMessage);
+                }
+                turn.after.extend(part);
+            }
+        }
+    }
+    if turn.from.is_none() {
+        turn.from = Some(index);
+    }
+}
+
+/// A model turn's parts: thoughts made by Gemini, text and media, then function calls.
+fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+    note_reasoning_string(message, index, report);
+    let mut parts: Vec<Value> = Vec::with_capacity(message.content.len());
+    for (block, content) in message.content.iter().enumerate() {
+        match content {
+            ContentBlock::Reasoning(r) => match thought(r) {
+                // An empty signed thought after a text part is that part's signature.
+                Some(thought) if r.summary.is_empty() && r.signature.is_some() => {
+                    match parts.last_mut() {
+                        Some(last)
+                            if last.get("text").is_some()
+                                && last.get("thought_signature").is_none() =>
+                        {
+                            last["thought_signature"] = thought["thought_signature"].clone();
+                        }
+                        _ => parts.push(thought),
+                    }
+                }
+                Some(thought) => parts.push(thought),
+                None => note_reasoning(r, index, block, report),
+            },
+            ContentBlock::ToolResult(result) => {
+                let text = out_of_place(result, index, block, report);
+                parts.push(json!({"text": text}));
+            }
+            c if is_call(c) => {}
+            other => parts.extend(part(other, index, block, report)),
+        }
+    }
+    for (i, call) in calls_of(message).into_iter().enumerate() {
+        let gemini =
+            super::extra_str(call.extra, "provider").is_none_or(|p| p == Provider::Gemini.as_str());
+        if !gemini {
+            note_signature(&call, index, report);
+        }
+        let args = call.object(index, report);
+        let mut part = json!({"function_call": {"id": call.id, "name": call.name, "args": args}});
+        match call.signature.filter(|_| gemini) {
+            Some(signature) => part["thought_signature"] = Value::from(signature),
+            None if i == 0 => part["thought_signature"] = Value::from(SKIP_SIGNATURE),
+            None => {}
+        }
+        parts.push(part);
+    }
+    parts
+}
+
+/// A `thought` part, for reasoning Gemini made.
+fn thought(reasoning: &ReasoningBlock) -> Option<Value> {
+    if reasoning_provider(reasoning) != Some(Provider::Gemini.as_str()) {
+        return None;
+    }
+    let mut part = json!({"text": reasoning.summary, "thought": true});
+    if let Some(signature) = &reasoning.signature {
+        part["thought_signature"] = Value::from(signature.as_str());
+    }
+    Some(part)
+}
+
+/// A key in the REST API's camelCase or the proto's snake_case.
+fn get<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    value.get(camel).or_else(|| value.get(snake))
+}
+
+fn get_str<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a str> {
+    get(value, camel, snake).and_then(Value::as_str)
+}
+
+fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
+    get(value, camel, snake)
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Reads a Gemini `GenerateContentResponse` (REST camelCase or proto snake_case) into an
+/// assistant message: the first candidate's `thought` parts as reasoning with their
+/// signature, text parts, `functionCall` parts as tool calls (their signature on the block
+/// and, as AgentFlow keeps it, in the `tools_calls` entry's `thought_signature`; a call
+/// without an id gets `call_<n>`), usage with cached and thought tokens, and the whole
+/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`.
+///
+/// ```
+/// use agentstate::providers::gemini::from_gemini;
+/// use serde_json::json;
+///
+/// let response = json!({
+///     "candidates": [{"content": {"role": "model", "parts": [
+///         {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "CiQB"}
+///     ]}, "finishReason": "STOP"}],
+///     "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 9, "totalTokenCount": 51,
+///                       "thoughtsTokenCount": 12},
+///     "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
+/// });
+/// let message = from_gemini(&response)?;
+/// let call = message.tool_call_blocks().next().unwrap();
+/// assert_eq!(call.signature.as_deref(), Some("CiQB"));
+/// assert_eq!(message.tool_calls()[0].extra["thought_signature"], "CiQB");
+/// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
+    let error = |reason: &str| ResponseError::new("Gemini", reason);
+    let candidate = first(response, "candidates").ok_or_else(|| error("it has no `candidates`"))?;
+    let parts = candidate
+        .get("content")
+        .and_then(|c| c.get("parts"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut content = Vec::new();
+    let mut calls = Vec::new();
+    for part in parts {
+        let signature = get_str(part, "thoughtSignature", "thought_signature");
+        if let Some(call) = get(part, "functionCall", "function_call") {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| error("a function call has no `name`"))?;
+            let id = match call.get("id").and_then(Value::as_str) {
+                Some(id) => id.to_owned(),
+                None => format!("call_{}", calls.len()),
+            };
+            let input = call
+                .get("args")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
+            let args = match &input {
+                Value::Object(args) => args.clone(),
+                _ => Map::new(),
+            };
+            content.push(ContentBlock::ToolCall(ToolCallBlock {
+                signature: signature.map(str::to_owned),
+                extra: provider_extra(Provider::Gemini, &[]),
+                ..ToolCallBlock::new(id.clone(), name, args)
+            }));
+            calls.push(signed_call(ToolCall::new(id, name, input), signature));
+        } else if let Some(text) = part.get("text").and_then(Value::as_str) {
+            if part.get("thought").and_then(Value::as_bool) == Some(true) {
+                content.push(ContentBlock::Reasoning(ReasoningBlock {
+                    signature: signature.map(str::to_owned),
+                    extra: provider_extra(Provider::Gemini, &[]),
+                    ..ReasoningBlock::new(text)
+                }));
+            } else {
+                content.push(ContentBlock::text(text));
+                if let Some(signature) = signature {
+                    // A signature on a text part: kept as an empty signed thought after it.
+                    content.push(ContentBlock::Reasoning(ReasoningBlock {
+                        signature: Some(signature.to_owned()),
+                        extra: provider_extra(Provider::Gemini, &[]),
+                        ..ReasoningBlock::new("")
+                    }));
+                }
+            }
+        }
+    }
+    let usage = get(response, "usageMetadata", "usage_metadata").map(|u| {
+        super::usages(
+            get_count(u, "promptTokenCount", "prompt_token_count"),
+            get_count(u, "candidatesTokenCount", "candidates_token_count"),
+            get(u, "totalTokenCount", "total_token_count").and_then(Value::as_i64),
+            get_count(u, "cachedContentTokenCount", "cached_content_token_count"),
+            get_count(u, "thoughtsTokenCount", "thoughts_token_count"),
+        )
+    });
+    Ok(response_message(
+        response,
+        content,
+        calls,
+        Reply {
+            provider: "google_genai",
+            id: get_str(response, "responseId", "response_id"),
+            model: get_str(response, "modelVersion", "model_version"),
+            finish_reason: get_str(candidate, "finishReason", "finish_reason"),
+            usage,
+            created: None,
+        },
+    ))
+}

@@ -1,0 +1,744 @@
+//! Provider request formats: a conversation of [`Message`]s into the request body of OpenAI
+//! Chat Completions, OpenAI Responses, Anthropic Messages and Gemini `generateContent`, and a
+//! provider's (non-streaming) response body back into a [`Message`].
+//!
+//! Each `to_*` function returns a [`Converted`]: the request body (the conversation part of
+//! it; add `model`, `tools`, `max_tokens`... yourself) and a [`Report`] that lists, with
+//! message and block indices, everything the provider could not take as it was and what was
+//! done with it. Nothing is dropped without a note. The same messages always give the same
+//! bytes (provider prompt caches depend on it).
+//!
+//! The rules every converter follows:
+//! - System messages go where the provider wants them (OpenAI Chat: in place; Responses:
+//!   `instructions`; Anthropic: `system`; Gemini: `system_instruction`); except for OpenAI
+//!   Chat, one met after the conversation started is moved there with a note.
+//! - The `context_summary` (AgentFlow's `AgentState.context_summary`) goes into the system
+//!   prompt, after the leading system messages: never as an assistant message, which
+//!   Anthropic would take as a prefill.
+//! - A tool call is read from `tools_calls` and from `tool_call`/`remote_tool_call` blocks (a
+//!   block and the `tools_calls` entry of its id are one call); arguments are a JSON string for OpenAI and an object for Anthropic
+//!   and Gemini, and invalid argument JSON is noted. Tool calls and results are paired by id
+//!   and every unanswered call or unmatched result is noted.
+//! - Consecutive tool results become one user turn for Anthropic and Gemini.
+//! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
+//!   [`ReasoningBlock::extra`]`["provider"]` by the `from_*` functions); elsewhere it is
+//!   dropped with a note.
+//!
+//! Message envelope fields no provider request has (`message_id`, `timestamp`, `metadata`,
+//! `usages`, `raw`, `parsed_content`, `delta`), media details (`alt_text`, `bbox`, sizes,
+//! hashes) and a duplicate `Message::reasoning` string beside reasoning blocks are not
+//! noted.
+//!
+//! ```
+//! use agentstate::message::{Message, Role, ToolCall};
+//! use agentstate::providers::anthropic::to_anthropic;
+//! use serde_json::json;
+//!
+//! let messages = vec![
+//!     Message::text_message("Be brief.", Role::System),
+//!     Message::text_message("Weather in Paris?", Role::User),
+//!     Message::text_message("", Role::Assistant)
+//!         .with_tool_calls(vec![ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))]),
+//!     Message::tool_result("call_1", "Sunny"),
+//! ];
+//! let converted = to_anthropic(&messages, None);
+//! assert!(converted.report.is_empty(), "{}", converted.report);
+//! let body = converted.request;
+//! assert_eq!(body["system"], json!([{"type": "text", "text": "Be brief."}]));
+//! assert_eq!(body["messages"][1]["content"][0]["input"], json!({"city": "Paris"}));
+//! assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "call_1");
+//! ```
+
+pub mod anthropic;
+pub mod gemini;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod report;
+
+pub use anthropic::{from_anthropic, to_anthropic};
+pub use gemini::{from_gemini, to_gemini};
+pub use openai_chat::{from_openai_chat, to_openai_chat};
+pub use openai_responses::{from_openai_responses, to_openai_responses};
+
+use crate::message::python_json;
+use crate::message::{
+    ContentBlock, Json, JsonObject, MediaKind, MediaRef, Message, ReasoningBlock, Role, TextBlock,
+    TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
+};
+use report::{Action, Issue, Report};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// A provider's request body and what it could not express.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted<T> {
+    /// The request body: `messages`/`input`/`contents` and the system prompt.
+    pub request: T,
+    /// Everything that could not be expressed, and what was done with it.
+    pub report: Report,
+}
+
+/// A provider, as recorded in a reasoning block's or tool call's `extra["provider"]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI (Chat Completions and Responses): `"openai"`.
+    OpenAi,
+    /// Anthropic Messages: `"anthropic"`.
+    Anthropic,
+    /// Google Gemini: `"gemini"`.
+    Gemini,
+}
+
+impl Provider {
+    /// The name recorded in `extra["provider"]`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Gemini => "gemini",
+        }
+    }
+}
+
+/// A provider response that is not what the provider sends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read this {provider} response: {reason}")]
+pub struct ResponseError {
+    provider: &'static str,
+    reason: String,
+}
+
+impl ResponseError {
+    fn new(provider: &'static str, reason: impl Into<String>) -> Self {
+        ResponseError {
+            provider,
+            reason: reason.into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The only places that read the message model's provider fields (`extra` maps), so that a
+// change of their type touches these lines only.
+
+/// `extra[key]` of a block's provider fields, if a string.
+fn extra_str<'a>(extra: &'a Option<Map<String, Value>>, key: &str) -> Option<&'a str> {
+    extra.as_ref()?.get(key)?.as_str()
+}
+
+/// Provider fields `{"provider": provider, key: value...}`.
+fn provider_extra(provider: Provider, fields: &[(&str, Value)]) -> Option<Map<String, Value>> {
+    let mut map = Map::new();
+    map.insert("provider".into(), Value::from(provider.as_str()));
+    for (key, value) in fields {
+        map.insert((*key).into(), value.clone());
+    }
+    Some(map)
+}
+
+/// The provider that made a reasoning block.
+fn reasoning_provider(block: &ReasoningBlock) -> Option<&str> {
+    extra_str(&block.extra, "provider")
+}
+
+/// The OpenAI Responses item id of a reasoning block made by OpenAI.
+fn openai_reasoning(block: &ReasoningBlock) -> Option<&str> {
+    (reasoning_provider(block) == Some(Provider::OpenAi.as_str()))
+        .then(|| extra_str(&block.extra, "id"))
+        .flatten()
+}
+
+/// A `tools_calls` entry's `thought_signature` (where AgentFlow keeps Gemini's).
+fn call_signature(call: &ToolCall) -> Option<Cow<'static, str>> {
+    match call.extra.get("thought_signature")? {
+        Value::String(signature) => Some(Cow::Owned(signature)),
+        _ => None,
+    }
+}
+
+/// A `tools_calls` entry carrying Gemini's `thought_signature` as AgentFlow does.
+fn signed_call(mut call: ToolCall, signature: Option<&str>) -> ToolCall {
+    if let Some(signature) = signature {
+        call.extra
+            .insert("thought_signature", Value::from(signature));
+    }
+    call
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// A tool call of a message, from `tools_calls` or a call block (one per id).
+struct Call<'a> {
+    id: &'a str,
+    name: &'a str,
+    args: Args<'a>,
+    /// Gemini's `thought_signature` (base64).
+    signature: Option<Cow<'a, str>>,
+    /// The block's provider fields.
+    extra: &'a Option<Map<String, Value>>,
+    /// The block's index in `content`, if the call has a block.
+    block: Option<usize>,
+}
+
+enum Args<'a> {
+    /// OpenAI's JSON string (from `tools_calls`).
+    Text(&'a str),
+    /// A block's object.
+    Object(&'a JsonObject),
+}
+
+const NO_EXTRA: &Option<Map<String, Value>> = &None;
+
+impl<'a> Call<'a> {
+    fn from_entry(call: &'a ToolCall, block: Option<(usize, &'a ToolCallBlock)>) -> Self {
+        Call {
+            id: &call.id,
+            name: call.name(),
+            args: Args::Text(&call.function.arguments),
+            signature: block
+                .and_then(|(_, b)| b.signature.as_deref().map(Cow::Borrowed))
+                .or_else(|| call_signature(call)),
+            extra: block.map_or(NO_EXTRA, |(_, b)| &b.extra),
+            block: block.map(|(i, _)| i),
+        }
+    }
+
+    /// The arguments as a JSON string, for OpenAI; invalid JSON is noted and sent as is.
+    fn json_string(&self, message: usize, report: &mut Report) -> Cow<'a, str> {
+        match self.args {
+            Args::Text(text) => {
+                if !text.is_empty() {
+                    if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                        report.push(
+                            Some(message),
+                            self.block,
+                            Issue::InvalidArguments {
+                                error: error.to_string(),
+                            },
+                            Action::SentAsIs,
+                        );
+                    }
+                }
+                Cow::Borrowed(text)
+            }
+            Args::Object(object) => Cow::Borrowed(object.as_json()),
+        }
+    }
+
+    /// The arguments as an object, for Anthropic and Gemini: invalid JSON or a JSON value
+    /// that is not an object is noted and sent as `{}`; an empty string is `{}`.
+    fn object(&self, message: usize, report: &mut Report) -> Value {
+        match self.args {
+            Args::Object(object) => object.to_value(),
+            Args::Text(text) if text.trim().is_empty() => Value::Object(Map::new()),
+            Args::Text(text) => match serde_json::from_str::<Value>(text) {
+                Ok(object @ Value::Object(_)) => object,
+                Ok(_) => {
+                    report.push(
+                        Some(message),
+                        self.block,
+                        Issue::ArgumentsNotObject,
+                        Action::SentAsEmptyObject,
+                    );
+                    Value::Object(Map::new())
+                }
+                Err(error) => {
+                    report.push(
+                        Some(message),
+                        self.block,
+                        Issue::InvalidArguments {
+                            error: error.to_string(),
+                        },
+                        Action::SentAsEmptyObject,
+                    );
+                    Value::Object(Map::new())
+                }
+            },
+        }
+    }
+}
+
+/// The tool calls of a message: its call blocks in content order (each with the first unused
+/// `tools_calls` entry of the same id, whose arguments string is the original), then the
+/// `tools_calls` entries without a block. Duplicate ids are kept (and noted by
+/// [`check_pairing`]).
+fn calls_of(message: &Message) -> Vec<Call<'_>> {
+    let entries = message.tool_calls();
+    let mut calls = Vec::with_capacity(entries.len());
+    let mut used = 0u64; // entries matched to a block (the first 64)
+    for (index, block) in message.content.iter().enumerate() {
+        let (id, name, args, signature, extra) = match block {
+            ContentBlock::ToolCall(b) => (
+                &b.id,
+                &b.name,
+                &b.args,
+                b.signature.as_deref().map(Cow::Borrowed),
+                &b.extra,
+            ),
+            ContentBlock::RemoteToolCall(b) => (&b.id, &b.name, &b.args, None, NO_EXTRA),
+            _ => continue,
+        };
+        let entry = entries
+            .iter()
+            .enumerate()
+            .find(|(j, e)| e.id == *id && (*j >= 64 || used & (1 << j) == 0));
+        match entry {
+            Some((j, entry)) => {
+                if j < 64 {
+                    used |= 1 << j;
+                }
+                let mut call = Call::from_entry(entry, None);
+                call.signature = signature.or(call.signature);
+                call.extra = extra;
+                call.block = Some(index);
+                calls.push(call);
+            }
+            None => calls.push(Call {
+                id,
+                name,
+                args: Args::Object(args),
+                signature,
+                extra,
+                block: Some(index),
+            }),
+        }
+    }
+    for (j, entry) in entries.iter().enumerate() {
+        // Entries past the 64th are matched by id (a turn that long is not seen in practice).
+        if (j < 64 && used & (1 << j) != 0) || (j >= 64 && calls.iter().any(|c| c.id == entry.id)) {
+            continue;
+        }
+        calls.push(Call::from_entry(entry, None));
+    }
+    calls
+}
+
+/// Notes every unanswered tool call, unmatched tool result and duplicate call id of the
+/// conversation. A turn's calls must be answered by the tool messages (or the tool results
+/// of the user message) right after it.
+fn check_pairing(messages: &[Message], report: &mut Report) {
+    let mut open: Vec<(&str, usize, Option<usize>)> = Vec::new();
+    let close = |open: &mut Vec<(&str, usize, Option<usize>)>, report: &mut Report| {
+        for (id, message, block) in open.drain(..) {
+            report.push(
+                Some(message),
+                block,
+                Issue::UnansweredToolCall { id: id.to_owned() },
+                Action::SentAsIs,
+            );
+        }
+    };
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::Assistant => {
+                close(&mut open, report);
+                for call in calls_of(message) {
+                    if open.iter().any(|(id, _, _)| *id == call.id) {
+                        report.push(
+                            Some(index),
+                            call.block,
+                            Issue::DuplicateToolCallId {
+                                id: call.id.to_owned(),
+                            },
+                            Action::SentAsIs,
+                        );
+                    } else {
+                        open.push((call.id, index, call.block));
+                    }
+                }
+            }
+            Role::Tool | Role::User => {
+                for (block, content) in message.content.iter().enumerate() {
+                    if let ContentBlock::ToolResult(result) = content {
+                        match open.iter().position(|(id, _, _)| *id == result.call_id) {
+                            Some(at) => {
+                                open.remove(at);
+                            }
+                            None => report.push(
+                                Some(index),
+                                Some(block),
+                                Issue::UnmatchedToolResult {
+                                    id: result.call_id.clone(),
+                                },
+                                Action::SentAsIs,
+                            ),
+                        }
+                    }
+                }
+                if message.role == Role::User {
+                    close(&mut open, report);
+                }
+            }
+            Role::System => {}
+        }
+    }
+    close(&mut open, report);
+}
+
+/// Where a media block's bytes are, read as AgentFlow reads a `MediaRef`: by its `kind`,
+/// then any reference it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source<'a> {
+    Url(&'a str),
+    Data(&'a str),
+    FileId(&'a str),
+    Missing,
+}
+
+fn source(media: &MediaRef) -> Source<'_> {
+    let (url, file_id, data) = (
+        media.url.as_deref().filter(|s| !s.is_empty()),
+        media.file_id.as_deref().filter(|s| !s.is_empty()),
+        media.data_base64.as_deref().filter(|s| !s.is_empty()),
+    );
+    match (media.kind, url, file_id, data) {
+        (MediaKind::Data, _, _, Some(data)) => Source::Data(data),
+        (MediaKind::Url, Some(url), _, _) => Source::Url(url),
+        (MediaKind::FileId, _, Some(id), _) => Source::FileId(id),
+        (_, Some(url), _, _) => Source::Url(url),
+        (_, _, Some(id), _) => Source::FileId(id),
+        (_, _, _, Some(data)) => Source::Data(data),
+        _ => Source::Missing,
+    }
+}
+
+/// `data:{mime};base64,{data}`.
+fn data_url(mime: &str, data: &str) -> String {
+    let mut url = String::with_capacity(data.len() + mime.len() + 13);
+    url.push_str("data:");
+    url.push_str(mime);
+    url.push_str(";base64,");
+    url.push_str(data);
+    url
+}
+
+/// The MIME type and base64 payload of a `data:<mime>;base64,<payload>` URL.
+fn parse_data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (header, payload) = rest.split_once(',')?;
+    let mime = header.strip_suffix(";base64")?;
+    Some((
+        if mime.is_empty() {
+            "application/octet-stream"
+        } else {
+            mime
+        },
+        payload,
+    ))
+}
+
+/// A tool result's output as text: a string as is, anything else as Python's `json.dumps`
+/// writes it (AgentFlow's `Message.text()`).
+fn output_text(output: &Json) -> Cow<'static, str> {
+    Cow::Owned(match output.as_string() {
+        Some(text) => text,
+        None => python_json::text_to_string(output.as_json()),
+    })
+}
+
+/// The text AgentFlow's converters put for media they cannot send.
+fn placeholder(kind: &str, media: &MediaRef) -> String {
+    let label = match kind {
+        "audio" => "Audio",
+        "video" => "Video",
+        "document" => "Document",
+        _ => "Media",
+    };
+    let reference = media
+        .url
+        .as_deref()
+        .or(media.file_id.as_deref())
+        .unwrap_or("unknown");
+    format!("[{label}: {reference}]")
+}
+
+/// Notes a text block's citations, which no request takes.
+fn note_annotations(text: &TextBlock, message: usize, block: usize, report: &mut Report) {
+    if !text.annotations.is_empty() {
+        report.push(
+            Some(message),
+            Some(block),
+            Issue::Annotations,
+            Action::Dropped,
+        );
+    }
+}
+
+/// Notes reasoning that `provider` cannot take back, dropped.
+fn note_reasoning(block: &ReasoningBlock, message: usize, index: usize, report: &mut Report) {
+    report.push(
+        Some(message),
+        Some(index),
+        Issue::Reasoning {
+            from: reasoning_provider(block).map(str::to_owned),
+        },
+        Action::Dropped,
+    );
+}
+
+/// Notes a message's `reasoning` string when no reasoning block holds it (none of the
+/// providers takes reasoning without its signature), dropped.
+fn note_reasoning_string(message: &Message, index: usize, report: &mut Report) {
+    let blocks = message
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Reasoning(_)));
+    if !blocks && message.reasoning.as_deref().is_some_and(|r| !r.is_empty()) {
+        report.push(
+            Some(index),
+            None,
+            Issue::Reasoning { from: None },
+            Action::Dropped,
+        );
+    }
+}
+
+/// Notes the blocks no provider request has in any message: `annotation` and `error`.
+fn note_dropped(kind: &'static str, message: usize, block: usize, report: &mut Report) {
+    report.push(
+        Some(message),
+        Some(block),
+        Issue::UnsupportedBlock { kind },
+        Action::Dropped,
+    );
+}
+
+/// Whether a `tools_calls` entry or a call block carries a signature that `provider` would
+/// not take, noted as dropped.
+fn note_signature(call: &Call<'_>, message: usize, report: &mut Report) {
+    if call.signature.is_some() {
+        report.push(Some(message), call.block, Issue::Signature, Action::Dropped);
+    }
+}
+
+/// Whether a block is a tool call (`tool_call` or `remote_tool_call`).
+fn is_call(block: &ContentBlock) -> bool {
+    matches!(
+        block,
+        ContentBlock::ToolCall(_) | ContentBlock::RemoteToolCall(_)
+    )
+}
+
+/// The number of system messages the conversation starts with.
+fn leading_system(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .take_while(|m| m.role == Role::System)
+        .count()
+}
+
+/// Notes a system message after the leading ones, moved into the system prompt.
+fn note_system_moved(index: usize, leading: usize, report: &mut Report) {
+    if index > leading {
+        report.push(
+            Some(index),
+            None,
+            Issue::SystemInConversation,
+            Action::MovedToSystem,
+        );
+    }
+}
+
+/// The first item of the list at `key` of a response.
+fn first<'a>(response: &'a Value, key: &str) -> Option<&'a Value> {
+    response.get(key)?.as_array()?.first()
+}
+
+/// The media of an image, audio, video or document block.
+fn media_of(block: &ContentBlock) -> Option<&MediaRef> {
+    match block {
+        ContentBlock::Image(b) => Some(&b.media),
+        ContentBlock::Audio(b) => Some(&b.media),
+        ContentBlock::Video(b) => Some(&b.media),
+        ContentBlock::Document(b) => Some(&b.media),
+        _ => None,
+    }
+}
+
+/// A tool result inside an assistant or system message: noted, and sent as its text (as
+/// AgentFlow's `Message.text()` has it).
+fn out_of_place<'a>(
+    result: &'a ToolResultBlock,
+    message: usize,
+    block: usize,
+    report: &mut Report,
+) -> Cow<'a, str> {
+    report.push(
+        Some(message),
+        Some(block),
+        Issue::ToolResultOutOfPlace,
+        Action::SentAsText,
+    );
+    output_text(&result.output)
+}
+
+/// Notes a failed result's `is_error` flag, which OpenAI cannot carry.
+fn note_error_flag(result: &ToolResultBlock, message: usize, block: usize, report: &mut Report) {
+    if result.is_error {
+        report.push(
+            Some(message),
+            Some(block),
+            Issue::ToolResultErrorFlag,
+            Action::Dropped,
+        );
+    }
+}
+
+/// The text of a system message, for a provider whose system prompt is text only; other
+/// blocks are noted.
+fn system_text(message: &Message, index: usize, report: &mut Report) -> String {
+    let mut text = String::new();
+    for (block, content) in message.content.iter().enumerate() {
+        match content {
+            ContentBlock::Text(t) => {
+                note_annotations(t, index, block, report);
+                text.push_str(&t.text);
+            }
+            ContentBlock::ToolResult(result) => {
+                text.push_str(&out_of_place(result, index, block, report));
+            }
+            ContentBlock::Reasoning(r) => note_reasoning(r, index, block, report),
+            other => report.push(
+                Some(index),
+                Some(block),
+                Issue::SystemNonText { kind: other.kind() },
+                Action::Dropped,
+            ),
+        }
+    }
+    text
+}
+
+/// Token usage in OpenAI's shape (Chat's `prompt_tokens`... or Responses' `input_tokens`...):
+/// `keys` are the prompt and completion counts' names, `details` their details objects'.
+fn openai_usage(response: &Value, keys: [&str; 2], details: [&str; 2]) -> Option<TokenUsages> {
+    let usage = response.get("usage").filter(|u| u.is_object())?;
+    Some(usages(
+        count(usage, &[keys[0]]),
+        count(usage, &[keys[1]]),
+        usage.get("total_tokens").and_then(Value::as_i64),
+        count(usage, &[details[0], "cached_tokens"]),
+        count(usage, &[details[1], "reasoning_tokens"]),
+    ))
+}
+
+/// Whether a message has media blocks (image, audio, video, document), which make AgentFlow
+/// send its content as parts rather than one text.
+fn has_media(message: &Message) -> bool {
+    message.content.iter().any(|b| media_of(b).is_some())
+}
+
+/// Joins adjacent plain text parts (objects of `keys` keys, one a string `"text"`: Anthropic's
+/// `{"type": "text", "text"}`, Gemini's `{"text"}`) into one, as AgentFlow sends a message's
+/// text.
+fn merge_texts(parts: &mut Vec<Value>, keys: usize) {
+    let plain = |v: &Value| {
+        v.as_object().is_some_and(|o| o.len() == keys)
+            && v.get("text").is_some_and(Value::is_string)
+            && (keys == 1 || v.get("type").and_then(Value::as_str) == Some("text"))
+    };
+    parts.dedup_by(|next, prev| {
+        if !(plain(prev) && plain(next)) {
+            return false;
+        }
+        let next = next["text"].as_str().unwrap_or_default().to_owned();
+        if let Some(Value::String(text)) = prev.get_mut("text") {
+            text.push_str(&next);
+        }
+        true
+    });
+}
+
+/// Token usage from the counts a provider reports.
+fn usages(
+    prompt: i64,
+    completion: i64,
+    total: Option<i64>,
+    cached: i64,
+    reasoning: i64,
+) -> TokenUsages {
+    TokenUsages {
+        total_tokens: total.unwrap_or(prompt.saturating_add(completion)),
+        reasoning_tokens: reasoning,
+        cache_read_input_tokens: cached,
+        ..TokenUsages::new(completion, prompt)
+    }
+}
+
+/// An integer at `path` in a response, 0 when absent.
+fn count(value: &Value, path: &[&str]) -> i64 {
+    let mut at = value;
+    for key in path {
+        match at.get(key) {
+            Some(next) => at = next,
+            None => return 0,
+        }
+    }
+    at.as_i64().unwrap_or(0)
+}
+
+/// A string at `key`, if any.
+fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// What a provider's response says about itself.
+struct Reply<'a> {
+    /// AgentFlow's `metadata["provider"]`.
+    provider: &'static str,
+    id: Option<&'a str>,
+    model: Option<&'a str>,
+    finish_reason: Option<&'a str>,
+    usage: Option<TokenUsages>,
+    /// When the provider made the response, in seconds (the message's timestamp; now without).
+    created: Option<f64>,
+}
+
+/// An assistant message from a provider's response: these blocks and calls, the response's
+/// id as `message_id` (a new uuid without one), its creation time as `timestamp`, `metadata` as AgentFlow's converters write
+/// it (`provider`, `model`, `finish_reason`) and the whole response as `raw`.
+fn response_message(
+    response: &Value,
+    content: Vec<ContentBlock>,
+    calls: Vec<ToolCall>,
+    reply: Reply<'_>,
+) -> Message {
+    let Reply {
+        provider,
+        id,
+        model,
+        finish_reason,
+        usage,
+        created,
+    } = reply;
+    let mut message = Message::new(Role::Assistant, content);
+    if let Some(id) = id {
+        message = message.with_id(id);
+    }
+    if !calls.is_empty() {
+        message.tools_calls = Some(calls);
+    }
+    let reasoning: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Reasoning(r) if !r.summary.is_empty() => Some(r.summary.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !reasoning.is_empty() {
+        message.reasoning = Some(reasoning.join("\n"));
+    }
+    message = message
+        .with_metadata("provider", provider)
+        .with_metadata("model", model.unwrap_or_default())
+        .with_metadata("finish_reason", finish_reason.unwrap_or("UNKNOWN"));
+    message.usages = usage.map(Box::new);
+    if let Some(created) = created {
+        message = message.with_timestamp(created);
+    }
+    if let Value::Object(raw) = response {
+        message = message.with_raw(raw.clone());
+    }
+    message
+}

@@ -1,0 +1,311 @@
+//! OpenAI Responses: messages to the request's `instructions` and `input` items, and a
+//! `response` object back to a [`Message`].
+//!
+//! The conversion is the [Chat one](super::openai_chat) (same text, parts, tool results and
+//! notes), written as Responses items: system messages join `instructions` (one met after the
+//! conversation started is moved there with a note), tool calls are `function_call` items
+//! and results `function_call_output` items, and reasoning made by OpenAI (a reasoning block
+//! whose `extra` holds `"provider": "openai"` and the item's `"id"`) goes back as a
+//! `reasoning` item with its `encrypted_content` (the block's `signature`). Responses takes no
+//! audio input: audio is dropped with a note.
+
+use super::openai_chat::{convert, ChatContent, ChatMessage, ChatPart};
+use super::report::{Action, Issue, Report};
+use super::{
+    calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
+    Converted, Provider, Reply, ResponseError,
+};
+use crate::message::{ContentBlock, Message, ReasoningBlock, ToolCall, ToolCallBlock};
+use serde_json::{json, Map, Value};
+
+/// Converts a conversation to a Responses request's `instructions` and `input`.
+///
+/// The `context_summary` joins `instructions`, after the leading system messages.
+///
+/// ```
+/// use agentstate::message::{Message, Role, ToolCall};
+/// use agentstate::providers::openai_responses::to_openai_responses;
+/// use serde_json::json;
+///
+/// let messages = vec![
+///     Message::text_message("Be brief.", Role::System),
+///     Message::text_message("Weather in Paris?", Role::User),
+///     Message::text_message("", Role::Assistant)
+///         .with_tool_calls(vec![ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))]),
+///     Message::tool_result("call_1", "Sunny"),
+/// ];
+/// let body = to_openai_responses(&messages, Some("The user likes short answers.")).request;
+/// assert_eq!(body["instructions"], "Be brief.\nThe user likes short answers.");
+/// assert_eq!(body["input"][1], json!({"type": "function_call", "call_id": "call_1",
+///     "name": "get_weather", "arguments": r#"{"city": "Paris"}"#}));
+/// assert_eq!(body["input"][2], json!({"type": "function_call_output", "call_id": "call_1", "output": "Sunny"}));
+/// ```
+pub fn to_openai_responses(
+    messages: &[Message],
+    context_summary: Option<&str>,
+) -> Converted<Value> {
+    let (out, mut report) = convert(messages, context_summary, true);
+    let mut instructions: Vec<String> = Vec::new();
+    let mut input = Vec::with_capacity(out.messages.len());
+    let mut started = false;
+    for (message, origin) in out.messages.into_iter().zip(out.origins) {
+        match message {
+            ChatMessage::System { content } => {
+                if started {
+                    report.push(
+                        origin,
+                        None,
+                        Issue::SystemInConversation,
+                        Action::MovedToSystem,
+                    );
+                }
+                if let ChatContent::Text(text) = content {
+                    instructions.push(text.into_owned());
+                }
+            }
+            ChatMessage::User { content } => {
+                started = true;
+                let content = input_content(content, origin, &mut report);
+                input.push(json!({"role": "user", "content": content}));
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                started = true;
+                let source = origin.map(|i| &messages[i]);
+                for block in source.into_iter().flat_map(|m| &m.content) {
+                    if let ContentBlock::Reasoning(reasoning) = block {
+                        if let Some(id) = openai_reasoning(reasoning) {
+                            input.push(reasoning_item(id, reasoning));
+                        }
+                    }
+                }
+                if !content.is_empty() || tool_calls.is_empty() {
+                    input.push(json!({"role": "assistant", "content": content}));
+                }
+                let calls = source.map(calls_of).unwrap_or_default();
+                for call in tool_calls {
+                    let mut item = json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.function.name,
+                        "arguments": call.function.arguments,
+                    });
+                    let item_id = calls
+                        .iter()
+                        .find(|c| c.id == call.id)
+                        .filter(|c| {
+                            extra_str(c.extra, "provider") == Some(Provider::OpenAi.as_str())
+                        })
+                        .and_then(|c| extra_str(c.extra, "id"));
+                    if let Some(id) = item_id {
+                        item["id"] = Value::from(id);
+                    }
+                    input.push(item);
+                }
+            }
+            ChatMessage::Tool {
+                content,
+                tool_call_id,
+            } => {
+                started = true;
+                input.push(json!({
+                    "type": "function_call_output",
+                    "call_id": tool_call_id,
+                    "output": content,
+                }));
+            }
+        }
+    }
+    let mut request = Map::new();
+    if !instructions.is_empty() {
+        request.insert("instructions".into(), Value::from(instructions.join("\n")));
+    }
+    request.insert("input".into(), Value::Array(input));
+    Converted {
+        request: Value::Object(request),
+        report,
+    }
+}
+
+/// A user message's content as Responses input content. Responses takes no audio: an audio
+/// part is dropped with a note.
+fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut Report) -> Value {
+    let parts = match content {
+        ChatContent::Text(text) => return Value::from(text.into_owned()),
+        ChatContent::Parts(parts) => parts,
+    };
+    parts
+        .into_iter()
+        .filter_map(|part| match part {
+            ChatPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
+            ChatPart::ImageUrl { image_url } => {
+                Some(json!({"type": "input_image", "image_url": image_url.url}))
+            }
+            ChatPart::InputAudio { .. } => {
+                report.push(
+                    origin,
+                    None,
+                    Issue::UnsupportedBlock { kind: "audio" },
+                    Action::Dropped,
+                );
+                None
+            }
+            ChatPart::File { file } => {
+                let mut part = json!({"type": "input_file"});
+                if let Some(data) = file.file_data {
+                    part["file_data"] = Value::from(data);
+                }
+                if let Some(id) = file.file_id {
+                    part["file_id"] = Value::from(id);
+                }
+                if let Some(name) = file.filename {
+                    part["filename"] = Value::from(name);
+                }
+                Some(part)
+            }
+        })
+        .collect()
+}
+
+/// A reasoning item: `{"type": "reasoning", "id", "summary": [...], "encrypted_content"?}`.
+fn reasoning_item(id: &str, reasoning: &ReasoningBlock) -> Value {
+    let texts: Vec<&str> = match &reasoning.details {
+        Some(details) => details.iter().map(String::as_str).collect(),
+        None if reasoning.summary.is_empty() => Vec::new(),
+        None => vec![reasoning.summary.as_str()],
+    };
+    let summary: Vec<Value> = texts
+        .into_iter()
+        .map(|text| json!({"type": "summary_text", "text": text}))
+        .collect();
+    let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
+    if let Some(signature) = &reasoning.signature {
+        item["encrypted_content"] = Value::from(signature.as_str());
+    }
+    item
+}
+
+/// Reads a Responses API `response` object into an assistant message: `reasoning` items as
+/// reasoning blocks (summary texts, `encrypted_content` as the signature, the item id in
+/// `extra`), `message` items' `output_text` and `refusal` as text, `function_call` items as
+/// tool calls (the item id in the block's `extra`), usage with cached and reasoning tokens,
+/// and the whole response as `raw`.
+///
+/// ```
+/// use agentstate::message::ContentBlock;
+/// use agentstate::providers::openai_responses::from_openai_responses;
+/// use serde_json::json;
+///
+/// let response = json!({
+///     "id": "resp_1", "object": "response", "model": "o4-mini", "status": "completed",
+///     "output": [
+///         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Look it up."}],
+///          "encrypted_content": "gAAAA"},
+///         {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather",
+///          "arguments": "{\"city\":\"Paris\"}"}
+///     ],
+///     "usage": {"input_tokens": 30, "output_tokens": 12, "total_tokens": 42,
+///               "output_tokens_details": {"reasoning_tokens": 8}}
+/// });
+/// let message = from_openai_responses(&response)?;
+/// let ContentBlock::Reasoning(reasoning) = &message.content[0] else { panic!() };
+/// assert_eq!(reasoning.signature.as_deref(), Some("gAAAA"));
+/// assert_eq!(message.tool_calls()[0].id, "call_1");
+/// assert_eq!(message.usages.unwrap().reasoning_tokens, 8);
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError> {
+    let error = |reason: String| ResponseError::new("OpenAI Responses", reason);
+    let output = response
+        .get("output")
+        .and_then(Value::as_array)
+        .ok_or_else(|| error("it has no `output` list".into()))?;
+    let mut content = Vec::new();
+    let mut calls = Vec::new();
+    for item in output {
+        match str_at(item, "type") {
+            Some("reasoning") => {
+                let texts: Vec<String> = item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| str_at(s, "text").map(str::to_owned))
+                    .collect();
+                let mut fields = Vec::new();
+                if let Some(id) = str_at(item, "id") {
+                    fields.push(("id", Value::from(id)));
+                }
+                content.push(ContentBlock::Reasoning(ReasoningBlock {
+                    summary: texts.join("\n"),
+                    details: (texts.len() > 1).then_some(texts),
+                    signature: str_at(item, "encrypted_content").map(str::to_owned),
+                    extra: provider_extra(Provider::OpenAi, &fields),
+                }));
+            }
+            Some("message") => {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    match str_at(part, "type") {
+                        Some("output_text") => {
+                            content.push(ContentBlock::text(str_at(part, "text").unwrap_or("")))
+                        }
+                        Some("refusal") => {
+                            content.push(ContentBlock::text(str_at(part, "refusal").unwrap_or("")))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Some("function_call") => {
+                let (Some(call_id), Some(name)) = (str_at(item, "call_id"), str_at(item, "name"))
+                else {
+                    return Err(error(
+                        "a function_call item has no `call_id` or `name`".into(),
+                    ));
+                };
+                let arguments = str_at(item, "arguments").unwrap_or("{}");
+                let args = match serde_json::from_str(arguments) {
+                    Ok(Value::Object(args)) => args,
+                    _ => Map::new(),
+                };
+                let mut fields = Vec::new();
+                if let Some(id) = str_at(item, "id") {
+                    fields.push(("id", Value::from(id)));
+                }
+                content.push(ContentBlock::ToolCall(ToolCallBlock {
+                    extra: provider_extra(Provider::OpenAi, &fields),
+                    ..ToolCallBlock::new(call_id, name, args)
+                }));
+                let mut call = ToolCall::new(call_id, name, Value::Object(Map::new()));
+                call.function.arguments = arguments.to_owned();
+                calls.push(call);
+            }
+            _ => {}
+        }
+    }
+    let usage = openai_usage(
+        response,
+        ["input_tokens", "output_tokens"],
+        ["input_tokens_details", "output_tokens_details"],
+    );
+    Ok(response_message(
+        response,
+        content,
+        calls,
+        Reply {
+            provider: "openai",
+            id: str_at(response, "id"),
+            model: str_at(response, "model"),
+            finish_reason: str_at(response, "status"),
+            usage,
+            created: response.get("created_at").and_then(Value::as_f64),
+        },
+    ))
+}

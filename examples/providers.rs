@@ -1,0 +1,67 @@
+//! One conversation, four providers: a user question with an image, an assistant turn with
+//! Anthropic thinking and two parallel tool calls, their results, and a follow-up. Prints the
+//! request body for OpenAI Chat, OpenAI Responses, Anthropic and Gemini, each with its report
+//! of what the provider could not take.
+//!
+//! Run with `cargo run --example providers`.
+
+use agentstate::message::{ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall};
+use agentstate::providers::anthropic::to_anthropic;
+use agentstate::providers::gemini::to_gemini;
+use agentstate::providers::openai_chat::to_openai_chat;
+use agentstate::providers::openai_responses::to_openai_responses;
+use agentstate::providers::report::Report;
+use serde_json::json;
+
+fn main() -> Result<(), serde_json::Error> {
+    // Thinking as `from_anthropic` reads it: the summary, its signature and who made it.
+    let thinking = ReasoningBlock {
+        signature: Some("EqQBCkYIBxgCKkDq".into()),
+        extra: json!({"provider": "anthropic"}).as_object().cloned(),
+        ..ReasoningBlock::new("The user wants both cities; two lookups can run at once.")
+    };
+    let messages = vec![
+        Message::text_message("You are a travel assistant. Be brief.", Role::System),
+        Message::text_message("What's the weather where I'm going? My route:", Role::User)
+            .with_block(ContentBlock::image(MediaRef::url(
+                "https://maps.example/route.png",
+            ))),
+        Message::new(
+            Role::Assistant,
+            vec![
+                thinking.into(),
+                ContentBlock::text("Checking Paris and Rome."),
+            ],
+        )
+        .with_tool_calls(vec![
+            ToolCall::new("call_paris", "get_weather", json!({"city": "Paris"})),
+            ToolCall::new("call_rome", "get_weather", json!({"city": "Rome"})),
+        ]),
+        Message::tool_result("call_paris", "Sunny, 22C"),
+        Message::tool_result("call_rome", json!({"sky": "rain", "temp": 17})),
+        Message::text_message("Paris: sunny, 22C. Rome: rain, 17C.", Role::Assistant),
+        Message::text_message("Should I pack an umbrella?", Role::User),
+    ];
+    let summary = Some("Earlier: the user is travelling Paris -> Rome next week.");
+
+    let chat = to_openai_chat(&messages, summary);
+    show(
+        "OpenAI Chat Completions",
+        &serde_json::to_value(&chat.request)?,
+        &chat.report,
+    )?;
+    let responses = to_openai_responses(&messages, summary);
+    show("OpenAI Responses", &responses.request, &responses.report)?;
+    let anthropic = to_anthropic(&messages, summary);
+    show("Anthropic Messages", &anthropic.request, &anthropic.report)?;
+    let gemini = to_gemini(&messages, summary);
+    show("Gemini", &gemini.request, &gemini.report)?;
+    Ok(())
+}
+
+fn show(title: &str, body: &serde_json::Value, report: &Report) -> Result<(), serde_json::Error> {
+    println!("=== {title} ===");
+    println!("{}", serde_json::to_string_pretty(body)?);
+    println!("report: {report}\n");
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The OpenAI converters' output is in the official request shapes: every request built from
+//! the differential fixture's conversations (real AgentFlow messages and random ones) and
+//! from a conversation with every kind of block deserializes into `async-openai`'s request
+//! types, and serializes back from them to the same JSON (so no field was ignored; the two
+//! defaults async-openai adds are noted below).
+
+use agentstate::message::{
+    AudioBlock, ContentBlock, DocumentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall,
+    VideoBlock,
+};
+use agentstate::providers::openai_chat::to_openai_chat;
+use agentstate::providers::openai_responses::to_openai_responses;
+use async_openai::types::chat::CreateChatCompletionRequest;
+use async_openai::types::responses::CreateResponse;
+use serde_json::{json, Value};
+
+fn conversations() -> Vec<Vec<Message>> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/providers_agentflow.json"
+    );
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut all: Vec<Vec<Message>> = fixture["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| serde_json::from_value(case["messages"].clone()).unwrap())
+        .collect();
+    let reasoning = ReasoningBlock {
+        signature: Some("gAAAA".into()),
+        extra: json!({"provider": "openai", "id": "rs_1"})
+            .as_object()
+            .cloned(),
+        ..ReasoningBlock::new("Think.")
+    };
+    all.push(vec![
+        Message::text_message("Be brief.", Role::System),
+        Message::new(
+            Role::User,
+            vec![
+                ContentBlock::text("All of these:"),
+                ContentBlock::image(MediaRef::url("https://x.example/a.png")),
+                ContentBlock::image(MediaRef::data("iVBO", "image/png")),
+                AudioBlock::new(MediaRef::data("UklG", "audio/wav")).into(),
+                DocumentBlock::new(MediaRef::data("JVBE", "application/pdf")).into(),
+                DocumentBlock::new(MediaRef::file_id("file-1")).into(),
+                VideoBlock::new(MediaRef::url("https://x.example/v.mp4")).into(),
+            ],
+        ),
+        Message::new(
+            Role::Assistant,
+            vec![reasoning.into(), ContentBlock::text("Ok.")],
+        )
+        .with_tool_calls(vec![
+            ToolCall::new("c1", "f", json!({"a": 1})),
+            ToolCall::new("c2", "g", json!({})),
+        ]),
+        Message::tool_result("c1", "one").with_block(ContentBlock::image(MediaRef::url(
+            "https://x.example/r.png",
+        ))),
+        Message::tool_result("c2", json!({"two": 2})),
+        Message::text_message("Done?", Role::User),
+    ]);
+    all
+}
+
+#[test]
+fn chat_requests_are_async_openai_requests() {
+    for messages in conversations() {
+        let mut body =
+            serde_json::to_value(to_openai_chat(&messages, Some("summary")).request).unwrap();
+        body["model"] = json!("gpt-4o");
+        let typed: CreateChatCompletionRequest =
+            serde_json::from_value(body.clone()).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(serde_json::to_value(&typed).unwrap(), body);
+    }
+}
+
+#[test]
+fn responses_requests_are_async_openai_requests() {
+    for messages in conversations() {
+        let mut body = to_openai_responses(&messages, Some("summary")).request;
+        body["model"] = json!("o4-mini");
+        let typed: CreateResponse =
+            serde_json::from_value(body.clone()).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let mut back = serde_json::to_value(&typed).unwrap();
+        // async-openai writes two defaults that the API (and AgentFlow) leave out: a role
+        // message's `"type": "message"` and an image's `"detail": "auto"`.
+        for item in back["input"].as_array_mut().unwrap() {
+            if item.get("role").is_some() && item["type"] == "message" {
+                item.as_object_mut().unwrap().remove("type");
+            }
+            let parts = item.get_mut("content").and_then(Value::as_array_mut);
+            for part in parts.into_iter().flatten() {
+                if part["type"] == "input_image" && part["detail"] == "auto" {
+                    part.as_object_mut().unwrap().remove("detail");
+                }
+            }
+        }
+        assert_eq!(back, body);
+    }
+}

@@ -261,7 +261,7 @@ pub trait Update: Sized + Default {
 
     /// Fills in what merging this update would otherwise make up: the ids and timestamps of
     /// messages in its JSON (`serde_json::Value`) `add_messages` and `replace_messages` fields
-    /// ([`Reducer::prepare`](crate::reducers::Reducer::prepare)). The generated setters and
+    /// ([`Reducer::prepare`]). The generated setters and
     /// [`from_json`](Update::from_json) call it, so that merging the update twice, or replaying
     /// it from a journal, gives the same state; call it yourself on an update built otherwise
     /// (a struct literal, plain serde). Preparing twice changes nothing.

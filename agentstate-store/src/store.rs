@@ -10,7 +10,7 @@ use crate::record::{
     ThreadQuery,
 };
 use crate::thread::Thread;
-use agentstate::update::{FanIn, Update};
+use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
 use agentstate::State;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -523,36 +523,106 @@ impl<B: Backend> Store<B> {
         target: u64,
         state: &mut S,
     ) -> Result<(), StoreError> {
-        let what = format!("entry {}", entry.seq);
-        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what.as_str(), reason);
+        let what = || format!("entry {}", entry.seq);
+        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what(), reason);
         let kind = EntryKind::from_code(entry.kind)
             .ok_or_else(|| corrupt(format!("unknown entry kind {}", entry.kind)))?;
-        let value: Value = serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
-        let merged = match kind {
-            EntryKind::Update => {
-                let update = self.decode_update::<S>(thread, &what, value, target)?;
-                state.merge(update)
+        let mode = match kind {
+            EntryKind::Update => None,
+            EntryKind::Parallel => Some(FanIn::Ordered),
+            EntryKind::ParallelStrict => Some(FanIn::Strict),
+        };
+        let merged = if thread.fingerprint == target {
+            // Written by this type: read directly, as strictly as `Update::from_json`.
+            match mode {
+                None => state.merge(strict::<S>(&entry.body).map_err(corrupt)?),
+                Some(mode) => {
+                    state.merge_parallel(strict_branches::<S>(&entry.body).map_err(corrupt)?, mode)
+                }
             }
-            EntryKind::Parallel | EntryKind::ParallelStrict => {
-                let Value::Array(branches) = value else {
+        } else {
+            let value: Value =
+                serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
+            match (mode, value) {
+                (None, value) => {
+                    state.merge(self.decode_update::<S>(thread, &what(), value, target)?)
+                }
+                (Some(mode), Value::Array(branches)) => {
+                    let updates = branches
+                        .into_iter()
+                        .map(|b| self.decode_update::<S>(thread, &what(), b, target))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    state.merge_parallel(updates, mode)
+                }
+                (Some(_), _) => {
                     return Err(corrupt(
                         "a parallel step is not a JSON array of updates".into(),
-                    ));
-                };
-                let updates = branches
-                    .into_iter()
-                    .map(|b| self.decode_update::<S>(thread, &what, b, target))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mode = if kind == EntryKind::Parallel {
-                    FanIn::Ordered
-                } else {
-                    FanIn::Strict
-                };
-                state.merge_parallel(updates, mode)
+                    ))
+                }
             }
         };
         merged.map_err(|e| corrupt(format!("it no longer merges: {e}")))
     }
+}
+
+/// The keys of a JSON object, its values skipped: what [`strict`] checks before reading an
+/// update directly.
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of field values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(key);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// Fails on a key that is not a field of `S` (nor a field's Overwrite).
+fn check_keys<S: StoredState>(keys: &Keys) -> Result<(), String> {
+    for key in &keys.0 {
+        let field = key.strip_suffix(OVERWRITE_SUFFIX).unwrap_or(key);
+        if !S::FIELDS.contains(&field) {
+            return Err(format!("field `{field}` is not a field of this state"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads an update written by `S` itself: directly (no intermediate `Value`), after checking
+/// its keys; on failure, the error `Update::from_json` gives (field and path).
+fn strict<S: StoredState>(json: &str) -> Result<S::Update, String> {
+    let keys: Keys = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    check_keys::<S>(&keys)?;
+    serde_json::from_str(json).map_err(|e| explain::<S>(json).unwrap_or(e.to_string()))
+}
+
+/// Reads the branch updates of a parallel step written by `S` itself (see [`strict`]).
+fn strict_branches<S: StoredState>(json: &str) -> Result<Vec<S::Update>, String> {
+    let branches: Vec<Keys> = serde_json::from_str(json)
+        .map_err(|e| format!("a parallel step is not a JSON array of updates: {e}"))?;
+    branches.iter().try_for_each(check_keys::<S>)?;
+    serde_json::from_str(json).map_err(|e| e.to_string())
+}
+
+/// `Update::from_json`'s error for `json`, which names the field and the path.
+fn explain<S: StoredState>(json: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(json).ok()?;
+    <S::Update as Update>::from_json(value)
+        .err()
+        .map(|e| e.to_string())
 }
 
 fn with_type_name<S>(err: StoreError) -> StoreError {

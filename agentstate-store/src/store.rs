@@ -1,6 +1,6 @@
 //! The typed store: threads of a state type `S`, created, loaded (latest or at any version),
 //! forked, listed, snapshotted, compacted and deleted. Writing goes through a
-//! [`Thread`](crate::thread::Thread) handle.
+//! [`Thread`] handle.
 
 use crate::backend::Backend;
 use crate::error::StoreError;

@@ -17,7 +17,9 @@ fn reply(state: &AgentState, question: &str) -> String {
 
 async fn chat() -> Result<(), StoreError> {
     let store = SqliteStore::open("agentstate.db")?;
-    let mut thread = store.thread_or_create("durable-chat", AgentState::default).await?;
+    let mut thread = store
+        .thread_or_create("durable-chat", AgentState::default)
+        .await?;
 
     if thread.version() == 0 {
         println!("A new chat (thread `durable-chat` in ./agentstate.db).");
@@ -36,9 +38,11 @@ async fn chat() -> Result<(), StoreError> {
     for _ in 0..2 {
         let n = thread.state().context.len() / 2 + 1;
         let question = format!("question {n}");
-        let user = AgentStateUpdate::default()
-            .context(vec![Message::text_message(&question, Role::User)]);
-        thread.merge(user, StepMeta::node("user").run_id(&run)).await?;
+        let user =
+            AgentStateUpdate::default().context(vec![Message::text_message(&question, Role::User)]);
+        thread
+            .merge(user, StepMeta::node("user").run_id(&run))
+            .await?;
 
         let answer = reply(thread.state(), &question);
         let assistant = AgentStateUpdate::default()

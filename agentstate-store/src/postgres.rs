@@ -106,14 +106,14 @@ impl Sql {
             // it, which may still be `$2` if the winner committed while this one waited.
             append: format!(
                 "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head),
-                 ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, body)
-                         SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $8::text::json FROM bump
+                 ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
+                         SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $9, $8::text::json FROM bump
                          RETURNING seq)
                  SELECT (SELECT seq FROM ins), (SELECT head FROM {threads} WHERE id = $1)"
             ),
             catch_up: format!(
                 "SELECT t.id, t.fingerprint, t.head, t.oldest, t.parent, t.fork_seq, t.metadata::text,
-                        t.created_ms, e.seq, e.kind, e.body::text
+                        t.created_ms, e.seq, e.kind, e.body::text, e.fingerprint
                  FROM {threads} t LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2
                  WHERE t.id = $1 ORDER BY e.seq"
             ),
@@ -215,6 +215,7 @@ impl Postgres {
                  node TEXT,
                  run_id TEXT,
                  extra JSONB,
+                 fingerprint BIGINT,
                  body JSON NOT NULL,
                  PRIMARY KEY (thread, seq)
              );
@@ -324,6 +325,7 @@ impl Backend for Postgres {
                     &entry.run_id,
                     &entry.extra,
                     &entry.body,
+                    &entry.fingerprint.map(|f| f as i64),
                 ],
             )
             .await
@@ -404,6 +406,7 @@ impl Backend for Postgres {
                         seq: r.get::<_, i64>(8) as u64,
                         kind: i64::from(r.get::<_, i16>(9)),
                         body: r.get(10),
+                        fingerprint: r.get::<_, Option<i64>>(11).map(|f| f as u64),
                     })
                     .collect();
                 check_entries(thread, after, info.version, &entries)?;
@@ -472,7 +475,7 @@ impl Backend for Postgres {
         let entries: Vec<StoredEntry> = tx
             .query(
                 &format!(
-                    "SELECT seq, kind, body::text FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
+                    "SELECT seq, kind, body::text, fingerprint FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
                      ORDER BY seq",
                     self.sql.entries
                 ),
@@ -485,6 +488,7 @@ impl Backend for Postgres {
                 seq: r.get::<_, i64>(0) as u64,
                 kind: i64::from(r.get::<_, i16>(1)),
                 body: r.get(2),
+                fingerprint: r.get::<_, Option<i64>>(3).map(|f| f as u64),
             })
             .collect();
         check_entries(thread, from, target, &entries)?;

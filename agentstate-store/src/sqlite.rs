@@ -170,6 +170,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
              node TEXT,
              run_id TEXT,
              extra TEXT,
+             fingerprint INTEGER,
              body TEXT NOT NULL,
              PRIMARY KEY (tid, seq)
          ) WITHOUT ROWID;
@@ -323,8 +324,8 @@ impl Backend for Sqlite {
             }
             let seq = head + 1;
             tx.prepare_cached(
-                "INSERT INTO agentstate_entries (tid, seq, kind, time_ms, node, run_id, extra, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO agentstate_entries (tid, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -335,6 +336,7 @@ impl Backend for Sqlite {
                     entry.node,
                     entry.run_id,
                     entry.extra,
+                    entry.fingerprint.map(|f| f as i64),
                     entry.body
                 ])
             })
@@ -415,7 +417,7 @@ impl Backend for Sqlite {
             };
             let entries = tx
                 .prepare_cached(
-                    "SELECT seq, kind, body FROM agentstate_entries
+                    "SELECT seq, kind, body, fingerprint FROM agentstate_entries
                      WHERE tid = ?1 AND seq > ?2 AND seq <= ?3 ORDER BY seq",
                 )
                 .and_then(|mut s| {
@@ -424,6 +426,7 @@ impl Backend for Sqlite {
                             seq: r.get::<_, i64>(0)? as u64,
                             kind: r.get(1)?,
                             body: r.get(2)?,
+                            fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
                         })
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()

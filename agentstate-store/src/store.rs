@@ -128,6 +128,8 @@ pub(crate) struct LoadedState<S> {
     pub(crate) replayed: u64,
     pub(crate) replayed_bytes: u64,
     pub(crate) base_bytes: u64,
+    /// The fingerprint recorded with the thread (entries of another type record theirs).
+    pub(crate) fingerprint: u64,
 }
 
 /// What [`Store::catch_up`] did.
@@ -215,6 +217,7 @@ impl<B: Backend> Store<B> {
                 replayed: 0,
                 replayed_bytes: 0,
                 base_bytes,
+                fingerprint: fingerprint::<S>(),
             },
         ))
     }
@@ -402,6 +405,7 @@ impl<B: Backend> Store<B> {
             }
         }
         let version = segments[0].seq;
+        let thread_fingerprint = segments[0].thread.fingerprint;
         let root = segments.last().expect("at least one segment");
         let (mut state, base_bytes): (S, u64) = match &root.base {
             Base::Initial(json) => (
@@ -450,6 +454,7 @@ impl<B: Backend> Store<B> {
             replayed,
             replayed_bytes,
             base_bytes,
+            fingerprint: thread_fingerprint,
         })
     }
 
@@ -499,17 +504,18 @@ impl<B: Backend> Store<B> {
         thread: &ThreadInfo,
         what: &str,
         value: Value,
+        stored: u64,
         target: u64,
     ) -> Result<S::Update, StoreError> {
         let mut value = value;
-        if thread.fingerprint != target {
+        if stored != target {
             let path = self
-                .migration_path(&thread.id, thread.fingerprint, target)
+                .migration_path(&thread.id, stored, target)
                 .map_err(with_type_name::<S>)?;
             for step in path {
-                value = step.upgrade_update(value).map_err(|reason| {
-                    migration_failed(&thread.id, thread.fingerprint, target, reason)
-                })?;
+                value = step
+                    .upgrade_update(value)
+                    .map_err(|reason| migration_failed(&thread.id, stored, target, reason))?;
             }
         }
         <S::Update as Update>::from_json(value)
@@ -532,7 +538,9 @@ impl<B: Backend> Store<B> {
             EntryKind::Parallel => Some(FanIn::Ordered),
             EntryKind::ParallelStrict => Some(FanIn::Strict),
         };
-        let merged = if thread.fingerprint == target {
+        // An entry written by another type than the thread's records that type.
+        let stored = entry.fingerprint.unwrap_or(thread.fingerprint);
+        let merged = if stored == target {
             // Written by this type: read directly, as strictly as `Update::from_json`.
             match mode {
                 None => state.merge(strict::<S>(&entry.body).map_err(corrupt)?),
@@ -545,12 +553,12 @@ impl<B: Backend> Store<B> {
                 serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
             match (mode, value) {
                 (None, value) => {
-                    state.merge(self.decode_update::<S>(thread, &what(), value, target)?)
+                    state.merge(self.decode_update::<S>(thread, &what(), value, stored, target)?)
                 }
                 (Some(mode), Value::Array(branches)) => {
                     let updates = branches
                         .into_iter()
-                        .map(|b| self.decode_update::<S>(thread, &what(), b, target))
+                        .map(|b| self.decode_update::<S>(thread, &what(), b, stored, target))
                         .collect::<Result<Vec<_>, _>>()?;
                     state.merge_parallel(updates, mode)
                 }

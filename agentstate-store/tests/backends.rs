@@ -498,6 +498,23 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     ));
     let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2], Some(2), 2));
+    // The new type appends; its entries record its fingerprint, so they are not migrated again.
+    let mut t2 = store.thread::<TallyV2>("m").await.unwrap();
+    t2.merge(
+        TallyV2Update::default().log(vec![3]).latest(Some(3)),
+        StepMeta::default(),
+    )
+    .await
+    .unwrap();
+    let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
+    assert_eq!((v2.log, v2.latest, version), (vec![1, 2, 3], Some(3), 3));
+    // The old type cannot read the new type's entry (no migration back): a named error.
+    let err = store.load::<Tally>("m").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(
+        store.load_at::<Tally>("m", 2).await.unwrap().log,
+        vec![1, 2]
+    );
 }
 
 async fn bad_data_is_a_named_error<B: Open>(db: Db) {

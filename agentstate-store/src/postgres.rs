@@ -7,8 +7,8 @@
 use crate::backend::{Backend, STORE_SCHEMA_VERSION};
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, EntryInfo, Loaded, NewEntry, NewThread,
-    Start, StoredEntry, ThreadInfo, ThreadQuery,
+    check_entries, check_range, entry_info, parse_object, Base, EntryInfo, Loaded, NewEntry,
+    NewThread, Start, StoredEntry, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -35,6 +35,11 @@ pub struct PostgresOptions {
     pub schema: String,
     /// The most connections the pool opens. Default 16.
     pub max_connections: usize,
+    /// `false`: the store's sessions commit with `synchronous_commit=off`, so an append returns
+    /// before the server has flushed its WAL (a server crash may lose the last ~0.6 s of
+    /// commits, never corrupt them or break the version rule). Default `true`: the server's
+    /// setting (normally `on`: every append is on disk when it returns).
+    pub synchronous_commit: bool,
 }
 
 impl Default for PostgresOptions {
@@ -42,6 +47,7 @@ impl Default for PostgresOptions {
         PostgresOptions {
             schema: "public".into(),
             max_connections: 16,
+            synchronous_commit: true,
         }
     }
 }
@@ -86,6 +92,7 @@ struct Sql {
     snapshots: String,
     meta: String,
     append: String,
+    catch_up: String,
     thread: String,
 }
 
@@ -95,10 +102,20 @@ impl Sql {
         let threads = format!("{q}.agentstate_threads");
         let entries = format!("{q}.agentstate_entries");
         Sql {
+            // The new version, or (nothing written) the thread's version as the statement saw
+            // it, which may still be `$2` if the winner committed while this one waited.
             append: format!(
-                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head)
-                 INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, body)
-                 SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $8::text::json FROM bump"
+                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head),
+                 ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
+                         SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $9, $8::text::json FROM bump
+                         RETURNING seq)
+                 SELECT (SELECT seq FROM ins), (SELECT head FROM {threads} WHERE id = $1)"
+            ),
+            catch_up: format!(
+                "SELECT t.id, t.fingerprint, t.head, t.oldest, t.parent, t.fork_seq, t.metadata::text,
+                        t.created_ms, e.seq, e.kind, e.body::text, e.fingerprint
+                 FROM {threads} t LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2
+                 WHERE t.id = $1 ORDER BY e.seq"
             ),
             thread: format!(
                 "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms
@@ -198,6 +215,7 @@ impl Postgres {
                  node TEXT,
                  run_id TEXT,
                  extra JSONB,
+                 fingerprint BIGINT,
                  body JSON NOT NULL,
                  PRIMARY KEY (thread, seq)
              );
@@ -295,8 +313,8 @@ impl Backend for Postgres {
             .prepare_cached(&self.sql.append)
             .await
             .map_err(db_err(&doing))?;
-        let inserted = client
-            .execute(
+        let row = client
+            .query_one(
                 &statement,
                 &[
                     &thread,
@@ -307,21 +325,25 @@ impl Backend for Postgres {
                     &entry.run_id,
                     &entry.extra,
                     &entry.body,
+                    &entry.fingerprint.map(|f| f as i64),
                 ],
             )
             .await
             .map_err(db_err(&doing))?;
-        if inserted == 1 {
-            return Ok(expected + 1);
+        if let Some(seq) = row.get::<_, Option<i64>>(0) {
+            return Ok(seq as u64);
         }
-        let head: Option<i64> = client
-            .query_opt(
-                &format!("SELECT head FROM {} WHERE id = $1", self.sql.threads),
-                &[&thread],
-            )
-            .await
-            .map_err(db_err(&doing))?
-            .map(|r| r.get(0));
+        let mut head: Option<i64> = row.get(1);
+        if head == Some(expected as i64) {
+            head = client
+                .query_opt(
+                    &format!("SELECT head FROM {} WHERE id = $1", self.sql.threads),
+                    &[&thread],
+                )
+                .await
+                .map_err(db_err(&doing))?
+                .map(|r| r.get(0));
+        }
         match head {
             None => Err(StoreError::ThreadNotFound {
                 thread: thread.to_owned(),
@@ -366,6 +388,36 @@ impl Backend for Postgres {
     ) -> Result<Loaded, StoreError> {
         let doing = format!("loading thread `{thread}`");
         let mut client = self.client(&doing).await?;
+        if let (None, Some(after)) = (seq, after) {
+            // Catching up: the thread and the entries after `after` in one statement.
+            let rows = client
+                .query(&self.sql.catch_up, &[&thread, &(after as i64)])
+                .await
+                .map_err(db_err(&doing))?;
+            let first = rows.first().ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+            let info = read_thread(first)?;
+            if (info.oldest..=info.version).contains(&after) {
+                let entries: Vec<StoredEntry> = rows
+                    .iter()
+                    .filter(|r| r.get::<_, Option<i64>>(8).is_some())
+                    .map(|r| StoredEntry {
+                        seq: r.get::<_, i64>(8) as u64,
+                        kind: i64::from(r.get::<_, i16>(9)),
+                        body: r.get(10),
+                        fingerprint: r.get::<_, Option<i64>>(11).map(|f| f as u64),
+                    })
+                    .collect();
+                check_entries(thread, after, info.version, &entries)?;
+                return Ok(Loaded {
+                    seq: info.version,
+                    thread: info,
+                    base: Base::Continue(after),
+                    entries,
+                });
+            }
+        }
         let tx = client
             .build_transaction()
             .isolation_level(IsolationLevel::RepeatableRead)
@@ -423,7 +475,7 @@ impl Backend for Postgres {
         let entries: Vec<StoredEntry> = tx
             .query(
                 &format!(
-                    "SELECT seq, kind, body::text FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
+                    "SELECT seq, kind, body::text, fingerprint FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
                      ORDER BY seq",
                     self.sql.entries
                 ),
@@ -436,6 +488,7 @@ impl Backend for Postgres {
                 seq: r.get::<_, i64>(0) as u64,
                 kind: i64::from(r.get::<_, i16>(1)),
                 body: r.get(2),
+                fingerprint: r.get::<_, Option<i64>>(3).map(|f| f as u64),
             })
             .collect();
         check_entries(thread, from, target, &entries)?;

@@ -124,6 +124,9 @@ pub struct NewEntry {
     pub run_id: Option<String>,
     /// User metadata as a JSON object, `None` when empty.
     pub extra: Option<String>,
+    /// The fingerprint of the type that wrote it, when it is not the thread's (a thread read
+    /// through a migration and written by the new type).
+    pub fingerprint: Option<u64>,
 }
 
 /// A journal entry read back for replay.
@@ -135,6 +138,8 @@ pub struct StoredEntry {
     pub kind: i64,
     /// Its JSON.
     pub body: String,
+    /// The fingerprint of the type that wrote it, when it is not the thread's.
+    pub fingerprint: Option<u64>,
 }
 
 /// One entry of a thread's history: its metadata, never its update.

@@ -1,6 +1,6 @@
 //! The typed store: threads of a state type `S`, created, loaded (latest or at any version),
 //! forked, listed, snapshotted, compacted and deleted. Writing goes through a
-//! [`Thread`](crate::thread::Thread) handle.
+//! [`Thread`] handle.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -10,7 +10,7 @@ use crate::record::{
     ThreadQuery,
 };
 use crate::thread::Thread;
-use agentstate::update::{FanIn, Update};
+use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
 use agentstate::State;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -128,6 +128,8 @@ pub(crate) struct LoadedState<S> {
     pub(crate) replayed: u64,
     pub(crate) replayed_bytes: u64,
     pub(crate) base_bytes: u64,
+    /// The fingerprint recorded with the thread (entries of another type record theirs).
+    pub(crate) fingerprint: u64,
 }
 
 /// What [`Store::catch_up`] did.
@@ -215,6 +217,7 @@ impl<B: Backend> Store<B> {
                 replayed: 0,
                 replayed_bytes: 0,
                 base_bytes,
+                fingerprint: fingerprint::<S>(),
             },
         ))
     }
@@ -402,6 +405,7 @@ impl<B: Backend> Store<B> {
             }
         }
         let version = segments[0].seq;
+        let thread_fingerprint = segments[0].thread.fingerprint;
         let root = segments.last().expect("at least one segment");
         let (mut state, base_bytes): (S, u64) = match &root.base {
             Base::Initial(json) => (
@@ -450,6 +454,7 @@ impl<B: Backend> Store<B> {
             replayed,
             replayed_bytes,
             base_bytes,
+            fingerprint: thread_fingerprint,
         })
     }
 
@@ -499,17 +504,18 @@ impl<B: Backend> Store<B> {
         thread: &ThreadInfo,
         what: &str,
         value: Value,
+        stored: u64,
         target: u64,
     ) -> Result<S::Update, StoreError> {
         let mut value = value;
-        if thread.fingerprint != target {
+        if stored != target {
             let path = self
-                .migration_path(&thread.id, thread.fingerprint, target)
+                .migration_path(&thread.id, stored, target)
                 .map_err(with_type_name::<S>)?;
             for step in path {
-                value = step.upgrade_update(value).map_err(|reason| {
-                    migration_failed(&thread.id, thread.fingerprint, target, reason)
-                })?;
+                value = step
+                    .upgrade_update(value)
+                    .map_err(|reason| migration_failed(&thread.id, stored, target, reason))?;
             }
         }
         <S::Update as Update>::from_json(value)
@@ -523,36 +529,108 @@ impl<B: Backend> Store<B> {
         target: u64,
         state: &mut S,
     ) -> Result<(), StoreError> {
-        let what = format!("entry {}", entry.seq);
-        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what.as_str(), reason);
+        let what = || format!("entry {}", entry.seq);
+        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what(), reason);
         let kind = EntryKind::from_code(entry.kind)
             .ok_or_else(|| corrupt(format!("unknown entry kind {}", entry.kind)))?;
-        let value: Value = serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
-        let merged = match kind {
-            EntryKind::Update => {
-                let update = self.decode_update::<S>(thread, &what, value, target)?;
-                state.merge(update)
+        let mode = match kind {
+            EntryKind::Update => None,
+            EntryKind::Parallel => Some(FanIn::Ordered),
+            EntryKind::ParallelStrict => Some(FanIn::Strict),
+        };
+        // An entry written by another type than the thread's records that type.
+        let stored = entry.fingerprint.unwrap_or(thread.fingerprint);
+        let merged = if stored == target {
+            // Written by this type: read directly, as strictly as `Update::from_json`.
+            match mode {
+                None => state.merge(strict::<S>(&entry.body).map_err(corrupt)?),
+                Some(mode) => {
+                    state.merge_parallel(strict_branches::<S>(&entry.body).map_err(corrupt)?, mode)
+                }
             }
-            EntryKind::Parallel | EntryKind::ParallelStrict => {
-                let Value::Array(branches) = value else {
+        } else {
+            let value: Value =
+                serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
+            match (mode, value) {
+                (None, value) => {
+                    state.merge(self.decode_update::<S>(thread, &what(), value, stored, target)?)
+                }
+                (Some(mode), Value::Array(branches)) => {
+                    let updates = branches
+                        .into_iter()
+                        .map(|b| self.decode_update::<S>(thread, &what(), b, stored, target))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    state.merge_parallel(updates, mode)
+                }
+                (Some(_), _) => {
                     return Err(corrupt(
                         "a parallel step is not a JSON array of updates".into(),
-                    ));
-                };
-                let updates = branches
-                    .into_iter()
-                    .map(|b| self.decode_update::<S>(thread, &what, b, target))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mode = if kind == EntryKind::Parallel {
-                    FanIn::Ordered
-                } else {
-                    FanIn::Strict
-                };
-                state.merge_parallel(updates, mode)
+                    ))
+                }
             }
         };
         merged.map_err(|e| corrupt(format!("it no longer merges: {e}")))
     }
+}
+
+/// The keys of a JSON object, its values skipped: what [`strict`] checks before reading an
+/// update directly.
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of field values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(key);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// Fails on a key that is not a field of `S` (nor a field's Overwrite).
+fn check_keys<S: StoredState>(keys: &Keys) -> Result<(), String> {
+    for key in &keys.0 {
+        let field = key.strip_suffix(OVERWRITE_SUFFIX).unwrap_or(key);
+        if !S::FIELDS.contains(&field) {
+            return Err(format!("field `{field}` is not a field of this state"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads an update written by `S` itself: directly (no intermediate `Value`), after checking
+/// its keys; on failure, the error `Update::from_json` gives (field and path).
+fn strict<S: StoredState>(json: &str) -> Result<S::Update, String> {
+    let keys: Keys = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    check_keys::<S>(&keys)?;
+    serde_json::from_str(json).map_err(|e| explain::<S>(json).unwrap_or(e.to_string()))
+}
+
+/// Reads the branch updates of a parallel step written by `S` itself (see [`strict`]).
+fn strict_branches<S: StoredState>(json: &str) -> Result<Vec<S::Update>, String> {
+    let branches: Vec<Keys> = serde_json::from_str(json)
+        .map_err(|e| format!("a parallel step is not a JSON array of updates: {e}"))?;
+    branches.iter().try_for_each(check_keys::<S>)?;
+    serde_json::from_str(json).map_err(|e| e.to_string())
+}
+
+/// `Update::from_json`'s error for `json`, which names the field and the path.
+fn explain<S: StoredState>(json: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(json).ok()?;
+    <S::Update as Update>::from_json(value)
+        .err()
+        .map(|e| e.to_string())
 }
 
 fn with_type_name<S>(err: StoreError) -> StoreError {

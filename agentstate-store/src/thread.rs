@@ -47,6 +47,8 @@ pub struct Thread<S, B> {
     since_snapshot: u64,
     bytes_since: u64,
     snapshot_bytes: u64,
+    /// `S`'s fingerprint, if it is not the thread's (then each entry records it).
+    own_fingerprint: Option<u64>,
 }
 
 impl<S: StoredState, B: Backend> Thread<S, B> {
@@ -59,6 +61,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             since_snapshot: loaded.replayed,
             bytes_since: loaded.replayed_bytes,
             snapshot_bytes: loaded.base_bytes,
+            own_fingerprint: Some(fingerprint::<S>()).filter(|f| *f != loaded.fingerprint),
         }
     }
 
@@ -185,6 +188,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             node: meta.node,
             run_id: meta.run_id,
             extra: (!meta.extra.is_empty()).then(|| Value::Object(meta.extra).to_string()),
+            fingerprint: self.own_fingerprint,
         };
         let seq = self
             .store

@@ -10,8 +10,9 @@
 //! O(k) in long-lived states, runtime [`schema`]s for configuration-driven agents, partial
 //! [`update`]s (JSON, Overwrite, composition, fan-in), node [`output`]s and tool results, a
 //! [`journal`] for replay, the [`context`] window (pairing-safe views of the history for each
-//! model call, token counting, summaries), and (feature `ag-ui`) the AG-UI event-stream fold in
-//! `agui`.
+//! model call, token counting, summaries), [`providers`]' request formats (OpenAI Chat and
+//! Responses, Anthropic, Gemini, and their responses back into messages), the [`keys`] items are
+//! compared by, and (feature `ag-ui`) the AG-UI event-stream fold in `agui`.
 //!
 //! `#[derive(AgentState)]` (default feature `derive`) implements [`State`] for a struct whose
 //! fields declare their reducers; see the README for the attribute grammar.

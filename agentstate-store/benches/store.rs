@@ -1,0 +1,271 @@
+//! The store's costs, on SQLite (a file in the temp directory, WAL, `synchronous=NORMAL`) and,
+//! with feature `postgres` and `AGENTSTATE_POSTGRES_URL`, on PostgreSQL over loopback.
+//!
+//! - `sqlite_append`: one step of one ~400-character message appended through a thread handle
+//!   (serialize, plan the merge, version check, insert, commit, apply the merge) to a thread whose
+//!   journal already holds 1k, 10k and 100k messages, with the default snapshot policy (one
+//!   append in 1,000 also writes a snapshot of the whole state: that sample is in the mean, not
+//!   the median). Goal: median at most 50 µs, and 100k within 1.5x of 1k.
+//! - `sqlite_load_latest` vs `deserialize_state_json`: loading the 300-turn chat (600 entries,
+//!   default snapshot policy: no snapshot yet, so 600 replays) against `serde_json` reading that
+//!   state's own JSON. Goal: at most 2x.
+//! - `sqlite_history_1000`: one page of 1,000 entries' metadata. Goal: at most 5 ms.
+//! - `postgres_append`: as `sqlite_append`, on a thread of 1k messages, with the server's
+//!   `synchronous_commit=on` (each commit waits for the WAL's flush to disk) and with the store's
+//!   opt-in `synchronous_commit=off`. Goal: median at most 1 ms.
+//! - `postgres_throughput`: 800 appends by 8 workers spread over 100 threads (each worker owns
+//!   its handles, so each append is at a fresh version); appends per second = 800 / time.
+//!
+//! Run with `cargo bench -p agentstate-store --all-features --bench store`.
+
+use agentstate::message::{Message, Role};
+use agentstate::state::{AgentState, AgentStateUpdate};
+use agentstate_store::backend::Backend;
+use agentstate_store::store::SnapshotPolicy;
+use agentstate_store::{SqliteStore, StepMeta, Store, Thread};
+use divan::Bencher;
+use std::path::{Path, PathBuf};
+use tokio::runtime::Runtime;
+
+fn main() {
+    divan::main();
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A ~400-character message.
+fn message(i: usize) -> Message {
+    let mut text = format!("message {i}: ");
+    while text.len() < 400 {
+        text.push_str("the quick brown fox jumps over the lazy dog; ");
+    }
+    text.truncate(400);
+    let role = if i % 2 == 0 {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    Message::text_message(text, role)
+}
+
+fn step(i: usize) -> AgentStateUpdate {
+    AgentStateUpdate::default().context(vec![message(i)])
+}
+
+fn temp_db(name: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("agentstate-bench-{name}-{}.db", std::process::id()));
+    remove_db(&path);
+    path
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// A thread of `n` messages, one entry each, appended through the store.
+async fn chat<B: Backend>(store: &Store<B>, id: &str, n: usize) -> Thread<AgentState, B> {
+    let mut thread = store
+        .create(id, AgentState::default(), Default::default())
+        .await
+        .unwrap();
+    for i in 0..n {
+        thread.merge(step(i), StepMeta::node("chat")).await.unwrap();
+    }
+    thread
+}
+
+#[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 300, sample_size = 1)]
+fn sqlite_append(bencher: Bencher, n: usize) {
+    let rt = runtime();
+    let path = temp_db(&format!("append-{n}"));
+    let store = SqliteStore::open(&path).unwrap();
+    let mut thread = rt.block_on(chat(&store, "chat", n));
+    let mut i = n;
+    bencher
+        .with_inputs(|| {
+            i += 1;
+            step(i)
+        })
+        .bench_local_values(|update| {
+            rt.block_on(thread.merge(update, StepMeta::node("chat")))
+                .unwrap()
+        });
+    drop(thread);
+    drop(store);
+    remove_db(&path);
+}
+
+/// The 300-turn chat: 600 entries of one message.
+fn chat_300(rt: &Runtime, path: &Path) -> SqliteStore {
+    let store = SqliteStore::open(path).unwrap();
+    rt.block_on(chat(&store, "chat", 600));
+    store
+}
+
+#[divan::bench(sample_count = 100)]
+fn sqlite_load_latest(bencher: Bencher) {
+    let rt = runtime();
+    let path = temp_db("load");
+    let store = chat_300(&rt, &path);
+    bencher.bench_local(|| rt.block_on(store.load::<AgentState>("chat")).unwrap());
+    drop(store);
+    remove_db(&path);
+}
+
+#[divan::bench(sample_count = 100)]
+fn deserialize_state_json(bencher: Bencher) {
+    let rt = runtime();
+    let path = temp_db("deserialize");
+    let store = chat_300(&rt, &path);
+    let (state, _) = rt.block_on(store.load::<AgentState>("chat")).unwrap();
+    let json = serde_json::to_string(&state).unwrap();
+    bencher.bench_local(|| serde_json::from_str::<AgentState>(divan::black_box(&json)).unwrap());
+    drop(store);
+    remove_db(&path);
+}
+
+#[divan::bench(sample_count = 100)]
+fn sqlite_history_1000(bencher: Bencher) {
+    let rt = runtime();
+    let path = temp_db("history");
+    let store = SqliteStore::open(&path)
+        .unwrap()
+        .with_snapshot_policy(SnapshotPolicy::every(u64::MAX));
+    rt.block_on(chat(&store, "chat", 1_000));
+    bencher.bench_local(|| {
+        let page = rt.block_on(store.history("chat", 0, 1_000)).unwrap();
+        assert_eq!(page.len(), 1_000);
+        page
+    });
+    drop(store);
+    remove_db(&path);
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use super::*;
+    use agentstate_store::postgres::{Postgres, PostgresOptions};
+    use agentstate_store::PostgresStore;
+
+    /// A store in a fresh schema, or `None` without `AGENTSTATE_POSTGRES_URL`.
+    fn store(
+        rt: &Runtime,
+        name: &str,
+        synchronous_commit: bool,
+    ) -> Option<(Store<Postgres>, String)> {
+        let url = std::env::var("AGENTSTATE_POSTGRES_URL").ok()?;
+        let schema = format!("agentstate_bench_{name}_{}", std::process::id());
+        let options = PostgresOptions {
+            schema: schema.clone(),
+            max_connections: 16,
+            synchronous_commit,
+        };
+        let store = rt
+            .block_on(PostgresStore::connect_with(&url, options))
+            .unwrap();
+        Some((store, url))
+    }
+
+    fn drop_schema(rt: &Runtime, url: &str, name: &str) {
+        let schema = format!("agentstate_bench_{name}_{}", std::process::id());
+        rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+                .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await
+                .unwrap();
+        });
+    }
+
+    /// `synchronous_commit`: `true` is the server's default (each commit waits for its WAL
+    /// flush), `false` the store's opt-in (`PostgresOptions::synchronous_commit`).
+    #[divan::bench(args = [true, false], sample_count = 300, sample_size = 1)]
+    fn postgres_append(bencher: Bencher, synchronous_commit: bool) {
+        let rt = runtime();
+        let name = format!("append_{synchronous_commit}");
+        let Some((store, url)) = store(&rt, &name, synchronous_commit) else {
+            eprintln!("postgres benchmarks skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        let mut thread = rt.block_on(chat(&store, "chat", 1_000));
+        let mut i = 1_000;
+        bencher
+            .with_inputs(|| {
+                i += 1;
+                step(i)
+            })
+            .bench_local_values(|update| {
+                rt.block_on(thread.merge(update, StepMeta::node("chat")))
+                    .unwrap()
+            });
+        drop(thread);
+        drop(store);
+        drop_schema(&rt, &url, &name);
+    }
+
+    #[divan::bench(sample_count = 20)]
+    fn postgres_throughput(bencher: Bencher) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let Some((store, url)) = store(&rt, "throughput", true) else {
+            eprintln!("postgres benchmarks skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        // 100 threads; worker w owns threads w, w + 8, ...
+        let handles: Vec<Vec<Thread<AgentState, Postgres>>> = rt.block_on(async {
+            let mut workers: Vec<Vec<_>> = (0..8).map(|_| Vec::new()).collect();
+            for t in 0..100 {
+                let thread = store
+                    .create(&format!("t{t}"), AgentState::default(), Default::default())
+                    .await
+                    .unwrap();
+                workers[t % 8].push(thread);
+            }
+            workers
+        });
+        let handles = std::sync::Arc::new(std::sync::Mutex::new(Some(handles)));
+        bencher.bench_local(|| {
+            let workers = handles.lock().unwrap().take().unwrap();
+            let done = rt.block_on(async {
+                let tasks: Vec<_> = workers
+                    .into_iter()
+                    .map(|mut threads| {
+                        tokio::spawn(async move {
+                            for k in 0..100 {
+                                let n = threads.len();
+                                threads[k % n]
+                                    .merge(step(k), StepMeta::node("w"))
+                                    .await
+                                    .unwrap();
+                            }
+                            threads
+                        })
+                    })
+                    .collect();
+                let mut back = Vec::new();
+                for task in tasks {
+                    back.push(task.await.unwrap());
+                }
+                back
+            });
+            *handles.lock().unwrap() = Some(done);
+        });
+        drop(handles);
+        drop(store);
+        drop_schema(&rt, &url, "throughput");
+    }
+}

@@ -17,7 +17,10 @@ fn main() -> Result<(), serde_json::Error> {
     // Thinking as `from_anthropic` reads it: the summary, its signature and who made it.
     let thinking = ReasoningBlock {
         signature: Some("EqQBCkYIBxgCKkDq".into()),
-        extra: json!({"provider": "anthropic"}).as_object().cloned(),
+        extra: json!({"provider": "anthropic"})
+            .as_object()
+            .cloned()
+            .map(Box::new),
         ..ReasoningBlock::new("The user wants both cities; two lookups can run at once.")
     };
     let messages = vec![

@@ -18,7 +18,7 @@ fn object(value: Value) -> Map<String, Value> {
 fn signed(provider: &str, summary: &str, signature: &str) -> ContentBlock {
     ReasoningBlock {
         signature: Some(signature.into()),
-        extra: Some(object(json!({"provider": provider}))),
+        extra: Some(Box::new(object(json!({"provider": provider})))),
         ..ReasoningBlock::new(summary)
     }
     .into()
@@ -612,7 +612,7 @@ fn assert_same_turn(original: &Message, back: &Message) {
             .collect()
     };
     assert_eq!(calls(back), calls(original));
-    let signatures = |m: &Message| -> Vec<Option<String>> {
+    let signatures = |m: &Message| -> Vec<Option<Box<str>>> {
         m.content
             .iter()
             .filter_map(|b| match b {
@@ -645,7 +645,9 @@ fn round_trip_openai_chat() {
 fn round_trip_openai_responses() {
     let reasoning = ReasoningBlock {
         signature: Some("gAAAAenc".into()),
-        extra: Some(object(json!({"provider": "openai", "id": "rs_1"}))),
+        extra: Some(Box::new(object(
+            json!({"provider": "openai", "id": "rs_1"}),
+        ))),
         ..ReasoningBlock::new("Two cities.")
     };
     let messages = conversation(reasoning.into());
@@ -786,8 +788,8 @@ mod any_conversation {
             5 => DocumentBlock::new(media(provider)).into(),
             6 => DataBlock::new("application/json").into(),
             7 => ToolCallBlock {
-                signature: (provider % 2 == 0).then(|| "sig".to_owned()),
-                extra: Some(object(json!({"provider": owner, "id": "fc_1"}))),
+                signature: (provider % 2 == 0).then(|| "sig".into()),
+                extra: Some(Box::new(object(json!({"provider": owner, "id": "fc_1"})))),
                 ..ToolCallBlock::new(id, "f", object(json!({"a": 1})))
             }
             .into(),

@@ -30,7 +30,8 @@ fn conversations() -> Vec<Vec<Message>> {
         signature: Some("gAAAA".into()),
         extra: json!({"provider": "openai", "id": "rs_1"})
             .as_object()
-            .cloned(),
+            .cloned()
+            .map(Box::new),
         ..ReasoningBlock::new("Think.")
     };
     all.push(vec![

@@ -463,11 +463,11 @@ pub struct ToolCallBlock {
     /// A provider's opaque signature of the call (Gemini's `thought_signature`, base64), to be
     /// sent back unchanged to the same provider. Not an AgentFlow field: written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
+    pub signature: Option<Box<str>>,
     /// Provider-specific fields of the call (`"provider"`: who made it, `"id"`: an OpenAI
     /// Responses item id). Not an AgentFlow field: written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
+    pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl ToolCallBlock {
@@ -625,12 +625,12 @@ pub struct ReasoningBlock {
     /// `thought_signature`, OpenAI's `encrypted_content`), to be sent back unchanged to the
     /// same provider. Not an AgentFlow field: written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<String>,
+    pub signature: Option<Box<str>>,
     /// Provider-specific fields (`"provider"`: who made it; `"id"`: an OpenAI Responses item
     /// id; `"redacted"`: an Anthropic `redacted_thinking` block). Not an AgentFlow field:
     /// written only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
+    pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl ReasoningBlock {
@@ -883,8 +883,10 @@ mod tests {
         let three = r#"[{"type":"text","text":"a"},{"type":"reasoning","summary":"b"},{"type":"text","text":"c"}]"#;
         let content = deserialize_content(&mut serde_json::Deserializer::from_str(three)).unwrap();
         assert_eq!((content.len(), content.capacity()), (3, 3));
-        // Media are boxed: a block is at most a tool call's size, not a media reference's.
-        assert!(std::mem::size_of::<ContentBlock>() <= 96);
+        // Media are boxed: a block is at most a tool call's size (with its boxed provider
+        // signature and fields), not a media reference's.
+        let size = std::mem::size_of::<ContentBlock>();
+        assert!(size <= 112, "{size}");
     }
 
     #[test]

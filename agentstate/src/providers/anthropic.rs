@@ -32,7 +32,7 @@ use serde_json::{json, Map, Value};
 ///
 /// let thinking = ReasoningBlock {
 ///     signature: Some("sig-1".into()),
-///     extra: json!({"provider": "anthropic"}).as_object().cloned(),
+///     extra: json!({"provider": "anthropic"}).as_object().cloned().map(Box::new),
 ///     ..ReasoningBlock::new("The user wants a greeting.")
 /// };
 /// let messages = vec![
@@ -460,12 +460,12 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
         match str_at(block, "type") {
             Some("text") => content.push(ContentBlock::text(str_at(block, "text").unwrap_or(""))),
             Some("thinking") => content.push(ContentBlock::Reasoning(ReasoningBlock {
-                signature: str_at(block, "signature").map(str::to_owned),
+                signature: str_at(block, "signature").map(Into::into),
                 extra: provider_extra(Provider::Anthropic, &[]),
                 ..ReasoningBlock::new(str_at(block, "thinking").unwrap_or(""))
             })),
             Some("redacted_thinking") => content.push(ContentBlock::Reasoning(ReasoningBlock {
-                signature: str_at(block, "data").map(str::to_owned),
+                signature: str_at(block, "data").map(Into::into),
                 extra: provider_extra(Provider::Anthropic, &[("redacted", Value::Bool(true))]),
                 ..ReasoningBlock::new("")
             })),

@@ -333,7 +333,7 @@ fn thought(reasoning: &ReasoningBlock) -> Option<Value> {
     }
     let mut part = json!({"text": reasoning.summary, "thought": true});
     if let Some(signature) = &reasoning.signature {
-        part["thought_signature"] = Value::from(signature.as_str());
+        part["thought_signature"] = Value::from(&**signature);
     }
     Some(part)
 }
@@ -410,7 +410,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
                 _ => Map::new(),
             };
             content.push(ContentBlock::ToolCall(ToolCallBlock {
-                signature: signature.map(str::to_owned),
+                signature: signature.map(Into::into),
                 extra: provider_extra(Provider::Gemini, &[]),
                 ..ToolCallBlock::new(id.clone(), name, args)
             }));
@@ -418,7 +418,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
         } else if let Some(text) = part.get("text").and_then(Value::as_str) {
             if part.get("thought").and_then(Value::as_bool) == Some(true) {
                 content.push(ContentBlock::Reasoning(ReasoningBlock {
-                    signature: signature.map(str::to_owned),
+                    signature: signature.map(Into::into),
                     extra: provider_extra(Provider::Gemini, &[]),
                     ..ReasoningBlock::new(text)
                 }));
@@ -427,7 +427,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
                 if let Some(signature) = signature {
                     // A signature on a text part: kept as an empty signed thought after it.
                     content.push(ContentBlock::Reasoning(ReasoningBlock {
-                        signature: Some(signature.to_owned()),
+                        signature: Some(signature.into()),
                         extra: provider_extra(Provider::Gemini, &[]),
                         ..ReasoningBlock::new("")
                     }));

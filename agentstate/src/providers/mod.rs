@@ -122,18 +122,18 @@ impl ResponseError {
 // change of their type touches these lines only.
 
 /// `extra[key]` of a block's provider fields, if a string.
-fn extra_str<'a>(extra: &'a Option<Map<String, Value>>, key: &str) -> Option<&'a str> {
+fn extra_str<'a>(extra: &'a Option<Box<Map<String, Value>>>, key: &str) -> Option<&'a str> {
     extra.as_ref()?.get(key)?.as_str()
 }
 
 /// Provider fields `{"provider": provider, key: value...}`.
-fn provider_extra(provider: Provider, fields: &[(&str, Value)]) -> Option<Map<String, Value>> {
+fn provider_extra(provider: Provider, fields: &[(&str, Value)]) -> Option<Box<Map<String, Value>>> {
     let mut map = Map::new();
     map.insert("provider".into(), Value::from(provider.as_str()));
     for (key, value) in fields {
         map.insert((*key).into(), value.clone());
     }
-    Some(map)
+    Some(Box::new(map))
 }
 
 /// The provider that made a reasoning block.
@@ -175,7 +175,7 @@ struct Call<'a> {
     /// Gemini's `thought_signature` (base64).
     signature: Option<Cow<'a, str>>,
     /// The block's provider fields.
-    extra: &'a Option<Map<String, Value>>,
+    extra: &'a Option<Box<Map<String, Value>>>,
     /// The block's index in `content`, if the call has a block.
     block: Option<usize>,
 }
@@ -187,7 +187,7 @@ enum Args<'a> {
     Object(&'a JsonObject),
 }
 
-const NO_EXTRA: &Option<Map<String, Value>> = &None;
+const NO_EXTRA: &Option<Box<Map<String, Value>>> = &None;
 
 impl<'a> Call<'a> {
     fn from_entry(call: &'a ToolCall, block: Option<(usize, &'a ToolCallBlock)>) -> Self {

@@ -182,7 +182,7 @@ fn reasoning_item(id: &str, reasoning: &ReasoningBlock) -> Value {
         .collect();
     let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
     if let Some(signature) = &reasoning.signature {
-        item["encrypted_content"] = Value::from(signature.as_str());
+        item["encrypted_content"] = Value::from(&**signature);
     }
     item
 }
@@ -241,7 +241,7 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
                 content.push(ContentBlock::Reasoning(ReasoningBlock {
                     summary: texts.join("\n"),
                     details: (texts.len() > 1).then_some(texts),
-                    signature: str_at(item, "encrypted_content").map(str::to_owned),
+                    signature: str_at(item, "encrypted_content").map(Into::into),
                     extra: provider_extra(Provider::OpenAi, &fields),
                 }));
             }

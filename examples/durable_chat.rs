@@ -10,7 +10,7 @@ use agentstate_store::{SqliteStore, StepMeta, StoreError};
 /// The "model": answers with the number of messages it has seen.
 fn reply(state: &AgentState, question: &str) -> String {
     format!(
-        "You said {question:?}; this chat now holds {} messages.",
+        "You said {question:?}; this chat now holds {} message(s).",
         state.context.len()
     )
 }

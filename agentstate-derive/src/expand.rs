@@ -388,16 +388,24 @@ fn expand(input: &Input) -> TokenStream {
                         });
                         quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
                     });
+                let set = match prepare {
+                    Some(prepare) => quote! {
+                        let mut value = #k::update::IntoField::into_field(value);
+                        #prepare
+                        self.#ident = ::core::option::Option::Some(value);
+                    },
+                    None => quote! {
+                        self.#ident =
+                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                    },
+                };
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
                 setters.push(respan(
                     quote! {
                         #[doc = #doc]
                         #[must_use]
                         pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #[allow(unused_mut)]
-                            let mut value = #k::update::IntoField::into_field(value);
-                            #prepare
-                            self.#ident = ::core::option::Option::Some(value);
+                            #set
                             self
                         }
                     },

@@ -375,7 +375,7 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 /// let message = from_gemini(&response)?;
 /// let call = message.tool_call_blocks().next().unwrap();
 /// assert_eq!(call.signature.as_deref(), Some("CiQB"));
-/// assert_eq!(message.tool_calls()[0].extra["thought_signature"], "CiQB");
+/// assert_eq!(message.tool_calls()[0].extra.get("thought_signature"), Some("CiQB".into()));
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```

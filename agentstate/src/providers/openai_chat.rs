@@ -634,9 +634,9 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 /// });
 /// let message = from_openai_chat(&response)?;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
-/// assert_eq!(message.tool_call_blocks().next().unwrap().args["city"], "Paris");
-/// assert_eq!(message.usages.unwrap().cache_read_input_tokens, 8);
-/// assert_eq!(message.metadata["finish_reason"], "tool_calls");
+/// assert_eq!(message.tool_call_blocks().next().unwrap().args.get("city"), Some("Paris".into()));
+/// assert_eq!(message.usages.as_ref().unwrap().cache_read_input_tokens, 8);
+/// assert_eq!(message.metadata.get("finish_reason"), Some("tool_calls".into()));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
 pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {

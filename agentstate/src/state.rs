@@ -7,11 +7,10 @@
 
 use crate::collections::MessageList;
 use crate::error::Error;
-use crate::message::MessageId;
+use crate::message::{JsonObject, MessageId};
 use crate::schema::Schema;
 use crate::update::{Combine, FanIn};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// A state that merges partial updates field by field, each through its reducer.
 ///
@@ -176,14 +175,15 @@ pub struct ExecutionState {
     pub interrupted_node: Option<String>,
     /// Why the run was interrupted.
     pub interrupt_reason: Option<String>,
-    /// Data attached to the interrupt.
-    pub interrupt_data: Option<Map<String, Value>>,
+    /// Data attached to the interrupt, its keys in the order they were written or read.
+    pub interrupt_data: Option<JsonObject>,
     /// The thread this run belongs to.
     pub thread_id: Option<String>,
     /// Whether a stop was requested.
     pub stop_current_execution: StopRequestStatus,
-    /// Framework-internal data (AgentFlow keeps the error message under `"error"`).
-    pub internal_data: Map<String, Value>,
+    /// Framework-internal data (AgentFlow keeps the error message under `"error"`), its keys in
+    /// the order they were written or read, as AgentFlow's dict keeps them.
+    pub internal_data: JsonObject,
 }
 
 impl Default for ExecutionState {
@@ -204,7 +204,7 @@ impl ExecutionState {
             interrupt_data: None,
             thread_id: None,
             stop_current_execution: StopRequestStatus::None,
-            internal_data: Map::new(),
+            internal_data: JsonObject::new(),
         }
     }
 
@@ -233,7 +233,7 @@ impl ExecutionState {
         node: impl Into<String>,
         reason: impl Into<String>,
         status: ExecutionStatus,
-        data: Option<Map<String, Value>>,
+        data: Option<JsonObject>,
     ) {
         self.interrupted_node = Some(node.into());
         self.interrupt_reason = Some(reason.into());
@@ -268,12 +268,12 @@ impl ExecutionState {
     pub fn error(&mut self, message: impl Into<String>) {
         self.status = ExecutionStatus::Error;
         self.internal_data
-            .insert("error".to_owned(), Value::String(message.into()));
+            .insert("error", serde_json::Value::String(message.into()));
     }
 
     /// The error message recorded by [`error`](ExecutionState::error), if any.
-    pub fn error_message(&self) -> Option<&str> {
-        self.internal_data.get("error").and_then(Value::as_str)
+    pub fn error_message(&self) -> Option<String> {
+        self.internal_data.get_json("error")?.as_string()
     }
 }
 
@@ -339,7 +339,7 @@ impl AgentState {
         node: impl Into<String>,
         reason: impl Into<String>,
         status: ExecutionStatus,
-        data: Option<Map<String, Value>>,
+        data: Option<JsonObject>,
     ) {
         self.execution_meta
             .set_interrupt(node, reason, status, data);
@@ -398,6 +398,20 @@ mod tests {
     }
 
     #[test]
+    fn execution_state_keeps_free_form_data_as_read() {
+        // AgentFlow's dicts keep insertion order and pydantic spells floats its own way; a
+        // sorted map would write `{"a":..,"error":..,"z":..}` and `1e+16` as `1e16`.
+        let wire = r#"{"current_node":"tools","step":2,"status":"interrupted_before","interrupted_node":"approve","interrupt_reason":"review","interrupt_data":{"zeta":1,"alpha":[1.5,1e+16],"mid":{"b":1,"a":2}},"thread_id":"t-1","stop_current_execution":"none","internal_data":{"z":true,"error":"boom","a":null}}"#;
+        let meta: ExecutionState = serde_json::from_str(wire).unwrap();
+        assert_eq!(serde_json::to_string(&meta).unwrap(), wire);
+        assert_eq!(meta.error_message().as_deref(), Some("boom"));
+        assert_eq!(
+            meta.interrupt_data.as_ref().map(JsonObject::keys),
+            Some(vec!["zeta".into(), "alpha".into(), "mid".into()])
+        );
+    }
+
+    #[test]
     fn lifecycle_methods() {
         let mut state = AgentState::default();
         state.set_current_node("agent");
@@ -405,7 +419,7 @@ mod tests {
         state.advance_step();
         assert_eq!(state.execution_meta.current_node, "agent");
         assert_eq!(state.execution_meta.step, 2);
-        let data = Map::from_iter([("q".to_owned(), json!("ok?"))]);
+        let data = JsonObject::from_iter([("q", json!("ok?"))]);
         state.set_interrupt(
             "approve",
             "human review",
@@ -421,7 +435,10 @@ mod tests {
         assert_eq!(state.execution_meta.status, ExecutionStatus::Completed);
         state.error("boom");
         assert_eq!(state.execution_meta.status, ExecutionStatus::Error);
-        assert_eq!(state.execution_meta.error_message(), Some("boom"));
+        assert_eq!(
+            state.execution_meta.error_message().as_deref(),
+            Some("boom")
+        );
         state.execution_meta.stop_current_execution = StopRequestStatus::StopRequested;
         assert!(state.is_stopped_requested());
     }

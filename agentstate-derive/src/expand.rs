@@ -1,6 +1,6 @@
 //! Code generation: the update struct, its setters, and the `State` implementation.
 
-use crate::ast::{Field, Input, Key, Kind, MaxLen, Reducer, Role};
+use crate::ast::{DefaultValue, Field, Input, Key, Kind, MaxLen, Reducer, Role};
 use crate::check;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -219,6 +219,148 @@ fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
         .iter()
         .enumerate()
         .find(|(_, f)| matches!(f.role, Role::Base))
+}
+
+/// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
+/// the object in one pass and offering the keys it does not know to the base.
+fn deserialize_impl(input: &Input) -> Option<TokenStream> {
+    let de = input.deserialize.as_ref()?;
+    let k = &input.krate;
+    let name = input.ident;
+    let serde = quote!(#k::__private::serde);
+    let trait_ = quote!(#k::state::DeserializeFields<'de>);
+    let mut slots = Vec::new();
+    let mut arms = Vec::new();
+    let mut values = Vec::new();
+    let mut members = Vec::new();
+    let mut expected = Vec::new();
+    let mut base_value = None;
+    let mut base_fields = None;
+    let mut base_bound = None;
+    let mut state_call_span = Span::call_site();
+    let mut fallback = quote!(::core::result::Result::Ok(false));
+    let container_default = de.default.as_ref().map(|d| match d {
+        DefaultValue::Trait => quote!(let __default: Self = ::core::default::Default::default();),
+        DefaultValue::Path(path) => quote!(let __default: Self = #path();),
+    });
+    for field in &input.fields {
+        let ident = field.ident;
+        let ty = field.ty;
+        let span = field_span(field);
+        let local = format_ident!("__value_{}", ident.to_string().trim_start_matches("r#"));
+        members.push(quote!(#ident: #local));
+        if let Role::Base = field.role {
+            // The base's `DeserializeFields` is required in three places, each spanned on the
+            // field, so that its absence is one error there. The fields struct takes the base's
+            // fields as a parameter, so that its declaration requires nothing.
+            let bty = ty;
+            slots.push(quote!(#ident: __B));
+            base_fields = Some(respan(quote!(<#bty as #trait_>::Fields), span));
+            base_bound = Some(respan(quote!(where #bty: #trait_), span));
+            state_call_span = span;
+            fallback = respan(
+                quote!(<#bty as #trait_>::deserialize_field(&mut __fields.#ident, __key, __map)),
+                span,
+            );
+            base_value = Some(respan(
+                quote!(let #local = <#bty as #trait_>::finish(__fields.#ident)?;),
+                span,
+            ));
+            continue;
+        }
+        let missing = match (&field.default, &de.default) {
+            (Some(DefaultValue::Trait), _) => quote!(::core::default::Default::default()),
+            (Some(DefaultValue::Path(path)), _) => quote!(#path()),
+            (None, Some(_)) => quote!(__default.#ident),
+            (None, None) if field.skip_deserializing => {
+                quote!(::core::default::Default::default())
+            }
+            (None, None) => {
+                let json = &field.json_name;
+                quote!(#k::__private::missing_field(#json)?)
+            }
+        };
+        if field.skip_deserializing {
+            values.push(quote!(let #local = #missing;));
+            continue;
+        }
+        let json = &field.json_name;
+        expected.push(json);
+        slots.push(respan(quote!(#ident: ::core::option::Option<#ty>), span));
+        arms.push(quote! {
+            #json => #k::__private::deserialize_value(&mut __fields.#ident, #json, __map),
+        });
+        values.push(quote! {
+            let #local = match __fields.#ident {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => #missing,
+            };
+        });
+    }
+    let expecting = &de.expecting;
+    let serde_name = &de.name;
+    let has_base = base_value.is_some();
+    // Where a base without `DeserializeFields` is reported: on the base field.
+    let call = respan(
+        quote!(#k::__private::deserialize_state(__deserializer, &__SHAPE)),
+        state_call_span,
+    );
+    let fields_param = base_fields.unwrap_or_else(|| quote!(()));
+    let deny = de.deny_unknown_fields;
+    let vis = input.vis;
+    Some(quote! {
+        const _: () = {
+            #[doc(hidden)]
+            #[derive(::core::default::Default)]
+            #vis struct __AgentStateFields<__B> {
+                #(#slots,)*
+                __agentstate_base: ::core::marker::PhantomData<__B>,
+            }
+
+            #[automatically_derived]
+            impl<'de> #trait_ for #name #base_bound {
+                type Fields = __AgentStateFields<#fields_param>;
+
+                #[inline]
+                fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
+                    __fields: &mut Self::Fields,
+                    __key: &str,
+                    __map: &mut __A,
+                ) -> ::core::result::Result<bool, __A::Error> {
+                    match __key {
+                        #(#arms)*
+                        _ => #fallback,
+                    }
+                }
+
+                #[inline]
+                fn finish<__E: #serde::de::Error>(
+                    __fields: Self::Fields,
+                ) -> ::core::result::Result<Self, __E> {
+                    #container_default
+                    #(#values)*
+                    #base_value
+                    ::core::result::Result::Ok(#name { #(#members,)* })
+                }
+            }
+
+            #[automatically_derived]
+            impl<'de> #serde::Deserialize<'de> for #name {
+                fn deserialize<__D: #serde::Deserializer<'de>>(
+                    __deserializer: __D,
+                ) -> ::core::result::Result<Self, __D::Error> {
+                    const __SHAPE: #k::__private::Shape = #k::__private::Shape {
+                        name: #serde_name,
+                        fields: &[#(#expected),*],
+                        base: #has_base,
+                        deny_unknown_fields: #deny,
+                        expecting: #expecting,
+                    };
+                    #call
+                }
+            }
+        };
+    })
 }
 
 fn expand(input: &Input) -> TokenStream {
@@ -813,8 +955,12 @@ fn expand(input: &Input) -> TokenStream {
         }
     });
 
+    let deserialize = deserialize_impl(input);
+
     quote! {
         #(#asserts)*
+
+        #deserialize
 
         #update_struct
 
@@ -954,6 +1100,7 @@ mod tests {
         let input: syn::DeriveInput = syn::parse_str(
             r#"
             #[serde(rename_all = "camelCase")]
+            #[agent_state(deserialize)]
             pub struct Research {
                 #[reducer(append)]
                 notes: Vec<String>,

@@ -15,6 +15,112 @@ where
     AgentState: ::agentstate::State,
     ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
         + ::agentstate::reducers::Merges<String, Update = String>;
+const _: () = {
+    #[doc(hidden)]
+    #[derive(:: core :: default :: Default)]
+    pub struct __AgentStateFields<__B> {
+        notes: ::core::option::Option<Vec<String>>,
+        recent: ::core::option::Option<Vec<u32>>,
+        findings: ::core::option::Option<Vec<Finding>>,
+        base: __B,
+        cache: ::core::option::Option<u8>,
+        title: ::core::option::Option<String>,
+        __agentstate_base: ::core::marker::PhantomData<__B>,
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::state::DeserializeFields<'de> for Research
+    where
+        AgentState: ::agentstate::state::DeserializeFields<'de>,
+    {
+        type Fields =
+            __AgentStateFields<<AgentState as ::agentstate::state::DeserializeFields<'de>>::Fields>;
+        #[inline]
+        fn deserialize_field<__A: ::agentstate::__private::serde::de::MapAccess<'de>>(
+            __fields: &mut Self::Fields,
+            __key: &str,
+            __map: &mut __A,
+        ) -> ::core::result::Result<bool, __A::Error> {
+            match __key {
+                "notes" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.notes, "notes", __map)
+                }
+                "recent" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.recent,
+                    "recent",
+                    __map,
+                ),
+                "findings" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.findings,
+                    "findings",
+                    __map,
+                ),
+                "cache" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.cache, "cache", __map)
+                }
+                "title" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.title, "title", __map)
+                }
+                _ => {
+                    <AgentState as ::agentstate::state::DeserializeFields<'de>>::deserialize_field(
+                        &mut __fields.base,
+                        __key,
+                        __map,
+                    )
+                }
+            }
+        }
+        #[inline]
+        fn finish<__E: ::agentstate::__private::serde::de::Error>(
+            __fields: Self::Fields,
+        ) -> ::core::result::Result<Self, __E> {
+            let __value_notes = match __fields.notes {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("notes")?,
+            };
+            let __value_recent = match __fields.recent {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("recent")?,
+            };
+            let __value_findings = match __fields.findings {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("findings")?,
+            };
+            let __value_cache = match __fields.cache {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("cache")?,
+            };
+            let __value_title = match __fields.title {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("title")?,
+            };
+            let __value_base =
+                <AgentState as ::agentstate::state::DeserializeFields<'de>>::finish(__fields.base)?;
+            ::core::result::Result::Ok(Research {
+                notes: __value_notes,
+                recent: __value_recent,
+                findings: __value_findings,
+                base: __value_base,
+                cache: __value_cache,
+                title: __value_title,
+            })
+        }
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for Research {
+        fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
+            __deserializer: __D,
+        ) -> ::core::result::Result<Self, __D::Error> {
+            const __SHAPE: ::agentstate::__private::Shape = ::agentstate::__private::Shape {
+                name: "Research",
+                fields: &["notes", "recent", "findings", "cache", "title"],
+                base: true,
+                deny_unknown_fields: false,
+                expecting: "struct Research",
+            };
+            ::agentstate::__private::deserialize_state(__deserializer, &__SHAPE)
+        }
+    }
+};
 #[doc = "A partial update of [`Research`]: each field is `None` (left alone) or the value merged through that field's reducer. Generated by `#[derive(AgentState)]`."]
 #[derive(
     :: core :: fmt :: Debug,

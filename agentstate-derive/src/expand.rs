@@ -474,6 +474,11 @@ fn expand(input: &Input) -> TokenStream {
                     fspan,
                 ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
+                // The base's part of the update prepares its own messages fields.
+                let ty = field.ty;
+                prepares.push(quote! {
+                    <#ty as #k::State>::prepare_update(&mut self.#ident);
+                });
                 let doc = format!("Sets the update of the base state (`{ident}`).");
                 setters.push(respan(
                     quote! {
@@ -519,6 +524,15 @@ fn expand(input: &Input) -> TokenStream {
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
                 // Messages in a JSON messages update get their ids when the update is made.
+                if let Kind::Nested = r.kind {
+                    // A nested state's update prepares its own messages fields.
+                    let ty = field.ty;
+                    prepares.push(quote! {
+                        if let ::core::option::Option::Some(value) = &mut self.#ident {
+                            <#ty as #k::State>::prepare_update(value);
+                        }
+                    });
+                }
                 let prepare =
                     matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages).then(|| {
                         let rty = g.reducer_type(field, r);
@@ -530,16 +544,30 @@ fn expand(input: &Input) -> TokenStream {
                         });
                         quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
                     });
-                let set = match prepare {
-                    Some(prepare) => quote! {
-                        let mut value = #k::update::IntoField::into_field(value);
-                        #prepare
-                        self.#ident = ::core::option::Option::Some(value);
-                    },
-                    None => quote! {
-                        self.#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                    },
+                let (set, set_in_base) = match prepare {
+                    Some(prepare) => (
+                        quote! {
+                            let mut value = #k::update::IntoField::into_field(value);
+                            #prepare
+                            self.#ident = ::core::option::Option::Some(value);
+                        },
+                        quote! {
+                            let mut value = #k::update::IntoField::into_field(value);
+                            #prepare
+                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
+                                ::core::option::Option::Some(value);
+                        },
+                    ),
+                    None => (
+                        quote! {
+                            self.#ident =
+                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                        },
+                        quote! {
+                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
+                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                        },
+                    ),
                 };
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
                 setters.push(respan(
@@ -553,15 +581,17 @@ fn expand(input: &Input) -> TokenStream {
                     },
                     fspan,
                 ));
-                trait_setters.push(respan(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        #k::update::Extends::<#update>::base_update(&mut self).#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        self
-                    }
-                }, fspan));
+                trait_setters.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                            #set_in_base
+                            self
+                        }
+                    },
+                    fspan,
+                ));
                 let ty = field.ty;
                 serde_bounds.push(ty.to_token_stream().to_string());
                 let ow_json = format!("{json}.__overwrite__");
@@ -946,6 +976,14 @@ fn expand(input: &Input) -> TokenStream {
     });
     let phantom_init = (!type_params.is_empty() || !lifetimes.is_empty())
         .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
+    let state_prepare = (!prepares.is_empty()).then(|| {
+        quote! {
+            #[inline]
+            fn prepare_update(update: &mut Self::Update) {
+                #k::update::Update::prepare(update)
+            }
+        }
+    });
     let prepare_fn = (!prepares.is_empty()).then(|| {
         quote! {
             #[inline]
@@ -1057,6 +1095,8 @@ fn expand(input: &Input) -> TokenStream {
                         #phantom_init
                     })
                 }
+
+                #state_prepare
 
                 #[inline]
                 fn schema() -> #k::schema::Schema {

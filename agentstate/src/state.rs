@@ -58,6 +58,15 @@ pub trait State {
     /// Each field's name, reducer, parameters and round-trip idempotence.
     fn schema() -> Schema;
 
+    /// Prepares `update` for merging, as
+    /// [`Update::prepare`](crate::update::Update::prepare) does: what the derive calls on the
+    /// part of an update that belongs to a base or a nested state, so that their JSON messages
+    /// fields get their ids when the update is made. Does nothing unless overridden; a derived
+    /// state forwards to its update's `prepare`.
+    fn prepare_update(update: &mut Self::Update) {
+        let _ = update;
+    }
+
     /// Combines two updates into one. With [`Combine::Sequence`] merging the result equals
     /// merging `first` then `second`; with [`Combine::Parallel`] the two are writes of parallel
     /// branches in one step (see [`State::merge_parallel`]). Fails for a field both updates set

@@ -456,6 +456,10 @@ const _: () = {
             + ::agentstate::reducers::Merges<String, Update = String>,
     {
         type State = Research;
+        #[inline]
+        fn prepare(&mut self) {
+            <AgentState as ::agentstate::State>::prepare_update(&mut self.base);
+        }
     }
     #[automatically_derived]
     impl ::agentstate::output::MessagesUpdate for ResearchUpdate {
@@ -699,6 +703,10 @@ const _: () = {
                     title: __ow_title,
                 },
             })
+        }
+        #[inline]
+        fn prepare_update(update: &mut Self::Update) {
+            ::agentstate::update::Update::prepare(update)
         }
         #[inline]
         fn schema() -> ::agentstate::schema::Schema {

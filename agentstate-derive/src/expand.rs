@@ -223,7 +223,7 @@ fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
 
 /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
 /// the object in one pass and offering the keys it does not know to the base.
-fn deserialize_impl(input: &Input) -> Option<TokenStream> {
+fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
     let de = input.deserialize.as_ref()?;
     let k = &input.krate;
     let name = input.ident;
@@ -256,7 +256,7 @@ fn deserialize_impl(input: &Input) -> Option<TokenStream> {
             let bty = ty;
             slots.push(quote!(#ident: __B));
             base_fields = Some(respan(quote!(<#bty as #trait_>::Fields), span));
-            base_bound = Some(respan(quote!(where #bty: #trait_), span));
+            base_bound = Some(respan(quote!(#bty: #trait_,), span));
             state_call_span = span;
             fallback = respan(
                 quote!(<#bty as #trait_>::deserialize_field(&mut __fields.#ident, __key, __map)),
@@ -318,7 +318,7 @@ fn deserialize_impl(input: &Input) -> Option<TokenStream> {
             }
 
             #[automatically_derived]
-            impl<'de> #trait_ for #name #base_bound {
+            impl<'de> #trait_ for #name where #assumed #base_bound {
                 type Fields = __AgentStateFields<#fields_param>;
 
                 #[inline]
@@ -345,7 +345,7 @@ fn deserialize_impl(input: &Input) -> Option<TokenStream> {
             }
 
             #[automatically_derived]
-            impl<'de> #serde::Deserialize<'de> for #name {
+            impl<'de> #serde::Deserialize<'de> for #name where #assumed {
                 fn deserialize<__D: #serde::Deserializer<'de>>(
                     __deserializer: __D,
                 ) -> ::core::result::Result<Self, __D::Error> {
@@ -383,19 +383,32 @@ fn expand(input: &Input) -> TokenStream {
     let mut fits: Vec<TokenStream> = Vec::new();
     let mut asserts: Vec<TokenStream> = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
+    // A base's or nested state's update is a field of this update.
+    let mut state_updates: Vec<TokenStream> = Vec::new();
+    let mut field_traits: Vec<TokenStream> = Vec::new();
     for field in &input.fields {
         let ty = field.ty;
         let span = field_span(field);
+        let state_update = respan(
+            quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
+            span,
+        );
         let r = match &field.role {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
+                state_updates.push(state_update);
                 continue;
             }
             Role::Reduced(r) => r,
         };
+        if let Kind::Nested = r.kind {
+            state_updates.push(state_update);
+        }
         // Only the assertion and serde's impls (which use it) state the field value's traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
+        // `FieldValue` is assumed through `FieldTraits`, which implies its traits.
+        field_traits.push(respan(quote!(#ty: #k::__private::FieldTraits), span));
         let rty = g.reducer_type(field, r);
         let uty = g.update_type(field);
         let pred = match r.kind {
@@ -421,8 +434,36 @@ fn expand(input: &Input) -> TokenStream {
         let p = w.predicates.iter();
         quote!(#(#p,)*)
     });
-    let where_c = quote!(where #own_preds #(#fits,)*);
-    let plain_where = quote!(where #own_preds);
+    // A non-generic struct states each requirement once, plainly, in the assertion above (a
+    // requirement that does not hold is one error there, on the field); every other item assumes
+    // it under a `for<'_>` binder, which rustc does not check where it is written (a plain
+    // predicate on concrete types would be checked, and reported again, at every impl and
+    // derive). The update's and its Overwrites' derived impls copy the struct's where clause.
+    let (where_c, plain_where, assumed) = if generic {
+        (
+            quote!(where #own_preds #(#fits,)*),
+            quote!(where #own_preds),
+            TokenStream::new(),
+        )
+    } else {
+        let assumed: Vec<TokenStream> = field_traits
+            .iter()
+            .chain(&fits)
+            .chain(&state_updates)
+            .map(|pred| {
+                let span = pred
+                    .clone()
+                    .into_iter()
+                    .next()
+                    .map_or_else(Span::call_site, |t| t.span());
+                let binder = respan(quote!(for<'__agentstate>), span);
+                quote!(#binder #pred)
+            })
+            .collect();
+        let assumed = quote!(#own_preds #(#assumed,)*);
+        let w = quote!(where #assumed);
+        (w.clone(), w, assumed)
+    };
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
     // Overwrites and the base's update are flattened: read through a JSON value (see
@@ -493,17 +534,6 @@ fn expand(input: &Input) -> TokenStream {
                 ));
             }
             Role::Reduced(r) => {
-                // serde's impls on the update state the field's requirement too (a non-generic
-                // struct's; a generic one's has its own bounds), spanned on the field: they
-                // then assume it rather than report its parts again.
-                let bound = (!generic).then(|| {
-                    format!(
-                        "{}: {}::__private::FieldValue",
-                        field.ty.to_token_stream(),
-                        k.to_string().replace(' ', "")
-                    )
-                });
-                let bound = bound.as_slice();
                 let doc = format!(
                     "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
                     r.name
@@ -516,7 +546,6 @@ fn expand(input: &Input) -> TokenStream {
                             rename = #json,
                             skip_serializing_if = "::core::option::Option::is_none",
                             deserialize_with = #present
-                            #(, bound = #bound)*
                         )]
                         pub #ident: ::core::option::Option<#uty>
                     },
@@ -607,7 +636,6 @@ fn expand(input: &Input) -> TokenStream {
                             rename = #ow_json,
                             skip_serializing_if = "::core::option::Option::is_none",
                             deserialize_with = #present_flattened
-                            #(, bound = #bound)*
                         )]
                         pub #ident: ::core::option::Option<#ty>
                     },
@@ -993,7 +1021,7 @@ fn expand(input: &Input) -> TokenStream {
         }
     });
 
-    let deserialize = deserialize_impl(input);
+    let deserialize = deserialize_impl(input, &assumed);
 
     quote! {
         #(#asserts)*
@@ -1030,7 +1058,7 @@ fn expand(input: &Input) -> TokenStream {
                 #[inline]
                 pub fn from_json(value: #k::__private::serde_json::Value) -> ::core::result::Result<Self, #k::Error>
                 where
-                    Self: #k::__private::serde::de::DeserializeOwned,
+                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
                 {
                     <Self as #k::update::Update>::from_json(value)
                 }
@@ -1041,7 +1069,7 @@ fn expand(input: &Input) -> TokenStream {
                     value: #k::__private::serde_json::Value,
                 ) -> ::core::result::Result<(Self, ::std::vec::Vec<::std::string::String>), #k::Error>
                 where
-                    Self: #k::__private::serde::de::DeserializeOwned,
+                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
                 {
                     <Self as #k::update::Update>::from_json_lenient(value)
                 }

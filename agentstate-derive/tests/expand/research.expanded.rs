@@ -30,6 +30,21 @@ const _: () = {
     #[automatically_derived]
     impl<'de> ::agentstate::state::DeserializeFields<'de> for Research
     where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
         AgentState: ::agentstate::state::DeserializeFields<'de>,
     {
         type Fields =
@@ -106,7 +121,24 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for Research {
+    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for Research
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
             __deserializer: __D,
         ) -> ::core::result::Result<Self, __D::Error> {
@@ -130,14 +162,30 @@ const _: () = {
     :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
-pub struct ResearchUpdate {
+pub struct ResearchUpdate
+where
+    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+{
     #[doc = "Merged into `notes` with `append`; `None` leaves the field alone."]
     #[serde(
         default,
         rename = "notes",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present",
-        bound = "Vec < String >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present"
     )]
     pub notes: ::core::option::Option<Vec<String>>,
     #[doc = "Merged into `recent` with `bounded_append`; `None` leaves the field alone."]
@@ -145,8 +193,7 @@ pub struct ResearchUpdate {
         default,
         rename = "recent",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present",
-        bound = "Vec < u32 >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present"
     )]
     pub recent: ::core::option::Option<Vec<u32>>,
     #[doc = "Merged into `findings` with `merge_by_key`; `None` leaves the field alone."]
@@ -154,8 +201,7 @@ pub struct ResearchUpdate {
         default,
         rename = "findings",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present",
-        bound = "Vec < Finding >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present"
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Updates of the base state `AgentState`; in JSON its fields sit beside this state's own."]
@@ -166,8 +212,7 @@ pub struct ResearchUpdate {
         default,
         rename = "title",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present",
-        bound = "String: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present"
     )]
     pub title: ::core::option::Option<String>,
     #[doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`."]
@@ -183,14 +228,30 @@ pub struct ResearchUpdate {
     :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
-pub struct ResearchUpdateOverwrite {
+pub struct ResearchUpdateOverwrite
+where
+    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+{
     #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
     #[serde(
         default,
         rename = "notes.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened",
-        bound = "Vec < String >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub notes: ::core::option::Option<Vec<String>>,
     #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -198,8 +259,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "recent.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened",
-        bound = "Vec < u32 >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub recent: ::core::option::Option<Vec<u32>>,
     #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -207,8 +267,7 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "findings.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened",
-        bound = "Vec < Finding >: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
@@ -216,14 +275,29 @@ pub struct ResearchUpdateOverwrite {
         default,
         rename = "title.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened",
-        bound = "String: ::agentstate::__private::FieldValue"
+        deserialize_with = "::agentstate::update::present_flattened"
     )]
     pub title: ::core::option::Option<String>,
 }
 #[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]
 pub trait ResearchUpdateSetters:
     ::agentstate::update::Extends<ResearchUpdate> + ::core::marker::Sized
+where
+    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
 {
     #[doc = "Sets the value merged into `notes` (with `append`)."]
     #[must_use]
@@ -293,10 +367,45 @@ pub trait ResearchUpdateSetters:
         self
     }
 }
-impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U {}
+impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U
+where
+    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+{
+}
 const _: () = {
     #[automatically_derived]
-    impl ::core::default::Default for ResearchUpdate {
+    impl ::core::default::Default for ResearchUpdate
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn default() -> Self {
             Self {
                 notes: ::core::option::Option::None,
@@ -309,7 +418,24 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::core::default::Default for ResearchUpdateOverwrite {
+    impl ::core::default::Default for ResearchUpdateOverwrite
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn default() -> Self {
             Self {
                 notes: ::core::option::Option::None,
@@ -322,15 +448,21 @@ const _: () = {
     #[automatically_derived]
     impl ResearchUpdate
     where
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
             + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
             ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
     {
         #[doc = "Sets the value merged into `notes` (with `append`)."]
         #[must_use]
@@ -419,7 +551,7 @@ const _: () = {
             value: ::agentstate::__private::serde_json::Value,
         ) -> ::core::result::Result<Self, ::agentstate::Error>
         where
-            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+            for<'__agentstate> Self: ::agentstate::__private::serde::de::DeserializeOwned,
         {
             <Self as ::agentstate::update::Update>::from_json(value)
         }
@@ -432,7 +564,7 @@ const _: () = {
             ::agentstate::Error,
         >
         where
-            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+            for<'__agentstate> Self: ::agentstate::__private::serde::de::DeserializeOwned,
         {
             <Self as ::agentstate::update::Update>::from_json_lenient(value)
         }
@@ -445,15 +577,21 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::update::Update for ResearchUpdate
     where
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
             + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
             ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
     {
         type State = Research;
         #[inline]
@@ -462,7 +600,24 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::agentstate::output::MessagesUpdate for ResearchUpdate {
+    impl ::agentstate::output::MessagesUpdate for ResearchUpdate
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn add_messages(&mut self, messages: ::std::vec::Vec<::agentstate::message::Message>) {
             ::agentstate::output::MessagesUpdate::add_messages(&mut self.base, messages);
         }
@@ -470,15 +625,21 @@ const _: () = {
     #[automatically_derived]
     impl Research
     where
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
             + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
             ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
     {
         #[inline]
         fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<
@@ -507,20 +668,71 @@ const _: () = {
     const _ : () = :: core :: assert ! (! :: agentstate :: __private :: contains (< AgentState as :: agentstate :: State > :: FIELDS , "findings") , "conflicting_reducers: field `findings` is already declared by the base state `AgentState`; an extension cannot declare it again") ;
     const _ : () = :: core :: assert ! (! :: agentstate :: __private :: contains (< AgentState as :: agentstate :: State > :: FIELDS , "title") , "conflicting_reducers: field `title` is already declared by the base state `AgentState`; an extension cannot declare it again") ;
     #[automatically_derived]
-    impl ::core::ops::Deref for Research {
+    impl ::core::ops::Deref for Research
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         type Target = AgentState;
         fn deref(&self) -> &AgentState {
             &self.base
         }
     }
     #[automatically_derived]
-    impl ::core::ops::DerefMut for Research {
+    impl ::core::ops::DerefMut for Research
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn deref_mut(&mut self) -> &mut AgentState {
             &mut self.base
         }
     }
     #[automatically_derived]
-    impl ::agentstate::update::Extends<<AgentState as ::agentstate::State>::Update> for ResearchUpdate {
+    impl ::agentstate::update::Extends<<AgentState as ::agentstate::State>::Update> for ResearchUpdate
+    where
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn base_update(&mut self) -> &mut <AgentState as ::agentstate::State>::Update {
             &mut self.base
         }
@@ -528,15 +740,21 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::State for Research
     where
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
+        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
             + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
+        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
             ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
             + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
     {
         type Update = ResearchUpdate;
         type Plan =

@@ -384,31 +384,31 @@ fn expand(input: &Input) -> TokenStream {
     let mut asserts: Vec<TokenStream> = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
     // A base's or nested state's update is a field of this update.
-    let mut state_updates: Vec<TokenStream> = Vec::new();
-    let mut field_traits: Vec<TokenStream> = Vec::new();
+    let mut state_preds: Vec<TokenStream> = Vec::new();
     for field in &input.fields {
         let ty = field.ty;
         let span = field_span(field);
-        let state_update = respan(
-            quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
-            span,
-        );
+        let state_pred = [
+            respan(quote!(#ty: #k::State), span),
+            respan(
+                quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
+                span,
+            ),
+        ];
         let r = match &field.role {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
-                state_updates.push(state_update);
+                state_preds.extend(state_pred);
                 continue;
             }
             Role::Reduced(r) => r,
         };
         if let Kind::Nested = r.kind {
-            state_updates.push(state_update);
+            state_preds.extend(state_pred);
         }
         // Only the assertion and serde's impls (which use it) state the field value's traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
-        // `FieldValue` is assumed through `FieldTraits`, which implies its traits.
-        field_traits.push(respan(quote!(#ty: #k::__private::FieldTraits), span));
         let rty = g.reducer_type(field, r);
         let uty = g.update_type(field);
         let pred = match r.kind {
@@ -434,36 +434,29 @@ fn expand(input: &Input) -> TokenStream {
         let p = w.predicates.iter();
         quote!(#(#p,)*)
     });
-    // A non-generic struct states each requirement once, plainly, in the assertion above (a
-    // requirement that does not hold is one error there, on the field); every other item assumes
-    // it under a `for<'_>` binder, which rustc does not check where it is written (a plain
-    // predicate on concrete types would be checked, and reported again, at every impl and
-    // derive). The update's and its Overwrites' derived impls copy the struct's where clause.
-    let (where_c, plain_where, assumed) = if generic {
-        (
-            quote!(where #own_preds #(#fits,)*),
-            quote!(where #own_preds),
-            TokenStream::new(),
-        )
+    // A nested field's or a base's update is a field of this update, written
+    // `<T as State>::Update`: when `T` is not a state, every item naming it (the update, its
+    // derives, the impls) would report it again. A non-generic struct states it plainly once,
+    // in the assertion above, and every other item assumes it under a `for<'_>` binder, which
+    // rustc does not check where it is written. (Only for these fields: assuming every field's
+    // traits and reducer this way gives one error per mistake for them too, but tripled the
+    // release build of a 20-state crate, benches/compile_time.sh.)
+    let assumed = if generic || state_preds.is_empty() {
+        TokenStream::new()
     } else {
-        let assumed: Vec<TokenStream> = field_traits
-            .iter()
-            .chain(&fits)
-            .chain(&state_updates)
-            .map(|pred| {
-                let span = pred
-                    .clone()
-                    .into_iter()
-                    .next()
-                    .map_or_else(Span::call_site, |t| t.span());
-                let binder = respan(quote!(for<'__agentstate>), span);
-                quote!(#binder #pred)
-            })
-            .collect();
-        let assumed = quote!(#own_preds #(#assumed,)*);
-        let w = quote!(where #assumed);
-        (w.clone(), w, assumed)
+        let preds = state_preds.iter().map(|pred| {
+            let span = pred
+                .clone()
+                .into_iter()
+                .next()
+                .map_or_else(Span::call_site, |t| t.span());
+            let binder = respan(quote!(for<'__agentstate>), span);
+            quote!(#binder #pred,)
+        });
+        quote!(#(#preds)*)
     };
+    let where_c = quote!(where #own_preds #assumed #(#fits,)*);
+    let plain_where = quote!(where #own_preds #assumed);
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
     // Overwrites and the base's update are flattened: read through a JSON value (see
@@ -534,6 +527,17 @@ fn expand(input: &Input) -> TokenStream {
                 ));
             }
             Role::Reduced(r) => {
+                // serde's impls on the update state the field's requirement too (a non-generic
+                // struct's; a generic one's has its own bounds), spanned on the field: they
+                // then assume it rather than report its parts again.
+                let bound = (!generic).then(|| {
+                    format!(
+                        "{}: {}::__private::FieldValue",
+                        field.ty.to_token_stream(),
+                        k.to_string().replace(' ', "")
+                    )
+                });
+                let bound = bound.as_slice();
                 let doc = format!(
                     "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
                     r.name
@@ -546,6 +550,7 @@ fn expand(input: &Input) -> TokenStream {
                             rename = #json,
                             skip_serializing_if = "::core::option::Option::is_none",
                             deserialize_with = #present
+                            #(, bound = #bound)*
                         )]
                         pub #ident: ::core::option::Option<#uty>
                     },
@@ -636,6 +641,7 @@ fn expand(input: &Input) -> TokenStream {
                             rename = #ow_json,
                             skip_serializing_if = "::core::option::Option::is_none",
                             deserialize_with = #present_flattened
+                            #(, bound = #bound)*
                         )]
                         pub #ident: ::core::option::Option<#ty>
                     },
@@ -729,7 +735,8 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
-        let where_c = &plain_where;
+        // The fits, as in the impls: a messages setter prepares through its reducer.
+        let where_c = &where_c;
         let trait_name = format_ident!("{}Setters", update);
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \

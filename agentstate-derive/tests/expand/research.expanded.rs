@@ -30,19 +30,7 @@ const _: () = {
     #[automatically_derived]
     impl<'de> ::agentstate::state::DeserializeFields<'de> for Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
         AgentState: ::agentstate::state::DeserializeFields<'de>,
@@ -123,19 +111,7 @@ const _: () = {
     #[automatically_derived]
     impl<'de> ::agentstate::__private::serde::Deserialize<'de> for Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -164,19 +140,7 @@ const _: () = {
 #[serde(crate = "::agentstate::__private::serde")]
 pub struct ResearchUpdate
 where
-    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
     for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
 {
@@ -185,7 +149,8 @@ where
         default,
         rename = "notes",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present",
+        bound = "Vec < String >: ::agentstate::__private::FieldValue"
     )]
     pub notes: ::core::option::Option<Vec<String>>,
     #[doc = "Merged into `recent` with `bounded_append`; `None` leaves the field alone."]
@@ -193,7 +158,8 @@ where
         default,
         rename = "recent",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present",
+        bound = "Vec < u32 >: ::agentstate::__private::FieldValue"
     )]
     pub recent: ::core::option::Option<Vec<u32>>,
     #[doc = "Merged into `findings` with `merge_by_key`; `None` leaves the field alone."]
@@ -201,7 +167,8 @@ where
         default,
         rename = "findings",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present",
+        bound = "Vec < Finding >: ::agentstate::__private::FieldValue"
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Updates of the base state `AgentState`; in JSON its fields sit beside this state's own."]
@@ -212,7 +179,8 @@ where
         default,
         rename = "title",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present"
+        deserialize_with = "::agentstate::update::present",
+        bound = "String: ::agentstate::__private::FieldValue"
     )]
     pub title: ::core::option::Option<String>,
     #[doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`."]
@@ -230,19 +198,7 @@ where
 #[serde(crate = "::agentstate::__private::serde")]
 pub struct ResearchUpdateOverwrite
 where
-    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
     for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
 {
@@ -251,7 +207,8 @@ where
         default,
         rename = "notes.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened"
+        deserialize_with = "::agentstate::update::present_flattened",
+        bound = "Vec < String >: ::agentstate::__private::FieldValue"
     )]
     pub notes: ::core::option::Option<Vec<String>>,
     #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -259,7 +216,8 @@ where
         default,
         rename = "recent.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened"
+        deserialize_with = "::agentstate::update::present_flattened",
+        bound = "Vec < u32 >: ::agentstate::__private::FieldValue"
     )]
     pub recent: ::core::option::Option<Vec<u32>>,
     #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -267,7 +225,8 @@ where
         default,
         rename = "findings.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened"
+        deserialize_with = "::agentstate::update::present_flattened",
+        bound = "Vec < Finding >: ::agentstate::__private::FieldValue"
     )]
     pub findings: ::core::option::Option<Vec<Finding>>,
     #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
@@ -275,7 +234,8 @@ where
         default,
         rename = "title.__overwrite__",
         skip_serializing_if = "::core::option::Option::is_none",
-        deserialize_with = "::agentstate::update::present_flattened"
+        deserialize_with = "::agentstate::update::present_flattened",
+        bound = "String: ::agentstate::__private::FieldValue"
     )]
     pub title: ::core::option::Option<String>,
 }
@@ -283,21 +243,18 @@ where
 pub trait ResearchUpdateSetters:
     ::agentstate::update::Extends<ResearchUpdate> + ::core::marker::Sized
 where
-    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
     for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
+    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    AgentState: ::agentstate::State,
+    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
 {
     #[doc = "Sets the value merged into `notes` (with `append`)."]
     #[must_use]
@@ -369,40 +326,25 @@ where
 }
 impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U
 where
-    for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-    for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
     for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
+    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    AgentState: ::agentstate::State,
+    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
 {
 }
 const _: () = {
     #[automatically_derived]
     impl ::core::default::Default for ResearchUpdate
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -420,19 +362,7 @@ const _: () = {
     #[automatically_derived]
     impl ::core::default::Default for ResearchUpdateOverwrite
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -448,21 +378,18 @@ const _: () = {
     #[automatically_derived]
     impl ResearchUpdate
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        AgentState: ::agentstate::State,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         #[doc = "Sets the value merged into `notes` (with `append`)."]
         #[must_use]
@@ -577,21 +504,18 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::update::Update for ResearchUpdate
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        AgentState: ::agentstate::State,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         type State = Research;
         #[inline]
@@ -602,19 +526,7 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::output::MessagesUpdate for ResearchUpdate
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -625,21 +537,18 @@ const _: () = {
     #[automatically_derived]
     impl Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        AgentState: ::agentstate::State,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         #[inline]
         fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<
@@ -670,19 +579,7 @@ const _: () = {
     #[automatically_derived]
     impl ::core::ops::Deref for Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -694,19 +591,7 @@ const _: () = {
     #[automatically_derived]
     impl ::core::ops::DerefMut for Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -717,19 +602,7 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::update::Extends<<AgentState as ::agentstate::State>::Update> for ResearchUpdate
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
@@ -740,21 +613,18 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::State for Research
     where
-        for<'__agentstate> Vec<String>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<u32>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Vec<Finding>: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> String: ::agentstate::__private::FieldTraits,
-        for<'__agentstate> ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        for<'__agentstate> ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        for<'__agentstate> ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
         for<'__agentstate> AgentState: ::agentstate::State,
-        for<'__agentstate> ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        AgentState: ::agentstate::State,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         type Update = ResearchUpdate;
         type Plan =

@@ -4,11 +4,14 @@
 use agentstate::message::{Message, Role, ToolCall};
 use agentstate::state::AgentStateUpdateSetters;
 use agentstate::{AgentState, State};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// AgentFlow's `class OrderState(AgentState)`, typed.
-#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+// `deserialize`: the derive generates `Deserialize`, reading the base's keys in the same pass
+// (serde's derive would buffer the whole conversation first).
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize)]
+#[agent_state(deserialize)]
 pub struct OrderState {
     #[agent_state(base)]
     #[serde(flatten)]

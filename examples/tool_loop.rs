@@ -7,14 +7,17 @@ use agentstate::message::{Message, Role, ToolCall};
 use agentstate::output::{NodeOutput, ToolResult};
 use agentstate::update::FanIn;
 use agentstate::{AgentState, State};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// An AgentState extension: the conversation comes from the base (`context`, merged with
 /// add_messages), plus what the tools found.
-#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+// `deserialize`: the derive generates `Deserialize`, reading the base's keys in the same pass
+// (serde's derive would buffer the whole conversation first).
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize)]
+#[agent_state(deserialize)]
 pub struct TravelState {
     #[agent_state(base)]
     #[serde(flatten)]

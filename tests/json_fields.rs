@@ -88,3 +88,41 @@ fn an_update_built_otherwise_can_be_prepared_by_hand() {
     state.merge(update).unwrap();
     assert_eq!(state.messages.as_array().unwrap().len(), 1);
 }
+
+/// A state extending `Notebook`, and one holding it as a nested state.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Journaled {
+    #[agent_state(base)]
+    #[serde(flatten)]
+    notebook: Notebook,
+    title: String,
+}
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Desk {
+    #[reducer(nested)]
+    notebook: Notebook,
+}
+
+#[test]
+fn a_base_and_a_nested_states_json_messages_get_their_ids_when_the_update_is_made() {
+    // from_json of the extension prepares the base's part.
+    let parsed =
+        JournaledUpdate::from_json(json!({"messages": user_message("hi"), "title": "t"})).unwrap();
+    let id = &parsed.notebook.messages.as_ref().unwrap()[0]["message_id"];
+    assert!(id.is_string(), "the base's messages got an id: {parsed:?}");
+    let mut state = Journaled::default();
+    state.merge(parsed.clone()).unwrap();
+    let once = state.clone();
+    state.merge(parsed).unwrap();
+    assert_eq!(state, once, "merging the same update twice adds nothing");
+
+    // The base's setters, on the extension's update.
+    let set = JournaledUpdate::default().messages(user_message("set"));
+    assert!(set.notebook.messages.as_ref().unwrap()[0]["message_id"].is_string());
+
+    // A nested state's part.
+    let nested = DeskUpdate::from_json(json!({"notebook": {"shown": user_message("s")}})).unwrap();
+    let inner = nested.notebook.as_ref().unwrap();
+    assert!(inner.shown.as_ref().unwrap()[0]["message_id"].is_string());
+}

@@ -14,7 +14,27 @@ pub struct Input<'a> {
     pub krate: TokenStream,
     /// The field that receives messages (`#[agent_state(messages = field)]`).
     pub messages: Option<Ident>,
+    /// `#[agent_state(deserialize)]`: the derive generates the struct's `Deserialize`.
+    pub deserialize: Option<Deserialize>,
     pub fields: Vec<Field<'a>>,
+}
+
+/// What the generated `Deserialize` needs from the struct's serde attributes.
+pub struct Deserialize {
+    /// `#[serde(default)]` or `#[serde(default = "path")]` on the struct.
+    pub default: Option<DefaultValue>,
+    /// `#[serde(deny_unknown_fields)]`.
+    pub deny_unknown_fields: bool,
+    /// The struct's serde name (`#[serde(rename = "...")]`, or its own).
+    pub name: String,
+    /// What serde's errors say was expected: `struct Name`, or `#[serde(expecting = "...")]`.
+    pub expecting: String,
+}
+
+/// serde's `default` (a field's or the struct's): `Default::default()` or a function.
+pub enum DefaultValue {
+    Trait,
+    Path(Path),
 }
 
 /// One named field.
@@ -24,6 +44,10 @@ pub struct Field<'a> {
     /// The field's JSON key (after `rename` / `rename_all`).
     pub json_name: String,
     pub role: Role,
+    /// `#[serde(default)]` / `#[serde(default = "path")]` (read under `#[agent_state(deserialize)]`).
+    pub default: Option<DefaultValue>,
+    /// `#[serde(skip)]` / `#[serde(skip_deserializing)]` (read under `#[agent_state(deserialize)]`).
+    pub skip_deserializing: bool,
 }
 
 /// How a field takes part in merges.

@@ -123,6 +123,8 @@ pub struct FieldAttrs<'a> {
     pub serde_rename: Option<String>,
     /// Whether the field has `#[serde(flatten)]`.
     pub serde_flatten: bool,
+    /// Every `#[serde(...)]` entry, for `#[agent_state(deserialize)]`.
+    pub serde: Vec<Item>,
 }
 
 /// Collects a field's attributes.
@@ -138,6 +140,7 @@ pub fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs<'_>> {
                 out.serde_rename = Some(rename);
             }
             out.serde_flatten |= serde_flag(attr, "flatten")?;
+            out.serde.extend(serde_items(attr)?);
         }
     }
     Ok(out)
@@ -158,6 +161,14 @@ pub fn serde_string(attr: &Attribute, key: &str) -> syn::Result<Option<String>> 
         }
     }
     Ok(None)
+}
+
+/// The entries of a `#[serde(...)]` attribute (none for another form).
+pub fn serde_items(attr: &Attribute) -> syn::Result<Vec<Item>> {
+    match &attr.meta {
+        syn::Meta::List(list) => parse_items(list.tokens.clone()),
+        _ => Ok(Vec::new()),
+    }
 }
 
 /// Whether `#[serde(...)]` has the option `key` without a value (`flatten`).

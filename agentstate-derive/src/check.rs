@@ -4,7 +4,7 @@
 //! `reducer_configuration_invalid` as in OpenArmature, and `state_declaration_invalid` for what
 //! is wrong with the struct or its options rather than with a reducer.
 
-use crate::ast::{Field, Input, Key, Kind, MaxLen, Reducer, Role};
+use crate::ast::{DefaultValue, Deserialize, Field, Input, Key, Kind, MaxLen, Reducer, Role};
 use crate::attr::{self, Item};
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
@@ -49,7 +49,7 @@ const REDUCERS: &[&str] = &[
     "nested",
 ];
 
-const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages"];
+const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages", "deserialize"];
 const FIELD_OPTIONS: &[&str] = &["base", "skip"];
 
 /// Reads and checks a derive input.
@@ -93,6 +93,8 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
     let mut krate = None;
     let mut messages = None;
     let mut rename_all = None;
+    let mut deserialize = None;
+    let mut serde_container = Vec::new();
     for a in &derive.attrs {
         if a.path().is_ident("reducer") {
             errors.error(
@@ -102,6 +104,10 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         } else if a.path().is_ident("serde") {
             match attr::serde_string(a, "rename_all") {
                 Ok(rule) => rename_all = rule.or(rename_all),
+                Err(e) => errors.push(e),
+            }
+            match attr::serde_items(a) {
+                Ok(items) => serde_container.extend(items),
                 Err(e) => errors.push(e),
             }
         } else if a.path().is_ident("agent_state") {
@@ -123,6 +129,11 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                         ),
                     },
                     ("crate", Some(value)) => krate = Some(value.clone()),
+                    ("deserialize", None) if item.args.is_none() => deserialize = Some(item.name.span()),
+                    ("deserialize", _) => errors.error(
+                        item.span(),
+                        "state_declaration_invalid: `deserialize` takes no value: write #[agent_state(deserialize)]",
+                    ),
                     ("messages", Some(value)) => match syn::parse2::<Ident>(value.clone()) {
                         Ok(ident) => messages = Some(ident),
                         Err(_) => errors.error(
@@ -141,7 +152,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                     (unknown, _) => errors.error(
                         item.name.span(),
                         format!(
-                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate and messages",
+                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate, messages and deserialize",
                             suggestion(unknown, CONTAINER_OPTIONS.iter().chain(FIELD_OPTIONS))
                         ),
                     ),
@@ -149,6 +160,16 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
             }
         }
     }
+
+    let deserialize = deserialize.map(|span| {
+        if !derive.generics.params.is_empty() {
+            errors.error(
+                span,
+                "state_declaration_invalid: #[agent_state(deserialize)] does not support generic structs; drop it to use serde's derive",
+            );
+        }
+        container_deserialize(derive, &serde_container, &mut errors)
+    });
 
     let mut fields = Vec::new();
     let mut base_seen: Option<&Ident> = None;
@@ -270,6 +291,12 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
             }),
         };
 
+        let (default, skip_deserializing) = if deserialize.is_some() {
+            field_deserialize(&attrs.serde, matches!(role, Role::Base), &mut errors)
+        } else {
+            (None, false)
+        };
+
         let unraw = ident.to_string().trim_start_matches("r#").to_owned();
         let json_name = attrs
             .serde_rename
@@ -284,6 +311,8 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
             ty: &field.ty,
             json_name,
             role,
+            default,
+            skip_deserializing,
         });
     }
 
@@ -310,8 +339,104 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         update: update.unwrap_or_else(|| Ident::new(&format!("{ident}Update"), ident.span())),
         krate: krate.unwrap_or_else(|| quote!(::agentstate)),
         messages,
+        deserialize,
         fields,
     })
+}
+
+/// The error on a serde option that `#[agent_state(deserialize)]` does not implement.
+fn unsupported(item: &Item, errors: &mut Errors) {
+    errors.error(
+        item.span(),
+        format!(
+            "state_declaration_invalid: #[serde({})] is not supported with #[agent_state(deserialize)], which generates this state's Deserialize; drop #[agent_state(deserialize)] to use serde's derive (the opt-in supports rename, default, skip, skip_deserializing, flatten on the base, and on the struct default, rename_all, deny_unknown_fields)",
+            item.name
+        ),
+    );
+}
+
+/// serde's `default` or `default = "path"`.
+fn default_value(item: &Item, errors: &mut Errors) -> Option<DefaultValue> {
+    match (&item.value, &item.args) {
+        (None, None) => Some(DefaultValue::Trait),
+        (Some(value), None) => {
+            match syn::parse2::<syn::LitStr>(value.clone()).and_then(|lit| lit.parse::<syn::Path>())
+            {
+                Ok(path) => Some(DefaultValue::Path(path)),
+                Err(_) => {
+                    errors.error(item.span(), "state_declaration_invalid: serde's `default = \"...\"` takes the path of a function, as a string");
+                    None
+                }
+            }
+        }
+        _ => {
+            unsupported(item, errors);
+            None
+        }
+    }
+}
+
+/// The struct's serde options under `#[agent_state(deserialize)]`.
+fn container_deserialize(derive: &DeriveInput, items: &[Item], errors: &mut Errors) -> Deserialize {
+    let ident = derive.ident.to_string().trim_start_matches("r#").to_owned();
+    let mut out = Deserialize {
+        default: None,
+        deny_unknown_fields: false,
+        expecting: format!("struct {ident}"),
+        name: ident,
+    };
+    let mut expecting = None;
+    let string = |item: &Item| {
+        item.value
+            .as_ref()
+            .and_then(|v| syn::parse2::<syn::LitStr>(v.clone()).ok())
+            .map(|lit| lit.value())
+    };
+    for item in items {
+        let name = item.name.to_string();
+        let plain = item.value.is_none() && item.args.is_none();
+        match name.as_str() {
+            "default" => out.default = default_value(item, errors),
+            "deny_unknown_fields" if plain => out.deny_unknown_fields = true,
+            "rename" | "expecting" => match string(item) {
+                Some(text) if name == "rename" => out.name = text,
+                Some(text) => expecting = Some(text),
+                None => unsupported(item, errors),
+            },
+            "rename_all" if item.value.is_some() => {}
+            // Serialization only, or the path of serde.
+            "crate" | "into" if item.value.is_some() => {}
+            _ => unsupported(item, errors),
+        }
+    }
+    // serde's derive says `struct Name` with the Rust name, renamed or not.
+    out.expecting = expecting.unwrap_or(out.expecting);
+    out
+}
+
+/// A field's serde options under `#[agent_state(deserialize)]`: its default and whether it is
+/// skipped.
+fn field_deserialize(
+    items: &[Item],
+    base: bool,
+    errors: &mut Errors,
+) -> (Option<DefaultValue>, bool) {
+    let mut default = None;
+    let mut skip = false;
+    for item in items {
+        let plain = item.value.is_none() && item.args.is_none();
+        match item.name.to_string().as_str() {
+            "flatten" if base && plain => {}
+            "rename" if !base && item.value.is_some() => {}
+            "default" if !base => default = default_value(item, errors),
+            "skip" | "skip_deserializing" if !base && plain => skip = true,
+            // Serialization only.
+            "skip_serializing" if plain => {}
+            "skip_serializing_if" | "serialize_with" if item.value.is_some() => {}
+            _ => unsupported(item, errors),
+        }
+    }
+    (default, skip)
 }
 
 /// Reads one `#[reducer(...)]` attribute; `None` when it had errors (already reported).

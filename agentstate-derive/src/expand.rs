@@ -1,6 +1,6 @@
 //! Code generation: the update struct, its setters, and the `State` implementation.
 
-use crate::ast::{Field, Input, Key, Kind, MaxLen, Reducer, Role};
+use crate::ast::{DefaultValue, Field, Input, Key, Kind, MaxLen, Reducer, Role};
 use crate::check;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -221,6 +221,148 @@ fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
         .find(|(_, f)| matches!(f.role, Role::Base))
 }
 
+/// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
+/// the object in one pass and offering the keys it does not know to the base.
+fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
+    let de = input.deserialize.as_ref()?;
+    let k = &input.krate;
+    let name = input.ident;
+    let serde = quote!(#k::__private::serde);
+    let trait_ = quote!(#k::state::DeserializeFields<'de>);
+    let mut slots = Vec::new();
+    let mut arms = Vec::new();
+    let mut values = Vec::new();
+    let mut members = Vec::new();
+    let mut expected = Vec::new();
+    let mut base_value = None;
+    let mut base_fields = None;
+    let mut base_bound = None;
+    let mut state_call_span = Span::call_site();
+    let mut fallback = quote!(::core::result::Result::Ok(false));
+    let container_default = de.default.as_ref().map(|d| match d {
+        DefaultValue::Trait => quote!(let __default: Self = ::core::default::Default::default();),
+        DefaultValue::Path(path) => quote!(let __default: Self = #path();),
+    });
+    for field in &input.fields {
+        let ident = field.ident;
+        let ty = field.ty;
+        let span = field_span(field);
+        let local = format_ident!("__value_{}", ident.to_string().trim_start_matches("r#"));
+        members.push(quote!(#ident: #local));
+        if let Role::Base = field.role {
+            // The base's `DeserializeFields` is required in three places, each spanned on the
+            // field, so that its absence is one error there. The fields struct takes the base's
+            // fields as a parameter, so that its declaration requires nothing.
+            let bty = ty;
+            slots.push(quote!(#ident: __B));
+            base_fields = Some(respan(quote!(<#bty as #trait_>::Fields), span));
+            base_bound = Some(respan(quote!(#bty: #trait_,), span));
+            state_call_span = span;
+            fallback = respan(
+                quote!(<#bty as #trait_>::deserialize_field(&mut __fields.#ident, __key, __map)),
+                span,
+            );
+            base_value = Some(respan(
+                quote!(let #local = <#bty as #trait_>::finish(__fields.#ident)?;),
+                span,
+            ));
+            continue;
+        }
+        let missing = match (&field.default, &de.default) {
+            (Some(DefaultValue::Trait), _) => quote!(::core::default::Default::default()),
+            (Some(DefaultValue::Path(path)), _) => quote!(#path()),
+            (None, Some(_)) => quote!(__default.#ident),
+            (None, None) if field.skip_deserializing => {
+                quote!(::core::default::Default::default())
+            }
+            (None, None) => {
+                let json = &field.json_name;
+                quote!(#k::__private::missing_field(#json)?)
+            }
+        };
+        if field.skip_deserializing {
+            values.push(quote!(let #local = #missing;));
+            continue;
+        }
+        let json = &field.json_name;
+        expected.push(json);
+        slots.push(respan(quote!(#ident: ::core::option::Option<#ty>), span));
+        arms.push(quote! {
+            #json => #k::__private::deserialize_value(&mut __fields.#ident, #json, __map),
+        });
+        values.push(quote! {
+            let #local = match __fields.#ident {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => #missing,
+            };
+        });
+    }
+    let expecting = &de.expecting;
+    let serde_name = &de.name;
+    let has_base = base_value.is_some();
+    // Where a base without `DeserializeFields` is reported: on the base field.
+    let call = respan(
+        quote!(#k::__private::deserialize_state(__deserializer, &__SHAPE)),
+        state_call_span,
+    );
+    let fields_param = base_fields.unwrap_or_else(|| quote!(()));
+    let deny = de.deny_unknown_fields;
+    let vis = input.vis;
+    Some(quote! {
+        const _: () = {
+            #[doc(hidden)]
+            #[derive(::core::default::Default)]
+            #vis struct __AgentStateFields<__B> {
+                #(#slots,)*
+                __agentstate_base: ::core::marker::PhantomData<__B>,
+            }
+
+            #[automatically_derived]
+            impl<'de> #trait_ for #name where #assumed #base_bound {
+                type Fields = __AgentStateFields<#fields_param>;
+
+                #[inline]
+                fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
+                    __fields: &mut Self::Fields,
+                    __key: &str,
+                    __map: &mut __A,
+                ) -> ::core::result::Result<bool, __A::Error> {
+                    match __key {
+                        #(#arms)*
+                        _ => #fallback,
+                    }
+                }
+
+                #[inline]
+                fn finish<__E: #serde::de::Error>(
+                    __fields: Self::Fields,
+                ) -> ::core::result::Result<Self, __E> {
+                    #container_default
+                    #(#values)*
+                    #base_value
+                    ::core::result::Result::Ok(#name { #(#members,)* })
+                }
+            }
+
+            #[automatically_derived]
+            impl<'de> #serde::Deserialize<'de> for #name where #assumed {
+                fn deserialize<__D: #serde::Deserializer<'de>>(
+                    __deserializer: __D,
+                ) -> ::core::result::Result<Self, __D::Error> {
+                    const __SHAPE: #k::__private::Shape = #k::__private::Shape {
+                        name: #serde_name,
+                        fields: &[#(#expected),*],
+                        base: #has_base,
+                        deny_unknown_fields: #deny,
+                        expecting: #expecting,
+                    };
+                    #call
+                }
+            }
+        };
+    })
+}
+
 fn expand(input: &Input) -> TokenStream {
     let k = &input.krate;
     let g = Gen { k };
@@ -241,17 +383,30 @@ fn expand(input: &Input) -> TokenStream {
     let mut fits: Vec<TokenStream> = Vec::new();
     let mut asserts: Vec<TokenStream> = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
+    // A base's or nested state's update is a field of this update.
+    let mut state_preds: Vec<TokenStream> = Vec::new();
     for field in &input.fields {
         let ty = field.ty;
         let span = field_span(field);
+        let state_pred = [
+            respan(quote!(#ty: #k::State), span),
+            respan(
+                quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
+                span,
+            ),
+        ];
         let r = match &field.role {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
+                state_preds.extend(state_pred);
                 continue;
             }
             Role::Reduced(r) => r,
         };
+        if let Kind::Nested = r.kind {
+            state_preds.extend(state_pred);
+        }
         // Only the assertion and serde's impls (which use it) state the field value's traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
         let rty = g.reducer_type(field, r);
@@ -279,8 +434,29 @@ fn expand(input: &Input) -> TokenStream {
         let p = w.predicates.iter();
         quote!(#(#p,)*)
     });
-    let where_c = quote!(where #own_preds #(#fits,)*);
-    let plain_where = quote!(where #own_preds);
+    // A nested field's or a base's update is a field of this update, written
+    // `<T as State>::Update`: when `T` is not a state, every item naming it (the update, its
+    // derives, the impls) would report it again. A non-generic struct states it plainly once,
+    // in the assertion above, and every other item assumes it under a `for<'_>` binder, which
+    // rustc does not check where it is written. (Only for these fields: assuming every field's
+    // traits and reducer this way gives one error per mistake for them too, but tripled the
+    // release build of a 20-state crate, benches/compile_time.sh.)
+    let assumed = if generic || state_preds.is_empty() {
+        TokenStream::new()
+    } else {
+        let preds = state_preds.iter().map(|pred| {
+            let span = pred
+                .clone()
+                .into_iter()
+                .next()
+                .map_or_else(Span::call_site, |t| t.span());
+            let binder = respan(quote!(for<'__agentstate>), span);
+            quote!(#binder #pred,)
+        });
+        quote!(#(#preds)*)
+    };
+    let where_c = quote!(where #own_preds #assumed #(#fits,)*);
+    let plain_where = quote!(where #own_preds #assumed);
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
     // Overwrites and the base's update are flattened: read through a JSON value (see
@@ -332,6 +508,11 @@ fn expand(input: &Input) -> TokenStream {
                     fspan,
                 ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
+                // The base's part of the update prepares its own messages fields.
+                let ty = field.ty;
+                prepares.push(quote! {
+                    <#ty as #k::State>::prepare_update(&mut self.#ident);
+                });
                 let doc = format!("Sets the update of the base state (`{ident}`).");
                 setters.push(respan(
                     quote! {
@@ -377,6 +558,15 @@ fn expand(input: &Input) -> TokenStream {
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
                 // Messages in a JSON messages update get their ids when the update is made.
+                if let Kind::Nested = r.kind {
+                    // A nested state's update prepares its own messages fields.
+                    let ty = field.ty;
+                    prepares.push(quote! {
+                        if let ::core::option::Option::Some(value) = &mut self.#ident {
+                            <#ty as #k::State>::prepare_update(value);
+                        }
+                    });
+                }
                 let prepare =
                     matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages).then(|| {
                         let rty = g.reducer_type(field, r);
@@ -388,16 +578,30 @@ fn expand(input: &Input) -> TokenStream {
                         });
                         quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
                     });
-                let set = match prepare {
-                    Some(prepare) => quote! {
-                        let mut value = #k::update::IntoField::into_field(value);
-                        #prepare
-                        self.#ident = ::core::option::Option::Some(value);
-                    },
-                    None => quote! {
-                        self.#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                    },
+                let (set, set_in_base) = match prepare {
+                    Some(prepare) => (
+                        quote! {
+                            let mut value = #k::update::IntoField::into_field(value);
+                            #prepare
+                            self.#ident = ::core::option::Option::Some(value);
+                        },
+                        quote! {
+                            let mut value = #k::update::IntoField::into_field(value);
+                            #prepare
+                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
+                                ::core::option::Option::Some(value);
+                        },
+                    ),
+                    None => (
+                        quote! {
+                            self.#ident =
+                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                        },
+                        quote! {
+                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
+                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                        },
+                    ),
                 };
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
                 setters.push(respan(
@@ -411,15 +615,17 @@ fn expand(input: &Input) -> TokenStream {
                     },
                     fspan,
                 ));
-                trait_setters.push(respan(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        #k::update::Extends::<#update>::base_update(&mut self).#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        self
-                    }
-                }, fspan));
+                trait_setters.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                            #set_in_base
+                            self
+                        }
+                    },
+                    fspan,
+                ));
                 let ty = field.ty;
                 serde_bounds.push(ty.to_token_stream().to_string());
                 let ow_json = format!("{json}.__overwrite__");
@@ -529,7 +735,8 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
-        let where_c = &plain_where;
+        // The fits, as in the impls: a messages setter prepares through its reducer.
+        let where_c = &where_c;
         let trait_name = format_ident!("{}Setters", update);
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
@@ -804,6 +1011,14 @@ fn expand(input: &Input) -> TokenStream {
     });
     let phantom_init = (!type_params.is_empty() || !lifetimes.is_empty())
         .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
+    let state_prepare = (!prepares.is_empty()).then(|| {
+        quote! {
+            #[inline]
+            fn prepare_update(update: &mut Self::Update) {
+                #k::update::Update::prepare(update)
+            }
+        }
+    });
     let prepare_fn = (!prepares.is_empty()).then(|| {
         quote! {
             #[inline]
@@ -813,8 +1028,12 @@ fn expand(input: &Input) -> TokenStream {
         }
     });
 
+    let deserialize = deserialize_impl(input, &assumed);
+
     quote! {
         #(#asserts)*
+
+        #deserialize
 
         #update_struct
 
@@ -846,7 +1065,7 @@ fn expand(input: &Input) -> TokenStream {
                 #[inline]
                 pub fn from_json(value: #k::__private::serde_json::Value) -> ::core::result::Result<Self, #k::Error>
                 where
-                    Self: #k::__private::serde::de::DeserializeOwned,
+                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
                 {
                     <Self as #k::update::Update>::from_json(value)
                 }
@@ -857,7 +1076,7 @@ fn expand(input: &Input) -> TokenStream {
                     value: #k::__private::serde_json::Value,
                 ) -> ::core::result::Result<(Self, ::std::vec::Vec<::std::string::String>), #k::Error>
                 where
-                    Self: #k::__private::serde::de::DeserializeOwned,
+                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
                 {
                     <Self as #k::update::Update>::from_json_lenient(value)
                 }
@@ -912,6 +1131,8 @@ fn expand(input: &Input) -> TokenStream {
                     })
                 }
 
+                #state_prepare
+
                 #[inline]
                 fn schema() -> #k::schema::Schema {
                     let mut __fields = ::std::vec::Vec::new();
@@ -954,6 +1175,7 @@ mod tests {
         let input: syn::DeriveInput = syn::parse_str(
             r#"
             #[serde(rename_all = "camelCase")]
+            #[agent_state(deserialize)]
             pub struct Research {
                 #[reducer(append)]
                 notes: Vec<String>,

@@ -87,6 +87,19 @@ impl<T: HasId> KeyFn<T> for ById {
     }
 }
 
+/// What a key borrowed by [`KeyRef`] needs: `Hash + Eq`, under a message that names the
+/// requirement (what `#[derive(AgentState)]`'s `key = field` reports).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "the key `{Self}` cannot key a keyed reducer: it must implement Hash and Eq",
+    label = "not Hash + Eq",
+    note = "floats are neither (NaN != NaN): key by another field, or by a function returning an owned key that is, e.g. `key = |r: &Reading| r.at.to_bits()`"
+)]
+pub trait KeyType: Hash + Eq {}
+// Not looked through: a key missing both traits (a float) is one error, under the message.
+#[diagnostic::do_not_recommend]
+impl<K: ?Sized + Hash + Eq> KeyType for K {}
+
 /// A key borrowed from the item, built by [`by_field`].
 pub struct KeyRef<F, K: ?Sized> {
     f: F,
@@ -122,7 +135,7 @@ impl<F, K: ?Sized> Debug for KeyRef<F, K> {
 
 impl<T, K, F> KeyFn<T> for KeyRef<F, K>
 where
-    K: ?Sized + Hash + Eq,
+    K: ?Sized + KeyType,
     F: Fn(&T) -> &K,
 {
     type Key<'a>

@@ -61,6 +61,7 @@ pub use agentstate_derive::AgentState;
 /// What generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::state::{deserialize_state, deserialize_value, missing_field, Shape};
     pub use crate::update::{
         apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,
         plan_nested, FieldPlan,
@@ -76,19 +77,26 @@ pub mod __private {
         note = "derive the missing traits on `{Self}`, or mark the field #[agent_state(skip)] if updates never touch it"
     )]
     pub trait FieldValue {}
+    // Not looked through: a type missing several of the traits is one error, under the message.
+    #[diagnostic::do_not_recommend]
     impl<T> FieldValue for T where
         T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
     {
     }
 
-    /// What a keyed reducer's key needs.
-    #[diagnostic::on_unimplemented(
-        message = "the key `{Self}` cannot key a keyed reducer: it must implement Hash and Eq",
-        label = "not Hash + Eq",
-        note = "floats are neither (NaN != NaN): key by another field, or by a function returning an owned key that is, e.g. `key = |r: &Reading| r.at.to_bits()`"
-    )]
-    pub trait KeyType: core::hash::Hash + Eq {}
-    impl<K: ?Sized + core::hash::Hash + Eq> KeyType for K {}
+    /// [`FieldValue`]'s traits as supertraits, so that assuming it (in the derive's `for<'_>`
+    /// where clauses) gives each of them. (`FieldValue` itself has none, so that an unmet
+    /// requirement is reported under its message, not under one supertrait's.)
+    pub trait FieldTraits:
+        Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
+    {
+    }
+    impl<T> FieldTraits for T where
+        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
+    {
+    }
+
+    pub use crate::keys::KeyType;
 
     /// [`by_field`](crate::reducers::by_field), requiring the key's traits under a message that
     /// names them (the derive's `key = field`).

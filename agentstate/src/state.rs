@@ -4,13 +4,21 @@
 //! A state merges a partial update atomically: each field's reducer first *plans* its merge
 //! (everything that can fail, reading only), and only when every field planned successfully are
 //! the plans applied. A failed merge leaves the state exactly as it was, without cloning it.
+//!
+//! [`DeserializeFields`] reads a state's JSON object one key at a time, so that a state
+//! extending a base reads the base's keys as they come instead of buffering them
+//! (`#[agent_state(deserialize)]`).
 
 use crate::collections::MessageList;
 use crate::error::Error;
 use crate::message::{JsonObject, MessageId};
 use crate::schema::Schema;
 use crate::update::{Combine, FanIn};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
 /// A state that merges partial updates field by field, each through its reducer.
 ///
@@ -48,6 +56,15 @@ pub trait State {
 
     /// Each field's name, reducer, parameters and round-trip idempotence.
     fn schema() -> Schema;
+
+    /// Prepares `update` for merging, as
+    /// [`Update::prepare`](crate::update::Update::prepare) does: what the derive calls on the
+    /// part of an update that belongs to a base or a nested state, so that their JSON messages
+    /// fields get their ids when the update is made. Does nothing unless overridden; a derived
+    /// state forwards to its update's `prepare`.
+    fn prepare_update(update: &mut Self::Update) {
+        let _ = update;
+    }
 
     /// Combines two updates into one. With [`Combine::Sequence`] merging the result equals
     /// merging `first` then `second`; with [`Combine::Parallel`] the two are writes of parallel
@@ -113,6 +130,281 @@ pub trait State {
             Some(update) => self.merge(update),
             None => Ok(()),
         }
+    }
+}
+
+/// A state whose JSON object can be read one key at a time: what a state extending it
+/// (`#[agent_state(base)]`) needs to read the base's keys as they come, in one pass, instead of
+/// serde's `#[serde(flatten)]`, which buffers every key the extension does not name (the whole
+/// conversation) and parses it a second time.
+///
+/// `#[derive(AgentState)]` with `#[agent_state(deserialize)]` implements it, together with the
+/// state's `serde::Deserialize` (so the state must not also derive serde's `Deserialize`: rustc
+/// would report E0119, conflicting implementations). [`AgentState`] implements it. The
+/// generated `Deserialize` offers each key first to the state's own fields, then to its base's
+/// `deserialize_field`, and ignores a key no one takes (or refuses it under
+/// `#[serde(deny_unknown_fields)]`); `finish` then builds the base and the state.
+///
+/// ```
+/// use agentstate::state::DeserializeFields;
+/// use agentstate::AgentState; // the base state and the derive
+///
+/// #[derive(AgentState, Debug, Default, Clone, PartialEq, serde::Serialize)]
+/// #[agent_state(deserialize)] // generates Deserialize: do not derive serde's as well
+/// struct Order {
+///     #[agent_state(base)]
+///     #[serde(flatten)]
+///     base: AgentState,
+///     order_id: Option<String>,
+///     confirmed: bool,
+/// }
+///
+/// let order: Order = serde_json::from_str(r#"{"context": [], "confirmed": true, "extra": 1}"#)?;
+/// assert!(order.confirmed && order.order_id.is_none() && order.context.is_empty());
+///
+/// // The same errors as serde's derive.
+/// let missing = serde_json::from_str::<Order>(r#"{"order_id": "o-1"}"#).unwrap_err();
+/// assert!(missing.to_string().starts_with("missing field `confirmed`"));
+/// let twice = serde_json::from_str::<Order>(r#"{"confirmed": true, "confirmed": false}"#);
+/// assert!(twice.unwrap_err().to_string().starts_with("duplicate field `confirmed`"));
+///
+/// // The trait by hand: `AgentState` takes its own keys and declines the others.
+/// let mut fields = <AgentState as DeserializeFields>::Fields::default();
+/// let mut map = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(
+///     [("context_summary", serde_json::json!("a trip")), ("order_id", serde_json::json!(1))].into_iter(),
+/// );
+/// use serde::de::MapAccess;
+/// assert_eq!(map.next_key::<String>()?.as_deref(), Some("context_summary"));
+/// assert!(AgentState::deserialize_field(&mut fields, "context_summary", &mut map)?);
+/// assert_eq!(map.next_key::<String>()?.as_deref(), Some("order_id"));
+/// assert!(!AgentState::deserialize_field(&mut fields, "order_id", &mut map)?); // not its key
+/// let state: AgentState = AgentState::finish::<serde_json::Error>(fields)?;
+/// assert_eq!(state.context_summary.as_deref(), Some("a trip"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the base state `{Self}` cannot be read key by key, which `#[agent_state(deserialize)]` needs",
+    label = "`{Self}` does not implement `DeserializeFields`",
+    note = "add #[agent_state(deserialize)] to `{Self}` (and drop its serde `Deserialize` derive), or drop #[agent_state(deserialize)] from this state to use serde's derive"
+)]
+pub trait DeserializeFields<'de>: Sized {
+    /// The values of the fields read so far (each `None` until its key comes).
+    type Fields: Default;
+
+    /// Reads `key`'s value from `map` into `fields` if `key` is one of this state's keys (its
+    /// own or its base's) and returns `Ok(true)`; returns `Ok(false)` without reading the value
+    /// otherwise. A key read twice is serde's "duplicate field `x`" error.
+    fn deserialize_field<A: MapAccess<'de>>(
+        fields: &mut Self::Fields,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error>;
+
+    /// Builds the state from the fields read; a missing required field is serde's
+    /// "missing field `x`" error.
+    fn finish<E: de::Error>(fields: Self::Fields) -> Result<Self, E>;
+}
+
+/// What `#[agent_state(deserialize)]`'s `Deserialize` needs to know of the state.
+#[doc(hidden)]
+pub struct Shape {
+    /// The struct's serde name.
+    pub name: &'static str,
+    /// Its own fields' keys, in order (without skipped fields and the base).
+    pub fields: &'static [&'static str],
+    /// Whether it has a base: then it reads a map, as serde's derive does for a struct with a
+    /// flattened field; otherwise a struct (an object, or an array of the values in order).
+    pub base: bool,
+    /// `#[serde(deny_unknown_fields)]`.
+    pub deny_unknown_fields: bool,
+    /// What errors say was expected (`struct Name`).
+    pub expecting: &'static str,
+}
+
+/// The `Deserialize` of a state with `#[agent_state(deserialize)]`: one pass over the object.
+#[doc(hidden)]
+#[inline]
+pub fn deserialize_state<'de, T, D>(deserializer: D, shape: &'static Shape) -> Result<T, D::Error>
+where
+    T: DeserializeFields<'de>,
+    D: Deserializer<'de>,
+{
+    let visitor = FieldsVisitor {
+        shape,
+        state: PhantomData,
+    };
+    if shape.base {
+        deserializer.deserialize_map(visitor)
+    } else {
+        deserializer.deserialize_struct(shape.name, shape.fields, visitor)
+    }
+}
+
+struct FieldsVisitor<T> {
+    shape: &'static Shape,
+    state: PhantomData<fn() -> T>,
+}
+
+impl<'de, T: DeserializeFields<'de>> Visitor<'de> for FieldsVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.shape.expecting)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let mut fields = T::Fields::default();
+        let mut unknown: Option<String> = None;
+        while let Some(FieldKey(key)) = map.next_key()? {
+            if T::deserialize_field(&mut fields, &key, &mut map)? {
+                continue;
+            }
+            if self.shape.deny_unknown_fields {
+                if !self.shape.base {
+                    return Err(de::Error::unknown_field(&key, self.shape.fields));
+                }
+                // serde's derive reports it after reading the whole object and the base.
+                if unknown.is_none() {
+                    unknown = Some(key.into_owned());
+                }
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        let state = T::finish(fields)?;
+        match unknown {
+            Some(key) => Err(de::Error::custom(format_args!("unknown field `{key}`"))),
+            None => Ok(state),
+        }
+    }
+
+    /// A state without a base from the values of its fields in order, as serde's derive reads
+    /// a struct from an array. A shorter array leaves the remaining fields missing.
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        if self.shape.base {
+            return Err(de::Error::invalid_type(de::Unexpected::Seq, &self));
+        }
+        let mut fields = T::Fields::default();
+        let mut values = SeqFields { seq, done: false };
+        for name in self.shape.fields {
+            match T::deserialize_field(&mut fields, name, &mut values) {
+                Ok(_) => {}
+                // The array ended: this field and the next ones are missing.
+                Err(_) if values.done => break,
+                Err(error) => return Err(error),
+            }
+        }
+        T::finish(fields)
+    }
+}
+
+/// The elements of a sequence, read as the values of a map whose keys the caller knows.
+struct SeqFields<A> {
+    seq: A,
+    done: bool,
+}
+
+impl<'de, A: de::SeqAccess<'de>> MapAccess<'de> for SeqFields<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        _: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        Ok(None)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        match self.seq.next_element_seed(seed)? {
+            Some(value) => Ok(value),
+            None => {
+                // Not an error of the input: `visit_seq` stops at it, leaving the field
+                // missing (its default, `None`, or serde's "missing field" error).
+                self.done = true;
+                Err(de::Error::custom("end of the array"))
+            }
+        }
+    }
+}
+
+/// A key of a state's object, borrowed from the input when it can be.
+struct FieldKey<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for FieldKey<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(FieldKeyVisitor)
+    }
+}
+
+struct FieldKeyVisitor;
+
+impl<'de> Visitor<'de> for FieldKeyVisitor {
+    type Value = FieldKey<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(FieldKey(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(FieldKey(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(FieldKey(Cow::Owned(v)))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+        // A key that is not UTF-8 names no field: an unknown key.
+        Ok(FieldKey(String::from_utf8_lossy(v).into_owned().into()))
+    }
+}
+
+/// Reads a field's value into its slot; a second value for it is serde's "duplicate field".
+#[doc(hidden)]
+#[inline]
+pub fn deserialize_value<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<T>,
+    name: &'static str,
+    map: &mut A,
+) -> Result<bool, A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(true)
+}
+
+/// The value of a field absent from the object, as serde's derive makes it: `None` for an
+/// `Option`, serde's "missing field `x`" error otherwise.
+#[doc(hidden)]
+#[inline]
+pub fn missing_field<'de, T: Deserialize<'de>, E: de::Error>(name: &'static str) -> Result<T, E> {
+    T::deserialize(MissingField(name, PhantomData))
+}
+
+struct MissingField<E>(&'static str, PhantomData<E>);
+
+impl<'de, E: de::Error> Deserializer<'de> for MissingField<E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, E> {
+        Err(de::Error::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
     }
 }
 
@@ -296,11 +588,9 @@ impl ExecutionState {
 /// assert!(state.is_running());
 /// # Ok::<(), agentstate::Error>(())
 /// ```
-#[derive(
-    Debug, Clone, Default, PartialEq, Serialize, Deserialize, agentstate_derive::AgentState,
-)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, agentstate_derive::AgentState)]
 #[serde(default)]
-#[agent_state(messages = context)]
+#[agent_state(messages = context, deserialize)]
 pub struct AgentState {
     /// The conversation, merged with `add_messages`.
     #[reducer(add_messages)]

@@ -15,6 +15,120 @@ where
     AgentState: ::agentstate::State,
     ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
         + ::agentstate::reducers::Merges<String, Update = String>;
+const _: () = {
+    #[doc(hidden)]
+    #[derive(:: core :: default :: Default)]
+    pub struct __AgentStateFields<__B> {
+        notes: ::core::option::Option<Vec<String>>,
+        recent: ::core::option::Option<Vec<u32>>,
+        findings: ::core::option::Option<Vec<Finding>>,
+        base: __B,
+        cache: ::core::option::Option<u8>,
+        title: ::core::option::Option<String>,
+        __agentstate_base: ::core::marker::PhantomData<__B>,
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::state::DeserializeFields<'de> for Research
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+        AgentState: ::agentstate::state::DeserializeFields<'de>,
+    {
+        type Fields =
+            __AgentStateFields<<AgentState as ::agentstate::state::DeserializeFields<'de>>::Fields>;
+        #[inline]
+        fn deserialize_field<__A: ::agentstate::__private::serde::de::MapAccess<'de>>(
+            __fields: &mut Self::Fields,
+            __key: &str,
+            __map: &mut __A,
+        ) -> ::core::result::Result<bool, __A::Error> {
+            match __key {
+                "notes" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.notes, "notes", __map)
+                }
+                "recent" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.recent,
+                    "recent",
+                    __map,
+                ),
+                "findings" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.findings,
+                    "findings",
+                    __map,
+                ),
+                "cache" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.cache, "cache", __map)
+                }
+                "title" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.title, "title", __map)
+                }
+                _ => {
+                    <AgentState as ::agentstate::state::DeserializeFields<'de>>::deserialize_field(
+                        &mut __fields.base,
+                        __key,
+                        __map,
+                    )
+                }
+            }
+        }
+        #[inline]
+        fn finish<__E: ::agentstate::__private::serde::de::Error>(
+            __fields: Self::Fields,
+        ) -> ::core::result::Result<Self, __E> {
+            let __value_notes = match __fields.notes {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("notes")?,
+            };
+            let __value_recent = match __fields.recent {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("recent")?,
+            };
+            let __value_findings = match __fields.findings {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("findings")?,
+            };
+            let __value_cache = match __fields.cache {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("cache")?,
+            };
+            let __value_title = match __fields.title {
+                ::core::option::Option::Some(__value) => __value,
+                ::core::option::Option::None => ::agentstate::__private::missing_field("title")?,
+            };
+            let __value_base =
+                <AgentState as ::agentstate::state::DeserializeFields<'de>>::finish(__fields.base)?;
+            ::core::result::Result::Ok(Research {
+                notes: __value_notes,
+                recent: __value_recent,
+                findings: __value_findings,
+                base: __value_base,
+                cache: __value_cache,
+                title: __value_title,
+            })
+        }
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for Research
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
+        fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
+            __deserializer: __D,
+        ) -> ::core::result::Result<Self, __D::Error> {
+            const __SHAPE: ::agentstate::__private::Shape = ::agentstate::__private::Shape {
+                name: "Research",
+                fields: &["notes", "recent", "findings", "cache", "title"],
+                base: true,
+                deny_unknown_fields: false,
+                expecting: "struct Research",
+            };
+            ::agentstate::__private::deserialize_state(__deserializer, &__SHAPE)
+        }
+    }
+};
 #[doc = "A partial update of [`Research`]: each field is `None` (left alone) or the value merged through that field's reducer. Generated by `#[derive(AgentState)]`."]
 #[derive(
     :: core :: fmt :: Debug,
@@ -24,7 +138,12 @@ where
     :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
-pub struct ResearchUpdate {
+pub struct ResearchUpdate
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+{
     #[doc = "Merged into `notes` with `append`; `None` leaves the field alone."]
     #[serde(
         default,
@@ -77,7 +196,12 @@ pub struct ResearchUpdate {
     :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
-pub struct ResearchUpdateOverwrite {
+pub struct ResearchUpdateOverwrite
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+{
     #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
     #[serde(
         default,
@@ -118,6 +242,19 @@ pub struct ResearchUpdateOverwrite {
 #[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]
 pub trait ResearchUpdateSetters:
     ::agentstate::update::Extends<ResearchUpdate> + ::core::marker::Sized
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    AgentState: ::agentstate::State,
+    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
 {
     #[doc = "Sets the value merged into `notes` (with `append`)."]
     #[must_use]
@@ -187,10 +324,30 @@ pub trait ResearchUpdateSetters:
         self
     }
 }
-impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U {}
+impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+    ::agentstate::reducers::MergeByKey<()>:
+        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+    AgentState: ::agentstate::State,
+    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+        + ::agentstate::reducers::Merges<String, Update = String>,
+{
+}
 const _: () = {
     #[automatically_derived]
-    impl ::core::default::Default for ResearchUpdate {
+    impl ::core::default::Default for ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn default() -> Self {
             Self {
                 notes: ::core::option::Option::None,
@@ -203,7 +360,12 @@ const _: () = {
         }
     }
     #[automatically_derived]
-    impl ::core::default::Default for ResearchUpdateOverwrite {
+    impl ::core::default::Default for ResearchUpdateOverwrite
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn default() -> Self {
             Self {
                 notes: ::core::option::Option::None,
@@ -216,6 +378,9 @@ const _: () = {
     #[automatically_derived]
     impl ResearchUpdate
     where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
         ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
         ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
@@ -313,7 +478,7 @@ const _: () = {
             value: ::agentstate::__private::serde_json::Value,
         ) -> ::core::result::Result<Self, ::agentstate::Error>
         where
-            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+            for<'__agentstate> Self: ::agentstate::__private::serde::de::DeserializeOwned,
         {
             <Self as ::agentstate::update::Update>::from_json(value)
         }
@@ -326,7 +491,7 @@ const _: () = {
             ::agentstate::Error,
         >
         where
-            Self: ::agentstate::__private::serde::de::DeserializeOwned,
+            for<'__agentstate> Self: ::agentstate::__private::serde::de::DeserializeOwned,
         {
             <Self as ::agentstate::update::Update>::from_json_lenient(value)
         }
@@ -339,6 +504,9 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::update::Update for ResearchUpdate
     where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
         ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
         ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
@@ -350,9 +518,18 @@ const _: () = {
             + ::agentstate::reducers::Merges<String, Update = String>,
     {
         type State = Research;
+        #[inline]
+        fn prepare(&mut self) {
+            <AgentState as ::agentstate::State>::prepare_update(&mut self.base);
+        }
     }
     #[automatically_derived]
-    impl ::agentstate::output::MessagesUpdate for ResearchUpdate {
+    impl ::agentstate::output::MessagesUpdate for ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn add_messages(&mut self, messages: ::std::vec::Vec<::agentstate::message::Message>) {
             ::agentstate::output::MessagesUpdate::add_messages(&mut self.base, messages);
         }
@@ -360,6 +537,9 @@ const _: () = {
     #[automatically_derived]
     impl Research
     where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
         ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
         ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
@@ -397,20 +577,35 @@ const _: () = {
     const _ : () = :: core :: assert ! (! :: agentstate :: __private :: contains (< AgentState as :: agentstate :: State > :: FIELDS , "findings") , "conflicting_reducers: field `findings` is already declared by the base state `AgentState`; an extension cannot declare it again") ;
     const _ : () = :: core :: assert ! (! :: agentstate :: __private :: contains (< AgentState as :: agentstate :: State > :: FIELDS , "title") , "conflicting_reducers: field `title` is already declared by the base state `AgentState`; an extension cannot declare it again") ;
     #[automatically_derived]
-    impl ::core::ops::Deref for Research {
+    impl ::core::ops::Deref for Research
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         type Target = AgentState;
         fn deref(&self) -> &AgentState {
             &self.base
         }
     }
     #[automatically_derived]
-    impl ::core::ops::DerefMut for Research {
+    impl ::core::ops::DerefMut for Research
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn deref_mut(&mut self) -> &mut AgentState {
             &mut self.base
         }
     }
     #[automatically_derived]
-    impl ::agentstate::update::Extends<<AgentState as ::agentstate::State>::Update> for ResearchUpdate {
+    impl ::agentstate::update::Extends<<AgentState as ::agentstate::State>::Update> for ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
         fn base_update(&mut self) -> &mut <AgentState as ::agentstate::State>::Update {
             &mut self.base
         }
@@ -418,6 +613,9 @@ const _: () = {
     #[automatically_derived]
     impl ::agentstate::State for Research
     where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
         ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
             + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
         ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
@@ -593,6 +791,10 @@ const _: () = {
                     title: __ow_title,
                 },
             })
+        }
+        #[inline]
+        fn prepare_update(update: &mut Self::Update) {
+            ::agentstate::update::Update::prepare(update)
         }
         #[inline]
         fn schema() -> ::agentstate::schema::Schema {

@@ -5,10 +5,6 @@ use crate::error::StoreError;
 use crate::record::{EntryInfo, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
 use std::future::Future;
 
-/// The version of the store's tables that this build creates, reads and writes. A database with
-/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
-pub const STORE_SCHEMA_VERSION: i64 = 1;
-
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
 /// [`Store`](crate::store::Store), which checks types and versions around these raw operations.
 pub trait Backend: std::fmt::Debug + Send + Sync + 'static {

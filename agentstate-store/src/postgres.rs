@@ -4,7 +4,7 @@
 //! its own: the row lock serializes writers of one thread, and a writer whose version is stale
 //! updates no row and inserts nothing.
 
-use crate::backend::{Backend, STORE_SCHEMA_VERSION};
+use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_entries, check_range, entry_info, parse_object, Base, EntryInfo, Loaded, NewEntry,
@@ -15,6 +15,10 @@ use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
+
+/// The version of the PostgreSQL tables this build creates, reads and writes. A database with
+/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
+pub const SCHEMA_VERSION: i64 = 1;
 
 /// A [`Store`] in a PostgreSQL database.
 pub type PostgresStore = Store<Postgres>;
@@ -184,10 +188,10 @@ impl Postgres {
                 .map_err(db_err(doing))?
                 .map(|r| r.get(0));
             return match found {
-                Some(STORE_SCHEMA_VERSION) => Ok(()),
+                Some(SCHEMA_VERSION) => Ok(()),
                 other => Err(StoreError::UnsupportedVersion {
                     found: other.unwrap_or(-1),
-                    supported: STORE_SCHEMA_VERSION,
+                    supported: SCHEMA_VERSION,
                 }),
             };
         }
@@ -226,7 +230,7 @@ impl Postgres {
                  body JSON NOT NULL,
                  PRIMARY KEY (thread, seq)
              );
-             INSERT INTO {meta} (key, value) VALUES ('schema_version', {STORE_SCHEMA_VERSION});"
+             INSERT INTO {meta} (key, value) VALUES ('schema_version', {SCHEMA_VERSION});"
         ))
         .await
         .map_err(db_err("creating the store's tables"))?;

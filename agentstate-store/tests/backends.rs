@@ -109,6 +109,27 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Records another store schema version (SQLite keeps it in a view, PostgreSQL in a table).
+    async fn set_store_version(&self, version: i64) {
+        match self {
+            Db::Sqlite(_) => {
+                self.exec(&format!(
+                    "DROP VIEW agentstate_meta;
+                     CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', {version};"
+                ))
+                .await
+            }
+            Db::Postgres { .. } => {
+                self.exec(&format!(
+                    "UPDATE {{meta}} SET value = {version} WHERE key = 'schema_version'"
+                ))
+                .await
+            }
+        }
+    }
+}
+
 fn replace_thread(sql: &str, with: impl Fn(&str) -> String) -> String {
     let mut out = sql.to_owned();
     while let Some(start) = out.find("{thread:") {
@@ -552,8 +573,7 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     }
     // A future store version: refused, nothing written.
     drop(store);
-    db.exec("UPDATE {meta} SET value = 99 WHERE key = 'schema_version'")
-        .await;
+    db.set_store_version(99).await;
     let err = B::open(&db).await.unwrap_err();
     assert_eq!(err.category(), "store_version_unsupported", "{err}");
     assert!(err.to_string().contains("version 99"), "{err}");

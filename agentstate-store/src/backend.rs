@@ -2,7 +2,7 @@
 //! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
 
 use crate::error::StoreError;
-use crate::record::{EntryInfo, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
+use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
 use std::future::Future;
 
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
@@ -49,13 +49,15 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// The thread's row.
     fn info(&self, thread: &str) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
-    /// The metadata of at most `limit` entries after version `after`, in order.
+    /// The metadata of at most `limit` of the thread's own entries after version `after` and
+    /// at or before `until`, in order, with the thread's parent link.
     fn history(
         &self,
         thread: &str,
         after: u64,
+        until: u64,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<EntryInfo>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// A page of threads, ordered by id.
     fn list(

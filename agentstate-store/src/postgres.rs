@@ -7,7 +7,7 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, Base, EntryInfo, Loaded, NewEntry,
+    check_entries, check_range, entry_info, parse_object, Base, HistoryPage, Loaded, NewEntry,
     NewThread, Start, StoredEntry, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
@@ -522,32 +522,41 @@ impl Backend for Postgres {
         &self,
         thread: &str,
         after: u64,
+        until: u64,
         limit: u32,
-    ) -> Result<Vec<EntryInfo>, StoreError> {
+    ) -> Result<HistoryPage, StoreError> {
         let doing = format!("reading the history of thread `{thread}`");
         let client = self.client(&doing).await?;
+        let bound = |v: u64| v.min(i64::MAX as u64) as i64;
         let rows = client
             .query(
                 &format!(
-                    "SELECT seq, time_ms, kind, node, run_id, extra::text, octet_length(body::text),
-                            (SELECT count(*) FROM {threads} WHERE id = $1)
-                     FROM (SELECT 1) one
-                     LEFT JOIN {entries} e ON e.thread = $1 AND e.seq > $2
-                     ORDER BY seq LIMIT $3",
+                    "SELECT e.seq, e.time_ms, e.kind, e.node, e.run_id, e.extra::text,
+                            octet_length(e.body::text), t.parent, t.fork_seq
+                     FROM {threads} t
+                     LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2 AND e.seq <= $3
+                     WHERE t.id = $1 ORDER BY e.seq LIMIT $4",
                     threads = self.sql.threads,
                     entries = self.sql.entries
                 ),
-                &[&thread, &(after as i64), &i64::from(limit)],
+                &[
+                    &thread,
+                    &bound(after),
+                    &bound(until),
+                    &i64::from(limit.max(1)),
+                ],
             )
             .await
             .map_err(db_err(&doing))?;
-        if rows.first().is_none_or(|r| r.get::<_, i64>(7) == 0) {
-            return Err(StoreError::ThreadNotFound {
-                thread: thread.to_owned(),
-            });
-        }
-        rows.iter()
+        let first = rows.first().ok_or_else(|| StoreError::ThreadNotFound {
+            thread: thread.to_owned(),
+        })?;
+        let parent: Option<String> = first.get(7);
+        let fork_seq: Option<i64> = first.get(8);
+        let entries = rows
+            .iter()
             .filter(|r| r.get::<_, Option<i64>>(0).is_some())
+            .take(limit as usize)
             .map(|r| {
                 entry_info(
                     thread,
@@ -560,7 +569,11 @@ impl Backend for Postgres {
                     i64::from(r.get::<_, i32>(6)),
                 )
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(HistoryPage {
+            parent: parent.zip(fork_seq.map(|s| s as u64)),
+            entries,
+        })
     }
 
     async fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {

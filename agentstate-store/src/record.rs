@@ -159,6 +159,19 @@ pub struct EntryInfo {
     pub extra: Map<String, Value>,
     /// The size of its JSON, in bytes.
     pub bytes: u64,
+    /// For an entry a fork inherited (one at or before its fork point): the ancestor whose
+    /// journal holds it. `None` for the thread's own entries.
+    pub inherited_from: Option<String>,
+}
+
+/// A page of one thread's own journal, as a backend reads it: the thread's parent link (a
+/// fork's history continues in its parent's) and the entries' metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// For a fork: the parent thread and the version it starts at.
+    pub parent: Option<(String, u64)>,
+    /// The thread's own entries in the range asked for, in order.
+    pub entries: Vec<EntryInfo>,
 }
 
 /// A new thread.
@@ -367,6 +380,7 @@ pub(crate) fn entry_info(
         extra: parse_object(extra)
             .map_err(|reason| crate::error::StoreError::corrupt(id, what(), reason))?,
         bytes: bytes as u64,
+        inherited_from: None,
     })
 }
 

@@ -6,7 +6,7 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, EntryInfo, Loaded, NewEntry, NewThread,
+    check_entries, check_range, entry_info, parse_object, HistoryPage, Loaded, NewEntry, NewThread,
     Start, StoredEntry, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
@@ -561,8 +561,9 @@ impl Backend for Sqlite {
         &self,
         thread: &str,
         after: u64,
+        until: u64,
         limit: u32,
-    ) -> Result<Vec<EntryInfo>, StoreError> {
+    ) -> Result<HistoryPage, StoreError> {
         let id = thread.to_owned();
         self.call(move |conn| {
             let doing = || format!("reading the history of thread `{id}`");
@@ -574,7 +575,10 @@ impl Backend for Sqlite {
                      FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT ?3",
                 )
                 .and_then(|mut s| {
-                    let range = (key(row.tid, after.min(MAX_SEQ)), key(row.tid, MAX_SEQ));
+                    let range = (
+                        key(row.tid, after.min(MAX_SEQ)),
+                        key(row.tid, until.min(MAX_SEQ)),
+                    );
                     s.query_map(params![range.0, range.1, limit], |r| {
                         Ok((
                             r.get::<_, i64>(0)?,
@@ -590,7 +594,8 @@ impl Backend for Sqlite {
                 })
                 .map_err(db_err(doing()))?;
             tx.commit().map_err(db_err(doing()))?;
-            raw.into_iter()
+            let entries = raw
+                .into_iter()
                 .map(|(seq, time_ms, kind, node, run_id, extra, bytes)| {
                     entry_info(
                         &id,
@@ -603,7 +608,11 @@ impl Backend for Sqlite {
                         bytes,
                     )
                 })
-                .collect()
+                .collect::<Result<_, _>>()?;
+            Ok(HistoryPage {
+                parent: row.info.parent,
+                entries,
+            })
         })
         .await
     }

@@ -265,13 +265,80 @@ impl<B: Backend> Store<B> {
 
     /// A page of the thread's history: the metadata of at most `limit` entries after version
     /// `after` (0 for the first page), oldest first. Never reads a state or an update.
+    ///
+    /// The history of a fork is that of the versions it was built from, like `git log` of a
+    /// branch: its parent's entries up to the fork point (and theirs, for a fork of a fork;
+    /// each with [`inherited_from`](EntryInfo::inherited_from) naming the thread that holds
+    /// it), then its own. Paging by `after` goes straight through the fork point. A fork's own
+    /// entries alone are the page after its fork point: `history(id, fork_seq, limit)`.
+    /// Entries compacted away (in the thread or, before a fork point, in an ancestor) are not
+    /// listed.
+    ///
+    /// ```
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut main = store.create("main", AgentState::default(), Default::default()).await?;
+    /// for node in ["plan", "search", "answer"] {
+    ///     main.merge(AgentStateUpdate::default(), StepMeta::node(node)).await?;
+    /// }
+    /// store.fork("main", 2, "retry", Default::default()).await?;
+    /// let mut retry = store.thread::<AgentState>("retry").await?;
+    /// retry.merge(AgentStateUpdate::default(), StepMeta::node("answer-again")).await?;
+    ///
+    /// let log = store.history("retry", 0, 10).await?;
+    /// let nodes: Vec<_> = log.iter().map(|e| e.node.as_deref().unwrap()).collect();
+    /// assert_eq!(nodes, ["plan", "search", "answer-again"]);
+    /// assert_eq!(log[0].inherited_from.as_deref(), Some("main"));
+    /// assert_eq!(log[2].inherited_from, None);
+    /// assert_eq!(store.history("retry", 2, 10).await?.len(), 1); // its own entries
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn history(
         &self,
         id: &str,
         after: u64,
         limit: u32,
     ) -> Result<Vec<EntryInfo>, StoreError> {
-        self.backend.history(id, after, limit).await
+        // The thread's own page, then its ancestors' up to each fork point, as long as the
+        // page starts before that fork point; each is read after the one it precedes is known.
+        let mut levels: Vec<Vec<EntryInfo>> = Vec::new();
+        let (mut thread, mut until) = (id.to_owned(), u64::MAX);
+        loop {
+            let page = self.backend.history(&thread, after, until, limit).await?;
+            let mut entries = page.entries;
+            if thread != id {
+                for entry in &mut entries {
+                    entry.inherited_from = Some(thread.clone());
+                }
+            }
+            levels.push(entries);
+            match page.parent {
+                Some((parent, fork)) if fork > after => {
+                    if levels.len() > 10_000 {
+                        return Err(StoreError::corrupt(
+                            id,
+                            "fork chain",
+                            format!("it loops through `{parent}`"),
+                        ));
+                    }
+                    (thread, until) = (parent, fork);
+                }
+                _ => break,
+            }
+        }
+        let mut out = levels.pop().unwrap_or_default();
+        while let Some(level) = levels.pop() {
+            if out.len() >= limit as usize {
+                break;
+            }
+            out.extend(level);
+        }
+        out.truncate(limit as usize);
+        Ok(out)
     }
 
     /// A page of threads, ordered by id, filtered by metadata.

@@ -416,6 +416,47 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
         store.load::<Tally>("alt2").await.unwrap().0.log,
         vec![1, 2, 3, 4, 100]
     );
+    // History of a fork: the parent's entries up to the fork point, then its own, paged
+    // straight through the fork point; each inherited entry names the thread holding it.
+    let seqs_from = |page: &[agentstate_store::record::EntryInfo]| {
+        page.iter()
+            .map(|e| (e.seq, e.inherited_from.clone().unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let from = |seq: u64, thread: &str| (seq, thread.to_owned());
+    assert_eq!(
+        seqs_from(&store.history("alt2", 0, 100).await.unwrap()),
+        [
+            from(1, "main"),
+            from(2, "main"),
+            from(3, "main"),
+            from(4, "main"),
+            from(5, "alt")
+        ]
+    );
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.history("alt", after, 2).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        paged.push(seqs_from(&page));
+    }
+    assert_eq!(
+        paged,
+        [
+            vec![from(1, "main"), from(2, "main")],
+            vec![from(3, "main"), from(4, "main")],
+            vec![from(5, "")]
+        ]
+    );
+    // A fork's own entries: the page after its fork point; the parent's own history is its own.
+    assert_eq!(
+        seqs_from(&store.history("alt", 4, 100).await.unwrap()),
+        [from(5, "")]
+    );
+    assert_eq!(store.history("main", 0, 100).await.unwrap().len(), 10);
+    assert_eq!(store.history("alt", 0, 0).await.unwrap().len(), 0);
     // Out of range; the parent cannot be deleted while forks refer to it.
     let err = store.fork("main", 11, "bad", Map::new()).await.unwrap_err();
     assert_eq!(err.category(), "thread_version_out_of_range", "{err}");

@@ -2,7 +2,7 @@
 //! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
 
 use crate::error::StoreError;
-use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
+use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, Rewriter, ThreadInfo, ThreadQuery};
 use std::future::Future;
 
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
@@ -14,9 +14,9 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         thread: NewThread,
     ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
-    /// Appends `entry` as version `expected + 1` if the thread is at version `expected`, and
-    /// returns the new version; otherwise writes nothing and fails with
-    /// [`StoreError::Conflict`].
+    /// Appends `entry` as version `expected + 1` if the thread is at version `expected` and
+    /// has the fingerprint `entry.thread_fingerprint`, and returns the new version; otherwise
+    /// writes nothing and fails with [`StoreError::Conflict`] (or [`StoreError::Migrated`]).
     fn append(
         &self,
         thread: &str,
@@ -68,6 +68,18 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Deletes a thread with its entries and snapshots; false if there was none. Fails with
     /// [`StoreError::HasForks`] while a fork refers to it.
     fn delete(&self, thread: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// In one transaction, with the thread locked against writers: replaces the JSON of each of
+    /// the thread's own rows (its initial state, every entry still in the journal, every
+    /// snapshot) by what `rewrite` returns for it, and records `fingerprint` as the schema of
+    /// the thread and all its rows. If `rewrite` fails on any row, nothing is written. Returns
+    /// the thread's version.
+    fn rewrite(
+        &self,
+        thread: &str,
+        fingerprint: u64,
+        rewrite: Rewriter,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// In one transaction: stores the snapshot of version `seq`, then drops the entries and
     /// snapshots before the newest snapshot that no fork needs to go behind, and raises the

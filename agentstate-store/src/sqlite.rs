@@ -7,7 +7,7 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_entries, check_range, entry_info, parse_object, HistoryPage, Loaded, NewEntry, NewThread,
-    Start, StoredEntry, ThreadInfo, ThreadQuery,
+    Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -400,14 +400,16 @@ impl Backend for Sqlite {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err(doing()))?;
-            let found: Option<(i64, i64)> = tx
-                .prepare_cached("SELECT tid, head FROM agentstate_threads WHERE id = ?1")
+            let found: Option<(i64, i64, i64)> = tx
+                .prepare_cached(
+                    "SELECT tid, head, fingerprint FROM agentstate_threads WHERE id = ?1",
+                )
                 .and_then(|mut s| {
-                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                         .optional()
                 })
                 .map_err(db_err(doing()))?;
-            let Some((tid, head)) = found else {
+            let Some((tid, head, fingerprint)) = found else {
                 return Err(StoreError::ThreadNotFound { thread: id });
             };
             if head as u64 != expected {
@@ -415,6 +417,13 @@ impl Backend for Sqlite {
                     thread: id,
                     expected,
                     actual: head as u64,
+                });
+            }
+            if fingerprint as u64 != entry.thread_fingerprint {
+                return Err(StoreError::Migrated {
+                    thread: id,
+                    read: entry.thread_fingerprint,
+                    now: fingerprint as u64,
                 });
             }
             let seq = head + 1;
@@ -684,6 +693,97 @@ impl Backend for Sqlite {
             .map_err(db_err(doing()))?;
             tx.commit().map_err(db_err(doing()))?;
             Ok(true)
+        })
+        .await
+    }
+
+    async fn rewrite(
+        &self,
+        thread: &str,
+        fingerprint: u64,
+        rewrite: Rewriter,
+    ) -> Result<u64, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("migrating thread `{id}`");
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let row = thread_row(&tx, &id)?;
+            let (lo, hi) = (key(row.tid, 0), key(row.tid, MAX_SEQ));
+            let initial: Option<String> = tx
+                .query_row(
+                    "SELECT initial FROM agentstate_threads WHERE tid = ?1",
+                    [row.tid],
+                    |r| r.get(0),
+                )
+                .map_err(db_err(doing()))?;
+            if let Some(json) = initial {
+                let json = rewrite(StoredRow::Initial {
+                    fingerprint: row.info.fingerprint,
+                    json: &json,
+                })?;
+                tx.execute(
+                    "UPDATE agentstate_threads SET initial = ?2 WHERE tid = ?1",
+                    params![row.tid, json],
+                )
+                .map_err(db_err(doing()))?;
+            }
+            let entries = tx
+                .prepare("SELECT key, kind, fingerprint, body FROM agentstate_entries WHERE key BETWEEN ?1 AND ?2")
+                .and_then(|mut s| {
+                    s.query_map(params![lo, hi], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, Option<i64>>(2)?,
+                            r.get::<_, String>(3)?,
+                        ))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err(doing()))?;
+            for (k, kind, own, json) in entries {
+                let json = rewrite(StoredRow::Entry {
+                    seq: (k - lo) as u64,
+                    kind,
+                    fingerprint: own.map_or(row.info.fingerprint, |f| f as u64),
+                    json: &json,
+                })?;
+                tx.execute(
+                    "UPDATE agentstate_entries SET body = ?2, fingerprint = NULL WHERE key = ?1",
+                    params![k, json],
+                )
+                .map_err(db_err(doing()))?;
+            }
+            let snapshots = tx
+                .prepare("SELECT key, fingerprint, body FROM agentstate_snapshots WHERE key BETWEEN ?1 AND ?2")
+                .and_then(|mut s| {
+                    s.query_map(params![lo, hi], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err(doing()))?;
+            for (k, own, json) in snapshots {
+                let json = rewrite(StoredRow::Snapshot {
+                    seq: (k - lo) as u64,
+                    fingerprint: own as u64,
+                    json: &json,
+                })?;
+                tx.execute(
+                    "UPDATE agentstate_snapshots SET body = ?2, fingerprint = ?3 WHERE key = ?1",
+                    params![k, json, fingerprint as i64],
+                )
+                .map_err(db_err(doing()))?;
+            }
+            tx.execute(
+                "UPDATE agentstate_threads SET fingerprint = ?2 WHERE tid = ?1",
+                params![row.tid, fingerprint as i64],
+            )
+            .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(row.info.version)
         })
         .await
     }

@@ -322,6 +322,37 @@ fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
     Ok(Row { tid, info })
 }
 
+/// Why an append's version check matched no row: the thread is missing, at another version,
+/// of another schema, or full.
+fn append_refused(conn: &Connection, id: String, expected: u64, entry: &NewEntry) -> StoreError {
+    let found = conn
+        .query_row(
+            "SELECT head, fingerprint FROM agentstate_threads WHERE id = ?1",
+            [&id],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        )
+        .optional();
+    match found {
+        Err(e) => StoreError::backend(BACKEND, format!("appending to thread `{id}`"), e),
+        Ok(None) => StoreError::ThreadNotFound { thread: id },
+        Ok(Some((head, _))) if head != expected => StoreError::Conflict {
+            thread: id,
+            expected,
+            actual: head,
+        },
+        Ok(Some((_, now))) if now != entry.thread_fingerprint => StoreError::Migrated {
+            thread: id,
+            read: entry.thread_fingerprint,
+            now,
+        },
+        Ok(Some((head, _))) => StoreError::backend(
+            BACKEND,
+            format!("appending to thread `{id}`"),
+            format!("it has {head} versions, the most an SQLite thread holds"),
+        ),
+    }
+}
+
 impl Backend for Sqlite {
     async fn create(&self, thread: NewThread) -> Result<ThreadInfo, StoreError> {
         self.call(move |conn| {
@@ -400,40 +431,30 @@ impl Backend for Sqlite {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err(doing()))?;
-            let found: Option<(i64, i64, i64)> = tx
+            // One statement checks the version (and the schema) and moves it on; the entry's
+            // insert follows. Only when nothing matched is the row read, to say why.
+            let bumped: Option<(i64, i64)> = tx
                 .prepare_cached(
-                    "SELECT tid, head, fingerprint FROM agentstate_threads WHERE id = ?1",
+                    "UPDATE agentstate_threads SET head = head + 1
+                     WHERE id = ?1 AND head = ?2 AND fingerprint = ?3 AND head < ?4
+                     RETURNING tid, head",
                 )
                 .and_then(|mut s| {
-                    s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-                        .optional()
+                    s.query_row(
+                        params![
+                            id,
+                            expected.min(i64::MAX as u64) as i64,
+                            entry.thread_fingerprint as i64,
+                            MAX_SEQ as i64
+                        ],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()
                 })
                 .map_err(db_err(doing()))?;
-            let Some((tid, head, fingerprint)) = found else {
-                return Err(StoreError::ThreadNotFound { thread: id });
+            let Some((tid, seq)) = bumped else {
+                return Err(append_refused(&tx, id, expected, &entry));
             };
-            if head as u64 != expected {
-                return Err(StoreError::Conflict {
-                    thread: id,
-                    expected,
-                    actual: head as u64,
-                });
-            }
-            if fingerprint as u64 != entry.thread_fingerprint {
-                return Err(StoreError::Migrated {
-                    thread: id,
-                    read: entry.thread_fingerprint,
-                    now: fingerprint as u64,
-                });
-            }
-            let seq = head + 1;
-            if seq as u64 > MAX_SEQ {
-                return Err(StoreError::backend(
-                    BACKEND,
-                    doing(),
-                    format!("it has {head} versions, the most an SQLite thread holds"),
-                ));
-            }
             tx.prepare_cached(
                 "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -451,9 +472,6 @@ impl Backend for Sqlite {
                 ])
             })
             .map_err(db_err(doing()))?;
-            tx.prepare_cached("UPDATE agentstate_threads SET head = ?2 WHERE tid = ?1")
-                .and_then(|mut s| s.execute(params![tid, seq]))
-                .map_err(db_err(doing()))?;
             tx.commit().map_err(db_err(doing()))?;
             Ok(seq as u64)
         })

@@ -148,3 +148,44 @@ fn a_version_1_database_is_migrated_when_opened() {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
+
+#[test]
+fn a_thread_at_the_most_versions_refuses_an_append_naming_it() {
+    let path =
+        std::env::temp_dir().join(format!("agentstate-schema-full-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&path).unwrap();
+        store
+            .create("full", AgentState::default(), Default::default())
+            .await
+            .unwrap();
+        // Its last version, as a compacted thread: a snapshot and no entries.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "UPDATE agentstate_threads SET head = {max}, oldest = {max};
+             INSERT INTO agentstate_snapshots (key, fingerprint, body)
+                 SELECT (tid << 32) + {max}, fingerprint, initial FROM agentstate_threads;",
+            max = agentstate_store::sqlite::MAX_SEQ
+        ))
+        .unwrap();
+        let mut full = store.thread::<AgentState>("full").await.unwrap();
+        assert_eq!(full.version(), agentstate_store::sqlite::MAX_SEQ);
+        let err = full
+            .merge(message(1), StepMeta::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.category(), "store_backend_error", "{err}");
+        assert!(err.to_string().contains("`full`"), "{err}");
+        assert!(err.to_string().contains("the most"), "{err}");
+        assert_eq!(
+            store.info("full").await.unwrap().version,
+            agentstate_store::sqlite::MAX_SEQ
+        );
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

@@ -2,12 +2,8 @@
 //! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
 
 use crate::error::StoreError;
-use crate::record::{EntryInfo, Loaded, NewEntry, NewThread, ThreadInfo, ThreadQuery};
+use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, Rewriter, ThreadInfo, ThreadQuery};
 use std::future::Future;
-
-/// The version of the store's tables that this build creates, reads and writes. A database with
-/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
-pub const STORE_SCHEMA_VERSION: i64 = 1;
 
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
 /// [`Store`](crate::store::Store), which checks types and versions around these raw operations.
@@ -18,9 +14,9 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         thread: NewThread,
     ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
-    /// Appends `entry` as version `expected + 1` if the thread is at version `expected`, and
-    /// returns the new version; otherwise writes nothing and fails with
-    /// [`StoreError::Conflict`].
+    /// Appends `entry` as version `expected + 1` if the thread is at version `expected` and
+    /// has the fingerprint `entry.thread_fingerprint`, and returns the new version; otherwise
+    /// writes nothing and fails with [`StoreError::Conflict`] (or [`StoreError::Migrated`]).
     fn append(
         &self,
         thread: &str,
@@ -53,13 +49,15 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// The thread's row.
     fn info(&self, thread: &str) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
-    /// The metadata of at most `limit` entries after version `after`, in order.
+    /// The metadata of at most `limit` of the thread's own entries after version `after` and
+    /// at or before `until`, in order, with the thread's parent link.
     fn history(
         &self,
         thread: &str,
         after: u64,
+        until: u64,
         limit: u32,
-    ) -> impl Future<Output = Result<Vec<EntryInfo>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// A page of threads, ordered by id.
     fn list(
@@ -70,6 +68,18 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Deletes a thread with its entries and snapshots; false if there was none. Fails with
     /// [`StoreError::HasForks`] while a fork refers to it.
     fn delete(&self, thread: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// In one transaction, with the thread locked against writers: replaces the JSON of each of
+    /// the thread's own rows (its initial state, every entry still in the journal, every
+    /// snapshot) by what `rewrite` returns for it, and records `fingerprint` as the schema of
+    /// the thread and all its rows. If `rewrite` fails on any row, nothing is written. Returns
+    /// the thread's version.
+    fn rewrite(
+        &self,
+        thread: &str,
+        fingerprint: u64,
+        rewrite: Rewriter,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// In one transaction: stores the snapshot of version `seq`, then drops the entries and
     /// snapshots before the newest snapshot that no fork needs to go behind, and raises the

@@ -19,6 +19,19 @@ pub enum StoreError {
         actual: u64,
     },
 
+    /// The thread was migrated to another schema (see
+    /// [`Store::migrate_thread`](crate::store::Store::migrate_thread)) after this writer read
+    /// it; nothing was written (`state_write_conflict`). Reload and retry.
+    #[error("thread `{thread}` was migrated to schema {now:016x} after this writer read it at schema {read:016x}; nothing was written (reload and retry)")]
+    Migrated {
+        /// The thread.
+        thread: String,
+        /// The thread's fingerprint when the writer read it.
+        read: u64,
+        /// The thread's fingerprint now.
+        now: u64,
+    },
+
     /// No thread has this id (`thread_not_found`).
     #[error("thread `{thread}` does not exist")]
     ThreadNotFound {
@@ -137,7 +150,7 @@ impl StoreError {
     /// ```
     pub fn category(&self) -> &'static str {
         match self {
-            StoreError::Conflict { .. } => "state_write_conflict",
+            StoreError::Conflict { .. } | StoreError::Migrated { .. } => "state_write_conflict",
             StoreError::ThreadNotFound { .. } => "thread_not_found",
             StoreError::ThreadExists { .. } => "thread_exists",
             StoreError::SchemaMismatch { .. } => "state_schema_mismatch",
@@ -151,9 +164,13 @@ impl StoreError {
         }
     }
 
-    /// Whether this is a write conflict (another writer appended first).
+    /// Whether this is a write conflict (another writer appended first, or migrated the
+    /// thread): reloading and retrying can succeed.
     pub fn is_conflict(&self) -> bool {
-        matches!(self, StoreError::Conflict { .. })
+        matches!(
+            self,
+            StoreError::Conflict { .. } | StoreError::Migrated { .. }
+        )
     }
 
     pub(crate) fn corrupt(thread: &str, what: impl Into<String>, reason: impl ToString) -> Self {

@@ -8,6 +8,7 @@
 //!   [`StoreError::Conflict`] (`state_write_conflict`) and nothing is written, so no update is
 //!   lost and the history never forks, with any number of tasks or processes.
 //! - Backends: SQLite (feature `sqlite`, default, bundled) and PostgreSQL (feature `postgres`).
+//! - Async on tokio; [`blocking::BlockingStore`] wraps it for synchronous programs.
 //! - States and updates are stored as JSON, with the state type's schema fingerprint; loading
 //!   with an incompatible type is [`StoreError::SchemaMismatch`], unless a
 //!   [`Migration`](migrate::Migration) leads there.
@@ -36,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod blocking;
 pub mod error;
 pub mod migrate;
 #[cfg(feature = "postgres")]

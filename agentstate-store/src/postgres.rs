@@ -4,17 +4,21 @@
 //! its own: the row lock serializes writers of one thread, and a writer whose version is stale
 //! updates no row and inserts nothing.
 
-use crate::backend::{Backend, STORE_SCHEMA_VERSION};
+use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, Base, EntryInfo, Loaded, NewEntry,
-    NewThread, Start, StoredEntry, ThreadInfo, ThreadQuery,
+    check_entries, check_range, entry_info, parse_object, Base, HistoryPage, Loaded, NewEntry,
+    NewThread, Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
+
+/// The version of the PostgreSQL tables this build creates, reads and writes. A database with
+/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
+pub const SCHEMA_VERSION: i64 = 1;
 
 /// A [`Store`] in a PostgreSQL database.
 pub type PostgresStore = Store<Postgres>;
@@ -105,7 +109,7 @@ impl Sql {
             // The new version, or (nothing written) the thread's version as the statement saw
             // it, which may still be `$2` if the winner committed while this one waited.
             append: format!(
-                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head),
+                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 AND fingerprint = $10 RETURNING head),
                  ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
                          SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $9, $8::text::json FROM bump
                          RETURNING seq)
@@ -154,6 +158,23 @@ impl Postgres {
             .map_err(|e| StoreError::backend(BACKEND, format!("connecting for {doing}"), e))
     }
 
+    /// The thread's row, locked against writers until `tx` ends.
+    async fn lock_thread(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        thread: &str,
+        doing: &str,
+    ) -> Result<ThreadInfo, StoreError> {
+        let row = tx
+            .query_opt(&format!("{} FOR UPDATE", self.sql.thread), &[&thread])
+            .await
+            .map_err(db_err(doing))?
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+        read_thread(&row)
+    }
+
     async fn setup(&self, schema: &str) -> Result<(), StoreError> {
         let doing = "opening the store";
         let mut client = self.client(doing).await?;
@@ -184,10 +205,10 @@ impl Postgres {
                 .map_err(db_err(doing))?
                 .map(|r| r.get(0));
             return match found {
-                Some(STORE_SCHEMA_VERSION) => Ok(()),
+                Some(SCHEMA_VERSION) => Ok(()),
                 other => Err(StoreError::UnsupportedVersion {
                     found: other.unwrap_or(-1),
-                    supported: STORE_SCHEMA_VERSION,
+                    supported: SCHEMA_VERSION,
                 }),
             };
         }
@@ -226,7 +247,7 @@ impl Postgres {
                  body JSON NOT NULL,
                  PRIMARY KEY (thread, seq)
              );
-             INSERT INTO {meta} (key, value) VALUES ('schema_version', {STORE_SCHEMA_VERSION});"
+             INSERT INTO {meta} (key, value) VALUES ('schema_version', {SCHEMA_VERSION});"
         ))
         .await
         .map_err(db_err("creating the store's tables"))?;
@@ -326,6 +347,7 @@ impl Backend for Postgres {
                     &entry.extra,
                     &entry.body,
                     &entry.fingerprint.map(|f| f as i64),
+                    &(entry.thread_fingerprint as i64),
                 ],
             )
             .await
@@ -334,21 +356,37 @@ impl Backend for Postgres {
             return Ok(seq as u64);
         }
         let mut head: Option<i64> = row.get(1);
+        let mut fingerprint = None;
         if head == Some(expected as i64) {
-            head = client
+            // Nothing was written although the version looked right: the winner committed
+            // while this statement waited, or the thread was migrated.
+            let now = client
                 .query_opt(
-                    &format!("SELECT head FROM {} WHERE id = $1", self.sql.threads),
+                    &format!(
+                        "SELECT head, fingerprint FROM {} WHERE id = $1",
+                        self.sql.threads
+                    ),
                     &[&thread],
                 )
                 .await
-                .map_err(db_err(&doing))?
-                .map(|r| r.get(0));
+                .map_err(db_err(&doing))?;
+            head = now.as_ref().map(|r| r.get(0));
+            fingerprint = now.map(|r| r.get::<_, i64>(1) as u64);
         }
-        match head {
-            None => Err(StoreError::ThreadNotFound {
+        match (head, fingerprint) {
+            (None, _) => Err(StoreError::ThreadNotFound {
                 thread: thread.to_owned(),
             }),
-            Some(actual) => Err(StoreError::Conflict {
+            (Some(actual), Some(now))
+                if actual == expected as i64 && now != entry.thread_fingerprint =>
+            {
+                Err(StoreError::Migrated {
+                    thread: thread.to_owned(),
+                    read: entry.thread_fingerprint,
+                    now,
+                })
+            }
+            (Some(actual), _) => Err(StoreError::Conflict {
                 thread: thread.to_owned(),
                 expected,
                 actual: actual as u64,
@@ -518,32 +556,41 @@ impl Backend for Postgres {
         &self,
         thread: &str,
         after: u64,
+        until: u64,
         limit: u32,
-    ) -> Result<Vec<EntryInfo>, StoreError> {
+    ) -> Result<HistoryPage, StoreError> {
         let doing = format!("reading the history of thread `{thread}`");
         let client = self.client(&doing).await?;
+        let bound = |v: u64| v.min(i64::MAX as u64) as i64;
         let rows = client
             .query(
                 &format!(
-                    "SELECT seq, time_ms, kind, node, run_id, extra::text, octet_length(body::text),
-                            (SELECT count(*) FROM {threads} WHERE id = $1)
-                     FROM (SELECT 1) one
-                     LEFT JOIN {entries} e ON e.thread = $1 AND e.seq > $2
-                     ORDER BY seq LIMIT $3",
+                    "SELECT e.seq, e.time_ms, e.kind, e.node, e.run_id, e.extra::text,
+                            octet_length(e.body::text), t.parent, t.fork_seq
+                     FROM {threads} t
+                     LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2 AND e.seq <= $3
+                     WHERE t.id = $1 ORDER BY e.seq LIMIT $4",
                     threads = self.sql.threads,
                     entries = self.sql.entries
                 ),
-                &[&thread, &(after as i64), &i64::from(limit)],
+                &[
+                    &thread,
+                    &bound(after),
+                    &bound(until),
+                    &i64::from(limit.max(1)),
+                ],
             )
             .await
             .map_err(db_err(&doing))?;
-        if rows.first().is_none_or(|r| r.get::<_, i64>(7) == 0) {
-            return Err(StoreError::ThreadNotFound {
-                thread: thread.to_owned(),
-            });
-        }
-        rows.iter()
+        let first = rows.first().ok_or_else(|| StoreError::ThreadNotFound {
+            thread: thread.to_owned(),
+        })?;
+        let parent: Option<String> = first.get(7);
+        let fork_seq: Option<i64> = first.get(8);
+        let entries = rows
+            .iter()
             .filter(|r| r.get::<_, Option<i64>>(0).is_some())
+            .take(limit as usize)
             .map(|r| {
                 entry_info(
                     thread,
@@ -556,7 +603,11 @@ impl Backend for Postgres {
                     i64::from(r.get::<_, i32>(6)),
                 )
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(HistoryPage {
+            parent: parent.zip(fork_seq.map(|s| s as u64)),
+            entries,
+        })
     }
 
     async fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {
@@ -628,6 +679,102 @@ impl Backend for Postgres {
         Ok(deleted > 0)
     }
 
+    async fn rewrite(
+        &self,
+        thread: &str,
+        fingerprint: u64,
+        rewrite: Rewriter,
+    ) -> Result<u64, StoreError> {
+        let doing = format!("migrating thread `{thread}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        // The row lock keeps writers out until the rewrite commits.
+        let info = self.lock_thread(&tx, thread, &doing).await?;
+        let (threads, entries, snapshots) =
+            (&self.sql.threads, &self.sql.entries, &self.sql.snapshots);
+        let initial: Option<String> = tx
+            .query_one(
+                &format!("SELECT initial::text FROM {threads} WHERE id = $1"),
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?
+            .get(0);
+        let fp = fingerprint as i64;
+        if let Some(json) = initial {
+            let json = rewrite(StoredRow::Initial {
+                fingerprint: info.fingerprint,
+                json: &json,
+            })?;
+            tx.execute(
+                &format!("UPDATE {threads} SET initial = $2::text::json WHERE id = $1"),
+                &[&thread, &json],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        }
+        let update_entry = tx
+            .prepare(&format!(
+                "UPDATE {entries} SET body = $3::text::json, fingerprint = NULL WHERE thread = $1 AND seq = $2"
+            ))
+            .await
+            .map_err(db_err(&doing))?;
+        for r in tx
+            .query(
+                &format!(
+                    "SELECT seq, kind, fingerprint, body::text FROM {entries} WHERE thread = $1"
+                ),
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?
+        {
+            let seq: i64 = r.get(0);
+            let json = rewrite(StoredRow::Entry {
+                seq: seq as u64,
+                kind: i64::from(r.get::<_, i16>(1)),
+                fingerprint: r
+                    .get::<_, Option<i64>>(2)
+                    .map_or(info.fingerprint, |f| f as u64),
+                json: r.get(3),
+            })?;
+            tx.execute(&update_entry, &[&thread, &seq, &json])
+                .await
+                .map_err(db_err(&doing))?;
+        }
+        for r in tx
+            .query(
+                &format!("SELECT seq, fingerprint, body::text FROM {snapshots} WHERE thread = $1"),
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?
+        {
+            let seq: i64 = r.get(0);
+            let json = rewrite(StoredRow::Snapshot {
+                seq: seq as u64,
+                fingerprint: r.get::<_, i64>(1) as u64,
+                json: r.get(2),
+            })?;
+            tx.execute(
+                &format!(
+                    "UPDATE {snapshots} SET body = $3::text::json, fingerprint = $4 WHERE thread = $1 AND seq = $2"
+                ),
+                &[&thread, &seq, &json, &fp],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        }
+        tx.execute(
+            &format!("UPDATE {threads} SET fingerprint = $2 WHERE id = $1"),
+            &[&thread, &fp],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(info.version)
+    }
+
     async fn compact(
         &self,
         thread: &str,
@@ -638,14 +785,7 @@ impl Backend for Postgres {
         let doing = format!("compacting thread `{thread}`");
         let mut client = self.client(&doing).await?;
         let tx = client.transaction().await.map_err(db_err(&doing))?;
-        let row = tx
-            .query_opt(&format!("{} FOR UPDATE", self.sql.thread), &[&thread])
-            .await
-            .map_err(db_err(&doing))?
-            .ok_or_else(|| StoreError::ThreadNotFound {
-                thread: thread.to_owned(),
-            })?;
-        let info = read_thread(&row)?;
+        let info = self.lock_thread(&tx, thread, &doing).await?;
         check_range(&info, Some(seq))?;
         let seq = seq as i64;
         tx.execute(

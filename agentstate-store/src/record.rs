@@ -127,7 +127,59 @@ pub struct NewEntry {
     /// The fingerprint of the type that wrote it, when it is not the thread's (a thread read
     /// through a migration and written by the new type).
     pub fingerprint: Option<u64>,
+    /// The thread's fingerprint as the writer read it: the append is refused
+    /// ([`StoreError::Migrated`](crate::StoreError::Migrated)) if the thread was migrated since,
+    /// as `fingerprint: None` would then mean another schema.
+    pub thread_fingerprint: u64,
 }
+
+/// One stored row of a thread, as a rewrite ([`Backend::rewrite`](crate::backend::Backend))
+/// sees it: its JSON and the fingerprint of the schema it was written in.
+#[derive(Debug, Clone, Copy)]
+pub enum StoredRow<'a> {
+    /// The thread's initial state.
+    Initial {
+        /// Its schema.
+        fingerprint: u64,
+        /// The state as JSON.
+        json: &'a str,
+    },
+    /// A journal entry.
+    Entry {
+        /// Its version.
+        seq: u64,
+        /// Its kind's code (see [`EntryKind::code`]).
+        kind: i64,
+        /// Its schema (the entry's own, or else the thread's).
+        fingerprint: u64,
+        /// Its JSON.
+        json: &'a str,
+    },
+    /// A snapshot.
+    Snapshot {
+        /// Its version.
+        seq: u64,
+        /// Its schema.
+        fingerprint: u64,
+        /// The state as JSON.
+        json: &'a str,
+    },
+}
+
+impl StoredRow<'_> {
+    /// Which row it is, e.g. `entry 7` or `snapshot at version 64`.
+    pub fn describe(&self) -> String {
+        match self {
+            StoredRow::Initial { .. } => "initial state".to_owned(),
+            StoredRow::Entry { seq, .. } => format!("entry {seq}"),
+            StoredRow::Snapshot { seq, .. } => format!("snapshot at version {seq}"),
+        }
+    }
+}
+
+/// What a rewrite does to each row: its new JSON, in the thread's new schema.
+pub type Rewriter =
+    Box<dyn Fn(StoredRow<'_>) -> Result<String, crate::error::StoreError> + Send + Sync>;
 
 /// A journal entry read back for replay.
 #[derive(Debug, Clone)]
@@ -159,6 +211,19 @@ pub struct EntryInfo {
     pub extra: Map<String, Value>,
     /// The size of its JSON, in bytes.
     pub bytes: u64,
+    /// For an entry a fork inherited (one at or before its fork point): the ancestor whose
+    /// journal holds it. `None` for the thread's own entries.
+    pub inherited_from: Option<String>,
+}
+
+/// A page of one thread's own journal, as a backend reads it: the thread's parent link (a
+/// fork's history continues in its parent's) and the entries' metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPage {
+    /// For a fork: the parent thread and the version it starts at.
+    pub parent: Option<(String, u64)>,
+    /// The thread's own entries in the range asked for, in order.
+    pub entries: Vec<EntryInfo>,
 }
 
 /// A new thread.
@@ -367,6 +432,7 @@ pub(crate) fn entry_info(
         extra: parse_object(extra)
             .map_err(|reason| crate::error::StoreError::corrupt(id, what(), reason))?,
         bytes: bytes as u64,
+        inherited_from: None,
     })
 }
 

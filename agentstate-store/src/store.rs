@@ -6,8 +6,8 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::migrate::{Migration, Migrations};
 use crate::record::{
-    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, StoredEntry, ThreadInfo,
-    ThreadQuery,
+    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, Rewriter, StoredEntry,
+    StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::Thread;
 use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
@@ -139,6 +139,8 @@ pub(crate) enum CatchUp<S> {
         version: u64,
         replayed: u64,
         bytes: u64,
+        /// The thread's fingerprint now.
+        fingerprint: u64,
     },
     /// Loaded the thread afresh.
     Fresh(LoadedState<S>),
@@ -265,13 +267,80 @@ impl<B: Backend> Store<B> {
 
     /// A page of the thread's history: the metadata of at most `limit` entries after version
     /// `after` (0 for the first page), oldest first. Never reads a state or an update.
+    ///
+    /// The history of a fork is that of the versions it was built from, like `git log` of a
+    /// branch: its parent's entries up to the fork point (and theirs, for a fork of a fork;
+    /// each with [`inherited_from`](EntryInfo::inherited_from) naming the thread that holds
+    /// it), then its own. Paging by `after` goes straight through the fork point. A fork's own
+    /// entries alone are the page after its fork point: `history(id, fork_seq, limit)`.
+    /// Entries compacted away (in the thread or, before a fork point, in an ancestor) are not
+    /// listed.
+    ///
+    /// ```
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut main = store.create("main", AgentState::default(), Default::default()).await?;
+    /// for node in ["plan", "search", "answer"] {
+    ///     main.merge(AgentStateUpdate::default(), StepMeta::node(node)).await?;
+    /// }
+    /// store.fork("main", 2, "retry", Default::default()).await?;
+    /// let mut retry = store.thread::<AgentState>("retry").await?;
+    /// retry.merge(AgentStateUpdate::default(), StepMeta::node("answer-again")).await?;
+    ///
+    /// let log = store.history("retry", 0, 10).await?;
+    /// let nodes: Vec<_> = log.iter().map(|e| e.node.as_deref().unwrap()).collect();
+    /// assert_eq!(nodes, ["plan", "search", "answer-again"]);
+    /// assert_eq!(log[0].inherited_from.as_deref(), Some("main"));
+    /// assert_eq!(log[2].inherited_from, None);
+    /// assert_eq!(store.history("retry", 2, 10).await?.len(), 1); // its own entries
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn history(
         &self,
         id: &str,
         after: u64,
         limit: u32,
     ) -> Result<Vec<EntryInfo>, StoreError> {
-        self.backend.history(id, after, limit).await
+        // The thread's own page, then its ancestors' up to each fork point, as long as the
+        // page starts before that fork point; each is read after the one it precedes is known.
+        let mut levels: Vec<Vec<EntryInfo>> = Vec::new();
+        let (mut thread, mut until) = (id.to_owned(), u64::MAX);
+        loop {
+            let page = self.backend.history(&thread, after, until, limit).await?;
+            let mut entries = page.entries;
+            if thread != id {
+                for entry in &mut entries {
+                    entry.inherited_from = Some(thread.clone());
+                }
+            }
+            levels.push(entries);
+            match page.parent {
+                Some((parent, fork)) if fork > after => {
+                    if levels.len() > 10_000 {
+                        return Err(StoreError::corrupt(
+                            id,
+                            "fork chain",
+                            format!("it loops through `{parent}`"),
+                        ));
+                    }
+                    (thread, until) = (parent, fork);
+                }
+                _ => break,
+            }
+        }
+        let mut out = levels.pop().unwrap_or_default();
+        while let Some(level) = levels.pop() {
+            if out.len() >= limit as usize {
+                break;
+            }
+            out.extend(level);
+        }
+        out.truncate(limit as usize);
+        Ok(out)
     }
 
     /// A page of threads, ordered by id, filtered by metadata.
@@ -331,6 +400,142 @@ impl<B: Backend> Store<B> {
         })
     }
 
+    /// Writes a migration back: rewrites the thread's own rows (its initial state, every entry
+    /// still in the journal, every snapshot) in `S`'s schema, through the registered
+    /// [`Migration`]s, and records `S`'s fingerprint as the thread's, in one transaction that
+    /// keeps writers out; returns the thread's version, which does not change. Loads as `S`
+    /// then read the rows directly, without the migration. If any row fails to migrate (or to
+    /// read as `S`), nothing is written and the error names the thread and the row. Each row is
+    /// read as `S` and written as `S` writes it, so it costs one pass over the thread, with the
+    /// thread in memory.
+    ///
+    /// Writers holding the thread from before get a conflict
+    /// ([`StoreError::Migrated`], `state_write_conflict`) on their next append, so no entry of
+    /// the old schema is ever recorded as one of the new; [`Thread::merge_with`] reloads and
+    /// retries. A fork starts from its parent's rows: migrate the parent too (until then,
+    /// loading the fork still uses the migration for the parent's part), and the parent's other
+    /// forks, which keep their own schema until migrated, read the parent's part through a
+    /// migration from the parent's new schema.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_store::migrate::Migration;
+    /// use agentstate_store::record::fingerprint;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    /// struct V1 { #[reducer(append)] notes: Vec<String> }
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    /// struct V2 { #[reducer(append)] lines: Vec<String> }
+    ///
+    /// fn rename(mut value: serde_json::Value) -> Result<serde_json::Value, String> {
+    ///     let map = value.as_object_mut().ok_or("not an object")?;
+    ///     if let Some(notes) = map.remove("notes") {
+    ///         map.insert("lines".into(), notes);
+    ///     }
+    ///     Ok(value)
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut t = store.create("t", V1::default(), Default::default()).await?;
+    /// t.merge(V1Update::default().notes(vec!["hi".to_string()]), StepMeta::default()).await?;
+    ///
+    /// let store = store.with_migration(Migration::new(fingerprint::<V1>(), fingerprint::<V2>(), rename, rename));
+    /// assert_eq!(store.migrate_thread::<V2>("t").await?, 1);
+    /// assert_eq!(store.info("t").await?.fingerprint, fingerprint::<V2>());
+    /// assert_eq!(store.load::<V2>("t").await?.0.lines, ["hi"]);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn migrate_thread<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
+        let store = self.clone();
+        let thread = id.to_owned();
+        let rewrite: Rewriter = Box::new(move |row| {
+            store
+                .rewrite_row::<S>(&thread, row)
+                .map_err(|err| match err {
+                    // Name the row that failed.
+                    StoreError::Migration {
+                        thread,
+                        from,
+                        to,
+                        reason,
+                    } => StoreError::Migration {
+                        thread,
+                        from,
+                        to,
+                        reason: format!("{}: {reason}", row.describe()),
+                    },
+                    other => other,
+                })
+        });
+        self.backend.rewrite(id, fingerprint::<S>(), rewrite).await
+    }
+
+    /// One row of thread `id` in `S`'s schema, as `S` writes it.
+    fn rewrite_row<S: StoredState>(
+        &self,
+        id: &str,
+        row: StoredRow<'_>,
+    ) -> Result<String, StoreError> {
+        let target = fingerprint::<S>();
+        match row {
+            StoredRow::Initial { fingerprint, json } => to_json(
+                id,
+                &self.decode_state::<S>(id, "initial state", json, fingerprint, target)?,
+            ),
+            StoredRow::Snapshot {
+                seq,
+                fingerprint,
+                json,
+            } => to_json(
+                id,
+                &self.decode_state::<S>(
+                    id,
+                    &format!("snapshot at version {seq}"),
+                    json,
+                    fingerprint,
+                    target,
+                )?,
+            ),
+            StoredRow::Entry {
+                seq,
+                kind,
+                fingerprint,
+                json,
+            } => {
+                let what = format!("entry {seq}");
+                let value: Value =
+                    serde_json::from_str(json).map_err(|e| StoreError::corrupt(id, &what, e))?;
+                match (EntryKind::from_code(kind), value) {
+                    (Some(EntryKind::Update), value) => to_json(
+                        id,
+                        &self.decode_update::<S>(id, &what, value, fingerprint, target)?,
+                    ),
+                    (Some(_), Value::Array(branches)) => to_json(
+                        id,
+                        &branches
+                            .into_iter()
+                            .map(|b| self.decode_update::<S>(id, &what, b, fingerprint, target))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                    (Some(_), _) => Err(StoreError::corrupt(
+                        id,
+                        what,
+                        "a parallel step is not a JSON array of updates",
+                    )),
+                    (None, _) => Err(StoreError::corrupt(
+                        id,
+                        what,
+                        format!("unknown entry kind {kind}"),
+                    )),
+                }
+            }
+        }
+    }
+
     /// Builds version `seq` (latest if `None`) of thread `id` as an `S`, following forks to
     /// their parents and migrating rows of older schemas.
     pub(crate) async fn load_state<S: StoredState>(
@@ -368,6 +573,7 @@ impl<B: Backend> Store<B> {
             version: first.seq,
             replayed: first.entries.len() as u64,
             bytes,
+            fingerprint: first.thread.fingerprint,
         })
     }
 
@@ -501,7 +707,7 @@ impl<B: Backend> Store<B> {
 
     fn decode_update<S: StoredState>(
         &self,
-        thread: &ThreadInfo,
+        thread: &str,
         what: &str,
         value: Value,
         stored: u64,
@@ -510,16 +716,15 @@ impl<B: Backend> Store<B> {
         let mut value = value;
         if stored != target {
             let path = self
-                .migration_path(&thread.id, stored, target)
+                .migration_path(thread, stored, target)
                 .map_err(with_type_name::<S>)?;
             for step in path {
                 value = step
                     .upgrade_update(value)
-                    .map_err(|reason| migration_failed(&thread.id, stored, target, reason))?;
+                    .map_err(|reason| migration_failed(thread, stored, target, reason))?;
             }
         }
-        <S::Update as Update>::from_json(value)
-            .map_err(|e| StoreError::corrupt(&thread.id, what, e))
+        <S::Update as Update>::from_json(value).map_err(|e| StoreError::corrupt(thread, what, e))
     }
 
     fn replay_entry<S: StoredState>(
@@ -552,13 +757,17 @@ impl<B: Backend> Store<B> {
             let value: Value =
                 serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
             match (mode, value) {
-                (None, value) => {
-                    state.merge(self.decode_update::<S>(thread, &what(), value, stored, target)?)
-                }
+                (None, value) => state.merge(self.decode_update::<S>(
+                    &thread.id,
+                    &what(),
+                    value,
+                    stored,
+                    target,
+                )?),
                 (Some(mode), Value::Array(branches)) => {
                     let updates = branches
                         .into_iter()
-                        .map(|b| self.decode_update::<S>(thread, &what(), b, stored, target))
+                        .map(|b| self.decode_update::<S>(&thread.id, &what(), b, stored, target))
                         .collect::<Result<Vec<_>, _>>()?;
                     state.merge_parallel(updates, mode)
                 }

@@ -47,6 +47,8 @@ pub struct Thread<S, B> {
     since_snapshot: u64,
     bytes_since: u64,
     snapshot_bytes: u64,
+    /// The thread's fingerprint when this handle read it.
+    thread_fingerprint: u64,
     /// `S`'s fingerprint, if it is not the thread's (then each entry records it).
     own_fingerprint: Option<u64>,
 }
@@ -61,6 +63,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             since_snapshot: loaded.replayed,
             bytes_since: loaded.replayed_bytes,
             snapshot_bytes: loaded.base_bytes,
+            thread_fingerprint: loaded.fingerprint,
             own_fingerprint: Some(fingerprint::<S>()).filter(|f| *f != loaded.fingerprint),
         }
     }
@@ -152,7 +155,11 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 version,
                 replayed,
                 bytes,
+                fingerprint: thread_fingerprint,
             }) => {
+                self.thread_fingerprint = thread_fingerprint;
+                self.own_fingerprint =
+                    Some(fingerprint::<S>()).filter(|f| *f != thread_fingerprint);
                 self.version = version;
                 self.since_snapshot += replayed;
                 self.bytes_since += bytes;
@@ -189,6 +196,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             run_id: meta.run_id,
             extra: (!meta.extra.is_empty()).then(|| Value::Object(meta.extra).to_string()),
             fingerprint: self.own_fingerprint,
+            thread_fingerprint: self.thread_fingerprint,
         };
         let seq = self
             .store

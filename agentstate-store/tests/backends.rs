@@ -109,6 +109,27 @@ impl Db {
     }
 }
 
+impl Db {
+    /// Records another store schema version (SQLite keeps it in a view, PostgreSQL in a table).
+    async fn set_store_version(&self, version: i64) {
+        match self {
+            Db::Sqlite(_) => {
+                self.exec(&format!(
+                    "DROP VIEW agentstate_meta;
+                     CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', {version};"
+                ))
+                .await
+            }
+            Db::Postgres { .. } => {
+                self.exec(&format!(
+                    "UPDATE {{meta}} SET value = {version} WHERE key = 'schema_version'"
+                ))
+                .await
+            }
+        }
+    }
+}
+
 fn replace_thread(sql: &str, with: impl Fn(&str) -> String) -> String {
     let mut out = sql.to_owned();
     while let Some(start) = out.find("{thread:") {
@@ -395,6 +416,47 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
         store.load::<Tally>("alt2").await.unwrap().0.log,
         vec![1, 2, 3, 4, 100]
     );
+    // History of a fork: the parent's entries up to the fork point, then its own, paged
+    // straight through the fork point; each inherited entry names the thread holding it.
+    let seqs_from = |page: &[agentstate_store::record::EntryInfo]| {
+        page.iter()
+            .map(|e| (e.seq, e.inherited_from.clone().unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let from = |seq: u64, thread: &str| (seq, thread.to_owned());
+    assert_eq!(
+        seqs_from(&store.history("alt2", 0, 100).await.unwrap()),
+        [
+            from(1, "main"),
+            from(2, "main"),
+            from(3, "main"),
+            from(4, "main"),
+            from(5, "alt")
+        ]
+    );
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = store.history("alt", after, 2).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        paged.push(seqs_from(&page));
+    }
+    assert_eq!(
+        paged,
+        [
+            vec![from(1, "main"), from(2, "main")],
+            vec![from(3, "main"), from(4, "main")],
+            vec![from(5, "")]
+        ]
+    );
+    // A fork's own entries: the page after its fork point; the parent's own history is its own.
+    assert_eq!(
+        seqs_from(&store.history("alt", 4, 100).await.unwrap()),
+        [from(5, "")]
+    );
+    assert_eq!(store.history("main", 0, 100).await.unwrap().len(), 10);
+    assert_eq!(store.history("alt", 0, 0).await.unwrap().len(), 0);
     // Out of range; the parent cannot be deleted while forks refer to it.
     let err = store.fork("main", 11, "bad", Map::new()).await.unwrap_err();
     assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
@@ -517,6 +579,103 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     );
 }
 
+async fn migrations_written_back<B: Open>(db: Db) {
+    fn rename(mut v: serde_json::Value) -> Result<serde_json::Value, String> {
+        let map = v.as_object_mut().ok_or("not an object")?;
+        if let Some(last) = map.remove("last") {
+            map.insert("latest".into(), last);
+        }
+        Ok(v)
+    }
+    let plain = B::open(&db).await.unwrap();
+    let store = plain.clone().with_migration(Migration::new(
+        fingerprint::<Tally>(),
+        fingerprint::<TallyV2>(),
+        rename,
+        rename,
+    ));
+    // A thread of Tally rows: the initial state, entries (one a parallel step), a snapshot.
+    let mut t = plain
+        .create("w", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=3 {
+        t.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    plain.snapshot::<Tally>("w").await.unwrap();
+    t.merge_parallel(vec![step(4), step(5)], FanIn::Ordered, StepMeta::default())
+        .await
+        .unwrap();
+    let before: Vec<_> = {
+        let mut states = Vec::new();
+        for seq in 0..=4 {
+            states.push(store.load_at::<TallyV2>("w", seq).await.unwrap());
+        }
+        states
+    };
+    // Without the migration, the new type cannot read it; after writing it back, it can: every
+    // row (time travel included) is in the new schema.
+    let err = plain.load::<TallyV2>("w").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(store.migrate_thread::<TallyV2>("w").await.unwrap(), 4);
+    assert_eq!(
+        plain.info("w").await.unwrap().fingerprint,
+        fingerprint::<TallyV2>()
+    );
+    for (seq, state) in before.iter().enumerate() {
+        assert_eq!(
+            &plain.load_at::<TallyV2>("w", seq as u64).await.unwrap(),
+            state
+        );
+    }
+    assert_eq!(before[4].log, [1, 2, 3, 4, 5]);
+    assert_eq!(before[4].latest, Some(5));
+    // The old type's handle, read before, is refused (its entry would be read in the new
+    // schema), and writes nothing; the old type no longer reads the thread.
+    let err = t.merge(step(6), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "state_write_conflict", "{err}");
+    assert!(err.to_string().contains("migrated"), "{err}");
+    assert_eq!(plain.info("w").await.unwrap().version, 4);
+    let err = plain.load::<Tally>("w").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    // The new type appends as the thread's own type.
+    let mut t2 = plain.thread::<TallyV2>("w").await.unwrap();
+    t2.merge(
+        TallyV2Update::default().log(vec![6]).latest(Some(6)),
+        StepMeta::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(plain.load::<TallyV2>("w").await.unwrap().0.log.len(), 6);
+    // A migration that fails on one row writes nothing, and names the row.
+    let mut z = plain
+        .create("z", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=3 {
+        z.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    let picky = plain.clone().with_migration(Migration::new(
+        fingerprint::<Tally>(),
+        fingerprint::<TallyV2>(),
+        rename,
+        |v| match v.get("last") {
+            Some(last) if last == &json!(2) => Err("two is not allowed".into()),
+            _ => rename(v),
+        },
+    ));
+    let err = picky.migrate_thread::<TallyV2>("z").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_failed", "{err}");
+    assert!(err.to_string().contains("`z`"), "{err}");
+    assert!(err.to_string().contains("entry 2: two"), "{err}");
+    assert_eq!(
+        plain.info("z").await.unwrap().fingerprint,
+        fingerprint::<Tally>()
+    );
+    assert_eq!(plain.load::<Tally>("z").await.unwrap().0.log, vec![1, 2, 3]);
+    z.merge(step(4), StepMeta::default()).await.unwrap();
+}
+
 async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
     for id in ["x1", "x2", "x3", "x4"] {
@@ -552,8 +711,7 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     }
     // A future store version: refused, nothing written.
     drop(store);
-    db.exec("UPDATE {meta} SET value = 99 WHERE key = 'schema_version'")
-        .await;
+    db.set_store_version(99).await;
     let err = B::open(&db).await.unwrap_err();
     assert_eq!(err.category(), "store_version_unsupported", "{err}");
     assert!(err.to_string().contains("version 99"), "{err}");
@@ -807,6 +965,7 @@ where
         fork_starts_from_its_parent,
         snapshots_and_compaction,
         migrations_and_schema_mismatch,
+        migrations_written_back,
         bad_data_is_a_named_error,
         a_chat_round_trips,
         racing_tasks,

@@ -1,0 +1,271 @@
+//! The store for synchronous programs: [`BlockingStore`] and [`BlockingThread`] have the
+//! methods of [`Store`] and [`Thread`], each running to completion on a current-thread tokio
+//! runtime the store owns (shared by its clones and thread handles).
+//!
+//! Call them from plain threads, not from async code: inside a tokio runtime they fail with
+//! [`StoreError::Backend`] instead of blocking that runtime's thread (use the async [`Store`]
+//! there; [`BlockingStore::store`] gives it).
+//!
+//! ```
+//! use agentstate::message::{Message, Role};
+//! use agentstate::state::{AgentState, AgentStateUpdate};
+//! use agentstate_store::blocking::BlockingStore;
+//! use agentstate_store::StepMeta;
+//!
+//! let store = BlockingStore::open_in_memory()?;
+//! let mut chat = store.thread_or_create("chat-1", AgentState::default)?;
+//! let hello = AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]);
+//! assert_eq!(chat.merge(hello, StepMeta::node("user"))?, 1);
+//!
+//! let (state, version) = store.load::<AgentState>("chat-1")?;
+//! assert_eq!((state.context.len(), version), (1, 1));
+//! assert_eq!(store.history("chat-1", 0, 10)?.len(), 1);
+//! # Ok::<(), agentstate_store::StoreError>(())
+//! ```
+
+use crate::backend::Backend;
+use crate::error::StoreError;
+use crate::migrate::Migration;
+use crate::record::{EntryInfo, StepMeta, ThreadInfo, ThreadQuery};
+use crate::store::{Compaction, SnapshotPolicy, Store, StoredState};
+use crate::thread::Thread;
+use agentstate::update::FanIn;
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::runtime::Runtime;
+
+/// A [`Store`] with blocking methods. Cheap to clone; clones share the database and the runtime.
+#[derive(Debug, Clone)]
+pub struct BlockingStore<B> {
+    store: Store<B>,
+    runtime: Arc<Runtime>,
+}
+
+/// A [`Thread`] handle with blocking methods, from [`BlockingStore`].
+#[derive(Debug)]
+pub struct BlockingThread<S, B> {
+    thread: Thread<S, B>,
+    runtime: Arc<Runtime>,
+}
+
+/// Runs `future` on `runtime`, unless the caller is itself inside a tokio runtime.
+fn run<F: Future>(runtime: &Runtime, future: F) -> Result<F::Output, StoreError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(StoreError::backend(
+            "tokio",
+            "running a blocking store call",
+            "it was called inside an async runtime, whose thread it would block; use the async Store there",
+        ));
+    }
+    Ok(runtime.block_on(future))
+}
+
+fn runtime() -> Result<Arc<Runtime>, StoreError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| StoreError::backend("tokio", "starting the blocking store's runtime", e))
+}
+
+#[cfg(feature = "sqlite")]
+impl BlockingStore<crate::sqlite::Sqlite> {
+    /// Opens (creating if needed) the SQLite database file at `path`; see
+    /// [`SqliteStore::open`](crate::SqliteStore::open).
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self, StoreError> {
+        Self::new(crate::SqliteStore::open(path)?)
+    }
+
+    /// A private SQLite database in memory.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::new(crate::SqliteStore::open_in_memory()?)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl BlockingStore<crate::postgres::Postgres> {
+    /// Connects to a PostgreSQL database; see
+    /// [`PostgresStore::connect_with`](crate::PostgresStore::connect_with). The pool's
+    /// connections run on the store's runtime, during its calls.
+    pub fn connect_with(
+        url: &str,
+        options: crate::postgres::PostgresOptions,
+    ) -> Result<Self, StoreError> {
+        let runtime = runtime()?;
+        let store = run(&runtime, crate::PostgresStore::connect_with(url, options))??;
+        Ok(BlockingStore { store, runtime })
+    }
+}
+
+impl<B: Backend> BlockingStore<B> {
+    /// Wraps an async store, with a runtime of its own.
+    pub fn new(store: Store<B>) -> Result<Self, StoreError> {
+        Ok(BlockingStore {
+            store,
+            runtime: runtime()?,
+        })
+    }
+
+    /// The async store underneath.
+    pub fn store(&self) -> &Store<B> {
+        &self.store
+    }
+
+    /// See [`Store::with_snapshot_policy`].
+    #[must_use]
+    pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
+        self.store = self.store.with_snapshot_policy(policy);
+        self
+    }
+
+    /// See [`Store::with_migration`].
+    #[must_use]
+    pub fn with_migration(mut self, step: Migration) -> Self {
+        self.store = self.store.with_migration(step);
+        self
+    }
+
+    fn handle<S>(&self, thread: Thread<S, B>) -> BlockingThread<S, B> {
+        BlockingThread {
+            thread,
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
+
+    /// See [`Store::create`].
+    pub fn create<S: StoredState>(
+        &self,
+        id: &str,
+        initial: S,
+        metadata: Map<String, Value>,
+    ) -> Result<BlockingThread<S, B>, StoreError> {
+        let thread = run(&self.runtime, self.store.create(id, initial, metadata))??;
+        Ok(self.handle(thread))
+    }
+
+    /// See [`Store::thread`].
+    pub fn thread<S: StoredState>(&self, id: &str) -> Result<BlockingThread<S, B>, StoreError> {
+        let thread = run(&self.runtime, self.store.thread(id))??;
+        Ok(self.handle(thread))
+    }
+
+    /// See [`Store::thread_or_create`].
+    pub fn thread_or_create<S: StoredState>(
+        &self,
+        id: &str,
+        initial: impl FnOnce() -> S,
+    ) -> Result<BlockingThread<S, B>, StoreError> {
+        let thread = run(&self.runtime, self.store.thread_or_create(id, initial))??;
+        Ok(self.handle(thread))
+    }
+
+    /// See [`Store::load`].
+    pub fn load<S: StoredState>(&self, id: &str) -> Result<(S, u64), StoreError> {
+        run(&self.runtime, self.store.load(id))?
+    }
+
+    /// See [`Store::load_at`].
+    pub fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<S, StoreError> {
+        run(&self.runtime, self.store.load_at(id, seq))?
+    }
+
+    /// See [`Store::info`].
+    pub fn info(&self, id: &str) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.info(id))?
+    }
+
+    /// See [`Store::history`].
+    pub fn history(&self, id: &str, after: u64, limit: u32) -> Result<Vec<EntryInfo>, StoreError> {
+        run(&self.runtime, self.store.history(id, after, limit))?
+    }
+
+    /// See [`Store::list`].
+    pub fn list(&self, query: ThreadQuery) -> Result<Vec<ThreadInfo>, StoreError> {
+        run(&self.runtime, self.store.list(query))?
+    }
+
+    /// See [`Store::delete`].
+    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        run(&self.runtime, self.store.delete(id))?
+    }
+
+    /// See [`Store::fork`].
+    pub fn fork(
+        &self,
+        id: &str,
+        seq: u64,
+        new_id: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.fork(id, seq, new_id, metadata))?
+    }
+
+    /// See [`Store::snapshot`].
+    pub fn snapshot<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
+        run(&self.runtime, self.store.snapshot::<S>(id))?
+    }
+
+    /// See [`Store::compact`].
+    pub fn compact<S: StoredState>(&self, id: &str) -> Result<Compaction, StoreError> {
+        run(&self.runtime, self.store.compact::<S>(id))?
+    }
+
+    /// See [`Store::migrate_thread`].
+    pub fn migrate_thread<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
+        run(&self.runtime, self.store.migrate_thread::<S>(id))?
+    }
+}
+
+impl<S: StoredState, B: Backend> BlockingThread<S, B> {
+    /// The thread's id.
+    pub fn id(&self) -> &str {
+        self.thread.id()
+    }
+
+    /// The state at [`version`](BlockingThread::version).
+    pub fn state(&self) -> &S {
+        self.thread.state()
+    }
+
+    /// The version this handle read or last wrote.
+    pub fn version(&self) -> u64 {
+        self.thread.version()
+    }
+
+    /// The async handle underneath.
+    pub fn into_async(self) -> Thread<S, B> {
+        self.thread
+    }
+
+    /// See [`Thread::merge`].
+    pub fn merge(&mut self, update: S::Update, meta: StepMeta) -> Result<u64, StoreError> {
+        run(&self.runtime, self.thread.merge(update, meta))?
+    }
+
+    /// See [`Thread::merge_parallel`].
+    pub fn merge_parallel(
+        &mut self,
+        updates: Vec<S::Update>,
+        mode: FanIn,
+        meta: StepMeta,
+    ) -> Result<u64, StoreError> {
+        run(
+            &self.runtime,
+            self.thread.merge_parallel(updates, mode, meta),
+        )?
+    }
+
+    /// See [`Thread::merge_with`].
+    pub fn merge_with<F>(&mut self, meta: StepMeta, step: F) -> Result<u64, StoreError>
+    where
+        F: FnMut(&S) -> Result<S::Update, StoreError>,
+    {
+        run(&self.runtime, self.thread.merge_with(meta, step))?
+    }
+
+    /// See [`Thread::reload`].
+    pub fn reload(&mut self) -> Result<(), StoreError> {
+        run(&self.runtime, self.thread.reload())?
+    }
+}

@@ -1,0 +1,105 @@
+//! The blocking store: the async store's operations from plain threads, on SQLite and (with
+//! `AGENTSTATE_POSTGRES_URL`) PostgreSQL; inside an async runtime it refuses instead of
+//! blocking the runtime's thread.
+
+use agentstate::AgentState;
+use agentstate_store::backend::Backend;
+use agentstate_store::blocking::BlockingStore;
+use agentstate_store::StepMeta;
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counter {
+    #[reducer(append)]
+    pub log: Vec<u64>,
+}
+
+fn exercise<B: Backend>(store: &BlockingStore<B>) {
+    let mut t = store.create("c", Counter::default(), Map::new()).unwrap();
+    for i in 1..=3 {
+        assert_eq!(
+            t.merge(CounterUpdate::default().log(vec![i]), StepMeta::node("n"))
+                .unwrap(),
+            i
+        );
+    }
+    // A second handle is stale after the first writes; merge_with reloads and retries.
+    let mut other = store.thread::<Counter>("c").unwrap();
+    t.merge(CounterUpdate::default().log(vec![4]), StepMeta::default())
+        .unwrap();
+    let v = other
+        .merge_with(StepMeta::default(), |s| {
+            Ok(CounterUpdate::default().log(vec![s.log.len() as u64 + 1]))
+        })
+        .unwrap();
+    assert_eq!((v, &other.state().log), (5, &vec![1, 2, 3, 4, 5]));
+    store.fork("c", 2, "d", Map::new()).unwrap();
+    assert_eq!(
+        store.load::<Counter>("d").unwrap(),
+        (Counter { log: vec![1, 2] }, 2)
+    );
+    assert_eq!(store.history("d", 0, 10).unwrap().len(), 2);
+    assert_eq!(store.load_at::<Counter>("c", 3).unwrap().log, vec![1, 2, 3]);
+    assert_eq!(store.compact::<Counter>("d").unwrap().snapshot, 2);
+    assert_eq!(
+        store.load::<Counter>("c").unwrap().0,
+        other.into_async().into_state()
+    );
+    let err = store.load::<Counter>("nope").unwrap_err();
+    assert_eq!(err.category(), "thread_not_found");
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn sqlite_from_a_plain_thread() {
+    exercise(&BlockingStore::open_in_memory().unwrap());
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn inside_an_async_runtime_it_refuses() {
+    let store = BlockingStore::open_in_memory().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = runtime.block_on(async { store.load::<Counter>("c").unwrap_err() });
+    assert_eq!(err.category(), "store_backend_error", "{err}");
+    assert!(err.to_string().contains("async runtime"), "{err}");
+    // Outside, the same store works.
+    store.create("c", Counter::default(), Map::new()).unwrap();
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_from_a_plain_thread() {
+    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+        println!("postgres blocking test skipped: AGENTSTATE_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!("as_blocking_{}", std::process::id());
+    let store = BlockingStore::connect_with(
+        &url,
+        agentstate_store::postgres::PostgresOptions {
+            schema: schema.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    exercise(&store);
+    drop(store);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+    });
+}

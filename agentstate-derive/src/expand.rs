@@ -476,6 +476,8 @@ fn expand(input: &Input) -> TokenStream {
     let ow_struct = format_ident!("{}Overwrite", update);
     let mut ow_fields = Vec::new();
     let mut ow_defaults = Vec::new();
+    let mut ow_arms = Vec::new();
+    let mut ow_keys = Vec::new();
 
     // The update struct.
     let mut update_fields = Vec::new();
@@ -648,6 +650,10 @@ fn expand(input: &Input) -> TokenStream {
                     fspan,
                 ));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
+                ow_arms.push(quote! {
+                    #ow_json => #k::__private::deserialize_overwrite(&mut __fields.#ident, #ow_json, __map),
+                });
+                ow_keys.push(ow_json);
                 let ow_setter =
                     format_ident!("overwrite_{}", ident.to_string().trim_start_matches("r#"));
                 setters.push(respan(quote! {
@@ -724,14 +730,74 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let ow_struct_doc = format!("The overwrites of a [`{update}`]: each field, when set, replaces the state's field, bypassing its reducer.");
+    // A non-generic struct's Overwrites read their keys through `DeserializeFields`, one
+    // match over the keys (serde's derive, with a `deserialize_with` per field, is about 1,200
+    // lines of code per state; most of a state's expansion).
+    let (ow_derive_de, ow_de_impl) = if generic {
+        (
+            quote!(, #k::__private::serde::Deserialize),
+            TokenStream::new(),
+        )
+    } else {
+        let name = ow_struct.to_string();
+        let expecting = format!("struct {name}");
+        let serde = quote!(#k::__private::serde);
+        let impls = quote! {
+            const _: () = {
+                #[doc(hidden)]
+                #[automatically_derived]
+                impl<'de> #k::state::DeserializeFields<'de> for #ow_struct #where_clause {
+                    type Fields = Self;
+
+                    #[inline]
+                    fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
+                        __fields: &mut Self,
+                        __key: &str,
+                        __map: &mut __A,
+                    ) -> ::core::result::Result<bool, __A::Error> {
+                        match __key {
+                            #(#ow_arms)*
+                            _ => ::core::result::Result::Ok(false),
+                        }
+                    }
+
+                    #[inline]
+                    fn finish<__E: #serde::de::Error>(
+                        __fields: Self,
+                    ) -> ::core::result::Result<Self, __E> {
+                        ::core::result::Result::Ok(__fields)
+                    }
+                }
+
+                #[automatically_derived]
+                impl<'de> #serde::Deserialize<'de> for #ow_struct #where_clause {
+                    fn deserialize<__D: #serde::Deserializer<'de>>(
+                        __deserializer: __D,
+                    ) -> ::core::result::Result<Self, __D::Error> {
+                        const __SHAPE: #k::__private::Shape = #k::__private::Shape {
+                            name: #name,
+                            fields: &[#(#ow_keys),*],
+                            base: false,
+                            deny_unknown_fields: false,
+                            expecting: #expecting,
+                        };
+                        #k::__private::deserialize_state(__deserializer, &__SHAPE)
+                    }
+                }
+            };
+        };
+        (TokenStream::new(), impls)
+    };
     let overwrite_struct = quote! {
         #[doc = #ow_struct_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize #ow_derive_de)]
         #[serde(crate = #serde_crate)]
         #serde_bound
         #vis struct #ow_struct #generics #where_clause {
             #(#ow_fields,)*
         }
+
+        #ow_de_impl
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {

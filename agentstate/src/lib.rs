@@ -62,7 +62,6 @@ pub use agentstate_derive::AgentState;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::state::{deserialize_state, deserialize_value, missing_field, Shape};
-    pub use crate::update::deserialize_overwrite;
     pub use crate::update::{
         apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,
         plan_nested, FieldPlan,

@@ -77,38 +77,6 @@ where
         .map_err(serde::de::Error::custom)
 }
 
-/// Reads an Overwrite entry's value into its slot, as [`present_flattened`]; a second value for
-/// it is serde's "duplicate field". For the `Deserialize` that `#[derive(AgentState)]`
-/// generates for an update's Overwrites.
-#[doc(hidden)]
-#[inline]
-pub fn deserialize_overwrite<'de, T, A>(
-    slot: &mut Option<T>,
-    name: &'static str,
-    map: &mut A,
-) -> Result<bool, A::Error>
-where
-    T: Deserialize<'de>,
-    A: serde::de::MapAccess<'de>,
-{
-    if slot.is_some() {
-        return Err(serde::de::Error::duplicate_field(name));
-    }
-    *slot = map.next_value_seed(PresentFlattened(std::marker::PhantomData))?;
-    Ok(true)
-}
-
-/// [`present_flattened`] as a seed.
-struct PresentFlattened<T>(std::marker::PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> serde::de::DeserializeSeed<'de> for PresentFlattened<T> {
-    type Value = Option<T>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<T>, D::Error> {
-        present_flattened(deserializer)
-    }
-}
-
 /// Deserializes the base state's update, flattened into an extension's update; for
 /// `#[derive(AgentState)]`.
 ///

@@ -221,6 +221,68 @@ fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
         .find(|(_, f)| matches!(f.role, Role::Base))
 }
 
+/// `DeserializeFields` (with `Fields = Self`: the struct starts as its `Default`, all `None`)
+/// and `Deserialize` for an update or its Overwrites: `arms` read the keys `keys`, `others`
+/// is offered every other key. With `map`, it reads a map, as serde's derive does for a
+/// struct with a flattened field.
+fn key_by_key(
+    k: &TokenStream,
+    ty: &Ident,
+    where_clause: &TokenStream,
+    arms: &[TokenStream],
+    keys: &[String],
+    others: TokenStream,
+    map: bool,
+) -> TokenStream {
+    let serde = quote!(#k::__private::serde);
+    let name = ty.to_string();
+    let expecting = format!("struct {name}");
+    quote! {
+        const _: () = {
+            #[doc(hidden)]
+            #[automatically_derived]
+            impl<'de> #k::state::DeserializeFields<'de> for #ty #where_clause {
+                type Fields = Self;
+
+                #[inline]
+                fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
+                    __fields: &mut Self,
+                    __key: &str,
+                    __map: &mut __A,
+                ) -> ::core::result::Result<bool, __A::Error> {
+                    match __key {
+                        #(#arms)*
+                        _ => { #others }
+                    }
+                }
+
+                #[inline]
+                fn finish<__E: #serde::de::Error>(
+                    __fields: Self,
+                ) -> ::core::result::Result<Self, __E> {
+                    ::core::result::Result::Ok(__fields)
+                }
+            }
+
+            #[automatically_derived]
+            impl<'de> #serde::Deserialize<'de> for #ty #where_clause {
+                fn deserialize<__D: #serde::Deserializer<'de>>(
+                    __deserializer: __D,
+                ) -> ::core::result::Result<Self, __D::Error> {
+                    const __SHAPE: #k::__private::Shape = #k::__private::Shape {
+                        name: #name,
+                        fields: &[#(#keys),*],
+                        base: #map,
+                        deny_unknown_fields: false,
+                        expecting: #expecting,
+                    };
+                    #k::__private::deserialize_state(__deserializer, &__SHAPE)
+                }
+            }
+        };
+    }
+}
+
 /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
 /// the object in one pass and offering the keys it does not know to the base.
 fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
@@ -737,8 +799,8 @@ fn expand(input: &Input) -> TokenStream {
             .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
     });
     let fields_de = !generic && !base_is_generic;
+    let derive_de = quote!(, #k::__private::serde::Deserialize);
     let (update_derive_de, update_de_impl) = if fields_de {
-        let serde = quote!(#k::__private::serde);
         let trait_ = quote!(#k::state::DeserializeFields<'de>);
         let base_arm = match base_update {
             Some((ident, ty)) => quote! {
@@ -746,63 +808,24 @@ fn expand(input: &Input) -> TokenStream {
             },
             None => quote!(::core::result::Result::Ok(false)),
         };
-        let name = update.to_string();
-        let expecting = format!("struct {name}");
-        let impls = quote! {
-            const _: () = {
-                #[doc(hidden)]
-                #[automatically_derived]
-                impl<'de> #trait_ for #update #where_clause {
-                    type Fields = Self;
-
-                    #[inline]
-                    fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
-                        __fields: &mut Self,
-                        __key: &str,
-                        __map: &mut __A,
-                    ) -> ::core::result::Result<bool, __A::Error> {
-                        match __key {
-                            #(#update_arms)*
-                            _ => {
-                                if <#ow_struct as #trait_>::deserialize_field(&mut __fields.#ow, __key, __map)? {
-                                    return ::core::result::Result::Ok(true);
-                                }
-                                #base_arm
-                            }
-                        }
-                    }
-
-                    #[inline]
-                    fn finish<__E: #serde::de::Error>(
-                        __fields: Self,
-                    ) -> ::core::result::Result<Self, __E> {
-                        ::core::result::Result::Ok(__fields)
-                    }
-                }
-
-                #[automatically_derived]
-                impl<'de> #serde::Deserialize<'de> for #update #where_clause {
-                    fn deserialize<__D: #serde::Deserializer<'de>>(
-                        __deserializer: __D,
-                    ) -> ::core::result::Result<Self, __D::Error> {
-                        const __SHAPE: #k::__private::Shape = #k::__private::Shape {
-                            name: #name,
-                            fields: &[#(#update_keys),*],
-                            base: true,
-                            deny_unknown_fields: false,
-                            expecting: #expecting,
-                        };
-                        #k::__private::deserialize_state(__deserializer, &__SHAPE)
-                    }
-                }
-            };
+        let others = quote! {
+            if <#ow_struct as #trait_>::deserialize_field(&mut __fields.#ow, __key, __map)? {
+                return ::core::result::Result::Ok(true);
+            }
+            #base_arm
         };
+        let impls = key_by_key(
+            k,
+            update,
+            where_clause,
+            &update_arms,
+            &update_keys,
+            others,
+            true,
+        );
         (TokenStream::new(), impls)
     } else {
-        (
-            quote!(, #k::__private::serde::Deserialize),
-            TokenStream::new(),
-        )
+        (derive_de.clone(), TokenStream::new())
     };
     let update_struct = quote! {
         #[doc = #update_doc]
@@ -820,60 +843,20 @@ fn expand(input: &Input) -> TokenStream {
     // A non-generic struct's Overwrites read their keys through `DeserializeFields`, one
     // match over the keys (serde's derive, with a `deserialize_with` per field, is about 1,200
     // lines of code per state; most of a state's expansion).
-    let (ow_derive_de, ow_de_impl) = if !fields_de {
-        (
-            quote!(, #k::__private::serde::Deserialize),
-            TokenStream::new(),
-        )
-    } else {
-        let name = ow_struct.to_string();
-        let expecting = format!("struct {name}");
-        let serde = quote!(#k::__private::serde);
-        let impls = quote! {
-            const _: () = {
-                #[doc(hidden)]
-                #[automatically_derived]
-                impl<'de> #k::state::DeserializeFields<'de> for #ow_struct #where_clause {
-                    type Fields = Self;
-
-                    #[inline]
-                    fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
-                        __fields: &mut Self,
-                        __key: &str,
-                        __map: &mut __A,
-                    ) -> ::core::result::Result<bool, __A::Error> {
-                        match __key {
-                            #(#ow_arms)*
-                            _ => ::core::result::Result::Ok(false),
-                        }
-                    }
-
-                    #[inline]
-                    fn finish<__E: #serde::de::Error>(
-                        __fields: Self,
-                    ) -> ::core::result::Result<Self, __E> {
-                        ::core::result::Result::Ok(__fields)
-                    }
-                }
-
-                #[automatically_derived]
-                impl<'de> #serde::Deserialize<'de> for #ow_struct #where_clause {
-                    fn deserialize<__D: #serde::Deserializer<'de>>(
-                        __deserializer: __D,
-                    ) -> ::core::result::Result<Self, __D::Error> {
-                        const __SHAPE: #k::__private::Shape = #k::__private::Shape {
-                            name: #name,
-                            fields: &[#(#ow_keys),*],
-                            base: false,
-                            deny_unknown_fields: false,
-                            expecting: #expecting,
-                        };
-                        #k::__private::deserialize_state(__deserializer, &__SHAPE)
-                    }
-                }
-            };
-        };
+    let (ow_derive_de, ow_de_impl) = if fields_de {
+        let others = quote!(::core::result::Result::Ok(false));
+        let impls = key_by_key(
+            k,
+            &ow_struct,
+            where_clause,
+            &ow_arms,
+            &ow_keys,
+            others,
+            false,
+        );
         (TokenStream::new(), impls)
+    } else {
+        (derive_de, TokenStream::new())
     };
     let overwrite_struct = quote! {
         #[doc = #ow_struct_doc]

@@ -140,7 +140,9 @@ pub trait State {
 ///
 /// `#[derive(AgentState)]` with `#[agent_state(deserialize)]` implements it, together with the
 /// state's `serde::Deserialize` (so the state must not also derive serde's `Deserialize`: rustc
-/// would report E0119, conflicting implementations). [`AgentState`] implements it. The
+/// would report E0119, conflicting implementations). [`AgentState`] implements it, and so does
+/// every update type the derive generates for a non-generic state (hidden: that is how an
+/// update reads its base's part in the same pass). The
 /// generated `Deserialize` offers each key first to the state's own fields, then to its base's
 /// `deserialize_field`, and ignores a key no one takes (or refuses it under
 /// `#[serde(deny_unknown_fields)]`); `finish` then builds the base and the state.

@@ -135,7 +135,6 @@ const _: () = {
     :: core :: clone :: Clone,
     :: core :: cmp :: PartialEq,
     :: agentstate :: __private :: serde :: Serialize,
-    :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
 pub struct ResearchUpdate
@@ -187,13 +186,79 @@ where
     #[serde(flatten)]
     pub overwrite: ResearchUpdateOverwrite,
 }
+const _: () = {
+    #[doc(hidden)]
+    #[automatically_derived]
+    impl<'de> ::agentstate::state::DeserializeFields<'de> for ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
+        type Fields = Self;
+        #[inline]
+        fn deserialize_field<__A: ::agentstate::__private::serde::de::MapAccess<'de>>(
+            __fields: &mut Self,
+            __key: &str,
+            __map: &mut __A,
+        ) -> ::core::result::Result<bool, __A::Error> {
+            match __key {
+                "notes" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.notes, "notes", __map)
+                }
+                "recent" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.recent,
+                    "recent",
+                    __map,
+                ),
+                "findings" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.findings,
+                    "findings",
+                    __map,
+                ),
+                "title" => {
+                    ::agentstate::__private::deserialize_value(&mut __fields.title, "title", __map)
+                }
+                _ => {
+                    if < ResearchUpdateOverwrite as :: agentstate :: state :: DeserializeFields < 'de > > :: deserialize_field (& mut __fields . overwrite , __key , __map) ? { return :: core :: result :: Result :: Ok (true) ; }
+                    << AgentState as :: agentstate :: State > :: Update as :: agentstate :: state :: DeserializeFields < 'de > > :: deserialize_field (& mut __fields . base , __key , __map)
+                }
+            }
+        }
+        #[inline]
+        fn finish<__E: ::agentstate::__private::serde::de::Error>(
+            __fields: Self,
+        ) -> ::core::result::Result<Self, __E> {
+            ::core::result::Result::Ok(__fields)
+        }
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
+        fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
+            __deserializer: __D,
+        ) -> ::core::result::Result<Self, __D::Error> {
+            const __SHAPE: ::agentstate::__private::Shape = ::agentstate::__private::Shape {
+                name: "ResearchUpdate",
+                fields: &["notes", "recent", "findings", "title"],
+                base: true,
+                deny_unknown_fields: false,
+                expecting: "struct ResearchUpdate",
+            };
+            ::agentstate::__private::deserialize_state(__deserializer, &__SHAPE)
+        }
+    }
+};
 #[doc = "The overwrites of a [`ResearchUpdate`]: each field, when set, replaces the state's field, bypassing its reducer."]
 #[derive(
     :: core :: fmt :: Debug,
     :: core :: clone :: Clone,
     :: core :: cmp :: PartialEq,
     :: agentstate :: __private :: serde :: Serialize,
-    :: agentstate :: __private :: serde :: Deserialize,
 )]
 #[serde(crate = "::agentstate::__private::serde")]
 pub struct ResearchUpdateOverwrite
@@ -239,6 +304,79 @@ where
     )]
     pub title: ::core::option::Option<String>,
 }
+const _: () = {
+    #[doc(hidden)]
+    #[automatically_derived]
+    impl<'de> ::agentstate::state::DeserializeFields<'de> for ResearchUpdateOverwrite
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
+        type Fields = Self;
+        #[inline]
+        fn deserialize_field<__A: ::agentstate::__private::serde::de::MapAccess<'de>>(
+            __fields: &mut Self,
+            __key: &str,
+            __map: &mut __A,
+        ) -> ::core::result::Result<bool, __A::Error> {
+            match __key {
+                "notes.__overwrite__" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.notes,
+                    "notes.__overwrite__",
+                    __map,
+                ),
+                "recent.__overwrite__" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.recent,
+                    "recent.__overwrite__",
+                    __map,
+                ),
+                "findings.__overwrite__" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.findings,
+                    "findings.__overwrite__",
+                    __map,
+                ),
+                "title.__overwrite__" => ::agentstate::__private::deserialize_value(
+                    &mut __fields.title,
+                    "title.__overwrite__",
+                    __map,
+                ),
+                _ => ::core::result::Result::Ok(false),
+            }
+        }
+        #[inline]
+        fn finish<__E: ::agentstate::__private::serde::de::Error>(
+            __fields: Self,
+        ) -> ::core::result::Result<Self, __E> {
+            ::core::result::Result::Ok(__fields)
+        }
+    }
+    #[automatically_derived]
+    impl<'de> ::agentstate::__private::serde::Deserialize<'de> for ResearchUpdateOverwrite
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+    {
+        fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
+            __deserializer: __D,
+        ) -> ::core::result::Result<Self, __D::Error> {
+            const __SHAPE: ::agentstate::__private::Shape = ::agentstate::__private::Shape {
+                name: "ResearchUpdateOverwrite",
+                fields: &[
+                    "notes.__overwrite__",
+                    "recent.__overwrite__",
+                    "findings.__overwrite__",
+                    "title.__overwrite__",
+                ],
+                base: false,
+                deny_unknown_fields: false,
+                expecting: "struct ResearchUpdateOverwrite",
+            };
+            ::agentstate::__private::deserialize_state(__deserializer, &__SHAPE)
+        }
+    }
+};
 #[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]
 pub trait ResearchUpdateSetters:
     ::agentstate::update::Extends<ResearchUpdate> + ::core::marker::Sized

@@ -38,6 +38,7 @@
 
 pub mod backend;
 pub mod blocking;
+mod checked;
 pub mod error;
 pub mod migrate;
 #[cfg(feature = "postgres")]

@@ -782,8 +782,8 @@ impl<B: Backend> Store<B> {
     }
 }
 
-/// The keys of a JSON object, its values skipped: what [`strict`] checks before reading an
-/// update directly.
+/// The keys of a JSON object, its values skipped: what [`strict_branches`] checks before
+/// reading a parallel step's updates.
 struct Keys(Vec<String>);
 
 impl<'de> serde::Deserialize<'de> for Keys {
@@ -818,12 +818,14 @@ fn check_keys<S: StoredState>(keys: &Keys) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads an update written by `S` itself: directly (no intermediate `Value`), after checking
-/// its keys; on failure, the error `Update::from_json` gives (field and path).
+/// Reads an update written by `S` itself: directly (no intermediate `Value`), in one pass that
+/// checks its keys as it goes ([`checked`](crate::checked)); on failure, the error
+/// `Update::from_json` gives (field and path).
 fn strict<S: StoredState>(json: &str) -> Result<S::Update, String> {
-    let keys: Keys = serde_json::from_str(json).map_err(|e| e.to_string())?;
-    check_keys::<S>(&keys)?;
-    serde_json::from_str(json).map_err(|e| explain::<S>(json).unwrap_or(e.to_string()))
+    let mut de = serde_json::Deserializer::from_str(json);
+    crate::checked::deserialize::<S::Update, _>(&mut de, S::FIELDS)
+        .and_then(|update| de.end().map(|()| update))
+        .map_err(|e| explain::<S>(json).unwrap_or(e.to_string()))
 }
 
 /// Reads the branch updates of a parallel step written by `S` itself (see [`strict`]).

@@ -426,3 +426,20 @@ fn skipped_fields_take_their_defaults() {
     let defaulted: opt_in::Defaulted = serde_json::from_str("{}").unwrap();
     assert_eq!(defaulted, opt_in::Defaulted::default());
 }
+
+#[test]
+fn the_opt_in_keeps_a_base_messages_free_form_values_exact() {
+    // A message as AgentFlow dumps it: metadata keys unsorted, an integer beyond 64 bits.
+    let message = r#"{"message_id":"m-1","role":"user","content":[{"type":"text","text":"hi","annotations":[]}],"delta":false,"tools_calls":null,"reasoning":null,"timestamp":1760000000.5,"metadata":{"zeta":1,"alpha":123456789012345678901234567890},"usages":null,"raw":null,"parsed_content":null}"#;
+    let json = format!(r#"{{"context":[{message}],"confirmed":true,"n":2}}"#);
+    let ext: opt_in::Ext = serde_json::from_str(&json).unwrap();
+    let written = serde_json::to_string(&ext.base.context[0]).unwrap();
+    assert_eq!(
+        written, message,
+        "read key by key, the base's values keep their text"
+    );
+    // serde's flatten buffers the base first: the key order survives, the big integer does not.
+    let twin: twin::Ext = serde_json::from_str(&json).unwrap();
+    let buffered = serde_json::to_string(&twin.base.context[0]).unwrap();
+    assert_ne!(buffered, message);
+}

@@ -24,14 +24,16 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         entry: NewEntry,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
-    /// Stores the state of version `seq` (a committed version) as a snapshot; an existing one
-    /// is kept.
+    /// Stores the state of version `seq` (a committed version) as a snapshot (an existing one
+    /// is kept), then, in the same transaction, deletes the thread's snapshots older than its
+    /// newest `keep`, except the one at the thread's oldest version (a compaction's base).
     fn put_snapshot(
         &self,
         thread: &str,
         seq: u64,
         fingerprint: u64,
         json: String,
+        keep: u32,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// What it takes to build version `seq` (the newest if `None`): the newest snapshot at or

@@ -400,21 +400,38 @@ impl Backend for Postgres {
         seq: u64,
         fingerprint: u64,
         json: String,
+        keep: u32,
     ) -> Result<(), StoreError> {
         let doing = format!("storing a snapshot of thread `{thread}`");
-        let client = self.client(&doing).await?;
-        client
-            .execute(
-                &format!(
-                    "INSERT INTO {} (thread, seq, fingerprint, body)
-                     SELECT id, $2, $3, $4::text::json FROM {} WHERE id = $1 AND head >= $2
-                     ON CONFLICT DO NOTHING",
-                    self.sql.snapshots, self.sql.threads
-                ),
-                &[&thread, &(seq as i64), &(fingerprint as i64), &json],
-            )
-            .await
-            .map_err(db_err(&doing))?;
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        tx.execute(
+            &format!(
+                "INSERT INTO {} (thread, seq, fingerprint, body)
+                 SELECT id, $2, $3, $4::text::json FROM {} WHERE id = $1 AND head >= $2
+                 ON CONFLICT DO NOTHING",
+                self.sql.snapshots, self.sql.threads
+            ),
+            &[&thread, &(seq as i64), &(fingerprint as i64), &json],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        // The thread's snapshots after its oldest version (the one at it is a compaction's
+        // base), newest first; all but the first `keep` go.
+        tx.execute(
+            &format!(
+                "DELETE FROM {snapshots} WHERE thread = $1 AND seq IN (
+                     SELECT s.seq FROM {snapshots} s JOIN {threads} t ON t.id = s.thread
+                     WHERE s.thread = $1 AND s.seq > t.oldest
+                     ORDER BY s.seq DESC OFFSET $2)",
+                snapshots = self.sql.snapshots,
+                threads = self.sql.threads
+            ),
+            &[&thread, &i64::from(keep)],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.commit().await.map_err(db_err(&doing))?;
         Ok(())
     }
 

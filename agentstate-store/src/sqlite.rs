@@ -484,16 +484,30 @@ impl Backend for Sqlite {
         seq: u64,
         fingerprint: u64,
         json: String,
+        keep: u32,
     ) -> Result<(), StoreError> {
         let id = thread.to_owned();
         self.call(move |conn| {
-            let doing = format!("storing a snapshot of thread `{id}`");
-            conn.prepare_cached(
+            let doing = || format!("storing a snapshot of thread `{id}`");
+            let tx = conn.transaction().map_err(db_err(doing()))?;
+            tx.prepare_cached(
                 "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
                  SELECT (tid << 32) + ?2, ?3, ?4 FROM agentstate_threads WHERE id = ?1 AND head >= ?2",
             )
             .and_then(|mut s| s.execute(params![id, seq as i64, fingerprint as i64, json]))
-            .map_err(db_err(doing))?;
+            .map_err(db_err(doing()))?;
+            // The thread's snapshots after its oldest version (the one at it is a compaction's
+            // base), newest first; all but the first `keep` go.
+            tx.prepare_cached(
+                "DELETE FROM agentstate_snapshots WHERE key IN (
+                     SELECT s.key FROM agentstate_threads t, agentstate_snapshots s
+                     WHERE t.id = ?1 AND s.key > (t.tid << 32) + t.oldest
+                       AND s.key < (t.tid + 1) << 32
+                     ORDER BY s.key DESC LIMIT -1 OFFSET ?2)",
+            )
+            .and_then(|mut s| s.execute(params![id, i64::from(keep)]))
+            .map_err(db_err(doing()))?;
+            tx.commit().map_err(db_err(doing()))?;
             Ok(())
         })
         .await

@@ -44,6 +44,14 @@ impl<S> StoredState for S where
 /// larger than the last snapshot's. Loading the latest state then replays at most `every`
 /// entries.
 ///
+/// Writing a snapshot also deletes the thread's older ones beyond the newest
+/// [`keep`](SnapshotPolicy::keep) (default 1), in the same transaction: each snapshot holds the
+/// whole state, so keeping them all would make a growing thread's storage grow with the square
+/// of its length (a chat of 100k messages would hold about a hundred snapshots of up to 68 MB).
+/// The journal is never touched, so every version stays loadable; a version before the kept
+/// snapshots replays from the thread's start. The snapshot a compaction left as the thread's
+/// base is always kept.
+///
 /// ```
 /// use agentstate_store::store::SnapshotPolicy;
 ///
@@ -51,11 +59,14 @@ impl<S> StoredState for S where
 /// assert!(policy.is_due(100, 10, 1_000));
 /// assert!(policy.is_due(5, 2_000, 1_000));
 /// assert!(!policy.is_due(5, 10, 1_000));
+/// assert_eq!(policy.kept(), 1);
+/// assert_eq!(policy.keep(3).kept(), 3); // faster time travel to older versions, more space
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotPolicy {
     every: u64,
     journal_outgrows: bool,
+    keep: u32,
 }
 
 impl Default for SnapshotPolicy {
@@ -65,6 +76,7 @@ impl Default for SnapshotPolicy {
         SnapshotPolicy {
             every: 1_000,
             journal_outgrows: false,
+            keep: 1,
         }
     }
 }
@@ -75,6 +87,7 @@ impl SnapshotPolicy {
         SnapshotPolicy {
             every: k.max(1),
             journal_outgrows: false,
+            keep: 1,
         }
     }
 
@@ -84,6 +97,19 @@ impl SnapshotPolicy {
     pub fn when_journal_outgrows(mut self, on: bool) -> Self {
         self.journal_outgrows = on;
         self
+    }
+
+    /// Keep the newest `n` snapshots of a thread (at least 1; default 1) when writing a new one;
+    /// older ones are deleted (see the type's docs). `u32::MAX` keeps them all.
+    #[must_use]
+    pub fn keep(mut self, n: u32) -> Self {
+        self.keep = n.max(1);
+        self
+    }
+
+    /// How many of a thread's newest snapshots are kept.
+    pub fn kept(&self) -> u32 {
+        self.keep
     }
 
     /// The most entries a load replays.
@@ -379,7 +405,13 @@ impl<B: Backend> Store<B> {
         let loaded = self.load_state::<S>(id, None).await?;
         let json = to_json(id, &loaded.state)?;
         self.backend
-            .put_snapshot(id, loaded.version, fingerprint::<S>(), json)
+            .put_snapshot(
+                id,
+                loaded.version,
+                fingerprint::<S>(),
+                json,
+                self.config.policy.kept(),
+            )
             .await?;
         Ok(loaded.version)
     }

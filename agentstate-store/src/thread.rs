@@ -216,7 +216,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 let put = self
                     .store
                     .backend
-                    .put_snapshot(&self.id, seq, fingerprint::<S>(), json)
+                    .put_snapshot(&self.id, seq, fingerprint::<S>(), json, policy.kept())
                     .await;
                 if put.is_ok() {
                     self.since_snapshot = 0;

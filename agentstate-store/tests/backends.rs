@@ -510,10 +510,17 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     );
     let err = store.load_at::<Tally>("s", 10).await.unwrap_err();
     assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
-    // Appending goes on after compaction.
+    // Appending goes on after compaction; newer snapshots (at 58 and 66, of which only the
+    // newest is kept) never take the place of the one the compaction left as the base.
     let mut t = store.thread::<Tally>("s").await.unwrap();
-    t.merge(step(51), StepMeta::default()).await.unwrap();
-    assert_eq!(store.load::<Tally>("s").await.unwrap().0.log.len(), 51);
+    for i in 51..=66 {
+        t.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    assert_eq!(store.load::<Tally>("s").await.unwrap().0.log.len(), 66);
+    assert_eq!(
+        store.load_at::<Tally>("s", 51).await.unwrap().log,
+        (1..=51).collect::<Vec<_>>()
+    );
     // The size rule: a snapshot once the journal outgrows the last one.
     let store =
         store.with_snapshot_policy(SnapshotPolicy::every(1_000).when_journal_outgrows(true));
@@ -530,6 +537,40 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     let done = store.compact::<Tally>("u").await.unwrap();
     assert_eq!(done.dropped, 40);
     assert_eq!(store.load::<Tally>("u").await.unwrap().0.last, Some(40));
+    // Only the newest snapshot is kept by default (`keep(1)`), so storage grows with the
+    // journal, not with its square. Spoil every snapshot's body: version 9 still loads
+    // (replayed from the start, as the snapshot at 8 is gone) while the latest, read from the
+    // snapshot at 16, is refused.
+    let store = store.with_snapshot_policy(SnapshotPolicy::every(8));
+    let mut k = store
+        .create("k", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=20 {
+        k.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
+    assert_eq!(
+        store.load_at::<Tally>("k", 9).await.unwrap().log,
+        (1..=9).collect::<Vec<_>>()
+    );
+    let err = store.load::<Tally>("k").await.unwrap_err();
+    assert_eq!(err.category(), "store_corrupt_data", "{err}");
+    // With `keep(2)` the one before the newest stays too: version 9 now reads the spoiled 8.
+    let store = store.with_snapshot_policy(SnapshotPolicy::every(8).keep(2));
+    let mut k2 = store
+        .create("k2", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=20 {
+        k2.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
+    assert!(store.load_at::<Tally>("k2", 9).await.is_err());
+    assert_eq!(
+        store.load_at::<Tally>("k2", 7).await.unwrap().log,
+        (1..=7).collect::<Vec<_>>()
+    );
 }
 
 async fn migrations_and_schema_mismatch<B: Open>(db: Db) {

@@ -1,5 +1,6 @@
-//! A realistic conversation for the context window's tests and benchmark: prose from the
-//! project's README, code from the context module's own sources, JSON tool arguments and
+//! A realistic conversation for the context window's tests and benchmark: prose from a frozen
+//! copy of the project's README (`tests/data/context_prose.md`, so that editing the README does
+//! not move the tests' thresholds), code from the context module's own sources, JSON tool arguments and
 //! results, parallel tool calls. Deterministic: the same `turns` always give the same history.
 
 #![allow(dead_code)] // Each including crate uses part of it.
@@ -7,7 +8,7 @@
 use agentstate::message::{Message, Role, ToolCall};
 use serde_json::json;
 
-const PROSE: &str = include_str!("../../README.md");
+const PROSE: &str = include_str!("../data/context_prose.md");
 const CODE: [&str; 4] = [
     include_str!("../../agentstate/src/context/window.rs"),
     include_str!("../../agentstate/src/context/index.rs"),

@@ -5,6 +5,7 @@ use agentstate::message::{Message, Role, ToolCall};
 use agentstate::state::AgentStateUpdateSetters;
 use agentstate::{AgentState, State};
 use serde::Serialize;
+use serde_json::json;
 use std::collections::BTreeMap;
 
 /// AgentFlow's `class OrderState(AgentState)`, typed.
@@ -99,9 +100,12 @@ fn main() -> Result<(), agentstate::Error> {
     }
     state.complete();
 
-    // An update that names a wrong type for a field never gets in: serde refuses it.
-    let bad = serde_json::from_str::<OrderStateUpdate>(r#"{"confirmed": "yes"}"#);
-    println!("a malformed update is refused: {}", bad.unwrap_err());
+    // An update from JSON (a model's tool call, say) with a wrong type or an unknown key never
+    // gets in: `from_json` refuses it, naming the field.
+    for bad in [json!({"confirmed": "yes"}), json!({"confirmd": true})] {
+        let err = OrderStateUpdate::from_json(bad).unwrap_err();
+        println!("a malformed update is refused: {err} ({})", err.category());
+    }
     println!("status: {:?}", state.execution_meta.status);
     Ok(())
 }

@@ -26,7 +26,8 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
 
     /// Stores the state of version `seq` (a committed version) as a snapshot (an existing one
     /// is kept), then, in the same transaction, deletes the thread's snapshots older than its
-    /// newest `keep`, except the one at the thread's oldest version (a compaction's base).
+    /// newest `keep`, except the one at the thread's oldest version (a compaction's base) and
+    /// those a fork loads from (the newest at or before each fork point).
     fn put_snapshot(
         &self,
         thread: &str,

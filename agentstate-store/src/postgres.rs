@@ -417,12 +417,18 @@ impl Backend for Postgres {
         .await
         .map_err(db_err(&doing))?;
         // The thread's snapshots after its oldest version (the one at it is a compaction's
-        // base), newest first; all but the first `keep` go.
+        // base), newest first, but for those a fork loads from (the newest at or before its
+        // fork point); all but the first `keep` go.
         tx.execute(
             &format!(
                 "DELETE FROM {snapshots} WHERE thread = $1 AND seq IN (
                      SELECT s.seq FROM {snapshots} s JOIN {threads} t ON t.id = s.thread
                      WHERE s.thread = $1 AND s.seq > t.oldest
+                       AND NOT EXISTS (
+                           SELECT 1 FROM {threads} c
+                           WHERE c.parent = $1 AND s.seq = (
+                               SELECT max(n.seq) FROM {snapshots} n
+                               WHERE n.thread = $1 AND n.seq <= c.fork_seq))
                      ORDER BY s.seq DESC OFFSET $2)",
                 snapshots = self.sql.snapshots,
                 threads = self.sql.threads

@@ -497,12 +497,18 @@ impl Backend for Sqlite {
             .and_then(|mut s| s.execute(params![id, seq as i64, fingerprint as i64, json]))
             .map_err(db_err(doing()))?;
             // The thread's snapshots after its oldest version (the one at it is a compaction's
-            // base), newest first; all but the first `keep` go.
+            // base), newest first, but for those a fork loads from (the newest at or before
+            // its fork point); all but the first `keep` go.
             tx.prepare_cached(
                 "DELETE FROM agentstate_snapshots WHERE key IN (
                      SELECT s.key FROM agentstate_threads t, agentstate_snapshots s
                      WHERE t.id = ?1 AND s.key > (t.tid << 32) + t.oldest
                        AND s.key < (t.tid + 1) << 32
+                       AND NOT EXISTS (
+                           SELECT 1 FROM agentstate_threads c
+                           WHERE c.parent = t.tid AND s.key = (
+                               SELECT max(n.key) FROM agentstate_snapshots n
+                               WHERE n.key BETWEEN t.tid << 32 AND (t.tid << 32) + c.fork_seq))
                      ORDER BY s.key DESC LIMIT -1 OFFSET ?2)",
             )
             .and_then(|mut s| s.execute(params![id, i64::from(keep)]))

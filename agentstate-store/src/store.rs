@@ -50,7 +50,8 @@ impl<S> StoredState for S where
 /// of its length (a chat of 100k messages would hold about a hundred snapshots of up to 68 MB).
 /// The journal is never touched, so every version stays loadable; a version before the kept
 /// snapshots replays from the thread's start. The snapshot a compaction left as the thread's
-/// base is always kept.
+/// base is always kept, and so is the one a fork loads its start from (the newest at or before
+/// its fork point).
 ///
 /// ```
 /// use agentstate_store::store::SnapshotPolicy;

@@ -565,8 +565,29 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     for i in 1..=20 {
         k2.merge(step(i), StepMeta::default()).await.unwrap();
     }
+    // A fork keeps the snapshot it loads from (the newest at or before its fork point) even
+    // when newer ones would push it out: the fork at 10 of "k3" reads its parent's snapshot at
+    // 8 after the snapshot at 16 was written.
+    let store = store.with_snapshot_policy(SnapshotPolicy::every(8));
+    let mut k3 = store
+        .create("k3", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    for i in 1..=10 {
+        k3.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    store.fork("k3", 10, "k3-fork", Map::new()).await.unwrap();
+    for i in 11..=20 {
+        k3.merge(step(i), StepMeta::default()).await.unwrap();
+    }
+    assert_eq!(
+        store.load::<Tally>("k3-fork").await.unwrap().0.log,
+        (1..=10).collect::<Vec<_>>()
+    );
     db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
     assert!(store.load_at::<Tally>("k2", 9).await.is_err());
+    let err = store.load::<Tally>("k3-fork").await.unwrap_err();
+    assert_eq!(err.category(), "store_corrupt_data", "{err}");
     assert_eq!(
         store.load_at::<Tally>("k2", 7).await.unwrap().log,
         (1..=7).collect::<Vec<_>>()

@@ -11,6 +11,7 @@ use agentstate_store::backend::Backend;
 use agentstate_store::migrate::Migration;
 use agentstate_store::record::fingerprint;
 use agentstate_store::store::SnapshotPolicy;
+use agentstate_store::thread::Thread;
 use agentstate_store::{StepMeta, Store, StoreError, ThreadQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
@@ -538,60 +539,64 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     assert_eq!(done.dropped, 40);
     assert_eq!(store.load::<Tally>("u").await.unwrap().0.last, Some(40));
     // Only the newest snapshot is kept by default (`keep(1)`), so storage grows with the
-    // journal, not with its square. Spoil every snapshot's body: version 9 still loads
-    // (replayed from the start, as the snapshot at 8 is gone) while the latest, read from the
-    // snapshot at 16, is refused.
+    // journal, not with its square; `keep(2)` keeps the one before it too; and a fork keeps the
+    // snapshot it loads its start from (its parent's newest at or before the fork point) even
+    // when newer ones would push it out.
     let store = store.with_snapshot_policy(SnapshotPolicy::every(8));
     let mut k = store
         .create("k", Tally::default(), Map::new())
         .await
         .unwrap();
-    for i in 1..=20 {
-        k.merge(step(i), StepMeta::default()).await.unwrap();
-    }
-    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
-    assert_eq!(
-        store.load_at::<Tally>("k", 9).await.unwrap().log,
-        (1..=9).collect::<Vec<_>>()
-    );
-    let err = store.load::<Tally>("k").await.unwrap_err();
-    assert_eq!(err.category(), "store_corrupt_data", "{err}");
-    // With `keep(2)` the one before the newest stays too: version 9 now reads the spoiled 8.
-    let store = store.with_snapshot_policy(SnapshotPolicy::every(8).keep(2));
-    let mut k2 = store
+    merge_steps(&mut k, 1..=20).await;
+    let kept2 = store
+        .clone()
+        .with_snapshot_policy(SnapshotPolicy::every(8).keep(2));
+    let mut k2 = kept2
         .create("k2", Tally::default(), Map::new())
         .await
         .unwrap();
-    for i in 1..=20 {
-        k2.merge(step(i), StepMeta::default()).await.unwrap();
-    }
-    // A fork keeps the snapshot it loads from (the newest at or before its fork point) even
-    // when newer ones would push it out: the fork at 10 of "k3" reads its parent's snapshot at
-    // 8 after the snapshot at 16 was written.
-    let store = store.with_snapshot_policy(SnapshotPolicy::every(8));
+    merge_steps(&mut k2, 1..=20).await;
     let mut k3 = store
         .create("k3", Tally::default(), Map::new())
         .await
         .unwrap();
-    for i in 1..=10 {
-        k3.merge(step(i), StepMeta::default()).await.unwrap();
-    }
+    merge_steps(&mut k3, 1..=10).await;
     store.fork("k3", 10, "k3-fork", Map::new()).await.unwrap();
-    for i in 11..=20 {
-        k3.merge(step(i), StepMeta::default()).await.unwrap();
-    }
+    merge_steps(&mut k3, 11..=20).await;
     assert_eq!(
         store.load::<Tally>("k3-fork").await.unwrap().0.log,
         (1..=10).collect::<Vec<_>>()
     );
+    // Spoil every snapshot's body: a read of a snapshot that is still there is refused.
     db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
-    assert!(store.load_at::<Tally>("k2", 9).await.is_err());
-    let err = store.load::<Tally>("k3-fork").await.unwrap_err();
-    assert_eq!(err.category(), "store_corrupt_data", "{err}");
+    let spoiled = |result: Result<Tally, StoreError>| {
+        let err = result.unwrap_err();
+        assert_eq!(err.category(), "store_corrupt_data", "{err}");
+    };
+    // "k": version 9 replays from the start (the snapshot at 8 is gone); the latest reads 16.
+    assert_eq!(
+        store.load_at::<Tally>("k", 9).await.unwrap().log,
+        (1..=9).collect::<Vec<_>>()
+    );
+    spoiled(store.load::<Tally>("k").await.map(|(state, _)| state));
+    // "k2": version 9 reads the snapshot at 8; version 7 replays from the start.
+    spoiled(store.load_at::<Tally>("k2", 9).await);
     assert_eq!(
         store.load_at::<Tally>("k2", 7).await.unwrap().log,
         (1..=7).collect::<Vec<_>>()
     );
+    // The fork reads its parent's snapshot at 8.
+    spoiled(store.load::<Tally>("k3-fork").await.map(|(state, _)| state));
+}
+
+/// Merges `step(i)` for each `i` of `steps`, one entry each.
+async fn merge_steps<B: Backend>(
+    thread: &mut Thread<Tally, B>,
+    steps: std::ops::RangeInclusive<u64>,
+) {
+    for i in steps {
+        thread.merge(step(i), StepMeta::default()).await.unwrap();
+    }
 }
 
 async fn migrations_and_schema_mismatch<B: Open>(db: Db) {

@@ -7,8 +7,8 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, Base, HistoryPage, Loaded, NewEntry,
-    NewThread, Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, parse_object, Base, Entries, HistoryPage, Loaded, NewEntry, NewThread,
+    Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -470,12 +470,11 @@ impl Backend for Postgres {
                         fingerprint: r.get::<_, Option<i64>>(11).map(|f| f as u64),
                     })
                     .collect();
-                check_entries(thread, after, info.version, &entries)?;
                 return Ok(Loaded {
                     seq: info.version,
+                    entries: Entries::complete(thread, after, info.version, entries),
                     thread: info,
                     base: Base::Continue(after),
-                    entries,
                 });
             }
         }
@@ -552,12 +551,11 @@ impl Backend for Postgres {
                 fingerprint: r.get::<_, Option<i64>>(3).map(|f| f as u64),
             })
             .collect();
-        check_entries(thread, from, target, &entries)?;
         tx.commit().await.map_err(db_err(&doing))?;
         Ok(Loaded {
             thread: info,
             base,
-            entries,
+            entries: Entries::complete(thread, from, target, entries),
             seq: target,
         })
     }

@@ -2,6 +2,7 @@
 //! their bookkeeping. The typed layer ([`store`](crate::store)) builds them; backends only move
 //! them in and out of the database.
 
+use crate::error::StoreError;
 use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -290,16 +291,120 @@ pub enum Base {
 
 /// What a backend returns to load a version: the thread, where to start, and the entries to
 /// replay after it, in order.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Loaded {
     /// The thread.
     pub thread: ThreadInfo,
     /// Where to start.
     pub base: Base,
     /// The entries after the base, up to the version asked for.
-    pub entries: Vec<StoredEntry>,
+    pub entries: Entries,
     /// The version loaded.
     pub seq: u64,
+}
+
+/// A batch of entries as a backend's reader sends it, or the error that ended its reading.
+pub type EntryBatch = Result<Vec<StoredEntry>, StoreError>;
+
+/// The entries a load replays, versions `from + 1 ..= to` of one thread: read at once, or
+/// arriving in batches while the caller replays the first ones (the SQLite backend reads them on
+/// its connection's thread as the caller decodes its base state and replays, so the two overlap).
+/// [`next`](Entries::next) checks that every version is there, in order: a missing entry is
+/// [`StoreError::Corrupt`], never a shorter state.
+///
+/// ```
+/// use agentstate_store::record::{Entries, StoredEntry};
+///
+/// let entry = |seq| StoredEntry { seq, kind: 0, body: "{}".into(), fingerprint: None };
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let mut entries = Entries::complete("t", 0, 3, vec![entry(1), entry(3)]);
+/// assert_eq!(entries.len(), 3);
+/// assert_eq!(entries.next().await?.map(|e| e.seq), Some(1));
+/// let missing = entries.next().await.unwrap_err();
+/// assert_eq!(missing.category(), "store_corrupt_data");
+/// assert!(missing.to_string().contains("entry 2 is missing"), "{missing}");
+/// # Ok::<(), agentstate_store::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Entries {
+    thread: String,
+    /// The version the next entry must have.
+    next: u64,
+    /// The version of the last entry.
+    last: u64,
+    ready: std::vec::IntoIter<StoredEntry>,
+    batches: Option<tokio::sync::mpsc::UnboundedReceiver<EntryBatch>>,
+}
+
+impl Entries {
+    /// Versions `from + 1 ..= to` of thread `thread`, all read.
+    pub fn complete(thread: &str, from: u64, to: u64, entries: Vec<StoredEntry>) -> Self {
+        Entries {
+            thread: thread.to_owned(),
+            next: from + 1,
+            last: to,
+            ready: entries.into_iter(),
+            batches: None,
+        }
+    }
+
+    /// Versions `from + 1 ..= to` of thread `thread`, sent in order through `batches` by a
+    /// reader that ends with an `Err` if it fails (and stops when this is dropped).
+    pub fn streamed(
+        thread: &str,
+        from: u64,
+        to: u64,
+        batches: tokio::sync::mpsc::UnboundedReceiver<EntryBatch>,
+    ) -> Self {
+        Entries {
+            batches: Some(batches),
+            ..Entries::complete(thread, from, to, Vec::new())
+        }
+    }
+
+    /// How many entries there are to replay (read or not yet).
+    pub fn len(&self) -> u64 {
+        (self.last + 1).saturating_sub(self.next)
+    }
+
+    /// Whether there is no entry to replay.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next entry, `None` after the last; an error if one is missing or the reader failed.
+    pub async fn next(&mut self) -> Result<Option<StoredEntry>, StoreError> {
+        loop {
+            if let Some(entry) = self.ready.next() {
+                if entry.seq != self.next || entry.seq > self.last {
+                    return Err(StoreError::corrupt(
+                        &self.thread,
+                        format!("journal before entry {}", entry.seq),
+                        format!("entry {} is missing", self.next),
+                    ));
+                }
+                self.next += 1;
+                return Ok(Some(entry));
+            }
+            let Some(batches) = &mut self.batches else {
+                break;
+            };
+            match batches.recv().await {
+                Some(Ok(batch)) => self.ready = batch.into_iter(),
+                Some(Err(err)) => return Err(err),
+                None => self.batches = None,
+            }
+        }
+        if self.next <= self.last {
+            return Err(StoreError::corrupt(
+                &self.thread,
+                "journal",
+                format!("entries {} to {} are missing", self.next, self.last),
+            ));
+        }
+        Ok(None)
+    }
 }
 
 /// A page of threads to list: after which id, how many, and which metadata they must have.
@@ -375,37 +480,6 @@ pub(crate) fn check_range(
         });
     }
     Ok(target)
-}
-
-/// The entries read must be exactly `from + 1 ..= to`: a missing one (a hand-deleted row) is
-/// corrupt data, never a silently shorter state.
-#[allow(dead_code)] // used by whichever backends are compiled in
-pub(crate) fn check_entries(
-    id: &str,
-    from: u64,
-    to: u64,
-    entries: &[StoredEntry],
-) -> Result<(), crate::error::StoreError> {
-    for (expected, entry) in (from + 1..=to).zip(entries) {
-        if entry.seq != expected {
-            return Err(crate::error::StoreError::corrupt(
-                id,
-                format!("journal before entry {}", entry.seq),
-                format!("entry {expected} is missing"),
-            ));
-        }
-    }
-    if entries.len() as u64 != to.saturating_sub(from) {
-        return Err(crate::error::StoreError::corrupt(
-            id,
-            "journal",
-            format!(
-                "entries {} to {to} are missing",
-                from + 1 + entries.len() as u64
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Builds an [`EntryInfo`] from its columns.

@@ -1,18 +1,23 @@
-//! The SQLite backend (feature `sqlite`, default): one connection on a dedicated thread, so each
-//! operation is one hop from the async caller and runs its whole transaction without yielding.
-//! WAL mode; appends take the write lock first (`BEGIN IMMEDIATE`), so the version check and the
-//! insert are one atomic step across threads and processes.
+//! The SQLite backend (feature `sqlite`, default): one connection, used by a dedicated thread, so
+//! each operation is one hop from the async caller and runs its whole transaction without
+//! yielding. An append, a transaction of two statements that never waits (WAL mode, no sync at
+//! commit, checkpoints left to the thread), runs on the caller's thread when the connection is
+//! free and the write lock is not held elsewhere, and goes to the thread otherwise. WAL mode;
+//! appends take the write lock first (`BEGIN IMMEDIATE`), so the version check and the insert
+//! are one atomic step across threads and processes.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_entries, check_range, entry_info, parse_object, HistoryPage, Loaded, NewEntry, NewThread,
-    Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, parse_object, Base, Entries, EntryBatch, HistoryPage, Loaded,
+    NewEntry, NewThread, Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// A [`Store`] in a SQLite database file.
@@ -31,10 +36,43 @@ pub enum Durability {
     Full,
 }
 
-/// The SQLite backend: a connection owned by a dedicated thread.
+/// The SQLite backend: a connection used by a dedicated thread, and by a caller's append when
+/// it is free (see [`Store::with_inline_appends`]).
 #[derive(Debug)]
 pub struct Sqlite {
     jobs: mpsc::Sender<Job>,
+    conn: Arc<Mutex<Connection>>,
+    /// Whether an append may run on the caller's thread.
+    inline: AtomicBool,
+    /// Whether a checkpoint job is queued for the thread (so appends queue one, not many).
+    checkpoint_queued: Arc<AtomicBool>,
+}
+
+/// The WAL size (in pages) past which the log is checkpointed into the database, SQLite's
+/// default `wal_autocheckpoint`.
+const CHECKPOINT_PAGES: std::ffi::c_int = 1000;
+
+thread_local! {
+    /// Set on the connection's own thread, which checkpoints in the commit that fills the WAL,
+    /// as SQLite's default does.
+    static CONNECTION_THREAD: Cell<bool> = const { Cell::new(false) };
+    /// Set by a commit on another thread (an inline append) that filled the WAL: the checkpoint,
+    /// which syncs files, is then queued for the connection's thread.
+    static CHECKPOINT_DUE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The connection's WAL hook, in place of SQLite's automatic checkpoint: a checkpoint syncs the
+/// database file, so it must not run on an async caller's thread.
+fn wal_committed(wal: &rusqlite::hooks::Wal, pages: std::ffi::c_int) -> rusqlite::Result<()> {
+    if pages >= CHECKPOINT_PAGES {
+        if CONNECTION_THREAD.get() {
+            // As SQLite's own hook: a failed checkpoint is not the commit's failure.
+            let _ = wal.checkpoint();
+        } else {
+            CHECKPOINT_DUE.set(true);
+        }
+    }
+    Ok(())
 }
 
 const BACKEND: &str = "SQLite";
@@ -72,11 +110,53 @@ impl Store<Sqlite> {
         let conn = Connection::open_in_memory().map_err(db_err("opening a database in memory"))?;
         Sqlite::start(conn, Durability::Normal).map(Store::new)
     }
+
+    /// Whether an append may run on the calling task's thread (the default with
+    /// [`Durability::Normal`]; off by default with [`Durability::Full`], whose commits wait for
+    /// the disk, which would then block the caller's thread).
+    ///
+    /// An append is one short transaction (a version check and an insert, tens of
+    /// microseconds) that cannot wait on anything: it runs inline only when the connection is
+    /// free and the database's write lock is not held by another connection (it does not wait
+    /// for either; otherwise it goes to the connection's thread, as every other operation does),
+    /// its commit does not sync (WAL mode, `synchronous=NORMAL`), and the WAL checkpoint a commit
+    /// may call for is queued for the connection's thread. That is within tokio's guidance for
+    /// work between two `.await`s, and it saves the two thread wake-ups of a hop, which on a
+    /// virtual machine cost as much as the append itself. Turn it off to keep every database
+    /// call off the executor's threads. The setting is shared by the store's clones.
+    ///
+    /// ```
+    /// use agentstate_store::SqliteStore;
+    ///
+    /// let store = SqliteStore::open_in_memory()?.with_inline_appends(false);
+    /// assert!(!store.inline_appends());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    #[must_use]
+    pub fn with_inline_appends(self, on: bool) -> Self {
+        self.backend.inline.store(on, Ordering::Relaxed);
+        self
+    }
+
+    /// Whether appends may run on the calling task's thread (see
+    /// [`with_inline_appends`](Self::with_inline_appends)).
+    pub fn inline_appends(&self) -> bool {
+        self.backend.inline.load(Ordering::Relaxed)
+    }
+}
+
+/// How long an operation on the connection's thread waits for another connection's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The connection, also after a job panicked while holding it (every job runs whole
+/// transactions, which a panic rolls back).
+fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Sqlite {
     fn start(mut conn: Connection, durability: Durability) -> Result<Self, StoreError> {
-        conn.busy_timeout(Duration::from_secs(30))
+        conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(db_err("setting the busy timeout"))?;
         let sync = match durability {
             Durability::Normal => "NORMAL",
@@ -90,16 +170,69 @@ impl Sqlite {
         ))
         .map_err(db_err("setting WAL mode"))?;
         setup(&mut conn)?;
+        conn.wal_hook(Some(wal_committed));
+        let conn = Arc::new(Mutex::new(conn));
         let (jobs, queue) = mpsc::channel::<Job>();
+        let shared = Arc::clone(&conn);
         std::thread::Builder::new()
             .name("agentstate-sqlite".into())
             .spawn(move || {
+                CONNECTION_THREAD.set(true);
                 while let Some(job) = next_job(&queue) {
-                    job(&mut conn);
+                    job(&mut lock(&shared));
                 }
             })
             .map_err(|e| StoreError::backend(BACKEND, "starting its thread", e))?;
-        Ok(Sqlite { jobs })
+        Ok(Sqlite {
+            jobs,
+            conn,
+            inline: AtomicBool::new(durability == Durability::Normal),
+            checkpoint_queued: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Runs `entry`'s append on the caller's thread if the connection is free and the write
+    /// lock can be had at once; `None` (to be sent to the thread) otherwise.
+    fn append_inline(
+        &self,
+        id: &str,
+        expected: u64,
+        entry: &NewEntry,
+    ) -> Option<Result<u64, StoreError>> {
+        // While a checkpoint is queued, appends queue behind it (as they would wait for the
+        // checkpoint in the commit that filled the WAL, had SQLite run it there).
+        if !self.inline.load(Ordering::Relaxed) || self.checkpoint_queued.load(Ordering::Acquire) {
+            return None;
+        }
+        let Ok(mut conn) = self.conn.try_lock() else {
+            return None;
+        };
+        // Never wait here: a lock held by another connection sends the append to the thread,
+        // which waits for it.
+        if conn.busy_timeout(Duration::ZERO).is_err() {
+            return None;
+        }
+        let done = append_entry(&mut conn, id, expected, entry);
+        let _ = conn.busy_timeout(BUSY_TIMEOUT);
+        drop(conn);
+        if CHECKPOINT_DUE.take() && !self.checkpoint_queued.swap(true, Ordering::AcqRel) {
+            let queued = Arc::clone(&self.checkpoint_queued);
+            let _ = self.jobs.send(Box::new(move |conn| {
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                queued.store(false, Ordering::Release);
+            }));
+        }
+        match done {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) =>
+            {
+                None
+            }
+            done => Some(flatten_append(id, done)),
+        }
     }
 
     /// Runs `f` on the connection's thread and waits for it without blocking the executor.
@@ -353,6 +486,168 @@ fn append_refused(conn: &Connection, id: String, expected: u64, entry: &NewEntry
     }
 }
 
+/// Appends `entry` to thread `id` at version `expected`, in one transaction that takes the write
+/// lock first: `Ok(Err(_))` when the thread refused it (see [`append_refused`]), `Err(_)` when
+/// SQLite failed (nothing is written either way).
+fn append_entry(
+    conn: &mut Connection,
+    id: &str,
+    expected: u64,
+    entry: &NewEntry,
+) -> rusqlite::Result<Result<u64, StoreError>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // One statement checks the version (and the schema) and moves it on; the entry's insert
+    // follows. Only when nothing matched is the row read, to say why.
+    let bumped: Option<(i64, i64)> = tx
+        .prepare_cached(
+            "UPDATE agentstate_threads SET head = head + 1
+             WHERE id = ?1 AND head = ?2 AND fingerprint = ?3 AND head < ?4
+             RETURNING tid, head",
+        )?
+        .query_row(
+            params![
+                id,
+                expected.min(i64::MAX as u64) as i64,
+                entry.thread_fingerprint as i64,
+                MAX_SEQ as i64
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let Some((tid, seq)) = bumped else {
+        return Ok(Err(append_refused(&tx, id.to_owned(), expected, entry)));
+    };
+    tx.prepare_cached(
+        "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        key(tid, seq as u64),
+        entry.kind.code(),
+        entry.time_ms,
+        entry.node,
+        entry.run_id,
+        entry.extra,
+        entry.fingerprint.map(|f| f as i64),
+        entry.body
+    ])?;
+    tx.commit()?;
+    Ok(Ok(seq as u64))
+}
+
+/// [`append_entry`]'s outcome as the store reports it.
+fn flatten_append(
+    id: &str,
+    done: rusqlite::Result<Result<u64, StoreError>>,
+) -> Result<u64, StoreError> {
+    done.map_err(db_err(format!("appending to thread `{id}`")))?
+}
+
+/// The thread, the state a load starts from, the thread's key and the range of versions to
+/// replay after it: the first part of a load, in its transaction.
+fn load_base(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    seq: Option<u64>,
+    after: Option<u64>,
+) -> Result<(ThreadInfo, Base, i64, u64, u64), StoreError> {
+    let doing = || format!("loading thread `{id}`");
+    let row = thread_row(tx, id)?;
+    let target = check_range(&row.info, seq)?;
+    let start = Start::of(&row.info, target, after);
+    let snapshot = match start {
+        Start::Continue(_) => None,
+        Start::Snapshot => tx
+            .prepare_cached(
+                "SELECT seq, fingerprint, body FROM agentstate_snapshots
+                 WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![key(row.tid, 0), key(row.tid, target)], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)? as u64,
+                        r.get::<_, i64>(1)? as u64,
+                        r.get(2)?,
+                    ))
+                })
+                .optional()
+            })
+            .map_err(db_err(doing()))?,
+    };
+    let (base, from) = match start.base(&row.info, snapshot) {
+        Some(found) => found,
+        None => Start::initial(
+            id,
+            tx.query_row(
+                "SELECT initial FROM agentstate_threads WHERE tid = ?1",
+                [row.tid],
+                |r| r.get(0),
+            )
+            .map_err(db_err(doing()))?,
+        )?,
+    };
+    Ok((row.info, base, row.tid, from, target))
+}
+
+/// Sends versions `from + 1 ..= to` of thread `tid` through `batches` as they are read: a small
+/// first batch, so the caller starts replaying at once, then larger ones. Stops early if the
+/// caller is gone.
+fn read_entries(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    tid: i64,
+    from: u64,
+    to: u64,
+    batches: &tokio::sync::mpsc::UnboundedSender<EntryBatch>,
+) -> Result<(), StoreError> {
+    let failed = |e: rusqlite::Error| match e {
+        rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..) => {
+            StoreError::corrupt(id, "entry", e)
+        }
+        e => StoreError::backend(BACKEND, format!("loading thread `{id}`"), e),
+    };
+    let mut statement = tx
+        .prepare_cached(
+            "SELECT seq, kind, body, fingerprint FROM agentstate_entries
+             WHERE key > ?1 AND key <= ?2 ORDER BY key",
+        )
+        .map_err(failed)?;
+    let mut rows = statement
+        .query(params![key(tid, from), key(tid, to)])
+        .map_err(failed)?;
+    let mut batch = Vec::with_capacity(FIRST_BATCH);
+    while let Some(r) = rows.next().map_err(failed)? {
+        batch.push(
+            (|| {
+                Ok(StoredEntry {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    kind: r.get(1)?,
+                    body: r.get(2)?,
+                    fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
+                })
+            })()
+            .map_err(failed)?,
+        );
+        if batch.len() == batch.capacity() {
+            let next = Vec::with_capacity(BATCH);
+            if batches
+                .send(Ok(std::mem::replace(&mut batch, next)))
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.send(Ok(batch));
+    }
+    Ok(())
+}
+
+/// The entries of a load's first batch, and of each one after it.
+const FIRST_BATCH: usize = 16;
+const BATCH: usize = 64;
+
 impl Backend for Sqlite {
     async fn create(&self, thread: NewThread) -> Result<ThreadInfo, StoreError> {
         self.call(move |conn| {
@@ -425,57 +720,12 @@ impl Backend for Sqlite {
         expected: u64,
         entry: NewEntry,
     ) -> Result<u64, StoreError> {
+        if let Some(done) = self.append_inline(thread, expected, &entry) {
+            return done;
+        }
         let id = thread.to_owned();
-        self.call(move |conn| {
-            let doing = || format!("appending to thread `{id}`");
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err(doing()))?;
-            // One statement checks the version (and the schema) and moves it on; the entry's
-            // insert follows. Only when nothing matched is the row read, to say why.
-            let bumped: Option<(i64, i64)> = tx
-                .prepare_cached(
-                    "UPDATE agentstate_threads SET head = head + 1
-                     WHERE id = ?1 AND head = ?2 AND fingerprint = ?3 AND head < ?4
-                     RETURNING tid, head",
-                )
-                .and_then(|mut s| {
-                    s.query_row(
-                        params![
-                            id,
-                            expected.min(i64::MAX as u64) as i64,
-                            entry.thread_fingerprint as i64,
-                            MAX_SEQ as i64
-                        ],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .optional()
-                })
-                .map_err(db_err(doing()))?;
-            let Some((tid, seq)) = bumped else {
-                return Err(append_refused(&tx, id, expected, &entry));
-            };
-            tx.prepare_cached(
-                "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    key(tid, seq as u64),
-                    entry.kind.code(),
-                    entry.time_ms,
-                    entry.node,
-                    entry.run_id,
-                    entry.extra,
-                    entry.fingerprint.map(|f| f as i64),
-                    entry.body
-                ])
-            })
-            .map_err(db_err(doing()))?;
-            tx.commit().map_err(db_err(doing()))?;
-            Ok(seq as u64)
-        })
-        .await
+        self.call(move |conn| flatten_append(&id, append_entry(conn, &id, expected, &entry)))
+            .await
     }
 
     async fn put_snapshot(
@@ -525,77 +775,39 @@ impl Backend for Sqlite {
         seq: Option<u64>,
         after: Option<u64>,
     ) -> Result<Loaded, StoreError> {
+        // The thread, its base and the entries' range come back first; the entries follow in
+        // batches, read in the same transaction while the caller decodes the base and replays.
         let id = thread.to_owned();
-        self.call(move |conn| {
-            let doing = || format!("loading thread `{id}`");
-            let tx = conn.transaction().map_err(db_err(doing()))?;
-            let row = thread_row(&tx, &id)?;
-            let target = check_range(&row.info, seq)?;
-            let start = Start::of(&row.info, target, after);
-            let snapshot = match start {
-                Start::Continue(_) => None,
-                Start::Snapshot => tx
-                    .prepare_cached(
-                        "SELECT seq, fingerprint, body FROM agentstate_snapshots
-                         WHERE key BETWEEN ?1 AND ?2 ORDER BY key DESC LIMIT 1",
-                    )
-                    .and_then(|mut s| {
-                        s.query_row(params![key(row.tid, 0), key(row.tid, target)], |r| {
-                            Ok((
-                                r.get::<_, i64>(0)? as u64,
-                                r.get::<_, i64>(1)? as u64,
-                                r.get(2)?,
-                            ))
-                        })
-                        .optional()
-                    })
-                    .map_err(db_err(doing()))?,
+        let (header, loaded) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let (batches, received) = tokio::sync::mpsc::unbounded_channel();
+            let base = conn
+                .transaction()
+                .map_err(db_err(format!("loading thread `{id}`")))
+                .and_then(|tx| load_base(&tx, &id, seq, after).map(|base| (tx, base)));
+            let (tx, (thread, base, tid, from, target)) = match base {
+                Ok(found) => found,
+                Err(e) => {
+                    let _ = header.send(Err(e));
+                    return;
+                }
             };
-            let (base, from) = match start.base(&row.info, snapshot) {
-                Some(found) => found,
-                None => Start::initial(
-                    &id,
-                    tx.query_row(
-                        "SELECT initial FROM agentstate_threads WHERE tid = ?1",
-                        [row.tid],
-                        |r| r.get(0),
-                    )
-                    .map_err(db_err(doing()))?,
-                )?,
-            };
-            let entries = tx
-                .prepare_cached(
-                    "SELECT seq, kind, body, fingerprint FROM agentstate_entries
-                     WHERE key > ?1 AND key <= ?2 ORDER BY key",
-                )
-                .and_then(|mut s| {
-                    s.query_map(params![key(row.tid, from), key(row.tid, target)], |r| {
-                        Ok(StoredEntry {
-                            seq: r.get::<_, i64>(0)? as u64,
-                            kind: r.get(1)?,
-                            body: r.get(2)?,
-                            fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
-                        })
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                })
-                .map_err(|e| match e {
-                    rusqlite::Error::FromSqlConversionFailure(..)
-                    | rusqlite::Error::InvalidColumnType(..) => {
-                        StoreError::corrupt(&id, "entry", e)
-                    }
-                    e => StoreError::backend(BACKEND, doing(), e),
-                })?;
-            check_entries(&id, from, target, &entries)?;
-            tx.commit().map_err(db_err(doing()))?;
-            Ok(Loaded {
-                thread: row.info,
+            let entries = Entries::streamed(&id, from, target, received);
+            let loaded = Loaded {
+                thread,
                 base,
                 entries,
                 seq: target,
-            })
-        })
-        .await
+            };
+            if header.send(Ok(loaded)).is_ok() {
+                if let Err(e) = read_entries(&tx, &id, tid, from, target, &batches) {
+                    let _ = batches.send(Err(e));
+                }
+            }
+        });
+        let gone = || StoreError::backend(BACKEND, "running a query", "its thread has stopped");
+        self.jobs.send(job).map_err(|_| gone())?;
+        loaded.await.map_err(|_| gone())?
     }
 
     async fn info(&self, thread: &str) -> Result<ThreadInfo, StoreError> {

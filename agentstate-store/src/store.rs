@@ -597,14 +597,16 @@ impl<B: Backend> Store<B> {
             self.migration_path(id, first.thread.fingerprint, target)
                 .map_err(with_type_name::<S>)?;
         }
-        let mut bytes = 0;
-        for entry in &first.entries {
-            self.replay_entry(&first.thread, entry, target, held)?;
+        let mut first = first;
+        let (mut replayed, mut bytes) = (0, 0);
+        while let Some(entry) = first.entries.next().await? {
+            self.replay_entry(&first.thread, &entry, target, held)?;
+            replayed += 1;
             bytes += entry.body.len() as u64;
         }
         Ok(CatchUp::Continued {
             version: first.seq,
-            replayed: first.entries.len() as u64,
+            replayed,
             bytes,
             fingerprint: first.thread.fingerprint,
         })
@@ -680,9 +682,9 @@ impl<B: Backend> Store<B> {
             }
         };
         let (mut replayed, mut replayed_bytes) = (0, 0);
-        for segment in segments.iter().rev() {
-            for entry in &segment.entries {
-                self.replay_entry(&segment.thread, entry, target, &mut state)?;
+        for segment in segments.iter_mut().rev() {
+            while let Some(entry) = segment.entries.next().await? {
+                self.replay_entry(&segment.thread, &entry, target, &mut state)?;
                 replayed += 1;
                 replayed_bytes += entry.body.len() as u64;
             }

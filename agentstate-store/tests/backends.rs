@@ -745,12 +745,21 @@ async fn migrations_written_back<B: Open>(db: Db) {
 
 async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    for id in ["x1", "x2", "x3", "x4"] {
+    // x5 and x6 have long journals, read in batches: a gap after the first batches, and a
+    // missing tail.
+    for (id, n) in [
+        ("x1", 3),
+        ("x2", 3),
+        ("x3", 3),
+        ("x4", 3),
+        ("x5", 200),
+        ("x6", 200),
+    ] {
         let mut t = store
             .create(id, Tally::default(), Map::new())
             .await
             .unwrap();
-        for i in 1..=3 {
+        for i in 1..=n {
             t.merge(step(i), StepMeta::default()).await.unwrap();
         }
     }
@@ -759,7 +768,9 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
         "UPDATE {entries} SET body = '{\"log\": \"oops\"}' WHERE {thread:x1} AND seq = 2;
          UPDATE {entries} SET body = '{\"lgo\": [7]}' WHERE {thread:x2} AND seq = 2;
          DELETE FROM {entries} WHERE {thread:x3} AND seq = 2;
-         UPDATE {entries} SET kind = 9 WHERE {thread:x4} AND seq = 3;",
+         UPDATE {entries} SET kind = 9 WHERE {thread:x4} AND seq = 3;
+         DELETE FROM {entries} WHERE {thread:x5} AND seq = 150;
+         DELETE FROM {entries} WHERE {thread:x6} AND seq > 197;",
     )
     .await;
     let store = B::open(&db).await.unwrap();
@@ -775,6 +786,16 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
         assert!(err.to_string().contains(&format!("`{id}`")), "{err}");
         // Versions before the bad row still load.
         assert_eq!(store.load_at::<Tally>(id, 1).await.unwrap().log, vec![1]);
+    }
+    for (id, needle, good) in [
+        ("x5", "entry 150 is missing", 149),
+        ("x6", "entries 198 to 200 are missing", 197),
+    ] {
+        let err = store.load::<Tally>(id).await.unwrap_err();
+        assert_eq!(err.category(), "store_corrupt_data", "{id}: {err}");
+        assert!(err.to_string().contains(needle), "{id}: {err}");
+        let before = store.load_at::<Tally>(id, good).await.unwrap();
+        assert_eq!(before.log, (1..=good).collect::<Vec<_>>());
     }
     // A future store version: refused, nothing written.
     drop(store);

@@ -17,13 +17,15 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBeha
 use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// A [`Store`] in a SQLite database file.
 pub type SqliteStore = Store<Sqlite>;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Work for the connection's thread. A job locks the connection itself, and unlocks it before it
+/// answers: a caller woken by the answer then finds the connection free for an inline append.
+type Job = Box<dyn FnOnce(&Mutex<Connection>) + Send>;
 
 /// How durable a commit is (SQLite's `synchronous` in WAL mode).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -179,7 +181,7 @@ impl Sqlite {
             .spawn(move || {
                 CONNECTION_THREAD.set(true);
                 while let Some(job) = next_job(&queue) {
-                    job(&mut lock(&shared));
+                    job(&shared);
                 }
             })
             .map_err(|e| StoreError::backend(BACKEND, "starting its thread", e))?;
@@ -204,8 +206,10 @@ impl Sqlite {
         if !self.inline.load(Ordering::Relaxed) || self.checkpoint_queued.load(Ordering::Acquire) {
             return None;
         }
-        let Ok(mut conn) = self.conn.try_lock() else {
-            return None;
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(conn)) => conn.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
         };
         // Never wait here: a lock held by another connection sends the append to the thread,
         // which waits for it.
@@ -218,7 +222,7 @@ impl Sqlite {
         if CHECKPOINT_DUE.take() && !self.checkpoint_queued.swap(true, Ordering::AcqRel) {
             let queued = Arc::clone(&self.checkpoint_queued);
             let _ = self.jobs.send(Box::new(move |conn| {
-                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                let _ = lock(conn).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                 queued.store(false, Ordering::Release);
             }));
         }
@@ -242,7 +246,8 @@ impl Sqlite {
     ) -> Result<R, StoreError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
-            let _ = tx.send(f(conn));
+            let done = f(&mut lock(conn));
+            let _ = tx.send(done);
         });
         let gone = || StoreError::backend(BACKEND, "running a query", "its thread has stopped");
         self.jobs.send(job).map_err(|_| gone())?;
@@ -780,6 +785,7 @@ impl Backend for Sqlite {
         let id = thread.to_owned();
         let (header, loaded) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
+            let mut conn = lock(conn);
             let (batches, received) = tokio::sync::mpsc::unbounded_channel();
             let base = conn
                 .transaction()

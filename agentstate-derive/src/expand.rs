@@ -283,6 +283,27 @@ fn key_by_key(
     }
 }
 
+/// `Serialize` for an update or its Overwrites, writing with `body` what serde's derive wrote.
+fn serialize_impl(
+    k: &TokenStream,
+    ty: &Ident,
+    where_clause: &TokenStream,
+    body: TokenStream,
+) -> TokenStream {
+    let serde = quote!(#k::__private::serde);
+    quote! {
+        #[automatically_derived]
+        impl #serde::Serialize for #ty #where_clause {
+            fn serialize<__S: #serde::Serializer>(
+                &self,
+                __serializer: __S,
+            ) -> ::core::result::Result<__S::Ok, __S::Error> {
+                #body
+            }
+        }
+    }
+}
+
 /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
 /// the object in one pass and offering the keys it does not know to the base.
 fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
@@ -543,6 +564,26 @@ fn expand(input: &Input) -> TokenStream {
     let mut update_arms = Vec::new();
     let mut update_keys: Vec<String> = Vec::new();
 
+    // A non-generic state's update reads its object in one pass through `DeserializeFields`:
+    // its own keys, then its Overwrites' keys, then its base's update's, each value read where
+    // it is (so an error's JSON path is exact), and writes it with a `Serialize` of its own.
+    // serde's derives, with `flatten` and a `deserialize_with` per field, were the largest
+    // generated items. A base written with generic arguments may have a serde-derived update:
+    // then serde's derives read and write it.
+    let base_update = base(input).map(|(_, b)| (b.ident, b.ty));
+    let base_is_generic = base_update.is_some_and(|(_, ty)| {
+        ty.to_token_stream()
+            .into_iter()
+            .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
+    });
+    let fields_de = !generic && !base_is_generic;
+    // The generated `Serialize`s: the update's entries (its own, its base's flattened, its
+    // Overwrites'), and the Overwrites' fields on their own.
+    let mut update_ser = Vec::new();
+    let mut ow_in_update_ser = Vec::new();
+    let mut ow_ser = Vec::new();
+    let mut ow_set = Vec::new();
+
     // The update struct.
     let mut update_fields = Vec::new();
     let mut defaults = Vec::new();
@@ -565,12 +606,18 @@ fn expand(input: &Input) -> TokenStream {
                     "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
                     field.ty.to_token_stream()
                 );
+                let serde_attr =
+                    (!fields_de).then(|| quote!(#[serde(flatten, deserialize_with = #flattened)]));
                 update_fields.push(respan(
                     quote! {
                         #[doc = #doc]
-                        #[serde(flatten, deserialize_with = #flattened)]
+                        #serde_attr
                         pub #ident: #uty
                     },
+                    fspan,
+                ));
+                update_ser.push(respan(
+                    quote!(#k::__private::serialize_flattened(&mut __map, &self.#ident)?;),
                     fspan,
                 ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
@@ -608,9 +655,8 @@ fn expand(input: &Input) -> TokenStream {
                     "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
                     r.name
                 );
-                update_fields.push(respan(
+                let serde_attr = (!fields_de).then(|| {
                     quote! {
-                        #[doc = #doc]
                         #[serde(
                             default,
                             rename = #json,
@@ -618,8 +664,18 @@ fn expand(input: &Input) -> TokenStream {
                             deserialize_with = #present
                             #(, bound = #bound)*
                         )]
+                    }
+                });
+                update_fields.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #serde_attr
                         pub #ident: ::core::option::Option<#uty>
                     },
+                    fspan,
+                ));
+                update_ser.push(respan(
+                    quote!(#k::__private::serialize_entry(&mut __map, #json, &self.#ident)?;),
                     fspan,
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
@@ -703,9 +759,8 @@ fn expand(input: &Input) -> TokenStream {
                     "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
                     r.name
                 );
-                ow_fields.push(respan(
+                let serde_attr = (!fields_de).then(|| {
                     quote! {
-                        #[doc = #doc]
                         #[serde(
                             default,
                             rename = #ow_json,
@@ -713,10 +768,25 @@ fn expand(input: &Input) -> TokenStream {
                             deserialize_with = #present_flattened
                             #(, bound = #bound)*
                         )]
+                    }
+                });
+                ow_fields.push(respan(
+                    quote! {
+                        #[doc = #doc]
+                        #serde_attr
                         pub #ident: ::core::option::Option<#ty>
                     },
                     fspan,
                 ));
+                ow_in_update_ser.push(respan(
+                    quote!(#k::__private::serialize_entry(&mut __map, #ow_json, &self.#ow.#ident)?;),
+                    fspan,
+                ));
+                ow_ser.push(respan(
+                    quote!(#k::__private::serialize_field(&mut __state, #ow_json, &self.#ident)?;),
+                    fspan,
+                ));
+                ow_set.push(quote!(+ self.#ident.is_some() as usize));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
                 ow_arms.push(quote! {
                     #ow_json => #k::__private::deserialize_value(&mut __fields.#ident, #ow_json, __map),
@@ -747,9 +817,10 @@ fn expand(input: &Input) -> TokenStream {
     }
 
     let ow_doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
+    let serde_attr = (!fields_de).then(|| quote!(#[serde(flatten)]));
     update_fields.push(quote! {
         #[doc = #ow_doc]
-        #[serde(flatten)]
+        #serde_attr
         pub #ow: #ow_struct #ty_g
     });
     defaults.push(quote!(#ow: ::core::default::Default::default()));
@@ -783,24 +854,20 @@ fn expand(input: &Input) -> TokenStream {
     });
 
     let where_clause = &plain_where;
+    let serde = quote!(#k::__private::serde);
     let update_doc = format!(
         "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
          through that field's reducer. Generated by `#[derive(AgentState)]`."
     );
-    // A non-generic state's update reads its object in one pass through `DeserializeFields`:
-    // its own keys, then its Overwrites' keys, then its base's update's, each value read where
-    // it is (so an error's JSON path is exact). serde's derive, with `flatten` and a
-    // `deserialize_with` per field, was the largest generated item. A base written with
-    // generic arguments may have a serde-derived update: then serde's derive reads it.
-    let base_update = base(input).map(|(_, b)| (b.ident, b.ty));
-    let base_is_generic = base_update.is_some_and(|(_, ty)| {
-        ty.to_token_stream()
-            .into_iter()
-            .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
+    // serde's derives, for a generic state's update and Overwrites.
+    let serde_derives = (!fields_de).then(|| {
+        quote! {
+            #[derive(#k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
+            #[serde(crate = #serde_crate)]
+            #serde_bound
+        }
     });
-    let fields_de = !generic && !base_is_generic;
-    let derive_de = quote!(, #k::__private::serde::Deserialize);
-    let (update_derive_de, update_de_impl) = if fields_de {
+    let update_de_impl = if fields_de {
         let trait_ = quote!(#k::state::DeserializeFields<'de>);
         let base_arm = match base_update {
             Some((ident, ty)) => quote! {
@@ -823,15 +890,25 @@ fn expand(input: &Input) -> TokenStream {
             others,
             true,
         );
-        (TokenStream::new(), impls)
+        let write = serialize_impl(
+            k,
+            update,
+            where_clause,
+            quote! {
+                let mut __map = #serde::Serializer::serialize_map(__serializer, ::core::option::Option::None)?;
+                #(#update_ser)*
+                #(#ow_in_update_ser)*
+                #serde::ser::SerializeMap::end(__map)
+            },
+        );
+        quote!(#impls #write)
     } else {
-        (derive_de.clone(), TokenStream::new())
+        TokenStream::new()
     };
     let update_struct = quote! {
         #[doc = #update_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize #update_derive_de)]
-        #[serde(crate = #serde_crate)]
-        #serde_bound
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #serde_derives
         #vis struct #update #generics #where_clause {
             #(#update_fields,)*
         }
@@ -843,7 +920,7 @@ fn expand(input: &Input) -> TokenStream {
     // A non-generic struct's Overwrites read their keys through `DeserializeFields`, one
     // match over the keys (serde's derive, with a `deserialize_with` per field, is about 1,200
     // lines of code per state; most of a state's expansion).
-    let (ow_derive_de, ow_de_impl) = if fields_de {
+    let ow_de_impl = if fields_de {
         let others = quote!(::core::result::Result::Ok(false));
         let impls = key_by_key(
             k,
@@ -854,15 +931,31 @@ fn expand(input: &Input) -> TokenStream {
             others,
             false,
         );
-        (TokenStream::new(), impls)
+        // serde's derive writes a struct without a flattened field as a struct.
+        let state = if ow_ser.is_empty() {
+            quote!(__state)
+        } else {
+            quote!(mut __state)
+        };
+        let name = ow_struct.to_string();
+        let write = serialize_impl(
+            k,
+            &ow_struct,
+            where_clause,
+            quote! {
+                let #state = #serde::Serializer::serialize_struct(__serializer, #name, 0 #(#ow_set)*)?;
+                #(#ow_ser)*
+                #serde::ser::SerializeStruct::end(__state)
+            },
+        );
+        quote!(#impls #write)
     } else {
-        (derive_de, TokenStream::new())
+        TokenStream::new()
     };
     let overwrite_struct = quote! {
         #[doc = #ow_struct_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize #ow_derive_de)]
-        #[serde(crate = #serde_crate)]
-        #serde_bound
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #serde_derives
         #vis struct #ow_struct #generics #where_clause {
             #(#ow_fields,)*
         }

@@ -464,6 +464,8 @@ fn expand(input: &Input) -> TokenStream {
     // generic struct's parameters: a generic struct gets the where clauses only.)
     let generic = !generics.params.is_empty();
     let mut fits: Vec<TokenStream> = Vec::new();
+    let mut key_fits: Vec<TokenStream> = Vec::new();
+    let mut message_fits: Vec<TokenStream> = Vec::new();
     let mut asserts: Vec<TokenStream> = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
     // A base's or nested state's update is a field of this update.
@@ -503,7 +505,15 @@ fn expand(input: &Input) -> TokenStream {
                 quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
             }
         };
-        fits.push(respan(pred, span));
+        let pred = respan(pred, span);
+        // Only the key functions and the messages setters use a field's reducer outside the
+        // `State` impl: their items state their own fields' fits, not every field's.
+        match r.kind {
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => key_fits.push(pred.clone()),
+            Kind::AddMessages | Kind::ReplaceMessages => message_fits.push(pred.clone()),
+            _ => {}
+        }
+        fits.push(pred);
     }
     if !generic && (!fits.is_empty() || !values.is_empty()) {
         let assertion = format_ident!("__AgentStateRequirementsOf{}", name);
@@ -627,17 +637,16 @@ fn expand(input: &Input) -> TokenStream {
                     <#ty as #k::State>::prepare_update(&mut self.#ident);
                 });
                 let doc = format!("Sets the update of the base state (`{ident}`).");
-                setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            self.#ident = #k::update::IntoField::into_field(value);
-                            self
-                        }
-                    },
-                    fspan,
-                ));
+                // A setter uses no requirement of its field that its impl does not state: it
+                // keeps the spans of the field's name and type (re-spanning costs the derive).
+                setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        self.#ident = #k::update::IntoField::into_field(value);
+                        self
+                    }
+                });
             }
             Role::Reduced(r) => {
                 // serde's impls on the update state the field's requirement too (a non-generic
@@ -693,17 +702,17 @@ fn expand(input: &Input) -> TokenStream {
                         }
                     });
                 }
-                let prepare =
-                    matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages).then(|| {
-                        let rty = g.reducer_type(field, r);
-                        let ty = field.ty;
-                        prepares.push(quote! {
-                            if let ::core::option::Option::Some(value) = &mut self.#ident {
-                                #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
-                            }
-                        });
-                        quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
+                let prepares_messages = matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages);
+                let prepare = prepares_messages.then(|| {
+                    let rty = g.reducer_type(field, r);
+                    let ty = field.ty;
+                    prepares.push(quote! {
+                        if let ::core::option::Option::Some(value) = &mut self.#ident {
+                            #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
+                        }
                     });
+                    quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
+                });
                 let (set, set_in_base) = match prepare {
                     Some(prepare) => (
                         quote! {
@@ -730,28 +739,30 @@ fn expand(input: &Input) -> TokenStream {
                     ),
                 };
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
-                setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #set
-                            self
-                        }
-                    },
-                    fspan,
-                ));
-                trait_setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #set_in_base
-                            self
-                        }
-                    },
-                    fspan,
-                ));
+                // Only a messages setter uses its field's reducer (to prepare): on the field.
+                let spanned = |tokens| {
+                    if prepares_messages {
+                        respan(tokens, fspan)
+                    } else {
+                        tokens
+                    }
+                };
+                setters.push(spanned(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        #set
+                        self
+                    }
+                }));
+                trait_setters.push(spanned(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        #set_in_base
+                        self
+                    }
+                }));
                 let ty = field.ty;
                 serde_bounds.push(ty.to_token_stream().to_string());
                 let ow_json = format!("{json}.__overwrite__");
@@ -792,17 +803,20 @@ fn expand(input: &Input) -> TokenStream {
                     #ow_json => #k::__private::deserialize_value(&mut __fields.#ident, #ow_json, __map),
                 });
                 ow_keys.push(ow_json);
-                let ow_setter =
-                    format_ident!("overwrite_{}", ident.to_string().trim_start_matches("r#"));
-                setters.push(respan(quote! {
+                let ow_setter = format_ident!(
+                    "overwrite_{}",
+                    ident.to_string().trim_start_matches("r#"),
+                    span = fspan
+                );
+                setters.push(quote! {
                     #[doc = #doc]
                     #[must_use]
                     pub fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
                         self.#ow.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                }, fspan));
-                trait_setters.push(respan(quote! {
+                });
+                trait_setters.push(quote! {
                     #[doc = #doc]
                     #[must_use]
                     fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
@@ -810,7 +824,7 @@ fn expand(input: &Input) -> TokenStream {
                             ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                }, fspan));
+                });
             }
             Role::Skip => {}
         }
@@ -964,8 +978,8 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
-        // The fits, as in the impls: a messages setter prepares through its reducer.
-        let where_c = &where_c;
+        // A messages setter prepares through its reducer: the fits of those fields.
+        let where_c = quote!(where #own_preds #assumed #(#message_fits,)*);
         let trait_name = format_ident!("{}Setters", update);
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
@@ -1201,8 +1215,7 @@ fn expand(input: &Input) -> TokenStream {
 
     let key_impl = (!key_fns.is_empty()).then(|| {
         quote! {
-            #[automatically_derived]
-            impl #impl_g #name #ty_g #where_c {
+            impl #impl_g #name #ty_g where #own_preds #assumed #(#key_fits,)* {
                 #(#key_fns)*
             }
         }
@@ -1258,6 +1271,9 @@ fn expand(input: &Input) -> TokenStream {
     });
 
     let deserialize = deserialize_impl(input, &assumed);
+    // The setters use no reducer but a messages field's (to prepare its messages): their impl
+    // states only those fields' fits, so that each setter is not checked under every field's.
+    let setters_where = quote!(where #own_preds #assumed #(#message_fits,)*);
 
     quote! {
         #(#asserts)*
@@ -1285,9 +1301,11 @@ fn expand(input: &Input) -> TokenStream {
                 }
             }
 
-            #[automatically_derived]
-            impl #impl_g #update #ty_g #where_c {
+            impl #impl_g #update #ty_g #setters_where {
                 #(#setters)*
+            }
+
+            impl #impl_g #update #ty_g #where_c {
 
                 /// Parses a JSON update strictly: unknown keys and values that do not fit are
                 /// `state_validation_error`s naming the field (see `agentstate::update::Update`).

@@ -391,15 +391,6 @@ where
     for<'__agentstate> AgentState: ::agentstate::State,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
-    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-    AgentState: ::agentstate::State,
-    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
 {
     #[doc = "Sets the value merged into `notes` (with `append`)."]
     #[must_use]
@@ -474,15 +465,6 @@ where
     for<'__agentstate> AgentState: ::agentstate::State,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
-    ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-        + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-    ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-        + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-    ::agentstate::reducers::MergeByKey<()>:
-        ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-    AgentState: ::agentstate::State,
-    ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>,
 {
 }
 const _: () = {
@@ -520,21 +502,11 @@ const _: () = {
             }
         }
     }
-    #[automatically_derived]
     impl ResearchUpdate
     where
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         #[doc = "Sets the value merged into `notes` (with `append`)."]
         #[must_use]
@@ -616,6 +588,22 @@ const _: () = {
                 ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
             self
         }
+    }
+    impl ResearchUpdate
+    where
+        for<'__agentstate> AgentState: ::agentstate::State,
+        for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+            ::agentstate::__private::FieldTraits,
+        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
+            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
+        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
+            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
+        ::agentstate::reducers::MergeByKey<()>:
+            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
+        AgentState: ::agentstate::State,
+        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
+            + ::agentstate::reducers::Merges<String, Update = String>,
+    {
         #[doc = r" Parses a JSON update strictly: unknown keys and values that do not fit are"]
         #[doc = r" `state_validation_error`s naming the field (see `agentstate::update::Update`)."]
         #[inline]
@@ -679,21 +667,13 @@ const _: () = {
             ::agentstate::output::MessagesUpdate::add_messages(&mut self.base, messages);
         }
     }
-    #[automatically_derived]
     impl Research
     where
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
         ::agentstate::reducers::MergeByKey<()>:
             ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
     {
         #[inline]
         fn __agentstate_reducer_findings() -> impl ::agentstate::reducers::Reducer<

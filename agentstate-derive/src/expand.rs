@@ -473,24 +473,26 @@ fn expand(input: &Input) -> TokenStream {
     for field in &input.fields {
         let ty = field.ty;
         let span = field_span(field);
-        let state_pred = [
-            respan(quote!(#ty: #k::State), span),
-            respan(
-                quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
-                span,
-            ),
-        ];
+        let state_pred = || {
+            [
+                respan(quote!(#ty: #k::State), span),
+                respan(
+                    quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
+                    span,
+                ),
+            ]
+        };
         let r = match &field.role {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
-                state_preds.extend(state_pred);
+                state_preds.extend(state_pred());
                 continue;
             }
             Role::Reduced(r) => r,
         };
         if let Kind::Nested = r.kind {
-            state_preds.extend(state_pred);
+            state_preds.extend(state_pred());
         }
         // Only the assertion and serde's impls (which use it) state the field value's traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
@@ -607,9 +609,16 @@ fn expand(input: &Input) -> TokenStream {
         let Some(uty) = g.update_type(field) else {
             continue;
         };
-        serde_bounds.push(uty.to_string());
+        if generic {
+            serde_bounds.push(uty.to_string());
+        }
         let json = &field.json_name;
         let setter = setter_name(ident);
+        // The field's entries in the generated structs and `Serialize`s point at the field:
+        // their parts carry its span, each re-spanned once, and `quote_spanned!` the rest.
+        let sk = respan(k.clone(), fspan);
+        let sident = respan(ident.to_token_stream(), fspan);
+        let sjson = respan(json.to_token_stream(), fspan);
         match &field.role {
             Role::Base => {
                 let doc = format!(
@@ -618,17 +627,18 @@ fn expand(input: &Input) -> TokenStream {
                 );
                 let serde_attr =
                     (!fields_de).then(|| quote!(#[serde(flatten, deserialize_with = #flattened)]));
-                update_fields.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #serde_attr
-                        pub #ident: #uty
-                    },
-                    fspan,
-                ));
-                update_ser.push(respan(
-                    quote!(#k::__private::serialize_flattened(&mut __map, &self.#ident)?;),
-                    fspan,
+                let (sdoc, suty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(uty.clone(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                update_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: #suty
+                });
+                update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_flattened(&mut __map, &self.#sident)?;
                 ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
                 // The base's part of the update prepares its own messages fields.
@@ -652,7 +662,7 @@ fn expand(input: &Input) -> TokenStream {
                 // serde's impls on the update state the field's requirement too (a non-generic
                 // struct's; a generic one's has its own bounds), spanned on the field: they
                 // then assume it rather than report its parts again.
-                let bound = (!generic).then(|| {
+                let bound = (!generic && !fields_de).then(|| {
                     format!(
                         "{}: {}::__private::FieldValue",
                         field.ty.to_token_stream(),
@@ -675,17 +685,18 @@ fn expand(input: &Input) -> TokenStream {
                         )]
                     }
                 });
-                update_fields.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #serde_attr
-                        pub #ident: ::core::option::Option<#uty>
-                    },
-                    fspan,
-                ));
-                update_ser.push(respan(
-                    quote!(#k::__private::serialize_entry(&mut __map, #json, &self.#ident)?;),
-                    fspan,
+                let (sdoc, suty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(uty.clone(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                update_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: ::core::option::Option<#suty>
+                });
+                update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_entry(&mut __map, #sjson, &self.#sident)?;
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
                 update_arms.push(quote! {
@@ -764,7 +775,9 @@ fn expand(input: &Input) -> TokenStream {
                     }
                 }));
                 let ty = field.ty;
-                serde_bounds.push(ty.to_token_stream().to_string());
+                if generic {
+                    serde_bounds.push(ty.to_token_stream().to_string());
+                }
                 let ow_json = format!("{json}.__overwrite__");
                 let doc = format!(
                     "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
@@ -781,21 +794,25 @@ fn expand(input: &Input) -> TokenStream {
                         )]
                     }
                 });
-                ow_fields.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #serde_attr
-                        pub #ident: ::core::option::Option<#ty>
-                    },
-                    fspan,
+                let (sdoc, sty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(ty.to_token_stream(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                let (sow_json, sow) = (
+                    respan(ow_json.to_token_stream(), fspan),
+                    respan(ow.to_token_stream(), fspan),
+                );
+                ow_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: ::core::option::Option<#sty>
+                });
+                ow_in_update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_entry(&mut __map, #sow_json, &self.#sow.#sident)?;
                 ));
-                ow_in_update_ser.push(respan(
-                    quote!(#k::__private::serialize_entry(&mut __map, #ow_json, &self.#ow.#ident)?;),
-                    fspan,
-                ));
-                ow_ser.push(respan(
-                    quote!(#k::__private::serialize_field(&mut __state, #ow_json, &self.#ident)?;),
-                    fspan,
+                ow_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_field(&mut __state, #sow_json, &self.#sident)?;
                 ));
                 ow_set.push(quote!(+ self.#ident.is_some() as usize));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
@@ -1011,91 +1028,98 @@ fn expand(input: &Input) -> TokenStream {
         let fspan = field_span(field);
         let ty = field.ty;
         let json = &field.json_name;
-        let index = Index::from(plan_types.len());
+        if let Role::Skip = field.role {
+            continue;
+        }
+        // Everything here points at the field: the tokens interpolated below carry its span
+        // already, each re-spanned once, and `quote_spanned!` gives it to the rest (cheaper
+        // for the derive than re-spanning every fragment).
+        let index = Index {
+            index: plan_types.len() as u32,
+            span: fspan,
+        };
+        let k = &respan(k.clone(), fspan);
+        let sty = respan(ty.to_token_stream(), fspan);
+        let sident = respan(ident.to_token_stream(), fspan);
+        let sjson = respan(json.to_token_stream(), fspan);
+        let sow = respan(ow.to_token_stream(), fspan);
         match &field.role {
             Role::Skip => continue,
             Role::Base => {
-                plan_types.push(respan(quote!(<#ty as #k::State>::Plan), fspan));
-                plans.push(respan(
-                    quote!(#k::State::plan(&self.#ident, __update.#ident)?),
-                    fspan,
-                ));
-                applies.push(respan(
-                    quote!(#k::State::apply(&mut self.#ident, __plan.#index)),
-                    fspan,
-                ));
-                composed.push(respan(
-                    quote!(#ident: <#ty as #k::State>::compose(__a.#ident, __b.#ident, __how)?),
-                    fspan,
+                plan_types.push(quote_spanned!(fspan=> <#sty as #k::State>::Plan));
+                plans.push(
+                    quote_spanned!(fspan=> #k::State::plan(&self.#sident, __update.#sident)?),
+                );
+                applies.push(
+                    quote_spanned!(fspan=> #k::State::apply(&mut self.#sident, __plan.#index)),
+                );
+                composed.push(quote_spanned!(fspan=>
+                    #sident: <#sty as #k::State>::compose(__a.#sident, __b.#sident, __how)?
                 ));
                 // The base's fields come first, as in `FIELDS`.
-                schema.insert(0, respan(quote! {
-                    ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
-                }, fspan));
+                schema.insert(0, quote_spanned! {fspan=>
+                    ::core::iter::Extend::extend(&mut __fields, <#sty as #k::State>::schema().into_fields());
+                });
             }
             Role::Reduced(r) => {
                 own_names.push((json.clone(), ident));
                 let plan_ty = g.merges(field, r, "Plan");
-                plan_types.push(respan(
-                    quote!(#k::__private::FieldPlan<#ty, #plan_ty>),
-                    fspan,
-                ));
+                let splan_ty = respan(plan_ty.clone(), fspan);
+                plan_types.push(quote_spanned!(fspan=> #k::__private::FieldPlan<#sty, #splan_ty>));
                 let (ow_var, u_var) = (
                     format_ident!("__ow_{}", ident.to_string().trim_start_matches("r#")),
                     format_ident!("__u_{}", ident.to_string().trim_start_matches("r#")),
                 );
-                composed.push(respan(quote!(#ident: #u_var), fspan));
+                let (sow_var, su_var) = (
+                    format_ident!("{}", ow_var, span = fspan),
+                    format_ident!("{}", u_var, span = fspan),
+                );
+                composed.push(quote_spanned!(fspan=> #sident: #su_var));
                 composed_ow.push(quote!(#ident: #ow_var));
-                let reducer_name = &r.name;
-                let lww = matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue);
-                let combine = if let Kind::Nested = r.kind {
-                    quote!(#k::__private::compose_nested::<#ty>(#json, __how))
-                } else {
-                    let expr = g.reducer_expr(field, r);
-                    quote!(#k::__private::compose_with::<#ty, _>(#json, &#expr))
+                let reducer_name = respan(r.name.to_token_stream(), fspan);
+                let lww = respan(
+                    matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue).to_token_stream(),
+                    fspan,
+                );
+                let expr = (!matches!(r.kind, Kind::Nested))
+                    .then(|| respan(g.reducer_expr(field, r), fspan));
+                let combine = match &expr {
+                    None => {
+                        quote_spanned!(fspan=> #k::__private::compose_nested::<#sty>(#sjson, __how))
+                    }
+                    Some(expr) => {
+                        quote_spanned!(fspan=> #k::__private::compose_with::<#sty, _>(#sjson, &#expr))
+                    }
                 };
-                composes.push(respan(
-                    quote! {
-                        let (#ow_var, #u_var) = #k::__private::compose_field(
-                            #json, #reducer_name, #lww, __how,
-                            (__a.#ow.#ident, __a.#ident),
-                            (__b.#ow.#ident, __b.#ident),
-                            #combine,
-                        )?;
-                    },
-                    fspan,
-                ));
-                if let Kind::Nested = r.kind {
-                    plans.push(respan(quote! {
-                        #k::__private::plan_nested(#json, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                    }, fspan));
-                    applies.push(respan(
-                        quote! {
-                            #k::__private::apply_nested(&mut self.#ident, __plan.#index)
-                        },
-                        fspan,
-                    ));
-                    schema.push(respan(
-                        quote! {
-                            __fields.push(#k::schema::FieldSchema::nested::<#ty>(#json));
-                        },
-                        fspan,
-                    ));
+                composes.push(quote_spanned! {fspan=>
+                    let (#sow_var, #su_var) = #k::__private::compose_field(
+                        #sjson, #reducer_name, #lww, __how,
+                        (__a.#sow.#sident, __a.#sident),
+                        (__b.#sow.#sident, __b.#sident),
+                        #combine,
+                    )?;
+                });
+                let Some(expr) = expr else {
+                    plans.push(quote_spanned! {fspan=>
+                        #k::__private::plan_nested(#sjson, &self.#sident, __update.#sow.#sident, __update.#sident)?
+                    });
+                    applies.push(quote_spanned! {fspan=>
+                        #k::__private::apply_nested(&mut self.#sident, __plan.#index)
+                    });
+                    schema.push(quote_spanned! {fspan=>
+                        __fields.push(#k::schema::FieldSchema::nested::<#sty>(#sjson));
+                    });
                     continue;
-                }
-                let expr = g.reducer_expr(field, r);
-                plans.push(respan(quote! {
-                    #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                }, fspan));
-                applies.push(respan(quote! {
-                    #k::__private::apply_field::<#ty, _>(&#expr, &mut self.#ident, __plan.#index)
-                }, fspan));
-                schema.push(respan(
-                    quote! {
-                        __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
-                    },
-                    fspan,
-                ));
+                };
+                plans.push(quote_spanned! {fspan=>
+                    #k::__private::plan_field::<#sty, _>(#sjson, &#expr, &self.#sident, __update.#sow.#sident, __update.#sident)?
+                });
+                applies.push(quote_spanned! {fspan=>
+                    #k::__private::apply_field::<#sty, _>(&#expr, &mut self.#sident, __plan.#index)
+                });
+                schema.push(quote_spanned! {fspan=>
+                    __fields.push(#k::schema::FieldSchema::of(#sjson, &#expr));
+                });
                 if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
                     let message = format!(
                         "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"

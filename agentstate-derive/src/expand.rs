@@ -458,7 +458,9 @@ fn expand(input: &Input) -> TokenStream {
     // fits its type (or that a nested field is a state) in the where clause of the impls that
     // use it, where it is then assumed, so that no use repeats it (rustc reports one predicate at
     // one span once); that its type is a field value (`FieldValue`) in serde's impls on the
-    // update. A non-generic struct also states all of it first, in a struct of its own, so that
+    // update where serde derives them (the generated `Serialize` and `Deserialize` call
+    // functions whose serde bounds report a field's type at the field). A non-generic struct
+    // also states all of it first, in a struct of its own, so that
     // the first error is the one naming the requirement: the traits carry
     // `#[diagnostic::on_unimplemented]` messages with a hint. (A constant or item cannot name a
     // generic struct's parameters: a generic struct gets the where clauses only.)
@@ -494,7 +496,8 @@ fn expand(input: &Input) -> TokenStream {
         if let Kind::Nested = r.kind {
             state_preds.extend(state_pred());
         }
-        // Only the assertion and serde's impls (which use it) state the field value's traits.
+        // Only the assertion and serde's derived impls (which use it) state the field value's
+        // traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
         let rty = g.reducer_type(field, r);
         let uty = g.update_type(field);
@@ -659,9 +662,10 @@ fn expand(input: &Input) -> TokenStream {
                 });
             }
             Role::Reduced(r) => {
-                // serde's impls on the update state the field's requirement too (a non-generic
-                // struct's; a generic one's has its own bounds), spanned on the field: they
-                // then assume it rather than report its parts again.
+                // serde's derived impls on the update (when serde derives them for a non-generic
+                // struct: its base is generic; a generic one's has its own bounds) state the
+                // field's requirement too, spanned on the field: they then assume it rather
+                // than report its parts again.
                 let bound = (!generic && !fields_de).then(|| {
                     format!(
                         "{}: {}::__private::FieldValue",

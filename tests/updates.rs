@@ -834,6 +834,94 @@ fn overwrites_and_base_fields_with_integer_map_keys_round_trip() {
     assert!(err.to_string().contains("at `bonus.7`"), "{err}");
 }
 
+/// A nested state of the serialization tests below.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Leg {
+    #[reducer(append)]
+    stops: Vec<String>,
+    hours: u32,
+}
+
+/// A state with a base, a nested state and reduced fields: its update's `Serialize` is the
+/// derive's own.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tour {
+    #[reducer(append)]
+    cities: Vec<String>,
+    #[agent_state(base)]
+    #[serde(flatten)]
+    base: Scores,
+    #[reducer(nested)]
+    leg: Leg,
+    #[reducer(merge)]
+    bonus: BTreeMap<u8, u32>,
+    guide: Option<String>,
+}
+
+/// The same state, generic: its update keeps serde's derives, the reference for the above.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenericTour<T: Clone + Default + PartialEq + std::fmt::Debug> {
+    #[reducer(append)]
+    cities: Vec<T>,
+    #[agent_state(base)]
+    #[serde(flatten)]
+    base: Scores,
+    #[reducer(nested)]
+    leg: Leg,
+    #[reducer(merge)]
+    bonus: BTreeMap<u8, u32>,
+    guide: Option<String>,
+}
+
+#[test]
+fn the_generated_update_serialize_writes_what_serde_derive_writes() {
+    // The same setters on both updates.
+    macro_rules! tour_update {
+        ($update:ty) => {
+            <$update>::default()
+                .overwrite_cities(vec!["Rome".into()])
+                .cities(vec!["Milan".into()])
+                .by_round(BTreeMap::from([(1, 10)]))
+                .overwrite_by_round(BTreeMap::from([(2, 20)]))
+                .leg(
+                    LegUpdate::default()
+                        .stops(vec!["Pisa".into()])
+                        .overwrite_hours(3_u32),
+                )
+                .overwrite_guide(None)
+                .guide(Some("Ada".into()))
+        };
+    }
+    let update = tour_update!(TourUpdate);
+    let reference = tour_update!(GenericTourUpdate<String>);
+    // The keys in order: the own entries and the base's (flattened, its Overwrites last) in
+    // declaration order, then the Overwrites; a nested update is an object of the same form.
+    let expected = concat!(
+        r#"{"cities":["Milan"],"by_round":{"1":10},"by_round.__overwrite__":{"2":20},"#,
+        r#""leg":{"stops":["Pisa"],"hours.__overwrite__":3},"guide":"Ada","#,
+        r#""cities.__overwrite__":["Rome"],"guide.__overwrite__":null}"#
+    );
+    assert_eq!(serde_json::to_string(&update).unwrap(), expected);
+    assert_eq!(serde_json::to_string(&reference).unwrap(), expected);
+    // The Overwrites alone, and an empty update, as serde's derive writes them too.
+    assert_eq!(
+        serde_json::to_string(&update.overwrite).unwrap(),
+        serde_json::to_string(&reference.overwrite).unwrap()
+    );
+    assert_eq!(
+        serde_json::to_string(&update.overwrite).unwrap(),
+        r#"{"cities.__overwrite__":["Rome"],"guide.__overwrite__":null}"#
+    );
+    assert_eq!(serde_json::to_string(&TourUpdate::default()).unwrap(), "{}");
+    assert_eq!(
+        serde_json::to_string(&GenericTourUpdate::<String>::default()).unwrap(),
+        "{}"
+    );
+    // And it reads back.
+    let back: TourUpdate = serde_json::from_str(expected).unwrap();
+    assert_eq!(back, update);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fan-in
 // ---------------------------------------------------------------------------------------------

@@ -283,6 +283,27 @@ fn key_by_key(
     }
 }
 
+/// `Serialize` for an update or its Overwrites, writing with `body` what serde's derive wrote.
+fn serialize_impl(
+    k: &TokenStream,
+    ty: &Ident,
+    where_clause: &TokenStream,
+    body: TokenStream,
+) -> TokenStream {
+    let serde = quote!(#k::__private::serde);
+    quote! {
+        #[automatically_derived]
+        impl #serde::Serialize for #ty #where_clause {
+            fn serialize<__S: #serde::Serializer>(
+                &self,
+                __serializer: __S,
+            ) -> ::core::result::Result<__S::Ok, __S::Error> {
+                #body
+            }
+        }
+    }
+}
+
 /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
 /// the object in one pass and offering the keys it does not know to the base.
 fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
@@ -437,12 +458,16 @@ fn expand(input: &Input) -> TokenStream {
     // fits its type (or that a nested field is a state) in the where clause of the impls that
     // use it, where it is then assumed, so that no use repeats it (rustc reports one predicate at
     // one span once); that its type is a field value (`FieldValue`) in serde's impls on the
-    // update. A non-generic struct also states all of it first, in a struct of its own, so that
+    // update where serde derives them (the generated `Serialize` and `Deserialize` call
+    // functions whose serde bounds report a field's type at the field). A non-generic struct
+    // also states all of it first, in a struct of its own, so that
     // the first error is the one naming the requirement: the traits carry
     // `#[diagnostic::on_unimplemented]` messages with a hint. (A constant or item cannot name a
     // generic struct's parameters: a generic struct gets the where clauses only.)
     let generic = !generics.params.is_empty();
     let mut fits: Vec<TokenStream> = Vec::new();
+    let mut key_fits: Vec<TokenStream> = Vec::new();
+    let mut message_fits: Vec<TokenStream> = Vec::new();
     let mut asserts: Vec<TokenStream> = Vec::new();
     let mut values: Vec<TokenStream> = Vec::new();
     // A base's or nested state's update is a field of this update.
@@ -450,26 +475,29 @@ fn expand(input: &Input) -> TokenStream {
     for field in &input.fields {
         let ty = field.ty;
         let span = field_span(field);
-        let state_pred = [
-            respan(quote!(#ty: #k::State), span),
-            respan(
-                quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
-                span,
-            ),
-        ];
+        let state_pred = || {
+            [
+                respan(quote!(#ty: #k::State), span),
+                respan(
+                    quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
+                    span,
+                ),
+            ]
+        };
         let r = match &field.role {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
-                state_preds.extend(state_pred);
+                state_preds.extend(state_pred());
                 continue;
             }
             Role::Reduced(r) => r,
         };
         if let Kind::Nested = r.kind {
-            state_preds.extend(state_pred);
+            state_preds.extend(state_pred());
         }
-        // Only the assertion and serde's impls (which use it) state the field value's traits.
+        // Only the assertion and serde's derived impls (which use it) state the field value's
+        // traits.
         values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
         let rty = g.reducer_type(field, r);
         let uty = g.update_type(field);
@@ -482,7 +510,15 @@ fn expand(input: &Input) -> TokenStream {
                 quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
             }
         };
-        fits.push(respan(pred, span));
+        let pred = respan(pred, span);
+        // Only the key functions and the messages setters use a field's reducer outside the
+        // `State` impl: their items state their own fields' fits, not every field's.
+        match r.kind {
+            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => key_fits.push(pred.clone()),
+            Kind::AddMessages | Kind::ReplaceMessages => message_fits.push(pred.clone()),
+            _ => {}
+        }
+        fits.push(pred);
     }
     if !generic && (!fits.is_empty() || !values.is_empty()) {
         let assertion = format_ident!("__AgentStateRequirementsOf{}", name);
@@ -543,6 +579,26 @@ fn expand(input: &Input) -> TokenStream {
     let mut update_arms = Vec::new();
     let mut update_keys: Vec<String> = Vec::new();
 
+    // A non-generic state's update reads its object in one pass through `DeserializeFields`:
+    // its own keys, then its Overwrites' keys, then its base's update's, each value read where
+    // it is (so an error's JSON path is exact), and writes it with a `Serialize` of its own.
+    // serde's derives, with `flatten` and a `deserialize_with` per field, were the largest
+    // generated items. A base written with generic arguments may have a serde-derived update:
+    // then serde's derives read and write it.
+    let base_update = base(input).map(|(_, b)| (b.ident, b.ty));
+    let base_is_generic = base_update.is_some_and(|(_, ty)| {
+        ty.to_token_stream()
+            .into_iter()
+            .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
+    });
+    let fields_de = !generic && !base_is_generic;
+    // The generated `Serialize`s: the update's entries (its own, its base's flattened, its
+    // Overwrites'), and the Overwrites' fields on their own.
+    let mut update_ser = Vec::new();
+    let mut ow_in_update_ser = Vec::new();
+    let mut ow_ser = Vec::new();
+    let mut ow_set = Vec::new();
+
     // The update struct.
     let mut update_fields = Vec::new();
     let mut defaults = Vec::new();
@@ -556,22 +612,36 @@ fn expand(input: &Input) -> TokenStream {
         let Some(uty) = g.update_type(field) else {
             continue;
         };
-        serde_bounds.push(uty.to_string());
+        if generic {
+            serde_bounds.push(uty.to_string());
+        }
         let json = &field.json_name;
         let setter = setter_name(ident);
+        // The field's entries in the generated structs and `Serialize`s point at the field:
+        // their parts carry its span, each re-spanned once, and `quote_spanned!` the rest.
+        let sk = respan(k.clone(), fspan);
+        let sident = respan(ident.to_token_stream(), fspan);
+        let sjson = respan(json.to_token_stream(), fspan);
         match &field.role {
             Role::Base => {
                 let doc = format!(
                     "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
                     field.ty.to_token_stream()
                 );
-                update_fields.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[serde(flatten, deserialize_with = #flattened)]
-                        pub #ident: #uty
-                    },
-                    fspan,
+                let serde_attr =
+                    (!fields_de).then(|| quote!(#[serde(flatten, deserialize_with = #flattened)]));
+                let (sdoc, suty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(uty.clone(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                update_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: #suty
+                });
+                update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_flattened(&mut __map, &self.#sident)?;
                 ));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
                 // The base's part of the update prepares its own messages fields.
@@ -580,23 +650,23 @@ fn expand(input: &Input) -> TokenStream {
                     <#ty as #k::State>::prepare_update(&mut self.#ident);
                 });
                 let doc = format!("Sets the update of the base state (`{ident}`).");
-                setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            self.#ident = #k::update::IntoField::into_field(value);
-                            self
-                        }
-                    },
-                    fspan,
-                ));
+                // A setter uses no requirement of its field that its impl does not state: it
+                // keeps the spans of the field's name and type (re-spanning costs the derive).
+                setters.push(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        self.#ident = #k::update::IntoField::into_field(value);
+                        self
+                    }
+                });
             }
             Role::Reduced(r) => {
-                // serde's impls on the update state the field's requirement too (a non-generic
-                // struct's; a generic one's has its own bounds), spanned on the field: they
-                // then assume it rather than report its parts again.
-                let bound = (!generic).then(|| {
+                // serde's derived impls on the update (when serde derives them for a non-generic
+                // struct: its base is generic; a generic one's has its own bounds) state the
+                // field's requirement too, spanned on the field: they then assume it rather
+                // than report its parts again.
+                let bound = (!generic && !fields_de).then(|| {
                     format!(
                         "{}: {}::__private::FieldValue",
                         field.ty.to_token_stream(),
@@ -608,9 +678,8 @@ fn expand(input: &Input) -> TokenStream {
                     "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
                     r.name
                 );
-                update_fields.push(respan(
+                let serde_attr = (!fields_de).then(|| {
                     quote! {
-                        #[doc = #doc]
                         #[serde(
                             default,
                             rename = #json,
@@ -618,9 +687,20 @@ fn expand(input: &Input) -> TokenStream {
                             deserialize_with = #present
                             #(, bound = #bound)*
                         )]
-                        pub #ident: ::core::option::Option<#uty>
-                    },
-                    fspan,
+                    }
+                });
+                let (sdoc, suty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(uty.clone(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                update_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: ::core::option::Option<#suty>
+                });
+                update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_entry(&mut __map, #sjson, &self.#sident)?;
                 ));
                 defaults.push(quote!(#ident: ::core::option::Option::None));
                 update_arms.push(quote! {
@@ -637,17 +717,17 @@ fn expand(input: &Input) -> TokenStream {
                         }
                     });
                 }
-                let prepare =
-                    matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages).then(|| {
-                        let rty = g.reducer_type(field, r);
-                        let ty = field.ty;
-                        prepares.push(quote! {
-                            if let ::core::option::Option::Some(value) = &mut self.#ident {
-                                #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
-                            }
-                        });
-                        quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
+                let prepares_messages = matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages);
+                let prepare = prepares_messages.then(|| {
+                    let rty = g.reducer_type(field, r);
+                    let ty = field.ty;
+                    prepares.push(quote! {
+                        if let ::core::option::Option::Some(value) = &mut self.#ident {
+                            #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
+                        }
                     });
+                    quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
+                });
                 let (set, set_in_base) = match prepare {
                     Some(prepare) => (
                         quote! {
@@ -674,38 +754,41 @@ fn expand(input: &Input) -> TokenStream {
                     ),
                 };
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
-                setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #set
-                            self
-                        }
-                    },
-                    fspan,
-                ));
-                trait_setters.push(respan(
-                    quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #set_in_base
-                            self
-                        }
-                    },
-                    fspan,
-                ));
+                // Only a messages setter uses its field's reducer (to prepare): on the field.
+                let spanned = |tokens| {
+                    if prepares_messages {
+                        respan(tokens, fspan)
+                    } else {
+                        tokens
+                    }
+                };
+                setters.push(spanned(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        #set
+                        self
+                    }
+                }));
+                trait_setters.push(spanned(quote! {
+                    #[doc = #doc]
+                    #[must_use]
+                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                        #set_in_base
+                        self
+                    }
+                }));
                 let ty = field.ty;
-                serde_bounds.push(ty.to_token_stream().to_string());
+                if generic {
+                    serde_bounds.push(ty.to_token_stream().to_string());
+                }
                 let ow_json = format!("{json}.__overwrite__");
                 let doc = format!(
                     "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
                     r.name
                 );
-                ow_fields.push(respan(
+                let serde_attr = (!fields_de).then(|| {
                     quote! {
-                        #[doc = #doc]
                         #[serde(
                             default,
                             rename = #ow_json,
@@ -713,26 +796,48 @@ fn expand(input: &Input) -> TokenStream {
                             deserialize_with = #present_flattened
                             #(, bound = #bound)*
                         )]
-                        pub #ident: ::core::option::Option<#ty>
-                    },
-                    fspan,
+                    }
+                });
+                let (sdoc, sty) = (
+                    respan(doc.to_token_stream(), fspan),
+                    respan(ty.to_token_stream(), fspan),
+                );
+                let serde_attr = serde_attr.map(|a| respan(a, fspan));
+                let (sow_json, sow) = (
+                    respan(ow_json.to_token_stream(), fspan),
+                    respan(ow.to_token_stream(), fspan),
+                );
+                ow_fields.push(quote_spanned! {fspan=>
+                    #[doc = #sdoc]
+                    #serde_attr
+                    pub #sident: ::core::option::Option<#sty>
+                });
+                ow_in_update_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_entry(&mut __map, #sow_json, &self.#sow.#sident)?;
                 ));
+                ow_ser.push(quote_spanned!(fspan=>
+                    #sk::__private::serialize_field(&mut __state, #sow_json, &self.#sident)?;
+                ));
+                ow_set.push(quote!(+ self.#ident.is_some() as usize));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
                 ow_arms.push(quote! {
                     #ow_json => #k::__private::deserialize_value(&mut __fields.#ident, #ow_json, __map),
                 });
                 ow_keys.push(ow_json);
-                let ow_setter =
-                    format_ident!("overwrite_{}", ident.to_string().trim_start_matches("r#"));
-                setters.push(respan(quote! {
+                let ow_setter = format_ident!(
+                    "overwrite_{}",
+                    ident.to_string().trim_start_matches("r#"),
+                    span = fspan
+                );
+                setters.push(quote! {
                     #[doc = #doc]
                     #[must_use]
                     pub fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
                         self.#ow.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                }, fspan));
-                trait_setters.push(respan(quote! {
+                });
+                trait_setters.push(quote! {
                     #[doc = #doc]
                     #[must_use]
                     fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
@@ -740,16 +845,17 @@ fn expand(input: &Input) -> TokenStream {
                             ::core::option::Option::Some(#k::update::IntoField::into_field(value));
                         self
                     }
-                }, fspan));
+                });
             }
             Role::Skip => {}
         }
     }
 
     let ow_doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
+    let serde_attr = (!fields_de).then(|| quote!(#[serde(flatten)]));
     update_fields.push(quote! {
         #[doc = #ow_doc]
-        #[serde(flatten)]
+        #serde_attr
         pub #ow: #ow_struct #ty_g
     });
     defaults.push(quote!(#ow: ::core::default::Default::default()));
@@ -783,24 +889,20 @@ fn expand(input: &Input) -> TokenStream {
     });
 
     let where_clause = &plain_where;
+    let serde = quote!(#k::__private::serde);
     let update_doc = format!(
         "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
          through that field's reducer. Generated by `#[derive(AgentState)]`."
     );
-    // A non-generic state's update reads its object in one pass through `DeserializeFields`:
-    // its own keys, then its Overwrites' keys, then its base's update's, each value read where
-    // it is (so an error's JSON path is exact). serde's derive, with `flatten` and a
-    // `deserialize_with` per field, was the largest generated item. A base written with
-    // generic arguments may have a serde-derived update: then serde's derive reads it.
-    let base_update = base(input).map(|(_, b)| (b.ident, b.ty));
-    let base_is_generic = base_update.is_some_and(|(_, ty)| {
-        ty.to_token_stream()
-            .into_iter()
-            .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
+    // serde's derives, for a generic state's update and Overwrites.
+    let serde_derives = (!fields_de).then(|| {
+        quote! {
+            #[derive(#k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
+            #[serde(crate = #serde_crate)]
+            #serde_bound
+        }
     });
-    let fields_de = !generic && !base_is_generic;
-    let derive_de = quote!(, #k::__private::serde::Deserialize);
-    let (update_derive_de, update_de_impl) = if fields_de {
+    let update_de_impl = if fields_de {
         let trait_ = quote!(#k::state::DeserializeFields<'de>);
         let base_arm = match base_update {
             Some((ident, ty)) => quote! {
@@ -823,15 +925,25 @@ fn expand(input: &Input) -> TokenStream {
             others,
             true,
         );
-        (TokenStream::new(), impls)
+        let write = serialize_impl(
+            k,
+            update,
+            where_clause,
+            quote! {
+                let mut __map = #serde::Serializer::serialize_map(__serializer, ::core::option::Option::None)?;
+                #(#update_ser)*
+                #(#ow_in_update_ser)*
+                #serde::ser::SerializeMap::end(__map)
+            },
+        );
+        quote!(#impls #write)
     } else {
-        (derive_de.clone(), TokenStream::new())
+        TokenStream::new()
     };
     let update_struct = quote! {
         #[doc = #update_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize #update_derive_de)]
-        #[serde(crate = #serde_crate)]
-        #serde_bound
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #serde_derives
         #vis struct #update #generics #where_clause {
             #(#update_fields,)*
         }
@@ -843,7 +955,7 @@ fn expand(input: &Input) -> TokenStream {
     // A non-generic struct's Overwrites read their keys through `DeserializeFields`, one
     // match over the keys (serde's derive, with a `deserialize_with` per field, is about 1,200
     // lines of code per state; most of a state's expansion).
-    let (ow_derive_de, ow_de_impl) = if fields_de {
+    let ow_de_impl = if fields_de {
         let others = quote!(::core::result::Result::Ok(false));
         let impls = key_by_key(
             k,
@@ -854,15 +966,31 @@ fn expand(input: &Input) -> TokenStream {
             others,
             false,
         );
-        (TokenStream::new(), impls)
+        // serde's derive writes a struct without a flattened field as a struct.
+        let state = if ow_ser.is_empty() {
+            quote!(__state)
+        } else {
+            quote!(mut __state)
+        };
+        let name = ow_struct.to_string();
+        let write = serialize_impl(
+            k,
+            &ow_struct,
+            where_clause,
+            quote! {
+                let #state = #serde::Serializer::serialize_struct(__serializer, #name, 0 #(#ow_set)*)?;
+                #(#ow_ser)*
+                #serde::ser::SerializeStruct::end(__state)
+            },
+        );
+        quote!(#impls #write)
     } else {
-        (derive_de, TokenStream::new())
+        TokenStream::new()
     };
     let overwrite_struct = quote! {
         #[doc = #ow_struct_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq, #k::__private::serde::Serialize #ow_derive_de)]
-        #[serde(crate = #serde_crate)]
-        #serde_bound
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #serde_derives
         #vis struct #ow_struct #generics #where_clause {
             #(#ow_fields,)*
         }
@@ -871,8 +999,8 @@ fn expand(input: &Input) -> TokenStream {
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
-        // The fits, as in the impls: a messages setter prepares through its reducer.
-        let where_c = &where_c;
+        // A messages setter prepares through its reducer: the fits of those fields.
+        let where_c = quote!(where #own_preds #assumed #(#message_fits,)*);
         let trait_name = format_ident!("{}Setters", update);
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
@@ -904,91 +1032,98 @@ fn expand(input: &Input) -> TokenStream {
         let fspan = field_span(field);
         let ty = field.ty;
         let json = &field.json_name;
-        let index = Index::from(plan_types.len());
+        if let Role::Skip = field.role {
+            continue;
+        }
+        // Everything here points at the field: the tokens interpolated below carry its span
+        // already, each re-spanned once, and `quote_spanned!` gives it to the rest (cheaper
+        // for the derive than re-spanning every fragment).
+        let index = Index {
+            index: plan_types.len() as u32,
+            span: fspan,
+        };
+        let k = &respan(k.clone(), fspan);
+        let sty = respan(ty.to_token_stream(), fspan);
+        let sident = respan(ident.to_token_stream(), fspan);
+        let sjson = respan(json.to_token_stream(), fspan);
+        let sow = respan(ow.to_token_stream(), fspan);
         match &field.role {
             Role::Skip => continue,
             Role::Base => {
-                plan_types.push(respan(quote!(<#ty as #k::State>::Plan), fspan));
-                plans.push(respan(
-                    quote!(#k::State::plan(&self.#ident, __update.#ident)?),
-                    fspan,
-                ));
-                applies.push(respan(
-                    quote!(#k::State::apply(&mut self.#ident, __plan.#index)),
-                    fspan,
-                ));
-                composed.push(respan(
-                    quote!(#ident: <#ty as #k::State>::compose(__a.#ident, __b.#ident, __how)?),
-                    fspan,
+                plan_types.push(quote_spanned!(fspan=> <#sty as #k::State>::Plan));
+                plans.push(
+                    quote_spanned!(fspan=> #k::State::plan(&self.#sident, __update.#sident)?),
+                );
+                applies.push(
+                    quote_spanned!(fspan=> #k::State::apply(&mut self.#sident, __plan.#index)),
+                );
+                composed.push(quote_spanned!(fspan=>
+                    #sident: <#sty as #k::State>::compose(__a.#sident, __b.#sident, __how)?
                 ));
                 // The base's fields come first, as in `FIELDS`.
-                schema.insert(0, respan(quote! {
-                    ::core::iter::Extend::extend(&mut __fields, <#ty as #k::State>::schema().into_fields());
-                }, fspan));
+                schema.insert(0, quote_spanned! {fspan=>
+                    ::core::iter::Extend::extend(&mut __fields, <#sty as #k::State>::schema().into_fields());
+                });
             }
             Role::Reduced(r) => {
                 own_names.push((json.clone(), ident));
                 let plan_ty = g.merges(field, r, "Plan");
-                plan_types.push(respan(
-                    quote!(#k::__private::FieldPlan<#ty, #plan_ty>),
-                    fspan,
-                ));
+                let splan_ty = respan(plan_ty.clone(), fspan);
+                plan_types.push(quote_spanned!(fspan=> #k::__private::FieldPlan<#sty, #splan_ty>));
                 let (ow_var, u_var) = (
                     format_ident!("__ow_{}", ident.to_string().trim_start_matches("r#")),
                     format_ident!("__u_{}", ident.to_string().trim_start_matches("r#")),
                 );
-                composed.push(respan(quote!(#ident: #u_var), fspan));
+                let (sow_var, su_var) = (
+                    format_ident!("{}", ow_var, span = fspan),
+                    format_ident!("{}", u_var, span = fspan),
+                );
+                composed.push(quote_spanned!(fspan=> #sident: #su_var));
                 composed_ow.push(quote!(#ident: #ow_var));
-                let reducer_name = &r.name;
-                let lww = matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue);
-                let combine = if let Kind::Nested = r.kind {
-                    quote!(#k::__private::compose_nested::<#ty>(#json, __how))
-                } else {
-                    let expr = g.reducer_expr(field, r);
-                    quote!(#k::__private::compose_with::<#ty, _>(#json, &#expr))
+                let reducer_name = respan(r.name.to_token_stream(), fspan);
+                let lww = respan(
+                    matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue).to_token_stream(),
+                    fspan,
+                );
+                let expr = (!matches!(r.kind, Kind::Nested))
+                    .then(|| respan(g.reducer_expr(field, r), fspan));
+                let combine = match &expr {
+                    None => {
+                        quote_spanned!(fspan=> #k::__private::compose_nested::<#sty>(#sjson, __how))
+                    }
+                    Some(expr) => {
+                        quote_spanned!(fspan=> #k::__private::compose_with::<#sty, _>(#sjson, &#expr))
+                    }
                 };
-                composes.push(respan(
-                    quote! {
-                        let (#ow_var, #u_var) = #k::__private::compose_field(
-                            #json, #reducer_name, #lww, __how,
-                            (__a.#ow.#ident, __a.#ident),
-                            (__b.#ow.#ident, __b.#ident),
-                            #combine,
-                        )?;
-                    },
-                    fspan,
-                ));
-                if let Kind::Nested = r.kind {
-                    plans.push(respan(quote! {
-                        #k::__private::plan_nested(#json, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                    }, fspan));
-                    applies.push(respan(
-                        quote! {
-                            #k::__private::apply_nested(&mut self.#ident, __plan.#index)
-                        },
-                        fspan,
-                    ));
-                    schema.push(respan(
-                        quote! {
-                            __fields.push(#k::schema::FieldSchema::nested::<#ty>(#json));
-                        },
-                        fspan,
-                    ));
+                composes.push(quote_spanned! {fspan=>
+                    let (#sow_var, #su_var) = #k::__private::compose_field(
+                        #sjson, #reducer_name, #lww, __how,
+                        (__a.#sow.#sident, __a.#sident),
+                        (__b.#sow.#sident, __b.#sident),
+                        #combine,
+                    )?;
+                });
+                let Some(expr) = expr else {
+                    plans.push(quote_spanned! {fspan=>
+                        #k::__private::plan_nested(#sjson, &self.#sident, __update.#sow.#sident, __update.#sident)?
+                    });
+                    applies.push(quote_spanned! {fspan=>
+                        #k::__private::apply_nested(&mut self.#sident, __plan.#index)
+                    });
+                    schema.push(quote_spanned! {fspan=>
+                        __fields.push(#k::schema::FieldSchema::nested::<#sty>(#sjson));
+                    });
                     continue;
-                }
-                let expr = g.reducer_expr(field, r);
-                plans.push(respan(quote! {
-                    #k::__private::plan_field::<#ty, _>(#json, &#expr, &self.#ident, __update.#ow.#ident, __update.#ident)?
-                }, fspan));
-                applies.push(respan(quote! {
-                    #k::__private::apply_field::<#ty, _>(&#expr, &mut self.#ident, __plan.#index)
-                }, fspan));
-                schema.push(respan(
-                    quote! {
-                        __fields.push(#k::schema::FieldSchema::of(#json, &#expr));
-                    },
-                    fspan,
-                ));
+                };
+                plans.push(quote_spanned! {fspan=>
+                    #k::__private::plan_field::<#sty, _>(#sjson, &#expr, &self.#sident, __update.#sow.#sident, __update.#sident)?
+                });
+                applies.push(quote_spanned! {fspan=>
+                    #k::__private::apply_field::<#sty, _>(&#expr, &mut self.#sident, __plan.#index)
+                });
+                schema.push(quote_spanned! {fspan=>
+                    __fields.push(#k::schema::FieldSchema::of(#sjson, &#expr));
+                });
                 if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
                     let message = format!(
                         "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"
@@ -1108,8 +1243,7 @@ fn expand(input: &Input) -> TokenStream {
 
     let key_impl = (!key_fns.is_empty()).then(|| {
         quote! {
-            #[automatically_derived]
-            impl #impl_g #name #ty_g #where_c {
+            impl #impl_g #name #ty_g where #own_preds #assumed #(#key_fits,)* {
                 #(#key_fns)*
             }
         }
@@ -1165,6 +1299,9 @@ fn expand(input: &Input) -> TokenStream {
     });
 
     let deserialize = deserialize_impl(input, &assumed);
+    // The setters use no reducer but a messages field's (to prepare its messages): their impl
+    // states only those fields' fits, so that each setter is not checked under every field's.
+    let setters_where = quote!(where #own_preds #assumed #(#message_fits,)*);
 
     quote! {
         #(#asserts)*
@@ -1192,9 +1329,11 @@ fn expand(input: &Input) -> TokenStream {
                 }
             }
 
-            #[automatically_derived]
-            impl #impl_g #update #ty_g #where_c {
+            impl #impl_g #update #ty_g #setters_where {
                 #(#setters)*
+            }
+
+            impl #impl_g #update #ty_g #where_c {
 
                 /// Parses a JSON update strictly: unknown keys and values that do not fit are
                 /// `state_validation_error`s naming the field (see `agentstate::update::Update`).

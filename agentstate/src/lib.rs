@@ -46,6 +46,7 @@ pub mod output;
 pub mod providers;
 pub mod reducers;
 pub mod schema;
+mod ser;
 pub mod state;
 pub mod update;
 
@@ -61,6 +62,7 @@ pub use agentstate_derive::AgentState;
 /// What generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::ser::{serialize_entry, serialize_field, serialize_flattened};
     pub use crate::state::{deserialize_state, deserialize_value, missing_field, Shape};
     pub use crate::update::{
         apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,

@@ -321,6 +321,7 @@ fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream>
     let mut base_fields = None;
     let mut base_bound = None;
     let mut state_call_span = Span::call_site();
+    let mut requirements = Vec::new();
     let mut fallback = quote!(::core::result::Result::Ok(false));
     let container_default = de.default.as_ref().map(|d| match d {
         DefaultValue::Trait => quote!(let __default: Self = ::core::default::Default::default();),
@@ -351,12 +352,23 @@ fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream>
             ));
             continue;
         }
+        // A field that updates carry is read through `FieldValue`, which the impls assume (as
+        // the update's do): a type that is not `Deserialize` is reported once, by the
+        // requirement.
+        let value = matches!(field.role, Role::Reduced(_));
+        if value {
+            requirements.push(respan(quote!(#ty: #k::__private::FieldValue), span));
+        }
         let missing = match (&field.default, &de.default) {
             (Some(DefaultValue::Trait), _) => quote!(::core::default::Default::default()),
             (Some(DefaultValue::Path(path)), _) => quote!(#path()),
             (None, Some(_)) => quote!(__default.#ident),
             (None, None) if field.skip_deserializing => {
                 quote!(::core::default::Default::default())
+            }
+            (None, None) if value => {
+                let json = &field.json_name;
+                quote!(#k::__private::missing_field_value(#json)?)
             }
             (None, None) => {
                 let json = &field.json_name;
@@ -370,8 +382,13 @@ fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream>
         let json = &field.json_name;
         expected.push(json);
         slots.push(respan(quote!(#ident: ::core::option::Option<#ty>), span));
+        let read = if value {
+            quote!(#k::__private::deserialize_field_value)
+        } else {
+            quote!(#k::__private::deserialize_value)
+        };
         arms.push(quote! {
-            #json => #k::__private::deserialize_value(&mut __fields.#ident, #json, __map),
+            #json => #read(&mut __fields.#ident, #json, __map),
         });
         values.push(quote! {
             let #local = match __fields.#ident {
@@ -401,7 +418,7 @@ fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream>
             }
 
             #[automatically_derived]
-            impl<'de> #trait_ for #name where #assumed #base_bound {
+            impl<'de> #trait_ for #name where #assumed #base_bound #(#requirements,)* {
                 type Fields = __AgentStateFields<#fields_param>;
 
                 #[inline]
@@ -428,7 +445,7 @@ fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream>
             }
 
             #[automatically_derived]
-            impl<'de> #serde::Deserialize<'de> for #name where #assumed {
+            impl<'de> #serde::Deserialize<'de> for #name where #assumed #(#requirements,)* {
                 fn deserialize<__D: #serde::Deserializer<'de>>(
                     __deserializer: __D,
                 ) -> ::core::result::Result<Self, __D::Error> {
@@ -598,6 +615,11 @@ fn expand(input: &Input) -> TokenStream {
     let mut ow_in_update_ser = Vec::new();
     let mut ow_ser = Vec::new();
     let mut ow_set = Vec::new();
+    // The generated `PartialEq`s (non-generic structs): a field value compares through
+    // `FieldValue`, which the impls assume, so a type that is not `PartialEq` is reported once,
+    // under the requirement's message, not again by a derived `==`.
+    let mut update_eq = Vec::new();
+    let mut ow_eq = Vec::new();
 
     // The update struct.
     let mut update_fields = Vec::new();
@@ -643,6 +665,7 @@ fn expand(input: &Input) -> TokenStream {
                 update_ser.push(quote_spanned!(fspan=>
                     #sk::__private::serialize_flattened(&mut __map, &self.#sident)?;
                 ));
+                update_eq.push(quote!(self.#ident == __other.#ident));
                 defaults.push(quote!(#ident: ::core::default::Default::default()));
                 // The base's part of the update prepares its own messages fields.
                 let ty = field.ty;
@@ -699,12 +722,31 @@ fn expand(input: &Input) -> TokenStream {
                     #serde_attr
                     pub #sident: ::core::option::Option<#suty>
                 });
+                // A field value (the update holds the field's own type) is compared, written
+                // and read through `FieldValue`, which the impls assume: a type missing one of
+                // its traits is reported once, by the requirement.
+                let value = uty.to_string() == field.ty.to_token_stream().to_string();
+                let written = if value {
+                    quote_spanned!(fspan=> &#sk::__private::value(&self.#sident))
+                } else {
+                    quote_spanned!(fspan=> &self.#sident)
+                };
                 update_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_entry(&mut __map, #sjson, &self.#sident)?;
+                    #sk::__private::serialize_entry(&mut __map, #sjson, #written)?;
                 ));
+                update_eq.push(if value {
+                    quote!(#k::__private::option_eq(&self.#ident, &__other.#ident))
+                } else {
+                    quote!(self.#ident == __other.#ident)
+                });
                 defaults.push(quote!(#ident: ::core::option::Option::None));
+                let read = if value {
+                    quote!(#k::__private::deserialize_field_value)
+                } else {
+                    quote!(#k::__private::deserialize_value)
+                };
                 update_arms.push(quote! {
-                    #json => #k::__private::deserialize_value(&mut __fields.#ident, #json, __map),
+                    #json => #read(&mut __fields.#ident, #json, __map),
                 });
                 update_keys.push(json.clone());
                 // Messages in a JSON messages update get their ids when the update is made.
@@ -813,15 +855,16 @@ fn expand(input: &Input) -> TokenStream {
                     pub #sident: ::core::option::Option<#sty>
                 });
                 ow_in_update_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_entry(&mut __map, #sow_json, &self.#sow.#sident)?;
+                    #sk::__private::serialize_entry(&mut __map, #sow_json, &#sk::__private::value(&self.#sow.#sident))?;
                 ));
                 ow_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_field(&mut __state, #sow_json, &self.#sident)?;
+                    #sk::__private::serialize_field(&mut __state, #sow_json, &#sk::__private::value(&self.#sident))?;
                 ));
                 ow_set.push(quote!(+ self.#ident.is_some() as usize));
+                ow_eq.push(quote!(#k::__private::option_eq(&self.#ident, &__other.#ident)));
                 ow_defaults.push(quote!(#ident: ::core::option::Option::None));
                 ow_arms.push(quote! {
-                    #ow_json => #k::__private::deserialize_value(&mut __fields.#ident, #ow_json, __map),
+                    #ow_json => #k::__private::deserialize_field_value(&mut __fields.#ident, #ow_json, __map),
                 });
                 ow_keys.push(ow_json);
                 let ow_setter = format_ident!(
@@ -859,6 +902,7 @@ fn expand(input: &Input) -> TokenStream {
         pub #ow: #ow_struct #ty_g
     });
     defaults.push(quote!(#ow: ::core::default::Default::default()));
+    update_eq.push(quote!(self.#ow == __other.#ow));
 
     // A generic state whose parameters all sit in skipped fields still uses them.
     let type_params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
@@ -902,6 +946,9 @@ fn expand(input: &Input) -> TokenStream {
             #serde_bound
         }
     });
+    // The generated impls of a non-generic update and its Overwrites assume each field value's
+    // traits (see `FieldValue`).
+    let value_where = quote!(where #own_preds #assumed #(#values,)*);
     let update_de_impl = if fields_de {
         let trait_ = quote!(#k::state::DeserializeFields<'de>);
         let base_arm = match base_update {
@@ -919,7 +966,7 @@ fn expand(input: &Input) -> TokenStream {
         let impls = key_by_key(
             k,
             update,
-            where_clause,
+            &value_where,
             &update_arms,
             &update_keys,
             others,
@@ -928,7 +975,7 @@ fn expand(input: &Input) -> TokenStream {
         let write = serialize_impl(
             k,
             update,
-            where_clause,
+            &value_where,
             quote! {
                 let mut __map = #serde::Serializer::serialize_map(__serializer, ::core::option::Option::None)?;
                 #(#update_ser)*
@@ -940,15 +987,33 @@ fn expand(input: &Input) -> TokenStream {
     } else {
         TokenStream::new()
     };
+    // A generic struct derives `PartialEq` (its field types' requirements are its own bounds).
+    let derived_eq = (!fields_de).then(|| quote!(, ::core::cmp::PartialEq));
+    let eq_impl = |ty: &Ident, eqs: &[TokenStream]| {
+        fields_de.then(|| {
+            quote! {
+                #[automatically_derived]
+                impl ::core::cmp::PartialEq for #ty #value_where {
+                    #[inline]
+                    fn eq(&self, __other: &Self) -> bool {
+                        true #(&& #eqs)*
+                    }
+                }
+            }
+        })
+    };
+    let update_eq = eq_impl(update, &update_eq);
+    let ow_eq_impl = eq_impl(&ow_struct, &ow_eq);
     let update_struct = quote! {
         #[doc = #update_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone #derived_eq)]
         #serde_derives
         #vis struct #update #generics #where_clause {
             #(#update_fields,)*
         }
 
         #update_de_impl
+        #update_eq
     };
 
     let ow_struct_doc = format!("The overwrites of a [`{update}`]: each field, when set, replaces the state's field, bypassing its reducer.");
@@ -960,7 +1025,7 @@ fn expand(input: &Input) -> TokenStream {
         let impls = key_by_key(
             k,
             &ow_struct,
-            where_clause,
+            &value_where,
             &ow_arms,
             &ow_keys,
             others,
@@ -976,7 +1041,7 @@ fn expand(input: &Input) -> TokenStream {
         let write = serialize_impl(
             k,
             &ow_struct,
-            where_clause,
+            &value_where,
             quote! {
                 let #state = #serde::Serializer::serialize_struct(__serializer, #name, 0 #(#ow_set)*)?;
                 #(#ow_ser)*
@@ -989,13 +1054,14 @@ fn expand(input: &Input) -> TokenStream {
     };
     let overwrite_struct = quote! {
         #[doc = #ow_struct_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::cmp::PartialEq)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone #derived_eq)]
         #serde_derives
         #vis struct #ow_struct #generics #where_clause {
             #(#ow_fields,)*
         }
 
         #ow_de_impl
+        #ow_eq_impl
     };
 
     let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {

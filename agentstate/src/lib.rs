@@ -78,12 +78,103 @@ pub mod __private {
         label = "a field that updates can carry must be Clone + PartialEq + Debug + Serialize + Deserialize",
         note = "derive the missing traits on `{Self}`, or mark the field #[agent_state(skip)] if updates never touch it"
     )]
-    pub trait FieldValue {}
+    ///
+    /// Its methods are the traits' methods that an update's generated impls use: those impls
+    /// assume `T: FieldValue` (the requirement reported once) rather than each trait, so a type
+    /// missing one is not reported again by every impl that would use it.
+    pub trait FieldValue {
+        /// `PartialEq::eq`.
+        fn field_eq(&self, other: &Self) -> bool;
+        /// `Serialize::serialize`.
+        fn field_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
+        /// `Deserialize::deserialize`.
+        fn field_deserialize<'de, D: serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Self, D::Error>
+        where
+            Self: Sized;
+    }
     // Not looked through: a type missing several of the traits is one error, under the message.
     #[diagnostic::do_not_recommend]
-    impl<T> FieldValue for T where
-        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
+    impl<T> FieldValue for T
+    where
+        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
     {
+        #[inline]
+        fn field_eq(&self, other: &Self) -> bool {
+            self == other
+        }
+        #[inline]
+        fn field_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.serialize(serializer)
+        }
+        #[inline]
+        fn field_deserialize<'de, D: serde::Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Self, D::Error> {
+            T::deserialize(deserializer)
+        }
+    }
+
+    /// Two optional field values compared through [`FieldValue`].
+    #[inline]
+    pub fn option_eq<T: FieldValue>(a: &Option<T>, b: &Option<T>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => a.field_eq(b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// A field value serialized through [`FieldValue`].
+    pub struct Value<'a, T>(pub &'a T);
+
+    impl<T: FieldValue> serde::Serialize for Value<'_, T> {
+        #[inline]
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.0.field_serialize(serializer)
+        }
+    }
+
+    /// An optional field value serialized through [`FieldValue`] (as the `Option` itself).
+    #[inline]
+    pub fn value<T: FieldValue>(value: &Option<T>) -> Option<Value<'_, T>> {
+        value.as_ref().map(Value)
+    }
+
+    /// The seed that reads a field value through [`FieldValue`].
+    pub struct ValueSeed<T>(core::marker::PhantomData<T>);
+
+    impl<'de, T: FieldValue> serde::de::DeserializeSeed<'de> for ValueSeed<T> {
+        type Value = T;
+        #[inline]
+        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            T::field_deserialize(deserializer)
+        }
+    }
+
+    /// [`missing_field`](crate::state::missing_field) for a field value read through
+    /// [`FieldValue`].
+    #[inline]
+    pub fn missing_field_value<T: FieldValue, E: serde::de::Error>(
+        name: &'static str,
+    ) -> Result<T, E> {
+        T::field_deserialize(crate::state::missing_field_deserializer::<E>(name))
+    }
+
+    /// [`deserialize_value`](crate::state::deserialize_value) for a field value read through
+    /// [`FieldValue`].
+    #[inline]
+    pub fn deserialize_field_value<'de, T: FieldValue, A: serde::de::MapAccess<'de>>(
+        slot: &mut Option<T>,
+        name: &'static str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        if slot.is_some() {
+            return Err(serde::de::Error::duplicate_field(name));
+        }
+        *slot = Some(map.next_value_seed(ValueSeed(core::marker::PhantomData))?);
+        Ok(true)
     }
 
     /// [`FieldValue`]'s traits as supertraits, so that assuming it (in the derive's `for<'_>`

@@ -390,7 +390,16 @@ pub fn missing_field<'de, T: Deserialize<'de>, E: de::Error>(name: &'static str)
     T::deserialize(MissingField(name, PhantomData))
 }
 
-struct MissingField<E>(&'static str, PhantomData<E>);
+/// The deserializer [`missing_field`] reads an absent field's value from (for the derive's
+/// field values, read through `FieldValue`).
+#[doc(hidden)]
+#[inline]
+pub fn missing_field_deserializer<E: de::Error>(name: &'static str) -> MissingField<E> {
+    MissingField(name, PhantomData)
+}
+
+#[doc(hidden)]
+pub struct MissingField<E>(&'static str, PhantomData<E>);
 
 impl<'de, E: de::Error> Deserializer<'de> for MissingField<E> {
     type Error = E;

@@ -34,6 +34,10 @@ const _: () = {
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
         AgentState: ::agentstate::state::DeserializeFields<'de>,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         type Fields =
             __AgentStateFields<<AgentState as ::agentstate::state::DeserializeFields<'de>>::Fields>;
@@ -44,15 +48,17 @@ const _: () = {
             __map: &mut __A,
         ) -> ::core::result::Result<bool, __A::Error> {
             match __key {
-                "notes" => {
-                    ::agentstate::__private::deserialize_value(&mut __fields.notes, "notes", __map)
-                }
-                "recent" => ::agentstate::__private::deserialize_value(
+                "notes" => ::agentstate::__private::deserialize_field_value(
+                    &mut __fields.notes,
+                    "notes",
+                    __map,
+                ),
+                "recent" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.recent,
                     "recent",
                     __map,
                 ),
-                "findings" => ::agentstate::__private::deserialize_value(
+                "findings" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.findings,
                     "findings",
                     __map,
@@ -60,9 +66,11 @@ const _: () = {
                 "cache" => {
                     ::agentstate::__private::deserialize_value(&mut __fields.cache, "cache", __map)
                 }
-                "title" => {
-                    ::agentstate::__private::deserialize_value(&mut __fields.title, "title", __map)
-                }
+                "title" => ::agentstate::__private::deserialize_field_value(
+                    &mut __fields.title,
+                    "title",
+                    __map,
+                ),
                 _ => {
                     <AgentState as ::agentstate::state::DeserializeFields<'de>>::deserialize_field(
                         &mut __fields.base,
@@ -78,15 +86,21 @@ const _: () = {
         ) -> ::core::result::Result<Self, __E> {
             let __value_notes = match __fields.notes {
                 ::core::option::Option::Some(__value) => __value,
-                ::core::option::Option::None => ::agentstate::__private::missing_field("notes")?,
+                ::core::option::Option::None => {
+                    ::agentstate::__private::missing_field_value("notes")?
+                }
             };
             let __value_recent = match __fields.recent {
                 ::core::option::Option::Some(__value) => __value,
-                ::core::option::Option::None => ::agentstate::__private::missing_field("recent")?,
+                ::core::option::Option::None => {
+                    ::agentstate::__private::missing_field_value("recent")?
+                }
             };
             let __value_findings = match __fields.findings {
                 ::core::option::Option::Some(__value) => __value,
-                ::core::option::Option::None => ::agentstate::__private::missing_field("findings")?,
+                ::core::option::Option::None => {
+                    ::agentstate::__private::missing_field_value("findings")?
+                }
             };
             let __value_cache = match __fields.cache {
                 ::core::option::Option::Some(__value) => __value,
@@ -94,7 +108,9 @@ const _: () = {
             };
             let __value_title = match __fields.title {
                 ::core::option::Option::Some(__value) => __value,
-                ::core::option::Option::None => ::agentstate::__private::missing_field("title")?,
+                ::core::option::Option::None => {
+                    ::agentstate::__private::missing_field_value("title")?
+                }
             };
             let __value_base =
                 <AgentState as ::agentstate::state::DeserializeFields<'de>>::finish(__fields.base)?;
@@ -114,6 +130,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
             __deserializer: __D,
@@ -130,7 +150,7 @@ const _: () = {
     }
 };
 #[doc = "A partial update of [`Research`]: each field is `None` (left alone) or the value merged through that field's reducer. Generated by `#[derive(AgentState)]`."]
-#[derive(:: core :: fmt :: Debug, :: core :: clone :: Clone, :: core :: cmp :: PartialEq)]
+#[derive(:: core :: fmt :: Debug, :: core :: clone :: Clone)]
 pub struct ResearchUpdate
 where
     for<'__agentstate> AgentState: ::agentstate::State,
@@ -158,6 +178,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         type Fields = Self;
         #[inline]
@@ -167,22 +191,26 @@ const _: () = {
             __map: &mut __A,
         ) -> ::core::result::Result<bool, __A::Error> {
             match __key {
-                "notes" => {
-                    ::agentstate::__private::deserialize_value(&mut __fields.notes, "notes", __map)
-                }
-                "recent" => ::agentstate::__private::deserialize_value(
+                "notes" => ::agentstate::__private::deserialize_field_value(
+                    &mut __fields.notes,
+                    "notes",
+                    __map,
+                ),
+                "recent" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.recent,
                     "recent",
                     __map,
                 ),
-                "findings" => ::agentstate::__private::deserialize_value(
+                "findings" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.findings,
                     "findings",
                     __map,
                 ),
-                "title" => {
-                    ::agentstate::__private::deserialize_value(&mut __fields.title, "title", __map)
-                }
+                "title" => ::agentstate::__private::deserialize_field_value(
+                    &mut __fields.title,
+                    "title",
+                    __map,
+                ),
                 _ => {
                     if < ResearchUpdateOverwrite as :: agentstate :: state :: DeserializeFields < 'de > > :: deserialize_field (& mut __fields . overwrite , __key , __map) ? { return :: core :: result :: Result :: Ok (true) ; }
                     << AgentState as :: agentstate :: State > :: Update as :: agentstate :: state :: DeserializeFields < 'de > > :: deserialize_field (& mut __fields . base , __key , __map)
@@ -202,6 +230,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
             __deserializer: __D,
@@ -223,6 +255,10 @@ where
     for<'__agentstate> AgentState: ::agentstate::State,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
+    Vec<String>: ::agentstate::__private::FieldValue,
+    Vec<u32>: ::agentstate::__private::FieldValue,
+    Vec<Finding>: ::agentstate::__private::FieldValue,
+    String: ::agentstate::__private::FieldValue,
 {
     fn serialize<__S: ::agentstate::__private::serde::Serializer>(
         &self,
@@ -232,36 +268,73 @@ where
             __serializer,
             ::core::option::Option::None,
         )?;
-        ::agentstate::__private::serialize_entry(&mut __map, "notes", &self.notes)?;
-        ::agentstate::__private::serialize_entry(&mut __map, "recent", &self.recent)?;
-        ::agentstate::__private::serialize_entry(&mut __map, "findings", &self.findings)?;
+        ::agentstate::__private::serialize_entry(
+            &mut __map,
+            "notes",
+            &::agentstate::__private::value(&self.notes),
+        )?;
+        ::agentstate::__private::serialize_entry(
+            &mut __map,
+            "recent",
+            &::agentstate::__private::value(&self.recent),
+        )?;
+        ::agentstate::__private::serialize_entry(
+            &mut __map,
+            "findings",
+            &::agentstate::__private::value(&self.findings),
+        )?;
         ::agentstate::__private::serialize_flattened(&mut __map, &self.base)?;
-        ::agentstate::__private::serialize_entry(&mut __map, "title", &self.title)?;
+        ::agentstate::__private::serialize_entry(
+            &mut __map,
+            "title",
+            &::agentstate::__private::value(&self.title),
+        )?;
         ::agentstate::__private::serialize_entry(
             &mut __map,
             "notes.__overwrite__",
-            &self.overwrite.notes,
+            &::agentstate::__private::value(&self.overwrite.notes),
         )?;
         ::agentstate::__private::serialize_entry(
             &mut __map,
             "recent.__overwrite__",
-            &self.overwrite.recent,
+            &::agentstate::__private::value(&self.overwrite.recent),
         )?;
         ::agentstate::__private::serialize_entry(
             &mut __map,
             "findings.__overwrite__",
-            &self.overwrite.findings,
+            &::agentstate::__private::value(&self.overwrite.findings),
         )?;
         ::agentstate::__private::serialize_entry(
             &mut __map,
             "title.__overwrite__",
-            &self.overwrite.title,
+            &::agentstate::__private::value(&self.overwrite.title),
         )?;
         ::agentstate::__private::serde::ser::SerializeMap::end(__map)
     }
 }
+#[automatically_derived]
+impl ::core::cmp::PartialEq for ResearchUpdate
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+    Vec<String>: ::agentstate::__private::FieldValue,
+    Vec<u32>: ::agentstate::__private::FieldValue,
+    Vec<Finding>: ::agentstate::__private::FieldValue,
+    String: ::agentstate::__private::FieldValue,
+{
+    #[inline]
+    fn eq(&self, __other: &Self) -> bool {
+        true && ::agentstate::__private::option_eq(&self.notes, &__other.notes)
+            && ::agentstate::__private::option_eq(&self.recent, &__other.recent)
+            && ::agentstate::__private::option_eq(&self.findings, &__other.findings)
+            && self.base == __other.base
+            && ::agentstate::__private::option_eq(&self.title, &__other.title)
+            && self.overwrite == __other.overwrite
+    }
+}
 #[doc = "The overwrites of a [`ResearchUpdate`]: each field, when set, replaces the state's field, bypassing its reducer."]
-#[derive(:: core :: fmt :: Debug, :: core :: clone :: Clone, :: core :: cmp :: PartialEq)]
+#[derive(:: core :: fmt :: Debug, :: core :: clone :: Clone)]
 pub struct ResearchUpdateOverwrite
 where
     for<'__agentstate> AgentState: ::agentstate::State,
@@ -285,6 +358,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         type Fields = Self;
         #[inline]
@@ -294,22 +371,22 @@ const _: () = {
             __map: &mut __A,
         ) -> ::core::result::Result<bool, __A::Error> {
             match __key {
-                "notes.__overwrite__" => ::agentstate::__private::deserialize_value(
+                "notes.__overwrite__" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.notes,
                     "notes.__overwrite__",
                     __map,
                 ),
-                "recent.__overwrite__" => ::agentstate::__private::deserialize_value(
+                "recent.__overwrite__" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.recent,
                     "recent.__overwrite__",
                     __map,
                 ),
-                "findings.__overwrite__" => ::agentstate::__private::deserialize_value(
+                "findings.__overwrite__" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.findings,
                     "findings.__overwrite__",
                     __map,
                 ),
-                "title.__overwrite__" => ::agentstate::__private::deserialize_value(
+                "title.__overwrite__" => ::agentstate::__private::deserialize_field_value(
                     &mut __fields.title,
                     "title.__overwrite__",
                     __map,
@@ -330,6 +407,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        Vec<String>: ::agentstate::__private::FieldValue,
+        Vec<u32>: ::agentstate::__private::FieldValue,
+        Vec<Finding>: ::agentstate::__private::FieldValue,
+        String: ::agentstate::__private::FieldValue,
     {
         fn deserialize<__D: ::agentstate::__private::serde::Deserializer<'de>>(
             __deserializer: __D,
@@ -356,6 +437,10 @@ where
     for<'__agentstate> AgentState: ::agentstate::State,
     for<'__agentstate> <AgentState as ::agentstate::State>::Update:
         ::agentstate::__private::FieldTraits,
+    Vec<String>: ::agentstate::__private::FieldValue,
+    Vec<u32>: ::agentstate::__private::FieldValue,
+    Vec<Finding>: ::agentstate::__private::FieldValue,
+    String: ::agentstate::__private::FieldValue,
 {
     fn serialize<__S: ::agentstate::__private::serde::Serializer>(
         &self,
@@ -369,19 +454,46 @@ where
                 + self.findings.is_some() as usize
                 + self.title.is_some() as usize,
         )?;
-        ::agentstate::__private::serialize_field(&mut __state, "notes.__overwrite__", &self.notes)?;
+        ::agentstate::__private::serialize_field(
+            &mut __state,
+            "notes.__overwrite__",
+            &::agentstate::__private::value(&self.notes),
+        )?;
         ::agentstate::__private::serialize_field(
             &mut __state,
             "recent.__overwrite__",
-            &self.recent,
+            &::agentstate::__private::value(&self.recent),
         )?;
         ::agentstate::__private::serialize_field(
             &mut __state,
             "findings.__overwrite__",
-            &self.findings,
+            &::agentstate::__private::value(&self.findings),
         )?;
-        ::agentstate::__private::serialize_field(&mut __state, "title.__overwrite__", &self.title)?;
+        ::agentstate::__private::serialize_field(
+            &mut __state,
+            "title.__overwrite__",
+            &::agentstate::__private::value(&self.title),
+        )?;
         ::agentstate::__private::serde::ser::SerializeStruct::end(__state)
+    }
+}
+#[automatically_derived]
+impl ::core::cmp::PartialEq for ResearchUpdateOverwrite
+where
+    for<'__agentstate> AgentState: ::agentstate::State,
+    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
+        ::agentstate::__private::FieldTraits,
+    Vec<String>: ::agentstate::__private::FieldValue,
+    Vec<u32>: ::agentstate::__private::FieldValue,
+    Vec<Finding>: ::agentstate::__private::FieldValue,
+    String: ::agentstate::__private::FieldValue,
+{
+    #[inline]
+    fn eq(&self, __other: &Self) -> bool {
+        true && ::agentstate::__private::option_eq(&self.notes, &__other.notes)
+            && ::agentstate::__private::option_eq(&self.recent, &__other.recent)
+            && ::agentstate::__private::option_eq(&self.findings, &__other.findings)
+            && ::agentstate::__private::option_eq(&self.title, &__other.title)
     }
 }
 #[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]

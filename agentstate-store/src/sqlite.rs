@@ -272,10 +272,31 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 }
 
 /// The version of the SQLite tables this build creates, reads and writes. Version 1 (entries and
-/// snapshots in `WITHOUT ROWID` tables keyed by `(tid, seq)`, the version in a table) is migrated
-/// when it is opened; any other version is refused with [`StoreError::UnsupportedVersion`] and not
-/// written to.
-pub const SCHEMA_VERSION: i64 = 2;
+/// snapshots in `WITHOUT ROWID` tables keyed by `(tid, seq)`, the version in a table) and
+/// version 2 (the same tables as 3, but every append also moved the thread row's `head` on) are
+/// migrated when they are opened; any other version is refused with
+/// [`StoreError::UnsupportedVersion`] and not written to.
+///
+/// In version 3 a thread's version is the larger of its row's `head` (the version at its
+/// creation, fork or last compaction) and its newest journal entry's, so an append writes one
+/// row of one table (a version-2 build, which would read a stale `head`, refuses the file).
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
+/// newest entry's key is found by one B-tree seek.
+macro_rules! version_of {
+    ($t:literal) => {
+        concat!(
+            "max(",
+            $t,
+            ".head, coalesce((SELECT max(e.key) FROM agentstate_entries e WHERE e.key > ",
+            $t,
+            ".tid << 32 AND e.key < (",
+            $t,
+            ".tid + 1) << 32) & 4294967295, 0))"
+        )
+    };
+}
 
 /// The most versions an SQLite thread holds: an entry's key is `tid * 2^32 + seq`.
 pub const MAX_SEQ: u64 = u32::MAX as u64;
@@ -351,6 +372,16 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
                 tx.commit()
                     .map_err(db_err("migrating the store's tables from version 1"))
             }
+            // Version 2's `head` is its newest entry's version: only the version changes.
+            Some(2) => {
+                let doing = "migrating the store's tables from version 2";
+                tx.execute_batch(&format!(
+                    "DROP VIEW agentstate_meta; {}",
+                    version_view(SCHEMA_VERSION)
+                ))
+                .map_err(db_err(doing))?;
+                tx.commit().map_err(db_err(doing))
+            }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
                 supported: SCHEMA_VERSION,
@@ -422,8 +453,11 @@ struct Row {
     info: ThreadInfo,
 }
 
-const THREAD_COLUMNS: &str =
-    "t.tid, t.id, t.fingerprint, t.head, t.oldest, p.id, t.fork_seq, t.metadata, t.created_ms";
+const THREAD_COLUMNS: &str = concat!(
+    "t.tid, t.id, t.fingerprint, ",
+    version_of!("t"),
+    ", t.oldest, p.id, t.fork_seq, t.metadata, t.created_ms"
+);
 
 fn read_thread(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, ThreadInfo, Option<String>)> {
     let parent: Option<String> = row.get(5)?;
@@ -460,40 +494,10 @@ fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
     Ok(Row { tid, info })
 }
 
-/// Why an append's version check matched no row: the thread is missing, at another version,
-/// of another schema, or full.
-fn append_refused(conn: &Connection, id: String, expected: u64, entry: &NewEntry) -> StoreError {
-    let found = conn
-        .query_row(
-            "SELECT head, fingerprint FROM agentstate_threads WHERE id = ?1",
-            [&id],
-            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
-        )
-        .optional();
-    match found {
-        Err(e) => StoreError::backend(BACKEND, format!("appending to thread `{id}`"), e),
-        Ok(None) => StoreError::ThreadNotFound { thread: id },
-        Ok(Some((head, _))) if head != expected => StoreError::Conflict {
-            thread: id,
-            expected,
-            actual: head,
-        },
-        Ok(Some((_, now))) if now != entry.thread_fingerprint => StoreError::Migrated {
-            thread: id,
-            read: entry.thread_fingerprint,
-            now,
-        },
-        Ok(Some((head, _))) => StoreError::backend(
-            BACKEND,
-            format!("appending to thread `{id}`"),
-            format!("it has {head} versions, the most an SQLite thread holds"),
-        ),
-    }
-}
-
 /// Appends `entry` to thread `id` at version `expected`, in one transaction that takes the write
-/// lock first: `Ok(Err(_))` when the thread refused it (see [`append_refused`]), `Err(_)` when
-/// SQLite failed (nothing is written either way).
+/// lock first: `Ok(Err(_))` when the thread refused it (missing, at another version, migrated
+/// since the writer read it, or full), `Err(_)` when SQLite failed (nothing is written either
+/// way). The thread's row is only read: the new entry is its new version.
 fn append_entry(
     conn: &mut Connection,
     id: &str,
@@ -501,33 +505,48 @@ fn append_entry(
     entry: &NewEntry,
 ) -> rusqlite::Result<Result<u64, StoreError>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    // One statement checks the version (and the schema) and moves it on; the entry's insert
-    // follows. Only when nothing matched is the row read, to say why.
-    let bumped: Option<(i64, i64)> = tx
-        .prepare_cached(
-            "UPDATE agentstate_threads SET head = head + 1
-             WHERE id = ?1 AND head = ?2 AND fingerprint = ?3 AND head < ?4
-             RETURNING tid, head",
-        )?
-        .query_row(
-            params![
-                id,
-                expected.min(i64::MAX as u64) as i64,
-                entry.thread_fingerprint as i64,
-                MAX_SEQ as i64
-            ],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+    let found: Option<(i64, i64, i64)> = tx
+        .prepare_cached(concat!(
+            "SELECT t.tid, t.fingerprint, ",
+            version_of!("t"),
+            " FROM agentstate_threads t WHERE t.id = ?1"
+        ))?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let Some((tid, seq)) = bumped else {
-        return Ok(Err(append_refused(&tx, id.to_owned(), expected, entry)));
+    let Some((tid, fingerprint, version)) = found else {
+        return Ok(Err(StoreError::ThreadNotFound {
+            thread: id.to_owned(),
+        }));
     };
+    let (fingerprint, version) = (fingerprint as u64, version as u64);
+    if version != expected {
+        return Ok(Err(StoreError::Conflict {
+            thread: id.to_owned(),
+            expected,
+            actual: version,
+        }));
+    }
+    if fingerprint != entry.thread_fingerprint {
+        return Ok(Err(StoreError::Migrated {
+            thread: id.to_owned(),
+            read: entry.thread_fingerprint,
+            now: fingerprint,
+        }));
+    }
+    if version >= MAX_SEQ {
+        return Ok(Err(StoreError::backend(
+            BACKEND,
+            format!("appending to thread `{id}`"),
+            format!("it has {version} versions, the most an SQLite thread holds"),
+        )));
+    }
+    let seq = version + 1;
     tx.prepare_cached(
         "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
-        key(tid, seq as u64),
+        key(tid, seq),
         entry.kind.code(),
         entry.time_ms,
         entry.node,
@@ -537,7 +556,7 @@ fn append_entry(
         entry.body
     ])?;
     tx.commit()?;
-    Ok(Ok(seq as u64))
+    Ok(Ok(seq))
 }
 
 /// [`append_entry`]'s outcome as the store reports it.
@@ -745,11 +764,23 @@ impl Backend for Sqlite {
         self.call(move |conn| {
             let doing = || format!("storing a snapshot of thread `{id}`");
             let tx = conn.transaction().map_err(db_err(doing()))?;
-            tx.prepare_cached(
+            tx.prepare_cached(concat!(
                 "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
-                 SELECT (tid << 32) + ?2, ?3, ?4 FROM agentstate_threads WHERE id = ?1 AND head >= ?2",
-            )
+                     SELECT (t.tid << 32) + ?2, ?3, ?4 FROM agentstate_threads t
+                     WHERE t.id = ?1 AND ",
+                version_of!("t"),
+                " >= ?2"
+            ))
             .and_then(|mut s| s.execute(params![id, seq as i64, fingerprint as i64, json]))
+            .map_err(db_err(doing()))?;
+            // The thread's row records the version (in version 3 it is otherwise the newest
+            // entry's): entries after it deleted by hand are then a gap, not an older version.
+            tx.prepare_cached(concat!(
+                "UPDATE agentstate_threads AS t SET head = ?2 WHERE t.id = ?1 AND t.head < ?2 AND ",
+                version_of!("t"),
+                " >= ?2"
+            ))
+            .and_then(|mut s| s.execute(params![id, seq as i64]))
             .map_err(db_err(doing()))?;
             // The thread's snapshots after its oldest version (the one at it is a compaction's
             // base), newest first, but for those a fork loads from (the newest at or before
@@ -1095,9 +1126,10 @@ impl Backend for Sqlite {
                 params![key(row.tid, 0), key(row.tid, cut as u64)],
             )
             .map_err(db_err(doing()))?;
+            // The version is kept in the row: the entries that gave it may be gone.
             tx.execute(
-                "UPDATE agentstate_threads SET oldest = ?2 WHERE tid = ?1",
-                params![row.tid, cut],
+                "UPDATE agentstate_threads SET oldest = ?2, head = ?3 WHERE tid = ?1",
+                params![row.tid, cut, row.info.version as i64],
             )
             .map_err(db_err(doing()))?;
             tx.commit().map_err(db_err(doing()))?;

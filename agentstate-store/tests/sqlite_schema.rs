@@ -1,6 +1,7 @@
 //! The SQLite tables' versions: a database written by version 1 of the tables (entries and
 //! snapshots in `WITHOUT ROWID` tables, the version in a table) is migrated when it is opened, in
-//! one transaction, and reads and writes as before.
+//! one transaction, and reads and writes as before; so is version 2 (the same tables, whose
+//! appends also moved the thread row's `head` on).
 #![cfg(feature = "sqlite")]
 
 use agentstate::message::{Message, Role};
@@ -51,6 +52,18 @@ fn message(i: u64) -> AgentStateUpdate {
         Role::Assistant
     };
     AgentStateUpdate::default().context(vec![Message::text_message(format!("message {i}"), role)])
+}
+
+/// The store version a database file records.
+fn stored_version(path: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM agentstate_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
 }
 
 #[test]
@@ -116,7 +129,7 @@ fn a_version_1_database_is_migrated_when_opened() {
             [1, 2, 3, 4, 5]
         );
         assert_eq!(history[0].node.as_deref(), Some("node"));
-        // It appends as a version-2 database, and reopens without migrating again.
+        // It appends as a current database, and reopens without migrating again.
         let mut b = store.thread::<AgentState>("b").await.unwrap();
         b.merge(message(3), StepMeta::default()).await.unwrap();
         drop((b, store));
@@ -126,15 +139,11 @@ fn a_version_1_database_is_migrated_when_opened() {
             3
         );
     });
+    assert_eq!(
+        stored_version(&path),
+        agentstate_store::sqlite::SCHEMA_VERSION
+    );
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: i64 = conn
-        .query_row(
-            "SELECT value FROM agentstate_meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(version, agentstate_store::sqlite::SCHEMA_VERSION);
     let v1_tables: i64 = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v1'",
@@ -185,6 +194,46 @@ fn a_thread_at_the_most_versions_refuses_an_append_naming_it() {
             agentstate_store::sqlite::MAX_SEQ
         );
     });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+#[test]
+fn a_version_2_database_is_migrated_when_opened() {
+    let path = std::env::temp_dir().join(format!("agentstate-schema-v2-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&path).unwrap();
+        let mut t = store
+            .create("t", AgentState::default(), Default::default())
+            .await
+            .unwrap();
+        for i in 1..=3 {
+            t.merge(message(i), StepMeta::default()).await.unwrap();
+        }
+        drop((t, store));
+        // Version 2's tables are version 3's; its appends kept `head` at the newest entry.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "UPDATE agentstate_threads SET head = 3;
+             DROP VIEW agentstate_meta;
+             CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', 2;",
+        )
+        .unwrap();
+        drop(conn);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.load::<AgentState>("t").await.unwrap().1, 3);
+        let mut t = store.thread::<AgentState>("t").await.unwrap();
+        assert_eq!(t.merge(message(4), StepMeta::default()).await.unwrap(), 4);
+        assert_eq!(store.info("t").await.unwrap().version, 4);
+    });
+    assert_eq!(
+        stored_version(&path),
+        agentstate_store::sqlite::SCHEMA_VERSION
+    );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }

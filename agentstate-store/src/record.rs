@@ -129,7 +129,7 @@ pub struct NewEntry {
     /// through a migration and written by the new type).
     pub fingerprint: Option<u64>,
     /// The thread's fingerprint as the writer read it: the append is refused
-    /// ([`StoreError::Migrated`](crate::StoreError::Migrated)) if the thread was migrated since,
+    /// ([`StoreError::Migrated`]) if the thread was migrated since,
     /// as `fingerprint: None` would then mean another schema.
     pub thread_fingerprint: u64,
 }
@@ -179,8 +179,7 @@ impl StoredRow<'_> {
 }
 
 /// What a rewrite does to each row: its new JSON, in the thread's new schema.
-pub type Rewriter =
-    Box<dyn Fn(StoredRow<'_>) -> Result<String, crate::error::StoreError> + Send + Sync>;
+pub type Rewriter = Box<dyn Fn(StoredRow<'_>) -> Result<String, StoreError> + Send + Sync>;
 
 /// A journal entry read back for replay.
 #[derive(Debug, Clone)]
@@ -466,13 +465,10 @@ pub(crate) fn parse_object(text: Option<&str>) -> Result<Map<String, Value>, Str
 
 /// The version to load: `seq`, or the head; an error outside the thread's range.
 #[allow(dead_code)] // used by whichever backends are compiled in
-pub(crate) fn check_range(
-    info: &ThreadInfo,
-    seq: Option<u64>,
-) -> Result<u64, crate::error::StoreError> {
+pub(crate) fn check_range(info: &ThreadInfo, seq: Option<u64>) -> Result<u64, StoreError> {
     let target = seq.unwrap_or(info.version);
     if target > info.version || target < info.oldest {
-        return Err(crate::error::StoreError::VersionOutOfRange {
+        return Err(StoreError::VersionOutOfRange {
             thread: info.id.clone(),
             seq: target,
             oldest: info.oldest,
@@ -493,18 +489,16 @@ pub(crate) fn entry_info(
     run_id: Option<String>,
     extra: Option<&str>,
     bytes: i64,
-) -> Result<EntryInfo, crate::error::StoreError> {
+) -> Result<EntryInfo, StoreError> {
     let what = || format!("entry {seq}");
     Ok(EntryInfo {
         seq: seq as u64,
         time_ms,
-        kind: EntryKind::from_code(kind).ok_or_else(|| {
-            crate::error::StoreError::corrupt(id, what(), format!("unknown entry kind {kind}"))
-        })?,
+        kind: EntryKind::from_code(kind)
+            .ok_or_else(|| StoreError::corrupt(id, what(), format!("unknown entry kind {kind}")))?,
         node,
         run_id,
-        extra: parse_object(extra)
-            .map_err(|reason| crate::error::StoreError::corrupt(id, what(), reason))?,
+        extra: parse_object(extra).map_err(|reason| StoreError::corrupt(id, what(), reason))?,
         bytes: bytes as u64,
         inherited_from: None,
     })
@@ -558,12 +552,9 @@ impl Start {
     }
 
     /// The base of a thread's own initial state, as read from its row.
-    pub(crate) fn initial(
-        id: &str,
-        initial: Option<String>,
-    ) -> Result<(Base, u64), crate::error::StoreError> {
+    pub(crate) fn initial(id: &str, initial: Option<String>) -> Result<(Base, u64), StoreError> {
         let initial = initial.ok_or_else(|| {
-            crate::error::StoreError::corrupt(
+            StoreError::corrupt(
                 id,
                 "thread row",
                 "it has neither an initial state nor a parent",

@@ -362,7 +362,7 @@ impl Entries {
         }
     }
 
-    /// How many entries there are to replay (read or not yet).
+    /// How many entries are left to replay (received or not yet).
     pub fn len(&self) -> u64 {
         (self.last + 1).saturating_sub(self.next)
     }

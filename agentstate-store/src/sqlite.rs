@@ -256,9 +256,10 @@ impl Sqlite {
 }
 
 /// The next job, or `None` once every sender is gone. A caller that just got an answer often
-/// sends its next job within microseconds (a step is an append, then maybe a snapshot; a retry is
-/// a reload, then an append), so the thread polls for 50 µs before it sleeps: waking a sleeping
-/// thread costs tens of microseconds on a virtual machine, as much as an append itself.
+/// sends its next job within microseconds (a fork's load is its own, then its parent's; appends
+/// queue behind a checkpoint until it has run), so the
+/// thread polls for 50 µs before it sleeps: waking a sleeping thread costs tens of microseconds
+/// on a virtual machine, as much as an append itself.
 fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
     let until = Instant::now() + Duration::from_micros(50);
     loop {
@@ -313,8 +314,8 @@ fn key(tid: i64, seq: u64) -> i64 {
 /// table is one B-tree with small interior cells (in a `WITHOUT ROWID` table the interior pages
 /// hold whole rows, journal entries of ~0.7 KiB, and its leaves are split rather than packed:
 /// 59 pages instead of 56 for the 300-turn chat); `tid` and `seq` are virtual columns for
-/// reading with `sqlite3`.
-const TABLES_V2: &str = "
+/// reading with `sqlite3`. (The same since version 2.)
+const TABLES: &str = "
     CREATE TABLE agentstate_entries (
         key INTEGER PRIMARY KEY,
         kind INTEGER NOT NULL,
@@ -401,7 +402,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
              metadata TEXT NOT NULL,
              created_ms INTEGER NOT NULL
          );
-         {TABLES_V2}
+         {TABLES}
          {}",
         version_view(SCHEMA_VERSION)
     ))
@@ -432,7 +433,7 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     tx.execute_batch(&format!(
         "ALTER TABLE agentstate_entries RENAME TO agentstate_entries_v1;
          ALTER TABLE agentstate_snapshots RENAME TO agentstate_snapshots_v1;
-         {TABLES_V2}
+         {TABLES}
          INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
              SELECT (tid << 32) + seq, kind, time_ms, node, run_id, extra, fingerprint, body
              FROM agentstate_entries_v1 ORDER BY tid, seq;

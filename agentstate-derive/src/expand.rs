@@ -284,6 +284,32 @@ fn key_by_key(
 }
 
 /// `Serialize` for an update or its Overwrites, writing with `body` what serde's derive wrote.
+/// A field of the generated update or Overwrites, spanned on the user's field: its doc, its
+/// attribute for serde's derives (a generic state's) and its type (`Option<ty>` if `optional`),
+/// each part re-spanned once.
+fn generated_field(
+    span: Span,
+    doc: &str,
+    serde_attr: Option<TokenStream>,
+    ident: &TokenStream,
+    ty: &TokenStream,
+    optional: bool,
+) -> TokenStream {
+    let doc = respan(doc.to_token_stream(), span);
+    let ty = respan(ty.clone(), span);
+    let ty = if optional {
+        quote_spanned!(span=> ::core::option::Option<#ty>)
+    } else {
+        ty
+    };
+    let serde_attr = serde_attr.map(|a| respan(a, span));
+    quote_spanned! {span=>
+        #[doc = #doc]
+        #serde_attr
+        pub #ident: #ty
+    }
+}
+
 fn serialize_impl(
     k: &TokenStream,
     ty: &Ident,
@@ -652,16 +678,9 @@ fn expand(input: &Input) -> TokenStream {
                 );
                 let serde_attr =
                     (!fields_de).then(|| quote!(#[serde(flatten, deserialize_with = #flattened)]));
-                let (sdoc, suty) = (
-                    respan(doc.to_token_stream(), fspan),
-                    respan(uty.clone(), fspan),
-                );
-                let serde_attr = serde_attr.map(|a| respan(a, fspan));
-                update_fields.push(quote_spanned! {fspan=>
-                    #[doc = #sdoc]
-                    #serde_attr
-                    pub #sident: #suty
-                });
+                update_fields.push(generated_field(
+                    fspan, &doc, serde_attr, &sident, &uty, false,
+                ));
                 update_ser.push(quote_spanned!(fspan=>
                     #sk::__private::serialize_flattened(&mut __map, &self.#sident)?;
                 ));
@@ -712,16 +731,9 @@ fn expand(input: &Input) -> TokenStream {
                         )]
                     }
                 });
-                let (sdoc, suty) = (
-                    respan(doc.to_token_stream(), fspan),
-                    respan(uty.clone(), fspan),
-                );
-                let serde_attr = serde_attr.map(|a| respan(a, fspan));
-                update_fields.push(quote_spanned! {fspan=>
-                    #[doc = #sdoc]
-                    #serde_attr
-                    pub #sident: ::core::option::Option<#suty>
-                });
+                update_fields.push(generated_field(
+                    fspan, &doc, serde_attr, &sident, &uty, true,
+                ));
                 // A field value (the update holds the field's own type) is compared, written
                 // and read through `FieldValue`, which the impls assume: a type missing one of
                 // its traits is reported once, by the requirement.
@@ -840,20 +852,18 @@ fn expand(input: &Input) -> TokenStream {
                         )]
                     }
                 });
-                let (sdoc, sty) = (
-                    respan(doc.to_token_stream(), fspan),
-                    respan(ty.to_token_stream(), fspan),
-                );
-                let serde_attr = serde_attr.map(|a| respan(a, fspan));
                 let (sow_json, sow) = (
                     respan(ow_json.to_token_stream(), fspan),
                     respan(ow.to_token_stream(), fspan),
                 );
-                ow_fields.push(quote_spanned! {fspan=>
-                    #[doc = #sdoc]
-                    #serde_attr
-                    pub #sident: ::core::option::Option<#sty>
-                });
+                ow_fields.push(generated_field(
+                    fspan,
+                    &doc,
+                    serde_attr,
+                    &sident,
+                    &ty.to_token_stream(),
+                    true,
+                ));
                 ow_in_update_ser.push(quote_spanned!(fspan=>
                     #sk::__private::serialize_entry(&mut __map, #sow_json, &#sk::__private::value(&self.#sow.#sident))?;
                 ));

@@ -360,6 +360,18 @@ impl<T> KeyedList<T> {
         index.find_many(&self.items, key, &keys)
     }
 
+    /// The last position of an item with the key of `probe` (under `key`): what
+    /// [`find_keys_of`](KeyedList::find_keys_of) gives for one probe, without its batch's
+    /// allocations.
+    pub(crate) fn find_key_of<K: KeyFn<T> + 'static>(
+        &self,
+        key: &K,
+        probe: &T,
+    ) -> Result<Option<usize>, ReduceError> {
+        let index = self.index_for(key)?;
+        index.find(&self.items, key, &key.key(probe)?)
+    }
+
     /// Makes sure the kept index is the one for `key`, rebuilding it if needed. On a key that
     /// cannot be computed the index is dropped instead.
     fn ensure_index<K: KeyFn<T> + 'static>(&mut self, key: &K) {

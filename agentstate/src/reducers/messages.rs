@@ -234,6 +234,11 @@ fn new_in_index<T: HasId>(
     update: Vec<T>,
     skip: impl Fn(&T) -> bool,
 ) -> Result<Vec<T>, ReduceError> {
+    // One item, the usual step of a chat: no batch to allocate.
+    if let [item] = update.as_slice() {
+        let fresh = !skip(item) && list.find_key_of(&ById, item)?.is_none();
+        return Ok(if fresh { update } else { Vec::new() });
+    }
     let keep = {
         let found = list.find_keys_of(&ById, &update)?;
         update

@@ -348,17 +348,19 @@ impl Entries {
         }
     }
 
-    /// Versions `from + 1 ..= to` of thread `thread`, sent in order through `batches` by a
-    /// reader that ends with an `Err` if it fails (and stops when this is dropped).
+    /// Versions `from + 1 ..= to` of thread `thread`: `first`, read already, then the rest sent
+    /// in order through `batches` by a reader that ends with an `Err` if it fails (and stops
+    /// when this is dropped).
     pub fn streamed(
         thread: &str,
         from: u64,
         to: u64,
+        first: Vec<StoredEntry>,
         batches: tokio::sync::mpsc::UnboundedReceiver<EntryBatch>,
     ) -> Self {
         Entries {
             batches: Some(batches),
-            ..Entries::complete(thread, from, to, Vec::new())
+            ..Entries::complete(thread, from, to, first)
         }
     }
 

@@ -614,59 +614,70 @@ fn load_base(
     Ok((row.info, base, row.tid, from, target))
 }
 
-/// Sends versions `from + 1 ..= to` of thread `tid` through `batches` as they are read: a small
-/// first batch, so the caller starts replaying at once, then larger ones. Stops early if the
-/// caller is gone.
+/// Reads versions `from + 1 ..= to` of thread `tid` and hands them to `deliver` in batches as
+/// they are read: a small first batch, so the caller starts replaying at once, then larger ones
+/// (any of them may be empty). Stops early once `deliver` says the caller
+/// is gone.
 fn read_entries(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
     tid: i64,
     from: u64,
     to: u64,
-    batches: &tokio::sync::mpsc::UnboundedSender<EntryBatch>,
-) -> Result<(), StoreError> {
+    mut deliver: impl FnMut(EntryBatch) -> bool,
+) {
     let failed = |e: rusqlite::Error| match e {
         rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..) => {
             StoreError::corrupt(id, "entry", e)
         }
         e => StoreError::backend(BACKEND, format!("loading thread `{id}`"), e),
     };
-    let mut statement = tx
-        .prepare_cached(
-            "SELECT seq, kind, body, fingerprint FROM agentstate_entries
-             WHERE key > ?1 AND key <= ?2 ORDER BY key",
-        )
-        .map_err(failed)?;
-    let mut rows = statement
-        .query(params![key(tid, from), key(tid, to)])
-        .map_err(failed)?;
-    let mut batch = Vec::with_capacity(FIRST_BATCH);
-    while let Some(r) = rows.next().map_err(failed)? {
-        batch.push(
-            (|| {
-                Ok(StoredEntry {
-                    seq: r.get::<_, i64>(0)? as u64,
-                    kind: r.get(1)?,
-                    body: r.get(2)?,
-                    fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
-                })
-            })()
-            .map_err(failed)?,
-        );
-        if batch.len() == batch.capacity() {
-            let next = Vec::with_capacity(BATCH);
-            if batches
-                .send(Ok(std::mem::replace(&mut batch, next)))
-                .is_err()
-            {
-                return Ok(());
-            }
+    let mut statement = match tx.prepare_cached(
+        "SELECT seq, kind, body, fingerprint FROM agentstate_entries
+         WHERE key > ?1 AND key <= ?2 ORDER BY key",
+    ) {
+        Ok(statement) => statement,
+        Err(e) => {
+            deliver(Err(failed(e)));
+            return;
         }
+    };
+    let mut rows = match statement.query(params![key(tid, from), key(tid, to)]) {
+        Ok(rows) => rows,
+        Err(e) => {
+            deliver(Err(failed(e)));
+            return;
+        }
+    };
+    let mut read = |size: usize| -> EntryBatch {
+        let mut batch = Vec::with_capacity(size);
+        while batch.len() < size {
+            let Some(r) = rows.next().map_err(failed)? else {
+                break;
+            };
+            batch.push(
+                (|| {
+                    Ok(StoredEntry {
+                        seq: r.get::<_, i64>(0)? as u64,
+                        kind: r.get(1)?,
+                        body: r.get(2)?,
+                        fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
+                    })
+                })()
+                .map_err(failed)?,
+            );
+        }
+        Ok(batch)
+    };
+    let mut size = FIRST_BATCH;
+    loop {
+        let batch = read(size);
+        let more = matches!(&batch, Ok(b) if b.len() == size);
+        if !deliver(batch) || !more {
+            return;
+        }
+        size = BATCH;
     }
-    if !batch.is_empty() {
-        let _ = batches.send(Ok(batch));
-    }
-    Ok(())
 }
 
 /// The entries of a load's first batch, and of each one after it.
@@ -830,18 +841,21 @@ impl Backend for Sqlite {
                     return;
                 }
             };
-            let entries = Entries::streamed(&id, from, target, received);
-            let loaded = Loaded {
-                thread,
-                base,
-                entries,
-                seq: target,
-            };
-            if header.send(Ok(loaded)).is_ok() {
-                if let Err(e) = read_entries(&tx, &id, tid, from, target, &batches) {
-                    let _ = batches.send(Err(e));
+            // The first batch travels with the header, so the caller, woken once, has entries
+            // to replay while the rest are read.
+            let mut header = Some((header, thread, base, received));
+            read_entries(&tx, &id, tid, from, target, |batch| match header.take() {
+                Some((header, thread, base, received)) => {
+                    let loaded = batch.map(|first| Loaded {
+                        thread,
+                        base,
+                        entries: Entries::streamed(&id, from, target, first, received),
+                        seq: target,
+                    });
+                    header.send(loaded).is_ok()
                 }
-            }
+                None => batches.send(batch).is_ok(),
+            });
         });
         let gone = || StoreError::backend(BACKEND, "running a query", "its thread has stopped");
         self.jobs.send(job).map_err(|_| gone())?;

@@ -745,8 +745,8 @@ async fn migrations_written_back<B: Open>(db: Db) {
 
 async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    // x5 and x6 have long journals, read in batches: a gap after the first batches, and
-    // entries deleted before a snapshot.
+    // x5 to x7 have long journals, read in batches: a gap after the first batches, entries
+    // deleted before a snapshot, and a bad entry in a later batch.
     for (id, n) in [
         ("x1", 3),
         ("x2", 3),
@@ -754,6 +754,7 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
         ("x4", 3),
         ("x5", 200),
         ("x6", 200),
+        ("x7", 200),
     ] {
         let mut t = store
             .create(id, Tally::default(), Map::new())
@@ -771,7 +772,8 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
          DELETE FROM {entries} WHERE {thread:x3} AND seq = 2;
          UPDATE {entries} SET kind = 9 WHERE {thread:x4} AND seq = 3;
          DELETE FROM {entries} WHERE {thread:x5} AND seq = 150;
-         DELETE FROM {entries} WHERE {thread:x6} AND seq > 197;",
+         DELETE FROM {entries} WHERE {thread:x6} AND seq > 197;
+         UPDATE {entries} SET body = '{\"lgo\": [7]}' WHERE {thread:x7} AND seq = 180;",
     )
     .await;
     let store = B::open(&db).await.unwrap();
@@ -793,6 +795,16 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     assert!(err.to_string().contains("entry 150 is missing"), "{err}");
     let before = store.load_at::<Tally>("x5", 149).await.unwrap();
     assert_eq!(before.log, (1..=149).collect::<Vec<u64>>());
+    // x7's bad entry, in a later batch, fails as x2's in the first.
+    let corrupt = |err: StoreError| match err {
+        StoreError::Corrupt { what, reason, .. } => (what, reason),
+        err => panic!("not corrupt data: {err}"),
+    };
+    let (what, reason) = corrupt(store.load::<Tally>("x7").await.unwrap_err());
+    let (_, x2_reason) = corrupt(store.load::<Tally>("x2").await.unwrap_err());
+    assert_eq!((what.as_str(), &reason), ("entry 180", &x2_reason));
+    let before = store.load_at::<Tally>("x7", 179).await.unwrap();
+    assert_eq!(before.log, (1..=179).collect::<Vec<u64>>());
     // x6's latest version loads from its snapshot; the versions between the last entry left
     // and the snapshot are a gap.
     assert_eq!(store.load::<Tally>("x6").await.unwrap().1, 200);

@@ -78,6 +78,7 @@ macro_rules! states {
         /// A chain: `Top` extends `Mid`, which extends `AgentState`.
         #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize $(, $de)?)]
         $(#[$opt])*
+        #[agent_state(extensible)]
         pub struct Mid {
             #[agent_state(base)]
             #[serde(flatten)]

@@ -7,6 +7,7 @@ use agentstate::{AgentState, State};
 use serde_json::{json, Value};
 
 #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[agent_state(extensible)]
 struct Notebook {
     #[reducer(append)]
     notes: Value,

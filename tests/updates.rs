@@ -781,6 +781,7 @@ fn an_update_with_overwrites_round_trips_through_json() {
 
 /// A base state whose map has integer keys, and an extension of it.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[agent_state(extensible)]
 pub struct Scores {
     #[reducer(merge)]
     by_round: BTreeMap<u8, u32>,

@@ -49,7 +49,7 @@ const REDUCERS: &[&str] = &[
     "nested",
 ];
 
-const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages", "deserialize"];
+const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages", "deserialize", "extensible"];
 const FIELD_OPTIONS: &[&str] = &["base", "skip"];
 
 /// Reads and checks a derive input.
@@ -94,6 +94,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
     let mut messages = None;
     let mut rename_all = None;
     let mut deserialize = None;
+    let mut extensible = None;
     let mut serde_container = Vec::new();
     for a in &derive.attrs {
         if a.path().is_ident("reducer") {
@@ -134,6 +135,11 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                         item.span(),
                         "state_declaration_invalid: `deserialize` takes no value: write #[agent_state(deserialize)]",
                     ),
+                    ("extensible", None) if item.args.is_none() => extensible = Some(item.name.span()),
+                    ("extensible", _) => errors.error(
+                        item.span(),
+                        "state_declaration_invalid: `extensible` takes no value: write #[agent_state(extensible)]",
+                    ),
                     ("messages", Some(value)) => match syn::parse2::<Ident>(value.clone()) {
                         Ok(ident) => messages = Some(ident),
                         Err(_) => errors.error(
@@ -152,7 +158,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                     (unknown, _) => errors.error(
                         item.name.span(),
                         format!(
-                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate, messages and deserialize",
+                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate, messages, deserialize and extensible",
                             suggestion(unknown, CONTAINER_OPTIONS.iter().chain(FIELD_OPTIONS))
                         ),
                     ),
@@ -340,6 +346,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         krate: krate.unwrap_or_else(|| quote!(::agentstate)),
         messages,
         deserialize,
+        extensible: extensible.is_some(),
         fields,
     })
 }

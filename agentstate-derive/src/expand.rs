@@ -512,6 +512,7 @@ fn expand(input: &Input) -> TokenStream {
     let mut key_fits: Vec<TokenStream> = Vec::new();
     let mut message_fits: Vec<TokenStream> = Vec::new();
     let mut asserts: Vec<TokenStream> = Vec::new();
+    let mut extends: Option<TokenStream> = None;
     let mut values: Vec<TokenStream> = Vec::new();
     // A base's or nested state's update is a field of this update.
     let mut state_preds: Vec<TokenStream> = Vec::new();
@@ -531,6 +532,9 @@ fn expand(input: &Input) -> TokenStream {
             Role::Skip => continue,
             Role::Base => {
                 fits.push(respan(quote!(#ty: #k::State), span));
+                // The base's update has the setters trait only if the base says it may be
+                // extended: stated here, and on the `Extends` impl, at the field.
+                extends = Some(respan(quote!(#ty: #k::update::Extensible), span));
                 state_preds.extend(state_pred());
                 continue;
             }
@@ -568,7 +572,7 @@ fn expand(input: &Input) -> TokenStream {
         asserts.push(quote! {
             #[doc(hidden)]
             #[allow(dead_code, non_camel_case_types)]
-            struct #assertion where #(#values,)* #(#fits,)*;
+            struct #assertion where #(#values,)* #(#fits,)* #extends;
         });
     }
     let own_preds = generics.where_clause.as_ref().map(|w| {
@@ -652,6 +656,9 @@ fn expand(input: &Input) -> TokenStream {
     let mut defaults = Vec::new();
     let mut setters = Vec::new();
     let mut trait_setters = Vec::new();
+    // The setters trait, for the updates of states that extend this one: only on the states
+    // that say they may be extended (it repeats every setter, a tenth of a user's rebuild).
+    let with_trait = input.extensible && !generic;
     let mut serde_bounds = Vec::new();
     let mut prepares = Vec::new();
     for field in &input.fields {
@@ -782,31 +789,20 @@ fn expand(input: &Input) -> TokenStream {
                     });
                     quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
                 });
-                let (set, set_in_base) = match prepare {
-                    Some(prepare) => (
-                        quote! {
-                            let mut value = #k::update::IntoField::into_field(value);
-                            #prepare
-                            self.#ident = ::core::option::Option::Some(value);
-                        },
-                        quote! {
-                            let mut value = #k::update::IntoField::into_field(value);
-                            #prepare
-                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
-                                ::core::option::Option::Some(value);
-                        },
-                    ),
-                    None => (
-                        quote! {
-                            self.#ident =
-                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        },
-                        quote! {
-                            #k::update::Extends::<#update>::base_update(&mut self).#ident =
-                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        },
-                    ),
+                // Into this update, and (the setters trait's) into the base's part of an
+                // extending state's update.
+                let into = |target: TokenStream| match &prepare {
+                    Some(prepare) => quote! {
+                        let mut value = #k::update::IntoField::into_field(value);
+                        #prepare
+                        #target.#ident = ::core::option::Option::Some(value);
+                    },
+                    None => quote! {
+                        #target.#ident =
+                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                    },
                 };
+                let set = into(quote!(self));
                 let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
                 // Only a messages setter uses its field's reducer (to prepare): on the field.
                 let spanned = |tokens| {
@@ -824,14 +820,18 @@ fn expand(input: &Input) -> TokenStream {
                         self
                     }
                 }));
-                trait_setters.push(spanned(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        #set_in_base
-                        self
-                    }
-                }));
+                if with_trait {
+                    let set_in_base =
+                        into(quote!(#k::update::Extends::<#update>::base_update(&mut self)));
+                    trait_setters.push(spanned(quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
+                            #set_in_base
+                            self
+                        }
+                    }));
+                }
                 let ty = field.ty;
                 if generic {
                     serde_bounds.push(ty.to_token_stream().to_string());
@@ -890,15 +890,17 @@ fn expand(input: &Input) -> TokenStream {
                         self
                     }
                 });
-                trait_setters.push(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
-                        #k::update::Extends::<#update>::base_update(&mut self).#ow.#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        self
-                    }
-                });
+                if with_trait {
+                    trait_setters.push(quote! {
+                        #[doc = #doc]
+                        #[must_use]
+                        fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
+                            #k::update::Extends::<#update>::base_update(&mut self).#ow.#ident =
+                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
+                            self
+                        }
+                    });
+                }
             }
             Role::Skip => {}
         }
@@ -1074,7 +1076,7 @@ fn expand(input: &Input) -> TokenStream {
         #ow_eq_impl
     };
 
-    let setters_trait = (generics.params.is_empty() && !trait_setters.is_empty()).then(|| {
+    let setters_trait = (with_trait && !trait_setters.is_empty()).then(|| {
         // A messages setter prepares through its reducer: the fits of those fields.
         let where_c = quote!(where #own_preds #assumed #(#message_fits,)*);
         let trait_name = format_ident!("{}Setters", update);
@@ -1089,6 +1091,12 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             impl<__U: #k::update::Extends<#update>> #trait_name for __U #where_c {}
+        }
+    });
+    let extensible_impl = input.extensible.then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_g #k::update::Extensible for #name #ty_g #plain_where {}
         }
     });
 
@@ -1309,7 +1317,7 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl #impl_g #k::update::Extends<<#bty as #k::State>::Update> for #update #ty_g #plain_where {
+            impl #impl_g #k::update::Extends<<#bty as #k::State>::Update> for #update #ty_g #plain_where #extends {
                 fn base_update(&mut self) -> &mut <#bty as #k::State>::Update {
                     &mut self.#ident
                 }
@@ -1389,6 +1397,7 @@ fn expand(input: &Input) -> TokenStream {
         #overwrite_struct
 
         #setters_trait
+        #extensible_impl
 
         const _: () = {
             #[automatically_derived]

@@ -601,7 +601,7 @@ impl ExecutionState {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, agentstate_derive::AgentState)]
 #[serde(default)]
-#[agent_state(messages = context, deserialize)]
+#[agent_state(messages = context, deserialize, extensible)]
 pub struct AgentState {
     /// The conversation, merged with `add_messages`.
     #[reducer(add_messages)]

@@ -233,10 +233,51 @@ impl<T, const N: usize> IntoField<KeyedList<T>> for [T; N] {
     }
 }
 
+/// Implemented by a state that other states may extend (`#[agent_state(base)]`): the derive
+/// implements it for a struct marked `#[agent_state(extensible)]`, and generates with it the
+/// setters trait of the struct's update, `<Update>Setters`, through which an extending state's
+/// update sets the base's fields. A state that is not marked does not pay for that trait (it
+/// repeats every setter), and extending it is a compile error saying to mark it.
+///
+/// ```
+/// use agentstate::{AgentState, State};
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// #[agent_state(extensible)] // other states may extend this one
+/// struct Research {
+///     #[reducer(append)]
+///     notes: Vec<String>,
+/// }
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Review {
+///     #[agent_state(base)]
+///     #[serde(flatten)]
+///     research: Research,
+///     verdict: String,
+/// }
+///
+/// // The base's setters (from `ResearchUpdateSetters`) on the extending state's update:
+/// let update = ReviewUpdate::default()
+///     .notes(vec!["checked".to_string()])
+///     .verdict("ok".to_string());
+/// let mut review = Review::default();
+/// review.merge(update)?;
+/// assert_eq!(review.notes, ["checked"]);
+/// assert_eq!(review.verdict, "ok");
+/// # Ok::<(), agentstate::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the base state `{Self}` is not extensible",
+    label = "`{Self}` is not marked #[agent_state(extensible)]",
+    note = "add #[agent_state(extensible)] to `{Self}`: it generates the setters trait through which this state's update sets the base's fields"
+)]
+pub trait Extensible {}
+
 /// Implemented by the update of a state that extends another (`#[agent_state(base)]`), for the
 /// base state's update type `U`: gives access to the base's part of the update, so that the
-/// base's generated setters trait (`<U>Setters`, e.g. `AgentStateUpdateSetters`) works on the
-/// extended update.
+/// base's generated setters trait (`<U>Setters`, e.g. `AgentStateUpdateSetters`, generated for a
+/// base marked `#[agent_state(extensible)]`, see [`Extensible`]) works on the extended update.
 pub trait Extends<U> {
     /// The base state's part of this update.
     fn base_update(&mut self) -> &mut U;

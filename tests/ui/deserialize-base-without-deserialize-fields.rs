@@ -2,6 +2,7 @@ use agentstate::AgentState;
 
 /// A base state with serde's derived `Deserialize`, without the opt-in.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[agent_state(extensible)]
 pub struct Base {
     note: String,
 }

@@ -14,7 +14,8 @@ where
         ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
     AgentState: ::agentstate::State,
     ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-        + ::agentstate::reducers::Merges<String, Update = String>;
+        + ::agentstate::reducers::Merges<String, Update = String>,
+    AgentState: ::agentstate::update::Extensible;
 const _: () = {
     #[doc(hidden)]
     #[derive(:: core :: default :: Default)]
@@ -496,89 +497,6 @@ where
             && ::agentstate::__private::option_eq(&self.title, &__other.title)
     }
 }
-#[doc = "The setters of [`ResearchUpdate`] on the update of a state that extends [`Research`] (`#[agent_state(base)]`); bring this trait into scope to chain them."]
-pub trait ResearchUpdateSetters:
-    ::agentstate::update::Extends<ResearchUpdate> + ::core::marker::Sized
-where
-    for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
-        ::agentstate::__private::FieldTraits,
-{
-    #[doc = "Sets the value merged into `notes` (with `append`)."]
-    #[must_use]
-    fn notes(mut self, value: impl ::agentstate::update::IntoField<Vec<String>>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).notes =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
-    #[must_use]
-    fn overwrite_notes(mut self, value: impl ::agentstate::update::IntoField<Vec<String>>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
-            .overwrite
-            .notes =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Sets the value merged into `recent` (with `bounded_append`)."]
-    #[must_use]
-    fn recent(mut self, value: impl ::agentstate::update::IntoField<Vec<u32>>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).recent =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
-    #[must_use]
-    fn overwrite_recent(mut self, value: impl ::agentstate::update::IntoField<Vec<u32>>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
-            .overwrite
-            .recent =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Sets the value merged into `findings` (with `merge_by_key`)."]
-    #[must_use]
-    fn findings(mut self, value: impl ::agentstate::update::IntoField<Vec<Finding>>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).findings =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
-    #[must_use]
-    fn overwrite_findings(
-        mut self,
-        value: impl ::agentstate::update::IntoField<Vec<Finding>>,
-    ) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
-            .overwrite
-            .findings =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Sets the value merged into `title` (with `last_write_wins`)."]
-    #[must_use]
-    fn title(mut self, value: impl ::agentstate::update::IntoField<String>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self).title =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-    #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]
-    #[must_use]
-    fn overwrite_title(mut self, value: impl ::agentstate::update::IntoField<String>) -> Self {
-        ::agentstate::update::Extends::<ResearchUpdate>::base_update(&mut self)
-            .overwrite
-            .title =
-            ::core::option::Option::Some(::agentstate::update::IntoField::into_field(value));
-        self
-    }
-}
-impl<__U: ::agentstate::update::Extends<ResearchUpdate>> ResearchUpdateSetters for __U
-where
-    for<'__agentstate> AgentState: ::agentstate::State,
-    for<'__agentstate> <AgentState as ::agentstate::State>::Update:
-        ::agentstate::__private::FieldTraits,
-{
-}
 const _: () = {
     #[automatically_derived]
     impl ::core::default::Default for ResearchUpdate
@@ -842,6 +760,7 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
+        AgentState: ::agentstate::update::Extensible,
     {
         fn base_update(&mut self) -> &mut <AgentState as ::agentstate::State>::Update {
             &mut self.base

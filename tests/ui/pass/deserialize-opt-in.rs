@@ -6,7 +6,7 @@ use agentstate::AgentState;
 
 /// A base of our own.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize)]
-#[agent_state(deserialize)]
+#[agent_state(deserialize, extensible)]
 pub struct Base {
     /// A note.
     pub note: String,

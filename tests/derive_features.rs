@@ -81,6 +81,36 @@ fn an_extended_update_flattens_the_base_in_json() {
     assert_eq!(names, OrderState::FIELDS);
 }
 
+/// A generic state marked extensible, and a state extending one of its instances.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[agent_state(extensible)]
+pub struct Tagged<T: Clone + Default + PartialEq + std::fmt::Debug> {
+    #[reducer(append)]
+    pub tags: Vec<T>,
+}
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    #[agent_state(base)]
+    #[serde(flatten)]
+    pub base: Tagged<String>,
+    pub title: String,
+}
+
+#[test]
+fn a_generic_extensible_state_is_a_base() {
+    // A generic state gets no setters trait; the extension's update takes the base's keys in
+    // JSON and through `Extends::base_update`.
+    let mut page = Page::default();
+    page.merge(PageUpdate::from_json(serde_json::json!({"tags": ["a"], "title": "t"})).unwrap())
+        .unwrap();
+    let mut update = PageUpdate::default();
+    agentstate::update::Extends::base_update(&mut update).tags = Some(vec!["b".to_string()]);
+    page.merge(update).unwrap();
+    assert_eq!(page.tags, ["a", "b"], "appended through the base's reducer");
+    assert_eq!(page.title, "t");
+}
+
 thread_local! {
     static CALLS: Cell<u32> = const { Cell::new(0) };
 }

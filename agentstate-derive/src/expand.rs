@@ -602,6 +602,18 @@ fn expand(input: &Input) -> TokenStream {
     };
     let where_c = quote!(where #own_preds #assumed #(#fits,)*);
     let plain_where = quote!(where #own_preds #assumed);
+    // The `Update` impl and the update's inherent `from_json`/`then` need only that the state is
+    // one, and that the update is one: a non-generic struct assumes that under a binder (not
+    // checked where written, like `assumed` above) instead of restating every field's fit, which
+    // only the `State` impl needs (the update's `prepare` uses its messages fields' fits).
+    let (update_where, forward_where) = if generic {
+        (where_c.clone(), where_c.clone())
+    } else {
+        (
+            quote!(where #own_preds #assumed for<'__agentstate> #name: #k::State<Update = #update>, #(#message_fits,)*),
+            quote!(where #own_preds #assumed for<'__agentstate> #update: #k::update::Update,),
+        )
+    };
     let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
     let present = format!("{}::update::present", k.to_string().replace(' ', ""));
     // Overwrites and the base's update are flattened: read through a JSON value (see
@@ -1418,7 +1430,7 @@ fn expand(input: &Input) -> TokenStream {
                 #(#setters)*
             }
 
-            impl #impl_g #update #ty_g #where_c {
+            impl #impl_g #update #ty_g #forward_where {
 
                 /// Parses a JSON update strictly: unknown keys and values that do not fit are
                 /// `state_validation_error`s naming the field (see `agentstate::update::Update`).
@@ -1449,7 +1461,7 @@ fn expand(input: &Input) -> TokenStream {
             }
 
             #[automatically_derived]
-            impl #impl_g #k::update::Update for #update #ty_g #where_c {
+            impl #impl_g #k::update::Update for #update #ty_g #update_where {
                 type State = #name #ty_g;
                 #prepare_fn
             }

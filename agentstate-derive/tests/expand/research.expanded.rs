@@ -624,15 +624,7 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> ResearchUpdate: ::agentstate::update::Update,
     {
         #[doc = r" Parses a JSON update strictly: unknown keys and values that do not fit are"]
         #[doc = r" `state_validation_error`s naming the field (see `agentstate::update::Update`)."]
@@ -670,15 +662,7 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::State,
         for<'__agentstate> <AgentState as ::agentstate::State>::Update:
             ::agentstate::__private::FieldTraits,
-        ::agentstate::reducers::Append: ::agentstate::reducers::Reducer<Vec<String>>
-            + ::agentstate::reducers::Merges<Vec<String>, Update = Vec<String>>,
-        ::agentstate::reducers::BoundedAppend: ::agentstate::reducers::Reducer<Vec<u32>>
-            + ::agentstate::reducers::Merges<Vec<u32>, Update = Vec<u32>>,
-        ::agentstate::reducers::MergeByKey<()>:
-            ::agentstate::reducers::Merges<Vec<Finding>, Update = Vec<Finding>>,
-        AgentState: ::agentstate::State,
-        ::agentstate::reducers::LastWriteWins: ::agentstate::reducers::Reducer<String>
-            + ::agentstate::reducers::Merges<String, Update = String>,
+        for<'__agentstate> Research: ::agentstate::State<Update = ResearchUpdate>,
     {
         type State = Research;
         #[inline]

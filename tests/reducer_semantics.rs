@@ -1559,6 +1559,76 @@ fn message_reducers_marked_idempotent_are_idempotent() {
 }
 
 #[test]
+fn upsert_messages_after_a_remove_all_keeps_the_messages_unmerged_as_langgraph_does() {
+    // langgraph 1.0's add_messages returns what follows the last remove-all as it is: a repeated
+    // id is kept twice, not replaced in place.
+    let out = vec_and_list(
+        &UpsertMessages,
+        vec![user("a", "1")],
+        &[vec![
+            MessageUpdate::RemoveAll,
+            put(user("b", "first")),
+            put(user("c", "2")),
+            put(user("b", "second")),
+        ]],
+    );
+    assert_eq!(
+        out,
+        [user("b", "first"), user("c", "2"), user("b", "second")]
+    );
+    // A later update replaces the last message with the id, as LangGraph's index does.
+    let out = vec_and_list(&UpsertMessages, out, &[vec![put(user("b", "third"))]]);
+    assert_eq!(
+        out,
+        [user("b", "first"), user("c", "2"), user("b", "third")]
+    );
+    // A removal after the marker drops the messages before it with its id (LangGraph would
+    // keep the removal itself in the list); an id none of them has is an error.
+    let out = vec_and_list(
+        &UpsertMessages,
+        vec![user("a", "1")],
+        &[vec![
+            MessageUpdate::RemoveAll,
+            put(user("b", "x")),
+            put(user("b", "y")),
+            remove("b"),
+            put(user("b", "z")),
+        ]],
+    );
+    assert_eq!(out, [user("b", "z")]);
+    let mut messages = vec![user("a", "1")];
+    assert!(UpsertMessages
+        .reduce(&mut messages, vec![MessageUpdate::RemoveAll, remove("a")])
+        .is_err());
+    assert_eq!(messages, [user("a", "1")], "nothing merged");
+}
+
+#[test]
+fn upsert_messages_a_remove_all_then_an_update_compose_into_one() {
+    let first = vec![
+        MessageUpdate::RemoveAll,
+        put(user("b", "1")),
+        put(user("b", "2")),
+    ];
+    let second = vec![put(user("b", "3")), put(user("c", "4"))];
+    let mut in_turn = vec![user("a", "0")];
+    UpsertMessages.reduce(&mut in_turn, first.clone()).unwrap();
+    UpsertMessages.reduce(&mut in_turn, second.clone()).unwrap();
+    assert_eq!(in_turn, [user("b", "1"), user("b", "3"), user("c", "4")]);
+    for composed in [
+        Reducer::<Vec<Message>>::compose(&UpsertMessages, first.clone(), second.clone()),
+        Reducer::<MessageList>::compose(&UpsertMessages, first.clone(), second.clone()),
+    ] {
+        let composed = composed.expect("composable");
+        let mut at_once = vec![user("a", "0")];
+        UpsertMessages.reduce(&mut at_once, composed).unwrap();
+        assert_eq!(at_once, in_turn);
+    }
+    // A second update that fails on what the first leaves does not compose.
+    assert!(Reducer::<Vec<Message>>::compose(&UpsertMessages, first, vec![remove("a")]).is_none());
+}
+
+#[test]
 fn upsert_messages_removal_cannot_be_merged_twice() {
     // Re-merging the merged *value* changes nothing (checked above), but an update with a
     // removal fails the second time: the id is gone, and removing an unknown id is an error.

@@ -69,8 +69,10 @@ pub struct ReplaceMessages;
 ///   at the position of its first;
 /// - [`MessageUpdate::Remove`] deletes every message with that id; removing an id that does not
 ///   exist (before or earlier in the same update) is a `reducer_error`, and nothing is merged;
-/// - [`MessageUpdate::RemoveAll`] clears the list: only what follows the last remove-all marker
-///   of the update is merged, into an empty list.
+/// - [`MessageUpdate::RemoveAll`] clears the list: the list becomes what follows the update's
+///   last remove-all marker, as LangGraph makes it: those messages in order, unmerged (a repeated
+///   id is kept twice); a removal there drops the messages with its id before it, and is an
+///   error if there are none (LangGraph would keep the removal itself in the list).
 ///
 /// On a [`MessageList`](crate::collections::MessageList), replacing and appending k messages
 /// cost O(k); a removal rewrites the list once (O(n)) however many ids it removes.
@@ -432,20 +434,49 @@ fn plan_upsert(
         .rposition(|u| matches!(u, MessageUpdate::RemoveAll))
     {
         let tail = update.split_off(last_reset + 1);
-        let mut fresh = Vec::new();
-        if let UpsertPlan::Edit {
-            replace,
-            append,
-            remove,
-        } = plan_edit(|_, _| None, tail)?
-        {
-            debug_assert!(replace.is_empty());
-            fresh = append;
-            fresh.retain(|m| !remove.contains(&m.message_id));
-        }
-        return Ok(UpsertPlan::Reset(fresh));
+        return reset_to(tail).map(UpsertPlan::Reset);
     }
     plan_edit(existing, update)
+}
+
+/// The list that what follows an update's last remove-all marker leaves, as LangGraph leaves
+/// it: its messages in order, unmerged (LangGraph returns that part of the update as it is, so a
+/// repeated id is kept twice, not replaced). A removal there drops the messages with its id
+/// that come before it, and is a `reducer_error` if none has it (LangGraph would keep the
+/// removal itself in the list, which a list of messages cannot hold).
+fn reset_to(tail: Vec<MessageUpdate>) -> Result<Vec<Message>, ReduceError> {
+    let mut kept: Vec<Option<Message>> = Vec::with_capacity(tail.len());
+    // Where each id's messages are, until a removal drops them.
+    let mut at: HashMap<MessageId, Vec<usize>> = HashMap::new();
+    for entry in tail {
+        match entry {
+            MessageUpdate::Message(message) => {
+                at.entry(message.message_id.clone())
+                    .or_default()
+                    .push(kept.len());
+                kept.push(Some(message));
+            }
+            MessageUpdate::Remove(id) => match at.get_mut(&id) {
+                Some(slots) => {
+                    for slot in slots.drain(..) {
+                        kept[slot] = None;
+                    }
+                }
+                None => {
+                    return Err(ReduceError::msg(format!(
+                        "cannot remove message {id}: no message has that id"
+                    )))
+                }
+            },
+            // The tail follows the last marker, so there is none; one would mean the same:
+            // start from nothing.
+            MessageUpdate::RemoveAll => {
+                kept.clear();
+                at.clear();
+            }
+        }
+    }
+    Ok(kept.into_iter().flatten().collect())
 }
 
 fn plan_edit(
@@ -480,7 +511,7 @@ fn plan_edit(
                     )));
                 }
             }
-            // plan_upsert merges only what follows the last remove-all marker, so there is
+            // plan_upsert hands what follows a remove-all marker to `reset_to`, so there is
             // none here; should one come, it means the same: start from nothing.
             MessageUpdate::RemoveAll => {
                 replace.clear();
@@ -507,14 +538,23 @@ fn compose_upserts(
     second: Vec<MessageUpdate>,
 ) -> Option<Vec<MessageUpdate>> {
     if !second.iter().any(|u| matches!(u, MessageUpdate::RemoveAll)) {
-        // What `first` leaves removed: ids whose last entry after its last remove-all is a
-        // removal.
-        let from = first
+        if let Some(reset) = first
             .iter()
             .rposition(|u| matches!(u, MessageUpdate::RemoveAll))
-            .map_or(0, |at| at + 1);
+        {
+            // `first` leaves exactly the list of what follows its last remove-all, unmerged;
+            // `second` merges into that list, so the two are one remove-all followed by the
+            // list they leave (or nothing, if `second` fails on it, as it would in turn).
+            let mut list = reset_to(first.split_off(reset + 1)).ok()?;
+            Reducer::<Vec<Message>>::reduce(&UpsertMessages, &mut list, second).ok()?;
+            let mut composed = Vec::with_capacity(list.len() + 1);
+            composed.push(MessageUpdate::RemoveAll);
+            composed.extend(list.into_iter().map(MessageUpdate::Message));
+            return Some(composed);
+        }
+        // What `first` leaves removed: ids whose last entry is a removal.
         let mut removed: HashSet<&MessageId> = HashSet::new();
-        for entry in &first[from..] {
+        for entry in &first {
             match entry {
                 MessageUpdate::Message(m) => {
                     removed.remove(&m.message_id);
@@ -714,15 +754,20 @@ mod tests {
         )
         .is_none());
 
-        // Putting back what a remove-all cleared is the same; a remove-all in the second update
-        // makes any first one irrelevant; other ids combine.
+        // After a remove-all the first update leaves a known list, so putting back what it
+        // removed there composes (into one remove-all and that list); a remove-all in the
+        // second update makes any first one irrelevant; other ids combine.
         let cleared = vec![
             MessageUpdate::RemoveAll,
             MessageUpdate::Message(m("a", "x")),
             MessageUpdate::Remove("a".into()),
         ];
-        assert!(
-            Reducer::<Vec<Message>>::compose(&UpsertMessages, cleared, second.clone()).is_none()
+        assert_eq!(
+            Reducer::<Vec<Message>>::compose(&UpsertMessages, cleared, second.clone()),
+            Some(vec![
+                MessageUpdate::RemoveAll,
+                MessageUpdate::Message(m("a", "back"))
+            ])
         );
         let reset = vec![
             MessageUpdate::RemoveAll,

@@ -1560,7 +1560,7 @@ fn message_reducers_marked_idempotent_are_idempotent() {
 
 #[test]
 fn upsert_messages_after_a_remove_all_keeps_the_messages_unmerged_as_langgraph_does() {
-    // langgraph 1.0's add_messages returns what follows the last remove-all as it is: a repeated
+    // langgraph 1.2.22's add_messages returns what follows the last remove-all as it is: a repeated
     // id is kept twice, not replaced in place.
     let out = vec_and_list(
         &UpsertMessages,
@@ -1601,6 +1601,80 @@ fn upsert_messages_after_a_remove_all_keeps_the_messages_unmerged_as_langgraph_d
         .reduce(&mut messages, vec![MessageUpdate::RemoveAll, remove("a")])
         .is_err());
     assert_eq!(messages, [user("a", "1")], "nothing merged");
+}
+
+/// `tests/data/langgraph_add_messages.json` (`generate_langgraph_add_messages.py`): 600 random
+/// lists and updates merged by the real LangGraph `add_messages`. Every case agrees, on a `Vec`
+/// and a `MessageList`, except the deliberate departure: a removal after the update's last
+/// remove-all, which LangGraph keeps in the list as a `RemoveMessage`.
+#[test]
+fn upsert_messages_agrees_with_langgraph_add_messages() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/langgraph_add_messages.json");
+    let cases: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let pool = ["a", "b", "c", "d", "e", "f"];
+    let message = |e: &Value| {
+        let m = Message::text_message(e[2].as_str().unwrap(), Role::User).with_timestamp(0.0);
+        match e[1].as_str() {
+            Some(id) => m.with_id(id),
+            None => m,
+        }
+    };
+    let (mut agreed, mut departures) = (0, 0);
+    for case in &cases {
+        let state: Vec<Message> = case["state"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(message)
+            .collect();
+        let entries = case["update"].as_array().unwrap();
+        let update: Vec<MessageUpdate> = entries
+            .iter()
+            .map(|e| match e[0].as_str().unwrap() {
+                "message" => put(message(e)),
+                "remove" => remove(e[1].as_str().unwrap()),
+                _ => MessageUpdate::RemoveAll,
+            })
+            .collect();
+        let last_reset = entries.iter().rposition(|e| e[0] == "remove_all");
+        if last_reset.is_some_and(|at| entries[at + 1..].iter().any(|e| e[0] == "remove")) {
+            departures += 1;
+            continue;
+        }
+        let mut plain = state.clone();
+        let mut list = MessageList::from(state);
+        let merged = Reducer::<Vec<Message>>::reduce(&UpsertMessages, &mut plain, update.clone());
+        let listed = Reducer::<MessageList>::reduce(&UpsertMessages, &mut list, update);
+        assert_eq!(merged.is_ok(), listed.is_ok());
+        assert_eq!(
+            plain.as_slice(),
+            list.as_slice(),
+            "Vec and MessageList agree"
+        );
+        let got = match merged {
+            Ok(()) => json!({
+                "ok": plain
+                    .iter()
+                    .map(|m| {
+                        let id = serde_json::to_value(&m.message_id).unwrap();
+                        let id = id.as_str().filter(|id| pool.contains(id));
+                        json!([id, m.text(), "message"])
+                    })
+                    .collect::<Vec<_>>()
+            }),
+            Err(_) => json!({ "error": true }),
+        };
+        match case["expect"].get("ok") {
+            Some(expected) => assert_eq!(&got["ok"], expected, "case {case}"),
+            None => assert!(got.get("error").is_some(), "case {case}: LangGraph fails"),
+        }
+        agreed += 1;
+    }
+    assert!(
+        agreed >= 500 && departures > 0,
+        "{agreed} agreed, {departures} departures"
+    );
 }
 
 #[test]

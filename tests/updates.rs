@@ -1734,3 +1734,61 @@ proptest! {
         }
     }
 }
+
+/// The state of `tests/data/langgraph_fan_in.json`: LangGraph's
+/// `log: Annotated[list, operator.add]` and `last: int`.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct FanInLog {
+    #[reducer(append)]
+    log: Vec<i64>,
+    last: i64,
+}
+
+/// `tests/data/langgraph_fan_in.json` (`generate_langgraph_fan_in.py`): 400 steps of one to four
+/// parallel branches run by a real LangGraph graph. `merge_parallel` with `FanIn::Strict` gives
+/// the same state on every one, and fails exactly where LangGraph does (two writes to `last`, two
+/// Overwrites of `log`), leaving the state unchanged.
+#[test]
+fn merge_parallel_strict_agrees_with_a_langgraph_step() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/langgraph_fan_in.json");
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut merged, mut refused) = (0, 0);
+    for case in &cases {
+        let branches: Vec<FanInLogUpdate> = case["branches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|branch| FanInLogUpdate::from_json(branch.clone()).unwrap())
+            .collect();
+        let start = FanInLog {
+            log: vec![0],
+            last: 0,
+        };
+        let mut state = start.clone();
+        match (
+            state.merge_parallel(branches, FanIn::Strict),
+            case["expect"].get("ok"),
+        ) {
+            (Ok(()), Some(expected)) => {
+                assert_eq!(
+                    json!({"log": state.log, "last": state.last}),
+                    *expected,
+                    "{case}"
+                );
+                merged += 1;
+            }
+            (Err(e), None) => {
+                assert_eq!(e.category(), "state_validation_error", "{case}");
+                assert_eq!(state, start, "unchanged after {case}");
+                refused += 1;
+            }
+            (got, _) => panic!("{case}: ours {got:?}, state {state:?}"),
+        }
+    }
+    assert!(
+        merged > 200 && refused > 50,
+        "{merged} merged, {refused} refused"
+    );
+}

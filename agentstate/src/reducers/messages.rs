@@ -462,11 +462,7 @@ fn reset_to(tail: Vec<MessageUpdate>) -> Result<Vec<Message>, ReduceError> {
                         kept[slot] = None;
                     }
                 }
-                None => {
-                    return Err(ReduceError::msg(format!(
-                        "cannot remove message {id}: no message has that id"
-                    )))
-                }
+                None => return Err(unknown_removal(&id)),
             },
             // The tail follows the last marker, so there is none; one would mean the same:
             // start from nothing.
@@ -477,6 +473,13 @@ fn reset_to(tail: Vec<MessageUpdate>) -> Result<Vec<Message>, ReduceError> {
         }
     }
     Ok(kept.into_iter().flatten().collect())
+}
+
+/// The error of a removal whose id no message has (LangGraph's `ValueError`).
+fn unknown_removal(id: &MessageId) -> ReduceError {
+    ReduceError::msg(format!(
+        "cannot remove message {id}: no message has that id"
+    ))
 }
 
 fn plan_edit(
@@ -505,10 +508,7 @@ fn plan_edit(
                 if appended.contains_key(&id) || existing(i, &id).is_some() {
                     remove.insert(id);
                 } else {
-                    return Err(ReduceError::msg(format!(
-                        "cannot remove message {}: no message has that id",
-                        id
-                    )));
+                    return Err(unknown_removal(&id));
                 }
             }
             // plan_upsert hands what follows a remove-all marker to `reset_to`, so there is

@@ -17,7 +17,8 @@ pub struct Input<'a> {
     /// `#[agent_state(deserialize)]`: the derive generates the struct's `Deserialize`.
     pub deserialize: Option<Deserialize>,
     /// `#[agent_state(extensible)]`: other states may extend this one (`#[agent_state(base)]`);
-    /// the derive generates the setters trait of its update, `<Update>Setters`.
+    /// the derive implements `Extensible` and, on a non-generic struct, generates the setters
+    /// trait of its update, `<Update>Setters`.
     pub extensible: bool,
     pub fields: Vec<Field<'a>>,
 }

@@ -859,7 +859,7 @@ pub struct Tour {
     guide: Option<String>,
 }
 
-/// The same state, generic: its update keeps serde's derives, the reference for the above.
+/// The same state, generic: its update is generated the same way, through the same field lists.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GenericTour<T: Clone + Default + PartialEq + std::fmt::Debug> {
     #[reducer(append)]
@@ -872,6 +872,56 @@ pub struct GenericTour<T: Clone + Default + PartialEq + std::fmt::Debug> {
     #[reducer(merge)]
     bonus: BTreeMap<u8, u32>,
     guide: Option<String>,
+}
+
+/// What serde's derive writes for a `TourUpdate`, written out as a struct deriving it: the
+/// reference for the generated `Serialize` (the base's part flattened, each entry skipped when
+/// unset, then the Overwrites).
+#[derive(Serialize)]
+struct TourUpdateBySerde {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cities: Option<Vec<String>>,
+    #[serde(flatten)]
+    base: ScoresUpdate,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leg: Option<LegUpdate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bonus: Option<BTreeMap<u8, u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guide: Option<Option<String>>,
+    #[serde(
+        rename = "cities.__overwrite__",
+        skip_serializing_if = "Option::is_none"
+    )]
+    overwrite_cities: Option<Vec<String>>,
+    #[serde(rename = "leg.__overwrite__", skip_serializing_if = "Option::is_none")]
+    overwrite_leg: Option<Leg>,
+    #[serde(
+        rename = "bonus.__overwrite__",
+        skip_serializing_if = "Option::is_none"
+    )]
+    overwrite_bonus: Option<BTreeMap<u8, u32>>,
+    #[serde(
+        rename = "guide.__overwrite__",
+        skip_serializing_if = "Option::is_none"
+    )]
+    overwrite_guide: Option<Option<String>>,
+}
+
+impl From<TourUpdate> for TourUpdateBySerde {
+    fn from(u: TourUpdate) -> Self {
+        TourUpdateBySerde {
+            cities: u.cities,
+            base: u.base,
+            leg: u.leg,
+            bonus: u.bonus,
+            guide: u.guide,
+            overwrite_cities: u.overwrite.cities,
+            overwrite_leg: u.overwrite.leg,
+            overwrite_bonus: u.overwrite.bonus,
+            overwrite_guide: u.overwrite.guide,
+        }
+    }
 }
 
 #[test]
@@ -894,7 +944,7 @@ fn the_generated_update_serialize_writes_what_serde_derive_writes() {
         };
     }
     let update = tour_update!(TourUpdate);
-    let reference = tour_update!(GenericTourUpdate<String>);
+    let generic = tour_update!(GenericTourUpdate<String>);
     // The keys in order: the own entries and the base's (flattened, its Overwrites last) in
     // declaration order, then the Overwrites; a nested update is an object of the same form.
     let expected = concat!(
@@ -903,24 +953,41 @@ fn the_generated_update_serialize_writes_what_serde_derive_writes() {
         r#""cities.__overwrite__":["Rome"],"guide.__overwrite__":null}"#
     );
     assert_eq!(serde_json::to_string(&update).unwrap(), expected);
-    assert_eq!(serde_json::to_string(&reference).unwrap(), expected);
-    // The Overwrites alone, and an empty update, as serde's derive writes them too.
+    assert_eq!(serde_json::to_string(&generic).unwrap(), expected);
     assert_eq!(
-        serde_json::to_string(&update.overwrite).unwrap(),
-        serde_json::to_string(&reference.overwrite).unwrap()
+        serde_json::to_string(&TourUpdateBySerde::from(update.clone())).unwrap(),
+        expected
+    );
+    // Every entry set, and none: still what serde's derive writes.
+    let full = update
+        .clone()
+        .bonus(BTreeMap::from([(3, 30)]))
+        .overwrite_bonus(BTreeMap::new())
+        .overwrite_leg(Leg::default());
+    assert_eq!(
+        serde_json::to_value(&full).unwrap(),
+        serde_json::to_value(TourUpdateBySerde::from(full.clone())).unwrap()
     );
     assert_eq!(
-        serde_json::to_string(&update.overwrite).unwrap(),
-        r#"{"cities.__overwrite__":["Rome"],"guide.__overwrite__":null}"#
+        serde_json::to_string(&full).unwrap(),
+        serde_json::to_string(&TourUpdateBySerde::from(full.clone())).unwrap()
     );
     assert_eq!(serde_json::to_string(&TourUpdate::default()).unwrap(), "{}");
+    assert_eq!(
+        serde_json::to_string(&TourUpdateBySerde::from(TourUpdate::default())).unwrap(),
+        "{}"
+    );
     assert_eq!(
         serde_json::to_string(&GenericTourUpdate::<String>::default()).unwrap(),
         "{}"
     );
-    // And it reads back.
+    // And it reads back, the generic state's too.
     let back: TourUpdate = serde_json::from_str(expected).unwrap();
     assert_eq!(back, update);
+    let back: GenericTourUpdate<String> = serde_json::from_str(expected).unwrap();
+    assert_eq!(back, generic);
+    let back: TourUpdate = serde_json::from_str(&serde_json::to_string(&full).unwrap()).unwrap();
+    assert_eq!(back, full);
 }
 
 // ---------------------------------------------------------------------------------------------

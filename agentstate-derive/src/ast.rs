@@ -3,6 +3,16 @@
 use proc_macro2::{Span, TokenStream};
 use syn::{Generics, Ident, Path, Type, Visibility};
 
+/// `ty`'s tokens as one token stream of the compiler's, so that cloning it is cheap.
+pub fn type_tokens(ty: &Type) -> TokenStream {
+    let tokens = quote::ToTokens::to_token_stream(ty);
+    if proc_macro::is_available() {
+        TokenStream::from(proc_macro::TokenStream::from(tokens))
+    } else {
+        tokens
+    }
+}
+
 /// A `#[derive(AgentState)]` struct, parsed.
 pub struct Input<'a> {
     pub ident: &'a Ident,
@@ -45,6 +55,9 @@ pub enum DefaultValue {
 pub struct Field<'a> {
     pub ident: &'a Ident,
     pub ty: &'a Type,
+    /// `ty` as tokens, made once: each place the expansion writes the type clones this (a
+    /// handle), instead of printing the type again.
+    pub tokens: TokenStream,
     /// The field's JSON key (after `rename` / `rename_all`).
     pub json_name: String,
     pub role: Role,

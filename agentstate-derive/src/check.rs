@@ -315,6 +315,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         fields.push(Field {
             ident,
             ty: &field.ty,
+            tokens: crate::ast::type_tokens(&field.ty),
             json_name,
             role,
             default,

@@ -1,10 +1,20 @@
 //! Code generation: the update struct, its setters, and the `State` implementation.
+//!
+//! The generated impls hand each operation a *field list* (a tuple with one element per field)
+//! and the runtime's field lists (`agentstate::__private`) do the per-field work: planning,
+//! applying, composing, writing, reading, comparing and printing, type-checked once in the
+//! runtime instead of once per state in the user's crate. Every item but the two structs and
+//! an extensible state's setters trait sits in a `const _: () = { ... };` block that names the
+//! runtime `__p` (`use ::agentstate::__private as __p;`). The code is written as text with the
+//! user's tokens spliced in (`code.rs`).
 
 use crate::ast::{DefaultValue, Field, Input, Key, Kind, MaxLen, Reducer, Role};
 use crate::check;
-use proc_macro2::{Span, TokenStream};
+use crate::code::{lit, respan, tuple, Code};
+use proc_macro2::{Delimiter, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
-use syn::{DeriveInput, Ident, Index};
+use std::fmt::Write as _;
+use syn::{DeriveInput, Ident};
 
 /// Expands `#[derive(AgentState)]`.
 pub fn derive(input: &DeriveInput) -> TokenStream {
@@ -56,7 +66,8 @@ fn stub(input: &DeriveInput) -> TokenStream {
     }
 }
 
-/// Setter names that would shadow the update's derived trait methods get a `set_` prefix.
+/// Setter names that would shadow the update's trait methods or its own methods get a `set_`
+/// prefix.
 const SHADOWING: &[&str] = &[
     "default",
     "clone",
@@ -65,138 +76,18 @@ const SHADOWING: &[&str] = &[
     "fmt",
     "serialize",
     "deserialize",
+    "from_json",
+    "from_json_lenient",
+    "then",
 ];
 
-fn setter_name(field: &Ident) -> Ident {
+fn setter_name(field: &Ident) -> String {
     let name = field.to_string();
     if SHADOWING.contains(&name.as_str()) {
-        format_ident!("set_{}", name)
+        format!("set_{name}")
     } else {
-        field.clone()
+        name
     }
-}
-
-struct Gen<'a> {
-    k: &'a TokenStream,
-}
-
-impl Gen<'_> {
-    /// The reducer's type, with `()` standing for a key function (whose type cannot be
-    /// written): enough to name the update and plan types through `Merges`.
-    fn reducer_type(&self, field: &Field, r: &Reducer) -> TokenStream {
-        let k = self.k;
-        let ty = field.ty;
-        match &r.kind {
-            Kind::LastWriteWins => quote!(#k::reducers::LastWriteWins),
-            Kind::ReplaceValue => quote!(#k::reducers::ReplaceValue),
-            Kind::Append => quote!(#k::reducers::Append),
-            Kind::Merge => quote!(#k::reducers::Merge),
-            Kind::ConcatFlatten => quote!(#k::reducers::ConcatFlatten),
-            Kind::MergeAll => quote!(#k::reducers::MergeAll),
-            Kind::AddMessages => quote!(#k::reducers::AddMessages),
-            Kind::ReplaceMessages => quote!(#k::reducers::ReplaceMessages),
-            Kind::AppendItems => quote!(#k::reducers::AppendItems),
-            Kind::UpsertMessages => quote!(#k::reducers::UpsertMessages),
-            Kind::BoundedAppend(_) => quote!(#k::reducers::BoundedAppend),
-            Kind::DedupeAppend(None) => quote!(#k::reducers::DedupeAppend<#k::reducers::Identity>),
-            Kind::DedupeAppend(Some(_)) => quote!(#k::reducers::DedupeAppend<()>),
-            Kind::MergeByKey(_) => quote!(#k::reducers::MergeByKey<()>),
-            Kind::Nested => quote!(#k::reducers::Nested),
-            Kind::With { update, .. } => {
-                let u = update
-                    .as_ref()
-                    .map_or_else(|| ty.to_token_stream(), ToTokens::to_token_stream);
-                quote!(#k::reducers::FnReducer<(), #u>)
-            }
-        }
-    }
-
-    /// An expression building the field's reducer.
-    fn reducer_expr(&self, field: &Field, r: &Reducer) -> TokenStream {
-        let k = self.k;
-        match &r.kind {
-            Kind::BoundedAppend(MaxLen::Literal(n)) => {
-                let n = *n as usize;
-                quote!(#k::reducers::BoundedAppend::__checked(#n))
-            }
-            Kind::BoundedAppend(MaxLen::Const(path)) => {
-                quote!(#k::reducers::BoundedAppend::__checked((#path) as usize))
-            }
-            Kind::DedupeAppend(None) => quote!(#k::reducers::DedupeAppend::new()),
-            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
-                let f = key_reducer_fn(field.ident);
-                quote!(Self::#f())
-            }
-            Kind::With {
-                function,
-                update,
-                idempotent,
-            } => {
-                let u = update
-                    .as_ref()
-                    .map_or_else(|| field.ty.to_token_stream(), ToTokens::to_token_stream);
-                let name = &r.name;
-                let idempotent = idempotent.then(|| quote!(.idempotent()));
-                quote!(#k::reducers::FnReducer::<_, #u>::new(#name, #function) #idempotent)
-            }
-            _ => self.reducer_type(field, r),
-        }
-    }
-
-    /// `<R as Merges<T>>::Update` / `::Plan` of a reduced field.
-    fn merges(&self, field: &Field, r: &Reducer, item: &str) -> TokenStream {
-        let k = self.k;
-        let ty = field.ty;
-        let item = Ident::new(item, Span::call_site());
-        if let Kind::Nested = r.kind {
-            return quote_spanned!(r.span=> <#ty as #k::State>::#item);
-        }
-        let rty = self.reducer_type(field, r);
-        quote_spanned!(r.span=> <#rty as #k::reducers::Merges<#ty>>::#item)
-    }
-
-    /// What a field's entry of the update holds, without the `Option`: written from the
-    /// field's type alone (no projection through the reducer), so that a reducer that does not
-    /// fit its field is reported once, by the `State` impl, and not again by every derive on
-    /// the update struct.
-    fn update_type(&self, field: &Field) -> Option<TokenStream> {
-        let k = self.k;
-        let ty = field.ty;
-        let r = match &field.role {
-            Role::Reduced(r) => r,
-            Role::Base => return Some(quote!(<#ty as #k::State>::Update)),
-            Role::Skip => return None,
-        };
-        Some(match &r.kind {
-            Kind::ConcatFlatten | Kind::MergeAll => quote!(::std::vec::Vec<#ty>),
-            Kind::UpsertMessages => quote!(::std::vec::Vec<#k::reducers::MessageUpdate>),
-            Kind::Nested => quote!(<#ty as #k::State>::Update),
-            Kind::With {
-                update: Some(u), ..
-            } => u.to_token_stream(),
-            _ => ty.to_token_stream(),
-        })
-    }
-}
-
-/// `tokens` with every span set to `span`, so that an error anywhere in them points at the
-/// user's declaration and identical errors from several generated items collapse into one.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|token| match token {
-            proc_macro2::TokenTree::Group(group) => {
-                let mut g =
-                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
-                g.set_span(span);
-                proc_macro2::TokenTree::Group(g)
-            }
-            mut other => {
-                other.set_span(span);
-                other
-            }
-        })
-        .collect()
 }
 
 /// Where everything generated for a field points: the field's name, resolved at the derive's
@@ -206,1314 +97,1390 @@ fn field_span(field: &Field) -> Span {
     field.ident.span().resolved_at(Span::call_site())
 }
 
-fn key_reducer_fn(field: &Ident) -> Ident {
-    format_ident!(
+fn key_reducer_fn(field: &Ident) -> String {
+    format!(
         "__agentstate_reducer_{}",
         field.to_string().trim_start_matches("r#")
     )
 }
 
-fn base<'a>(input: &'a Input<'a>) -> Option<(usize, &'a Field<'a>)> {
-    input
-        .fields
-        .iter()
-        .enumerate()
-        .find(|(_, f)| matches!(f.role, Role::Base))
+/// The field's name without `r#`, for names made from it.
+fn unraw(field: &Ident) -> String {
+    field.to_string().trim_start_matches("r#").to_owned()
 }
 
-/// `DeserializeFields` (with `Fields = Self`: the struct starts as its `Default`, all `None`)
-/// and `Deserialize` for an update or its Overwrites: `arms` read the keys `keys`, `others`
-/// is offered every other key. With `map`, it reads a map, as serde's derive does for a
-/// struct with a flattened field.
-fn key_by_key(
-    k: &TokenStream,
-    ty: &Ident,
-    where_clause: &TokenStream,
-    arms: &[TokenStream],
-    keys: &[String],
-    others: TokenStream,
-    map: bool,
-) -> TokenStream {
-    let serde = quote!(#k::__private::serde);
-    let name = ty.to_string();
-    let expecting = format!("struct {name}");
-    quote! {
-        const _: () = {
-            #[doc(hidden)]
-            #[automatically_derived]
-            impl<'de> #k::state::DeserializeFields<'de> for #ty #where_clause {
-                type Fields = Self;
+/// The Overwrite key of a field in an update's JSON.
+fn overwrite_key(json: &str) -> String {
+    lit(&format!("{json}.__overwrite__"))
+}
 
-                #[inline]
-                fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
-                    __fields: &mut Self,
-                    __key: &str,
-                    __map: &mut __A,
-                ) -> ::core::result::Result<bool, __A::Error> {
-                    match __key {
-                        #(#arms)*
-                        _ => { #others }
-                    }
-                }
+// ---------------------------------------------------------------------------------------------
+// Reduced fields
 
-                #[inline]
-                fn finish<__E: #serde::de::Error>(
-                    __fields: Self,
-                ) -> ::core::result::Result<Self, __E> {
-                    ::core::result::Result::Ok(__fields)
-                }
-            }
+/// What the generation needs of a reduced field's reducer, written with the runtime's path `p`
+/// (`__p` inside the generated `const` block, the full path outside it).
+struct Reduced {
+    /// The reducer's type, with `()` standing for a key function (whose type cannot be
+    /// written): enough to name the update and plan types through `Merges`.
+    rty: Code,
+    /// An expression building the reducer.
+    expr: Code,
+    /// What the update carries for the field (inside an `Option`).
+    uty: Code,
+    /// Whether the update carries the field's own type.
+    value: bool,
+}
 
-            #[automatically_derived]
-            impl<'de> #serde::Deserialize<'de> for #ty #where_clause {
-                fn deserialize<__D: #serde::Deserializer<'de>>(
-                    __deserializer: __D,
-                ) -> ::core::result::Result<Self, __D::Error> {
-                    const __SHAPE: #k::__private::Shape = #k::__private::Shape {
-                        name: #name,
-                        fields: &[#(#keys),*],
-                        base: #map,
-                        deny_unknown_fields: false,
-                        expecting: #expecting,
-                    };
-                    #k::__private::deserialize_state(__deserializer, &__SHAPE)
-                }
-            }
-        };
+fn reduced(field: &Field, r: &Reducer, p: &str) -> Reduced {
+    let ty = &field.tokens;
+    let mut rty = Code::default();
+    let mut expr = Code::default();
+    let mut uty = Code::default();
+    let mut value = false;
+    match &r.kind {
+        Kind::ConcatFlatten | Kind::MergeAll => {
+            uty.s("::std::vec::Vec<").t(ty).s(">");
+        }
+        Kind::UpsertMessages => {
+            let _ = write!(uty, "::std::vec::Vec<{p}::MessageUpdate>");
+        }
+        Kind::Nested => {
+            let _ = write!(uty.s("<").t(ty), " as {p}::State>::Update");
+        }
+        Kind::With {
+            update: Some(u), ..
+        } => {
+            uty.t(u);
+        }
+        _ => {
+            uty.t(ty);
+            value = true;
+        }
     }
-}
-
-/// `Serialize` for an update or its Overwrites, writing with `body` what serde's derive wrote.
-/// A field of the generated update or Overwrites, spanned on the user's field: its doc, its
-/// attribute for serde's derives (a generic state's) and its type (`Option<ty>` if `optional`),
-/// each part re-spanned once.
-fn generated_field(
-    span: Span,
-    doc: &str,
-    serde_attr: Option<TokenStream>,
-    ident: &TokenStream,
-    ty: &TokenStream,
-    optional: bool,
-) -> TokenStream {
-    let doc = respan(doc.to_token_stream(), span);
-    let ty = respan(ty.clone(), span);
-    let ty = if optional {
-        quote_spanned!(span=> ::core::option::Option<#ty>)
-    } else {
-        ty
+    let simple = match &r.kind {
+        Kind::LastWriteWins => "LastWriteWins",
+        Kind::ReplaceValue => "ReplaceValue",
+        Kind::Append => "Append",
+        Kind::Merge => "Merge",
+        Kind::ConcatFlatten => "ConcatFlatten",
+        Kind::MergeAll => "MergeAll",
+        Kind::AddMessages => "AddMessages",
+        Kind::ReplaceMessages => "ReplaceMessages",
+        Kind::AppendItems => "AppendItems",
+        Kind::UpsertMessages => "UpsertMessages",
+        Kind::Nested => "Nested",
+        Kind::BoundedAppend(_) => "BoundedAppend",
+        Kind::DedupeAppend(None) => "DedupeAppend<__p::Identity>",
+        Kind::DedupeAppend(Some(_)) => "DedupeAppend<()>",
+        Kind::MergeByKey(_) => "MergeByKey<()>",
+        Kind::With { .. } => "",
     };
-    let serde_attr = serde_attr.map(|a| respan(a, span));
-    quote_spanned! {span=>
-        #[doc = #doc]
-        #serde_attr
-        pub #ident: #ty
-    }
-}
-
-fn serialize_impl(
-    k: &TokenStream,
-    ty: &Ident,
-    where_clause: &TokenStream,
-    body: TokenStream,
-) -> TokenStream {
-    let serde = quote!(#k::__private::serde);
-    quote! {
-        #[automatically_derived]
-        impl #serde::Serialize for #ty #where_clause {
-            fn serialize<__S: #serde::Serializer>(
-                &self,
-                __serializer: __S,
-            ) -> ::core::result::Result<__S::Ok, __S::Error> {
-                #body
-            }
+    let _ = write!(rty, "{p}::{}", simple.replace("__p", p));
+    let _ = write!(expr, "{p}::{}", simple.replace("__p", p));
+    match &r.kind {
+        Kind::BoundedAppend(MaxLen::Literal(n)) => {
+            expr = Code::default();
+            let _ = write!(expr, "{p}::BoundedAppend::__checked({n}usize)");
         }
-    }
-}
-
-/// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`, reading
-/// the object in one pass and offering the keys it does not know to the base.
-fn deserialize_impl(input: &Input, assumed: &TokenStream) -> Option<TokenStream> {
-    let de = input.deserialize.as_ref()?;
-    let k = &input.krate;
-    let name = input.ident;
-    let serde = quote!(#k::__private::serde);
-    let trait_ = quote!(#k::state::DeserializeFields<'de>);
-    let mut slots = Vec::new();
-    let mut arms = Vec::new();
-    let mut values = Vec::new();
-    let mut members = Vec::new();
-    let mut expected = Vec::new();
-    let mut base_value = None;
-    let mut base_fields = None;
-    let mut base_bound = None;
-    let mut state_call_span = Span::call_site();
-    let mut requirements = Vec::new();
-    let mut fallback = quote!(::core::result::Result::Ok(false));
-    let container_default = de.default.as_ref().map(|d| match d {
-        DefaultValue::Trait => quote!(let __default: Self = ::core::default::Default::default();),
-        DefaultValue::Path(path) => quote!(let __default: Self = #path();),
-    });
-    for field in &input.fields {
-        let ident = field.ident;
-        let ty = field.ty;
-        let span = field_span(field);
-        let local = format_ident!("__value_{}", ident.to_string().trim_start_matches("r#"));
-        members.push(quote!(#ident: #local));
-        if let Role::Base = field.role {
-            // The base's `DeserializeFields` is required in three places, each spanned on the
-            // field, so that its absence is one error there. The fields struct takes the base's
-            // fields as a parameter, so that its declaration requires nothing.
-            let bty = ty;
-            slots.push(quote!(#ident: __B));
-            base_fields = Some(respan(quote!(<#bty as #trait_>::Fields), span));
-            base_bound = Some(respan(quote!(#bty: #trait_,), span));
-            state_call_span = span;
-            fallback = respan(
-                quote!(<#bty as #trait_>::deserialize_field(&mut __fields.#ident, __key, __map)),
-                span,
-            );
-            base_value = Some(respan(
-                quote!(let #local = <#bty as #trait_>::finish(__fields.#ident)?;),
-                span,
-            ));
-            continue;
+        Kind::BoundedAppend(MaxLen::Const(path)) => {
+            expr = Code::default();
+            let _ = write!(expr, "{p}::BoundedAppend::__checked");
+            expr.g(Delimiter::Parenthesis, |g| {
+                g.g(Delimiter::Parenthesis, |h| {
+                    h.t(path);
+                })
+                .s(" as usize");
+            });
         }
-        // A field that updates carry is read through `FieldValue`, which the impls assume (as
-        // the update's do): a type that is not `Deserialize` is reported once, by the
-        // requirement.
-        let value = matches!(field.role, Role::Reduced(_));
-        if value {
-            requirements.push(respan(quote!(#ty: #k::__private::FieldValue), span));
+        Kind::DedupeAppend(None) => {
+            expr = Code::default();
+            let _ = write!(expr, "{p}::DedupeAppend::new()");
         }
-        let missing = match (&field.default, &de.default) {
-            (Some(DefaultValue::Trait), _) => quote!(::core::default::Default::default()),
-            (Some(DefaultValue::Path(path)), _) => quote!(#path()),
-            (None, Some(_)) => quote!(__default.#ident),
-            (None, None) if field.skip_deserializing => {
-                quote!(::core::default::Default::default())
-            }
-            (None, None) if value => {
-                let json = &field.json_name;
-                quote!(#k::__private::missing_field_value(#json)?)
-            }
-            (None, None) => {
-                let json = &field.json_name;
-                quote!(#k::__private::missing_field(#json)?)
-            }
-        };
-        if field.skip_deserializing {
-            values.push(quote!(let #local = #missing;));
-            continue;
+        Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+            expr = Code::default();
+            let _ = write!(expr, "Self::{}()", key_reducer_fn(field.ident));
         }
-        let json = &field.json_name;
-        expected.push(json);
-        slots.push(respan(quote!(#ident: ::core::option::Option<#ty>), span));
-        let read = if value {
-            quote!(#k::__private::deserialize_field_value)
-        } else {
-            quote!(#k::__private::deserialize_value)
-        };
-        arms.push(quote! {
-            #json => #read(&mut __fields.#ident, #json, __map),
-        });
-        values.push(quote! {
-            let #local = match __fields.#ident {
-                ::core::option::Option::Some(__value) => __value,
-                ::core::option::Option::None => #missing,
+        Kind::With {
+            function,
+            update,
+            idempotent,
+        } => {
+            let mut u = Code::default();
+            match update {
+                Some(update) => u.t(update),
+                None => u.t(ty),
             };
-        });
+            rty = Code::default();
+            let _ = write!(rty, "{p}::FnReducer<(), ");
+            rty.c(&u).s(">");
+            expr = Code::default();
+            let _ = write!(expr, "{p}::FnReducer::<_, ");
+            expr.c(&u).s(">::new");
+            expr.g(Delimiter::Parenthesis, |g| {
+                g.s(&lit(&r.name)).s(",").t(function);
+            });
+            if *idempotent {
+                expr.s(".idempotent()");
+            }
+        }
+        _ => {}
     }
-    let expecting = &de.expecting;
-    let serde_name = &de.name;
-    let has_base = base_value.is_some();
-    // Where a base without `DeserializeFields` is reported: on the base field.
-    let call = respan(
-        quote!(#k::__private::deserialize_state(__deserializer, &__SHAPE)),
-        state_call_span,
-    );
-    let fields_param = base_fields.unwrap_or_else(|| quote!(()));
-    let deny = de.deny_unknown_fields;
-    let vis = input.vis;
-    Some(quote! {
-        const _: () = {
-            #[doc(hidden)]
-            #[derive(::core::default::Default)]
-            #vis struct __AgentStateFields<__B> {
-                #(#slots,)*
-                __agentstate_base: ::core::marker::PhantomData<__B>,
-            }
-
-            #[automatically_derived]
-            impl<'de> #trait_ for #name where #assumed #base_bound #(#requirements,)* {
-                type Fields = __AgentStateFields<#fields_param>;
-
-                #[inline]
-                fn deserialize_field<__A: #serde::de::MapAccess<'de>>(
-                    __fields: &mut Self::Fields,
-                    __key: &str,
-                    __map: &mut __A,
-                ) -> ::core::result::Result<bool, __A::Error> {
-                    match __key {
-                        #(#arms)*
-                        _ => #fallback,
-                    }
-                }
-
-                #[inline]
-                fn finish<__E: #serde::de::Error>(
-                    __fields: Self::Fields,
-                ) -> ::core::result::Result<Self, __E> {
-                    #container_default
-                    #(#values)*
-                    #base_value
-                    ::core::result::Result::Ok(#name { #(#members,)* })
-                }
-            }
-
-            #[automatically_derived]
-            impl<'de> #serde::Deserialize<'de> for #name where #assumed #(#requirements,)* {
-                fn deserialize<__D: #serde::Deserializer<'de>>(
-                    __deserializer: __D,
-                ) -> ::core::result::Result<Self, __D::Error> {
-                    const __SHAPE: #k::__private::Shape = #k::__private::Shape {
-                        name: #serde_name,
-                        fields: &[#(#expected),*],
-                        base: #has_base,
-                        deny_unknown_fields: #deny,
-                        expecting: #expecting,
-                    };
-                    #call
-                }
-            }
-        };
-    })
+    Reduced {
+        rty,
+        expr,
+        uty,
+        value,
+    }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The expansion
 
 fn expand(input: &Input) -> TokenStream {
-    let k = &input.krate;
-    let g = Gen { k };
-    let name = input.ident;
-    let vis = input.vis;
-    let update = &input.update;
-    let generics = input.generics;
-    let (impl_g, ty_g, _) = generics.split_for_impl();
-    // What each field needs is stated once per field, spanned on the field: that its reducer
-    // fits its type (or that a nested field is a state) in the where clause of the impls that
-    // use it, where it is then assumed, so that no use repeats it (rustc reports one predicate at
-    // one span once); that its type is a field value (`FieldValue`) in serde's impls on the
-    // update where serde derives them (the generated `Serialize` and `Deserialize` call
-    // functions whose serde bounds report a field's type at the field). A non-generic struct
-    // also states all of it first, in a struct of its own, so that
-    // the first error is the one naming the requirement: the traits carry
-    // `#[diagnostic::on_unimplemented]` messages with a hint. (A constant or item cannot name a
-    // generic struct's parameters: a generic struct gets the where clauses only.)
-    let generic = !generics.params.is_empty();
-    let mut fits: Vec<TokenStream> = Vec::new();
-    let mut key_fits: Vec<TokenStream> = Vec::new();
-    let mut message_fits: Vec<TokenStream> = Vec::new();
-    let mut asserts: Vec<TokenStream> = Vec::new();
-    let mut extends: Option<TokenStream> = None;
-    let mut values: Vec<TokenStream> = Vec::new();
-    // A base's or nested state's update is a field of this update.
-    let mut state_preds: Vec<TokenStream> = Vec::new();
-    for field in &input.fields {
-        let ty = field.ty;
-        let span = field_span(field);
-        let state_pred = || {
-            [
-                respan(quote!(#ty: #k::State), span),
-                respan(
-                    quote!(<#ty as #k::State>::Update: #k::__private::FieldTraits),
-                    span,
-                ),
-            ]
+    let gen = Gen::new(input);
+    let mut out = Code::default();
+    gen.structs(&mut out);
+    if input.extensible && !gen.generic {
+        gen.setters_trait(&mut out);
+    }
+    out.s("const _: () =");
+    out.g(Delimiter::Brace, |out| {
+        let _ = write!(out, "use {}::__private as __p;", gen.k);
+        gen.requirements_item(out);
+        gen.defaults(out);
+        gen.entries(out);
+        gen.setters(out);
+        gen.json(out);
+        gen.update_impl(out);
+        gen.messages(out);
+        gen.key_fns(out);
+        gen.base(out);
+        gen.state(out);
+        gen.deserialize(out);
+    });
+    out.s(";");
+    match out.finish() {
+        Ok(tokens) => tokens,
+        Err(message) => syn::Error::new(
+            Span::call_site(),
+            format!(
+                "agentstate-derive generated code that does not lex; please report it: {message}"
+            ),
+        )
+        .to_compile_error(),
+    }
+}
+
+/// What every item of the expansion needs.
+struct Gen<'a> {
+    input: &'a Input<'a>,
+    /// The runtime crate's path, as text.
+    k: String,
+    name: String,
+    update: String,
+    ow_struct: String,
+    /// The update's Overwrites field: `overwrite` unless a field already has that name.
+    ow: &'static str,
+    generic: bool,
+    /// The impl's generics and the type's arguments, as text.
+    impl_g: String,
+    ty_g: String,
+    /// Each field, with its reducer's parts for code inside the `const` block.
+    fields: Vec<(&'a Field<'a>, Option<Reduced>)>,
+    base: Option<&'a Field<'a>>,
+    /// A generic struct's `PhantomData` field, which its update and Overwrites carry.
+    phantom: Option<String>,
+    preds: Preds,
+}
+
+/// The where-clause predicates of the generated impls. What each field needs is stated once
+/// per field, spanned on the field, in the where clause of each impl whose code uses it (rustc
+/// reports one predicate at one span once, and the code then assumes it): that its reducer
+/// fits its type (or that a nested field or the base is a state), in the `State` impl; that its
+/// type is a field value (`FieldValue`), in the impls of the update's entries. The traits carry
+/// `#[diagnostic::on_unimplemented]` messages with a hint.
+#[derive(Default)]
+struct Preds {
+    /// The struct's own where clause.
+    own: TokenStream,
+    /// Each field's reducer fits its type: the `State` impl.
+    fits: TokenStream,
+    /// A base or nested state is a state, stated where nothing assumes it (see `assumed`).
+    states: TokenStream,
+    /// Those of keyed fields: their key functions.
+    key_fits: TokenStream,
+    /// Those of messages fields: their setters prepare through the reducer.
+    message_fits: TokenStream,
+    /// Each value the update carries is a `FieldValue`: the update's entries.
+    values: TokenStream,
+    /// The base is extensible: the update's `Extends` impl.
+    extends: TokenStream,
+    /// A base's or nested state's update is a field of this update, written
+    /// `<T as State>::Update`: when `T` is not a state, every item naming it would report it
+    /// again. A non-generic struct states it plainly once, in the `State` impl, and every
+    /// other item assumes it under a `for<'_>` binder, which rustc does not check where it is
+    /// written. (Only for these fields: assuming every field's requirements this way costs a
+    /// release build a third more, the trait solver then working under those assumptions.)
+    assumed: TokenStream,
+}
+
+impl<'a> Gen<'a> {
+    fn new(input: &'a Input<'a>) -> Gen<'a> {
+        let generics = input.generics;
+        let generic = !generics.params.is_empty();
+        let (impl_g, ty_g, _) = generics.split_for_impl();
+        let fields: Vec<_> = input
+            .fields
+            .iter()
+            .map(|f| match &f.role {
+                Role::Reduced(r) => (f, Some(reduced(f, r, "__p"))),
+                _ => (f, None),
+            })
+            .collect();
+        let base = fields
+            .iter()
+            .find(|(f, _)| matches!(f.role, Role::Base))
+            .map(|(f, _)| *f);
+        let type_params: Vec<String> = generics
+            .type_params()
+            .map(|p| format!("{},", p.ident))
+            .collect();
+        let lifetimes: Vec<String> = generics
+            .lifetimes()
+            .map(|l| format!("&{} (),", l.lifetime))
+            .collect();
+        let phantom = (!type_params.is_empty() || !lifetimes.is_empty()).then(|| {
+            format!(
+                "#[doc(hidden)] pub __agentstate_params: ::core::marker::PhantomData<fn() -> ({}{})>,",
+                lifetimes.concat(),
+                type_params.concat()
+            )
+        });
+        let update = input.update.to_string();
+        let mut gen = Gen {
+            input,
+            k: input.krate.to_string().replace(' ', ""),
+            name: input.ident.to_string(),
+            ow_struct: format!("{update}Overwrite"),
+            update,
+            ow: if input.fields.iter().any(|f| f.ident == "overwrite") {
+                "__overwrite"
+            } else {
+                "overwrite"
+            },
+            generic,
+            impl_g: impl_g.to_token_stream().to_string(),
+            ty_g: ty_g.to_token_stream().to_string(),
+            fields,
+            base,
+            phantom,
+            preds: Preds::default(),
         };
-        let r = match &field.role {
-            Role::Skip => continue,
-            Role::Base => {
-                fits.push(respan(quote!(#ty: #k::State), span));
-                // The base's update has the setters trait only if the base says it may be
-                // extended: stated here, and on the `Extends` impl, at the field.
-                extends = Some(respan(quote!(#ty: #k::update::Extensible), span));
-                state_preds.extend(state_pred());
+        gen.preds = gen.requirements();
+        gen
+    }
+
+    fn requirements(&self) -> Preds {
+        let mut preds = Preds::default();
+        if let Some(w) = &self.input.generics.where_clause {
+            let p = w.predicates.iter();
+            preds.own = quote!(#(#p,)*);
+        }
+        let krate = &self.input.krate;
+        for (field, r) in &self.fields {
+            let ty = &field.tokens;
+            let span = field_span(field);
+            let p = respan(quote!(__p), span);
+            let state_preds = |assumed: &mut TokenStream| {
+                if !self.generic {
+                    // Also on the update struct, outside the `const` block: the full path.
+                    let full = respan(quote!(#krate::__private), span);
+                    let binder = respan(quote!(for<'__agentstate>), span);
+                    assumed.extend(quote_spanned! {span=>
+                        #binder #ty: #full::State,
+                        #binder <#ty as #full::State>::Update: #full::FieldTraits,
+                    });
+                }
+            };
+            match (&field.role, r) {
+                (Role::Skip, _) => {}
+                (Role::Base, _) => {
+                    preds.fits.extend(quote_spanned!(span=> #ty: #p::State,));
+                    preds.states.extend(quote_spanned!(span=> #ty: #p::State,));
+                    preds
+                        .extends
+                        .extend(quote_spanned!(span=> #ty: #p::Extensible,));
+                    state_preds(&mut preds.assumed);
+                }
+                (Role::Reduced(reducer), Some(r)) => {
+                    preds
+                        .values
+                        .extend(quote_spanned!(span=> #ty: #p::FieldValue,));
+                    if let Kind::Nested = reducer.kind {
+                        preds.fits.extend(quote_spanned!(span=> #ty: #p::State,));
+                        preds.states.extend(quote_spanned!(span=> #ty: #p::State,));
+                        state_preds(&mut preds.assumed);
+                        continue;
+                    }
+                    let uty = r.uty.clone().finish().unwrap_or_default();
+                    // What the update carries when it is not the field's type (a list of them,
+                    // or a function reducer's own type) is a field value too.
+                    if let Kind::ConcatFlatten
+                    | Kind::MergeAll
+                    | Kind::With {
+                        update: Some(_), ..
+                    } = reducer.kind
+                    {
+                        preds
+                            .values
+                            .extend(quote_spanned!(span=> #uty: #p::FieldValue,));
+                    }
+                    let rty = r.rty.clone().finish().unwrap_or_default();
+                    // A key function's reducer (and a function's) is named by its types alone.
+                    let fit = match reducer.kind {
+                        Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) | Kind::With { .. } => {
+                            quote_spanned!(span=> #p::FitsTypes)
+                        }
+                        _ => quote_spanned!(span=> #p::Fits),
+                    };
+                    let (rty, uty) = (respan(rty, span), respan(uty, span));
+                    let pred = if r.value {
+                        quote_spanned!(span=> #rty: #fit<#ty>,)
+                    } else {
+                        quote_spanned!(span=> #rty: #fit<#ty, #uty>,)
+                    };
+                    match reducer.kind {
+                        Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => {
+                            preds.key_fits.extend(pred.clone())
+                        }
+                        Kind::AddMessages | Kind::ReplaceMessages => {
+                            preds.message_fits.extend(pred.clone())
+                        }
+                        _ => {}
+                    }
+                    preds.fits.extend(pred);
+                }
+                (Role::Reduced(_), None) => {}
+            }
+        }
+        preds
+    }
+
+    /// A base's or nested state's `T: State`, stated plainly once: every impl assumes it (see
+    /// `Preds::assumed`), so without this item a field that is not a state would compile.
+    fn requirements_item(&self, out: &mut Code) {
+        if self.generic || self.preds.states.is_empty() {
+            return;
+        }
+        let _ = write!(
+            out,
+            "#[allow(dead_code, non_camel_case_types)] struct __AgentStateRequirementsOf{} where ",
+            self.name.trim_start_matches("r#")
+        );
+        out.t(&self.preds.states).s(";");
+    }
+
+    /// Writes an item's head (`what`) and its where clause: the struct's own predicates, the
+    /// assumed ones, and `preds`.
+    fn head(&self, out: &mut Code, what: &str, preds: &[&TokenStream]) {
+        out.s(what).s(" where ");
+        out.t_nonempty(&self.preds.own)
+            .t_nonempty(&self.preds.assumed);
+        for p in preds {
+            out.t_nonempty(p);
+        }
+    }
+
+    /// `#[automatically_derived] impl<..> TRAIT for TYPE<..>` with its where clause.
+    fn trait_impl(&self, out: &mut Code, tr: &str, ty: &str, preds: &[&TokenStream]) {
+        let (g, a) = (&self.impl_g, &self.ty_g);
+        self.head(
+            out,
+            &format!("#[automatically_derived] impl{g} {tr} for {ty}{a}"),
+            preds,
+        );
+    }
+
+    fn reduced_fields(&self) -> impl Iterator<Item = (&'a Field<'a>, &'a Reducer, &Reduced)> + '_ {
+        self.fields.iter().filter_map(|(f, r)| match (&f.role, r) {
+            (Role::Reduced(reducer), Some(r)) => Some((*f, reducer, r)),
+            _ => None,
+        })
+    }
+
+    /// The update struct and its Overwrites.
+    fn structs(&self, out: &mut Code) {
+        let Gen {
+            k,
+            name,
+            update,
+            ow_struct,
+            ow,
+            ty_g,
+            ..
+        } = self;
+        let vis = self.input.vis.to_token_stream().to_string();
+        let generics = self.input.generics;
+        let mut fields = Code::default();
+        let mut ow_fields = Code::default();
+        for (field, r) in &self.fields {
+            let ident = field.ident;
+            match (&field.role, r) {
+                (Role::Base, _) => {
+                    let doc = format!(
+                        "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
+                        field.ty.to_token_stream()
+                    );
+                    let _ = write!(fields, "#[doc = {}] pub {ident}: <", lit(&doc));
+                    let _ = write!(fields.t(&field.tokens), " as {k}::State>::Update,");
+                }
+                (Role::Reduced(reducer), Some(_)) => {
+                    let doc = format!(
+                        "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
+                        reducer.name
+                    );
+                    let uty = reduced(field, reducer, &format!("{k}::__private")).uty;
+                    let _ = write!(
+                        fields,
+                        "#[doc = {}] pub {ident}: ::core::option::Option<",
+                        lit(&doc)
+                    );
+                    fields.c(&uty).s(">,");
+                    let doc = format!(
+                        "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
+                        reducer.name
+                    );
+                    let _ = write!(
+                        ow_fields,
+                        "#[doc = {}] pub {ident}: ::core::option::Option<",
+                        lit(&doc)
+                    );
+                    ow_fields.t(&field.tokens).s(">,");
+                }
+                _ => {}
+            }
+        }
+        let doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
+        let _ = write!(fields, "#[doc = {}] pub {ow}: {ow_struct}{ty_g},", lit(doc));
+        if let Some(phantom) = &self.phantom {
+            fields.s(phantom);
+            ow_fields.s(phantom);
+        }
+        let mut struct_where = TokenStream::new();
+        if !self.preds.own.is_empty() || !self.preds.assumed.is_empty() {
+            let (own, assumed) = (&self.preds.own, &self.preds.assumed);
+            struct_where = quote!(where #own #assumed);
+        }
+        let doc = format!(
+            "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
+             through that field's reducer. Generated by `#[derive(AgentState)]`."
+        );
+        let _ = write!(
+            out,
+            "#[doc = {}] #[must_use = \"an update does nothing until a state merges it\"] {vis} struct {update}",
+            lit(&doc)
+        );
+        out.t(generics).t(&struct_where).g(Delimiter::Brace, |g| {
+            g.c(&fields);
+        });
+        let doc = format!(
+            "The Overwrites of a [`{update}`]: each field, when set, replaces the state's field, \
+             bypassing its reducer. (Printed with the update, by its `Debug`.)"
+        );
+        let _ = write!(out, "#[doc = {}] {vis} struct {ow_struct}", lit(&doc));
+        out.t(generics).t(&struct_where).g(Delimiter::Brace, |g| {
+            g.c(&ow_fields);
+        });
+    }
+
+    /// `Default` of the update and its Overwrites: every entry `None` (and the base's update
+    /// its default); and `Clone`, through `FieldValue` (a derived `Clone` would report a field
+    /// type that is not `Clone` again, beside the field's requirement).
+    fn defaults(&self, out: &mut Code) {
+        let phantom = if self.phantom.is_some() {
+            "__agentstate_params: __p::PhantomData,"
+        } else {
+            ""
+        };
+        let ow = self.ow;
+        let mut entries = String::new();
+        let mut overwrites = String::new();
+        let mut clones = String::new();
+        let mut ow_clones = String::new();
+        for (field, _) in &self.fields {
+            let ident = field.ident;
+            match field.role {
+                Role::Base => {
+                    let _ = write!(entries, "{ident}: __p::Default::default(),");
+                    let _ = write!(clones, "{ident}: __p::Clone::clone(&self.{ident}),");
+                }
+                Role::Reduced(_) => {
+                    let _ = write!(entries, "{ident}: __p::None,");
+                    let _ = write!(overwrites, "{ident}: __p::None,");
+                    let _ = write!(clones, "{ident}: __p::clone(&self.{ident}),");
+                    let _ = write!(ow_clones, "{ident}: __p::clone(&self.{ow}.{ident}),");
+                }
+                Role::Skip => {}
+            }
+        }
+        let values = &self.preds.values;
+        let ow_struct = &self.ow_struct;
+        self.trait_impl(out, "__p::Clone", &self.update, &[values]);
+        let _ = write!(
+            out,
+            "{{ #[inline] fn clone(&self) -> Self {{ Self {{ {clones} {ow}: {ow_struct} {{ {ow_clones} {phantom} }}, {phantom} }} }} }}"
+        );
+        self.trait_impl(out, "__p::Default", &self.update, &[]);
+        let _ = write!(
+            out,
+            "{{ #[inline] fn default() -> Self {{ Self {{ {entries} {ow}: __p::Default::default(), {phantom} }} }} }}"
+        );
+        self.trait_impl(out, "__p::Default", &self.ow_struct, &[]);
+        let _ = write!(
+            out,
+            "{{ #[inline] fn default() -> Self {{ Self {{ {overwrites} {phantom} }} }} }}"
+        );
+    }
+
+    /// The update's entries (`UpdateFields`), and the `Serialize`, `Deserialize`, `PartialEq`
+    /// and `Debug` that forward to them.
+    fn entries(&self, out: &mut Code) {
+        let ow = self.ow;
+        let mut entries = Vec::new();
+        let mut slots = Vec::new();
+        let mut ow_entries = Vec::new();
+        let mut ow_slots = Vec::new();
+        for (field, _) in &self.fields {
+            let ident = field.ident;
+            let json = lit(&field.json_name);
+            match field.role {
+                Role::Base => entries.push(Code::text(format!("__p::Base(&self.{ident})"))),
+                Role::Reduced(_) => {
+                    entries.push(Code::text(format!("({json}, &self.{ident})")));
+                    slots.push(Code::text(format!("({json}, &mut self.{ident})")));
+                    let key = overwrite_key(&field.json_name);
+                    ow_entries.push(Code::text(format!("({key}, &self.{ow}.{ident})")));
+                    ow_slots.push(Code::text(format!("({key}, &mut self.{ow}.{ident})")));
+                }
+                Role::Skip => {}
+            }
+        }
+        // The own entries with the base's part in its place, then the Overwrites; a key no
+        // entry takes is offered to the base's part last.
+        entries.extend(ow_entries);
+        slots.extend(ow_slots);
+        if let Some(b) = self.base {
+            slots.push(Code::text(format!(
+                "__p::base_slots(&mut self.{})",
+                b.ident
+            )));
+        }
+        let values = &self.preds.values;
+        self.trait_impl(out, "__p::UpdateFields", &self.update, &[values]);
+        out.g(Delimiter::Brace, |g| {
+            g.s("#[inline] fn entries(&self) -> impl __p::Entries + '_");
+            g.g(Delimiter::Brace, |b| tuple(b, entries));
+            g.s("#[inline] fn slots(&mut self) -> impl __p::Reads + '_");
+            g.g(Delimiter::Brace, |b| tuple(b, slots));
+        });
+        // Each states the same requirements: an impl that did not would report a missing trait
+        // again, at the derive.
+        self.trait_impl(out, "__p::Serialize", &self.update, &[values]);
+        out.s("{ fn serialize<__S: __p::Serializer>(&self, __s: __S) -> __p::Result<__S::Ok, __S::Error> { __p::serialize_update(self, __s) } }");
+        let de_g = {
+            let mut g = self.input.generics.clone();
+            g.params.insert(0, syn::parse_quote!('de));
+            g.split_for_impl().0.to_token_stream().to_string()
+        };
+        let (update, ty_g) = (&self.update, &self.ty_g);
+        self.head(
+            out,
+            &format!(
+                "#[automatically_derived] impl{de_g} __p::Deserialize<'de> for {update}{ty_g}"
+            ),
+            &[values],
+        );
+        let _ = write!(
+            out,
+            "{{ fn deserialize<__D: __p::Deserializer<'de>>(__d: __D) -> __p::Result<Self, __D::Error> {{ __p::deserialize_update(__d, {}) }} }}",
+            lit(update)
+        );
+        self.trait_impl(out, "__p::PartialEq", update, &[values]);
+        out.s("{ #[inline] fn eq(&self, __o: &Self) -> bool { __p::eq_updates(self, __o) } }");
+        // The entries that are set, not the `None` of every other field.
+        self.trait_impl(out, "__p::Debug", update, &[values]);
+        let _ = write!(
+            out,
+            "{{ #[inline] fn fmt(&self, __f: &mut __p::Formatter<'_>) -> __p::FmtResult {{ __p::debug_update(self, __f, {}) }} }}",
+            lit(update)
+        );
+    }
+
+    /// The setters: one per field, one per Overwrite, and the base's part.
+    fn setters(&self, out: &mut Code) {
+        let ow = self.ow;
+        let mut setters = Code::default();
+        for (field, r) in &self.fields {
+            let ident = field.ident;
+            let setter = setter_name(ident);
+            match (&field.role, r) {
+                (Role::Base, _) => {
+                    let doc = format!("Sets the update of the base state (`{ident}`).");
+                    let _ = write!(setters, "#[doc = {}] pub fn {setter}", lit(&doc));
+                    setters.g(Delimiter::Parenthesis, |a| {
+                        a.s("mut self, value: impl __p::IntoField<<")
+                            .t(&field.tokens)
+                            .s(" as __p::State>::Update>");
+                    });
+                    let _ = write!(
+                        setters,
+                        " -> Self {{ self.{ident} = __p::IntoField::into_field(value); self }}"
+                    );
+                }
+                (Role::Reduced(reducer), Some(r)) => {
+                    let site = SetterSite {
+                        head: "pub fn",
+                        p: "__p",
+                        target: "self",
+                        ow,
+                    };
+                    reduced_setters(&mut setters, &site, field, reducer, r);
+                }
+                _ => {}
+            }
+        }
+        // Only a messages setter uses its field's reducer (to prepare): their fits alone.
+        let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
+        self.head(
+            out,
+            &format!("impl{g} {update}{a}"),
+            &[&self.preds.message_fits],
+        );
+        out.g(Delimiter::Brace, |b| {
+            b.c(&setters);
+        });
+    }
+
+    /// `from_json`, `from_json_lenient` and `then`, without importing the `Update` trait.
+    fn json(&self, out: &mut Code) {
+        // They need only that the update is one: a non-generic struct assumes it under a binder
+        // (not checked where written) instead of restating every field's requirement.
+        let update_is = if self.generic {
+            self.preds.fits.clone()
+        } else {
+            quote!(for<'__agentstate> Self: __p::Update,)
+        };
+        let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
+        self.head(out, &format!("impl{g} {update}{a}"), &[&update_is]);
+        out.s(
+            "{ \
+             /// Parses a JSON update strictly: unknown keys and values that do not fit are\n\
+             /// `state_validation_error`s naming the field (see `agentstate::update::Update`).\n\
+             #[inline] pub fn from_json(value: __p::serde_json::Value) -> __p::Result<Self, __p::Error> \
+             where for<'__agentstate> Self: __p::DeserializeOwned { <Self as __p::Update>::from_json(value) } \
+             /// Parses a JSON update, ignoring and returning unknown keys.\n\
+             #[inline] pub fn from_json_lenient(value: __p::serde_json::Value) -> __p::Result<(Self, __p::Vec<__p::String>), __p::Error> \
+             where for<'__agentstate> Self: __p::DeserializeOwned { <Self as __p::Update>::from_json_lenient(value) } \
+             /// One update whose effect equals merging `self` then `next`.\n\
+             #[inline] pub fn then(self, next: Self) -> __p::Result<Self, __p::Error> { <Self as __p::Update>::then(self, next) } }",
+        );
+    }
+
+    /// The `Update` impl: `prepare` gives the messages of JSON messages fields (and of a base's
+    /// and nested states' parts) their ids when the update is made.
+    fn update_impl(&self, out: &mut Code) {
+        let mut prepare = Code::default();
+        for (field, r) in &self.fields {
+            let ident = field.ident;
+            match (&field.role, r) {
+                (Role::Base, _) => {
+                    let _ = write!(
+                        prepare.s("<").t(&field.tokens),
+                        " as __p::State>::prepare_update(&mut self.{ident});"
+                    );
+                }
+                (Role::Reduced(reducer), Some(r)) => {
+                    let inner = match reducer.kind {
+                        Kind::Nested => {
+                            let mut c = Code::text("<");
+                            c.t(&field.tokens)
+                                .s(" as __p::State>::prepare_update(value);");
+                            c
+                        }
+                        Kind::AddMessages | Kind::ReplaceMessages => {
+                            let mut c = Code::text("__p::Reducer::<");
+                            c.t(&field.tokens)
+                                .s(">::prepare(&")
+                                .c(&r.rty)
+                                .s(", value);");
+                            c
+                        }
+                        _ => continue,
+                    };
+                    let _ = write!(prepare, "if let __p::Some(value) = &mut self.{ident}");
+                    prepare.g(Delimiter::Brace, |b| {
+                        b.c(&inner);
+                    });
+                }
+                _ => {}
+            }
+        }
+        // `type State` requires that the state is one: a non-generic struct assumes it (the
+        // `State` impl states each field's requirement).
+        let mut state_is = TokenStream::new();
+        if self.generic {
+            state_is.extend(self.preds.fits.clone());
+        } else {
+            let name = self.input.ident;
+            state_is.extend(quote!(for<'__agentstate> #name: __p::State<Update = Self>,));
+        }
+        self.trait_impl(
+            out,
+            "__p::Update",
+            &self.update,
+            &[&state_is, &self.preds.message_fits],
+        );
+        out.g(Delimiter::Brace, |g| {
+            let _ = write!(g, "type State = {}{};", self.name, self.ty_g);
+            if !prepare.is_empty() {
+                g.s("#[inline] fn prepare(&mut self)")
+                    .g(Delimiter::Brace, |b| {
+                        b.c(&prepare);
+                    });
+            }
+        });
+    }
+
+    /// Whether the update prepares anything (its messages fields', its base's or nested
+    /// states' parts): then the state's `prepare_update` forwards to it.
+    fn prepares(&self) -> bool {
+        self.fields.iter().any(|(f, _)| match &f.role {
+            Role::Base => true,
+            Role::Reduced(r) => matches!(
+                r.kind,
+                Kind::Nested | Kind::AddMessages | Kind::ReplaceMessages
+            ),
+            Role::Skip => false,
+        })
+    }
+
+    /// `MessagesUpdate`: messages into the named field, or through the base (an AgentState
+    /// extension's default).
+    fn messages(&self, out: &mut Code) {
+        let input = self.input;
+        let target = input
+            .messages
+            .as_ref()
+            .and_then(|m| input.fields.iter().find(|f| f.ident == m))
+            .or_else(|| {
+                input.fields.iter().find(|f| {
+                    matches!(f.role, Role::Base)
+                        && matches!(f.ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "AgentState"))
+                })
+            });
+        let Some(field) = target else {
+            return;
+        };
+        let ident = field.ident;
+        let body = match field.role {
+            Role::Base => format!("__p::MessagesUpdate::add_messages(&mut self.{ident}, messages);"),
+            _ => format!(
+                "let messages = __p::Iterator::map(__p::IntoIterator::into_iter(messages), __p::Into::into); \
+                 match &mut self.{ident} {{ __p::Some(existing) => __p::Extend::extend(existing, messages), \
+                 __p::None => {{ self.{ident} = __p::Some(__p::FromIterator::from_iter(messages)); }} }}"
+            ),
+        };
+        self.trait_impl(out, "__p::MessagesUpdate", &self.update, &[]);
+        let _ = write!(
+            out,
+            "{{ #[inline] fn add_messages(&mut self, messages: __p::Vec<__p::Message>) {{ {body} }} }}"
+        );
+    }
+
+    /// The key functions of keyed reducers: a closure's type cannot be written, so each returns
+    /// its reducer as `impl Reducer`.
+    fn key_fns(&self, out: &mut Code) {
+        let mut fns = Code::default();
+        for (field, reducer, r) in self.reduced_fields() {
+            let (key, constructor) = match &reducer.kind {
+                Kind::DedupeAppend(Some(key)) => (key, "DedupeAppend::by"),
+                Kind::MergeByKey(key) => (key, "MergeByKey::new"),
+                _ => continue,
+            };
+            let ty = &field.tokens;
+            let fspan = field_span(field);
+            // A key field's requirements point at the key in the attribute; the tokens of a key
+            // function are the user's and keep their spans.
+            let key_span = match key {
+                Key::Field(item_field) => item_field.span().resolved_at(Span::call_site()),
+                Key::Function(_) => fspan,
+            };
+            // The signature points at the key too: the returned reducer's key requirements are
+            // reported there, once with the `by_field` call's.
+            let _ = write!(fns, "#[inline] fn {}() -> ", key_reducer_fn(field.ident));
+            let mut ret = Code::text("impl __p::Reducer<");
+            ret.t(ty)
+                .s(", Update = ")
+                .c(&r.uty)
+                .s(", Plan = <")
+                .c(&r.rty)
+                .s(" as __p::Merges<")
+                .t(ty)
+                .s(">>::Plan>");
+            fns.t(respan(ret.finish().unwrap_or_default(), key_span));
+            fns.g(Delimiter::Brace, |b| {
+                let _ = write!(b, "__p::{constructor}");
+                b.g(Delimiter::Parenthesis, |a| {
+                    match key {
+                        Key::Field(item_field) => {
+                            let item = quote!(<#ty as __p::ListField>::Item);
+                            a.t(respan(
+                                quote!(__p::by_field::<#item, _, _>(|__item: &#item| &__item.#item_field)),
+                                key_span,
+                            ));
+                        }
+                        Key::Function(tokens) => {
+                            a.t(respan(
+                                quote!(__p::by_value::<<#ty as __p::ListField>::Item, _, _>),
+                                fspan,
+                            ));
+                            a.g(Delimiter::Parenthesis, |f| {
+                                f.t(tokens);
+                            });
+                        }
+                    }
+                    a.t(respan(quote!(.named), key_span));
+                    let _ = write!(a, "({})", lit(&key.label()));
+                });
+            });
+        }
+        if !fns.is_empty() {
+            let (name, g, a) = (&self.name, &self.impl_g, &self.ty_g);
+            self.head(out, &format!("impl{g} {name}{a}"), &[&self.preds.key_fits]);
+            out.g(Delimiter::Brace, |b| {
+                b.c(&fns);
+            });
+        }
+    }
+
+    /// The base: no field declared twice, `Deref` to it, `Extends` for the update; and
+    /// `Extensible` for a state others may extend.
+    fn base(&self, out: &mut Code) {
+        if let Some(b) = self.base {
+            let ident = b.ident;
+            let bty = &b.tokens;
+            // A constant cannot name a generic struct's parameters: generic states skip this.
+            if !self.generic {
+                let base_name = b.ty.to_token_stream().to_string().replace(' ', "");
+                for (field, _, _) in self.reduced_fields() {
+                    let message = format!(
+                        "conflicting_reducers: field `{}` is already declared by the base state `{base_name}`; an extension cannot declare it again",
+                        field.json_name,
+                    );
+                    let span = field.ident.span();
+                    let json = &field.json_name;
+                    out.t(quote_spanned! {span=>
+                        const _: () = ::core::assert!(!__p::contains(<#bty as __p::State>::FIELDS, #json), #message);
+                    });
+                }
+            }
+            self.trait_impl(out, "__p::Deref", &self.name, &[]);
+            out.g(Delimiter::Brace, |g| {
+                let _ = write!(
+                    g.s("type Target = ").t(bty),
+                    "; #[inline] fn deref(&self) -> &Self::Target {{ &self.{ident} }}"
+                );
+            });
+            self.trait_impl(out, "__p::DerefMut", &self.name, &[]);
+            let _ = write!(
+                out,
+                "{{ #[inline] fn deref_mut(&mut self) -> &mut Self::Target {{ &mut self.{ident} }} }}"
+            );
+            let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
+            let _ = write!(out, "#[automatically_derived] impl{g} __p::Extends<<");
+            let _ = write!(out.t(bty), " as __p::State>::Update> for {update}{a}");
+            self.head(out, "", &[&self.preds.extends]);
+            out.g(Delimiter::Brace, |g| {
+                let _ = write!(
+                    g.s("#[inline] fn base_update(&mut self) -> &mut <").t(bty),
+                    " as __p::State>::Update {{ &mut self.{ident} }}"
+                );
+            });
+        }
+        if self.input.extensible {
+            self.trait_impl(out, "__p::Extensible", &self.name, &[]);
+            out.s("{}");
+        }
+    }
+
+    /// The `State` impl: each operation a field list.
+    fn state(&self, out: &mut Code) {
+        let ow = self.ow;
+        let mut plan_types = Vec::new();
+        let mut plans = Vec::new();
+        let mut applies = Vec::new();
+        let mut composes = Vec::new();
+        let mut describes = Vec::new();
+        let mut own_names = Vec::new();
+        for (field, r) in &self.fields {
+            let ident = field.ident;
+            let ty = &field.tokens;
+            match (&field.role, r) {
+                (Role::Base, _) => {
+                    let mut t = Code::text("<");
+                    t.t(ty).s(" as __p::State>::Plan");
+                    plan_types.push(t);
+                    plans.push(Code::text(format!(
+                        "__p::PlanBase(&self.{ident}, &mut __u.{ident})"
+                    )));
+                    applies.push(Code::text(format!("__p::ApplyBase(&mut self.{ident})")));
+                    let mut c = Code::text("__p::ComposeBase::<");
+                    let _ = write!(c.t(ty), ">(&mut __a.{ident}, &mut __b.{ident})");
+                    composes.push(c);
+                    // The base's fields come first, as in `FIELDS`.
+                    let mut d = Code::text("__p::DescribeBase::<");
+                    d.t(ty).s(">(__p::PhantomData)");
+                    describes.insert(0, d);
+                }
+                (Role::Reduced(reducer), Some(r)) => {
+                    let json = lit(&field.json_name);
+                    own_names.push(json.clone());
+                    if let Kind::Nested = reducer.kind {
+                        let mut t = Code::text("__p::FieldPlan<");
+                        t.t(ty).s(", <").t(ty).s(" as __p::State>::Plan>");
+                        plan_types.push(t);
+                        plans.push(Code::text(format!(
+                            "__p::PlanNested({json}, &self.{ident}, &mut __u.{ow}.{ident}, &mut __u.{ident})"
+                        )));
+                        applies.push(Code::text(format!("__p::ApplyNested(&mut self.{ident})")));
+                        composes.push(Code::text(format!(
+                            "__p::ComposeNested({json}, &mut __a.{ow}.{ident}, &mut __a.{ident}, &mut __b.{ow}.{ident}, &mut __b.{ident})"
+                        )));
+                        let mut d = Code::text("__p::DescribeNested::<");
+                        let _ = write!(d.t(ty), ">({json}, __p::PhantomData)");
+                        describes.push(d);
+                        continue;
+                    }
+                    let mut t = Code::text("__p::PlanOf<");
+                    t.t(ty).s(", ").c(&r.rty).s(">");
+                    plan_types.push(t);
+                    let call = |leaf: &str, before: &str, after: &str| {
+                        let mut c = Code::text(leaf);
+                        c.g(Delimiter::Parenthesis, |a| {
+                            a.s(before).c(&r.expr).s(after);
+                        });
+                        c
+                    };
+                    plans.push(call(
+                        "__p::Plan",
+                        &format!("{json}, "),
+                        &format!(", &self.{ident}, &mut __u.{ow}.{ident}, &mut __u.{ident}"),
+                    ));
+                    applies.push(call("__p::Apply", "", &format!(", &mut self.{ident}")));
+                    // Strict fan-in refuses two writes to a last-value field in one step.
+                    let last_value =
+                        matches!(reducer.kind, Kind::LastWriteWins | Kind::ReplaceValue);
+                    composes.push(call(
+                        "__p::Compose",
+                        &format!("{json}, "),
+                        &format!(", {last_value}, &mut __a.{ow}.{ident}, &mut __a.{ident}, &mut __b.{ow}.{ident}, &mut __b.{ident}"),
+                    ));
+                    describes.push(call("__p::Describe", &format!("{json}, "), ""));
+                    if let Kind::BoundedAppend(MaxLen::Const(path)) = &reducer.kind {
+                        let message = format!(
+                            "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"
+                        );
+                        let span = path
+                            .segments
+                            .last()
+                            .map_or(reducer.span, |s| s.ident.span());
+                        out.t(quote_spanned! {span=>
+                            const _: () = ::core::assert!((#path) as i128 >= 1, #message);
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let own = own_names.join(",");
+        let fields = match self.base {
+            // A constant cannot name a generic struct's parameters: a generic state's `FIELDS`
+            // lists its own fields.
+            Some(b) if !self.generic => {
+                let mut c = Code::default();
+                c.g(Delimiter::Brace, |g| {
+                    let _ = write!(
+                        g.s("const __BASE: &[&str] = <").t(&b.tokens),
+                        " as __p::State>::FIELDS; const __OWN: &[&str] = &[{own}]; \
+                         const __LEN: usize = __BASE.len() + __OWN.len(); \
+                         const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN); &__ALL"
+                    );
+                });
+                c
+            }
+            _ => Code::text(format!("&[{own}]")),
+        };
+        self.trait_impl(out, "__p::State", &self.name, &[&self.preds.fits]);
+        out.g(Delimiter::Brace, |g| {
+            let _ = write!(g, "type Update = {}{}; type Plan = ", self.update, self.ty_g);
+            tuple(g, plan_types);
+            g.s("; const FIELDS: &'static [&'static str] = ")
+                .c(&fields)
+                .s(";");
+            // The leaves take the update's entries from it; when planning succeeded every one
+            // was taken, so what is left (each `None`, a base's part its default) holds nothing
+            // to free: forgetting it spares the merge its drop. On an error it is dropped.
+            g.s("#[inline] fn plan(&self, mut __u: Self::Update) -> __p::Result<Self::Plan, __p::Error>");
+            if self.input.extensible {
+                // A base plans in place (`plan_in`), so that an extension does not copy the
+                // base's part out of its update.
+                g.s("{ let __plan = __p::State::plan_in(self, &mut __u)?; __p::forget(__u); __p::Ok(__plan) }");
+                g.s("#[inline] fn plan_in(&self, __u: &mut Self::Update) -> __p::Result<Self::Plan, __p::Error>");
+                g.g(Delimiter::Brace, |b| {
+                    b.s("__p::Plans::plan")
+                        .g(Delimiter::Parenthesis, |a| tuple(a, plans));
+                });
+            } else {
+                g.g(Delimiter::Brace, |b| {
+                    b.s("let __plan = __p::Plans::plan")
+                        .g(Delimiter::Parenthesis, |a| tuple(a, plans));
+                    b.s("?; __p::forget(__u); __p::Ok(__plan)");
+                });
+            }
+            g.s("#[inline] fn apply(&mut self, __plan: Self::Plan)");
+            g.g(Delimiter::Brace, |b| {
+                b.s("__p::Applies::apply").g(Delimiter::Parenthesis, |a| {
+                    tuple(a, applies);
+                    a.s(", __plan");
+                });
+            });
+            // `__b`'s entries are taken as `__u`'s are by `plan`.
+            g.s("#[inline] fn compose(mut __a: Self::Update, mut __b: Self::Update, __how: __p::Combine) -> __p::Result<Self::Update, __p::Error>");
+            g.g(Delimiter::Brace, |b| {
+                b.s("__p::Composes::compose").g(Delimiter::Parenthesis, |a| {
+                    tuple(a, composes);
+                    a.s(", __how");
+                });
+                b.s("?; __p::forget(__b); __p::Ok(__a)");
+            });
+            if self.prepares() {
+                g.s("#[inline] fn prepare_update(update: &mut Self::Update) { __p::Update::prepare(update) }");
+            }
+            g.s("#[inline] fn schema() -> __p::Schema");
+            g.g(Delimiter::Brace, |b| {
+                b.s("__p::schema")
+                    .g(Delimiter::Parenthesis, |a| tuple(a, describes));
+            });
+        });
+    }
+
+    /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`,
+    /// reading the object in one pass and offering the keys it does not know to the base.
+    fn deserialize(&self, out: &mut Code) {
+        let Some(de) = self.input.deserialize.as_ref() else {
+            return;
+        };
+        let input = self.input;
+        let assumed = &self.preds.assumed;
+        let mut slots = Code::default();
+        let mut arms = Code::default();
+        let mut values = Code::default();
+        let mut members = String::new();
+        let mut expected = Vec::new();
+        let mut base_value = Code::default();
+        let mut base_fields = Code::text("()");
+        let mut base_bound = TokenStream::new();
+        let mut call_span = Span::call_site();
+        let mut requirements = TokenStream::new();
+        let mut fallback = Code::text("__p::Ok(false)");
+        let container_default = match &de.default {
+            Some(DefaultValue::Trait) => {
+                Code::text("let __default: Self = __p::Default::default();")
+            }
+            Some(DefaultValue::Path(path)) => {
+                let mut c = Code::text("let __default: Self = ");
+                c.t(path).s("();");
+                c
+            }
+            None => Code::default(),
+        };
+        for field in &input.fields {
+            let ident = field.ident;
+            let ty = &field.tokens;
+            let span = field_span(field);
+            let local = format!("__value_{}", unraw(ident));
+            let _ = write!(members, "{ident}: {local},");
+            if let Role::Base = field.role {
+                // The base's `DeserializeFields` is required in three places, each spanned on
+                // the field, so that its absence is one error there. The fields struct takes
+                // the base's fields as a parameter, so that its declaration requires nothing.
+                let tr = respan(quote!(__p::DeserializeFields<'de>), span);
+                let _ = write!(slots, "{ident}: __B,");
+                base_fields = Code::default();
+                base_fields.t(respan(quote!(<#ty as #tr>::Fields), span));
+                base_bound = respan(quote!(#ty: #tr,), span);
+                call_span = span;
+                fallback = Code::default();
+                let _ = write!(
+                    fallback.t(respan(quote!(<#ty as #tr>::deserialize_field), span)),
+                    "(&mut __fields.{ident}, __key, __map)"
+                );
+                base_value = Code::default();
+                let _ = write!(base_value, "let {local} = ");
+                let _ = write!(
+                    base_value.t(respan(quote!(<#ty as #tr>::finish), span)),
+                    "(__fields.{ident})?;"
+                );
                 continue;
             }
-            Role::Reduced(r) => r,
-        };
-        if let Kind::Nested = r.kind {
-            state_preds.extend(state_pred());
-        }
-        // Only the assertion and serde's derived impls (which use it) state the field value's
-        // traits.
-        values.push(respan(quote!(#ty: #k::__private::FieldValue), span));
-        let rty = g.reducer_type(field, r);
-        let uty = g.update_type(field);
-        let pred = match r.kind {
-            Kind::Nested => quote!(#ty: #k::State),
-            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) | Kind::With { .. } => {
-                quote!(#rty: #k::reducers::Merges<#ty, Update = #uty>)
+            // A field that updates carry is read through `FieldValue`, which the impls assume
+            // (as the update's do): a type that is not `Deserialize` is reported once, by the
+            // requirement.
+            let value = matches!(field.role, Role::Reduced(_));
+            if value {
+                requirements.extend(respan(quote!(#ty: __p::FieldValue,), span));
             }
-            _ => {
-                quote!(#rty: #k::reducers::Reducer<#ty> + #k::reducers::Merges<#ty, Update = #uty>)
+            let json = lit(&field.json_name);
+            let mut missing = Code::default();
+            match (&field.default, &de.default) {
+                (Some(DefaultValue::Trait), _) => {
+                    missing.s("__p::Default::default()");
+                }
+                (Some(DefaultValue::Path(path)), _) => {
+                    missing.t(path).s("()");
+                }
+                (None, Some(_)) => {
+                    let _ = write!(missing, "__default.{ident}");
+                }
+                (None, None) if field.skip_deserializing => {
+                    missing.s("__p::Default::default()");
+                }
+                (None, None) if value => {
+                    let _ = write!(missing, "__p::missing_field_value({json})?");
+                }
+                (None, None) => {
+                    let _ = write!(missing, "__p::missing_field({json})?");
+                }
             }
-        };
-        let pred = respan(pred, span);
-        // Only the key functions and the messages setters use a field's reducer outside the
-        // `State` impl: their items state their own fields' fits, not every field's.
-        match r.kind {
-            Kind::DedupeAppend(Some(_)) | Kind::MergeByKey(_) => key_fits.push(pred.clone()),
-            Kind::AddMessages | Kind::ReplaceMessages => message_fits.push(pred.clone()),
-            _ => {}
+            if field.skip_deserializing {
+                let _ = write!(values, "let {local} = ");
+                values.c(&missing).s(";");
+                continue;
+            }
+            expected.push(json.clone());
+            let _ = write!(slots, "{ident}: __p::Option<");
+            slots.t(ty).s(">,");
+            let read = if value {
+                "__p::deserialize_field_value"
+            } else {
+                "__p::deserialize_value"
+            };
+            let _ = write!(
+                arms,
+                "{json} => {read}(&mut __fields.{ident}, {json}, __map),"
+            );
+            let _ = write!(values, "let {local} = match __fields.{ident}");
+            values.g(Delimiter::Brace, |m| {
+                m.s("__p::Some(__value) => __value, __p::None => ")
+                    .c(&missing)
+                    .s(",");
+            });
+            values.s(";");
         }
-        fits.push(pred);
-    }
-    if !generic && (!fits.is_empty() || !values.is_empty()) {
-        let assertion = format_ident!("__AgentStateRequirementsOf{}", name);
-        asserts.push(quote! {
-            #[doc(hidden)]
-            #[allow(dead_code, non_camel_case_types)]
-            struct #assertion where #(#values,)* #(#fits,)* #extends;
+        let has_base = !base_bound.is_empty();
+        // Where a base without `DeserializeFields` is reported: on the base field.
+        let call = respan(
+            quote!(__p::deserialize_state(__deserializer, &__SHAPE)),
+            call_span,
+        );
+        let vis = input.vis.to_token_stream().to_string();
+        let _ = write!(
+            out,
+            "#[doc(hidden)] #[derive(__p::Default)] {vis} struct __AgentStateFields<__B>"
+        );
+        out.g(Delimiter::Brace, |g| {
+            g.c(&slots).s("__agentstate_base: __p::PhantomData<__B>,");
+        });
+        // The struct's own name, with its span: rustc's notes on this impl point at the struct.
+        out.s("#[automatically_derived] impl<'de> __p::DeserializeFields<'de> for ")
+            .t(input.ident)
+            .s(" where ")
+            .t(assumed)
+            .t(&base_bound)
+            .t(&requirements);
+        out.g(Delimiter::Brace, |g| {
+            g.s("type Fields = __AgentStateFields<")
+                .c(&base_fields)
+                .s(">; #[inline] fn deserialize_field<__A: __p::MapAccess<'de>>(__fields: &mut Self::Fields, __key: &str, __map: &mut __A) -> __p::Result<bool, __A::Error>");
+            g.g(Delimiter::Brace, |b| {
+                b.s("match __key").g(Delimiter::Brace, |m| {
+                    m.c(&arms).s("_ => ").c(&fallback).s(",");
+                });
+            });
+            g.s("#[inline] fn finish<__E: __p::DeError>(__fields: Self::Fields) -> __p::Result<Self, __E>");
+            g.g(Delimiter::Brace, |b| {
+                b.c(&container_default).c(&values).c(&base_value);
+                let _ = write!(b, "__p::Ok({} {{ {members} }})", self.name);
+            });
+        });
+        let _ = write!(
+            out,
+            "#[automatically_derived] impl<'de> __p::Deserialize<'de> for {} where ",
+            self.name
+        );
+        out.t(assumed).t(&requirements);
+        out.g(Delimiter::Brace, |g| {
+            g.s("fn deserialize<__D: __p::Deserializer<'de>>(__deserializer: __D) -> __p::Result<Self, __D::Error>");
+            g.g(Delimiter::Brace, |b| {
+                let _ = write!(
+                    b,
+                    "const __SHAPE: __p::Shape = __p::Shape {{ name: {}, fields: &[{}], base: {has_base}, deny_unknown_fields: {}, expecting: {} }};",
+                    lit(&de.name),
+                    expected.join(","),
+                    de.deny_unknown_fields,
+                    lit(&de.expecting),
+                );
+                b.t(call);
+            });
         });
     }
-    let own_preds = generics.where_clause.as_ref().map(|w| {
-        let p = w.predicates.iter();
-        quote!(#(#p,)*)
-    });
-    // A nested field's or a base's update is a field of this update, written
-    // `<T as State>::Update`: when `T` is not a state, every item naming it (the update, its
-    // derives, the impls) would report it again. A non-generic struct states it plainly once,
-    // in the assertion above, and every other item assumes it under a `for<'_>` binder, which
-    // rustc does not check where it is written. (Only for these fields: assuming every field's
-    // traits and reducer this way gives one error per mistake for them too, but tripled the
-    // release build of a 20-state crate, benches/compile_time.sh.)
-    let assumed = if generic || state_preds.is_empty() {
-        TokenStream::new()
-    } else {
-        let preds = state_preds.iter().map(|pred| {
-            let span = pred
-                .clone()
-                .into_iter()
-                .next()
-                .map_or_else(Span::call_site, |t| t.span());
-            let binder = respan(quote!(for<'__agentstate>), span);
-            quote!(#binder #pred,)
-        });
-        quote!(#(#preds)*)
-    };
-    let where_c = quote!(where #own_preds #assumed #(#fits,)*);
-    let plain_where = quote!(where #own_preds #assumed);
-    // The `Update` impl and the update's inherent `from_json`/`then` need only that the state is
-    // one, and that the update is one: a non-generic struct assumes that under a binder (not
-    // checked where written, like `assumed` above) instead of restating every field's fit, which
-    // only the `State` impl needs (the update's `prepare` uses its messages fields' fits).
-    let (update_where, forward_where) = if generic {
-        (where_c.clone(), where_c.clone())
-    } else {
-        (
-            quote!(where #own_preds #assumed for<'__agentstate> #name: #k::State<Update = #update>, #(#message_fits,)*),
-            quote!(where #own_preds #assumed for<'__agentstate> #update: #k::update::Update,),
-        )
-    };
-    let serde_crate = format!("{}::__private::serde", k.to_string().replace(' ', ""));
-    let present = format!("{}::update::present", k.to_string().replace(' ', ""));
-    // Overwrites and the base's update are flattened: read through a JSON value (see
-    // `agentstate::update::flattened`).
-    let present_flattened = format!(
-        "{}::update::present_flattened",
-        k.to_string().replace(' ', "")
-    );
-    let flattened = format!("{}::update::flattened", k.to_string().replace(' ', ""));
 
-    // The overwrite slot of the update: `overwrite` unless a field already has that name.
-    let ow = if input.fields.iter().any(|f| f.ident == "overwrite") {
-        format_ident!("__overwrite")
-    } else {
-        format_ident!("overwrite")
-    };
-    let ow_struct = format_ident!("{}Overwrite", update);
-    let mut ow_fields = Vec::new();
-    let mut ow_defaults = Vec::new();
-    let mut ow_arms = Vec::new();
-    let mut ow_keys = Vec::new();
-    let mut update_arms = Vec::new();
-    let mut update_keys: Vec<String> = Vec::new();
-
-    // A non-generic state's update reads its object in one pass through `DeserializeFields`:
-    // its own keys, then its Overwrites' keys, then its base's update's, each value read where
-    // it is (so an error's JSON path is exact), and writes it with a `Serialize` of its own.
-    // serde's derives, with `flatten` and a `deserialize_with` per field, were the largest
-    // generated items. A base written with generic arguments may have a serde-derived update:
-    // then serde's derives read and write it.
-    let base_update = base(input).map(|(_, b)| (b.ident, b.ty));
-    let base_is_generic = base_update.is_some_and(|(_, ty)| {
-        ty.to_token_stream()
-            .into_iter()
-            .any(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '<'))
-    });
-    let fields_de = !generic && !base_is_generic;
-    // The generated `Serialize`s: the update's entries (its own, its base's flattened, its
-    // Overwrites'), and the Overwrites' fields on their own.
-    let mut update_ser = Vec::new();
-    let mut ow_in_update_ser = Vec::new();
-    let mut ow_ser = Vec::new();
-    let mut ow_set = Vec::new();
-    // The generated `PartialEq`s (non-generic structs): a field value compares through
-    // `FieldValue`, which the impls assume, so a type that is not `PartialEq` is reported once,
-    // under the requirement's message, not again by a derived `==`.
-    let mut update_eq = Vec::new();
-    let mut ow_eq = Vec::new();
-
-    // The update struct.
-    let mut update_fields = Vec::new();
-    let mut defaults = Vec::new();
-    let mut setters = Vec::new();
-    let mut trait_setters = Vec::new();
-    // The setters trait, for the updates of states that extend this one: only on the states
-    // that say they may be extended (it repeats every setter, a tenth of a user's rebuild).
-    let with_trait = input.extensible && !generic;
-    let mut serde_bounds = Vec::new();
-    let mut prepares = Vec::new();
-    for field in &input.fields {
-        let ident = field.ident;
-        let fspan = field_span(field);
-        let Some(uty) = g.update_type(field) else {
-            continue;
-        };
-        if generic {
-            serde_bounds.push(uty.to_string());
-        }
-        let json = &field.json_name;
-        let setter = setter_name(ident);
-        // The field's entries in the generated structs and `Serialize`s point at the field:
-        // their parts carry its span, each re-spanned once, and `quote_spanned!` the rest.
-        let sk = respan(k.clone(), fspan);
-        let sident = respan(ident.to_token_stream(), fspan);
-        let sjson = respan(json.to_token_stream(), fspan);
-        match &field.role {
-            Role::Base => {
-                let doc = format!(
-                    "Updates of the base state `{}`; in JSON its fields sit beside this state's own.",
-                    field.ty.to_token_stream()
-                );
-                let serde_attr =
-                    (!fields_de).then(|| quote!(#[serde(flatten, deserialize_with = #flattened)]));
-                update_fields.push(generated_field(
-                    fspan, &doc, serde_attr, &sident, &uty, false,
-                ));
-                update_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_flattened(&mut __map, &self.#sident)?;
-                ));
-                update_eq.push(quote!(self.#ident == __other.#ident));
-                defaults.push(quote!(#ident: ::core::default::Default::default()));
-                // The base's part of the update prepares its own messages fields.
-                let ty = field.ty;
-                prepares.push(quote! {
-                    <#ty as #k::State>::prepare_update(&mut self.#ident);
-                });
-                let doc = format!("Sets the update of the base state (`{ident}`).");
-                // A setter uses no requirement of its field that its impl does not state: it
-                // keeps the spans of the field's name and type (re-spanning costs the derive).
-                setters.push(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        self.#ident = #k::update::IntoField::into_field(value);
-                        self
-                    }
-                });
-            }
-            Role::Reduced(r) => {
-                // serde's derived impls on the update (when serde derives them for a non-generic
-                // struct: its base is generic; a generic one's has its own bounds) state the
-                // field's requirement too, spanned on the field: they then assume it rather
-                // than report its parts again.
-                let bound = (!generic && !fields_de).then(|| {
-                    format!(
-                        "{}: {}::__private::FieldValue",
-                        field.ty.to_token_stream(),
-                        k.to_string().replace(' ', "")
-                    )
-                });
-                let bound = bound.as_slice();
-                let doc = format!(
-                    "Merged into `{ident}` with `{}`; `None` leaves the field alone.",
-                    r.name
-                );
-                let serde_attr = (!fields_de).then(|| {
-                    quote! {
-                        #[serde(
-                            default,
-                            rename = #json,
-                            skip_serializing_if = "::core::option::Option::is_none",
-                            deserialize_with = #present
-                            #(, bound = #bound)*
-                        )]
-                    }
-                });
-                update_fields.push(generated_field(
-                    fspan, &doc, serde_attr, &sident, &uty, true,
-                ));
-                // A field value (the update holds the field's own type) is compared, written
-                // and read through `FieldValue`, which the impls assume: a type missing one of
-                // its traits is reported once, by the requirement.
-                let value = uty.to_string() == field.ty.to_token_stream().to_string();
-                let written = if value {
-                    quote_spanned!(fspan=> &#sk::__private::value(&self.#sident))
-                } else {
-                    quote_spanned!(fspan=> &self.#sident)
-                };
-                update_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_entry(&mut __map, #sjson, #written)?;
-                ));
-                update_eq.push(if value {
-                    quote!(#k::__private::option_eq(&self.#ident, &__other.#ident))
-                } else {
-                    quote!(self.#ident == __other.#ident)
-                });
-                defaults.push(quote!(#ident: ::core::option::Option::None));
-                let read = if value {
-                    quote!(#k::__private::deserialize_field_value)
-                } else {
-                    quote!(#k::__private::deserialize_value)
-                };
-                update_arms.push(quote! {
-                    #json => #read(&mut __fields.#ident, #json, __map),
-                });
-                update_keys.push(json.clone());
-                // Messages in a JSON messages update get their ids when the update is made.
-                if let Kind::Nested = r.kind {
-                    // A nested state's update prepares its own messages fields.
-                    let ty = field.ty;
-                    prepares.push(quote! {
-                        if let ::core::option::Option::Some(value) = &mut self.#ident {
-                            <#ty as #k::State>::prepare_update(value);
-                        }
-                    });
-                }
-                let prepares_messages = matches!(r.kind, Kind::AddMessages | Kind::ReplaceMessages);
-                let prepare = prepares_messages.then(|| {
-                    let rty = g.reducer_type(field, r);
-                    let ty = field.ty;
-                    prepares.push(quote! {
-                        if let ::core::option::Option::Some(value) = &mut self.#ident {
-                            #k::reducers::Reducer::<#ty>::prepare(&#rty, value);
-                        }
-                    });
-                    quote!(#k::reducers::Reducer::<#ty>::prepare(&#rty, &mut value);)
-                });
-                // Into this update, and (the setters trait's) into the base's part of an
-                // extending state's update.
-                let into = |target: TokenStream| match &prepare {
-                    Some(prepare) => quote! {
-                        let mut value = #k::update::IntoField::into_field(value);
-                        #prepare
-                        #target.#ident = ::core::option::Option::Some(value);
-                    },
-                    None => quote! {
-                        #target.#ident =
-                            ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                    },
-                };
-                let set = into(quote!(self));
-                let doc = format!("Sets the value merged into `{ident}` (with `{}`).", r.name);
-                // Only a messages setter uses its field's reducer (to prepare): on the field.
-                let spanned = |tokens| {
-                    if prepares_messages {
-                        respan(tokens, fspan)
-                    } else {
-                        tokens
-                    }
-                };
-                setters.push(spanned(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                        #set
-                        self
-                    }
-                }));
-                if with_trait {
-                    let set_in_base =
-                        into(quote!(#k::update::Extends::<#update>::base_update(&mut self)));
-                    trait_setters.push(spanned(quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        fn #setter(mut self, value: impl #k::update::IntoField<#uty>) -> Self {
-                            #set_in_base
-                            self
-                        }
-                    }));
-                }
-                let ty = field.ty;
-                if generic {
-                    serde_bounds.push(ty.to_token_stream().to_string());
-                }
-                let ow_json = format!("{json}.__overwrite__");
-                let doc = format!(
-                    "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
-                    r.name
-                );
-                let serde_attr = (!fields_de).then(|| {
-                    quote! {
-                        #[serde(
-                            default,
-                            rename = #ow_json,
-                            skip_serializing_if = "::core::option::Option::is_none",
-                            deserialize_with = #present_flattened
-                            #(, bound = #bound)*
-                        )]
-                    }
-                });
-                let (sow_json, sow) = (
-                    respan(ow_json.to_token_stream(), fspan),
-                    respan(ow.to_token_stream(), fspan),
-                );
-                ow_fields.push(generated_field(
-                    fspan,
-                    &doc,
-                    serde_attr,
-                    &sident,
-                    &ty.to_token_stream(),
-                    true,
-                ));
-                ow_in_update_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_entry(&mut __map, #sow_json, &#sk::__private::value(&self.#sow.#sident))?;
-                ));
-                ow_ser.push(quote_spanned!(fspan=>
-                    #sk::__private::serialize_field(&mut __state, #sow_json, &#sk::__private::value(&self.#sident))?;
-                ));
-                ow_set.push(quote!(+ self.#ident.is_some() as usize));
-                ow_eq.push(quote!(#k::__private::option_eq(&self.#ident, &__other.#ident)));
-                ow_defaults.push(quote!(#ident: ::core::option::Option::None));
-                ow_arms.push(quote! {
-                    #ow_json => #k::__private::deserialize_field_value(&mut __fields.#ident, #ow_json, __map),
-                });
-                ow_keys.push(ow_json);
-                let ow_setter = format_ident!(
-                    "overwrite_{}",
-                    ident.to_string().trim_start_matches("r#"),
-                    span = fspan
-                );
-                setters.push(quote! {
-                    #[doc = #doc]
-                    #[must_use]
-                    pub fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
-                        self.#ow.#ident = ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                        self
-                    }
-                });
-                if with_trait {
-                    trait_setters.push(quote! {
-                        #[doc = #doc]
-                        #[must_use]
-                        fn #ow_setter(mut self, value: impl #k::update::IntoField<#ty>) -> Self {
-                            #k::update::Extends::<#update>::base_update(&mut self).#ow.#ident =
-                                ::core::option::Option::Some(#k::update::IntoField::into_field(value));
-                            self
-                        }
-                    });
-                }
-            }
-            Role::Skip => {}
-        }
-    }
-
-    let ow_doc = "Overwrites: each replaces its field, bypassing the field's reducer (an update's ordinary entry for the field then merges on top). In JSON `{\"field\": {\"__overwrite__\": value}}`.";
-    let serde_attr = (!fields_de).then(|| quote!(#[serde(flatten)]));
-    update_fields.push(quote! {
-        #[doc = #ow_doc]
-        #serde_attr
-        pub #ow: #ow_struct #ty_g
-    });
-    defaults.push(quote!(#ow: ::core::default::Default::default()));
-    update_eq.push(quote!(self.#ow == __other.#ow));
-
-    // A generic state whose parameters all sit in skipped fields still uses them.
-    let type_params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
-    let lifetimes: Vec<_> = generics.lifetimes().map(|l| &l.lifetime).collect();
-    if !type_params.is_empty() || !lifetimes.is_empty() {
-        let phantom = quote! {
-            #[doc(hidden)]
-            #[serde(skip)]
-            pub __agentstate_params: ::core::marker::PhantomData<fn() -> (#(&#lifetimes (),)* #(#type_params,)*)>
-        };
-        update_fields.push(phantom.clone());
-        ow_fields.push(phantom);
-        defaults.push(quote!(__agentstate_params: ::core::marker::PhantomData));
-        ow_defaults.push(quote!(__agentstate_params: ::core::marker::PhantomData));
-    }
-    let serde_bound = (!generics.params.is_empty()).then(|| {
-        let de: Vec<String> = serde_bounds
-            .iter()
-            .map(|t| format!("{t}: {serde_crate}::Deserialize<'de>"))
-            .collect();
-        let ser: Vec<String> = serde_bounds
-            .iter()
-            .map(|t| format!("{t}: {serde_crate}::Serialize"))
-            .collect();
-        let de = de.join(", ");
-        let ser = ser.join(", ");
-        quote!(#[serde(bound(serialize = #ser, deserialize = #de))])
-    });
-
-    let where_clause = &plain_where;
-    let serde = quote!(#k::__private::serde);
-    let update_doc = format!(
-        "A partial update of [`{name}`]: each field is `None` (left alone) or the value merged \
-         through that field's reducer. Generated by `#[derive(AgentState)]`."
-    );
-    // serde's derives, for a generic state's update and Overwrites.
-    let serde_derives = (!fields_de).then(|| {
-        quote! {
-            #[derive(#k::__private::serde::Serialize, #k::__private::serde::Deserialize)]
-            #[serde(crate = #serde_crate)]
-            #serde_bound
-        }
-    });
-    // The generated impls of a non-generic update and its Overwrites assume each field value's
-    // traits (see `FieldValue`).
-    let value_where = quote!(where #own_preds #assumed #(#values,)*);
-    let update_de_impl = if fields_de {
-        let trait_ = quote!(#k::state::DeserializeFields<'de>);
-        let base_arm = match base_update {
-            Some((ident, ty)) => quote! {
-                <<#ty as #k::State>::Update as #trait_>::deserialize_field(&mut __fields.#ident, __key, __map)
-            },
-            None => quote!(::core::result::Result::Ok(false)),
-        };
-        let others = quote! {
-            if <#ow_struct as #trait_>::deserialize_field(&mut __fields.#ow, __key, __map)? {
-                return ::core::result::Result::Ok(true);
-            }
-            #base_arm
-        };
-        let impls = key_by_key(
+    /// The setters of a base's update, repeated for the updates of the states that extend it:
+    /// only on the states that say they may be extended (it repeats every setter: a tenth of a
+    /// user's rebuild when every state had it). At the module's level, so written with the
+    /// runtime's full path.
+    fn setters_trait(&self, out: &mut Code) {
+        let Gen {
             k,
             update,
-            &value_where,
-            &update_arms,
-            &update_keys,
-            others,
-            true,
-        );
-        let write = serialize_impl(
-            k,
-            update,
-            &value_where,
-            quote! {
-                let mut __map = #serde::Serializer::serialize_map(__serializer, ::core::option::Option::None)?;
-                #(#update_ser)*
-                #(#ow_in_update_ser)*
-                #serde::ser::SerializeMap::end(__map)
-            },
-        );
-        quote!(#impls #write)
-    } else {
-        TokenStream::new()
-    };
-    // A generic struct derives `PartialEq` (its field types' requirements are its own bounds).
-    let derived_eq = (!fields_de).then(|| quote!(, ::core::cmp::PartialEq));
-    let eq_impl = |ty: &Ident, eqs: &[TokenStream]| {
-        fields_de.then(|| {
-            quote! {
-                #[automatically_derived]
-                impl ::core::cmp::PartialEq for #ty #value_where {
-                    #[inline]
-                    fn eq(&self, __other: &Self) -> bool {
-                        true #(&& #eqs)*
-                    }
-                }
-            }
-        })
-    };
-    let update_eq = eq_impl(update, &update_eq);
-    let ow_eq_impl = eq_impl(&ow_struct, &ow_eq);
-    let update_struct = quote! {
-        #[doc = #update_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone #derived_eq)]
-        #serde_derives
-        #vis struct #update #generics #where_clause {
-            #(#update_fields,)*
+            name,
+            ow,
+            ..
+        } = self;
+        let p = format!("{k}::__private");
+        let vis = self.input.vis.to_token_stream().to_string();
+        let mut methods = Code::default();
+        for (field, reducer, _) in self.reduced_fields() {
+            let r = reduced(field, reducer, &p);
+            let target = format!("{p}::Extends::<{update}>::base_update(&mut self)");
+            let site = SetterSite {
+                head: "#[must_use] fn",
+                p: &p,
+                target: &target,
+                ow,
+            };
+            reduced_setters(&mut methods, &site, field, reducer, &r);
         }
-
-        #update_de_impl
-        #update_eq
-    };
-
-    let ow_struct_doc = format!("The overwrites of a [`{update}`]: each field, when set, replaces the state's field, bypassing its reducer.");
-    // A non-generic struct's Overwrites read their keys through `DeserializeFields`, one
-    // match over the keys (serde's derive, with a `deserialize_with` per field, is about 1,200
-    // lines of code per state; most of a state's expansion).
-    let ow_de_impl = if fields_de {
-        let others = quote!(::core::result::Result::Ok(false));
-        let impls = key_by_key(
-            k,
-            &ow_struct,
-            &value_where,
-            &ow_arms,
-            &ow_keys,
-            others,
-            false,
-        );
-        // serde's derive writes a struct without a flattened field as a struct.
-        let state = if ow_ser.is_empty() {
-            quote!(__state)
-        } else {
-            quote!(mut __state)
-        };
-        let name = ow_struct.to_string();
-        let write = serialize_impl(
-            k,
-            &ow_struct,
-            &value_where,
-            quote! {
-                let #state = #serde::Serializer::serialize_struct(__serializer, #name, 0 #(#ow_set)*)?;
-                #(#ow_ser)*
-                #serde::ser::SerializeStruct::end(__state)
-            },
-        );
-        quote!(#impls #write)
-    } else {
-        TokenStream::new()
-    };
-    let overwrite_struct = quote! {
-        #[doc = #ow_struct_doc]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone #derived_eq)]
-        #serde_derives
-        #vis struct #ow_struct #generics #where_clause {
-            #(#ow_fields,)*
+        if methods.is_empty() {
+            return;
         }
-
-        #ow_de_impl
-        #ow_eq_impl
-    };
-
-    let setters_trait = (with_trait && !trait_setters.is_empty()).then(|| {
-        // A messages setter prepares through its reducer: the fits of those fields.
-        let where_c = quote!(where #own_preds #assumed #(#message_fits,)*);
-        let trait_name = format_ident!("{}Setters", update);
+        // The messages setters prepare through their reducers: those fields' fits, with the
+        // full path.
+        let message_fits: TokenStream = self
+            .reduced_fields()
+            .filter(|(_, reducer, _)| {
+                matches!(reducer.kind, Kind::AddMessages | Kind::ReplaceMessages)
+            })
+            .map(|(field, reducer, _)| {
+                let r = reduced(field, reducer, &p);
+                let (rty, ty, krate) = (
+                    r.rty.finish().unwrap_or_default(),
+                    &field.tokens,
+                    &self.input.krate,
+                );
+                respan(
+                    quote!(#rty: #krate::__private::Fits<#ty>,),
+                    field_span(field),
+                )
+            })
+            .collect();
         let doc = format!(
             "The setters of [`{update}`] on the update of a state that extends [`{name}`] \
              (`#[agent_state(base)]`); bring this trait into scope to chain them."
         );
-        quote! {
-            #[doc = #doc]
-            #vis trait #trait_name: #k::update::Extends<#update> + ::core::marker::Sized #where_c {
-                #(#trait_setters)*
-            }
-
-            impl<__U: #k::update::Extends<#update>> #trait_name for __U #where_c {}
-        }
-    });
-    let extensible_impl = input.extensible.then(|| {
-        quote! {
-            #[automatically_derived]
-            impl #impl_g #k::update::Extensible for #name #ty_g #plain_where {}
-        }
-    });
-
-    // The State implementation.
-    let mut plan_types = Vec::new();
-    let mut plans = Vec::new();
-    let mut applies = Vec::new();
-    let mut schema = Vec::new();
-    let mut own_names = Vec::new();
-    let mut key_fns = Vec::new();
-    let mut checks = Vec::new();
-    let mut composes = Vec::new();
-    let mut composed = Vec::new();
-    let mut composed_ow = Vec::new();
-    for field in &input.fields {
-        let ident = field.ident;
-        let fspan = field_span(field);
-        let ty = field.ty;
-        let json = &field.json_name;
-        if let Role::Skip = field.role {
-            continue;
-        }
-        // Everything here points at the field: the tokens interpolated below carry its span
-        // already, each re-spanned once, and `quote_spanned!` gives it to the rest (cheaper
-        // for the derive than re-spanning every fragment).
-        let index = Index {
-            index: plan_types.len() as u32,
-            span: fspan,
-        };
-        let k = &respan(k.clone(), fspan);
-        let sty = respan(ty.to_token_stream(), fspan);
-        let sident = respan(ident.to_token_stream(), fspan);
-        let sjson = respan(json.to_token_stream(), fspan);
-        let sow = respan(ow.to_token_stream(), fspan);
-        match &field.role {
-            Role::Skip => continue,
-            Role::Base => {
-                plan_types.push(quote_spanned!(fspan=> <#sty as #k::State>::Plan));
-                plans.push(
-                    quote_spanned!(fspan=> #k::State::plan(&self.#sident, __update.#sident)?),
-                );
-                applies.push(
-                    quote_spanned!(fspan=> #k::State::apply(&mut self.#sident, __plan.#index)),
-                );
-                composed.push(quote_spanned!(fspan=>
-                    #sident: <#sty as #k::State>::compose(__a.#sident, __b.#sident, __how)?
-                ));
-                // The base's fields come first, as in `FIELDS`.
-                schema.insert(0, quote_spanned! {fspan=>
-                    ::core::iter::Extend::extend(&mut __fields, <#sty as #k::State>::schema().into_fields());
-                });
-            }
-            Role::Reduced(r) => {
-                own_names.push((json.clone(), ident));
-                let plan_ty = g.merges(field, r, "Plan");
-                let splan_ty = respan(plan_ty.clone(), fspan);
-                plan_types.push(quote_spanned!(fspan=> #k::__private::FieldPlan<#sty, #splan_ty>));
-                let (ow_var, u_var) = (
-                    format_ident!("__ow_{}", ident.to_string().trim_start_matches("r#")),
-                    format_ident!("__u_{}", ident.to_string().trim_start_matches("r#")),
-                );
-                let (sow_var, su_var) = (
-                    format_ident!("{}", ow_var, span = fspan),
-                    format_ident!("{}", u_var, span = fspan),
-                );
-                composed.push(quote_spanned!(fspan=> #sident: #su_var));
-                composed_ow.push(quote!(#ident: #ow_var));
-                let reducer_name = respan(r.name.to_token_stream(), fspan);
-                let lww = respan(
-                    matches!(r.kind, Kind::LastWriteWins | Kind::ReplaceValue).to_token_stream(),
-                    fspan,
-                );
-                let expr = (!matches!(r.kind, Kind::Nested))
-                    .then(|| respan(g.reducer_expr(field, r), fspan));
-                let combine = match &expr {
-                    None => {
-                        quote_spanned!(fspan=> #k::__private::compose_nested::<#sty>(#sjson, __how))
-                    }
-                    Some(expr) => {
-                        quote_spanned!(fspan=> #k::__private::compose_with::<#sty, _>(#sjson, &#expr))
-                    }
-                };
-                composes.push(quote_spanned! {fspan=>
-                    let (#sow_var, #su_var) = #k::__private::compose_field(
-                        #sjson, #reducer_name, #lww, __how,
-                        (__a.#sow.#sident, __a.#sident),
-                        (__b.#sow.#sident, __b.#sident),
-                        #combine,
-                    )?;
-                });
-                let Some(expr) = expr else {
-                    plans.push(quote_spanned! {fspan=>
-                        #k::__private::plan_nested(#sjson, &self.#sident, __update.#sow.#sident, __update.#sident)?
-                    });
-                    applies.push(quote_spanned! {fspan=>
-                        #k::__private::apply_nested(&mut self.#sident, __plan.#index)
-                    });
-                    schema.push(quote_spanned! {fspan=>
-                        __fields.push(#k::schema::FieldSchema::nested::<#sty>(#sjson));
-                    });
-                    continue;
-                };
-                plans.push(quote_spanned! {fspan=>
-                    #k::__private::plan_field::<#sty, _>(#sjson, &#expr, &self.#sident, __update.#sow.#sident, __update.#sident)?
-                });
-                applies.push(quote_spanned! {fspan=>
-                    #k::__private::apply_field::<#sty, _>(&#expr, &mut self.#sident, __plan.#index)
-                });
-                schema.push(quote_spanned! {fspan=>
-                    __fields.push(#k::schema::FieldSchema::of(#sjson, &#expr));
-                });
-                if let Kind::BoundedAppend(MaxLen::Const(path)) = &r.kind {
-                    let message = format!(
-                        "reducer_configuration_invalid: bounded_append's max_len for field `{ident}` must be at least 1"
-                    );
-                    checks.push(
-                        quote_spanned! {path.segments.last().map_or(r.span, |s| s.ident.span())=>
-                            const _: () = ::core::assert!((#path) as i128 >= 1, #message);
-                        },
-                    );
-                }
-                let key = match &r.kind {
-                    Kind::DedupeAppend(Some(key)) => Some((key, quote!(DedupeAppend::by))),
-                    Kind::MergeByKey(key) => Some((key, quote!(MergeByKey::new))),
-                    _ => None,
-                };
-                if let Some((key, constructor)) = key {
-                    let f = key_reducer_fn(ident);
-                    let label = key.label();
-                    let item = quote!(<#ty as #k::reducers::ListField>::Item);
-                    // A key field's requirements point at the key in the attribute; the
-                    // tokens of a key function are the user's and keep their spans.
-                    let key_span = match key {
-                        Key::Field(item_field) => item_field.span().resolved_at(Span::call_site()),
-                        Key::Function(_) => fspan,
-                    };
-                    let key_fn = match key {
-                        Key::Field(item_field) => respan(
-                            quote! {
-                                #k::__private::by_field::<#item, _, _>(|__item: &#item| &__item.#item_field)
-                            },
-                            key_span,
-                        ),
-                        Key::Function(tokens) => {
-                            let by_value =
-                                respan(quote!(#k::reducers::by_value::<#item, _, _>), fspan);
-                            quote!(#by_value(#tokens))
-                        }
-                    };
-                    let update_ty = g.merges(field, r, "Update");
-                    let signature = respan(
-                        quote!(#[inline] fn #f() -> impl #k::reducers::Reducer<#ty, Update = #update_ty, Plan = #plan_ty>),
-                        key_span,
-                    );
-                    let constructor = respan(quote!(#k::reducers::#constructor), key_span);
-                    let label = respan(quote!(.named(#label)), key_span);
-                    key_fns.push(quote! {
-                        #signature {
-                            #constructor(#key_fn #label)
-                        }
-                    });
-                }
-            }
-        }
+        let trait_name = format!("{update}Setters");
+        let _ = write!(
+            out,
+            "#[doc = {}] {vis} trait {trait_name}: {p}::Extends<{update}> + ::core::marker::Sized where ",
+            lit(&doc)
+        );
+        out.t(&message_fits).g(Delimiter::Brace, |g| {
+            g.c(&methods);
+        });
+        let _ = write!(
+            out,
+            "impl<__U: {p}::Extends<{update}>> {trait_name} for __U where "
+        );
+        out.t(&message_fits).s("{}");
     }
+}
 
-    let base = base(input);
-    let fields_const = {
-        let own: Vec<&String> = own_names.iter().map(|(n, _)| n).collect();
-        match base {
-            Some((_, b)) if generics.params.is_empty() => {
-                let bty = b.ty;
-                quote! {{
-                    const __BASE: &[&str] = <#bty as #k::State>::FIELDS;
-                    const __OWN: &[&str] = &[#(#own),*];
-                    const __LEN: usize = __BASE.len() + __OWN.len();
-                    const __ALL: [&str; __LEN] = #k::__private::concat_fields::<__LEN>(__BASE, __OWN);
-                    &__ALL
-                }}
-            }
-            _ => quote!(&[#(#own),*]),
-        }
-    };
+/// Where setters are written: on the update itself, or on the trait that repeats a base's
+/// setters for the updates that extend it.
+struct SetterSite<'s> {
+    /// What precedes each method's name (`pub fn`, or `#[must_use] fn` in a trait).
+    head: &'s str,
+    /// The runtime's path (`__p`, or the full path at the module's level).
+    p: &'s str,
+    /// The update the setters set: `self`, or a base's part of an extending update.
+    target: &'s str,
+    /// The name of the update's Overwrite field.
+    ow: &'s str,
+}
 
-    let base_items = base.map(|(_, b)| {
-        let bty = b.ty;
-        let ident = b.ident;
-        // A constant cannot name the struct's type parameters, so generic states skip this check.
-        let duplicates: Vec<TokenStream> = if generics.params.is_empty() {
-            own_names.iter().map(|(json, field)| {
-                let message = format!(
-                    "conflicting_reducers: field `{json}` is already declared by the base state `{}`; an extension cannot declare it again",
-                    bty.to_token_stream().to_string().replace(' ', "")
-                );
-                quote_spanned! {field.span()=>
-                    const _: () = ::core::assert!(!#k::__private::contains(<#bty as #k::State>::FIELDS, #json), #message);
-                }
-            }).collect()
+/// A reduced field's two setters, `set_<field>` (merged with its reducer) and
+/// `overwrite_<field>` (bypassing it), written into `out`.
+fn reduced_setters(
+    out: &mut Code,
+    site: &SetterSite<'_>,
+    field: &Field,
+    reducer: &Reducer,
+    r: &Reduced,
+) {
+    let SetterSite {
+        head,
+        p,
+        target,
+        ow,
+    } = *site;
+    let ident = field.ident;
+    let doc = format!(
+        "Sets the value merged into `{ident}` (with `{}`).",
+        reducer.name
+    );
+    let _ = write!(out, "#[doc = {}] {head} {}", lit(&doc), setter_name(ident));
+    out.g(Delimiter::Parenthesis, |a| {
+        let _ = write!(a, "mut self, value: impl {p}::IntoField<");
+        a.c(&r.uty).s(">");
+    });
+    out.s(" -> Self").g(Delimiter::Brace, |b| {
+        let _ = write!(b, "{target}.{ident} = ");
+        if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
+            // Messages in a JSON messages update get their ids when the update is made.
+            let _ = write!(b, "{p}::prepared::<");
+            b.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value); self");
         } else {
-            Vec::new()
-        };
-        quote! {
-            #(#duplicates)*
-
-            #[automatically_derived]
-            impl #impl_g ::core::ops::Deref for #name #ty_g #plain_where {
-                type Target = #bty;
-                fn deref(&self) -> &#bty {
-                    &self.#ident
-                }
-            }
-
-            #[automatically_derived]
-            impl #impl_g ::core::ops::DerefMut for #name #ty_g #plain_where {
-                fn deref_mut(&mut self) -> &mut #bty {
-                    &mut self.#ident
-                }
-            }
-
-            #[automatically_derived]
-            impl #impl_g #k::update::Extends<<#bty as #k::State>::Update> for #update #ty_g #plain_where #extends {
-                fn base_update(&mut self) -> &mut <#bty as #k::State>::Update {
-                    &mut self.#ident
-                }
-            }
+            let _ = write!(b, "{p}::set(value); self");
         }
     });
-
-    let key_impl = (!key_fns.is_empty()).then(|| {
-        quote! {
-            impl #impl_g #name #ty_g where #own_preds #assumed #(#key_fits,)* {
-                #(#key_fns)*
-            }
-        }
+    let doc = format!(
+        "Replaces `{ident}` with this value, bypassing its reducer `{}`.",
+        reducer.name
+    );
+    let _ = write!(
+        out,
+        "#[doc = {}] {head} overwrite_{}",
+        lit(&doc),
+        unraw(ident)
+    );
+    out.g(Delimiter::Parenthesis, |a| {
+        let _ = write!(a, "mut self, value: impl {p}::IntoField<");
+        a.t(&field.tokens).s(">");
     });
-
-    // Messages: into the named field, or through the base (an AgentState extension's default).
-    let messages_target = input.messages.as_ref().and_then(|m| input.fields.iter().find(|f| f.ident == m)).or_else(|| {
-        input.fields.iter().find(|f| {
-            matches!(f.role, Role::Base)
-                && matches!(f.ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "AgentState"))
-        })
-    });
-    let messages_impl = messages_target.map(|f| {
-        let ident = f.ident;
-        let body = match f.role {
-            Role::Base => quote!(#k::output::MessagesUpdate::add_messages(&mut self.#ident, messages);),
-            _ => quote! {
-                let messages = ::core::iter::Iterator::map(::core::iter::IntoIterator::into_iter(messages), ::core::convert::Into::into);
-                match &mut self.#ident {
-                    ::core::option::Option::Some(existing) => ::core::iter::Extend::extend(existing, messages),
-                    ::core::option::Option::None => {
-                        self.#ident = ::core::option::Option::Some(::core::iter::FromIterator::from_iter(messages));
-                    }
-                }
-            },
-        };
-        quote! {
-            #[automatically_derived]
-            impl #impl_g #k::output::MessagesUpdate for #update #ty_g #plain_where {
-                fn add_messages(&mut self, messages: ::std::vec::Vec<#k::message::Message>) {
-                    #body
-                }
-            }
-        }
-    });
-    let phantom_init = (!type_params.is_empty() || !lifetimes.is_empty())
-        .then(|| quote!(__agentstate_params: ::core::marker::PhantomData,));
-    let state_prepare = (!prepares.is_empty()).then(|| {
-        quote! {
-            #[inline]
-            fn prepare_update(update: &mut Self::Update) {
-                #k::update::Update::prepare(update)
-            }
-        }
-    });
-    let prepare_fn = (!prepares.is_empty()).then(|| {
-        quote! {
-            #[inline]
-            fn prepare(&mut self) {
-                #(#prepares)*
-            }
-        }
-    });
-
-    let deserialize = deserialize_impl(input, &assumed);
-    // The setters use no reducer but a messages field's (to prepare its messages): their impl
-    // states only those fields' fits, so that each setter is not checked under every field's.
-    let setters_where = quote!(where #own_preds #assumed #(#message_fits,)*);
-
-    quote! {
-        #(#asserts)*
-
-        #deserialize
-
-        #update_struct
-
-        #overwrite_struct
-
-        #setters_trait
-        #extensible_impl
-
-        const _: () = {
-            #[automatically_derived]
-            impl #impl_g ::core::default::Default for #update #ty_g #plain_where {
-                fn default() -> Self {
-                    Self { #(#defaults,)* }
-                }
-            }
-
-            #[automatically_derived]
-            impl #impl_g ::core::default::Default for #ow_struct #ty_g #plain_where {
-                fn default() -> Self {
-                    Self { #(#ow_defaults,)* }
-                }
-            }
-
-            impl #impl_g #update #ty_g #setters_where {
-                #(#setters)*
-            }
-
-            impl #impl_g #update #ty_g #forward_where {
-
-                /// Parses a JSON update strictly: unknown keys and values that do not fit are
-                /// `state_validation_error`s naming the field (see `agentstate::update::Update`).
-                #[inline]
-                pub fn from_json(value: #k::__private::serde_json::Value) -> ::core::result::Result<Self, #k::Error>
-                where
-                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
-                {
-                    <Self as #k::update::Update>::from_json(value)
-                }
-
-                /// Parses a JSON update, ignoring and returning unknown keys.
-                #[inline]
-                pub fn from_json_lenient(
-                    value: #k::__private::serde_json::Value,
-                ) -> ::core::result::Result<(Self, ::std::vec::Vec<::std::string::String>), #k::Error>
-                where
-                    for<'__agentstate> Self: #k::__private::serde::de::DeserializeOwned,
-                {
-                    <Self as #k::update::Update>::from_json_lenient(value)
-                }
-
-                /// One update whose effect equals merging `self` then `next`.
-                #[inline]
-                pub fn then(self, next: Self) -> ::core::result::Result<Self, #k::Error> {
-                    <Self as #k::update::Update>::then(self, next)
-                }
-            }
-
-            #[automatically_derived]
-            impl #impl_g #k::update::Update for #update #ty_g #update_where {
-                type State = #name #ty_g;
-                #prepare_fn
-            }
-
-            #messages_impl
-
-            #key_impl
-
-            #base_items
-
-            #[automatically_derived]
-            impl #impl_g #k::State for #name #ty_g #where_c {
-                type Update = #update #ty_g;
-                type Plan = (#(#plan_types,)*);
-                const FIELDS: &'static [&'static str] = #fields_const;
-
-                #[inline]
-                fn plan(&self, __update: Self::Update) -> ::core::result::Result<Self::Plan, #k::Error> {
-                    #(#checks)*
-                    ::core::result::Result::Ok((#(#plans,)*))
-                }
-
-                #[inline]
-                fn apply(&mut self, __plan: Self::Plan) {
-                    #(#applies;)*
-                }
-
-                #[inline]
-                fn compose(
-                    __a: Self::Update,
-                    __b: Self::Update,
-                    __how: #k::update::Combine,
-                ) -> ::core::result::Result<Self::Update, #k::Error> {
-                    #(#composes)*
-                    ::core::result::Result::Ok(#update {
-                        #(#composed,)*
-                        #ow: #ow_struct { #(#composed_ow,)* #phantom_init },
-                        #phantom_init
-                    })
-                }
-
-                #state_prepare
-
-                #[inline]
-                fn schema() -> #k::schema::Schema {
-                    let mut __fields = ::std::vec::Vec::new();
-                    #(#schema)*
-                    #k::schema::Schema::describe(__fields)
-                }
-            }
-        };
-    }
+    let _ = write!(
+        out,
+        " -> Self {{ {target}.{ow}.{ident} = {p}::set(value); self }}"
+    );
 }
 
 #[cfg(test)]

@@ -3,11 +3,15 @@
 //! Use it through the runtime crate (`agentstate::AgentState`, default feature `derive`); its
 //! documentation describes the attributes. This crate is laid out in the steps of the
 //! expansion: the model (`ast.rs`), reading attributes (`attr.rs`), checking them (`check.rs`),
-//! and generating code (`expand.rs`).
+//! and generating code (`expand.rs`, written as text with the user's tokens spliced in,
+//! `code.rs`).
+
+extern crate proc_macro;
 
 mod ast;
 mod attr;
 mod check;
+mod code;
 mod expand;
 
 use proc_macro::TokenStream;

@@ -39,6 +39,7 @@ pub mod agui;
 pub mod collections;
 pub mod context;
 pub mod error;
+mod fields;
 pub mod journal;
 pub mod keys;
 pub mod message;
@@ -46,7 +47,6 @@ pub mod output;
 pub mod providers;
 pub mod reducers;
 pub mod schema;
-mod ser;
 pub mod state;
 pub mod update;
 
@@ -59,189 +59,38 @@ pub use state::{AgentState, State};
 #[cfg(feature = "derive")]
 pub use agentstate_derive::AgentState;
 
-/// What generated code calls; not a stable API.
+/// What generated code calls; not a stable API. One flat module, so that the generated code
+/// names everything through one short path (`use ::agentstate::__private as __p;`).
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::ser::{serialize_entry, serialize_field, serialize_flattened};
-    pub use crate::state::{deserialize_state, deserialize_value, missing_field, Shape};
-    pub use crate::update::{
-        apply_field, apply_nested, compose_field, compose_nested, compose_with, plan_field,
-        plan_nested, FieldPlan,
+    pub use crate::error::Error;
+    pub use crate::fields::*;
+    pub use crate::message::Message;
+    pub use crate::output::MessagesUpdate;
+    pub use crate::reducers::{
+        by_value, AddMessages, Append, AppendItems, BoundedAppend, ConcatFlatten, DedupeAppend,
+        FnReducer, Identity, LastWriteWins, ListField, Merge, MergeAll, MergeByKey, Merges,
+        MessageUpdate, Nested, Reducer, ReplaceMessages, ReplaceValue, UpsertMessages,
     };
-    pub use serde;
-    pub use serde_json;
-
-    /// What every field an update can carry needs: the update stores it, compares, clones,
-    /// prints and (de)serializes it. `#[derive(AgentState)]` asserts it per field, on the field.
-    #[diagnostic::on_unimplemented(
-        message = "the field type `{Self}` must implement Clone, PartialEq, Debug, Serialize and Deserialize",
-        label = "a field that updates can carry must be Clone + PartialEq + Debug + Serialize + Deserialize",
-        note = "derive the missing traits on `{Self}`, or mark the field #[agent_state(skip)] if updates never touch it"
-    )]
-    ///
-    /// Its methods are the traits' methods that an update's generated impls use: those impls
-    /// assume `T: FieldValue` (the requirement reported once) rather than each trait, so a type
-    /// missing one is not reported again by every impl that would use it.
-    pub trait FieldValue {
-        /// `PartialEq::eq`.
-        fn field_eq(&self, other: &Self) -> bool;
-        /// `Serialize::serialize`.
-        fn field_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
-        /// `Deserialize::deserialize`.
-        fn field_deserialize<'de, D: serde::Deserializer<'de>>(
-            deserializer: D,
-        ) -> Result<Self, D::Error>
-        where
-            Self: Sized;
-    }
-    // Not looked through: a type missing several of the traits is one error, under the message.
-    #[diagnostic::do_not_recommend]
-    impl<T> FieldValue for T
-    where
-        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
-    {
-        #[inline]
-        fn field_eq(&self, other: &Self) -> bool {
-            self == other
-        }
-        #[inline]
-        fn field_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            self.serialize(serializer)
-        }
-        #[inline]
-        fn field_deserialize<'de, D: serde::Deserializer<'de>>(
-            deserializer: D,
-        ) -> Result<Self, D::Error> {
-            T::deserialize(deserializer)
-        }
-    }
-
-    /// Two optional field values compared through [`FieldValue`].
-    #[inline]
-    pub fn option_eq<T: FieldValue>(a: &Option<T>, b: &Option<T>) -> bool {
-        match (a, b) {
-            (Some(a), Some(b)) => a.field_eq(b),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-
-    /// A field value serialized through [`FieldValue`].
-    pub struct Value<'a, T>(pub &'a T);
-
-    impl<T: FieldValue> serde::Serialize for Value<'_, T> {
-        #[inline]
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            self.0.field_serialize(serializer)
-        }
-    }
-
-    /// An optional field value serialized through [`FieldValue`] (as the `Option` itself).
-    #[inline]
-    pub fn value<T: FieldValue>(value: &Option<T>) -> Option<Value<'_, T>> {
-        value.as_ref().map(Value)
-    }
-
-    /// The seed that reads a field value through [`FieldValue`].
-    pub struct ValueSeed<T>(core::marker::PhantomData<T>);
-
-    impl<'de, T: FieldValue> serde::de::DeserializeSeed<'de> for ValueSeed<T> {
-        type Value = T;
-        #[inline]
-        fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-            T::field_deserialize(deserializer)
-        }
-    }
-
-    /// [`missing_field`](crate::state::missing_field) for a field value read through
-    /// [`FieldValue`].
-    #[inline]
-    pub fn missing_field_value<T: FieldValue, E: serde::de::Error>(
-        name: &'static str,
-    ) -> Result<T, E> {
-        T::field_deserialize(crate::state::missing_field_deserializer::<E>(name))
-    }
-
-    /// [`deserialize_value`](crate::state::deserialize_value) for a field value read through
-    /// [`FieldValue`].
-    #[inline]
-    pub fn deserialize_field_value<'de, T: FieldValue, A: serde::de::MapAccess<'de>>(
-        slot: &mut Option<T>,
-        name: &'static str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        if slot.is_some() {
-            return Err(serde::de::Error::duplicate_field(name));
-        }
-        *slot = Some(map.next_value_seed(ValueSeed(core::marker::PhantomData))?);
-        Ok(true)
-    }
-
-    /// [`FieldValue`]'s traits as supertraits, so that assuming it (in the derive's `for<'_>`
-    /// where clauses) gives each of them. (`FieldValue` itself has none, so that an unmet
-    /// requirement is reported under its message, not under one supertrait's.)
-    pub trait FieldTraits:
-        Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
-    {
-    }
-    impl<T> FieldTraits for T where
-        T: Clone + PartialEq + core::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned
-    {
-    }
-
-    pub use crate::keys::KeyType;
-
-    /// [`by_field`](crate::reducers::by_field), requiring the key's traits under a message that
-    /// names them (the derive's `key = field`).
-    pub fn by_field<T, K: ?Sized + KeyType, F: Fn(&T) -> &K>(
-        f: F,
-    ) -> crate::reducers::KeyRef<F, K> {
-        crate::reducers::by_field(f)
-    }
-
-    /// Whether `names` contains `name` (usable in constants).
-    pub const fn contains(names: &[&str], name: &str) -> bool {
-        let mut i = 0;
-        while i < names.len() {
-            if str_eq(names[i], name) {
-                return true;
-            }
-            i += 1;
-        }
-        false
-    }
-
-    const fn str_eq(a: &str, b: &str) -> bool {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < a.len() {
-            if a[i] != b[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
-
-    /// `a` followed by `b`, as an array of `N = a.len() + b.len()` names.
-    pub const fn concat_fields<const N: usize>(
-        a: &[&'static str],
-        b: &[&'static str],
-    ) -> [&'static str; N] {
-        let mut out = [""; N];
-        let mut i = 0;
-        while i < a.len() && i < N {
-            out[i] = a[i];
-            i += 1;
-        }
-        let mut j = 0;
-        while j < b.len() && i + j < N {
-            out[i + j] = b[j];
-            j += 1;
-        }
-        out
-    }
+    pub use crate::schema::Schema;
+    pub use crate::state::{
+        deserialize_state, deserialize_value, missing_field, DeserializeFields, Shape, State,
+    };
+    pub use crate::update::{Combine, Extends, Extensible, FieldPlan, IntoField, Update};
+    pub use core::clone::Clone;
+    pub use core::cmp::PartialEq;
+    pub use core::convert::Into;
+    pub use core::default::Default;
+    pub use core::fmt::{Debug, Formatter, Result as FmtResult};
+    pub use core::iter::{Extend, FromIterator, IntoIterator, Iterator};
+    pub use core::marker::PhantomData;
+    pub use core::mem::forget;
+    pub use core::ops::{Deref, DerefMut};
+    pub use core::option::Option::{self, None, Some};
+    pub use core::result::Result::{self, Ok};
+    pub use serde::de::{DeserializeOwned, Error as DeError, MapAccess};
+    pub use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    pub use std::string::String;
+    pub use std::vec::Vec;
+    pub use {serde, serde_json};
 }

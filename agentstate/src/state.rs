@@ -43,6 +43,16 @@ pub trait State {
     /// error nothing is changed.
     fn plan(&self, update: Self::Update) -> Result<Self::Plan, Error>;
 
+    /// Plans `update` taken from where it lies: [`plan`](State::plan) of a base's part of an
+    /// extension's update, without copying it out. Leaves the update's entries empty (as its
+    /// default, which must not hold allocations: the caller may forget it). The derive
+    /// implements it on states marked `#[agent_state(extensible)]`, the only bases; the default
+    /// takes the update and plans it.
+    #[doc(hidden)]
+    fn plan_in(&self, update: &mut Self::Update) -> Result<Self::Plan, Error> {
+        self.plan(core::mem::take(update))
+    }
+
     /// Applies a plan made by [`plan`](State::plan) on the same, unchanged state. Cannot fail.
     fn apply(&mut self, plan: Self::Plan);
 
@@ -140,9 +150,7 @@ pub trait State {
 ///
 /// `#[derive(AgentState)]` with `#[agent_state(deserialize)]` implements it, together with the
 /// state's `serde::Deserialize` (so the state must not also derive serde's `Deserialize`: rustc
-/// would report E0119, conflicting implementations). [`AgentState`] implements it, and so does
-/// every update type the derive generates for a non-generic state (hidden: that is how an
-/// update reads its base's part in the same pass). The
+/// would report E0119, conflicting implementations). [`AgentState`] implements it. The
 /// generated `Deserialize` offers each key first to the state's own fields, then to its base's
 /// `deserialize_field`, and ignores a key no one takes (or refuses it under
 /// `#[serde(deny_unknown_fields)]`); `finish` then builds the base and the state.
@@ -332,7 +340,7 @@ impl<'de, A: de::SeqAccess<'de>> MapAccess<'de> for SeqFields<A> {
 }
 
 /// A key of a state's object, borrowed from the input when it can be.
-struct FieldKey<'de>(Cow<'de, str>);
+pub(crate) struct FieldKey<'de>(pub(crate) Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for FieldKey<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -370,3 +370,55 @@ fn setters_take_integer_literals_and_the_usual_conversions() {
     let update = OrderStateUpdate::default().context_summary("short");
     assert_eq!(update.base.context_summary, Some(Some("short".to_owned())));
 }
+
+/// Fields named like the update's own methods and trait methods.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Workflow {
+    then: String,
+    #[reducer(append)]
+    from_json: Vec<u8>,
+    default: u32,
+    clone: bool,
+}
+
+#[test]
+fn a_setter_that_would_shadow_a_method_of_the_update_takes_a_set_prefix() {
+    let update = WorkflowUpdate::default()
+        .set_then("review")
+        .set_from_json([1, 2])
+        .set_default(7)
+        .set_clone(true);
+    // The update's own methods are still the update's.
+    let next = WorkflowUpdate::from_json(serde_json::json!({"from_json": [3]})).unwrap();
+    let both = update.clone().then(next).unwrap();
+    let mut workflow = Workflow::default();
+    workflow.merge(both).unwrap();
+    assert_eq!(workflow.then, "review");
+    assert_eq!(workflow.from_json, [1, 2, 3]);
+    assert_eq!((workflow.default, workflow.clone), (7, true));
+    // `overwrite_<field>` keeps the field's name.
+    workflow
+        .merge(WorkflowUpdate::default().overwrite_from_json([]))
+        .unwrap();
+    assert!(workflow.from_json.is_empty());
+}
+
+#[test]
+fn an_update_prints_the_entries_that_are_set_under_their_json_keys() {
+    let update = WorkflowUpdate::default()
+        .set_then("review")
+        .overwrite_from_json([1]);
+    assert_eq!(
+        format!("{update:?}"),
+        r#"WorkflowUpdate { then: "review", from_json.__overwrite__: [1] }"#
+    );
+    assert_eq!(format!("{:?}", WorkflowUpdate::default()), "WorkflowUpdate");
+    // An extension's update prints its base's entries beside its own.
+    let order = OrderStateUpdate::default()
+        .confirmed(true)
+        .context_summary("short");
+    assert_eq!(
+        format!("{order:?}"),
+        r#"OrderStateUpdate { context_summary: Some("short"), confirmed: true }"#
+    );
+}

@@ -3,16 +3,6 @@
 use proc_macro2::{Span, TokenStream};
 use syn::{Generics, Ident, Path, Type, Visibility};
 
-/// `ty`'s tokens as one token stream of the compiler's, so that cloning it is cheap.
-pub fn type_tokens(ty: &Type) -> TokenStream {
-    let tokens = quote::ToTokens::to_token_stream(ty);
-    if proc_macro::is_available() {
-        TokenStream::from(proc_macro::TokenStream::from(tokens))
-    } else {
-        tokens
-    }
-}
-
 /// A `#[derive(AgentState)]` struct, parsed.
 pub struct Input<'a> {
     pub ident: &'a Ident,

@@ -315,7 +315,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         fields.push(Field {
             ident,
             ty: &field.ty,
-            tokens: crate::ast::type_tokens(&field.ty),
+            tokens: crate::code::handle(&field.ty),
             json_name,
             role,
             default,

@@ -145,6 +145,17 @@ fn lex(text: &str) -> Result<TokenStream, String> {
     }
 }
 
+/// `tokens` as one token stream of the compiler's (in a macro expansion), so that each splice
+/// of it clones a handle instead of copying its tokens.
+pub fn handle(tokens: impl ToTokens) -> TokenStream {
+    let tokens = tokens.into_token_stream();
+    if proc_macro::is_available() {
+        TokenStream::from(proc_macro::TokenStream::from(tokens))
+    } else {
+        tokens
+    }
+}
+
 /// The most elements a field list's tuple has (the runtime implements its traits for tuples of
 /// up to twelve); a longer list nests.
 const TUPLE: usize = 12;

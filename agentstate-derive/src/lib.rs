@@ -6,8 +6,6 @@
 //! and generating code (`expand.rs`, written as text with the user's tokens spliced in,
 //! `code.rs`).
 
-extern crate proc_macro;
-
 mod ast;
 mod attr;
 mod check;

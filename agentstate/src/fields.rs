@@ -352,8 +352,8 @@ pub fn schema<L: Describes>(list: L) -> crate::schema::Schema {
 /// `Debug` prints, and its slots, which its `Deserialize` reads keys into (and the update of a
 /// state extending this one, for its base's part).
 pub trait UpdateFields: Default {
-    /// The entries as a field list: each own entry's JSON key and value, the base's part, then
-    /// the Overwrites'.
+    /// The entries as a field list: each own entry's JSON key and value and the base's part, in
+    /// the fields' order, then the Overwrites'.
     fn entries(&self) -> impl Entries + '_;
     /// The slots that keys are read into, as a field list: each own entry's and Overwrite's
     /// JSON key and slot, then the base's part's slots. Made once for an update's object, then

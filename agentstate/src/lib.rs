@@ -90,7 +90,7 @@ pub mod __private {
     pub use core::result::Result::{self, Ok};
     pub use serde::de::{DeserializeOwned, Error as DeError, MapAccess};
     pub use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    pub use serde_json;
     pub use std::string::String;
     pub use std::vec::Vec;
-    pub use {serde, serde_json};
 }

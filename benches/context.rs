@@ -8,7 +8,7 @@
 //! per iteration, so that the timing includes indexing it (counting its tokens).
 //!
 //! Run with `cargo bench --bench context` (`--features tokenizer` adds the BPE counters); the
-//! README's tables come from it.
+//! `benches/README.md`'s tables come from it.
 
 #[path = "../tests/context_support/mod.rs"]
 mod context_support;

@@ -12,7 +12,7 @@
 //!   serde's (`extended_flatten`, which buffers the base); `agent_state_serde` is `AgentState`
 //!   read by serde's derive, against its generated `Deserialize`.
 //!
-//! Run with `cargo bench --bench messages`; the README's table comes from it.
+//! Run with `cargo bench --bench messages`; `benches/README.md`'s table comes from it.
 
 use agentstate::collections::MessageList;
 use agentstate::message::{ContentBlock, JsonObject, Message, Role, TokenUsages, ToolCall};

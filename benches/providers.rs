@@ -8,7 +8,7 @@
 //! the time per message through its item counter. The goal: at most 0.5 µs per message
 //! for `to_openai_chat`.
 //!
-//! Run with `cargo bench --bench providers`; the README's table comes from it.
+//! Run with `cargo bench --bench providers`; `benches/README.md`'s table comes from it.
 
 use agentstate::message::{ContentBlock, MediaRef, Message, Role, ToolCall};
 use agentstate::providers::anthropic::to_anthropic;

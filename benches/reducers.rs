@@ -18,7 +18,7 @@
 //! model calls and tools run between two merges). The `reference` group measures 10 lookups in
 //! a `std` `HashMap` of n entries under both conditions: the textbook O(1) structure, for scale.
 //!
-//! Run with `cargo bench --bench reducers`; the README's table comes from it.
+//! Run with `cargo bench --bench reducers`; `benches/README.md`'s table comes from it.
 
 use agentstate::collections::{KeyedList, MessageList};
 use agentstate::message::{Message, Role};

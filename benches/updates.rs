@@ -6,8 +6,8 @@
 //! and applying every field, skipping the ones an update leaves alone, reading and writing
 //! entries) more than the reducers, which `benches/reducers.rs` times on long fields.
 //!
-//! Run with `cargo bench --bench updates`; the README's table (in "Compile time of a user's
-//! crate") shows its medians beside callgrind's instruction counts of the same operations.
+//! Run with `cargo bench --bench updates`; `benches/README.md`'s table ("Updates at run time")
+//! shows its medians beside callgrind's instruction counts of the same operations.
 
 use agentstate::message::{Message, Role};
 use agentstate::state::AgentStateUpdateSetters;

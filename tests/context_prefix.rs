@@ -2,7 +2,7 @@
 //! messages from one model call to the next is cheaper and faster. A long conversation
 //! (tests/context_support) is replayed call by call (a call before each assistant message) under
 //! an 8k-token window with each cut policy; the share of calls whose kept history starts where
-//! the previous call's did is the README's prefix-stability table. Run with
+//! the previous call's did is `benches/README.md`'s prefix-stability table. Run with
 //! `cargo test --test context_prefix -- --nocapture` to see it.
 
 mod context_support;

@@ -1,6 +1,6 @@
 //! The token estimate against OpenAI's real tokenizer (feature `tokenizer`) on a realistic
 //! conversation (tests/context_support): the error of each counter per kind of text, and of the
-//! calibrated estimate of each model call's view, as the README's accuracy table shows it. Run
+//! calibrated estimate of each model call's view, as `benches/README.md`'s accuracy table shows it. Run
 //! with `cargo test --features tokenizer --test context_tokens -- --nocapture` to see the table.
 #![cfg(feature = "tokenizer")]
 

@@ -29,7 +29,7 @@ fn chat(messages: &[Message]) -> (Value, Report) {
     (serde_json::to_value(&c.request).unwrap(), c.report)
 }
 
-/// The conversation of the README's table: a system prompt, a user question with an image,
+/// The conversation of `agentstate::providers`' table: a system prompt, a user question with an image,
 /// reasoning and two parallel calls, their results, a final answer.
 fn conversation(reasoning: ContentBlock) -> Vec<Message> {
     vec![

@@ -77,7 +77,7 @@ impl<C: TokenCounter + ?Sized> TokenCounter for &C {
 /// one token, and non-ASCII text one token per
 /// [`non_ascii_bytes_per_token`](Estimate::non_ascii_bytes_per_token) bytes; spaces join the
 /// word they precede. The defaults were fitted against OpenAI's `o200k_base` on prose, code and
-/// JSON (see the README's accuracy table): within a few percent, erring high on code;
+/// JSON (see `benches/README.md`'s accuracy table): within a few percent, erring high on code;
 /// [calibration](super::ContextWindow::calibrated) corrects what is left with the provider's
 /// own counts.
 ///

@@ -15,7 +15,10 @@
 //! compared by, and (feature `ag-ui`) the AG-UI event-stream fold in `agui`.
 //!
 //! `#[derive(AgentState)]` (default feature `derive`) implements [`State`] for a struct whose
-//! fields declare their reducers; see the README for the attribute grammar.
+//! fields declare their reducers.
+//!
+//! Start with the [`_tutorial`]; [`_derive`] is the derive's reference (the attribute grammar,
+//! the reducers and the field types each accepts, the compile-time checks).
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
@@ -30,6 +33,9 @@
 //! ```
 
 #![warn(missing_docs)]
+
+pub mod _derive;
+pub mod _tutorial;
 
 // Lets the derive's generated `::agentstate::...` paths resolve inside this crate too.
 extern crate self as agentstate;
@@ -54,8 +60,8 @@ pub use error::Error;
 pub use state::{AgentState, State};
 
 /// `#[derive(AgentState)]`: implements [`State`] for a struct whose fields declare their
-/// reducers, and generates its `<Name>Update` type. See the crate's README for the attribute
-/// grammar.
+/// reducers, and generates its `<Name>Update` type. The full reference, with running examples,
+/// is [`_derive`]; the grammar in brief follows.
 #[cfg(feature = "derive")]
 pub use agentstate_derive::AgentState;
 

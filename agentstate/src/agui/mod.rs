@@ -14,6 +14,45 @@
 //! - [`server`]: `STATE_SNAPSHOT` / `STATE_DELTA` from a [`State`](crate::State) and an update.
 //! - [`convert`]: AG-UI messages to and from agentstate's [`Message`](crate::message::Message).
 //!
+//! ## Compatibility with the official client
+//!
+//! [`ChatState::to_agui_messages`] gives the message list the official TypeScript client
+//! (`@ag-ui/client` 1.0.0) holds after the same events, corners included:
+//!
+//! - **Event metadata** is kept where that client keeps it: text and reasoning START / CONTENT /
+//!   END merge theirs into the message, tool-call START / ARGS / END into the tool call
+//!   (`toolCalls[].metadata`), `TOOL_CALL_RESULT` and `ACTIVITY_*` into the message they build;
+//!   key by key, the last write winning. A message created by an event attributed to a subagent
+//!   keeps its `subagentRunId`.
+//! - **Chunks** (`*_CHUNK`) expand to START / CONTENT / END, with one open chunk stream per
+//!   subagent; an event closes only its own agent's stream (run events and `MESSAGES_SNAPSHOT`
+//!   close all).
+//! - **Ordering and attribution** are checked as the client's verifier checks them (first event
+//!   `RUN_STARTED`, no CONTENT without its START, no `RUN_FINISHED` while anything is open, a
+//!   continuation may not name another subagent than its opener, a tool call belongs to its
+//!   parent message's agent, subagents start and finish once).
+//! - **Shared state**: `STATE_SNAPSHOT` replaces it; `STATE_DELTA` (RFC 6902) patches all or
+//!   nothing, in place, in O(delta). `test` operations compare numbers by value (RFC 6902
+//!   §4.6): `2.0` passes a test for `2`.
+//!
+//! [`ChatState::apply`] returns what it did with the event, an [`Outcome`]: `Applied`,
+//! `Ignored(ProtocolError)` (the event broke a rule; nothing changed), `Dropped(ProtocolError)`
+//! (accepted, but its content had nowhere to go, as the client drops it with a warning) or
+//! `Conflict(StateConflict)` (a delta that cannot apply: the state is unchanged, and the
+//! conflict holds the patch and the state it failed against). Every error also lands in
+//! [`ChatState::errors`] with `event_index`, the event's position in the stream.
+//!
+//! Deliberate departures from the official client: typed errors and `StateConflict`s; an event
+//! that breaks a rule is ignored (the rest of the stream folds as if it had not been sent) where
+//! the client aborts the run; and the shared state keeps the spelling its numbers were read with
+//! (`2.0` stays `2.0` in [`ChatState::agent_state`], where the client, whose numbers are all
+//! doubles, holds `2`). `to_agui_messages()` writes numbers as the client does, so its JSON equals
+//! the client's exactly.
+//!
+//! The fixtures in `examples/data/` carry the official client's result beside each stream (how
+//! they were made and how to check fresh random streams: `examples/data/README.md`), and the
+//! tests compare messages, shared state and the events ignored.
+//!
 //! ```
 //! use agentstate::agui::{ChatError, ChatState, Event, Phase};
 //!
@@ -36,6 +75,22 @@
 //! assert_eq!(conflict.state, serde_json::json!({"todos": ["buy milk"]}));
 //! assert_eq!(chat.phase(), &Phase::Idle);
 //! # Ok::<(), serde_json::Error>(())
+//! ```
+//!
+//! Streaming text is visible mid-stream, and a rule broken says which event broke it:
+//!
+//! ```
+//! use agentstate::agui::{ChatState, Event, Outcome};
+//!
+//! let mut chat = ChatState::new();
+//! for event in [Event::run_started("t", "r"), Event::text_start("m"), Event::text_content("m", "Hi")] {
+//!     assert!(chat.apply(&event).is_applied());
+//! }
+//! assert!(chat.messages()[0].is_streaming());
+//! assert_eq!(chat.messages()[0].text(), "Hi");
+//! // A CONTENT for a message that is not open is ignored.
+//! let Outcome::Ignored(error) = chat.apply(&Event::text_content("x", "?")) else { panic!() };
+//! assert_eq!(error.event_index, 3);
 //! ```
 
 pub mod chat;

@@ -28,6 +28,51 @@
 //! assert_eq!(view.len(), 7);
 //! # Ok::<(), agentstate::context::ContextError>(())
 //! ```
+//!
+//! ## What a view guarantees
+//!
+//! - **Budgets** ([`Budget`]): tokens, messages, turns (user messages), or any combination. The
+//!   leading system messages are always sent and counted, and so is the summary (as one
+//!   message). When those alone exceed the budget the view is
+//!   [`ContextError::OverBudget`], one sentence saying what did not fit; a budget that holds them
+//!   but nothing else gives a view without history. Never a broken view.
+//! - **Pairing**: no tool result without the assistant message that called it, no assistant
+//!   message with tool calls without every result of theirs that the history holds, no tool
+//!   sequence split. A tool message answers the latest earlier call with its `call_id` (in
+//!   `tools_calls` or a `tool_call` block); one without a result block belongs to the run of
+//!   tool messages it is in. Tool messages that answer nothing are never sent; an assistant
+//!   message whose calls have no results yet may be sent alone.
+//! - **Cut policy** ([`Cut`]): `Tight` keeps the most; `Turns` starts at a user message;
+//!   `Chunked { parts }` (the default, 4) starts at a user message on a grid of `budget / parts`
+//!   tokens, so the first kept message moves once per chunk of growth and consecutive calls
+//!   share their prompt prefix, which providers cache.
+//! - **Summaries**: the state's `context_summary` is sent for what was cut. A summary recorded
+//!   with [`SummaryRequest::record`] also sets `AgentState::context_summary_through` (the id of
+//!   the last message it covers; a field agentstate adds to AgentFlow's state, left out of the
+//!   JSON while `None`), so views never send those messages again. The new summary replaces the
+//!   previous one (the summarizer is handed the previous one), so it stays bounded; it is an
+//!   ordinary update, so it goes through the reducers and the journal, and
+//!   [`SummaryRequest::undo`] reverts it. [`SummaryRequest::record_for`] gives the same update as
+//!   the update type of a state that extends `AgentState`.
+//!
+//! ## Cost and token counts
+//!
+//! [`ContextIndex`] keeps each message's token count, its tool-call link and running token
+//! sums; [`ContextIndex::sync`] indexes only appended messages (and re-indexes a history that was
+//! replaced or shortened; after an in-place edit of an indexed message, call
+//! [`ContextIndex::clear`]). A view walks back from the newest message over what it keeps:
+//! O(kept), not O(history).
+//!
+//! [`Estimate`] is a one-pass byte classifier fitted to OpenAI's tokenizers (within about 2% of
+//! them on conversations; characters / 4, AgentFlow's count, is 11% off). The feature
+//! `tokenizer` adds `bpe::Bpe` (`o200k_base`, `cl100k_base`), exact, with the vocabularies
+//! compiled in (nothing is downloaded). **Calibration** (on by default,
+//! [`ContextWindow::calibrated`]): the last assistant message's `usages.prompt_tokens` is the
+//! exact size of what was sent for it; the index remembers its estimate of that view and scales
+//! the estimate by their ratio. The measurements are in `benches/README.md`.
+//!
+//! `cargo run --example context_window` prints what a model is sent from a 215-message history
+//! with parallel tool calls, before and after a summary, and under a six-message budget.
 
 #[cfg(feature = "tokenizer")]
 pub mod bpe;

@@ -33,6 +33,38 @@
 //! assert!(serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).is_err());
 //! # Ok::<(), serde_json::Error>(())
 //! ```
+//!
+//! ## The wire, byte for byte
+//!
+//! A message read from AgentFlow 0.10.1's JSON is written back unchanged (the tests check the 20
+//! messages of the shared wire fixtures and 400 random messages dumped by the real package,
+//! `tests/data/agentflow_corpus.json`: every one parses, gives AgentFlow's `text()`, and
+//! re-serializes byte for byte to what `model_dump_json()` wrote).
+//!
+//! - **Free-form values keep their JSON text.** `metadata`, `raw`, `parsed_content`, tool-call
+//!   `args`, tool-result `output` and error `data` are Python dicts and values:
+//!   insertion-ordered, integers unbounded. They are held as [`JsonObject`] / [`Json`], the
+//!   value's compact JSON text exactly as read, parsed on demand (`meta.get("model")`,
+//!   `args.parse::<MyArgs>()`, `output.to_value()`). Equality compares the texts, then the
+//!   values, as Python compares dicts. serde_json's `preserve_order` and `arbitrary_precision`
+//!   features would do this too, but change every other crate's maps and numbers (features are
+//!   unified across a build); `raw_value`, which this crate enables, is additive.
+//! - **Ids are never changed.** [`MessageId::Int`] holds every id AgentFlow's generators make
+//!   (`bigint` ids reach 2^64) and [`MessageId::BigInt`] the digits of any larger Python int.
+//!   `1` and `"1"` stay different ids.
+//! - **Tool calls** (`tools_calls`) are written back in the key order read; a call built with
+//!   [`ToolCall::new`] is written in the OpenAI SDK's `model_dump` order.
+//! - **Floats** are spelled as pydantic writes them (`0.00001`, `1e-7`, `1e+16`, `1.0`); non-ASCII
+//!   is written raw, as pydantic does.
+//!
+//! Deliberate differences: NaN and infinities are written `null` (as pydantic does); free-form
+//! values read through serde's buffering (an untagged enum, a `#[serde(flatten)]` base without
+//! `#[agent_state(deserialize)]`) or from a `serde_json::Value` see what those hold (integers
+//! beyond 64 bits as floats, a `Value`'s keys sorted): read messages from text to keep them
+//! exact; free-form JSON not written by pydantic (`"\u00e9"`, `1E5`, repeated keys) is kept as
+//! read, minus whitespace; typed integer fields (`usages`, media sizes) are `i64`, and a larger
+//! value is refused with an error naming the field; other serde formats than JSON receive a
+//! [`Json`]'s text as a string.
 
 mod block;
 mod json;

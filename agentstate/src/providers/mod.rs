@@ -48,6 +48,68 @@
 //! assert_eq!(body["messages"][1]["content"][0]["input"], json!({"city": "Paris"}));
 //! assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "call_1");
 //! ```
+//!
+//! ## Where each part of a message goes
+//!
+//! "noted": with a note in the report.
+//!
+//! | message part | OpenAI Chat | OpenAI Responses | Anthropic | Gemini |
+//! |---|---|---|---|---|
+//! | leading `system` messages | `system` messages | `instructions` (joined by newlines) | `system` text blocks | `system_instruction` (joined by newlines) |
+//! | a later `system` message | in place | moved to `instructions` (noted) | moved to `system` (noted) | moved to `system_instruction` (noted) |
+//! | `context_summary` argument | a `system` message after the leading ones | appended to `instructions` | a `system` block after the leading ones | appended to `system_instruction` |
+//! | `text` | string `content` (`text` parts beside media) | string or `input_text` | string or `text` block | `text` part |
+//! | text `annotations`, `annotation` and `error` blocks | dropped (noted) | dropped (noted) | dropped (noted) | dropped (noted) |
+//! | `image` by URL / inline / file id | `image_url` URL / `data:` URL / dropped (noted) | `input_image` URL / `data:` URL / dropped (noted) | `image` source `url` / `base64` / `file` | `file_data` / `inline_data` / `file_data` |
+//! | `audio` inline / by reference | `input_audio` / `[Audio: ref]` text (noted) | dropped (noted) | dropped (noted) / `[Audio: ref]` text (noted) | `inline_data` / `file_data` |
+//! | `video` | `[Video: ref]` text (noted) | `[Video: ref]` text (noted) | dropped (noted) | `inline_data` / `file_data` |
+//! | `document` inline / file id / URL | `file` part / `file` part / its text, excerpt or `[Document: url]` (noted) | `input_file` / `input_file` / as Chat (noted) | `document` source `base64` / `file` / `url` | `inline_data` / `file_data` / `file_data` |
+//! | `data` | dropped (noted) | dropped (noted) | dropped (noted) | `inline_data` |
+//! | `reasoning` | dropped (noted) | a `reasoning` item (id, summary, `encrypted_content`) if OpenAI made it, else dropped (noted) | `thinking` (or `redacted_thinking`) with its signature if Anthropic made it, else dropped (noted) | a `thought` part with its `thought_signature` if Gemini made it, else dropped (noted) |
+//! | tool calls (`tools_calls`, `tool_call` and `remote_tool_call` blocks, one per id) | `tool_calls`, arguments a JSON string | `function_call` items | `tool_use` blocks, `input` an object | `function_call` parts with `id`, `args` an object |
+//! | invalid argument JSON | sent as is (noted) | sent as is (noted) | `{}` (noted) | `{}` (noted) |
+//! | a call's `thought_signature` | dropped (noted) | dropped (noted) | dropped (noted) | sent; a turn's first call without one gets Google's placeholder |
+//! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed), all in one user turn |
+//! | media beside a tool result | moved to a user message after the turn's tool results (noted) | as Chat (noted) | inside the `tool_result` (images, documents) | after the function responses in the same turn (noted) |
+//! | `tool_result` in a user message | a `tool` message before the user message | a `function_call_output` before it | first in the user turn | first in the user turn |
+//! | a final assistant message | sent | sent | dropped (noted; a user turn when it is the only one) | sent |
+//! | a message with nothing to send | sent (`""`) | sent | dropped (noted) | dropped (noted) |
+//!
+//! The way back, [`from_openai_chat`], [`from_openai_responses`], [`from_anthropic`] and
+//! [`from_gemini`], reads a response into an assistant [`Message`]: text, tool calls (in
+//! `tools_calls` with the arguments string as sent, and as `tool_call` blocks), reasoning with
+//! its signature, usage (prompt, completion, cached and reasoning tokens), AgentFlow's
+//! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
+//! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
+//! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
+//! it). `cargo run --example providers` prints the four bodies of one conversation.
+//!
+//! ## Where we differ from AgentFlow
+//!
+//! `tests/providers_differential.rs` compares the four bodies with what AgentFlow 0.10.1's own
+//! builders produce for its real messages and random conversations; they are equal but for
+//! these deliberate differences:
+//!
+//! - `remote_tool_call`: AgentFlow drops every message holding one; we send it as a tool call.
+//! - `document`: AgentFlow sends a document's excerpt, or a part OpenAI Chat rejects; we send the
+//!   document (a `file` part, a `document` source, inline data), or its text when the provider
+//!   cannot take it.
+//! - `video`: AgentFlow sends OpenAI Chat a `video` part, which Chat rejects, and downloads it for
+//!   Gemini; we send a `[Video: ref]` text with a note to OpenAI and a `file_data` part to Gemini.
+//! - `empty_message` (Anthropic, Gemini): AgentFlow sends an empty text, which both reject; we
+//!   drop the message with a note.
+//! - `responses_audio`: AgentFlow sends Responses an `input_audio` part the API does not define;
+//!   we drop it with a note.
+//! - `gemini_media_url`: AgentFlow downloads http(s) media while building the request; we never
+//!   touch the network: the URI goes in a `file_data` part.
+//! - `gemini_data`: a `data` block goes to Gemini as `inline_data`; AgentFlow sends an empty text.
+//!
+//! Where AgentFlow loses data we also differ: the `context_summary` goes into the system prompt
+//! (AgentFlow: an assistant message, which Anthropic takes as a prefill); reasoning and
+//! signatures go back to the provider that made them; tool results in a user message become
+//! tool messages before it; a tool message with several results gives one result each; media in
+//! tool results is moved or kept; Anthropic `tool_result` blocks carry `is_error`, and Gemini
+//! function calls and responses carry the call `id` and a failed result under `error`.
 
 pub mod anthropic;
 pub mod gemini;

@@ -13,6 +13,9 @@
 //!   with an incompatible type is [`StoreError::SchemaMismatch`], unless a
 //!   [`Migration`](migrate::Migration) leads there.
 //!
+//! The [`_guide`] explains threads, the concurrency rule, reading, snapshots, migrations and
+//! durability, with running examples.
+//!
 //! ```
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
@@ -36,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+pub mod _guide;
 pub mod backend;
 pub mod blocking;
 mod checked;

@@ -1,0 +1,159 @@
+//! # Guide: durable threads
+//!
+//! A documentation-only module: how threads are stored, written, read and upgraded. Its
+//! examples run as doctests (on an in-memory SQLite database; a file works the same way:
+//! [`SqliteStore::open`](crate::SqliteStore::open)`("agentstate.db")`).
+//!
+//! ## A thread
+//!
+//! A thread is an initial state, an append-only journal of the typed updates merged into it
+//! (versions 1, 2, 3, ...) and, now and then, a snapshot. Every merge is already a serializable
+//! update and merging is deterministic, so the journal rebuilds any version exactly, and a step
+//! costs its update's JSON, not a copy of the state (LangGraph's checkpointers write the whole
+//! state at every step).
+//!
+//! ```
+//! use agentstate::message::{Message, Role};
+//! use agentstate::state::{AgentState, AgentStateUpdate};
+//! use agentstate_store::{SqliteStore, StepMeta};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let store = SqliteStore::open_in_memory()?; // or PostgresStore::connect(url).await?
+//! let mut chat = store.thread_or_create("chat-1", AgentState::default).await?;
+//! let hello = AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]);
+//! chat.merge(hello, StepMeta::node("user").run_id("run-7")).await?; // version 1
+//!
+//! // Another worker's step, retried on conflict: the closure sees the latest state each time.
+//! let mut worker = store.thread::<AgentState>("chat-1").await?;
+//! worker.merge_with(StepMeta::node("assistant"), |state| {
+//!     let reply = format!("You sent {} message(s).", state.context.len());
+//!     Ok(AgentStateUpdate::default().context(vec![Message::text_message(reply, Role::Assistant)]))
+//! }).await?;
+//!
+//! let before = store.load_at::<AgentState>("chat-1", 1).await?; // time travel
+//! assert_eq!(before.context.len(), 1);
+//! store.fork("chat-1", 1, "chat-1-retry", Default::default()).await?; // O(1): refers to its parent
+//! let (retry, version) = store.load::<AgentState>("chat-1-retry").await?;
+//! assert_eq!((retry.context.len(), version), (1, 1));
+//! # Ok::<(), agentstate_store::StoreError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! ## The concurrency rule
+//!
+//! A writer appends *at the version it read*. If the thread has moved on, the append fails with
+//! [`StoreError::Conflict`](crate::StoreError::Conflict) (category `state_write_conflict`,
+//! naming the thread, the version the writer read and the thread's version) and nothing is
+//! written. A [`Thread`](crate::Thread) handle checks the update against its local state first
+//! (a failing merge writes nothing either), appends, and only then applies the merge locally;
+//! [`reload`](crate::Thread::reload) replays just the entries appended since its version, and
+//! [`merge_with`](crate::Thread::merge_with) re-runs a closure on the reloaded state until it
+//! wins (at most 64 times). The database enforces the rule (SQLite: `BEGIN IMMEDIATE`, then the
+//! version check and the insert in one transaction; PostgreSQL: one statement that updates the
+//! thread's version only if it is still the expected one and inserts the entry only if that
+//! happened). The tests race tasks and processes on both backends: every success has its own
+//! version, the losers got the conflict, and the stored state equals the replay of exactly the
+//! winners' updates.
+//!
+//! ```
+//! use agentstate::message::{Message, Role};
+//! use agentstate::state::{AgentState, AgentStateUpdate};
+//! use agentstate_store::{SqliteStore, StepMeta};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let store = SqliteStore::open_in_memory()?;
+//! let mut a = store.thread_or_create("t", AgentState::default).await?;
+//! let mut b = store.thread::<AgentState>("t").await?;
+//! let say = |text: &str| AgentStateUpdate::default().context(vec![Message::text_message(text, Role::User)]);
+//!
+//! a.merge(say("first"), StepMeta::node("a")).await?;
+//! let err = b.merge(say("stale"), StepMeta::node("b")).await.unwrap_err();
+//! assert_eq!(err.category(), "state_write_conflict");
+//! assert!(b.state().context.is_empty(), "nothing was applied or written");
+//!
+//! b.reload().await?;
+//! assert_eq!(b.merge(say("second"), StepMeta::node("b")).await?, 2);
+//! # Ok::<(), agentstate_store::StoreError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! ## Reading
+//!
+//! [`load`](crate::Store::load) gives the latest state and its version: the newest snapshot plus
+//! the entries after it. [`load_at`](crate::Store::load_at) gives any version still in the
+//! journal (time travel). [`history`](crate::Store::history) pages through the entries' metadata
+//! (node, run id, time, size; never a state or an update). [`list`](crate::Store::list) pages
+//! through threads by id, filtered by metadata
+//! (`ThreadQuery::first(50).with("user", json!("ann"))`). [`delete`](crate::Store::delete)
+//! removes a thread with its journal (refused while a fork starts from it).
+//! [`fork`](crate::Store::fork) creates a thread that starts at a version of another in O(1): it
+//! loads its parent at that version, then its own entries. A fork's history is, like `git log` of
+//! a branch, the parent's entries up to the fork point (each naming the thread that holds it in
+//! `inherited_from`), then its own.
+//!
+//! A thread is also stored as plain JSON text, readable with `sqlite3` or `psql`: three tables
+//! (`agentstate_threads`, `agentstate_entries`, `agentstate_snapshots`) and the store's version
+//! (`agentstate_meta`). A thread row holds its id, version, the state type's schema fingerprint
+//! (a stable hash of `State::schema()`), its initial state, a parent and fork version for a fork,
+//! and user metadata. An entry holds its version, kind (one update, or a parallel step: the
+//! branch updates and the fan-in mode, replayed with `merge_parallel`), time, node, run id, user
+//! metadata and the update. A database of an unknown store version is refused
+//! (`store_version_unsupported`) before anything is written; older SQLite layouts are migrated
+//! when opened.
+//!
+//! ## Snapshots and compaction
+//!
+//! A handle stores a snapshot after an append when its [`SnapshotPolicy`](crate::SnapshotPolicy)
+//! says so: every K entries since the last snapshot (default 1,000, so a load replays at most K
+//! entries), and optionally (`when_journal_outgrows(true)`) when the entries since the last
+//! snapshot are larger than it, for states whose fields are overwritten rather than appended to.
+//! A snapshot is written after its entry is committed; if writing it fails, the step still
+//! stands. Writing one deletes the thread's older snapshots beyond the newest `keep` (default 1),
+//! never the one a compaction left as the thread's base nor one a fork loads its start from.
+//! [`compact`](crate::Store::compact) stores a snapshot of the latest version and, in the same
+//! transaction, drops the entries and snapshots before it. A missing or unreadable entry is an
+//! error (`store_corrupt_data`), never a shorter state.
+//!
+//! ## Types and versions
+//!
+//! Loading a thread as a type of another schema fingerprint fails with `state_schema_mismatch`,
+//! naming both fingerprints and the type, unless a [`Migration`](crate::migrate::Migration)
+//! registered with [`Store::with_migration`](crate::Store::with_migration) leads from the stored
+//! fingerprint to the type's (steps chain). It upgrades the JSON of states and updates as they
+//! are read; the new type can then append, and its entries record its fingerprint, so each row
+//! is read in its own schema. [`migrate_thread`](crate::Store::migrate_thread) rewrites a
+//! thread's rows in the new schema in one transaction (if a row fails to migrate, nothing is
+//! written and the error names the row), after which loads need no migration; a writer that read
+//! the thread before is refused on its next append. Updates are read as strictly as
+//! `Update::from_json`: a hand-edited entry with an unknown key is an error naming the entry.
+//!
+//! ## Durability
+//!
+//! SQLite runs in WAL mode with `synchronous=NORMAL` by default: a committed step survives a
+//! crash of the process (a test kills a writer with SIGKILL mid-loop and reopens the thread at
+//! its last committed version) and the database is never corrupted, but the last commits before a
+//! power loss or OS crash may be rolled back. `SqliteStore::open_with(path, Durability::Full)`
+//! syncs every commit. PostgreSQL: an append returns after the server's commit, which with its
+//! default `synchronous_commit=on` has flushed the WAL; `PostgresOptions { synchronous_commit:
+//! false, .. }` trades the last fraction of a second of commits on a server crash for latency.
+//!
+//! ## Drivers and threads of execution
+//!
+//! SQLite: `rusqlite` with SQLite compiled in (nothing to install). One connection serves the
+//! store, with prepared statements cached; every operation but an append runs on the
+//! connection's own thread, in one hop from the async caller, and a load streams its entries
+//! back in batches so that the caller replays while the rest is read. An append (a version check
+//! and an insert) runs on the caller's thread when the connection is free and the write lock is
+//! not held, otherwise on the connection's thread; `SqliteStore::with_inline_appends(false)`
+//! keeps every database call off the executor's threads. PostgreSQL: `tokio-postgres` with
+//! `deadpool-postgres`. The API is async on tokio; synchronous programs use
+//! [`blocking::BlockingStore`](crate::blocking::BlockingStore), which has the same methods
+//! without `.await` (called from inside an async runtime, it returns an error rather than block
+//! that runtime's thread).
+//!
+//! ## Tests and benchmarks
+//!
+//! `agentstate-store/tests/backends.rs` runs every case on SQLite and then, with
+//! `AGENTSTATE_POSTGRES_URL` set, on PostgreSQL (without it, it prints one line saying the
+//! PostgreSQL half was skipped; under `CI=true` that is a failure). The benchmarks and their
+//! figures are in `agentstate-store/benches/README.md`.

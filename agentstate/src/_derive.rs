@@ -185,6 +185,34 @@
 //! # Ok::<(), agentstate::Error>(())
 //! ```
 //!
+//! ### The generated update type
+//!
+//! `<Name>Update` has a public `Option` per field that updates can touch (`None` leaves the field
+//! alone), the base's update for an extension, and `overwrite: <Name>UpdateOverwrite`, the
+//! Overwrites (an `Option` per field; a field named `overwrite` moves it to `__overwrite`). It is
+//! `Default`, `Clone`, `PartialEq`, `Debug`, `Serialize` and `Deserialize` (its JSON has the
+//! state's keys, Overwrites as `"field.__overwrite__"`), and `#[must_use]`. Its `Debug` prints
+//! the entries that are set.
+//!
+//! ```
+//! use agentstate::AgentState;
+//!
+//! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+//! pub struct Research {
+//!     #[reducer(append)]
+//!     notes: Vec<String>,
+//!     title: String,
+//! }
+//!
+//! let update = ResearchUpdate::default().notes(vec!["a".into()]).overwrite_title("t".to_string());
+//! assert_eq!(update.notes.as_deref(), Some(&["a".to_string()][..]));
+//! assert_eq!(format!("{update:?}"), r#"ResearchUpdate { notes: ["a"], title.__overwrite__: "t" }"#);
+//! assert_eq!(
+//!     serde_json::to_string(&update).unwrap(),
+//!     r#"{"notes":["a"],"title.__overwrite__":"t"}"#
+//! );
+//! ```
+//!
 //! ## Extending a state: `#[agent_state(base)]`
 //!
 //! Subclass-style extension, as AgentFlow's `class OrderState(AgentState)`: one field, usually

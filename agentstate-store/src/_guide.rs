@@ -97,7 +97,10 @@
 //! (a stable hash of `State::schema()`), its initial state, a parent and fork version for a fork,
 //! and user metadata. An entry holds its version, kind (one update, or a parallel step: the
 //! branch updates and the fan-in mode, replayed with `merge_parallel`), time, node, run id, user
-//! metadata and the update. A database of an unknown store version is refused
+//! metadata and the update. In SQLite an entry's key is one integer, `tid * 2^32 + seq` (`tid`
+//! and `seq` are virtual columns beside it, so `SELECT seq, node, body FROM agentstate_entries
+//! WHERE tid = 1` works): a thread holds at most 2^32 - 1 versions and a database 2^31 threads
+//! (beyond, an append or a create fails naming the thread). A database of an unknown store version is refused
 //! (`store_version_unsupported`) before anything is written; older SQLite layouts are migrated
 //! when opened.
 //!

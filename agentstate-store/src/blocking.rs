@@ -4,7 +4,9 @@
 //!
 //! Call them from plain threads, not from async code: inside a tokio runtime they fail with
 //! [`StoreError::Backend`] instead of blocking that runtime's thread (use the async [`Store`]
-//! there; [`BlockingStore::store`] gives it).
+//! there; [`BlockingStore::store`] gives it). Creating, cloning and dropping a blocking store or
+//! thread handle is fine anywhere, inside a runtime too: the last one dropped shuts the owned
+//! runtime down without waiting when it is inside another runtime (where waiting would block).
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
@@ -39,33 +41,51 @@ use tokio::runtime::Runtime;
 #[derive(Debug, Clone)]
 pub struct BlockingStore<B> {
     store: Store<B>,
-    runtime: Arc<Runtime>,
+    runtime: Arc<OwnedRuntime>,
 }
 
 /// A [`Thread`] handle with blocking methods, from [`BlockingStore`].
 #[derive(Debug)]
 pub struct BlockingThread<S, B> {
     thread: Thread<S, B>,
-    runtime: Arc<Runtime>,
+    runtime: Arc<OwnedRuntime>,
+}
+
+/// The runtime a blocking store owns. Dropping a tokio runtime waits for its blocking tasks,
+/// which tokio refuses (with a panic) inside another runtime; there it is shut down without
+/// waiting instead.
+#[derive(Debug)]
+struct OwnedRuntime(Option<Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            }
+        }
+    }
 }
 
 /// Runs `future` on `runtime`, unless the caller is itself inside a tokio runtime.
-fn run<F: Future>(runtime: &Runtime, future: F) -> Result<F::Output, StoreError> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(StoreError::backend(
+fn run<F: Future>(runtime: &OwnedRuntime, future: F) -> Result<F::Output, StoreError> {
+    match &runtime.0 {
+        Some(runtime) if tokio::runtime::Handle::try_current().is_err() => {
+            Ok(runtime.block_on(future))
+        }
+        _ => Err(StoreError::backend(
             "tokio",
             "running a blocking store call",
             "it was called inside an async runtime, whose thread it would block; use the async Store there",
-        ));
+        )),
     }
-    Ok(runtime.block_on(future))
 }
 
-fn runtime() -> Result<Arc<Runtime>, StoreError> {
+fn runtime() -> Result<Arc<OwnedRuntime>, StoreError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map(Arc::new)
+        .map(|runtime| Arc::new(OwnedRuntime(Some(runtime))))
         .map_err(|e| StoreError::backend("tokio", "starting the blocking store's runtime", e))
 }
 

@@ -70,6 +70,56 @@ fn inside_an_async_runtime_it_refuses() {
     store.create("c", Counter::default(), Map::new()).unwrap();
 }
 
+/// Created, refused and dropped inside a runtime: the documented error, never a panic (the
+/// store's own runtime is shut down without waiting there).
+#[cfg(feature = "sqlite")]
+#[test]
+fn created_and_dropped_inside_an_async_runtime_it_does_not_panic() {
+    for flavor in ["current_thread", "multi_thread"] {
+        let runtime = match flavor {
+            "current_thread" => tokio::runtime::Builder::new_current_thread(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        }
+        .enable_all()
+        .build()
+        .unwrap();
+        // Made outside, with a thread handle; both dropped inside.
+        let outside = BlockingStore::open_in_memory().unwrap();
+        let handle = outside.create("c", Counter::default(), Map::new()).unwrap();
+        runtime.block_on(async move {
+            // Made inside: the documented error on use.
+            let inside = BlockingStore::open_in_memory().unwrap();
+            let err = inside.load::<Counter>("c").unwrap_err();
+            assert!(err.to_string().contains("async runtime"), "{err}");
+            drop(inside);
+            assert_eq!(handle.version(), 0);
+            drop(outside);
+            drop(handle); // the last owner of `outside`'s runtime
+        });
+        // A thread handle outliving its store, dropped inside a spawned task.
+        let store = BlockingStore::open_in_memory().unwrap();
+        let handle = store.create("c", Counter::default(), Map::new()).unwrap();
+        drop(store);
+        let task = runtime.spawn(async move { drop(handle) });
+        runtime.block_on(task).unwrap();
+    }
+}
+
+/// Connecting inside a runtime fails with the documented error (the runtime it made is dropped
+/// there too); no server is needed, since it fails before connecting.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_connect_inside_an_async_runtime_refuses_without_panicking() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = runtime.block_on(async {
+        BlockingStore::connect_with("postgres://nobody@127.0.0.1:1/none", Default::default())
+            .unwrap_err()
+    });
+    assert!(err.to_string().contains("async runtime"), "{err}");
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_from_a_plain_thread() {

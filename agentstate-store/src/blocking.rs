@@ -12,16 +12,19 @@
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //! use agentstate_store::blocking::BlockingStore;
-//! use agentstate_store::StepMeta;
+//! use agentstate_store::{HistoryQuery, StepMeta};
 //!
 //! let store = BlockingStore::open_in_memory()?;
 //! let mut chat = store.thread_or_create("chat-1", AgentState::default)?;
-//! let hello = AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]);
-//! assert_eq!(chat.merge(hello, StepMeta::node("user"))?, 1);
+//! assert_eq!(chat.merge(Message::text_message("Hello!", Role::User), StepMeta::node("user"))?, 1);
+//! chat.merge_with(StepMeta::node("bot"), |state| {
+//!     Ok(AgentStateUpdate::default().context_summary(Some(format!("{} message", state.context.len()))))
+//! })?;
 //!
-//! let (state, version) = store.load::<AgentState>("chat-1")?;
-//! assert_eq!((state.context.len(), version), (1, 1));
-//! assert_eq!(store.history("chat-1", 0, 10)?.len(), 1);
+//! let chat = store.load::<AgentState>("chat-1")?;
+//! assert_eq!((chat.state.context.len(), chat.version), (1, 2));
+//! assert_eq!(store.load_at::<AgentState>("chat-1", 1)?.state.context_summary, None);
+//! assert_eq!(store.history("chat-1", HistoryQuery::newest(1))?[0].node.as_deref(), Some("bot"));
 //! # Ok::<(), agentstate_store::StoreError>(())
 //! ```
 
@@ -29,8 +32,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::migrate::Migration;
 use crate::record::{EntryInfo, StepMeta, ThreadInfo, ThreadQuery};
-use crate::store::{Compaction, SnapshotPolicy, Store, StoredState};
-use crate::thread::Thread;
+use crate::store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};
+use crate::thread::{RetryPolicy, Thread};
+use agentstate::output::NodeOutput;
 use agentstate::update::FanIn;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -118,6 +122,28 @@ impl BlockingStore<crate::postgres::Postgres> {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl BlockingStore<crate::any::AnyBackend> {
+    /// Opens the store `url` names (`sqlite:PATH`, `sqlite::memory:`, `postgres://...`); see
+    /// [`AnyStore::open`](crate::AnyStore::open). A PostgreSQL pool's connections run on the
+    /// store's runtime, during its calls.
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::blocking::BlockingStore;
+    ///
+    /// let store = BlockingStore::open_url("sqlite::memory:")?;
+    /// store.create("t", AgentState::default())?;
+    /// assert_eq!(store.load::<AgentState>("t")?.version, 0);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn open_url(url: &str) -> Result<Self, StoreError> {
+        let runtime = runtime()?;
+        let store = run(&runtime, crate::AnyStore::open(url))??;
+        Ok(BlockingStore { store, runtime })
+    }
+}
+
 impl<B: Backend> BlockingStore<B> {
     /// Wraps an async store, with a runtime of its own.
     pub fn new(store: Store<B>) -> Result<Self, StoreError> {
@@ -136,6 +162,13 @@ impl<B: Backend> BlockingStore<B> {
     #[must_use]
     pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
         self.store = self.store.with_snapshot_policy(policy);
+        self
+    }
+
+    /// See [`Store::with_retry_policy`].
+    #[must_use]
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.store = self.store.with_retry_policy(policy);
         self
     }
 
@@ -158,9 +191,19 @@ impl<B: Backend> BlockingStore<B> {
         &self,
         id: &str,
         initial: S,
+    ) -> Result<BlockingThread<S, B>, StoreError> {
+        let thread = run(&self.runtime, self.store.create(id, initial))??;
+        Ok(self.handle(thread))
+    }
+
+    /// See [`Store::create_with`].
+    pub fn create_with<S: StoredState>(
+        &self,
+        id: &str,
+        initial: S,
         metadata: Map<String, Value>,
     ) -> Result<BlockingThread<S, B>, StoreError> {
-        let thread = run(&self.runtime, self.store.create(id, initial, metadata))??;
+        let thread = run(&self.runtime, self.store.create_with(id, initial, metadata))??;
         Ok(self.handle(thread))
     }
 
@@ -181,12 +224,12 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::load`].
-    pub fn load<S: StoredState>(&self, id: &str) -> Result<(S, u64), StoreError> {
+    pub fn load<S: StoredState>(&self, id: &str) -> Result<Versioned<S>, StoreError> {
         run(&self.runtime, self.store.load(id))?
     }
 
     /// See [`Store::load_at`].
-    pub fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<S, StoreError> {
+    pub fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<Versioned<S>, StoreError> {
         run(&self.runtime, self.store.load_at(id, seq))?
     }
 
@@ -196,8 +239,8 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::history`].
-    pub fn history(&self, id: &str, after: u64, limit: u32) -> Result<Vec<EntryInfo>, StoreError> {
-        run(&self.runtime, self.store.history(id, after, limit))?
+    pub fn history(&self, id: &str, query: HistoryQuery) -> Result<Vec<EntryInfo>, StoreError> {
+        run(&self.runtime, self.store.history(id, query))?
     }
 
     /// See [`Store::list`].
@@ -211,14 +254,22 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::fork`].
-    pub fn fork(
+    pub fn fork(&self, id: &str, seq: u64, new_id: &str) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.fork(id, seq, new_id))?
+    }
+
+    /// See [`Store::fork_with`].
+    pub fn fork_with(
         &self,
         id: &str,
         seq: u64,
         new_id: &str,
         metadata: Map<String, Value>,
     ) -> Result<ThreadInfo, StoreError> {
-        run(&self.runtime, self.store.fork(id, seq, new_id, metadata))?
+        run(
+            &self.runtime,
+            self.store.fork_with(id, seq, new_id, metadata),
+        )?
     }
 
     /// See [`Store::snapshot`].
@@ -259,8 +310,12 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
     }
 
     /// See [`Thread::merge`].
-    pub fn merge(&mut self, update: S::Update, meta: StepMeta) -> Result<u64, StoreError> {
-        run(&self.runtime, self.thread.merge(update, meta))?
+    pub fn merge(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: StepMeta,
+    ) -> Result<u64, StoreError> {
+        run(&self.runtime, self.thread.merge(output, meta))?
     }
 
     /// See [`Thread::merge_parallel`].
@@ -276,12 +331,19 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
         )?
     }
 
-    /// See [`Thread::merge_with`].
-    pub fn merge_with<F>(&mut self, meta: StepMeta, step: F) -> Result<u64, StoreError>
+    /// See [`Thread::merge_with`]; here `step` is a plain closure (as
+    /// [`Thread::merge_with_sync`]).
+    pub fn merge_with<F, O>(&mut self, meta: StepMeta, step: F) -> Result<u64, StoreError>
     where
-        F: FnMut(&S) -> Result<S::Update, StoreError>,
+        F: FnMut(&S) -> Result<O, StoreError>,
+        O: Into<NodeOutput<S::Update>>,
     {
-        run(&self.runtime, self.thread.merge_with(meta, step))?
+        run(&self.runtime, self.thread.merge_with_sync(meta, step))?
+    }
+
+    /// See [`Thread::set_retry_policy`].
+    pub fn set_retry_policy(&mut self, policy: RetryPolicy) {
+        self.thread.set_retry_policy(policy);
     }
 
     /// See [`Thread::reload`].

@@ -12,7 +12,7 @@ use agentstate_store::migrate::Migration;
 use agentstate_store::record::fingerprint;
 use agentstate_store::store::SnapshotPolicy;
 use agentstate_store::thread::Thread;
-use agentstate_store::{StepMeta, Store, StoreError, ThreadQuery};
+use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError, ThreadQuery, Versioned};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
 use std::collections::BTreeSet;
@@ -198,15 +198,12 @@ impl Open for agentstate_store::postgres::Postgres {
 
 async fn create_append_load<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let mut thread = store
-        .create("t", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut thread = store.create("t", Tally::default()).await.unwrap();
     for i in 1..=5 {
         let meta = StepMeta::node("count").run_id("run-1").with("i", json!(i));
         assert_eq!(thread.merge(step(i), meta).await.unwrap(), i);
     }
-    let (state, version) = store.load::<Tally>("t").await.unwrap();
+    let Versioned { state, version } = store.load::<Tally>("t").await.unwrap();
     assert_eq!(version, 5);
     assert_eq!(state.log, vec![1, 2, 3, 4, 5]);
     assert_eq!(&state, thread.state());
@@ -215,13 +212,13 @@ async fn create_append_load<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
     assert_eq!(
         store.load::<Tally>("t").await.unwrap(),
-        (thread.state().clone(), 5)
+        Versioned {
+            state: thread.state().clone(),
+            version: 5
+        }
     );
     // Creating it again is refused; an unknown thread is named.
-    let err = store
-        .create("t", Tally::default(), Map::new())
-        .await
-        .unwrap_err();
+    let err = store.create("t", Tally::default()).await.unwrap_err();
     assert_eq!(err.category(), "thread_exists", "{err}");
     let err = store.load::<Tally>("nope").await.unwrap_err();
     assert_eq!(err.category(), "thread_not_found", "{err}");
@@ -230,10 +227,7 @@ async fn create_append_load<B: Open>(db: Db) {
 
 async fn a_stale_writer_gets_a_conflict_and_writes_nothing<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let mut a = store
-        .create("t", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut a = store.create("t", Tally::default()).await.unwrap();
     let mut b = store.thread::<Tally>("t").await.unwrap();
     a.merge(step(1), StepMeta::default()).await.unwrap();
     let err = b.merge(step(2), StepMeta::default()).await.unwrap_err();
@@ -254,14 +248,17 @@ async fn a_stale_writer_gets_a_conflict_and_writes_nothing<B: Open>(db: Db) {
     );
     // Nothing written, and b's local state unchanged.
     assert_eq!(b.state().log, Vec::<u64>::new());
-    assert_eq!(store.load::<Tally>("t").await.unwrap().0.log, vec![1]);
+    assert_eq!(store.load::<Tally>("t").await.unwrap().state.log, vec![1]);
     // The retry helper reloads and decides again.
     let seq = b
-        .merge_with(StepMeta::default(), |s| Ok(step(s.log.len() as u64 + 10)))
+        .merge_with_sync(StepMeta::default(), |s| Ok(step(s.log.len() as u64 + 10)))
         .await
         .unwrap();
     assert_eq!(seq, 2);
-    assert_eq!(store.load::<Tally>("t").await.unwrap().0.log, vec![1, 11]);
+    assert_eq!(
+        store.load::<Tally>("t").await.unwrap().state.log,
+        vec![1, 11]
+    );
     // An update that does not merge writes nothing.
     let mut strict = store.thread::<Tally>("t").await.unwrap();
     let err = strict
@@ -281,10 +278,7 @@ async fn a_stale_writer_gets_a_conflict_and_writes_nothing<B: Open>(db: Db) {
 
 async fn parallel_steps_replay_exactly<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let mut t = store
-        .create("p", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut t = store.create("p", Tally::default()).await.unwrap();
     t.merge_parallel(
         vec![step(1), step(2), step(3)],
         FanIn::Ordered,
@@ -299,8 +293,14 @@ async fn parallel_steps_replay_exactly<B: Open>(db: Db) {
         .unwrap();
     expected.merge(step(4)).unwrap();
     assert_eq!(&expected, t.state());
-    assert_eq!(store.load::<Tally>("p").await.unwrap(), (expected, 2));
-    let history = store.history("p", 0, 10).await.unwrap();
+    assert_eq!(
+        store.load::<Tally>("p").await.unwrap(),
+        Versioned {
+            state: expected,
+            version: 2
+        }
+    );
+    let history = store.history("p", HistoryQuery::oldest(10)).await.unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(
         history[0].kind,
@@ -317,15 +317,15 @@ async fn time_travel_history_and_list<B: Open>(db: Db) {
         m
     };
     let mut t = store
-        .create("a", Tally::default(), meta("ann"))
+        .create_with("a", Tally::default(), meta("ann"))
         .await
         .unwrap();
     store
-        .create("b", Tally::default(), meta("bob"))
+        .create_with("b", Tally::default(), meta("bob"))
         .await
         .unwrap();
     store
-        .create("c", Tally::default(), meta("ann"))
+        .create_with("c", Tally::default(), meta("ann"))
         .await
         .unwrap();
     for i in 1..=30 {
@@ -335,14 +335,18 @@ async fn time_travel_history_and_list<B: Open>(db: Db) {
     }
     for seq in [0, 1, 17, 30] {
         let state = store.load_at::<Tally>("a", seq).await.unwrap();
-        assert_eq!(state.log, (1..=seq).collect::<Vec<_>>());
+        assert_eq!(state.state.log, (1..=seq).collect::<Vec<_>>());
+        assert_eq!(state.version, seq);
     }
     let err = store.load_at::<Tally>("a", 31).await.unwrap_err();
     assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
     // History pages.
-    let first = store.history("a", 0, 10).await.unwrap();
+    let first = store.history("a", HistoryQuery::oldest(10)).await.unwrap();
     let second = store
-        .history("a", first.last().unwrap().seq, 100)
+        .history(
+            "a",
+            HistoryQuery::oldest(100).after(first.last().unwrap().seq),
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -354,7 +358,11 @@ async fn time_travel_history_and_list<B: Open>(db: Db) {
     assert_eq!(second[0].extra.get("i"), Some(&json!(11)));
     assert!(second[0].bytes > 0);
     assert_eq!(
-        store.history("nope", 0, 10).await.unwrap_err().category(),
+        store
+            .history("nope", HistoryQuery::oldest(10))
+            .await
+            .unwrap_err()
+            .category(),
         "thread_not_found"
     );
     // Threads: paged, filtered.
@@ -388,14 +396,11 @@ async fn time_travel_history_and_list<B: Open>(db: Db) {
 
 async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let mut main = store
-        .create("main", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut main = store.create("main", Tally::default()).await.unwrap();
     for i in 1..=10 {
         main.merge(step(i), StepMeta::default()).await.unwrap();
     }
-    let info = store.fork("main", 4, "alt", Map::new()).await.unwrap();
+    let info = store.fork("main", 4, "alt").await.unwrap();
     assert_eq!(
         (info.version, info.parent.clone()),
         (4, Some(("main".to_owned(), 4)))
@@ -407,14 +412,17 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     );
     alt.merge(step(100), StepMeta::default()).await.unwrap();
     assert_eq!(
-        store.load::<Tally>("alt").await.unwrap().0.log,
+        store.load::<Tally>("alt").await.unwrap().state.log,
         vec![1, 2, 3, 4, 100]
     );
-    assert_eq!(store.load::<Tally>("main").await.unwrap().0.log.len(), 10);
-    // A fork of a fork.
-    store.fork("alt", 5, "alt2", Map::new()).await.unwrap();
     assert_eq!(
-        store.load::<Tally>("alt2").await.unwrap().0.log,
+        store.load::<Tally>("main").await.unwrap().state.log.len(),
+        10
+    );
+    // A fork of a fork.
+    store.fork("alt", 5, "alt2").await.unwrap();
+    assert_eq!(
+        store.load::<Tally>("alt2").await.unwrap().state.log,
         vec![1, 2, 3, 4, 100]
     );
     // History of a fork: the parent's entries up to the fork point, then its own, paged
@@ -426,7 +434,12 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     };
     let from = |seq: u64, thread: &str| (seq, thread.to_owned());
     assert_eq!(
-        seqs_from(&store.history("alt2", 0, 100).await.unwrap()),
+        seqs_from(
+            &store
+                .history("alt2", HistoryQuery::oldest(100))
+                .await
+                .unwrap()
+        ),
         [
             from(1, "main"),
             from(2, "main"),
@@ -438,7 +451,10 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     let mut paged = Vec::new();
     let mut after = 0;
     loop {
-        let page = store.history("alt", after, 2).await.unwrap();
+        let page = store
+            .history("alt", HistoryQuery::oldest(2).after(after))
+            .await
+            .unwrap();
         let Some(last) = page.last() else { break };
         after = last.seq;
         paged.push(seqs_from(&page));
@@ -453,13 +469,32 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     );
     // A fork's own entries: the page after its fork point; the parent's own history is its own.
     assert_eq!(
-        seqs_from(&store.history("alt", 4, 100).await.unwrap()),
+        seqs_from(
+            &store
+                .history("alt", HistoryQuery::oldest(100).after(4))
+                .await
+                .unwrap()
+        ),
         [from(5, "")]
     );
-    assert_eq!(store.history("main", 0, 100).await.unwrap().len(), 10);
-    assert_eq!(store.history("alt", 0, 0).await.unwrap().len(), 0);
+    assert_eq!(
+        store
+            .history("main", HistoryQuery::oldest(100))
+            .await
+            .unwrap()
+            .len(),
+        10
+    );
+    assert_eq!(
+        store
+            .history("alt", HistoryQuery::oldest(0))
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
     // Out of range; the parent cannot be deleted while forks refer to it.
-    let err = store.fork("main", 11, "bad", Map::new()).await.unwrap_err();
+    let err = store.fork("main", 11, "bad").await.unwrap_err();
     assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
     let err = store.delete("main").await.unwrap_err();
     assert_eq!(err.category(), "thread_has_forks", "{err}");
@@ -468,10 +503,13 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     let done = store.compact::<Tally>("main").await.unwrap();
     assert_eq!(done.snapshot, 11);
     assert_eq!(
-        store.load::<Tally>("alt").await.unwrap().0.log,
+        store.load::<Tally>("alt").await.unwrap().state.log,
         vec![1, 2, 3, 4, 100]
     );
-    assert_eq!(store.load::<Tally>("main").await.unwrap().0.log.len(), 11);
+    assert_eq!(
+        store.load::<Tally>("main").await.unwrap().state.log.len(),
+        11
+    );
 }
 
 async fn snapshots_and_compaction<B: Open>(db: Db) {
@@ -479,17 +517,14 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
         .await
         .unwrap()
         .with_snapshot_policy(SnapshotPolicy::every(8));
-    let mut t = store
-        .create("s", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut t = store.create("s", Tally::default()).await.unwrap();
     for i in 1..=50 {
         t.merge(step(i), StepMeta::default()).await.unwrap();
     }
     // Snapshots at 8, 16, ..., 48: every version still loads the same.
     for seq in [0, 7, 8, 9, 48, 50] {
         assert_eq!(
-            store.load_at::<Tally>("s", seq).await.unwrap().log,
+            store.load_at::<Tally>("s", seq).await.unwrap().state.log,
             (1..=seq).collect::<Vec<_>>()
         );
     }
@@ -504,9 +539,16 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     );
     let info = store.info("s").await.unwrap();
     assert_eq!((info.oldest, info.version), (50, 50));
-    assert_eq!(store.history("s", 0, 100).await.unwrap().len(), 0);
     assert_eq!(
-        store.load::<Tally>("s").await.unwrap().0.log,
+        store
+            .history("s", HistoryQuery::oldest(100))
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        store.load::<Tally>("s").await.unwrap().state.log,
         (1..=50).collect::<Vec<_>>()
     );
     let err = store.load_at::<Tally>("s", 10).await.unwrap_err();
@@ -517,18 +559,15 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     for i in 51..=66 {
         t.merge(step(i), StepMeta::default()).await.unwrap();
     }
-    assert_eq!(store.load::<Tally>("s").await.unwrap().0.log.len(), 66);
+    assert_eq!(store.load::<Tally>("s").await.unwrap().state.log.len(), 66);
     assert_eq!(
-        store.load_at::<Tally>("s", 51).await.unwrap().log,
+        store.load_at::<Tally>("s", 51).await.unwrap().state.log,
         (1..=51).collect::<Vec<_>>()
     );
     // The size rule: a snapshot once the journal outgrows the last one.
     let store =
         store.with_snapshot_policy(SnapshotPolicy::every(1_000).when_journal_outgrows(true));
-    let mut u = store
-        .create("u", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut u = store.create("u", Tally::default()).await.unwrap();
     for i in 1..=40 {
         u.merge(TallyUpdate::default().last(Some(i)), StepMeta::default())
             .await
@@ -537,34 +576,25 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     // Compaction cuts at the newest snapshot, which the size rule made recently.
     let done = store.compact::<Tally>("u").await.unwrap();
     assert_eq!(done.dropped, 40);
-    assert_eq!(store.load::<Tally>("u").await.unwrap().0.last, Some(40));
+    assert_eq!(store.load::<Tally>("u").await.unwrap().state.last, Some(40));
     // Only the newest snapshot is kept by default (`keep(1)`), so storage grows with the
     // journal, not with its square; `keep(2)` keeps the one before it too; and a fork keeps the
     // snapshot it loads its start from (its parent's newest at or before the fork point) even
     // when newer ones would push it out.
     let store = store.with_snapshot_policy(SnapshotPolicy::every(8));
-    let mut k = store
-        .create("k", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut k = store.create("k", Tally::default()).await.unwrap();
     merge_steps(&mut k, 1..=20).await;
     let kept2 = store
         .clone()
         .with_snapshot_policy(SnapshotPolicy::every(8).keep(2));
-    let mut k2 = kept2
-        .create("k2", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut k2 = kept2.create("k2", Tally::default()).await.unwrap();
     merge_steps(&mut k2, 1..=20).await;
-    let mut k3 = store
-        .create("k3", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut k3 = store.create("k3", Tally::default()).await.unwrap();
     merge_steps(&mut k3, 1..=10).await;
-    store.fork("k3", 10, "k3-fork", Map::new()).await.unwrap();
+    store.fork("k3", 10, "k3-fork").await.unwrap();
     merge_steps(&mut k3, 11..=20).await;
     assert_eq!(
-        store.load::<Tally>("k3-fork").await.unwrap().0.log,
+        store.load::<Tally>("k3-fork").await.unwrap().state.log,
         (1..=10).collect::<Vec<_>>()
     );
     // Spoil every snapshot's body: a read of a snapshot that is still there is refused.
@@ -575,18 +605,28 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     };
     // "k": version 9 replays from the start (the snapshot at 8 is gone); the latest reads 16.
     assert_eq!(
-        store.load_at::<Tally>("k", 9).await.unwrap().log,
+        store.load_at::<Tally>("k", 9).await.unwrap().state.log,
         (1..=9).collect::<Vec<_>>()
     );
-    spoiled(store.load::<Tally>("k").await.map(|(state, _)| state));
+    spoiled(store.load::<Tally>("k").await.map(|loaded| loaded.state));
     // "k2": version 9 reads the snapshot at 8; version 7 replays from the start.
-    spoiled(store.load_at::<Tally>("k2", 9).await);
+    spoiled(
+        store
+            .load_at::<Tally>("k2", 9)
+            .await
+            .map(|loaded| loaded.state),
+    );
     assert_eq!(
-        store.load_at::<Tally>("k2", 7).await.unwrap().log,
+        store.load_at::<Tally>("k2", 7).await.unwrap().state.log,
         (1..=7).collect::<Vec<_>>()
     );
     // The fork reads its parent's snapshot at 8.
-    spoiled(store.load::<Tally>("k3-fork").await.map(|(state, _)| state));
+    spoiled(
+        store
+            .load::<Tally>("k3-fork")
+            .await
+            .map(|loaded| loaded.state),
+    );
 }
 
 /// Merges `step(i)` for each `i` of `steps`, one entry each.
@@ -601,10 +641,7 @@ async fn merge_steps<B: Backend>(
 
 async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let mut t = store
-        .create("m", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut t = store.create("m", Tally::default()).await.unwrap();
     t.merge(step(1), StepMeta::default()).await.unwrap();
     t.merge(step(2), StepMeta::default()).await.unwrap();
     // Another state type: a named error.
@@ -625,7 +662,7 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
         rename,
         rename,
     ));
-    let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
+    let Versioned { state: v2, version } = store.load::<TallyV2>("m").await.unwrap();
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2], Some(2), 2));
     // The new type appends; its entries record its fingerprint, so they are not migrated again.
     let mut t2 = store.thread::<TallyV2>("m").await.unwrap();
@@ -635,13 +672,13 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     )
     .await
     .unwrap();
-    let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
+    let Versioned { state: v2, version } = store.load::<TallyV2>("m").await.unwrap();
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2, 3], Some(3), 3));
     // The old type cannot read the new type's entry (no migration back): a named error.
     let err = store.load::<Tally>("m").await.unwrap_err();
     assert_eq!(err.category(), "state_schema_mismatch", "{err}");
     assert_eq!(
-        store.load_at::<Tally>("m", 2).await.unwrap().log,
+        store.load_at::<Tally>("m", 2).await.unwrap().state.log,
         vec![1, 2]
     );
 }
@@ -662,10 +699,7 @@ async fn migrations_written_back<B: Open>(db: Db) {
         rename,
     ));
     // A thread of Tally rows: the initial state, entries (one a parallel step), a snapshot.
-    let mut t = plain
-        .create("w", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut t = plain.create("w", Tally::default()).await.unwrap();
     for i in 1..=3 {
         t.merge(step(i), StepMeta::default()).await.unwrap();
     }
@@ -695,8 +729,8 @@ async fn migrations_written_back<B: Open>(db: Db) {
             state
         );
     }
-    assert_eq!(before[4].log, [1, 2, 3, 4, 5]);
-    assert_eq!(before[4].latest, Some(5));
+    assert_eq!(before[4].state.log, [1, 2, 3, 4, 5]);
+    assert_eq!(before[4].state.latest, Some(5));
     // The old type's handle, read before, is refused (its entry would be read in the new
     // schema), and writes nothing; the old type no longer reads the thread.
     let err = t.merge(step(6), StepMeta::default()).await.unwrap_err();
@@ -713,12 +747,9 @@ async fn migrations_written_back<B: Open>(db: Db) {
     )
     .await
     .unwrap();
-    assert_eq!(plain.load::<TallyV2>("w").await.unwrap().0.log.len(), 6);
+    assert_eq!(plain.load::<TallyV2>("w").await.unwrap().state.log.len(), 6);
     // A migration that fails on one row writes nothing, and names the row.
-    let mut z = plain
-        .create("z", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    let mut z = plain.create("z", Tally::default()).await.unwrap();
     for i in 1..=3 {
         z.merge(step(i), StepMeta::default()).await.unwrap();
     }
@@ -739,7 +770,10 @@ async fn migrations_written_back<B: Open>(db: Db) {
         plain.info("z").await.unwrap().fingerprint,
         fingerprint::<Tally>()
     );
-    assert_eq!(plain.load::<Tally>("z").await.unwrap().0.log, vec![1, 2, 3]);
+    assert_eq!(
+        plain.load::<Tally>("z").await.unwrap().state.log,
+        vec![1, 2, 3]
+    );
     z.merge(step(4), StepMeta::default()).await.unwrap();
 }
 
@@ -756,10 +790,7 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
         ("x6", 200),
         ("x7", 200),
     ] {
-        let mut t = store
-            .create(id, Tally::default(), Map::new())
-            .await
-            .unwrap();
+        let mut t = store.create(id, Tally::default()).await.unwrap();
         for i in 1..=n {
             t.merge(step(i), StepMeta::default()).await.unwrap();
         }
@@ -788,13 +819,16 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
         assert!(err.to_string().contains(needle), "{id}: {err}");
         assert!(err.to_string().contains(&format!("`{id}`")), "{err}");
         // Versions before the bad row still load.
-        assert_eq!(store.load_at::<Tally>(id, 1).await.unwrap().log, vec![1]);
+        assert_eq!(
+            store.load_at::<Tally>(id, 1).await.unwrap().state.log,
+            vec![1]
+        );
     }
     let err = store.load::<Tally>("x5").await.unwrap_err();
     assert_eq!(err.category(), "store_corrupt_data", "{err}");
     assert!(err.to_string().contains("entry 150 is missing"), "{err}");
     let before = store.load_at::<Tally>("x5", 149).await.unwrap();
-    assert_eq!(before.log, (1..=149).collect::<Vec<u64>>());
+    assert_eq!(before.state.log, (1..=149).collect::<Vec<u64>>());
     // x7's bad entry, in a later batch, fails as x2's in the first.
     let corrupt = |err: StoreError| match err {
         StoreError::Corrupt { what, reason, .. } => (what, reason),
@@ -804,10 +838,10 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     let (_, x2_reason) = corrupt(store.load::<Tally>("x2").await.unwrap_err());
     assert_eq!((what.as_str(), &reason), ("entry 180", &x2_reason));
     let before = store.load_at::<Tally>("x7", 179).await.unwrap();
-    assert_eq!(before.log, (1..=179).collect::<Vec<u64>>());
+    assert_eq!(before.state.log, (1..=179).collect::<Vec<u64>>());
     // x6's latest version loads from its snapshot; the versions between the last entry left
     // and the snapshot are a gap.
-    assert_eq!(store.load::<Tally>("x6").await.unwrap().1, 200);
+    assert_eq!(store.load::<Tally>("x6").await.unwrap().version, 200);
     let err = store.load_at::<Tally>("x6", 199).await.unwrap_err();
     assert_eq!(err.category(), "store_corrupt_data", "{err}");
     assert!(
@@ -858,10 +892,7 @@ async fn racing_tasks<B: Open>(db: Db) {
     const TASKS: u64 = 8;
     const EACH: u64 = 1_000;
     let store = race_store::<B>(&db).await;
-    store
-        .create("race", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    store.create("race", Tally::default()).await.unwrap();
     let mut tasks = Vec::new();
     for task in 0..TASKS {
         let store = store.clone();
@@ -891,7 +922,7 @@ async fn check_race<B: Backend>(store: &Store<B>, id: &str, mut won: Vec<(u64, u
     let seqs: BTreeSet<u64> = won.iter().map(|(s, _)| *s).collect();
     assert_eq!(seqs.len() as u64, n, "a version was given twice");
     assert_eq!(seqs, (1..=n).collect::<BTreeSet<_>>());
-    let (state, version) = store.load::<Tally>(id).await.unwrap();
+    let Versioned { state, version } = store.load::<Tally>(id).await.unwrap();
     assert_eq!(version, n);
     let replay =
         agentstate::journal::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v)))
@@ -906,10 +937,7 @@ async fn check_race<B: Backend>(store: &Store<B>, id: &str, mut won: Vec<(u64, u
 async fn racing_processes<B: Open>(db: Db) {
     const EACH: u64 = 1_000;
     let store = race_store::<B>(&db).await;
-    store
-        .create("procs", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    store.create("procs", Tally::default()).await.unwrap();
     // Both start appending at the same moment, once both have started.
     let start = agentstate_now_ms() + 500;
     let children: Vec<_> = (0..2)
@@ -974,10 +1002,7 @@ async fn child_race<B: Open>(db: Db, process: u64, each: u64) {
 /// last committed version, and takes appends again.
 async fn crash<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    store
-        .create("crash", Tally::default(), Map::new())
-        .await
-        .unwrap();
+    store.create("crash", Tally::default()).await.unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env(
             "AGENTSTATE_STORE_CHILD",
@@ -998,7 +1023,7 @@ async fn crash<B: Open>(db: Db) {
     child.wait().unwrap();
     drop(store);
     let store = B::open(&db).await.unwrap();
-    let (state, version) = store.load::<Tally>("crash").await.unwrap();
+    let Versioned { state, version } = store.load::<Tally>("crash").await.unwrap();
     assert!(version >= 200);
     assert_eq!(state.log, (1..=version).collect::<Vec<_>>());
     let mut thread = store.thread::<Tally>("crash").await.unwrap();

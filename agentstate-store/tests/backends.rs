@@ -1073,6 +1073,339 @@ async fn a_chat_round_trips<B: Open>(db: Db) {
     assert_eq!(again.state().context[9].text(), "answer 4");
 }
 
+/// Newest-first pages, `before` and `after` bounds, through two fork points: every way of
+/// paging lists the same entries as one oldest-first page of all.
+async fn history_pages_both_ways<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut main = store.create("main", Tally::default()).await.unwrap();
+    for i in 1..=10 {
+        main.merge(step(i), StepMeta::node(format!("main{i}")))
+            .await
+            .unwrap();
+    }
+    store.fork("main", 4, "alt").await.unwrap();
+    let mut alt = store.thread::<Tally>("alt").await.unwrap();
+    for i in 5..=7 {
+        alt.merge(step(100 + i), StepMeta::node(format!("alt{i}")))
+            .await
+            .unwrap();
+    }
+    store.fork("alt", 6, "alt2").await.unwrap();
+    let mut alt2 = store.thread::<Tally>("alt2").await.unwrap();
+    for i in 7..=9 {
+        alt2.merge(step(200 + i), StepMeta::node(format!("alt2_{i}")))
+            .await
+            .unwrap();
+    }
+    let nodes = |page: &[agentstate_store::record::EntryInfo]| {
+        page.iter()
+            .map(|e| e.node.clone().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let all = store
+        .history("alt2", HistoryQuery::oldest(100))
+        .await
+        .unwrap();
+    assert_eq!(
+        nodes(&all),
+        ["main1", "main2", "main3", "main4", "alt5", "alt6", "alt2_7", "alt2_8", "alt2_9"]
+    );
+    // Newest first, in pages of 2 (each page read before the next): the same, reversed.
+    for size in [1, 2, 4, 9, 20] {
+        let mut pages = Vec::new();
+        let mut query = HistoryQuery::newest(size);
+        loop {
+            let page = store.history("alt2", query).await.unwrap();
+            assert!(page.len() <= size as usize);
+            let Some(last) = page.last() else { break };
+            query = query.before(last.seq);
+            pages.extend(page);
+        }
+        let mut reversed = all.clone();
+        reversed.reverse();
+        assert_eq!(pages, reversed, "pages of {size}");
+    }
+    // The newest page names where each entry lives.
+    let newest = store
+        .history("alt2", HistoryQuery::newest(4))
+        .await
+        .unwrap();
+    assert_eq!(nodes(&newest), ["alt2_9", "alt2_8", "alt2_7", "alt6"]);
+    assert_eq!(newest[3].inherited_from.as_deref(), Some("alt"));
+    // Both bounds, both orders.
+    let window = HistoryQuery::oldest(100).after(2).before(8);
+    assert_eq!(
+        nodes(&store.history("alt2", window).await.unwrap()),
+        ["main3", "main4", "alt5", "alt6", "alt2_7"]
+    );
+    let window = HistoryQuery::newest(3).after(2).before(8);
+    assert_eq!(
+        nodes(&store.history("alt2", window).await.unwrap()),
+        ["alt2_7", "alt6", "alt5"]
+    );
+    // An oldest-first page that ends before a fork point, and empty ranges.
+    assert_eq!(
+        nodes(
+            &store
+                .history("alt2", HistoryQuery::oldest(100).before(3))
+                .await
+                .unwrap()
+        ),
+        ["main1", "main2"]
+    );
+    for empty in [
+        HistoryQuery::newest(10).before(1),
+        HistoryQuery::oldest(10).after(9),
+        HistoryQuery::newest(10).after(5).before(6),
+        HistoryQuery::newest(0),
+    ] {
+        assert_eq!(store.history("alt2", empty).await.unwrap(), vec![]);
+    }
+    // The parent's own newest page is its own entries.
+    assert_eq!(
+        nodes(
+            &store
+                .history("main", HistoryQuery::newest(2))
+                .await
+                .unwrap()
+        ),
+        ["main10", "main9"]
+    );
+    let err = store
+        .history("nope", HistoryQuery::newest(1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+}
+
+/// A node's output goes into `merge` as it is: messages, a tool result, several, or nothing
+/// (an empty step), each one entry that replays to the same state.
+async fn node_output_merges_in_one_call<B: Open>(db: Db) {
+    use agentstate::message::{Message, Role};
+    use agentstate::output::{NodeOutput, ToolResult};
+    let store = B::open(&db).await.unwrap();
+    let mut chat = store.create("chat", AgentState::default()).await.unwrap();
+    let user = Message::text_message("2 + 2?", Role::User);
+    assert_eq!(chat.merge(user, StepMeta::node("user")).await.unwrap(), 1);
+    let out: Vec<NodeOutput<AgentStateUpdate>> = vec![
+        ToolResult::new(
+            Message::tool_result("call_1", "4"),
+            // A tool result's update cannot wipe the context: only its message is added.
+            AgentStateUpdate::default()
+                .context(vec![])
+                .context_summary(Some("arithmetic".into())),
+        )
+        .into(),
+        Message::text_message("It is 4.", Role::Assistant).into(),
+    ];
+    assert_eq!(chat.merge(out, StepMeta::node("agent")).await.unwrap(), 2);
+    assert_eq!(chat.merge((), StepMeta::node("idle")).await.unwrap(), 3);
+    let state = chat.state();
+    assert_eq!(state.context.len(), 3);
+    assert_eq!(state.context[1].text(), "4");
+    assert_eq!(state.context[2].text(), "It is 4.");
+    assert_eq!(state.context_summary.as_deref(), Some("arithmetic"));
+    // The same as applying the outputs to the state in memory, and as the replay.
+    let loaded = store.load::<AgentState>("chat").await.unwrap();
+    assert_eq!((&loaded.state, loaded.version), (chat.state(), 3));
+    let history = store
+        .history("chat", HistoryQuery::oldest(10))
+        .await
+        .unwrap();
+    assert_eq!(history[2].node.as_deref(), Some("idle"));
+    assert_eq!(
+        store.load_at::<AgentState>("chat", 2).await.unwrap().state,
+        loaded.state
+    );
+}
+
+/// `merge_with` with an async step: it retries on conflicts, as its policy says, and after the
+/// last try fails naming the thread and the tries, having written nothing; a step's own error
+/// ends it at once; its future is `Send`.
+async fn merge_with_async_steps_and_retries<B: Open>(db: Db) {
+    use agentstate_store::RetryPolicy;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("t", Tally::default()).await.unwrap();
+    t.merge(step(1), StepMeta::default()).await.unwrap();
+    // A step that awaits, reading only what it took from the state.
+    let seq = t
+        .merge_with(StepMeta::node("async"), |s| {
+            let n = s.log.len() as u64;
+            async move {
+                tokio::task::yield_now().await;
+                Ok(step(n + 1))
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!((seq, &t.state().log), (2, &vec![1, 2]));
+
+    // Every try loses to another writer that appends while the step awaits.
+    let other = Arc::new(tokio::sync::Mutex::new(
+        store.thread::<Tally>("t").await.unwrap(),
+    ));
+    let tries = Arc::new(AtomicU32::new(0));
+    t.set_retry_policy(
+        RetryPolicy::default()
+            .max_attempts(3)
+            .backoff(Duration::from_millis(1), Duration::from_millis(2)),
+    );
+    let step_fn = |s: &Tally| {
+        let (other, tries, seen) = (Arc::clone(&other), Arc::clone(&tries), s.log.len());
+        async move {
+            tries.fetch_add(1, Ordering::SeqCst);
+            let mut other = other.lock().await;
+            other.reload().await?;
+            other.merge(step(900), StepMeta::node("other")).await?;
+            Ok(step(seen as u64))
+        }
+    };
+    let call = t.merge_with(StepMeta::node("loser"), step_fn);
+    fn assert_send<T: Send>(value: T) -> T {
+        value
+    }
+    let err = assert_send(call).await.unwrap_err();
+    assert_eq!(tries.load(Ordering::SeqCst), 3);
+    assert_eq!(err.category(), "state_write_conflict", "{err}");
+    assert!(err.is_conflict());
+    match &err {
+        StoreError::RetriesExhausted {
+            thread, attempts, ..
+        } => assert_eq!((thread.as_str(), *attempts), ("t", 3)),
+        other => panic!("expected RetriesExhausted, got {other}"),
+    }
+    assert!(
+        err.to_string()
+            .starts_with("gave up writing to thread `t` after 3 tries"),
+        "{err}"
+    );
+    let history = store.history("t", HistoryQuery::oldest(100)).await.unwrap();
+    assert!(history.iter().all(|e| e.node.as_deref() != Some("loser")));
+    assert_eq!(store.info("t").await.unwrap().version, 5);
+
+    // A step's own error ends the call at once, without a retry.
+    tries.store(0, Ordering::SeqCst);
+    let err = t
+        .merge_with(StepMeta::default(), |_| {
+            let tries = Arc::clone(&tries);
+            async move {
+                tries.fetch_add(1, Ordering::SeqCst);
+                Err::<TallyUpdate, _>(StoreError::ThreadNotFound {
+                    thread: "model".into(),
+                })
+            }
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.category(), tries.load(Ordering::SeqCst)),
+        ("thread_not_found", 1)
+    );
+
+    // A handle's policy survives a reload that reads the thread afresh.
+    store.compact::<Tally>("t").await.unwrap();
+    t.reload().await.unwrap();
+    assert_eq!(t.retry_policy().attempts(), 3);
+    assert_eq!(
+        store.thread::<Tally>("t").await.unwrap().retry_policy(),
+        store.retry_policy()
+    );
+}
+
+/// Dropping a `merge_with` future part way (cancellation) writes nothing half: the thread and
+/// the handle, once reloaded, agree, and the next merge goes in.
+async fn a_dropped_merge_writes_nothing_half<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("t", Tally::default()).await.unwrap();
+    for polls in [0, 1, 2, 5, 50] {
+        {
+            let call = t.merge_with(StepMeta::default(), |s| {
+                let n = s.log.len() as u64;
+                async move {
+                    tokio::task::yield_now().await;
+                    Ok(step(n + 1))
+                }
+            });
+            let mut call = std::pin::pin!(call);
+            for _ in 0..polls {
+                let _ = futures_poll_once(call.as_mut()).await;
+            }
+        }
+        t.reload().await.unwrap();
+        let loaded = store.load::<Tally>("t").await.unwrap();
+        assert_eq!((&loaded.state, loaded.version), (t.state(), t.version()));
+        assert_eq!(
+            loaded.state.log,
+            (1..=loaded.version).collect::<Vec<_>>(),
+            "a step was written twice or half"
+        );
+    }
+    let v = t.version();
+    assert_eq!(
+        t.merge(step(v + 1), StepMeta::default()).await.unwrap(),
+        v + 1
+    );
+}
+
+/// Polls `future` once.
+async fn futures_poll_once<F: Future + Unpin>(mut future: F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut future).poll(cx)))
+        .await
+}
+
+/// 16 writers race on one thread with `merge_with` and the default retry policy: every call
+/// succeeds, in few tries (without the backoff, a call needed up to 64), and no update is lost.
+async fn sixteen_writers_with_the_default_policy<B: Open>(db: Db) {
+    const WRITERS: u64 = 16;
+    const EACH: u64 = 10;
+    let store = race_store::<B>(&db).await;
+    store.create("race16", Tally::default()).await.unwrap();
+    let mut tasks = Vec::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut thread = store.thread::<Tally>("race16").await.unwrap();
+            let mut tries = Vec::new();
+            for i in 0..EACH {
+                let mut n = 0;
+                thread
+                    .merge_with_sync(StepMeta::default(), |_| {
+                        n += 1;
+                        Ok(step(writer * 1_000 + i))
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {writer} step {i}: {e}"));
+                tries.push(n);
+            }
+            tries
+        }));
+    }
+    let mut tries = Vec::new();
+    for task in tasks {
+        tries.extend(task.await.unwrap());
+    }
+    let loaded = store.load::<Tally>("race16").await.unwrap();
+    assert_eq!(loaded.version, WRITERS * EACH);
+    let mut values = loaded.state.log.clone();
+    values.sort();
+    let mut expected: Vec<u64> = (0..WRITERS)
+        .flat_map(|w| (0..EACH).map(move |i| w * 1_000 + i))
+        .collect();
+    expected.sort();
+    assert_eq!(values, expected, "an update was lost or written twice");
+    let most = *tries.iter().max().unwrap();
+    let mean = tries.iter().sum::<u32>() as f64 / tries.len() as f64;
+    assert!(most <= store.retry_policy().attempts());
+    // About 2 on PostgreSQL, 1.3 on SQLite (5.7 and 2.5 without the pauses).
+    assert!(mean < 4.0, "{mean} tries on average");
+    println!(
+        "    16 writers: {} calls, {mean:.1} tries on average, {most} at most",
+        tries.len()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The runner.
 
@@ -1098,6 +1431,11 @@ where
         migrations_written_back,
         bad_data_is_a_named_error,
         a_chat_round_trips,
+        history_pages_both_ways,
+        node_output_merges_in_one_call,
+        merge_with_async_steps_and_retries,
+        a_dropped_merge_writes_nothing_half,
+        sixteen_writers_with_the_default_policy,
         racing_tasks,
         racing_processes,
         crash,

@@ -193,6 +193,24 @@ impl Open for agentstate_store::postgres::Postgres {
     }
 }
 
+/// The store for a backend chosen at run time, over either database: the suite's cases run
+/// on it too (but the races, whose child processes open the typed stores).
+impl Open for agentstate_store::any::AnyBackend {
+    async fn open(db: &Db) -> Result<Store<Self>, StoreError> {
+        match db {
+            Db::Sqlite(path) => {
+                agentstate_store::AnyStore::open(&format!("sqlite:{}", path.display())).await
+            }
+            #[cfg(feature = "postgres")]
+            Db::Postgres { .. } => agentstate_store::postgres::Postgres::open(db)
+                .await
+                .map(Into::into),
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("backend not compiled in"),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The cases.
 
@@ -1442,6 +1460,16 @@ where
     ]
 }
 
+/// The cases [`AnyBackend`](agentstate_store::any::AnyBackend) runs: all but the races and the
+/// crash (their child processes use the typed stores).
+fn any_cases() -> Vec<(&'static str, Case)> {
+    let skip = ["racing_tasks", "racing_processes", "crash"];
+    all_cases::<agentstate_store::any::AnyBackend>()
+        .into_iter()
+        .filter(|(name, _)| !skip.contains(name))
+        .collect()
+}
+
 fn agentstate_now_ms() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -1508,14 +1536,19 @@ fn main() {
     #[cfg(feature = "sqlite")]
     {
         let dir = std::env::temp_dir();
-        for (name, case) in all_cases::<agentstate_store::sqlite::Sqlite>() {
+        let typed = all_cases::<agentstate_store::sqlite::Sqlite>();
+        let cases = typed
+            .into_iter()
+            .map(|(name, case)| ("sqlite    ", name, case))
+            .chain(any_cases().into_iter().map(|(n, c)| ("sqlite/any", n, c)));
+        for (backend, name, case) in cases {
             if !selected(name) {
                 continue;
             }
             let path = dir.join(format!("{}.db", unique(name)));
             let started = Instant::now();
             rt.block_on(case(Db::Sqlite(path.clone())));
-            println!("sqlite   {name} ... ok ({:.2?})", started.elapsed());
+            println!("{backend} {name} ... ok ({:.2?})", started.elapsed());
             for suffix in ["", "-wal", "-shm"] {
                 let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
             }
@@ -1550,7 +1583,12 @@ fn run_postgres(
         tokio::spawn(conn);
         client
     });
-    for (name, case) in all_cases::<agentstate_store::postgres::Postgres>() {
+    let typed = all_cases::<agentstate_store::postgres::Postgres>();
+    let cases = typed
+        .into_iter()
+        .map(|(name, case)| ("postgres    ", name, case))
+        .chain(any_cases().into_iter().map(|(n, c)| ("postgres/any", n, c)));
+    for (backend, name, case) in cases {
         if !selected(name) {
             continue;
         }
@@ -1560,7 +1598,7 @@ fn run_postgres(
             url: url.to_owned(),
             schema: schema.clone(),
         }));
-        println!("postgres {name} ... ok ({:.2?})", started.elapsed());
+        println!("{backend} {name} ... ok ({:.2?})", started.elapsed());
         rt.block_on(admin.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")))
             .unwrap();
         *ran += 1;

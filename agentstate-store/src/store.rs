@@ -227,8 +227,10 @@ impl HistoryQuery {
     }
 }
 
-/// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`). Cheap to clone;
-/// clones share the database.
+/// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`, or
+/// [`AnyStore`](crate::any::AnyStore) for a backend chosen at run time). Cheap to clone; clones
+/// share the database. Every operation's future is `Send`; dropping it cancels the operation,
+/// and each write is one transaction, so a cancelled write is either whole or absent.
 #[derive(Debug)]
 pub struct Store<B> {
     pub(crate) backend: Arc<B>,

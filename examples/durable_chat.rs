@@ -1,8 +1,9 @@
 //! A chat that survives restarts: its turns are kept in `./agentstate.db` as a journal of
 //! updates. Run `cargo run --example durable_chat` twice: the second run resumes the first's
 //! turns and adds its own. Inspect the file with `sqlite3 agentstate.db 'select * from
-//! agentstate_entries'`. Set `AGENTSTATE_DATABASE` to use another store, e.g.
-//! `postgres://postgres@127.0.0.1:5432/test` (with the `postgres` feature) or `sqlite::memory:`.
+//! agentstate_entries'`. Set `AGENTSTATE_DATABASE` to use another store (see `AnyStore::open`):
+//! `sqlite::memory:`, or `postgres://postgres@127.0.0.1:5432/test` with `--features
+//! agentstate-store/postgres`.
 
 use agentstate::message::{Message, Role};
 use agentstate::state::AgentState;

@@ -165,8 +165,8 @@ impl Store<AnyBackend> {
     /// - `postgres://...` or `postgresql://...`: a PostgreSQL database, with the default
     ///   options (see [`PostgresStore::connect`](crate::PostgresStore::connect)).
     ///
-    /// A backend whose feature is off, or another scheme, is a [`StoreError::Backend`] naming
-    /// the scheme. For a backend's own options (durability, a schema, a pool size), open the
+    /// A backend whose feature is off, another scheme, or options in a SQLite URL (`?mode=...`)
+    /// are a [`StoreError::Backend`] naming the scheme. For a backend's own options (durability, a schema, a pool size), open the
     /// typed store and convert it: `AnyStore::from(PostgresStore::connect_with(..).await?)`.
     ///
     /// ```
@@ -190,6 +190,12 @@ impl Store<AnyBackend> {
                 let store = match rest.strip_prefix("//").unwrap_or(rest) {
                     ":memory:" => crate::SqliteStore::open_in_memory()?,
                     "" => return Err(unsupported(url, "it names no database file")),
+                    path if path.contains('?') => {
+                        return Err(unsupported(
+                            url,
+                            "SQLite URLs take no options (`?...`): open a SqliteStore with its options and convert it",
+                        ))
+                    }
                     path => crate::SqliteStore::open(path)?,
                 };
                 return Ok(store.into());

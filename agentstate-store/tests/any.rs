@@ -53,6 +53,7 @@ fn a_url_naming_no_backend_is_a_named_error_without_its_password() {
         for (url, scheme, why) in [
             ("mysql://root:hunter2@db/app", "`mysql`", "names no backend"),
             ("sqlite:", "`sqlite`", "no database file"),
+            ("sqlite://chat.db?mode=rwc", "`sqlite`", "take no options"),
             ("chat.db", "``", "names no backend"),
         ] {
             let err = AnyStore::open(url).await.unwrap_err();

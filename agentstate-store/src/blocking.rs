@@ -321,13 +321,13 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
     /// See [`Thread::merge_parallel`].
     pub fn merge_parallel(
         &mut self,
-        updates: Vec<S::Update>,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
         run(
             &self.runtime,
-            self.thread.merge_parallel(updates, mode, meta),
+            self.thread.merge_parallel(outputs, mode, meta),
         )?
     }
 

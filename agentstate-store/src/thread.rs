@@ -243,15 +243,42 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         self.commit(EntryKind::Update, body, meta, plan).await
     }
 
-    /// Merges the updates of a step's parallel branches (see `State::merge_parallel`) and
-    /// appends them as one entry holding every branch update and the fan-in mode, so a replay
-    /// is exact.
+    /// Merges the outputs of a step's parallel branches (see `State::merge_parallel`; each an
+    /// update or any [`NodeOutput`], as in [`merge`](Thread::merge); branches that output
+    /// nothing are left out) and appends them as one entry holding every branch update and the
+    /// fan-in mode, so a replay is exact.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::output::{NodeOutput, ToolResult};
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate::update::FanIn;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let branches: Vec<NodeOutput<AgentStateUpdate>> = vec![
+    ///     ToolResult::message_only(Message::tool_result("call_1", "sunny")).into(),
+    ///     ToolResult::message_only(Message::tool_result("call_2", "12 °C")).into(),
+    ///     ().into(), // a branch with nothing to say
+    /// ];
+    /// assert_eq!(chat.merge_parallel(branches, FanIn::Ordered, StepMeta::node("tools")).await?, 1);
+    /// assert_eq!(chat.state().context.len(), 2);
+    /// assert_eq!(store.load::<AgentState>("chat").await?.state, *chat.state());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn merge_parallel(
         &mut self,
-        updates: Vec<S::Update>,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
+        let mut updates = Vec::new();
+        for output in outputs {
+            updates.extend(output.into().into_update(S::compose)?);
+        }
         let body = to_json(&self.id, &updates)?;
         let mut combined: Option<S::Update> = None;
         for update in updates {

@@ -1220,6 +1220,31 @@ async fn node_output_merges_in_one_call<B: Open>(db: Db) {
     assert_eq!(chat.merge((), StepMeta::node("idle")).await.unwrap(), 3);
     let state = chat.state();
     assert_eq!(state.context.len(), 3);
+    // Parallel branches' outputs: one entry; a branch with nothing is left out.
+    let branches: Vec<NodeOutput<AgentStateUpdate>> = vec![
+        Message::text_message("left", Role::Assistant).into(),
+        ().into(),
+        AgentStateUpdate::default()
+            .context_summary(Some("right".into()))
+            .into(),
+    ];
+    let mut original = store.thread::<AgentState>("chat").await.unwrap();
+    store.fork("chat", 3, "chat-par").await.unwrap();
+    let mut par = store.thread::<AgentState>("chat-par").await.unwrap();
+    assert_eq!(
+        par.merge_parallel(branches, FanIn::Strict, StepMeta::node("fan"))
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(par.state().context.len(), 4);
+    assert_eq!(par.state().context_summary.as_deref(), Some("right"));
+    assert_eq!(
+        &store.load::<AgentState>("chat-par").await.unwrap().state,
+        par.state()
+    );
+    original.reload().await.unwrap();
+    assert_eq!(original.version(), 3); // the fork wrote only to itself
     assert_eq!(state.context[1].text(), "4");
     assert_eq!(state.context[2].text(), "It is 4.");
     assert_eq!(state.context_summary.as_deref(), Some("arithmetic"));

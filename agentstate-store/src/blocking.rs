@@ -1,6 +1,9 @@
 //! The store for synchronous programs: [`BlockingStore`] and [`BlockingThread`] have the
 //! methods of [`Store`] and [`Thread`], each running to completion on a current-thread tokio
-//! runtime the store owns (shared by its clones and thread handles).
+//! runtime the store owns (shared by its clones and thread handles). Open one with
+//! [`BlockingStore::open`], [`open_in_memory`](BlockingStore::open_in_memory),
+//! `connect_with` (PostgreSQL), [`open_url`](BlockingStore::open_url) (the backend a URL names)
+//! or [`new`](BlockingStore::new) (around an async store).
 //!
 //! Call them from plain threads, not from async code: inside a tokio runtime they fail with
 //! [`StoreError::Backend`] instead of blocking that runtime's thread (use the async [`Store`]
@@ -339,6 +342,11 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
         O: Into<NodeOutput<S::Update>>,
     {
         run(&self.runtime, self.thread.merge_with_sync(meta, step))?
+    }
+
+    /// See [`Thread::retry_policy`].
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.thread.retry_policy()
     }
 
     /// See [`Thread::set_retry_policy`].

@@ -1373,7 +1373,9 @@ async fn a_dropped_merge_writes_nothing_half<B: Open>(db: Db) {
             });
             let mut call = std::pin::pin!(call);
             for _ in 0..polls {
-                let _ = futures_poll_once(call.as_mut()).await;
+                if futures_poll_once(call.as_mut()).await.is_ready() {
+                    break;
+                }
             }
         }
         t.reload().await.unwrap();

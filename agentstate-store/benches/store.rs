@@ -25,7 +25,7 @@ use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate_store::backend::Backend;
 use agentstate_store::store::SnapshotPolicy;
-use agentstate_store::{SqliteStore, StepMeta, Store, Thread};
+use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, Store, Thread};
 use divan::Bencher;
 use std::path::{Path, PathBuf};
 use tokio::runtime::Runtime;
@@ -44,7 +44,7 @@ fn load_ratio(pairs: usize) {
     let rt = runtime();
     let path = temp_db("ratio");
     let store = chat_300(&rt, &path);
-    let (state, _) = rt.block_on(store.load::<AgentState>("chat")).unwrap();
+    let state = rt.block_on(store.load::<AgentState>("chat")).unwrap().state;
     let json = serde_json::to_string(&state).unwrap();
     let (mut loads, mut reads, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..pairs.max(10) {
@@ -118,10 +118,7 @@ fn remove_db(path: &Path) {
 
 /// A thread of `n` messages, one entry each, appended through the store.
 async fn chat<B: Backend>(store: &Store<B>, id: &str, n: usize) -> Thread<AgentState, B> {
-    let mut thread = store
-        .create(id, AgentState::default(), Default::default())
-        .await
-        .unwrap();
+    let mut thread = store.create(id, AgentState::default()).await.unwrap();
     for i in 0..n {
         thread.merge(step(i), StepMeta::node("chat")).await.unwrap();
     }
@@ -171,7 +168,7 @@ fn deserialize_state_json(bencher: Bencher) {
     let rt = runtime();
     let path = temp_db("deserialize");
     let store = chat_300(&rt, &path);
-    let (state, _) = rt.block_on(store.load::<AgentState>("chat")).unwrap();
+    let state = rt.block_on(store.load::<AgentState>("chat")).unwrap().state;
     let json = serde_json::to_string(&state).unwrap();
     bencher.bench_local(|| serde_json::from_str::<AgentState>(divan::black_box(&json)).unwrap());
     drop(store);
@@ -187,7 +184,9 @@ fn sqlite_history_1000(bencher: Bencher) {
         .with_snapshot_policy(SnapshotPolicy::every(u64::MAX));
     rt.block_on(chat(&store, "chat", 1_000));
     bencher.bench_local(|| {
-        let page = rt.block_on(store.history("chat", 0, 1_000)).unwrap();
+        let page = rt
+            .block_on(store.history("chat", HistoryQuery::oldest(1_000)))
+            .unwrap();
         assert_eq!(page.len(), 1_000);
         page
     });
@@ -276,7 +275,7 @@ mod postgres {
             let mut workers: Vec<Vec<_>> = (0..8).map(|_| Vec::new()).collect();
             for t in 0..100 {
                 let thread = store
-                    .create(&format!("t{t}"), AgentState::default(), Default::default())
+                    .create(&format!("t{t}"), AgentState::default())
                     .await
                     .unwrap();
                 workers[t % 8].push(thread);

@@ -53,13 +53,15 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     fn info(&self, thread: &str) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
     /// The metadata of at most `limit` of the thread's own entries after version `after` and
-    /// at or before `until`, in order, with the thread's parent link.
+    /// at or before `until`, in order (the newest first if `newest_first`, so a page of the
+    /// newest entries is read, not the oldest), with the thread's parent link.
     fn history(
         &self,
         thread: &str,
         after: u64,
         until: u64,
         limit: u32,
+        newest_first: bool,
     ) -> impl Future<Output = Result<HistoryPage, StoreError>> + Send;
 
     /// A page of threads, ordered by id.

@@ -1,25 +1,33 @@
 //! The store for synchronous programs: [`BlockingStore`] and [`BlockingThread`] have the
 //! methods of [`Store`] and [`Thread`], each running to completion on a current-thread tokio
-//! runtime the store owns (shared by its clones and thread handles).
+//! runtime the store owns (shared by its clones and thread handles). Open one with
+//! [`BlockingStore::open`], [`open_in_memory`](BlockingStore::open_in_memory),
+//! `connect_with` (PostgreSQL), [`open_url`](BlockingStore::open_url) (the backend a URL names)
+//! or [`new`](BlockingStore::new) (around an async store).
 //!
 //! Call them from plain threads, not from async code: inside a tokio runtime they fail with
 //! [`StoreError::Backend`] instead of blocking that runtime's thread (use the async [`Store`]
-//! there; [`BlockingStore::store`] gives it).
+//! there; [`BlockingStore::store`] gives it). Creating, cloning and dropping a blocking store or
+//! thread handle is fine anywhere, inside a runtime too: the last one dropped shuts the owned
+//! runtime down without waiting when it is inside another runtime (where waiting would block).
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //! use agentstate_store::blocking::BlockingStore;
-//! use agentstate_store::StepMeta;
+//! use agentstate_store::{HistoryQuery, StepMeta};
 //!
 //! let store = BlockingStore::open_in_memory()?;
 //! let mut chat = store.thread_or_create("chat-1", AgentState::default)?;
-//! let hello = AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]);
-//! assert_eq!(chat.merge(hello, StepMeta::node("user"))?, 1);
+//! assert_eq!(chat.merge(Message::text_message("Hello!", Role::User), StepMeta::node("user"))?, 1);
+//! chat.merge_with(StepMeta::node("bot"), |state| {
+//!     Ok(AgentStateUpdate::default().context_summary(Some(format!("{} message", state.context.len()))))
+//! })?;
 //!
-//! let (state, version) = store.load::<AgentState>("chat-1")?;
-//! assert_eq!((state.context.len(), version), (1, 1));
-//! assert_eq!(store.history("chat-1", 0, 10)?.len(), 1);
+//! let chat = store.load::<AgentState>("chat-1")?;
+//! assert_eq!((chat.state.context.len(), chat.version), (1, 2));
+//! assert_eq!(store.load_at::<AgentState>("chat-1", 1)?.state.context_summary, None);
+//! assert_eq!(store.history("chat-1", HistoryQuery::newest(1))?[0].node.as_deref(), Some("bot"));
 //! # Ok::<(), agentstate_store::StoreError>(())
 //! ```
 
@@ -27,8 +35,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::migrate::Migration;
 use crate::record::{EntryInfo, StepMeta, ThreadInfo, ThreadQuery};
-use crate::store::{Compaction, SnapshotPolicy, Store, StoredState};
-use crate::thread::Thread;
+use crate::store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};
+use crate::thread::{RetryPolicy, Thread};
+use agentstate::output::NodeOutput;
 use agentstate::update::FanIn;
 use serde_json::{Map, Value};
 use std::future::Future;
@@ -39,33 +48,51 @@ use tokio::runtime::Runtime;
 #[derive(Debug, Clone)]
 pub struct BlockingStore<B> {
     store: Store<B>,
-    runtime: Arc<Runtime>,
+    runtime: Arc<OwnedRuntime>,
 }
 
 /// A [`Thread`] handle with blocking methods, from [`BlockingStore`].
 #[derive(Debug)]
 pub struct BlockingThread<S, B> {
     thread: Thread<S, B>,
-    runtime: Arc<Runtime>,
+    runtime: Arc<OwnedRuntime>,
+}
+
+/// The runtime a blocking store owns. Dropping a tokio runtime waits for its blocking tasks,
+/// which tokio refuses (with a panic) inside another runtime; there it is shut down without
+/// waiting instead.
+#[derive(Debug)]
+struct OwnedRuntime(Option<Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            }
+        }
+    }
 }
 
 /// Runs `future` on `runtime`, unless the caller is itself inside a tokio runtime.
-fn run<F: Future>(runtime: &Runtime, future: F) -> Result<F::Output, StoreError> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(StoreError::backend(
+fn run<F: Future>(runtime: &OwnedRuntime, future: F) -> Result<F::Output, StoreError> {
+    match &runtime.0 {
+        Some(runtime) if tokio::runtime::Handle::try_current().is_err() => {
+            Ok(runtime.block_on(future))
+        }
+        _ => Err(StoreError::backend(
             "tokio",
             "running a blocking store call",
             "it was called inside an async runtime, whose thread it would block; use the async Store there",
-        ));
+        )),
     }
-    Ok(runtime.block_on(future))
 }
 
-fn runtime() -> Result<Arc<Runtime>, StoreError> {
+fn runtime() -> Result<Arc<OwnedRuntime>, StoreError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map(Arc::new)
+        .map(|runtime| Arc::new(OwnedRuntime(Some(runtime))))
         .map_err(|e| StoreError::backend("tokio", "starting the blocking store's runtime", e))
 }
 
@@ -98,6 +125,28 @@ impl BlockingStore<crate::postgres::Postgres> {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl BlockingStore<crate::any::AnyBackend> {
+    /// Opens the store `url` names (`sqlite:PATH`, `sqlite::memory:`, `postgres://...`); see
+    /// [`AnyStore::open`](crate::AnyStore::open). A PostgreSQL pool's connections run on the
+    /// store's runtime, during its calls.
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::blocking::BlockingStore;
+    ///
+    /// let store = BlockingStore::open_url("sqlite::memory:")?;
+    /// store.create("t", AgentState::default())?;
+    /// assert_eq!(store.load::<AgentState>("t")?.version, 0);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn open_url(url: &str) -> Result<Self, StoreError> {
+        let runtime = runtime()?;
+        let store = run(&runtime, crate::AnyStore::open(url))??;
+        Ok(BlockingStore { store, runtime })
+    }
+}
+
 impl<B: Backend> BlockingStore<B> {
     /// Wraps an async store, with a runtime of its own.
     pub fn new(store: Store<B>) -> Result<Self, StoreError> {
@@ -116,6 +165,13 @@ impl<B: Backend> BlockingStore<B> {
     #[must_use]
     pub fn with_snapshot_policy(mut self, policy: SnapshotPolicy) -> Self {
         self.store = self.store.with_snapshot_policy(policy);
+        self
+    }
+
+    /// See [`Store::with_retry_policy`].
+    #[must_use]
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.store = self.store.with_retry_policy(policy);
         self
     }
 
@@ -138,9 +194,19 @@ impl<B: Backend> BlockingStore<B> {
         &self,
         id: &str,
         initial: S,
+    ) -> Result<BlockingThread<S, B>, StoreError> {
+        let thread = run(&self.runtime, self.store.create(id, initial))??;
+        Ok(self.handle(thread))
+    }
+
+    /// See [`Store::create_with`].
+    pub fn create_with<S: StoredState>(
+        &self,
+        id: &str,
+        initial: S,
         metadata: Map<String, Value>,
     ) -> Result<BlockingThread<S, B>, StoreError> {
-        let thread = run(&self.runtime, self.store.create(id, initial, metadata))??;
+        let thread = run(&self.runtime, self.store.create_with(id, initial, metadata))??;
         Ok(self.handle(thread))
     }
 
@@ -161,12 +227,12 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::load`].
-    pub fn load<S: StoredState>(&self, id: &str) -> Result<(S, u64), StoreError> {
+    pub fn load<S: StoredState>(&self, id: &str) -> Result<Versioned<S>, StoreError> {
         run(&self.runtime, self.store.load(id))?
     }
 
     /// See [`Store::load_at`].
-    pub fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<S, StoreError> {
+    pub fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<Versioned<S>, StoreError> {
         run(&self.runtime, self.store.load_at(id, seq))?
     }
 
@@ -176,8 +242,8 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::history`].
-    pub fn history(&self, id: &str, after: u64, limit: u32) -> Result<Vec<EntryInfo>, StoreError> {
-        run(&self.runtime, self.store.history(id, after, limit))?
+    pub fn history(&self, id: &str, query: HistoryQuery) -> Result<Vec<EntryInfo>, StoreError> {
+        run(&self.runtime, self.store.history(id, query))?
     }
 
     /// See [`Store::list`].
@@ -191,14 +257,22 @@ impl<B: Backend> BlockingStore<B> {
     }
 
     /// See [`Store::fork`].
-    pub fn fork(
+    pub fn fork(&self, id: &str, seq: u64, new_id: &str) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.fork(id, seq, new_id))?
+    }
+
+    /// See [`Store::fork_with`].
+    pub fn fork_with(
         &self,
         id: &str,
         seq: u64,
         new_id: &str,
         metadata: Map<String, Value>,
     ) -> Result<ThreadInfo, StoreError> {
-        run(&self.runtime, self.store.fork(id, seq, new_id, metadata))?
+        run(
+            &self.runtime,
+            self.store.fork_with(id, seq, new_id, metadata),
+        )?
     }
 
     /// See [`Store::snapshot`].
@@ -239,29 +313,45 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
     }
 
     /// See [`Thread::merge`].
-    pub fn merge(&mut self, update: S::Update, meta: StepMeta) -> Result<u64, StoreError> {
-        run(&self.runtime, self.thread.merge(update, meta))?
+    pub fn merge(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: StepMeta,
+    ) -> Result<u64, StoreError> {
+        run(&self.runtime, self.thread.merge(output, meta))?
     }
 
     /// See [`Thread::merge_parallel`].
     pub fn merge_parallel(
         &mut self,
-        updates: Vec<S::Update>,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
         run(
             &self.runtime,
-            self.thread.merge_parallel(updates, mode, meta),
+            self.thread.merge_parallel(outputs, mode, meta),
         )?
     }
 
-    /// See [`Thread::merge_with`].
-    pub fn merge_with<F>(&mut self, meta: StepMeta, step: F) -> Result<u64, StoreError>
+    /// See [`Thread::merge_with`]; here `step` is a plain closure (as
+    /// [`Thread::merge_with_sync`]).
+    pub fn merge_with<F, O>(&mut self, meta: StepMeta, step: F) -> Result<u64, StoreError>
     where
-        F: FnMut(&S) -> Result<S::Update, StoreError>,
+        F: FnMut(&S) -> Result<O, StoreError>,
+        O: Into<NodeOutput<S::Update>>,
     {
-        run(&self.runtime, self.thread.merge_with(meta, step))?
+        run(&self.runtime, self.thread.merge_with_sync(meta, step))?
+    }
+
+    /// See [`Thread::retry_policy`].
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.thread.retry_policy()
+    }
+
+    /// See [`Thread::set_retry_policy`].
+    pub fn set_retry_policy(&mut self, policy: RetryPolicy) {
+        self.thread.set_retry_policy(policy);
     }
 
     /// See [`Thread::reload`].

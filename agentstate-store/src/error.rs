@@ -32,6 +32,19 @@ pub enum StoreError {
         now: u64,
     },
 
+    /// [`Thread::merge_with`](crate::thread::Thread::merge_with) ran its step the
+    /// [`RetryPolicy`](crate::thread::RetryPolicy)'s number of times, and each time another
+    /// writer appended first; nothing was written (`state_write_conflict`).
+    #[error("gave up writing to thread `{thread}` after {attempts} tries, each refused because another writer appended first; nothing was written (the last refusal: {last})")]
+    RetriesExhausted {
+        /// The thread.
+        thread: String,
+        /// How many times the step ran and its update was refused.
+        attempts: u32,
+        /// The last refusal ([`StoreError::Conflict`] or [`StoreError::Migrated`]).
+        last: Box<StoreError>,
+    },
+
     /// No thread has this id (`thread_not_found`).
     #[error("thread `{thread}` does not exist")]
     ThreadNotFound {
@@ -150,7 +163,9 @@ impl StoreError {
     /// ```
     pub fn category(&self) -> &'static str {
         match self {
-            StoreError::Conflict { .. } | StoreError::Migrated { .. } => "state_write_conflict",
+            StoreError::Conflict { .. }
+            | StoreError::Migrated { .. }
+            | StoreError::RetriesExhausted { .. } => "state_write_conflict",
             StoreError::ThreadNotFound { .. } => "thread_not_found",
             StoreError::ThreadExists { .. } => "thread_exists",
             StoreError::SchemaMismatch { .. } => "state_schema_mismatch",
@@ -165,11 +180,13 @@ impl StoreError {
     }
 
     /// Whether this is a write conflict (another writer appended first, or migrated the
-    /// thread): reloading and retrying can succeed.
+    /// thread, or kept doing so through every retry): reloading and retrying can succeed.
     pub fn is_conflict(&self) -> bool {
         matches!(
             self,
-            StoreError::Conflict { .. } | StoreError::Migrated { .. }
+            StoreError::Conflict { .. }
+                | StoreError::Migrated { .. }
+                | StoreError::RetriesExhausted { .. }
         )
     }
 

@@ -8,7 +8,14 @@
 //!   [`StoreError::Conflict`] (`state_write_conflict`) and nothing is written, so no update is
 //!   lost and the history never forks, with any number of tasks or processes.
 //! - Backends: SQLite (feature `sqlite`, default, bundled) and PostgreSQL (feature `postgres`).
-//! - Async on tokio; [`blocking::BlockingStore`] wraps it for synchronous programs.
+//! - Async on tokio: every future is `Send`, and dropping one cancels it without writing half
+//!   a step. [`blocking::BlockingStore`] wraps the store for synchronous programs.
+//! - One type for a backend chosen at run time: [`AnyStore`] opens `sqlite:PATH`,
+//!   `sqlite::memory:` or `postgres://...`; the typed [`SqliteStore`] and `PostgresStore` convert
+//!   into it.
+//! - A node's output (an update, messages, a tool result, several) goes into
+//!   [`Thread::merge`] as it is; [`Thread::merge_with`] runs an async step (a model call) on
+//!   the latest state and retries it on a conflict, with backoff ([`RetryPolicy`]).
 //! - States and updates are stored as JSON, with the state type's schema fingerprint; loading
 //!   with an incompatible type is [`StoreError::SchemaMismatch`], unless a
 //!   [`Migration`](migrate::Migration) leads there.
@@ -19,20 +26,35 @@
 //! ```
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
-//! use agentstate_store::{SqliteStore, StepMeta};
+//! use agentstate_store::{AnyStore, HistoryQuery, StepMeta};
 //!
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let store = SqliteStore::open_in_memory()?;
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store = AnyStore::open("sqlite::memory:").await?; // or SqliteStore::open("chat.db")?
 //! let mut chat = store.thread_or_create("chat-1", AgentState::default).await?;
-//! chat.merge(
-//!     AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]),
-//!     StepMeta::node("user"),
-//! ).await?;
+//! chat.merge(Message::text_message("Hello!", Role::User), StepMeta::node("user")).await?;
 //!
-//! let (state, version) = store.load::<AgentState>("chat-1").await?;
-//! assert_eq!((state.context.len(), version), (1, 1));
-//! let before = store.load_at::<AgentState>("chat-1", 0).await?; // time travel
-//! assert!(before.context.is_empty());
+//! // An async step on the latest state: reads what it needs, then awaits (here, a "model").
+//! chat.merge_with(StepMeta::node("assistant"), |state| {
+//!     let seen = state.context.len();
+//!     async move {
+//!         tokio::task::yield_now().await;
+//!         Ok(Message::text_message(&format!("I have read {seen} message(s)."), Role::Assistant))
+//!     }
+//! })
+//! .await?;
+//!
+//! let latest = store.load::<AgentState>("chat-1").await?;
+//! assert_eq!((latest.state.context.len(), latest.version), (2, 2));
+//! let before = store.load_at::<AgentState>("chat-1", 1).await?; // time travel
+//! assert_eq!(before.state.context.len(), 1);
+//! let newest = store.history("chat-1", HistoryQuery::newest(1)).await?;
+//! assert_eq!(newest[0].node.as_deref(), Some("assistant"));
+//!
+//! // A fork at version 1 tries another answer; the original is untouched.
+//! store.fork("chat-1", 1, "chat-1-retry").await?;
+//! let mut retry = store.thread::<AgentState>("chat-1-retry").await?;
+//! retry.merge(AgentStateUpdate::default().context_summary(Some("retried".into())), StepMeta::node("assistant")).await?;
+//! assert_eq!(store.load::<AgentState>("chat-1").await?.state.context_summary, None);
 //! # Ok::<(), agentstate_store::StoreError>(())
 //! # }).unwrap();
 //! ```
@@ -40,6 +62,8 @@
 #![warn(missing_docs)]
 
 pub mod _guide;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub mod any;
 pub mod backend;
 pub mod blocking;
 mod checked;
@@ -53,11 +77,13 @@ pub mod sqlite;
 pub mod store;
 pub mod thread;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use any::AnyStore;
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{StepMeta, ThreadQuery};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use store::{SnapshotPolicy, Store};
-pub use thread::Thread;
+pub use store::{HistoryQuery, SnapshotPolicy, Store, Versioned};
+pub use thread::{RetryPolicy, Thread};

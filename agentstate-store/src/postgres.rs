@@ -579,6 +579,7 @@ impl Backend for Postgres {
         after: u64,
         until: u64,
         limit: u32,
+        newest_first: bool,
     ) -> Result<HistoryPage, StoreError> {
         let doing = format!("reading the history of thread `{thread}`");
         let client = self.client(&doing).await?;
@@ -590,9 +591,10 @@ impl Backend for Postgres {
                             octet_length(e.body::text), t.parent, t.fork_seq
                      FROM {threads} t
                      LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2 AND e.seq <= $3
-                     WHERE t.id = $1 ORDER BY e.seq LIMIT $4",
+                     WHERE t.id = $1 ORDER BY e.seq {order} LIMIT $4",
                     threads = self.sql.threads,
-                    entries = self.sql.entries
+                    entries = self.sql.entries,
+                    order = if newest_first { "DESC" } else { "ASC" },
                 ),
                 &[
                     &thread,

@@ -874,6 +874,7 @@ impl Backend for Sqlite {
         after: u64,
         until: u64,
         limit: u32,
+        newest_first: bool,
     ) -> Result<HistoryPage, StoreError> {
         let id = thread.to_owned();
         self.call(move |conn| {
@@ -881,10 +882,13 @@ impl Backend for Sqlite {
             let tx = conn.transaction().map_err(db_err(doing()))?;
             let row = thread_row(&tx, &id)?;
             let raw = tx
-                .prepare_cached(
+                .prepare_cached(if newest_first {
                     "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body)
-                     FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT ?3",
-                )
+                     FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key DESC LIMIT ?3"
+                } else {
+                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body)
+                     FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT ?3"
+                })
                 .and_then(|mut s| {
                     let range = (
                         key(row.tid, after.min(MAX_SEQ)),

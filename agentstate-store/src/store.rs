@@ -9,7 +9,7 @@ use crate::record::{
     fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, Rewriter, StoredEntry,
     StoredRow, ThreadInfo, ThreadQuery,
 };
-use crate::thread::Thread;
+use crate::thread::{RetryPolicy, Thread};
 use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
 use agentstate::State;
 use serde::de::DeserializeOwned;
@@ -129,11 +129,108 @@ impl SnapshotPolicy {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Config {
     pub(crate) policy: SnapshotPolicy,
+    pub(crate) retry: RetryPolicy,
     pub(crate) migrations: Migrations,
 }
 
-/// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`). Cheap to clone;
-/// clones share the database.
+/// A state as loaded, with its version: what [`Store::load`] and [`Store::load_at`] return.
+///
+/// ```
+/// use agentstate::state::AgentState;
+/// use agentstate_store::SqliteStore;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = SqliteStore::open_in_memory()?;
+/// store.create("t", AgentState::default()).await?;
+/// let loaded = store.load::<AgentState>("t").await?;
+/// assert_eq!(loaded.version, 0);
+/// let agentstate_store::Versioned { state, version } = loaded; // or destructure
+/// assert!(state.context.is_empty() && version == 0);
+/// # Ok::<(), agentstate_store::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned<S> {
+    /// The state.
+    pub state: S,
+    /// Its version: the number of the last entry merged into it (0: the initial state).
+    pub version: u64,
+}
+
+/// Which entries [`Store::history`] lists: those between two versions (both exclusive), at
+/// most [`limit`](HistoryQuery::limit) of them, oldest or newest first.
+///
+/// Page forward with [`after`](HistoryQuery::after) the last version of a page, backward
+/// (newest first) with [`before`](HistoryQuery::before) it.
+///
+/// ```
+/// use agentstate_store::store::HistoryQuery;
+///
+/// let first = HistoryQuery::oldest(50);              // versions 1, 2, ... 50
+/// let next = HistoryQuery::oldest(50).after(50);     // 51 ... 100
+/// let latest = HistoryQuery::newest(20);             // the newest 20, newest first
+/// let older = HistoryQuery::newest(20).before(981);  // 980, 979, ... 961
+/// assert_eq!((first.limit, next.after, older.before), (50, 50, Some(981)));
+/// assert!(latest.newest_first && !first.newest_first);
+/// assert_eq!(HistoryQuery::default(), HistoryQuery::oldest(100));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryQuery {
+    /// Only entries after this version (0: from the start).
+    pub after: u64,
+    /// Only entries before this version (`None`: up to the newest).
+    pub before: Option<u64>,
+    /// At most this many entries.
+    pub limit: u32,
+    /// Newest first (`true`) or oldest first.
+    pub newest_first: bool,
+}
+
+impl Default for HistoryQuery {
+    /// The oldest 100 entries.
+    fn default() -> Self {
+        HistoryQuery::oldest(100)
+    }
+}
+
+impl HistoryQuery {
+    /// At most `limit` entries, oldest first.
+    pub fn oldest(limit: u32) -> Self {
+        HistoryQuery {
+            after: 0,
+            before: None,
+            limit,
+            newest_first: false,
+        }
+    }
+
+    /// At most `limit` entries, newest first.
+    pub fn newest(limit: u32) -> Self {
+        HistoryQuery {
+            newest_first: true,
+            ..HistoryQuery::oldest(limit)
+        }
+    }
+
+    /// Only entries after version `seq`.
+    #[must_use]
+    pub fn after(mut self, seq: u64) -> Self {
+        self.after = seq;
+        self
+    }
+
+    /// Only entries before version `seq`.
+    #[must_use]
+    pub fn before(mut self, seq: u64) -> Self {
+        self.before = Some(seq);
+        self
+    }
+}
+
+/// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`, or
+/// [`AnyStore`](crate::any::AnyStore) for a backend chosen at run time). Cheap to clone; clones
+/// share the database. Every operation's future is `Send`; dropping it cancels the operation,
+/// and each write is one transaction, so a cancelled write is either whole or absent.
 #[derive(Debug)]
 pub struct Store<B> {
     pub(crate) backend: Arc<B>,
@@ -204,6 +301,19 @@ impl<B: Backend> Store<B> {
         self
     }
 
+    /// Uses `policy` for [`Thread::merge_with`] on this store's thread handles (see
+    /// [`RetryPolicy`]; a handle can override it with [`Thread::set_retry_policy`]).
+    #[must_use]
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        Arc::make_mut(&mut self.config).retry = policy;
+        self
+    }
+
+    /// The retry policy of [`Thread::merge_with`].
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.config.retry
+    }
+
     /// Registers a migration, applied when a thread of schema `from` is loaded as a type of
     /// schema `to` (chains of steps are followed).
     #[must_use]
@@ -218,8 +328,38 @@ impl<B: Backend> Store<B> {
     }
 
     /// Creates thread `id` starting at `initial` (version 0) and returns its handle. Fails with
-    /// [`StoreError::ThreadExists`] if there is one.
+    /// [`StoreError::ThreadExists`] if there is one. With metadata to find it by:
+    /// [`create_with`](Store::create_with).
     pub async fn create<S: StoredState>(
+        &self,
+        id: &str,
+        initial: S,
+    ) -> Result<Thread<S, B>, StoreError> {
+        self.create_with(id, initial, Map::new()).await
+    }
+
+    /// As [`create`](Store::create), with user metadata (a JSON object) that
+    /// [`list`](Store::list) filters by.
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, ThreadQuery};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let owner = |user: &str| json!({ "user": user }).as_object().cloned().unwrap();
+    /// store.create_with("a", AgentState::default(), owner("ann")).await?;
+    /// store.create_with("b", AgentState::default(), owner("bob")).await?;
+    /// store.create("c", AgentState::default()).await?; // no metadata
+    ///
+    /// let anns = store.list(ThreadQuery::first(10).with("user", json!("ann"))).await?;
+    /// assert_eq!(anns.len(), 1);
+    /// assert_eq!(anns[0].metadata, owner("ann"));
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn create_with<S: StoredState>(
         &self,
         id: &str,
         initial: S,
@@ -266,26 +406,35 @@ impl<B: Backend> Store<B> {
         initial: impl FnOnce() -> S,
     ) -> Result<Thread<S, B>, StoreError> {
         match self.thread::<S>(id).await {
-            Err(StoreError::ThreadNotFound { .. }) => {
-                match self.create(id, initial(), Map::new()).await {
-                    Err(StoreError::ThreadExists { .. }) => self.thread::<S>(id).await,
-                    other => other,
-                }
-            }
+            Err(StoreError::ThreadNotFound { .. }) => match self.create(id, initial()).await {
+                Err(StoreError::ThreadExists { .. }) => self.thread::<S>(id).await,
+                other => other,
+            },
             other => other,
         }
     }
 
-    /// The latest state of thread `id` and its version.
-    pub async fn load<S: StoredState>(&self, id: &str) -> Result<(S, u64), StoreError> {
+    /// The latest state of thread `id`, with its version.
+    pub async fn load<S: StoredState>(&self, id: &str) -> Result<Versioned<S>, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
-        Ok((loaded.state, loaded.version))
+        Ok(Versioned {
+            state: loaded.state,
+            version: loaded.version,
+        })
     }
 
     /// The state of thread `id` at version `seq` (time travel): what it was right after entry
-    /// `seq` was merged (0: the initial state).
-    pub async fn load_at<S: StoredState>(&self, id: &str, seq: u64) -> Result<S, StoreError> {
-        Ok(self.load_state::<S>(id, Some(seq)).await?.state)
+    /// `seq` was merged (0: the initial state), with its version (`seq`).
+    pub async fn load_at<S: StoredState>(
+        &self,
+        id: &str,
+        seq: u64,
+    ) -> Result<Versioned<S>, StoreError> {
+        let loaded = self.load_state::<S>(id, Some(seq)).await?;
+        Ok(Versioned {
+            state: loaded.state,
+            version: loaded.version,
+        })
     }
 
     /// The thread's row: version, parent, metadata.
@@ -293,59 +442,84 @@ impl<B: Backend> Store<B> {
         self.backend.info(id).await
     }
 
-    /// A page of the thread's history: the metadata of at most `limit` entries after version
-    /// `after` (0 for the first page), oldest first. Never reads a state or an update.
+    /// A page of the thread's history: the metadata of the entries `query` selects (versions
+    /// between its bounds, at most its limit, oldest or newest first). Never reads a state or
+    /// an update.
     ///
     /// The history of a fork is that of the versions it was built from, like `git log` of a
     /// branch: its parent's entries up to the fork point (and theirs, for a fork of a fork;
     /// each with [`inherited_from`](EntryInfo::inherited_from) naming the thread that holds
-    /// it), then its own. Paging by `after` goes straight through the fork point. A fork's own
-    /// entries alone are the page after its fork point: `history(id, fork_seq, limit)`.
+    /// it), then its own. Paging goes straight through the fork point. A fork's own entries
+    /// alone are those after its fork point: `HistoryQuery::oldest(n).after(fork_seq)`.
     /// Entries compacted away (in the thread or, before a fork point, in an ancestor) are not
     /// listed.
     ///
     /// ```
     /// use agentstate::state::{AgentState, AgentStateUpdate};
-    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use agentstate_store::{HistoryQuery, SqliteStore, StepMeta};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = SqliteStore::open_in_memory()?;
-    /// let mut main = store.create("main", AgentState::default(), Default::default()).await?;
+    /// let mut main = store.create("main", AgentState::default()).await?;
     /// for node in ["plan", "search", "answer"] {
     ///     main.merge(AgentStateUpdate::default(), StepMeta::node(node)).await?;
     /// }
-    /// store.fork("main", 2, "retry", Default::default()).await?;
+    /// store.fork("main", 2, "retry").await?;
     /// let mut retry = store.thread::<AgentState>("retry").await?;
     /// retry.merge(AgentStateUpdate::default(), StepMeta::node("answer-again")).await?;
     ///
-    /// let log = store.history("retry", 0, 10).await?;
+    /// let log = store.history("retry", HistoryQuery::oldest(10)).await?;
     /// let nodes: Vec<_> = log.iter().map(|e| e.node.as_deref().unwrap()).collect();
     /// assert_eq!(nodes, ["plan", "search", "answer-again"]);
     /// assert_eq!(log[0].inherited_from.as_deref(), Some("main"));
     /// assert_eq!(log[2].inherited_from, None);
-    /// assert_eq!(store.history("retry", 2, 10).await?.len(), 1); // its own entries
+    /// // Its own entries; the newest two, newest first; the page before those.
+    /// assert_eq!(store.history("retry", HistoryQuery::oldest(10).after(2)).await?.len(), 1);
+    /// let latest = store.history("retry", HistoryQuery::newest(2)).await?;
+    /// assert_eq!(latest.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 2]);
+    /// let older = store.history("retry", HistoryQuery::newest(2).before(2)).await?;
+    /// assert_eq!(older[0].node.as_deref(), Some("plan"));
     /// # Ok::<(), agentstate_store::StoreError>(())
     /// # }).unwrap();
     /// ```
     pub async fn history(
         &self,
         id: &str,
-        after: u64,
-        limit: u32,
+        query: HistoryQuery,
     ) -> Result<Vec<EntryInfo>, StoreError> {
+        let HistoryQuery {
+            after,
+            before,
+            limit,
+            newest_first,
+        } = query;
         // The thread's own page, then its ancestors' up to each fork point, as long as the
-        // page starts before that fork point; each is read after the one it precedes is known.
+        // range reaches before that fork point (newest first: only until the page is full);
+        // each is read after the one it precedes is known.
         let mut levels: Vec<Vec<EntryInfo>> = Vec::new();
-        let (mut thread, mut until) = (id.to_owned(), u64::MAX);
+        let mut found = 0;
+        let (mut thread, mut until) = (
+            id.to_owned(),
+            before.map_or(u64::MAX, |b| b.saturating_sub(1)),
+        );
         loop {
-            let page = self.backend.history(&thread, after, until, limit).await?;
+            let want = if newest_first { limit - found } else { limit };
+            let page = self
+                .backend
+                .history(&thread, after, until, want, newest_first)
+                .await?;
             let mut entries = page.entries;
+            entries.truncate(want as usize);
             if thread != id {
                 for entry in &mut entries {
                     entry.inherited_from = Some(thread.clone());
                 }
             }
+            found += entries.len() as u32;
             levels.push(entries);
+            if newest_first && found >= limit {
+                break;
+            }
             match page.parent {
                 Some((parent, fork)) if fork > after => {
                     if levels.len() > 10_000 {
@@ -355,10 +529,13 @@ impl<B: Backend> Store<B> {
                             format!("it loops through `{parent}`"),
                         ));
                     }
-                    (thread, until) = (parent, fork);
+                    (thread, until) = (parent, until.min(fork));
                 }
                 _ => break,
             }
+        }
+        if newest_first {
+            return Ok(levels.into_iter().flatten().collect());
         }
         let mut out = levels.pop().unwrap_or_default();
         while let Some(level) = levels.pop() {
@@ -382,8 +559,32 @@ impl<B: Backend> Store<B> {
     }
 
     /// Creates thread `new_id` as a fork of `id` at version `seq`, in O(1): it refers to its
-    /// parent, nothing is copied. Its version starts at `seq`.
-    pub async fn fork(
+    /// parent, nothing is copied. Its version starts at `seq`. With metadata:
+    /// [`fork_with`](Store::fork_with).
+    ///
+    /// ```
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut main = store.create("main", AgentState::default()).await?;
+    /// main.merge(AgentStateUpdate::default().context_summary(Some("v1".into())), StepMeta::default()).await?;
+    /// main.merge(AgentStateUpdate::default().context_summary(Some("v2".into())), StepMeta::default()).await?;
+    ///
+    /// let info = store.fork("main", 1, "what-if").await?;
+    /// assert_eq!((info.version, info.parent), (1, Some(("main".to_string(), 1))));
+    /// let fork = store.load::<AgentState>("what-if").await?;
+    /// assert_eq!(fork.state.context_summary.as_deref(), Some("v1"));
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn fork(&self, id: &str, seq: u64, new_id: &str) -> Result<ThreadInfo, StoreError> {
+        self.fork_with(id, seq, new_id, Map::new()).await
+    }
+
+    /// As [`fork`](Store::fork), with user metadata (a JSON object) for the new thread.
+    pub async fn fork_with(
         &self,
         id: &str,
         seq: u64,
@@ -473,13 +674,13 @@ impl<B: Backend> Store<B> {
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = SqliteStore::open_in_memory()?;
-    /// let mut t = store.create("t", V1::default(), Default::default()).await?;
+    /// let mut t = store.create("t", V1::default()).await?;
     /// t.merge(V1Update::default().notes(vec!["hi".to_string()]), StepMeta::default()).await?;
     ///
     /// let store = store.with_migration(Migration::new(fingerprint::<V1>(), fingerprint::<V2>(), rename, rename));
     /// assert_eq!(store.migrate_thread::<V2>("t").await?, 1);
     /// assert_eq!(store.info("t").await?.fingerprint, fingerprint::<V2>());
-    /// assert_eq!(store.load::<V2>("t").await?.0.lines, ["hi"]);
+    /// assert_eq!(store.load::<V2>("t").await?.state.lines, ["hi"]);
     /// # Ok::<(), agentstate_store::StoreError>(())
     /// # }).unwrap();
     /// ```

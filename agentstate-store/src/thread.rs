@@ -6,12 +6,112 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{fingerprint, now_ms, EntryKind, NewEntry, StepMeta};
 use crate::store::{to_json, CatchUp, LoadedState, Store, StoredState};
+use agentstate::output::NodeOutput;
 use agentstate::update::{Combine, FanIn};
 use serde_json::Value;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
 
-/// How many times [`Thread::merge_with`] reloads and retries after a conflict before giving up
-/// with the last conflict.
-pub const MAX_RETRIES: u32 = 64;
+/// How [`Thread::merge_with`] retries after a conflict: at most
+/// [`max_attempts`](RetryPolicy::max_attempts) runs of the step, and before each retry a pause
+/// that doubles from an initial one up to a cap, with full jitter (a random fraction of it), so
+/// that writers racing on one thread spread out instead of colliding again.
+///
+/// The default: 32 attempts, pauses from 5 ms doubling up to 500 ms (about 6 s in all on
+/// average if every attempt fails, which takes a thread other writers keep saturated: with 16
+/// writers appending to one thread as fast as they can, a call needs about 2 attempts on
+/// average and 12 at most on PostgreSQL, 5 at most on SQLite; without the pauses, up to 64).
+/// Pauses sleep on tokio's timer, which the runtime must have enabled (`#[tokio::main]`,
+/// `Runtime::new` and `enable_all` do); with [`no_backoff`](RetryPolicy::no_backoff) nothing
+/// sleeps.
+///
+/// ```
+/// use agentstate_store::thread::RetryPolicy;
+/// use std::time::Duration;
+///
+/// let policy = RetryPolicy::default()
+///     .max_attempts(5)
+///     .backoff(Duration::from_millis(10), Duration::from_millis(40));
+/// assert_eq!(policy.attempts(), 5);
+/// assert!(policy.pause_before_retry(1) <= Duration::from_millis(10));
+/// assert!(policy.pause_before_retry(9) <= Duration::from_millis(40));
+/// // Without jitter the pauses are exactly the doubling ones.
+/// let exact = policy.jitter(false);
+/// assert_eq!(exact.pause_before_retry(2), Duration::from_millis(20));
+/// assert_eq!(exact.pause_before_retry(4), Duration::from_millis(40));
+/// assert_eq!(RetryPolicy::default().no_backoff().pause_before_retry(3), Duration::ZERO);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    attempts: u32,
+    initial: Duration,
+    cap: Duration,
+    jitter: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 32,
+            initial: Duration::from_millis(5),
+            cap: Duration::from_millis(500),
+            jitter: true,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Runs the step at most `n` times (at least 1: then a conflict is not retried).
+    #[must_use]
+    pub fn max_attempts(mut self, n: u32) -> Self {
+        self.attempts = n.max(1);
+        self
+    }
+
+    /// Pauses `initial` before the first retry, doubling before each next one up to `cap`.
+    #[must_use]
+    pub fn backoff(mut self, initial: Duration, cap: Duration) -> Self {
+        self.initial = initial;
+        self.cap = cap.max(initial);
+        self
+    }
+
+    /// Retries at once, without pausing (nor using tokio's timer).
+    #[must_use]
+    pub fn no_backoff(self) -> Self {
+        self.backoff(Duration::ZERO, Duration::ZERO)
+    }
+
+    /// Whether each pause is a random fraction of the doubling one (default on).
+    #[must_use]
+    pub fn jitter(mut self, on: bool) -> Self {
+        self.jitter = on;
+        self
+    }
+
+    /// The most times the step runs.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The pause before retry `n` (1 for the first retry); random with jitter.
+    pub fn pause_before_retry(&self, n: u32) -> Duration {
+        let doubled = self
+            .initial
+            .saturating_mul(1u32 << n.saturating_sub(1).min(31))
+            .min(self.cap);
+        if !self.jitter || doubled.is_zero() {
+            return doubled;
+        }
+        // A random fraction in [0, 1] from std's randomly keyed hasher (no generator needed
+        // for a pause).
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(n);
+        let fraction = (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64;
+        doubled.mul_f64(fraction)
+    }
+}
 
 /// A thread's state at a version, and the way to append to it. Get one from
 /// [`Store::create`], [`Store::thread`] or [`Store::thread_or_create`].
@@ -23,7 +123,7 @@ pub const MAX_RETRIES: u32 = 64;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = SqliteStore::open_in_memory()?;
-/// let mut thread = store.create("chat-1", AgentState::default(), Default::default()).await?;
+/// let mut thread = store.create("chat-1", AgentState::default()).await?;
 /// let hello = AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]);
 /// assert_eq!(thread.merge(hello, StepMeta::node("user")).await?, 1);
 ///
@@ -33,8 +133,8 @@ pub const MAX_RETRIES: u32 = 64;
 /// let err = stale.merge(AgentStateUpdate::default(), StepMeta::default()).await.unwrap_err();
 /// assert_eq!(err.category(), "state_write_conflict");
 ///
-/// let (state, version) = store.load::<AgentState>("chat-1").await?;
-/// assert_eq!((state.context.len(), version), (1, 2));
+/// let chat = store.load::<AgentState>("chat-1").await?;
+/// assert_eq!((chat.state.context.len(), chat.version), (1, 2));
 /// # Ok::<(), agentstate_store::StoreError>(())
 /// # }).unwrap();
 /// ```
@@ -49,6 +149,7 @@ pub struct Thread<S, B> {
     snapshot_bytes: u64,
     /// The thread's fingerprint when this handle read it.
     thread_fingerprint: u64,
+    retry: RetryPolicy,
     /// `S`'s fingerprint, if it is not the thread's (then each entry records it).
     own_fingerprint: Option<u64>,
 }
@@ -56,7 +157,6 @@ pub struct Thread<S, B> {
 impl<S: StoredState, B: Backend> Thread<S, B> {
     pub(crate) fn new(store: Store<B>, id: &str, loaded: LoadedState<S>) -> Self {
         Thread {
-            store,
             id: id.to_owned(),
             state: loaded.state,
             version: loaded.version,
@@ -65,6 +165,8 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             snapshot_bytes: loaded.base_bytes,
             thread_fingerprint: loaded.fingerprint,
             own_fingerprint: Some(fingerprint::<S>()).filter(|f| *f != loaded.fingerprint),
+            retry: store.config.retry,
+            store,
         }
     }
 
@@ -88,25 +190,95 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         self.state
     }
 
-    /// Merges `update` and appends it as one step; returns the new version. Nothing changes,
-    /// locally or in the database, if the update does not merge or if another writer appended
-    /// since this handle read the thread ([`StoreError::Conflict`]: [`reload`](Thread::reload)
-    /// and decide again, or use [`merge_with`](Thread::merge_with)).
-    pub async fn merge(&mut self, update: S::Update, meta: StepMeta) -> Result<u64, StoreError> {
+    /// The retry policy of [`merge_with`](Thread::merge_with) (the store's, unless set here).
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
+    }
+
+    /// Uses `policy` for this handle's [`merge_with`](Thread::merge_with).
+    pub fn set_retry_policy(&mut self, policy: RetryPolicy) {
+        self.retry = policy;
+    }
+
+    /// Merges a step's output and appends it as one step; returns the new version. The output
+    /// is an update, or anything a node returns ([`NodeOutput`]: messages, a tool result,
+    /// several outputs, `()` for nothing), folded into one update as
+    /// [`State::apply_output`](agentstate::State::apply_output) does; an output of nothing
+    /// appends an empty step (the history still shows the node ran).
+    ///
+    /// Nothing changes, locally or in the database, if the update does not merge or if another
+    /// writer appended since this handle read the thread ([`StoreError::Conflict`]:
+    /// [`reload`](Thread::reload) and decide again, or use [`merge_with`](Thread::merge_with)).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::output::{NodeOutput, ToolResult};
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// // An update, a message, a tool result, or a node's output of several.
+    /// chat.merge(AgentStateUpdate::default().context_summary(Some("new".into())), StepMeta::node("init")).await?;
+    /// chat.merge(Message::text_message("2 + 2?", Role::User), StepMeta::node("user")).await?;
+    /// let out: Vec<NodeOutput<AgentStateUpdate>> = vec![
+    ///     ToolResult::message_only(Message::tool_result("call_1", "4")).into(),
+    ///     Message::text_message("It is 4.", Role::Assistant).into(),
+    /// ];
+    /// assert_eq!(chat.merge(out, StepMeta::node("agent")).await?, 3);
+    /// assert_eq!(chat.state().context.len(), 3);
+    /// assert_eq!(store.load::<AgentState>("chat").await?.state, *chat.state());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn merge(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: StepMeta,
+    ) -> Result<u64, StoreError> {
+        let update = output.into().into_update(S::compose)?.unwrap_or_default();
         let body = to_json(&self.id, &update)?;
         let plan = self.state.plan(update)?;
         self.commit(EntryKind::Update, body, meta, plan).await
     }
 
-    /// Merges the updates of a step's parallel branches (see `State::merge_parallel`) and
-    /// appends them as one entry holding every branch update and the fan-in mode, so a replay
-    /// is exact.
+    /// Merges the outputs of a step's parallel branches (see `State::merge_parallel`; each an
+    /// update or any [`NodeOutput`], as in [`merge`](Thread::merge); branches that output
+    /// nothing are left out) and appends them as one entry holding every branch update and the
+    /// fan-in mode, so a replay is exact.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::output::{NodeOutput, ToolResult};
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate::update::FanIn;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let branches: Vec<NodeOutput<AgentStateUpdate>> = vec![
+    ///     ToolResult::message_only(Message::tool_result("call_1", "sunny")).into(),
+    ///     ToolResult::message_only(Message::tool_result("call_2", "12 °C")).into(),
+    ///     ().into(), // a branch with nothing to say
+    /// ];
+    /// assert_eq!(chat.merge_parallel(branches, FanIn::Ordered, StepMeta::node("tools")).await?, 1);
+    /// assert_eq!(chat.state().context.len(), 2);
+    /// assert_eq!(store.load::<AgentState>("chat").await?.state, *chat.state());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn merge_parallel(
         &mut self,
-        updates: Vec<S::Update>,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
+        let mut updates = Vec::new();
+        for output in outputs {
+            updates.extend(output.into().into_update(S::compose)?);
+        }
         let body = to_json(&self.id, &updates)?;
         let mut combined: Option<S::Update> = None;
         for update in updates {
@@ -123,29 +295,129 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         self.commit(kind, body, meta, plan).await
     }
 
-    /// Runs `step` on the current state and appends the update it returns; on a conflict,
-    /// reloads the thread and runs `step` again (at most [`MAX_RETRIES`] times). `step` must
-    /// decide from the state it is given, since it may see a newer one each time.
-    pub async fn merge_with<F>(&mut self, meta: StepMeta, mut step: F) -> Result<u64, StoreError>
+    /// Runs `step` on the current state and appends the output it returns (as
+    /// [`merge`](Thread::merge)); on a conflict, pauses, reloads the thread and runs `step`
+    /// again, as the [`RetryPolicy`] says ([`Store::with_retry_policy`],
+    /// [`set_retry_policy`](Thread::set_retry_policy)). After the last attempt it fails with
+    /// [`StoreError::RetriesExhausted`], naming the thread and the number of attempts; a step's
+    /// own error ends it at once. `step` must decide from the state it is given, since it may
+    /// see a newer one each time.
+    ///
+    /// `step` is an async closure in two parts: it reads what it needs from the state (which it
+    /// borrows only until it returns), then returns a future that does the awaiting (a model, a
+    /// tool) and must own what it uses (`async move`), so that it can run while the handle
+    /// reloads and the whole call stays `Send`. Dropping the call's future cancels it: an
+    /// attempt whose append was not committed writes nothing, and the handle reloads on its
+    /// next use if it is behind. For a step that does not await:
+    /// [`merge_with_sync`](Thread::merge_with_sync).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::thread::RetryPolicy;
+    /// use agentstate_store::{SqliteStore, StepMeta, StoreError};
+    ///
+    /// /// The "model": a reply to the messages it is given.
+    /// async fn model(messages: &[Message]) -> Result<Message, StoreError> {
+    ///     tokio::task::yield_now().await;
+    ///     Ok(Message::text_message(&format!("I have read {} messages", messages.len()), Role::Assistant))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let mut other = store.thread::<AgentState>("chat").await?;
+    /// other.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
+    ///
+    /// // `chat` is stale: its first attempt conflicts, the second sees the user's message.
+    /// chat.set_retry_policy(RetryPolicy::default().max_attempts(3));
+    /// let version = chat
+    ///     .merge_with(StepMeta::node("agent"), |state| {
+    ///         let messages = state.context.clone();
+    ///         async move { model(&messages).await }
+    ///     })
+    ///     .await?;
+    /// assert_eq!(version, 2);
+    /// assert_eq!(chat.state().context[1].text(), "I have read 1 messages");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn merge_with<F, Fut, O>(
+        &mut self,
+        meta: StepMeta,
+        mut step: F,
+    ) -> Result<u64, StoreError>
     where
-        F: FnMut(&S) -> Result<S::Update, StoreError>,
+        F: FnMut(&S) -> Fut,
+        Fut: Future<Output = Result<O, StoreError>>,
+        O: Into<NodeOutput<S::Update>>,
     {
-        let mut attempt = 0;
+        let policy = self.retry;
+        let mut attempt = 1;
         loop {
-            let update = step(&self.state)?;
-            match self.merge(update, meta.clone()).await {
-                Err(err) if err.is_conflict() && attempt < MAX_RETRIES => {
-                    attempt += 1;
+            let output = step(&self.state).await?;
+            match self.merge(output, meta.clone()).await {
+                Err(err) if err.is_conflict() => {
+                    if attempt >= policy.attempts() {
+                        return Err(StoreError::RetriesExhausted {
+                            thread: self.id.clone(),
+                            attempts: attempt,
+                            last: Box::new(err),
+                        });
+                    }
+                    let pause = policy.pause_before_retry(attempt);
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
                     self.reload().await?;
+                    attempt += 1;
                 }
                 other => return other,
             }
         }
     }
 
+    /// [`merge_with`](Thread::merge_with) for a step that does not await.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// chat.merge_with_sync(StepMeta::node("count"), |state| {
+    ///     Ok(Message::text_message(&format!("{} before me", state.context.len()), Role::User))
+    /// })
+    /// .await?;
+    /// assert_eq!(chat.state().context[0].text(), "0 before me");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn merge_with_sync<F, O>(
+        &mut self,
+        meta: StepMeta,
+        mut step: F,
+    ) -> Result<u64, StoreError>
+    where
+        F: FnMut(&S) -> Result<O, StoreError>,
+        O: Into<NodeOutput<S::Update>>,
+    {
+        self.merge_with(meta, |state| std::future::ready(step(state)))
+            .await
+    }
+
     /// Brings the handle to the thread's latest version: replays the entries appended since
     /// its version (or loads the thread afresh if they were compacted away).
     pub async fn reload(&mut self) -> Result<(), StoreError> {
+        let retry = self.retry;
+        let reloaded = self.catch_up().await;
+        self.retry = retry;
+        reloaded
+    }
+
+    async fn catch_up(&mut self) -> Result<(), StoreError> {
         match self
             .store
             .catch_up::<S>(&self.id, &mut self.state, self.version)

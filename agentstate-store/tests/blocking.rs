@@ -5,9 +5,8 @@
 use agentstate::AgentState;
 use agentstate_store::backend::Backend;
 use agentstate_store::blocking::BlockingStore;
-use agentstate_store::StepMeta;
+use agentstate_store::{HistoryQuery, StepMeta, Versioned};
 use serde::{Deserialize, Serialize};
-use serde_json::Map;
 
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counter {
@@ -16,7 +15,7 @@ pub struct Counter {
 }
 
 fn exercise<B: Backend>(store: &BlockingStore<B>) {
-    let mut t = store.create("c", Counter::default(), Map::new()).unwrap();
+    let mut t = store.create("c", Counter::default()).unwrap();
     for i in 1..=3 {
         assert_eq!(
             t.merge(CounterUpdate::default().log(vec![i]), StepMeta::node("n"))
@@ -34,16 +33,25 @@ fn exercise<B: Backend>(store: &BlockingStore<B>) {
         })
         .unwrap();
     assert_eq!((v, &other.state().log), (5, &vec![1, 2, 3, 4, 5]));
-    store.fork("c", 2, "d", Map::new()).unwrap();
+    store.fork("c", 2, "d").unwrap();
     assert_eq!(
         store.load::<Counter>("d").unwrap(),
-        (Counter { log: vec![1, 2] }, 2)
+        Versioned {
+            state: Counter { log: vec![1, 2] },
+            version: 2
+        }
     );
-    assert_eq!(store.history("d", 0, 10).unwrap().len(), 2);
-    assert_eq!(store.load_at::<Counter>("c", 3).unwrap().log, vec![1, 2, 3]);
+    assert_eq!(
+        store.history("d", HistoryQuery::oldest(10)).unwrap().len(),
+        2
+    );
+    assert_eq!(
+        store.load_at::<Counter>("c", 3).unwrap().state.log,
+        vec![1, 2, 3]
+    );
     assert_eq!(store.compact::<Counter>("d").unwrap().snapshot, 2);
     assert_eq!(
-        store.load::<Counter>("c").unwrap().0,
+        store.load::<Counter>("c").unwrap().state,
         other.into_async().into_state()
     );
     let err = store.load::<Counter>("nope").unwrap_err();
@@ -67,7 +75,57 @@ fn inside_an_async_runtime_it_refuses() {
     assert_eq!(err.category(), "store_backend_error", "{err}");
     assert!(err.to_string().contains("async runtime"), "{err}");
     // Outside, the same store works.
-    store.create("c", Counter::default(), Map::new()).unwrap();
+    store.create("c", Counter::default()).unwrap();
+}
+
+/// Created, refused and dropped inside a runtime: the documented error, never a panic (the
+/// store's own runtime is shut down without waiting there).
+#[cfg(feature = "sqlite")]
+#[test]
+fn created_and_dropped_inside_an_async_runtime_it_does_not_panic() {
+    for flavor in ["current_thread", "multi_thread"] {
+        let runtime = match flavor {
+            "current_thread" => tokio::runtime::Builder::new_current_thread(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        }
+        .enable_all()
+        .build()
+        .unwrap();
+        // Made outside, with a thread handle; both dropped inside.
+        let outside = BlockingStore::open_in_memory().unwrap();
+        let handle = outside.create("c", Counter::default()).unwrap();
+        runtime.block_on(async move {
+            // Made inside: the documented error on use.
+            let inside = BlockingStore::open_in_memory().unwrap();
+            let err = inside.load::<Counter>("c").unwrap_err();
+            assert!(err.to_string().contains("async runtime"), "{err}");
+            drop(inside);
+            assert_eq!(handle.version(), 0);
+            drop(outside);
+            drop(handle); // the last owner of `outside`'s runtime
+        });
+        // A thread handle outliving its store, dropped inside a spawned task.
+        let store = BlockingStore::open_in_memory().unwrap();
+        let handle = store.create("c", Counter::default()).unwrap();
+        drop(store);
+        let task = runtime.spawn(async move { drop(handle) });
+        runtime.block_on(task).unwrap();
+    }
+}
+
+/// Connecting inside a runtime fails with the documented error (the runtime it made is dropped
+/// there too); no server is needed, since it fails before connecting.
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_connect_inside_an_async_runtime_refuses_without_panicking() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = runtime.block_on(async {
+        BlockingStore::connect_with("postgres://nobody@127.0.0.1:1/none", Default::default())
+            .unwrap_err()
+    });
+    assert!(err.to_string().contains("async runtime"), "{err}");
 }
 
 #[cfg(feature = "postgres")]

@@ -6,7 +6,7 @@
 
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
-use agentstate_store::{SqliteStore, StepMeta};
+use agentstate_store::{SqliteStore, StepMeta, Versioned};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,10 +40,7 @@ fn an_append_waits_on_the_connections_thread_for_a_write_lock_held_elsewhere() {
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap();
         assert!(store.inline_appends());
-        let mut thread = store
-            .create("t", AgentState::default(), Default::default())
-            .await
-            .unwrap();
+        let mut thread = store.create("t", AgentState::default()).await.unwrap();
         thread
             .merge(step("before".into()), StepMeta::node("n"))
             .await
@@ -69,7 +66,7 @@ fn an_append_waits_on_the_connections_thread_for_a_write_lock_held_elsewhere() {
         assert_eq!(seq.unwrap(), 2);
         assert_eq!(thread.version(), 2);
 
-        let (state, version) = store.load::<AgentState>("t").await.unwrap();
+        let Versioned { state, version } = store.load::<AgentState>("t").await.unwrap();
         assert_eq!(version, 2);
         assert_eq!(state.context.len(), 2);
     });
@@ -85,10 +82,7 @@ fn inline_appends_still_checkpoint_the_wal() {
         .unwrap();
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap();
-        let mut thread = store
-            .create("t", AgentState::default(), Default::default())
-            .await
-            .unwrap();
+        let mut thread = store.create("t", AgentState::default()).await.unwrap();
         // 600 appends of a 32 KiB message (7 pages of 8 KiB each, with the thread's row): 34 MB
         // of log, four times the 1,000 pages at which it is checkpointed and then reused from
         // its start. (Fewer than the 1,000 entries after which a snapshot is written.)
@@ -106,7 +100,7 @@ fn inline_appends_still_checkpoint_the_wal() {
             size < 12 << 20,
             "the WAL grew to {size} bytes: it was never checkpointed"
         );
-        let (state, version) = store.load::<AgentState>("t").await.unwrap();
+        let Versioned { state, version } = store.load::<AgentState>("t").await.unwrap();
         assert_eq!((version, state.context.len()), (600, 600));
     });
     remove_db(&path);
@@ -121,10 +115,7 @@ fn appends_can_be_kept_off_the_callers_thread() {
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap().with_inline_appends(false);
         assert!(!store.clone().inline_appends());
-        let mut thread = store
-            .create("t", AgentState::default(), Default::default())
-            .await
-            .unwrap();
+        let mut thread = store.create("t", AgentState::default()).await.unwrap();
         for i in 1..=3 {
             let seq = thread
                 .merge(step(format!("m{i}")), StepMeta::node("n"))
@@ -132,7 +123,7 @@ fn appends_can_be_kept_off_the_callers_thread() {
                 .unwrap();
             assert_eq!(seq, i);
         }
-        let (state, _) = store.load::<AgentState>("t").await.unwrap();
+        let state = store.load::<AgentState>("t").await.unwrap().state;
         assert_eq!(state.context.len(), 3);
     });
     remove_db(&path);

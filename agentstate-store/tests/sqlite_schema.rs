@@ -7,7 +7,7 @@
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate_store::record::fingerprint;
-use agentstate_store::{SqliteStore, StepMeta};
+use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, Versioned};
 
 /// Version 1's tables, as that build created them.
 const V1: &str = "
@@ -111,19 +111,20 @@ fn a_version_1_database_is_migrated_when_opened() {
         .unwrap();
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap();
-        let (state, version) = store.load::<AgentState>("a").await.unwrap();
+        let Versioned { state, version } = store.load::<AgentState>("a").await.unwrap();
         assert_eq!((&state, version), (&expected, 5));
         assert_eq!(
             store
                 .load_at::<AgentState>("a", 2)
                 .await
                 .unwrap()
+                .state
                 .context
                 .len(),
             2
         );
-        assert_eq!(store.load::<AgentState>("b").await.unwrap().1, 2);
-        let history = store.history("a", 0, 10).await.unwrap();
+        assert_eq!(store.load::<AgentState>("b").await.unwrap().version, 2);
+        let history = store.history("a", HistoryQuery::oldest(10)).await.unwrap();
         assert_eq!(
             history.iter().map(|e| e.seq).collect::<Vec<_>>(),
             [1, 2, 3, 4, 5]
@@ -135,7 +136,13 @@ fn a_version_1_database_is_migrated_when_opened() {
         drop((b, store));
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(
-            store.load::<AgentState>("b").await.unwrap().0.context.len(),
+            store
+                .load::<AgentState>("b")
+                .await
+                .unwrap()
+                .state
+                .context
+                .len(),
             3
         );
     });
@@ -167,10 +174,7 @@ fn a_thread_at_the_most_versions_refuses_an_append_naming_it() {
         .unwrap();
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap();
-        store
-            .create("full", AgentState::default(), Default::default())
-            .await
-            .unwrap();
+        store.create("full", AgentState::default()).await.unwrap();
         // Its last version, as a compacted thread: a snapshot and no entries.
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
@@ -207,10 +211,7 @@ fn a_version_2_database_is_migrated_when_opened() {
         .unwrap();
     runtime.block_on(async {
         let store = SqliteStore::open(&path).unwrap();
-        let mut t = store
-            .create("t", AgentState::default(), Default::default())
-            .await
-            .unwrap();
+        let mut t = store.create("t", AgentState::default()).await.unwrap();
         for i in 1..=3 {
             t.merge(message(i), StepMeta::default()).await.unwrap();
         }
@@ -225,7 +226,7 @@ fn a_version_2_database_is_migrated_when_opened() {
         .unwrap();
         drop(conn);
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(store.load::<AgentState>("t").await.unwrap().1, 3);
+        assert_eq!(store.load::<AgentState>("t").await.unwrap().version, 3);
         let mut t = store.thread::<AgentState>("t").await.unwrap();
         assert_eq!(t.merge(message(4), StepMeta::default()).await.unwrap(), 4);
         assert_eq!(store.info("t").await.unwrap().version, 4);

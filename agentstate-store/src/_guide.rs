@@ -14,27 +14,34 @@
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
-//! use agentstate::state::{AgentState, AgentStateUpdate};
-//! use agentstate_store::{SqliteStore, StepMeta};
+//! use agentstate::state::AgentState;
+//! use agentstate_store::{HistoryQuery, SqliteStore, StepMeta};
 //!
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let store = SqliteStore::open_in_memory()?; // or PostgresStore::connect(url).await?
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! // Or PostgresStore::connect(url).await?, or AnyStore::open(&config.database_url).await?
+//! let store = SqliteStore::open_in_memory()?;
 //! let mut chat = store.thread_or_create("chat-1", AgentState::default).await?;
-//! let hello = AgentStateUpdate::default().context(vec![Message::text_message("Hello!", Role::User)]);
+//! let hello = Message::text_message("Hello!", Role::User); // an update, a message, a tool result...
 //! chat.merge(hello, StepMeta::node("user").run_id("run-7")).await?; // version 1
 //!
-//! // Another worker's step, retried on conflict: the closure sees the latest state each time.
+//! // Another worker's async step, retried on conflict (with backoff): it reads what it needs
+//! // from the latest state, then awaits (a model call, say).
 //! let mut worker = store.thread::<AgentState>("chat-1").await?;
 //! worker.merge_with(StepMeta::node("assistant"), |state| {
-//!     let reply = format!("You sent {} message(s).", state.context.len());
-//!     Ok(AgentStateUpdate::default().context(vec![Message::text_message(reply, Role::Assistant)]))
+//!     let seen = state.context.len();
+//!     async move {
+//!         let reply = format!("You sent {seen} message(s).");
+//!         Ok(Message::text_message(&reply, Role::Assistant))
+//!     }
 //! }).await?;
 //!
 //! let before = store.load_at::<AgentState>("chat-1", 1).await?; // time travel
-//! assert_eq!(before.context.len(), 1);
-//! store.fork("chat-1", 1, "chat-1-retry", Default::default()).await?; // O(1): refers to its parent
-//! let (retry, version) = store.load::<AgentState>("chat-1-retry").await?;
-//! assert_eq!((retry.context.len(), version), (1, 1));
+//! assert_eq!((before.state.context.len(), before.version), (1, 1));
+//! let newest = store.history("chat-1", HistoryQuery::newest(20)).await?;
+//! assert_eq!(newest[0].node.as_deref(), Some("assistant"));
+//! store.fork("chat-1", 1, "chat-1-retry").await?; // O(1): refers to its parent
+//! let retry = store.load::<AgentState>("chat-1-retry").await?;
+//! assert_eq!((retry.state.context.len(), retry.version), (1, 1));
 //! # Ok::<(), agentstate_store::StoreError>(())
 //! # }).unwrap();
 //! ```
@@ -47,8 +54,10 @@
 //! written. A [`Thread`](crate::Thread) handle checks the update against its local state first
 //! (a failing merge writes nothing either), appends, and only then applies the merge locally;
 //! [`reload`](crate::Thread::reload) replays just the entries appended since its version, and
-//! [`merge_with`](crate::Thread::merge_with) re-runs a closure on the reloaded state until it
-//! wins (at most 64 times). The database enforces the rule (SQLite: `BEGIN IMMEDIATE`, then the
+//! [`merge_with`](crate::Thread::merge_with) re-runs an async step on the reloaded state until
+//! it wins, as its [`RetryPolicy`](crate::RetryPolicy) says (default: 32 tries, pauses from 5 ms
+//! doubling to 500 ms with full jitter; with 16 writers on one thread a call needs about 2
+//! tries), then fails with `RetriesExhausted`, naming the thread and the tries. The database enforces the rule (SQLite: `BEGIN IMMEDIATE`, then the
 //! version check and the insert in one transaction; PostgreSQL: one statement that updates the
 //! thread's version only if it is still the expected one and inserts the entry only if that
 //! happened). The tests race tasks and processes on both backends: every success has its own
@@ -81,12 +90,15 @@
 //!
 //! [`load`](crate::Store::load) gives the latest state and its version: the newest snapshot plus
 //! the entries after it. [`load_at`](crate::Store::load_at) gives any version still in the
-//! journal (time travel). [`history`](crate::Store::history) pages through the entries' metadata
-//! (node, run id, time, size; never a state or an update). [`list`](crate::Store::list) pages
+//! journal (time travel); both return a [`Versioned`](crate::Versioned) state.
+//! [`history`](crate::Store::history) pages through the entries' metadata (node, run id, time,
+//! size; never a state or an update): `HistoryQuery::oldest(n).after(v)`, or
+//! `HistoryQuery::newest(n).before(v)` for newest-first pages. [`list`](crate::Store::list) pages
 //! through threads by id, filtered by metadata
 //! (`ThreadQuery::first(50).with("user", json!("ann"))`). [`delete`](crate::Store::delete)
 //! removes a thread with its journal (refused while a fork starts from it).
-//! [`fork`](crate::Store::fork) creates a thread that starts at a version of another in O(1): it
+//! [`create_with`](crate::Store::create_with) and [`fork_with`](crate::Store::fork_with) take
+//! metadata. [`fork`](crate::Store::fork) creates a thread that starts at a version of another in O(1): it
 //! loads its parent at that version, then its own entries. A fork's history is, like `git log` of
 //! a branch, the parent's entries up to the fork point (each naming the thread that holds it in
 //! `inherited_from`), then its own.
@@ -149,10 +161,13 @@
 //! and an insert) runs on the caller's thread when the connection is free and the write lock is
 //! not held, otherwise on the connection's thread; `SqliteStore::with_inline_appends(false)`
 //! keeps every database call off the executor's threads. PostgreSQL: `tokio-postgres` with
-//! `deadpool-postgres`. The API is async on tokio; synchronous programs use
+//! `deadpool-postgres`. [`AnyStore`](crate::AnyStore) (`Store<AnyBackend>`) holds whichever
+//! backend a URL names (`sqlite:PATH`, `sqlite::memory:`, `postgres://...`), for programs that
+//! pick one from their configuration; the typed stores convert into it with `.into()`. The API
+//! is async on tokio; synchronous programs use
 //! [`blocking::BlockingStore`](crate::blocking::BlockingStore), which has the same methods
 //! without `.await` (called from inside an async runtime, it returns an error rather than block
-//! that runtime's thread).
+//! that runtime's thread; dropping one there never panics).
 //!
 //! ## Tests and benchmarks
 //!

@@ -119,6 +119,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
         system.extend(context_summary.map(str::to_owned));
     }
     turn.flush(&mut contents, &mut report);
+    super::note_empty_conversation(contents.len(), &mut report);
     let mut request = Map::new();
     request.insert("contents".into(), Value::Array(contents));
     if !system.is_empty() {
@@ -127,10 +128,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
             json!({"parts": [{"text": system.join("\n")}]}),
         );
     }
-    Converted {
-        request: Value::Object(request),
-        report,
-    }
+    Converted::new(Value::Object(request), report)
 }
 
 /// The user turn being gathered: function responses first, then the rest.
@@ -305,7 +303,13 @@ fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Valu
                 parts.push(json!({"text": text}));
             }
             c if is_call(c) => {}
-            other => parts.extend(part(other, index, block, report)),
+            other => match super::refusal_of(other) {
+                Some(refusal) => {
+                    super::note_refusal(index, block, report);
+                    parts.push(json!({"text": refusal}));
+                }
+                None => parts.extend(part(other, index, block, report)),
+            },
         }
     }
     for (i, call) in calls_of(message).into_iter().enumerate() {
@@ -358,7 +362,9 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 /// signature, text parts, `functionCall` parts as tool calls (their signature on the block
 /// and, as AgentFlow keeps it, in the `tools_calls` entry's `thought_signature`; a call
 /// without an id gets `call_<n>`), usage with cached and thought tokens, and the whole
-/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`.
+/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
+/// (`inlineData`, `executableCode`, `codeExecutionResult`...) are noted in the report and stay
+/// in `raw` only.
 ///
 /// ```
 /// use agentstate::providers::gemini::from_gemini;
@@ -372,14 +378,16 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 ///                       "thoughtsTokenCount": 12},
 ///     "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
 /// });
-/// let message = from_gemini(&response)?;
+/// let converted = from_gemini(&response)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// let call = message.tool_call_blocks().next().unwrap();
 /// assert_eq!(call.signature.as_deref(), Some("CiQB"));
 /// assert_eq!(message.tool_calls()[0].extra.get("thought_signature"), Some("CiQB".into()));
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: &str| ResponseError::new("Gemini", reason);
     let candidate = first(response, "candidates").ok_or_else(|| error("it has no `candidates`"))?;
     let parts = candidate
@@ -390,7 +398,8 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
         .unwrap_or_default();
     let mut content = Vec::new();
     let mut calls = Vec::new();
-    for part in parts {
+    let mut report = Report::default();
+    for (at, part) in parts.iter().enumerate() {
         let signature = get_str(part, "thoughtSignature", "thought_signature");
         if let Some(call) = get(part, "functionCall", "function_call") {
             let name = call
@@ -433,6 +442,19 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
                     }));
                 }
             }
+        } else {
+            let kind = part
+                .as_object()
+                .and_then(|p| {
+                    p.keys().find(|k| {
+                        !matches!(
+                            k.as_str(),
+                            "thought" | "thoughtSignature" | "thought_signature"
+                        )
+                    })
+                })
+                .map_or("unknown", String::as_str);
+            super::note_output(at, kind, &mut report);
         }
     }
     let usage = get(response, "usageMetadata", "usage_metadata").map(|u| {
@@ -444,7 +466,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
             get_count(u, "thoughtsTokenCount", "thoughts_token_count"),
         )
     });
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -456,5 +478,6 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
             usage,
             created: None,
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
 }

@@ -54,28 +54,106 @@ pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+pub mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
 pub use gemini::{from_gemini, to_gemini};
 pub use openai_chat::{from_openai_chat, to_openai_chat};
 pub use openai_responses::{from_openai_responses, to_openai_responses};
+pub use tool_ids::ToolIds;
 
 use crate::message::python_json;
 use crate::message::{
-    ContentBlock, Json, JsonObject, MediaKind, MediaRef, Message, ReasoningBlock, Role, TextBlock,
-    TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
+    AnnotationRef, ContentBlock, ErrorBlock, Json, JsonObject, MediaKind, MediaRef, Message,
+    ReasoningBlock, Role, TextBlock, TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
 };
 use report::{Action, Issue, Report};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// A provider's request body and what it could not express.
+/// A provider's request body and what it could not express (or, from the `from_*`
+/// functions, a response's message and what it could not keep).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Converted<T> {
-    /// The request body: `messages`/`input`/`contents` and the system prompt.
+    /// The request body: `messages`/`input`/`contents` and the system prompt (from the
+    /// `from_*` functions: the message).
     pub request: T,
     /// Everything that could not be expressed, and what was done with it.
     pub report: Report,
+    /// The tool call ids rewritten for the provider (Anthropic only; empty when none was):
+    /// give them to [`from_anthropic`] to map a response's ids back.
+    pub tool_ids: ToolIds,
+}
+
+impl<T> Converted<T> {
+    /// A conversion without rewritten ids.
+    fn new(request: T, report: Report) -> Self {
+        Converted {
+            request,
+            report,
+            tool_ids: ToolIds::default(),
+        }
+    }
+}
+
+/// The `error` block `code` that marks a model's refusal (OpenAI's `refusal`), as the `from_*`
+/// functions read one.
+pub const REFUSAL_CODE: &str = "refusal";
+
+/// The text of a refusal block (an `error` block with code [`REFUSAL_CODE`]).
+fn refusal_of(block: &ContentBlock) -> Option<&str> {
+    match block {
+        ContentBlock::Error(e) if e.code.as_deref() == Some(REFUSAL_CODE) => Some(&e.message),
+        _ => None,
+    }
+}
+
+/// A refusal block: `{"type": "error", "message": text, "code": "refusal"}`.
+fn refusal_block(text: &str) -> ContentBlock {
+    ContentBlock::Error(ErrorBlock {
+        code: Some(REFUSAL_CODE.to_owned()),
+        ..ErrorBlock::new(text)
+    })
+}
+
+/// A refusal sent as assistant text to a provider without refusals in its requests, noted.
+fn note_refusal(message: usize, block: usize, report: &mut Report) {
+    report.push(
+        Some(message),
+        Some(block),
+        Issue::Refusal,
+        Action::SentAsText,
+    );
+}
+
+/// A response item or block the message has no place for: noted (it stays in `raw`).
+fn note_output(item: usize, kind: &str, report: &mut Report) {
+    report.push(
+        None,
+        Some(item),
+        Issue::UnsupportedOutput {
+            kind: kind.to_owned(),
+        },
+        Action::KeptInRawOnly,
+    );
+}
+
+/// A citation with a `url` and a `title` (OpenAI's `url_citation`, Anthropic's
+/// `web_search_result_location`) as an annotation of the text; its position in the text is
+/// not kept (it is in `raw`).
+fn url_annotation(citation: &Value) -> Option<AnnotationRef> {
+    let url = str_at(citation, "url")?;
+    Some(AnnotationRef {
+        title: str_at(citation, "title").map(str::to_owned),
+        ..AnnotationRef::url(url)
+    })
+}
+
+/// Notes a request without any message, which the provider refuses.
+fn note_empty_conversation(sent: usize, report: &mut Report) {
+    if sent == 0 {
+        report.push(None, None, Issue::EmptyConversation, Action::SentAsIs);
+    }
 }
 
 /// A provider, as recorded in a reasoning block's or tool call's `extra["provider"]`.

@@ -15,7 +15,7 @@ use super::{
     openai_reasoning, openai_usage, out_of_place, output_text, placeholder, response_message,
     source, str_at, Converted, Reply, ResponseError, Source,
 };
-use crate::message::{ContentBlock, Message, Role, ToolCall, ToolCallBlock};
+use crate::message::{ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -41,10 +41,14 @@ pub enum ChatMessage<'a> {
         /// Text or parts.
         content: ChatContent<'a>,
     },
-    /// `{"role": "assistant", "content", "tool_calls"?}`.
+    /// `{"role": "assistant", "content", "refusal"?, "tool_calls"?}`.
     Assistant {
         /// The text (`""` when there is none).
         content: Cow<'a, str>,
+        /// The model's refusal (an `error` block with code
+        /// [`REFUSAL_CODE`](super::REFUSAL_CODE)), absent when none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refusal: Option<&'a str>,
         /// The tool calls (absent when none).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCall<'a>>,
@@ -175,13 +179,14 @@ pub fn to_openai_chat<'a>(
     messages: &'a [Message],
     context_summary: Option<&'a str>,
 ) -> Converted<ChatRequest<'a>> {
-    let (out, report) = convert(messages, context_summary, false);
-    Converted {
-        request: ChatRequest {
+    let (out, mut report) = convert(messages, context_summary, false);
+    super::note_empty_conversation(out.messages.len(), &mut report);
+    Converted::new(
+        ChatRequest {
             messages: out.messages,
         },
         report,
-    }
+    )
 }
 
 /// The Chat messages being built, with the index of the message each came from (`None` for
@@ -461,6 +466,7 @@ fn assistant<'a>(
     keep_reasoning: bool,
     report: &mut Report,
 ) -> ChatMessage<'a> {
+    let mut refusal = None;
     let content = match message.content.as_slice() {
         [ContentBlock::Text(text)] => {
             note_annotations(text, index, 0, report);
@@ -469,6 +475,15 @@ fn assistant<'a>(
         blocks => {
             let mut text = String::new();
             for (block, content) in blocks.iter().enumerate() {
+                if let Some(refused) = super::refusal_of(content) {
+                    if refusal.is_none() {
+                        refusal = Some(refused);
+                    } else {
+                        super::note_refusal(index, block, report);
+                        text.push_str(refused);
+                    }
+                    continue;
+                }
                 match content {
                     ContentBlock::Text(t) => {
                         note_annotations(t, index, block, report);
@@ -510,6 +525,7 @@ fn assistant<'a>(
     };
     ChatMessage::Assistant {
         content,
+        refusal,
         tool_calls,
     }
 }
@@ -615,12 +631,16 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 }
 
 /// Reads a Chat Completions response (`chat.completion` JSON) into an assistant message:
-/// the first choice's text, refusal and tool calls (their arguments strings kept as sent),
-/// `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block, usage
-/// with cached and reasoning tokens, and the whole response as `raw`.
+/// the first choice's text (its `url_citation` annotations as the text's annotations, url
+/// and title), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
+/// which goes back to Chat as `refusal`) and tool calls (their arguments strings kept as
+/// sent), `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block,
+/// usage with cached and reasoning tokens, and the whole response as `raw`. The report notes
+/// what the message cannot hold (an `audio` reply), which stays in `raw` only.
 ///
 /// ```
-/// use agentstate::providers::openai_chat::from_openai_chat;
+/// use agentstate::message::ContentBlock;
+/// use agentstate::providers::openai_chat::{from_openai_chat, to_openai_chat};
 /// use serde_json::json;
 ///
 /// let response = json!({
@@ -632,14 +652,26 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///     "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25,
 ///               "prompt_tokens_details": {"cached_tokens": 8}}
 /// });
-/// let message = from_openai_chat(&response)?;
+/// let converted = from_openai_chat(&response)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// assert_eq!(message.tool_call_blocks().next().unwrap().args.get("city"), Some("Paris".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().cache_read_input_tokens, 8);
 /// assert_eq!(message.metadata.get("finish_reason"), Some("tool_calls".into()));
+///
+/// // A refusal is kept as a refusal, and sent back as one.
+/// let refused = json!({"choices": [{"message": {"role": "assistant", "content": null,
+///                                               "refusal": "I can't help with that."}}]});
+/// let message = from_openai_chat(&refused)?.request;
+/// let ContentBlock::Error(block) = &message.content[0] else { panic!() };
+/// assert_eq!((block.message.as_str(), block.code.as_deref()), ("I can't help with that.", Some("refusal")));
+/// let body = serde_json::to_value(to_openai_chat(&[message], None).request).unwrap();
+/// assert_eq!(body["messages"][0], json!({"role": "assistant", "content": "",
+///                                        "refusal": "I can't help with that."}));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: &str| ResponseError::new("OpenAI Chat", reason);
     let choice = first(response, "choices").ok_or_else(|| error("it has no `choices`"))?;
     let message = choice
@@ -651,10 +683,24 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
         content.push(ContentBlock::reasoning(reasoning));
     }
     if let Some(text) = str_at(message, "content") {
-        content.push(ContentBlock::text(text));
+        let annotations = message
+            .get("annotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
+            .collect();
+        content.push(ContentBlock::Text(TextBlock {
+            annotations,
+            ..TextBlock::new(text)
+        }));
     }
     if let Some(refusal) = str_at(message, "refusal") {
-        content.push(ContentBlock::text(refusal));
+        content.push(super::refusal_block(refusal));
+    }
+    let mut report = Report::default();
+    if message.get("audio").is_some_and(|a| !a.is_null()) {
+        super::note_output(0, "audio", &mut report);
     }
     let mut calls = Vec::new();
     for call in message
@@ -682,7 +728,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
         ["prompt_tokens", "completion_tokens"],
         ["prompt_tokens_details", "completion_tokens_details"],
     );
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -694,5 +740,6 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
             usage,
             created: response.get("created").and_then(Value::as_f64),
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
 }

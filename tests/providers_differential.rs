@@ -7,10 +7,12 @@
 //! conversation uses something AgentFlow gets wrong: those deliberate differences are the
 //! README's "Where we differ from AgentFlow" list, and each is named here by a reason.
 //!
-//! Two differences are mechanical and normalised away before comparing, so that the rest of
+//! Three differences are mechanical and normalised away before comparing, so that the rest of
 //! such conversations is still compared: Anthropic `tool_result` blocks carry `is_error`
-//! (AgentFlow never sets it), and Gemini function calls and responses carry the call `id`
-//! and a failed result's text under `error` (AgentFlow: no id, `result`).
+//! (AgentFlow never sets it), Gemini function calls and responses carry the call `id` and a
+//! failed result's text under `error` (AgentFlow: no id, `result`), and Responses
+//! `input_image` parts carry `"detail": "auto"` (required by the SDK's type; AgentFlow leaves
+//! it out).
 
 use agentstate::message::{ContentBlock, MediaKind, Message, Role};
 use agentstate::providers::anthropic::to_anthropic;
@@ -129,6 +131,11 @@ fn normalise(provider: &str, mut body: Value) -> Value {
                         }
                     }
                 }
+            }
+        }),
+        "openai_responses" => walk(&mut body, &mut |map| {
+            if map.get("type").and_then(Value::as_str) == Some("input_image") {
+                map.remove("detail");
             }
         }),
         _ => {}

@@ -151,7 +151,8 @@ fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut R
         .filter_map(|part| match part {
             ChatPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
             ChatPart::ImageUrl { image_url } => {
-                Some(json!({"type": "input_image", "image_url": image_url.url}))
+                // `detail` is required by the SDK's type; `auto` is the API's default.
+                Some(json!({"type": "input_image", "image_url": image_url.url, "detail": "auto"}))
             }
             ChatPart::InputAudio { .. } => {
                 report.push(

@@ -1099,3 +1099,65 @@ fn reports_serialize_with_their_severity() {
                "action": "replaced_with_text", "text": "[Video: v]", "severity": "warning"})
     );
 }
+
+#[test]
+fn tool_results_made_of_content_blocks_send_their_media() {
+    // A tool that returns content blocks (text and an image), as AgentFlow's tool results hold them.
+    let output = json!([
+        {"type": "text", "text": "The chart:"},
+        {"type": "image", "media": {"kind": "data", "data_base64": "iVBO", "mime_type": "image/png"}}
+    ]);
+    let messages = vec![
+        Message::text_message("Plot it", Role::User),
+        Message::text_message("", Role::Assistant).with_tool_calls(vec![ToolCall::new(
+            "p1",
+            "plot",
+            json!({}),
+        )]),
+        Message::tool_result("p1", output),
+    ];
+    let anthropic = to_anthropic(&messages, None);
+    assert!(anthropic.report.is_empty(), "{}", anthropic.report);
+    assert_eq!(
+        anthropic.request["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "p1", "content": [
+            {"type": "text", "text": "The chart:"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+        ]})
+    );
+    let gemini = to_gemini(&messages, None);
+    assert!(gemini.report.is_empty(), "{}", gemini.report);
+    assert_eq!(
+        gemini.request["contents"][2]["parts"],
+        json!([{"function_response": {"id": "p1", "name": "plot", "response": {"result": "The chart:"},
+                "parts": [{"inline_data": {"mime_type": "image/png", "data": "iVBO"}}]}}])
+    );
+    let responses = to_openai_responses(&messages, None);
+    assert!(responses.report.is_empty(), "{}", responses.report);
+    assert_eq!(
+        responses.request["input"][2],
+        json!({"type": "function_call_output", "call_id": "p1", "output": [
+            {"type": "input_text", "text": "The chart:"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBO", "detail": "auto"}
+        ]})
+    );
+    // Chat's tool messages are text only: the image follows the tool results, noted.
+    let (body, report) = chat(&messages);
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "tool", "content": "The chart:", "tool_call_id": "p1"})
+    );
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]})
+    );
+    assert_eq!(
+        report.notes(),
+        [Note {
+            message: Some(2),
+            block: Some(0),
+            issue: Issue::ToolResultNonText { kind: "image" },
+            action: Action::MovedToUserMessage,
+        }]
+    );
+}

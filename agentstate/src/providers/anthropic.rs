@@ -14,9 +14,9 @@ use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
     note_annotations, note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string,
-    note_signature, note_system_moved, out_of_place, output_text, parse_data_url, placeholder,
-    provider_extra, reasoning_provider, response_message, source, str_at, system_text, usages,
-    Converted, Provider, Reply, ResponseError, Source, ToolIds,
+    note_signature, note_system_moved, out_of_place, output_blocks, output_text, parse_data_url,
+    placeholder, provider_extra, reasoning_provider, response_message, source, str_at, system_text,
+    usages, Converted, Provider, Reply, ResponseError, Source, ToolIds,
 };
 use crate::message::{
     ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
@@ -73,7 +73,8 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
                 for (block, content) in message.content.iter().enumerate() {
                     match content {
                         ContentBlock::ToolResult(_) => {
-                            let result = tool_result(message, block, None, &ids);
+                            let result =
+                                tool_result(message, index, block, None, &ids, &mut report);
                             turns.results.push(result);
                         }
                         other => {
@@ -275,15 +276,40 @@ fn user_block(
     }
 }
 
-/// A `tool_result` block for the result at `block` of `message`. With `extra` (the media of a
-/// tool message with one result), its content is the message's whole text (as AgentFlow
-/// sends it) and that media.
-fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>, ids: &ToolIds) -> Value {
+/// A `tool_result` block for the result at `block` of `message` (message `index`). With
+/// `extra` (the media of a tool message with one result), its content is the message's whole
+/// text (as AgentFlow sends it) and that media. An output of content blocks is sent as
+/// blocks (text, images and documents; other media as [`user_block`] sends them).
+fn tool_result(
+    message: &Message,
+    index: usize,
+    block: usize,
+    extra: Option<Vec<Value>>,
+    ids: &ToolIds,
+    report: &mut Report,
+) -> Value {
     let ContentBlock::ToolResult(result) = &message.content[block] else {
         return Value::Null;
     };
-    let content = match extra {
-        Some(mut blocks) => {
+    let content = match (output_blocks(&result.output), extra) {
+        (Some(parts), extra) => {
+            let mut blocks: Vec<Value> = parts
+                .iter()
+                .filter_map(|part| user_block(part, index, block, report))
+                .collect();
+            if let Some(media) = extra {
+                let beside = message.content.iter().filter_map(|b| match b {
+                    ContentBlock::Text(t) if !t.text.is_empty() => {
+                        Some(json!({"type": "text", "text": t.text}))
+                    }
+                    _ => None,
+                });
+                blocks.extend(beside);
+                blocks.extend(media);
+            }
+            text_or_blocks(blocks)
+        }
+        (None, Some(mut blocks)) => {
             let text = message.text();
             if !text.is_empty() {
                 blocks.insert(0, json!({"type": "text", "text": text}));
@@ -294,7 +320,7 @@ fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>, ids: 
                 Value::Array(blocks)
             }
         }
-        None => Value::from(output_text(&result.output).into_owned()),
+        (None, None) => Value::from(output_text(&result.output).into_owned()),
     };
     let id = ids.sent(&result.call_id);
     let mut out = json!({"type": "tool_result", "tool_use_id": id, "content": content});
@@ -302,6 +328,20 @@ fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>, ids: 
         out["is_error"] = Value::Bool(true);
     }
     out
+}
+
+/// A tool result's content: one string when all blocks are text, else the blocks.
+fn text_or_blocks(blocks: Vec<Value>) -> Value {
+    if blocks.iter().all(|b| b["type"] == "text") {
+        Value::from(
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>(),
+        )
+    } else {
+        Value::Array(blocks)
+    }
 }
 
 /// A tool message: its results into the user turn being gathered.
@@ -362,12 +402,12 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, repor
     match results.as_slice() {
         [] => {}
         [only] => {
-            let result = tool_result(message, *only, Some(media), ids);
+            let result = tool_result(message, index, *only, Some(media), ids, report);
             turns.results.push(result);
         }
         several => {
             for &block in several {
-                let result = tool_result(message, block, None, ids);
+                let result = tool_result(message, index, block, None, ids, report);
                 turns.results.push(result);
             }
         }

@@ -13,14 +13,14 @@
 
 use super::report::{Action, Issue, Report};
 use super::{
-    calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
+    blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
-    note_system_moved, out_of_place, output_text, parse_data_url, provider_extra,
+    note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, provider_extra,
     reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
     Reply, ResponseError, Source,
 };
 use crate::message::{
-    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
+    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
 };
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -85,13 +85,9 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
                 for (block, content) in message.content.iter().enumerate() {
                     match content {
                         ContentBlock::ToolResult(result) => {
-                            let text = output_text(&result.output);
-                            turn.responses.push(response_part(
-                                &result.call_id,
-                                result.is_error,
-                                &text,
-                                &names,
-                            ));
+                            let response =
+                                result_part(result, None, index, block, &names, &mut report);
+                            turn.responses.push(response);
                         }
                         other => parts.extend(part(other, index, block, &mut report)),
                     }
@@ -154,9 +150,15 @@ impl UserTurn {
     }
 }
 
-/// `{"function_response": {"id", "name", "response": {"result" | "error": text}}}`; the name
-/// is the call's (the call id when no call has it, as AgentFlow does).
-fn response_part(call_id: &str, is_error: bool, text: &str, names: &HashMap<&str, &str>) -> Value {
+/// `{"function_response": {"id", "name", "response": {"result" | "error": text}, "parts"?}}`;
+/// the name is the call's (the call id when no call has it, as AgentFlow does).
+fn response_part(
+    call_id: &str,
+    is_error: bool,
+    text: &str,
+    names: &HashMap<&str, &str>,
+    parts: Vec<Value>,
+) -> Value {
     let name = names
         .get(call_id)
         .copied()
@@ -166,7 +168,44 @@ fn response_part(call_id: &str, is_error: bool, text: &str, names: &HashMap<&str
             call_id
         });
     let key = if is_error { "error" } else { "result" };
-    json!({"function_response": {"id": call_id, "name": name, "response": {key: text}}})
+    let mut response = json!({"id": call_id, "name": name, "response": {key: text}});
+    if !parts.is_empty() {
+        response["parts"] = Value::Array(parts);
+    }
+    json!({ "function_response": response })
+}
+
+/// The function response of a tool result at `block` of message `index`: its output as
+/// text (with `single`, the tool message holding only this result: the message's whole
+/// text, as AgentFlow sends it). An output of content blocks gives their text, and their
+/// media as the response's `parts` (inline data or file data).
+fn result_part(
+    result: &ToolResultBlock,
+    single: Option<&Message>,
+    index: usize,
+    block: usize,
+    names: &HashMap<&str, &str>,
+    report: &mut Report,
+) -> Value {
+    let Some(blocks) = output_blocks(&result.output) else {
+        let text = match single {
+            Some(message) => std::borrow::Cow::Owned(message.text()),
+            None => output_text(&result.output),
+        };
+        return response_part(&result.call_id, result.is_error, &text, names, Vec::new());
+    };
+    let mut text = blocks_text(&blocks);
+    for content in single.into_iter().flat_map(|m| &m.content) {
+        if let ContentBlock::Text(t) = content {
+            text.push_str(&t.text);
+        }
+    }
+    let media = blocks
+        .iter()
+        .filter(|b| !matches!(b, ContentBlock::Text(_)))
+        .filter_map(|b| part(b, index, block, report))
+        .collect();
+    response_part(&result.call_id, result.is_error, &text, names, media)
 }
 
 /// `inline_data` for bytes, `file_data` for a URI or file id.
@@ -242,20 +281,12 @@ fn tool(
         );
     }
     // With one result, the response is the message's whole text, as AgentFlow sends it.
-    let whole = (results == 1).then(|| message.text());
+    let single = (results == 1).then_some(message);
     for (block, content) in message.content.iter().enumerate() {
         match content {
             ContentBlock::ToolResult(result) => {
-                let text = match &whole {
-                    Some(text) => std::borrow::Cow::Borrowed(text.as_str()),
-                    None => output_text(&result.output),
-                };
-                turn.responses.push(response_part(
-                    &result.call_id,
-                    result.is_error,
-                    &text,
-                    names,
-                ));
+                let response = result_part(result, single, index, block, names, report);
+                turn.responses.push(response);
             }
             ContentBlock::Text(t) if results == 1 => note_annotations(t, index, block, report),
             other => {

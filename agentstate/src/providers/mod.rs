@@ -20,6 +20,15 @@
 //!   and Gemini, and invalid argument JSON is noted. Tool calls and results are paired by id
 //!   and every unanswered call or unmatched result is noted.
 //! - Consecutive tool results become one user turn for Anthropic and Gemini.
+//! - A tool result whose output is a list of content blocks (text and media, as a tool that
+//!   returns an image gives it) is sent as what the provider takes: Anthropic `tool_result`
+//!   content blocks (text, image, document), a Gemini `function_response` with the text as
+//!   its result and the media as its `parts`, a Responses `function_call_output` list of
+//!   `input_text`/`input_image`/`input_file`; OpenAI Chat's tool messages are text only, so
+//!   the media moves to a user message after the turn's tool results, with a note. Any other
+//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it).
+//! - Tool call ids Anthropic does not accept are rewritten, consistently and both ways
+//!   ([`tool_ids`]).
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
 //!   [`ReasoningBlock::extra`]`["provider"]` by the `from_*` functions); elsewhere it is
 //!   dropped with a note.
@@ -512,6 +521,40 @@ fn output_text(output: &Json) -> Cow<'static, str> {
         Some(text) => text,
         None => python_json::text_to_string(output.as_json()),
     })
+}
+
+/// A tool result's output when it is a list of content blocks of text and media (`text`,
+/// `image`, `audio`, `video`, `document`, `data`), as a tool that returns an image gives it;
+/// `None` for any other output, which is sent as its text.
+fn output_blocks(output: &Json) -> Option<Vec<ContentBlock>> {
+    if !output.as_json().starts_with('[') {
+        return None;
+    }
+    let blocks: Vec<ContentBlock> = serde_json::from_str(output.as_json()).ok()?;
+    let content = |b: &ContentBlock| {
+        matches!(
+            b,
+            ContentBlock::Text(_)
+                | ContentBlock::Image(_)
+                | ContentBlock::Audio(_)
+                | ContentBlock::Video(_)
+                | ContentBlock::Document(_)
+                | ContentBlock::Data(_)
+        )
+    };
+    (!blocks.is_empty() && blocks.iter().all(content)).then_some(blocks)
+}
+
+/// The text of content blocks: their text blocks' texts, concatenated (as AgentFlow's
+/// `Message.text()` joins a message's).
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text AgentFlow's converters put for media they cannot send.

@@ -12,10 +12,12 @@ use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
-    openai_reasoning, openai_usage, out_of_place, output_text, placeholder, response_message,
-    source, str_at, Converted, Reply, ResponseError, Source,
+    openai_reasoning, openai_usage, out_of_place, output_blocks, output_text, placeholder,
+    response_message, source, str_at, Converted, Reply, ResponseError, Source,
 };
-use crate::message::{ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock};
+use crate::message::{
+    ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock, ToolResultBlock,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -55,8 +57,9 @@ pub enum ChatMessage<'a> {
     },
     /// `{"role": "tool", "content", "tool_call_id"}`.
     Tool {
-        /// The result as text.
-        content: Cow<'a, str>,
+        /// The result as text (parts with media only in the Responses conversion, whose
+        /// outputs take them).
+        content: ChatContent<'a>,
         /// The call it answers.
         tool_call_id: &'a str,
     },
@@ -98,6 +101,34 @@ pub enum ChatPart<'a> {
     },
 }
 
+impl ChatPart<'_> {
+    /// The part, owning its text.
+    fn into_owned(self) -> ChatPart<'static> {
+        let own = |text: Cow<'_, str>| Cow::Owned(text.into_owned());
+        match self {
+            ChatPart::Text { text } => ChatPart::Text { text: own(text) },
+            ChatPart::ImageUrl { image_url } => ChatPart::ImageUrl {
+                image_url: ImageUrl {
+                    url: own(image_url.url),
+                },
+            },
+            ChatPart::InputAudio { input_audio } => ChatPart::InputAudio {
+                input_audio: InputAudio {
+                    data: own(input_audio.data),
+                    format: own(input_audio.format),
+                },
+            },
+            ChatPart::File { file } => ChatPart::File {
+                file: FilePart {
+                    file_data: file.file_data,
+                    file_id: file.file_id.map(own),
+                    filename: file.filename.map(own),
+                },
+            },
+        }
+    }
+}
+
 /// An image part's `image_url`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ImageUrl<'a> {
@@ -109,9 +140,9 @@ pub struct ImageUrl<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InputAudio<'a> {
     /// Base64 bytes.
-    pub data: &'a str,
+    pub data: Cow<'a, str>,
     /// The format (`wav`, `mp3`): the MIME type's subtype.
-    pub format: &'a str,
+    pub format: Cow<'a, str>,
 }
 
 /// A file part's `file`: inline data or a file id.
@@ -122,10 +153,10 @@ pub struct FilePart<'a> {
     pub file_data: Option<String>,
     /// An uploaded file's id.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_id: Option<&'a str>,
+    pub file_id: Option<Cow<'a, str>>,
     /// The file name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub filename: Option<&'a str>,
+    pub filename: Option<Cow<'a, str>>,
 }
 
 /// A tool call: `{"id", "type": "function", "function": {"name", "arguments"}}`.
@@ -200,6 +231,9 @@ pub(super) struct Out<'a> {
     /// Whether OpenAI reasoning blocks are taken (by the Responses converter) rather than
     /// noted as dropped.
     pub(super) keep_reasoning: bool,
+    /// Whether the media of tool results made of content blocks stay in the result (the
+    /// Responses converter) rather than moving after the turn's tool results.
+    media_in_results: bool,
 }
 
 impl<'a> Out<'a> {
@@ -221,6 +255,66 @@ impl<'a> Out<'a> {
     fn moved(&mut self, part: Option<ChatPart<'a>>) {
         self.moved_from = self.at;
         self.moved.extend(part);
+    }
+
+    /// The content of the tool message of a result at `block` of message `index`, with the
+    /// text of the blocks beside it (`beside`): its output as text. An output of content
+    /// blocks gives their text, and their media either as parts (Responses, whose
+    /// `function_call_output` takes them) or moved after the turn's tool results, noted.
+    fn result_content(
+        &mut self,
+        result: &'a ToolResultBlock,
+        beside: Option<String>,
+        index: usize,
+        block: usize,
+        report: &mut Report,
+    ) -> ChatContent<'a> {
+        let Some(blocks) = output_blocks(&result.output) else {
+            return ChatContent::Text(match beside {
+                Some(beside) => Cow::Owned(output_text(&result.output).into_owned() + &beside),
+                None => output_text(&result.output),
+            });
+        };
+        let mut text = String::new();
+        let mut parts = Vec::new();
+        for content in &blocks {
+            if let ContentBlock::Text(t) = content {
+                text.push_str(&t.text);
+                if !t.text.is_empty() {
+                    parts.push(ChatPart::Text {
+                        text: Cow::Owned(t.text.clone()),
+                    });
+                }
+                continue;
+            }
+            let Some(part) = part(content, index, block, report).map(ChatPart::into_owned) else {
+                continue;
+            };
+            if self.media_in_results {
+                parts.push(part);
+            } else {
+                let kind = content.kind();
+                report.push(
+                    Some(index),
+                    Some(block),
+                    Issue::ToolResultNonText { kind },
+                    Action::MovedToUserMessage,
+                );
+                self.moved(Some(part));
+            }
+        }
+        if let Some(beside) = beside.filter(|b| !b.is_empty()) {
+            text.push_str(&beside);
+            parts.push(ChatPart::Text {
+                text: Cow::Owned(beside),
+            });
+        }
+        let media = parts.iter().any(|p| !matches!(p, ChatPart::Text { .. }));
+        if self.media_in_results && media {
+            ChatContent::Parts(parts)
+        } else {
+            ChatContent::Text(Cow::Owned(text))
+        }
     }
 
     /// Sends the media moved out of tool results as one user message.
@@ -251,6 +345,7 @@ pub(super) fn convert<'a>(
         moved: Vec::new(),
         moved_from: None,
         keep_reasoning,
+        media_in_results: keep_reasoning,
     };
     let leading = leading_system(messages);
     for (index, message) in messages.iter().enumerate() {
@@ -408,13 +503,15 @@ fn part<'a>(
         ContentBlock::Audio(audio) => match source(&audio.media) {
             Source::Data(data) => Some(ChatPart::InputAudio {
                 input_audio: InputAudio {
-                    data,
-                    format: audio
-                        .media
-                        .mime_type
-                        .as_deref()
-                        .and_then(|m| m.rsplit('/').next())
-                        .unwrap_or("wav"),
+                    data: Cow::Borrowed(data),
+                    format: Cow::Borrowed(
+                        audio
+                            .media
+                            .mime_type
+                            .as_deref()
+                            .and_then(|m| m.rsplit('/').next())
+                            .unwrap_or("wav"),
+                    ),
                 },
             }),
             _ => replace(placeholder("audio", &audio.media), report),
@@ -427,13 +524,15 @@ fn part<'a>(
                         data,
                     )),
                     file_id: None,
-                    filename: Some(doc.media.filename.as_deref().unwrap_or("document.pdf")),
+                    filename: Some(Cow::Borrowed(
+                        doc.media.filename.as_deref().unwrap_or("document.pdf"),
+                    )),
                 },
             }),
             Source::FileId(id) => Some(ChatPart::File {
                 file: FilePart {
                     file_data: None,
-                    file_id: Some(id),
+                    file_id: Some(Cow::Borrowed(id)),
                     filename: None,
                 },
             }),
@@ -535,8 +634,9 @@ fn tool_messages<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, repo
     for (block, content) in message.content.iter().enumerate() {
         if let ContentBlock::ToolResult(result) = content {
             note_error_flag(result, index, block, report);
+            let content = out.result_content(result, None, index, block, report);
             out.push(ChatMessage::Tool {
-                content: output_text(&result.output),
+                content,
                 tool_call_id: &result.call_id,
             });
         }
@@ -549,8 +649,9 @@ fn tool_messages<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, repo
 fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut Report) {
     if let [ContentBlock::ToolResult(result)] = message.content.as_slice() {
         note_error_flag(result, index, 0, report);
+        let content = out.result_content(result, None, index, 0, report);
         out.push(ChatMessage::Tool {
-            content: output_text(&result.output),
+            content,
             tool_call_id: &result.call_id,
         });
         return;
@@ -572,23 +673,27 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
         out.push(ChatMessage::User { content });
         return;
     }
-    let mut text = String::new();
+    // With one result, its content is the message's text (AgentFlow's): the result's and
+    // the text beside it.
+    let mut beside = String::new();
+    let mut single = None;
     for (block, content) in message.content.iter().enumerate() {
         match content {
             ContentBlock::ToolResult(result) => {
                 note_error_flag(result, index, block, report);
                 if results == 1 {
-                    text.push_str(&output_text(&result.output));
+                    single = Some((result, block, beside.len()));
                 } else {
+                    let content = out.result_content(result, None, index, block, report);
                     out.push(ChatMessage::Tool {
-                        content: output_text(&result.output),
+                        content,
                         tool_call_id: &result.call_id,
                     });
                 }
             }
             ContentBlock::Text(t) if results == 1 => {
                 note_annotations(t, index, block, report);
-                text.push_str(&t.text);
+                beside.push_str(&t.text);
             }
             ContentBlock::Text(_) => {
                 report.push(
@@ -617,15 +722,28 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
             other => note_dropped(other.kind(), index, block, report),
         }
     }
-    if results == 1 {
-        let call_id = message
-            .tool_results()
-            .next()
-            .map(|r| r.call_id.as_str())
-            .unwrap_or_default();
+    if let Some((result, block, before)) = single {
+        // The text before the result leads, as in the message's text.
+        let after = beside.split_off(before);
+        let content = out.result_content(result, Some(after), index, block, report);
+        let content = match content {
+            ChatContent::Text(text) if !beside.is_empty() => {
+                ChatContent::Text(Cow::Owned(beside + &text))
+            }
+            ChatContent::Parts(mut parts) if !beside.is_empty() => {
+                parts.insert(
+                    0,
+                    ChatPart::Text {
+                        text: Cow::Owned(beside),
+                    },
+                );
+                ChatContent::Parts(parts)
+            }
+            content => content,
+        };
         out.push(ChatMessage::Tool {
-            content: Cow::Owned(text),
-            tool_call_id: call_id,
+            content,
+            tool_call_id: &result.call_id,
         });
     }
 }

@@ -123,10 +123,12 @@ pub fn to_openai_responses(
                 tool_call_id,
             } => {
                 started = true;
+                // A string, or (for a result with media) input_text/input_image/input_file.
+                let output = input_content(content, origin, &mut report);
                 input.push(json!({
                     "type": "function_call_output",
                     "call_id": tool_call_id,
-                    "output": content,
+                    "output": output,
                 }));
             }
         }
@@ -169,10 +171,10 @@ fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut R
                     part["file_data"] = Value::from(data);
                 }
                 if let Some(id) = file.file_id {
-                    part["file_id"] = Value::from(id);
+                    part["file_id"] = Value::from(id.into_owned());
                 }
                 if let Some(name) = file.filename {
-                    part["filename"] = Value::from(name);
+                    part["filename"] = Value::from(name.into_owned());
                 }
                 Some(part)
             }

@@ -1161,3 +1161,34 @@ fn tool_results_made_of_content_blocks_send_their_media() {
         }]
     );
 }
+
+#[test]
+fn a_bare_file_id_is_not_a_gemini_uri() {
+    let uri = "https://generativelanguage.googleapis.com/v1beta/files/abc";
+    let messages = vec![Message::new(
+        Role::User,
+        vec![
+            ContentBlock::text("Compare"),
+            ContentBlock::image(MediaRef::file_id("file-abc")),
+            ContentBlock::image(MediaRef::file_id(uri)),
+        ],
+    )];
+    let converted = to_gemini(&messages, None);
+    // Sent as it is (AgentFlow's callers may keep a URI there), and reported as refused.
+    assert_eq!(
+        converted.request["contents"][0]["parts"][1]["file_data"]["file_uri"],
+        "file-abc"
+    );
+    assert_eq!(
+        converted.report.notes(),
+        [Note {
+            message: Some(0),
+            block: Some(1),
+            issue: Issue::FileIdNotUri {
+                id: "file-abc".into()
+            },
+            action: Action::SentAsIs,
+        }]
+    );
+    assert_eq!(converted.report.worst(), Some(Severity::Refused));
+}

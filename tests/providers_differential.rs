@@ -86,11 +86,61 @@ fn differences(provider: &str, messages: &[Message], report: &Report) -> Vec<&'s
     if provider == "openai_responses" && audio(true) {
         reasons.push("responses_audio");
     }
+    // Media by file id: images (all providers; OpenAI: dropped with a note), documents
+    // (Anthropic's `{"type": "file"}` source; OpenAI's `file` part is the `document`
+    // reason), and for Gemini any media (`file_data`, reported when the id is not a URI).
+    let by_file_id = |b: &ContentBlock| {
+        let media = match b {
+            ContentBlock::Image(i) => &i.media,
+            ContentBlock::Document(d) if !openai => &d.media,
+            ContentBlock::Audio(a) if provider == "gemini" => &a.media,
+            ContentBlock::Video(v) if provider == "gemini" => &v.media,
+            _ => return false,
+        };
+        media.kind == MediaKind::FileId
+    };
+    if blocks().any(by_file_id) {
+        reasons.push("file_id");
+    }
+    // A tool result whose output is content blocks: sent as blocks and media (AgentFlow:
+    // their JSON text).
+    let output_blocks = |b: &ContentBlock| match b {
+        ContentBlock::ToolResult(r) => {
+            serde_json::from_str::<Vec<ContentBlock>>(r.output.as_json())
+                .is_ok_and(|v| !v.is_empty())
+        }
+        _ => false,
+    };
+    if blocks().any(output_blocks) {
+        reasons.push("tool_output_blocks");
+    }
+    if report
+        .notes()
+        .iter()
+        .any(|n| matches!(n.issue, Issue::ToolCallIdRewritten { .. }))
+    {
+        reasons.push("anthropic_tool_id");
+    }
+    // A user message right after tool results joins their user turn (Anthropic, Gemini);
+    // AgentFlow sends a second user turn.
+    let joins = messages.windows(2).any(|pair| {
+        let results = pair[0].role == Role::Tool
+            || pair[0]
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult(_)));
+        results && pair[1].role == Role::User
+    });
+    if (provider == "anthropic" || provider == "gemini") && joins {
+        reasons.push("user_after_tool_results");
+    }
     if provider == "gemini" {
         if blocks().any(|b| matches!(b, ContentBlock::Image(i) if i.media.kind == MediaKind::Url)) {
             reasons.push("gemini_media_url");
         }
-        if audio(false) {
+        let audio_url =
+            blocks().any(|b| matches!(b, ContentBlock::Audio(a) if a.media.kind == MediaKind::Url));
+        if audio_url {
             reasons.push("gemini_media_url");
         }
         if blocks().any(|b| matches!(b, ContentBlock::Data(_))) {
@@ -201,5 +251,4 @@ fn requests_equal_agentflow_where_agentflow_is_right() {
             "{provider}: {equal:?}"
         );
     }
-    let _ = Role::User;
 }

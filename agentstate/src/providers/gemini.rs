@@ -222,6 +222,22 @@ fn media_part(media: &MediaRef, default_mime: &str) -> Option<Value> {
     })
 }
 
+/// Whether a file reference is a URI (`https://...`, `gs://...`): a scheme, then `:`.
+/// Gemini's `file_uri` takes nothing else (a bare file id such as `file-abc` or `files/abc`
+/// is refused).
+fn is_uri(reference: &str) -> bool {
+    match reference.split_once(':') {
+        Some((scheme, rest)) => {
+            !rest.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
+    }
+}
+
 /// One part of a user or model turn; `None`, with a note, when Gemini has no part for it.
 fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report) -> Option<Value> {
     let media = match content {
@@ -249,6 +265,17 @@ fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report)
             return None;
         }
     };
+    let file_uri = media
+        .as_ref()
+        .and_then(|m| m.get("file_data")?.get("file_uri")?.as_str());
+    if let Some(id) = file_uri.filter(|uri| !is_uri(uri)) {
+        report.push(
+            Some(index),
+            Some(block),
+            Issue::FileIdNotUri { id: id.to_owned() },
+            Action::SentAsIs,
+        );
+    }
     if media.is_none() {
         report.push(
             Some(index),

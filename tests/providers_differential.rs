@@ -5,7 +5,8 @@
 //! OpenAI Responses, Anthropic and Gemini (written by `tests/data/providers_agentflow.py`,
 //! so CI needs no Python). Each of our request bodies must equal AgentFlow's, except where a
 //! conversation uses something AgentFlow gets wrong: those deliberate differences are the
-//! README's "Where we differ from AgentFlow" list, and each is named here by a reason.
+//! "Where we differ from AgentFlow" list of `agentstate::providers`' docs, and each is named
+//! here by a reason.
 //!
 //! Three differences are mechanical and normalised away before comparing, so that the rest of
 //! such conversations is still compared: Anthropic `tool_result` blocks carry `is_error`

@@ -1,6 +1,7 @@
 //! Provider request formats: a conversation of [`Message`]s into the request body of OpenAI
 //! Chat Completions, OpenAI Responses, Anthropic Messages and Gemini `generateContent`, and a
-//! provider's (non-streaming) response body back into a [`Message`].
+//! provider's (non-streaming) response body back into a [`Message`], with a report of what
+//! the message cannot keep (a web search call, a server tool's result...).
 //!
 //! Each `to_*` function returns a [`Converted`]: the request body (the conversation part of
 //! it; add `model`, `tools`, `max_tokens`... yourself) and a [`Report`] that lists, with
@@ -32,6 +33,70 @@
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
 //!   [`ReasoningBlock::extra`]`["provider"]` by the `from_*` functions); elsewhere it is
 //!   dropped with a note.
+//!
+//! # Where we differ from AgentFlow
+//!
+//! `tests/providers_differential.rs` compares the four bodies with what AgentFlow 0.10.1's own
+//! builders produce (`utils/converter.py`, then its Anthropic `split_system`,
+//! `merge_tool_results`, `drop_trailing_assistant`, its Gemini `_convert_to_google_format` and
+//! its Responses call) for the 20 real AgentFlow messages (alone and together), 60 random
+//! conversations and 4 hand-written ones; `tests/data/providers_agentflow.py` wrote the
+//! expectations (`tests/data/providers_agentflow.json`), so CI needs no Python. 267 of the 340
+//! bodies are equal; the others run into one of these deliberate differences, each named in
+//! the test by its reason:
+//!
+//! - `remote_tool_call`: AgentFlow drops every message holding a `remote_tool_call` block,
+//!   text and call. We send the call as a tool call.
+//! - `document`: AgentFlow sends a document's excerpt instead of the document, or a
+//!   `document` part OpenAI Chat rejects. We send the document (a `file` part, a `document`
+//!   source, inline data), or its text when the provider has no way to take it.
+//! - `video`: AgentFlow sends OpenAI Chat a `video` part, which Chat rejects, and downloads it
+//!   for Gemini. We send a `[Video: ref]` text with a note to OpenAI and a `file_data` part to
+//!   Gemini.
+//! - `empty_message` (Anthropic, Gemini): AgentFlow sends an empty text, which both reject. We
+//!   drop the message with a note.
+//! - `responses_audio`: AgentFlow sends Responses a flattened `input_audio` part that the API
+//!   does not define. We drop it with a note.
+//! - `gemini_media_url`: AgentFlow downloads http(s) images and media while building the
+//!   request (in the differential, with the network cut, it sends `[Failed to load image]`),
+//!   and sends audio by URL as `[Audio: ref]`. We never touch the network: the URI goes in a
+//!   `file_data` part.
+//! - `gemini_data`: a `data` block goes to Gemini as `inline_data`; AgentFlow sends an empty
+//!   text.
+//! - `file_id`: media by file id. AgentFlow puts an image's file id where a URL goes (OpenAI's
+//!   `image_url`, Anthropic's `url` source) and tries to download it for Gemini; it sends a
+//!   document by file id as a `[Document file_id: ...]` text. We send Anthropic images and
+//!   documents by file id as a `{"type": "file", "file_id"}` source and Gemini any media by
+//!   file id as `file_data.file_uri`, reported as refused when the id is not a URI (Gemini
+//!   takes only an uploaded file's `uri`); OpenAI gets no image by file id (dropped, noted).
+//! - `user_after_tool_results` (Anthropic, Gemini): a user message right after tool results
+//!   joins their user turn (results first). AgentFlow sends it as a second user turn.
+//! - `tool_output_blocks`: a tool result whose output is content blocks (text and an image) is
+//!   sent as what each provider takes (see the rules above). AgentFlow sends the blocks' JSON
+//!   text, base64 and all.
+//! - `anthropic_tool_id`: a tool call id Anthropic does not accept (`functions.get_weather:0`)
+//!   is rewritten ([`tool_ids`]). AgentFlow sends it unchanged, which Anthropic refuses.
+//!
+//! Three more are normalised away before comparing, so the rest of those bodies is still
+//! compared: Anthropic `tool_result` blocks carry `is_error` (AgentFlow reads it from a key its
+//! own dicts never have, so never sends it); Gemini function calls and responses carry the
+//! call `id` (pairing parallel calls of one function) and a failed result under `error`
+//! (Gemini's documented key; AgentFlow: `result`); Responses `input_image` parts carry
+//! `"detail": "auto"` (the official SDK's type requires it; AgentFlow leaves it out). Outside
+//! the differential's reach, we also differ where AgentFlow loses data: the `context_summary`
+//! goes into the system prompt (AgentFlow: an assistant message, which Anthropic takes as a
+//! prefill); reasoning and signatures go back to the provider that made them (AgentFlow has no
+//! field for them); tool results in a user message become tool messages before it (AgentFlow
+//! folds them into the user's text); a tool message with several results gives one result
+//! each (AgentFlow: the first call id with all outputs); media beside a tool result is moved
+//! or kept (AgentFlow drops it); a refusal read from a response goes back to OpenAI Chat as
+//! `refusal` (AgentFlow: as text); an empty conversation (or one of only system messages) is
+//! reported as refused (AgentFlow sends it without a word).
+//!
+//! Every body of those conversations, and of 500 random ones, is valid for the official SDKs'
+//! request types (`openai`, `anthropic`, `google-genai`; `tests/providers_sdk_types.rs`, when
+//! `AGENTSTATE_SDK_PYTHON` names a Python with them, as `.ci/run` sets it), and the OpenAI ones
+//! also deserialize into `async-openai`'s (`tests/providers_openai_types.rs`).
 //!
 //! Message envelope fields no provider request has (`message_id`, `timestamp`, `metadata`,
 //! `usages`, `raw`, `parsed_content`, `delta`), media details (`alt_text`, `bbox`, sizes,

@@ -1192,3 +1192,60 @@ fn a_bare_file_id_is_not_a_gemini_uri() {
     );
     assert_eq!(converted.report.worst(), Some(Severity::Refused));
 }
+
+#[test]
+fn the_way_back_reports_what_a_message_cannot_keep() {
+    // Responses: a web search call and a refusal; the citation is kept on the text.
+    let response = json!({"id": "resp_1", "output": [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Sunny.", "annotations": [
+                {"type": "url_citation", "url": "https://w.example", "title": "W", "start_index": 0, "end_index": 6}]},
+            {"type": "refusal", "refusal": "Not the rest."}
+        ]}
+    ]});
+    let converted = from_openai_responses(&response).unwrap();
+    let found: Vec<(Option<usize>, Option<usize>, &Issue, &Action)> = converted
+        .report
+        .notes()
+        .iter()
+        .map(|n| (n.message, n.block, &n.issue, &n.action))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            None,
+            Some(0),
+            &Issue::UnsupportedOutput {
+                kind: "web_search_call".into()
+            },
+            &Action::KeptInRawOnly
+        )]
+    );
+    let message = converted.request;
+    let ContentBlock::Text(text) = &message.content[0] else {
+        panic!("{:?}", message.content)
+    };
+    assert_eq!(
+        text.annotations[0].url.as_deref(),
+        Some("https://w.example")
+    );
+    // The refusal goes to Chat as a refusal, not as content.
+    let body = chat(&[Message::text_message("Q", Role::User), message]).0;
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "Sunny.", "refusal": "Not the rest."})
+    );
+
+    // Gemini: a part a message has no block for.
+    let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Ran it."},
+        {"executableCode": {"language": "PYTHON", "code": "print(1)"}}
+    ]}}]});
+    let report = from_gemini(&response).unwrap().report;
+    assert_eq!(
+        report.to_string(),
+        "response item 1: a message has no block for the response's `executableCode`; kept in the message's `raw` only"
+    );
+    assert_eq!(report.worst(), Some(Severity::Warning));
+}

@@ -57,6 +57,31 @@ pub struct ToolIds {
     original: BTreeMap<String, String>,
 }
 
+/// Every use of a tool call id in a conversation, in order: (id, message, block), the block
+/// `None` for a `tools_calls` entry.
+fn uses(messages: &[Message]) -> impl Iterator<Item = (&str, usize, Option<usize>)> {
+    messages.iter().enumerate().flat_map(|(index, message)| {
+        let blocks = message
+            .content
+            .iter()
+            .enumerate()
+            .filter_map(move |(block, content)| {
+                let id = match content {
+                    ContentBlock::ToolCall(b) => &b.id,
+                    ContentBlock::RemoteToolCall(b) => &b.id,
+                    ContentBlock::ToolResult(b) => &b.call_id,
+                    _ => return None,
+                };
+                Some((id.as_str(), index, Some(block)))
+            });
+        let entries = message
+            .tool_calls()
+            .iter()
+            .map(move |call| (call.id.as_str(), index, None));
+        blocks.chain(entries)
+    })
+}
+
 /// Whether Anthropic accepts a tool call id: `^[a-zA-Z0-9_-]+$`.
 fn anthropic_accepts(id: &str) -> bool {
     !id.is_empty()
@@ -70,31 +95,16 @@ impl ToolIds {
     /// `tools_calls` entries and tool results), with a note at the first use of each
     /// rewritten id.
     pub(super) fn anthropic(messages: &[Message], report: &mut Report) -> ToolIds {
-        let mut uses: Vec<(&str, usize, Option<usize>)> = Vec::new();
-        for (index, message) in messages.iter().enumerate() {
-            for (block, content) in message.content.iter().enumerate() {
-                let id = match content {
-                    ContentBlock::ToolCall(b) => &b.id,
-                    ContentBlock::RemoteToolCall(b) => &b.id,
-                    ContentBlock::ToolResult(b) => &b.call_id,
-                    _ => continue,
-                };
-                uses.push((id, index, Some(block)));
-            }
-            for call in message.tool_calls() {
-                uses.push((&call.id, index, None));
-            }
-        }
         let mut ids = ToolIds::default();
-        if uses.iter().all(|(id, _, _)| anthropic_accepts(id)) {
+        // The common case, every id accepted, allocates nothing.
+        if uses(messages).all(|(id, _, _)| anthropic_accepts(id)) {
             return ids;
         }
-        let mut taken: BTreeSet<String> = uses
-            .iter()
+        let mut taken: BTreeSet<String> = uses(messages)
             .filter(|(id, _, _)| anthropic_accepts(id))
-            .map(|(id, _, _)| (*id).to_owned())
+            .map(|(id, _, _)| id.to_owned())
             .collect();
-        for (id, index, block) in uses {
+        for (id, index, block) in uses(messages) {
             if anthropic_accepts(id) || ids.sent.contains_key(id) {
                 continue;
             }

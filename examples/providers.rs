@@ -65,6 +65,10 @@ fn main() -> Result<(), serde_json::Error> {
 fn show(title: &str, body: &serde_json::Value, report: &Report) -> Result<(), serde_json::Error> {
     println!("=== {title} ===");
     println!("{}", serde_json::to_string_pretty(body)?);
-    println!("report: {report}\n");
+    // The worst note says whether the provider would refuse the request.
+    match report.worst() {
+        None => println!("report: lossless\n"),
+        Some(worst) => println!("report (worst: {worst}):\n{report}\n"),
+    }
     Ok(())
 }

@@ -8,7 +8,7 @@ use agentstate::providers::anthropic::{from_anthropic, to_anthropic};
 use agentstate::providers::gemini::{from_gemini, to_gemini};
 use agentstate::providers::openai_chat::{from_openai_chat, to_openai_chat};
 use agentstate::providers::openai_responses::{from_openai_responses, to_openai_responses};
-use agentstate::providers::report::{Action, Issue, Note, Report};
+use agentstate::providers::report::{Action, Issue, Note, Report, Severity};
 use serde_json::{json, Map, Value};
 
 fn object(value: Value) -> Map<String, Value> {
@@ -631,7 +631,7 @@ fn round_trip_openai_chat() {
     let turn = body["messages"][2].clone();
     let response = json!({"id": "chatcmpl-9", "model": "gpt-4o", "created": 1700000000,
         "choices": [{"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
-    let back = from_openai_chat(&response).unwrap();
+    let back = from_openai_chat(&response).unwrap().request;
     assert_same_turn(&messages[2], &back);
     assert_eq!(back.message_id, "chatcmpl-9".into());
     assert_eq!(back.timestamp, Some(1_700_000_000.0));
@@ -668,7 +668,9 @@ fn round_trip_openai_responses() {
             None => item.clone(),
         })
         .collect();
-    let back = from_openai_responses(&json!({"id": "resp_1", "output": output})).unwrap();
+    let back = from_openai_responses(&json!({"id": "resp_1", "output": output}))
+        .unwrap()
+        .request;
     assert_same_turn(&messages[2], &back);
     let again = to_openai_responses(&[back], None).request;
     assert_eq!(again["input"].as_array().unwrap()[..], input[1..5]);
@@ -681,7 +683,7 @@ fn round_trip_anthropic() {
     let turn = body["messages"][1]["content"].clone();
     let response = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": turn,
                           "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}});
-    let back = from_anthropic(&response).unwrap();
+    let back = from_anthropic(&response, None).unwrap().request;
     assert_same_turn(&messages[2], &back);
     assert_eq!(back.usages.as_ref().unwrap().total_tokens, 7);
     // Put back in the conversation, the same request.
@@ -689,7 +691,7 @@ fn round_trip_anthropic() {
     again[2] = back;
     assert_eq!(to_anthropic(&again, None).request, body);
     let redacted = json!({"content": [{"type": "redacted_thinking", "data": "opaque"}]});
-    let back = from_anthropic(&redacted).unwrap();
+    let back = from_anthropic(&redacted, None).unwrap().request;
     let again = to_anthropic(
         &[
             Message::text_message("q", Role::User),
@@ -714,7 +716,7 @@ fn round_trip_gemini() {
     let turn = body["contents"][1].clone();
     let response = json!({"candidates": [{"content": turn, "finishReason": "STOP"}],
                           "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 6, "totalTokenCount": 11}});
-    let back = from_gemini(&response).unwrap();
+    let back = from_gemini(&response).unwrap().request;
     assert_same_turn(&messages[2], &back);
     assert_eq!(
         back.tool_call_blocks().next().unwrap().signature.as_deref(),
@@ -734,7 +736,7 @@ fn responses_that_are_not_responses_are_errors() {
             "{err}"
         );
     }
-    assert!(from_anthropic(&json!({"content": "hi"})).is_err());
+    assert!(from_anthropic(&json!({"content": "hi"}), None).is_err());
     assert!(from_gemini(&json!({"candidates": []})).is_err());
     assert!(from_openai_responses(&json!({"output": [{"type": "function_call"}]})).is_err());
 }
@@ -778,7 +780,9 @@ mod any_conversation {
     }
 
     fn block(kind: u8, id: u8, provider: u8) -> ContentBlock {
-        let id = format!("c{}", id % 4);
+        // Ids other providers make, which Anthropic does not take, and one that is taken
+        // by rewriting another (`c.1` and `c_1`).
+        let id = ["c0", "c.1", "c_1", "functions.f:0"][usize::from(id % 4)].to_owned();
         let owner = ["openai", "anthropic", "gemini", "other"][usize::from(provider % 4)];
         match kind % 13 {
             0 | 1 => ContentBlock::text(if id == "c0" { "" } else { "some text" }),
@@ -816,8 +820,8 @@ mod any_conversation {
                     let content = blocks.into_iter().map(|(k, i, p)| block(k, i, p)).collect();
                     let mut message = Message::new(role, content);
                     if role == Role::Assistant && calls % 3 == 0 {
-                        let mut call =
-                            ToolCall::new(format!("c{}", calls % 4), "g", json!({"b": 2}));
+                        let id = ["c0", "c.1", "c_1", "functions.f:0"][usize::from(calls % 4)];
+                        let mut call = ToolCall::new(id, "g", json!({"b": 2}));
                         if calls % 2 == 0 {
                             call.function.arguments = "{broken".into();
                         }
@@ -831,11 +835,56 @@ mod any_conversation {
 
     fn check_notes(messages: &[Message], report: &Report) {
         for note in report.notes() {
+            if note.issue == Issue::EmptyConversation {
+                assert_eq!(
+                    (note.message, note.block, note.severity()),
+                    (None, None, Severity::Refused)
+                );
+                continue;
+            }
             let index = note.message.expect("a note about a message");
             assert!(index < messages.len(), "{note}");
             if let Some(block) = note.block {
                 assert!(block < messages[index].content.len(), "{note}");
             }
+        }
+    }
+
+    /// Every tool id sent to Anthropic matches `^[a-zA-Z0-9_-]+$`; the mapping is one to one
+    /// (two ids never become one) and maps back.
+    fn anthropic_ids_are_valid(
+        messages: &[Message],
+        converted: &agentstate::providers::Converted<Value>,
+    ) {
+        let valid = |id: &str| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        };
+        for turn in converted.request["messages"].as_array().unwrap() {
+            for block in turn["content"].as_array().into_iter().flatten() {
+                for key in ["id", "tool_use_id"] {
+                    if let Some(id) = block.get(key).and_then(Value::as_str) {
+                        assert!(valid(id), "{id}");
+                    }
+                }
+            }
+        }
+        let originals: std::collections::BTreeSet<&str> = messages
+            .iter()
+            .flat_map(|m| m.tool_calls().iter().map(|c| c.id.as_str()))
+            .collect();
+        let sent: std::collections::BTreeSet<&str> = originals
+            .iter()
+            .map(|id| converted.tool_ids.sent(id))
+            .collect();
+        assert_eq!(sent.len(), originals.len(), "{:?}", converted.tool_ids);
+        for id in &originals {
+            assert_eq!(
+                converted.tool_ids.original(converted.tool_ids.sent(id)),
+                *id
+            );
         }
     }
 
@@ -867,6 +916,13 @@ mod any_conversation {
             let anthropic = to_anthropic(&messages, Some("s"));
             check_notes(&messages, &anthropic.report);
             results_first(&anthropic.request["messages"], |p| p["type"] == "tool_result", "content");
+            anthropic_ids_are_valid(&messages, &anthropic);
+            for (body, empty) in [
+                (&chat_body["messages"], chat_report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
+                (&anthropic.request["messages"], anthropic.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
+            ] {
+                prop_assert_eq!(body == &json!([]), empty, "{}", body);
+            }
             for turn in anthropic.request["messages"].as_array().unwrap() {
                 prop_assert!(turn["content"] != json!("") && turn["content"] != json!([]), "{}", turn);
             }
@@ -876,7 +932,320 @@ mod any_conversation {
             for turn in gemini.request["contents"].as_array().unwrap() {
                 prop_assert!(turn["parts"] != json!([]), "{}", turn);
             }
-            prop_assert_eq!(to_gemini(&messages, Some("s")).request, gemini.request);
+            prop_assert_eq!(&to_gemini(&messages, Some("s")).request, &gemini.request);
+            let empty = gemini.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation);
+            prop_assert_eq!(gemini.request["contents"] == json!([]), empty);
         }
     }
+}
+
+#[test]
+fn an_empty_conversation_is_reported_as_refused() {
+    let only_system = [Message::text_message("Be brief.", Role::System)];
+    for messages in [&[][..], &only_system[..]] {
+        let anthropic = to_anthropic(messages, None);
+        let gemini = to_gemini(messages, None);
+        for (body, report) in [
+            (&anthropic.request["messages"], &anthropic.report),
+            (&gemini.request["contents"], &gemini.report),
+        ] {
+            assert_eq!(body, &json!([]));
+            assert_eq!(
+                report.notes(),
+                [Note {
+                    message: None,
+                    block: None,
+                    issue: Issue::EmptyConversation,
+                    action: Action::SentAsIs,
+                }]
+            );
+            assert_eq!(report.worst(), Some(Severity::Refused));
+        }
+    }
+    // OpenAI Chat takes a system message alone, not an empty list.
+    assert_eq!(chat(&[]).1.worst(), Some(Severity::Refused));
+    assert!(chat(&only_system).1.is_empty());
+}
+
+#[test]
+fn anthropic_tool_ids_are_mapped_both_ways() {
+    // `functions_get_weather_0` is already used: the rewritten id must not collide with it.
+    let messages = vec![
+        Message::text_message("Weather?", Role::User),
+        Message::text_message("", Role::Assistant).with_tool_calls(vec![
+            ToolCall::new(
+                "functions.get_weather:0",
+                "get_weather",
+                json!({"city": "Paris"}),
+            ),
+            ToolCall::new(
+                "functions_get_weather_0",
+                "get_weather",
+                json!({"city": "Rome"}),
+            ),
+        ]),
+        Message::tool_result("functions.get_weather:0", "Sunny"),
+        Message::tool_result("functions_get_weather_0", "Rain"),
+    ];
+    let converted = to_anthropic(&messages, None);
+    let body = &converted.request;
+    let ids: Vec<&str> = [
+        &body["messages"][1]["content"][0]["id"],
+        &body["messages"][1]["content"][1]["id"],
+        &body["messages"][2]["content"][0]["tool_use_id"],
+        &body["messages"][2]["content"][1]["tool_use_id"],
+    ]
+    .iter()
+    .map(|v| v.as_str().unwrap())
+    .collect();
+    assert_eq!(
+        ids,
+        [
+            "functions_get_weather_0_2",
+            "functions_get_weather_0",
+            "functions_get_weather_0_2",
+            "functions_get_weather_0"
+        ]
+    );
+    // One note, at the call block of the first use (after the empty text block).
+    assert_eq!(
+        converted.report.notes(),
+        [Note {
+            message: Some(1),
+            block: Some(1),
+            issue: Issue::ToolCallIdRewritten {
+                id: "functions.get_weather:0".into(),
+                sent: "functions_get_weather_0_2".into()
+            },
+            action: Action::Rewritten,
+        }]
+    );
+    // The turn sent back (as a response) gives the original ids, with the mapping only.
+    let response = json!({"content": body["messages"][1]["content"].clone()});
+    let back = from_anthropic(&response, Some(&converted.tool_ids))
+        .unwrap()
+        .request;
+    assert_same_turn(&messages[1], &back);
+    let raw = from_anthropic(&response, None).unwrap().request;
+    assert_eq!(raw.tool_calls()[0].id, "functions_get_weather_0_2");
+    // Other providers get the ids as they are.
+    assert_eq!(
+        chat(&messages).0["messages"][1]["tool_calls"][0]["id"],
+        "functions.get_weather:0"
+    );
+}
+
+#[test]
+fn a_chat_refusal_round_trips_as_a_refusal() {
+    let response = json!({"choices": [{"message": {"role": "assistant", "content": "Partly.",
+                                                   "refusal": "Not that part."}}]});
+    let converted = from_openai_chat(&response).unwrap();
+    assert!(converted.report.is_empty(), "{}", converted.report);
+    let message = converted.request;
+    let messages = [Message::text_message("Q", Role::User), message];
+    let body = chat(&messages).0;
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "Partly.", "refusal": "Not that part."})
+    );
+    // Elsewhere it is the assistant's text, noted.
+    let anthropic = to_anthropic(&messages, None);
+    let responses = to_openai_responses(&messages, None);
+    for report in [&anthropic.report, &responses.report] {
+        assert_eq!(
+            report
+                .notes()
+                .iter()
+                .map(|n| (&n.issue, &n.action))
+                .collect::<Vec<_>>(),
+            [
+                (&Issue::Refusal, &Action::SentAsText),
+                (&Issue::TrailingAssistant, &Action::Dropped)
+            ][..report.notes().len()]
+        );
+    }
+    assert_eq!(
+        responses.request["input"][1]["content"],
+        "Partly.Not that part."
+    );
+}
+
+#[test]
+fn reports_serialize_with_their_severity() {
+    let messages = vec![
+        Message::text_message("Go", Role::User),
+        Message::text_message("", Role::Assistant).with_tool_calls(vec![ToolCall::new(
+            "x",
+            "f",
+            json!({}),
+        )]),
+        Message::text_message("Next", Role::User),
+    ];
+    let report = to_anthropic(&messages, None).report;
+    assert_eq!(
+        serde_json::to_value(&report).unwrap(),
+        json!([{"message": 1, "block": 1, "issue": "unanswered_tool_call", "id": "x",
+                "action": "sent_as_is", "severity": "refused"}])
+    );
+    let replaced = Note {
+        message: Some(0),
+        block: Some(2),
+        issue: Issue::UnsupportedSource { kind: "video" },
+        action: Action::ReplacedWithText("[Video: v]".into()),
+    };
+    assert_eq!(
+        serde_json::to_value(&replaced).unwrap(),
+        json!({"message": 0, "block": 2, "issue": "unsupported_source", "kind": "video",
+               "action": "replaced_with_text", "text": "[Video: v]", "severity": "warning"})
+    );
+}
+
+#[test]
+fn tool_results_made_of_content_blocks_send_their_media() {
+    // A tool that returns content blocks (text and an image), as AgentFlow's tool results hold them.
+    let output = json!([
+        {"type": "text", "text": "The chart:"},
+        {"type": "image", "media": {"kind": "data", "data_base64": "iVBO", "mime_type": "image/png"}}
+    ]);
+    let messages = vec![
+        Message::text_message("Plot it", Role::User),
+        Message::text_message("", Role::Assistant).with_tool_calls(vec![ToolCall::new(
+            "p1",
+            "plot",
+            json!({}),
+        )]),
+        Message::tool_result("p1", output),
+    ];
+    let anthropic = to_anthropic(&messages, None);
+    assert!(anthropic.report.is_empty(), "{}", anthropic.report);
+    assert_eq!(
+        anthropic.request["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "p1", "content": [
+            {"type": "text", "text": "The chart:"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+        ]})
+    );
+    let gemini = to_gemini(&messages, None);
+    assert!(gemini.report.is_empty(), "{}", gemini.report);
+    assert_eq!(
+        gemini.request["contents"][2]["parts"],
+        json!([{"function_response": {"id": "p1", "name": "plot", "response": {"result": "The chart:"},
+                "parts": [{"inline_data": {"mime_type": "image/png", "data": "iVBO"}}]}}])
+    );
+    let responses = to_openai_responses(&messages, None);
+    assert!(responses.report.is_empty(), "{}", responses.report);
+    assert_eq!(
+        responses.request["input"][2],
+        json!({"type": "function_call_output", "call_id": "p1", "output": [
+            {"type": "input_text", "text": "The chart:"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBO", "detail": "auto"}
+        ]})
+    );
+    // Chat's tool messages are text only: the image follows the tool results, noted.
+    let (body, report) = chat(&messages);
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "tool", "content": "The chart:", "tool_call_id": "p1"})
+    );
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]})
+    );
+    assert_eq!(
+        report.notes(),
+        [Note {
+            message: Some(2),
+            block: Some(0),
+            issue: Issue::ToolResultNonText { kind: "image" },
+            action: Action::MovedToUserMessage,
+        }]
+    );
+}
+
+#[test]
+fn a_bare_file_id_is_not_a_gemini_uri() {
+    let uri = "https://generativelanguage.googleapis.com/v1beta/files/abc";
+    let messages = vec![Message::new(
+        Role::User,
+        vec![
+            ContentBlock::text("Compare"),
+            ContentBlock::image(MediaRef::file_id("file-abc")),
+            ContentBlock::image(MediaRef::file_id(uri)),
+        ],
+    )];
+    let converted = to_gemini(&messages, None);
+    // Sent as it is (AgentFlow's callers may keep a URI there), and reported as refused.
+    assert_eq!(
+        converted.request["contents"][0]["parts"][1]["file_data"]["file_uri"],
+        "file-abc"
+    );
+    assert_eq!(
+        converted.report.notes(),
+        [Note {
+            message: Some(0),
+            block: Some(1),
+            issue: Issue::FileIdNotUri {
+                id: "file-abc".into()
+            },
+            action: Action::SentAsIs,
+        }]
+    );
+    assert_eq!(converted.report.worst(), Some(Severity::Refused));
+}
+
+#[test]
+fn the_way_back_reports_what_a_message_cannot_keep() {
+    // Responses: a web search call and a refusal; the citation is kept on the text.
+    let response = json!({"id": "resp_1", "output": [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Sunny.", "annotations": [
+                {"type": "url_citation", "url": "https://w.example", "title": "W", "start_index": 0, "end_index": 6}]},
+            {"type": "refusal", "refusal": "Not the rest."}
+        ]}
+    ]});
+    let converted = from_openai_responses(&response).unwrap();
+    let found: Vec<(Option<usize>, Option<usize>, &Issue, &Action)> = converted
+        .report
+        .notes()
+        .iter()
+        .map(|n| (n.message, n.block, &n.issue, &n.action))
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            None,
+            Some(0),
+            &Issue::UnsupportedOutput {
+                kind: "web_search_call".into()
+            },
+            &Action::KeptInRawOnly
+        )]
+    );
+    let message = converted.request;
+    let ContentBlock::Text(text) = &message.content[0] else {
+        panic!("{:?}", message.content)
+    };
+    assert_eq!(
+        text.annotations[0].url.as_deref(),
+        Some("https://w.example")
+    );
+    // The refusal goes to Chat as a refusal, not as content.
+    let body = chat(&[Message::text_message("Q", Role::User), message]).0;
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": "Sunny.", "refusal": "Not the rest."})
+    );
+
+    // Gemini: a part a message has no block for.
+    let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Ran it."},
+        {"executableCode": {"language": "PYTHON", "code": "print(1)"}}
+    ]}}]});
+    let report = from_gemini(&response).unwrap().report;
+    assert_eq!(
+        report.to_string(),
+        "response item 1: a message has no block for the response's `executableCode`; kept in the message's `raw` only"
+    );
+    assert_eq!(report.worst(), Some(Severity::Warning));
 }

@@ -5,12 +5,15 @@
 //! OpenAI Responses, Anthropic and Gemini (written by `tests/data/providers_agentflow.py`,
 //! so CI needs no Python). Each of our request bodies must equal AgentFlow's, except where a
 //! conversation uses something AgentFlow gets wrong: those deliberate differences are the
-//! "Where we differ from AgentFlow" list of `agentstate::providers`, and each is named here by a reason.
+//! "Where we differ from AgentFlow" list of `agentstate::providers`' docs, and each is named
+//! here by a reason.
 //!
-//! Two differences are mechanical and normalised away before comparing, so that the rest of
+//! Three differences are mechanical and normalised away before comparing, so that the rest of
 //! such conversations is still compared: Anthropic `tool_result` blocks carry `is_error`
-//! (AgentFlow never sets it), and Gemini function calls and responses carry the call `id`
-//! and a failed result's text under `error` (AgentFlow: no id, `result`).
+//! (AgentFlow never sets it), Gemini function calls and responses carry the call `id` and a
+//! failed result's text under `error` (AgentFlow: no id, `result`), and Responses
+//! `input_image` parts carry `"detail": "auto"` (required by the SDK's type; AgentFlow leaves
+//! it out).
 
 use agentstate::message::{ContentBlock, MediaKind, Message, Role};
 use agentstate::providers::anthropic::to_anthropic;
@@ -84,11 +87,61 @@ fn differences(provider: &str, messages: &[Message], report: &Report) -> Vec<&'s
     if provider == "openai_responses" && audio(true) {
         reasons.push("responses_audio");
     }
+    // Media by file id: images (all providers; OpenAI: dropped with a note), documents
+    // (Anthropic's `{"type": "file"}` source; OpenAI's `file` part is the `document`
+    // reason), and for Gemini any media (`file_data`, reported when the id is not a URI).
+    let by_file_id = |b: &ContentBlock| {
+        let media = match b {
+            ContentBlock::Image(i) => &i.media,
+            ContentBlock::Document(d) if !openai => &d.media,
+            ContentBlock::Audio(a) if provider == "gemini" => &a.media,
+            ContentBlock::Video(v) if provider == "gemini" => &v.media,
+            _ => return false,
+        };
+        media.kind == MediaKind::FileId
+    };
+    if blocks().any(by_file_id) {
+        reasons.push("file_id");
+    }
+    // A tool result whose output is content blocks: sent as blocks and media (AgentFlow:
+    // their JSON text).
+    let output_blocks = |b: &ContentBlock| match b {
+        ContentBlock::ToolResult(r) => {
+            serde_json::from_str::<Vec<ContentBlock>>(r.output.as_json())
+                .is_ok_and(|v| !v.is_empty())
+        }
+        _ => false,
+    };
+    if blocks().any(output_blocks) {
+        reasons.push("tool_output_blocks");
+    }
+    if report
+        .notes()
+        .iter()
+        .any(|n| matches!(n.issue, Issue::ToolCallIdRewritten { .. }))
+    {
+        reasons.push("anthropic_tool_id");
+    }
+    // A user message right after tool results joins their user turn (Anthropic, Gemini);
+    // AgentFlow sends a second user turn.
+    let joins = messages.windows(2).any(|pair| {
+        let results = pair[0].role == Role::Tool
+            || pair[0]
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult(_)));
+        results && pair[1].role == Role::User
+    });
+    if (provider == "anthropic" || provider == "gemini") && joins {
+        reasons.push("user_after_tool_results");
+    }
     if provider == "gemini" {
         if blocks().any(|b| matches!(b, ContentBlock::Image(i) if i.media.kind == MediaKind::Url)) {
             reasons.push("gemini_media_url");
         }
-        if audio(false) {
+        let audio_url =
+            blocks().any(|b| matches!(b, ContentBlock::Audio(a) if a.media.kind == MediaKind::Url));
+        if audio_url {
             reasons.push("gemini_media_url");
         }
         if blocks().any(|b| matches!(b, ContentBlock::Data(_))) {
@@ -129,6 +182,11 @@ fn normalise(provider: &str, mut body: Value) -> Value {
                         }
                     }
                 }
+            }
+        }),
+        "openai_responses" => walk(&mut body, &mut |map| {
+            if map.get("type").and_then(Value::as_str) == Some("input_image") {
+                map.remove("detail");
             }
         }),
         _ => {}
@@ -194,5 +252,4 @@ fn requests_equal_agentflow_where_agentflow_is_right() {
             "{provider}: {equal:?}"
         );
     }
-    let _ = Role::User;
 }

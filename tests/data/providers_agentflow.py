@@ -215,6 +215,36 @@ def random_conversation(rng, n):
     return out
 
 
+def corner_cases():
+    """Hand-written conversations for the differences the random ones do not reach."""
+    call = {"id": "functions.get_weather:0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+    ask = msg("c0", "user", [{"type": "text", "text": "Weather in Paris?"}])
+    calling = msg("c1", "assistant", [{"type": "tool_call", "id": call["id"], "name": "get_weather",
+                                       "args": {"city": "Paris"}}], tools_calls=[call])
+    chart = [{"type": "text", "text": "The chart:"},
+             {"type": "image", "media": media("data", data_base64="iVBORw0KGgo=", mime_type="image/png")}]
+    return [
+        {"name": "case:user_after_tool_results", "messages": [
+            ask, calling,
+            msg("c2", "tool", [{"type": "tool_result", "call_id": call["id"], "output": "Sunny"}]),
+            msg("c3", "user", [{"type": "text", "text": "And tomorrow?"}]),
+        ]},
+        {"name": "case:file_ids", "messages": [
+            msg("c0", "user", [{"type": "text", "text": "Compare"},
+                               {"type": "image", "media": media("file_id", file_id="file-img-1", mime_type="image/png")},
+                               {"type": "document", "media": media("file_id", file_id="file-doc-1", mime_type="application/pdf")}]),
+        ]},
+        {"name": "case:tool_output_blocks", "messages": [
+            ask, calling,
+            msg("c2", "tool", [{"type": "tool_result", "call_id": call["id"], "output": chart}]),
+        ]},
+        {"name": "case:only_system", "messages": [
+            msg("c0", "system", [{"type": "text", "text": "Be brief."}]),
+        ]},
+    ]
+
+
 def main():
     wire = json.load(open(sys.argv[1]))["messages"]
     dumps = [w["dump"] for w in wire]
@@ -227,6 +257,7 @@ def main():
     for i in range(60):
         messages = random_conversation(rng, 4)
         cases.append({"name": f"random:{i}", "messages": messages})
+    cases.extend(corner_cases())
     for case in cases:
         models = [Message.model_validate(m) for m in case["messages"]]
         case["messages"] = [json.loads(m.model_dump_json()) for m in models]

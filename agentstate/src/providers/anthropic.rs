@@ -13,12 +13,14 @@
 use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
-    note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
-    note_system_moved, out_of_place, output_text, parse_data_url, placeholder, provider_extra,
-    reasoning_provider, response_message, source, str_at, system_text, usages, Converted, Provider,
-    Reply, ResponseError, Source,
+    note_annotations, note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string,
+    note_signature, note_system_moved, out_of_place, output_blocks, output_text, parse_data_url,
+    placeholder, provider_extra, reasoning_provider, response_message, source, str_at, system_text,
+    usages, Converted, Provider, Reply, ResponseError, Source, ToolIds,
 };
-use crate::message::{ContentBlock, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock};
+use crate::message::{
+    ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
+};
 use serde_json::{json, Map, Value};
 
 /// Converts a conversation to an Anthropic Messages request's `system` and `messages`.
@@ -50,6 +52,7 @@ use serde_json::{json, Map, Value};
 pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
     let mut report = Report::default();
     check_pairing(messages, &mut report);
+    let ids = ToolIds::anthropic(messages, &mut report);
     let mut system: Vec<Value> = Vec::new();
     let mut turns = Turns::default();
     let leading = leading_system(messages);
@@ -65,12 +68,13 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
                     system.push(json!({"type": "text", "text": text}));
                 }
             }
-            Role::Tool => tool(message, index, &mut turns, &mut report),
+            Role::Tool => tool(message, index, &mut turns, &ids, &mut report),
             Role::User => {
                 for (block, content) in message.content.iter().enumerate() {
                     match content {
                         ContentBlock::ToolResult(_) => {
-                            let result = tool_result(message, block, None);
+                            let result =
+                                tool_result(message, index, block, None, &ids, &mut report);
                             turns.results.push(result);
                         }
                         other => {
@@ -86,7 +90,7 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
             }
             Role::Assistant => {
                 turns.flush(&mut report);
-                let mut blocks = assistant(message, index, &mut report);
+                let mut blocks = assistant(message, index, &ids, &mut report);
                 merge_texts(&mut blocks, 2);
                 turns.push(index, "assistant", blocks, &mut report);
             }
@@ -115,6 +119,7 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
             report.push(index, None, Issue::TrailingAssistant, Action::Dropped);
         }
     }
+    note_empty_conversation(out.len(), &mut report);
     let mut request = Map::new();
     if !system.is_empty() {
         request.insert("system".into(), Value::Array(system));
@@ -126,6 +131,7 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
     Converted {
         request: Value::Object(request),
         report,
+        tool_ids: ids,
     }
 }
 
@@ -270,15 +276,40 @@ fn user_block(
     }
 }
 
-/// A `tool_result` block for the result at `block` of `message`. With `extra` (the media of a
-/// tool message with one result), its content is the message's whole text (as AgentFlow
-/// sends it) and that media.
-fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>) -> Value {
+/// A `tool_result` block for the result at `block` of `message` (message `index`). With
+/// `extra` (the media of a tool message with one result), its content is the message's whole
+/// text (as AgentFlow sends it) and that media. An output of content blocks is sent as
+/// blocks (text, images and documents; other media as [`user_block`] sends them).
+fn tool_result(
+    message: &Message,
+    index: usize,
+    block: usize,
+    extra: Option<Vec<Value>>,
+    ids: &ToolIds,
+    report: &mut Report,
+) -> Value {
     let ContentBlock::ToolResult(result) = &message.content[block] else {
         return Value::Null;
     };
-    let content = match extra {
-        Some(mut blocks) => {
+    let content = match (output_blocks(&result.output), extra) {
+        (Some(parts), extra) => {
+            let mut blocks: Vec<Value> = parts
+                .iter()
+                .filter_map(|part| user_block(part, index, block, report))
+                .collect();
+            if let Some(media) = extra {
+                let beside = message.content.iter().filter_map(|b| match b {
+                    ContentBlock::Text(t) if !t.text.is_empty() => {
+                        Some(json!({"type": "text", "text": t.text}))
+                    }
+                    _ => None,
+                });
+                blocks.extend(beside);
+                blocks.extend(media);
+            }
+            text_or_blocks(blocks)
+        }
+        (None, Some(mut blocks)) => {
             let text = message.text();
             if !text.is_empty() {
                 blocks.insert(0, json!({"type": "text", "text": text}));
@@ -289,17 +320,32 @@ fn tool_result(message: &Message, block: usize, extra: Option<Vec<Value>>) -> Va
                 Value::Array(blocks)
             }
         }
-        None => Value::from(output_text(&result.output).into_owned()),
+        (None, None) => Value::from(output_text(&result.output).into_owned()),
     };
-    let mut out = json!({"type": "tool_result", "tool_use_id": result.call_id, "content": content});
+    let id = ids.sent(&result.call_id);
+    let mut out = json!({"type": "tool_result", "tool_use_id": id, "content": content});
     if result.is_error {
         out["is_error"] = Value::Bool(true);
     }
     out
 }
 
+/// A tool result's content: one string when all blocks are text, else the blocks.
+fn text_or_blocks(blocks: Vec<Value>) -> Value {
+    if blocks.iter().all(|b| b["type"] == "text") {
+        Value::from(
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>(),
+        )
+    } else {
+        Value::Array(blocks)
+    }
+}
+
 /// A tool message: its results into the user turn being gathered.
-fn tool(message: &Message, index: usize, turns: &mut Turns, report: &mut Report) {
+fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, report: &mut Report) {
     let results: Vec<usize> = message
         .content
         .iter()
@@ -356,12 +402,12 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, report: &mut Report)
     match results.as_slice() {
         [] => {}
         [only] => {
-            let result = tool_result(message, *only, Some(media));
+            let result = tool_result(message, index, *only, Some(media), ids, report);
             turns.results.push(result);
         }
         several => {
             for &block in several {
-                let result = tool_result(message, block, None);
+                let result = tool_result(message, index, block, None, ids, report);
                 turns.results.push(result);
             }
         }
@@ -372,7 +418,7 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, report: &mut Report)
 }
 
 /// An assistant turn's blocks: thinking made by Anthropic, text, then `tool_use` blocks.
-fn assistant(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+fn assistant(message: &Message, index: usize, ids: &ToolIds, report: &mut Report) -> Vec<Value> {
     note_reasoning_string(message, index, report);
     let mut blocks = Vec::with_capacity(message.content.len());
     for (block, content) in message.content.iter().enumerate() {
@@ -392,13 +438,20 @@ fn assistant(message: &Message, index: usize, report: &mut Report) -> Vec<Value>
                 blocks.push(json!({"type": "text", "text": text}));
             }
             c if is_call(c) => {}
-            other => note_dropped(other.kind(), index, block, report),
+            other => match super::refusal_of(other) {
+                Some(refusal) => {
+                    super::note_refusal(index, block, report);
+                    blocks.push(json!({"type": "text", "text": refusal}));
+                }
+                None => note_dropped(other.kind(), index, block, report),
+            },
         }
     }
     for call in calls_of(message) {
         note_signature(&call, index, report);
         let input = call.object(index, report);
-        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+        let id = ids.sent(call.id);
+        blocks.push(json!({"type": "tool_use", "id": id, "name": call.name, "input": input}));
     }
     blocks
 }
@@ -424,8 +477,14 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<Value> {
 
 /// Reads an Anthropic Messages response (a `message` object) into an assistant message:
 /// `thinking` blocks as reasoning with their signature (`redacted_thinking` as reasoning with
-/// `extra["redacted"]` and the data as signature), `text` blocks, `tool_use` blocks as tool
-/// calls, usage with cache tokens, and the whole response as `raw`.
+/// `extra["redacted"]` and the data as signature), `text` blocks (their citations with a URL
+/// as the text's annotations), `tool_use` blocks as tool calls, usage with cache tokens, and
+/// the whole response as `raw`. Other blocks (`server_tool_use`, `web_search_tool_result`...)
+/// have no block in a message: each is noted in the report, and stays in `raw` only.
+///
+/// With the [`ToolIds`] of the request ([`Converted::tool_ids`]), a tool call id that
+/// was rewritten for Anthropic is mapped back to the original (see
+/// [`tool_ids`](super::tool_ids)).
 ///
 /// ```
 /// use agentstate::message::ContentBlock;
@@ -441,14 +500,33 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<Value> {
 ///     ],
 ///     "usage": {"input_tokens": 50, "output_tokens": 20, "cache_read_input_tokens": 40}
 /// });
-/// let message = from_anthropic(&response)?;
+/// let converted = from_anthropic(&response, None)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// let ContentBlock::Reasoning(thinking) = &message.content[0] else { panic!() };
 /// assert_eq!(thinking.signature.as_deref(), Some("EqQB"));
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city": "Paris"}"#);
 /// assert_eq!(message.usages.unwrap().cache_read_input_tokens, 40);
+///
+/// // Server tools have no block in a message: noted, and kept in `raw`.
+/// let response = json!({"content": [
+///     {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "Paris"}},
+///     {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+///     {"type": "text", "text": "Sunny.", "citations": [{"type": "web_search_result_location",
+///      "url": "https://w.example", "title": "W", "cited_text": "sunny", "encrypted_index": "x"}]}
+/// ]});
+/// let converted = from_anthropic(&response, None)?;
+/// let kinds: Vec<_> = converted.report.notes().iter().map(|n| n.issue.to_string()).collect();
+/// assert_eq!(kinds, ["a message has no block for the response's `server_tool_use`",
+///                    "a message has no block for the response's `web_search_tool_result`"]);
+/// let ContentBlock::Text(text) = &converted.request.content[0] else { panic!() };
+/// assert_eq!(text.annotations[0].title.as_deref(), Some("W"));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_anthropic(
+    response: &Value,
+    tool_ids: Option<&ToolIds>,
+) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: &str| ResponseError::new("Anthropic", reason);
     let blocks = response
         .get("content")
@@ -456,9 +534,22 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
         .ok_or_else(|| error("it has no `content` list"))?;
     let mut content = Vec::new();
     let mut calls = Vec::new();
-    for block in blocks {
+    let mut report = Report::default();
+    for (at, block) in blocks.iter().enumerate() {
         match str_at(block, "type") {
-            Some("text") => content.push(ContentBlock::text(str_at(block, "text").unwrap_or(""))),
+            Some("text") => {
+                let annotations = block
+                    .get("citations")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(super::url_annotation)
+                    .collect();
+                content.push(ContentBlock::Text(TextBlock {
+                    annotations,
+                    ..TextBlock::new(str_at(block, "text").unwrap_or(""))
+                }));
+            }
             Some("thinking") => content.push(ContentBlock::Reasoning(ReasoningBlock {
                 signature: str_at(block, "signature").map(Into::into),
                 extra: provider_extra(Provider::Anthropic, &[]),
@@ -473,6 +564,7 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
                 let (Some(id), Some(name)) = (str_at(block, "id"), str_at(block, "name")) else {
                     return Err(error("a tool_use block has no `id` or `name`"));
                 };
+                let id = tool_ids.map_or(id, |ids| ids.original(id));
                 let input = block.get("input").cloned().unwrap_or(Value::Null);
                 let args = match &input {
                     Value::Object(args) => args.clone(),
@@ -484,7 +576,7 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
                 }));
                 calls.push(ToolCall::new(id, name, input));
             }
-            _ => {}
+            other => super::note_output(at, other.unwrap_or("unknown"), &mut report),
         }
     }
     let usage = response.get("usage").filter(|u| u.is_object()).map(|u| {
@@ -498,7 +590,7 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
         usage.cache_creation_input_tokens = super::count(u, &["cache_creation_input_tokens"]);
         usage
     });
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -510,5 +602,6 @@ pub fn from_anthropic(response: &Value) -> Result<Message, ResponseError> {
             usage,
             created: None,
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
 }

@@ -13,14 +13,14 @@
 
 use super::report::{Action, Issue, Report};
 use super::{
-    calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
+    blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
-    note_system_moved, out_of_place, output_text, parse_data_url, provider_extra,
+    note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, provider_extra,
     reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
     Reply, ResponseError, Source,
 };
 use crate::message::{
-    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
+    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
 };
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -85,13 +85,9 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
                 for (block, content) in message.content.iter().enumerate() {
                     match content {
                         ContentBlock::ToolResult(result) => {
-                            let text = output_text(&result.output);
-                            turn.responses.push(response_part(
-                                &result.call_id,
-                                result.is_error,
-                                &text,
-                                &names,
-                            ));
+                            let response =
+                                result_part(result, None, index, block, &names, &mut report);
+                            turn.responses.push(response);
                         }
                         other => parts.extend(part(other, index, block, &mut report)),
                     }
@@ -119,6 +115,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
         system.extend(context_summary.map(str::to_owned));
     }
     turn.flush(&mut contents, &mut report);
+    super::note_empty_conversation(contents.len(), &mut report);
     let mut request = Map::new();
     request.insert("contents".into(), Value::Array(contents));
     if !system.is_empty() {
@@ -127,10 +124,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
             json!({"parts": [{"text": system.join("\n")}]}),
         );
     }
-    Converted {
-        request: Value::Object(request),
-        report,
-    }
+    Converted::new(Value::Object(request), report)
 }
 
 /// The user turn being gathered: function responses first, then the rest.
@@ -156,9 +150,15 @@ impl UserTurn {
     }
 }
 
-/// `{"function_response": {"id", "name", "response": {"result" | "error": text}}}`; the name
-/// is the call's (the call id when no call has it, as AgentFlow does).
-fn response_part(call_id: &str, is_error: bool, text: &str, names: &HashMap<&str, &str>) -> Value {
+/// `{"function_response": {"id", "name", "response": {"result" | "error": text}, "parts"?}}`;
+/// the name is the call's (the call id when no call has it, as AgentFlow does).
+fn response_part(
+    call_id: &str,
+    is_error: bool,
+    text: &str,
+    names: &HashMap<&str, &str>,
+    parts: Vec<Value>,
+) -> Value {
     let name = names
         .get(call_id)
         .copied()
@@ -168,7 +168,44 @@ fn response_part(call_id: &str, is_error: bool, text: &str, names: &HashMap<&str
             call_id
         });
     let key = if is_error { "error" } else { "result" };
-    json!({"function_response": {"id": call_id, "name": name, "response": {key: text}}})
+    let mut response = json!({"id": call_id, "name": name, "response": {key: text}});
+    if !parts.is_empty() {
+        response["parts"] = Value::Array(parts);
+    }
+    json!({ "function_response": response })
+}
+
+/// The function response of a tool result at `block` of message `index`: its output as
+/// text (with `single`, the tool message holding only this result: the message's whole
+/// text, as AgentFlow sends it). An output of content blocks gives their text, and their
+/// media as the response's `parts` (inline data or file data).
+fn result_part(
+    result: &ToolResultBlock,
+    single: Option<&Message>,
+    index: usize,
+    block: usize,
+    names: &HashMap<&str, &str>,
+    report: &mut Report,
+) -> Value {
+    let Some(blocks) = output_blocks(&result.output) else {
+        let text = match single {
+            Some(message) => std::borrow::Cow::Owned(message.text()),
+            None => output_text(&result.output),
+        };
+        return response_part(&result.call_id, result.is_error, &text, names, Vec::new());
+    };
+    let mut text = blocks_text(&blocks);
+    for content in single.into_iter().flat_map(|m| &m.content) {
+        if let ContentBlock::Text(t) = content {
+            text.push_str(&t.text);
+        }
+    }
+    let media = blocks
+        .iter()
+        .filter(|b| !matches!(b, ContentBlock::Text(_)))
+        .filter_map(|b| part(b, index, block, report))
+        .collect();
+    response_part(&result.call_id, result.is_error, &text, names, media)
 }
 
 /// `inline_data` for bytes, `file_data` for a URI or file id.
@@ -183,6 +220,22 @@ fn media_part(media: &MediaRef, default_mime: &str) -> Option<Value> {
         Source::FileId(id) => json!({"file_data": {"mime_type": mime, "file_uri": id}}),
         Source::Missing => return None,
     })
+}
+
+/// Whether a file reference is a URI (`https://...`, `gs://...`): a scheme, then `:`.
+/// Gemini's `file_uri` takes nothing else (a bare file id such as `file-abc` or `files/abc`
+/// is refused).
+fn is_uri(reference: &str) -> bool {
+    match reference.split_once(':') {
+        Some((scheme, rest)) => {
+            !rest.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        }
+        None => false,
+    }
 }
 
 /// One part of a user or model turn; `None`, with a note, when Gemini has no part for it.
@@ -212,6 +265,17 @@ fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report)
             return None;
         }
     };
+    let file_uri = media
+        .as_ref()
+        .and_then(|m| m.get("file_data")?.get("file_uri")?.as_str());
+    if let Some(id) = file_uri.filter(|uri| !is_uri(uri)) {
+        report.push(
+            Some(index),
+            Some(block),
+            Issue::FileIdNotUri { id: id.to_owned() },
+            Action::SentAsIs,
+        );
+    }
     if media.is_none() {
         report.push(
             Some(index),
@@ -244,20 +308,12 @@ fn tool(
         );
     }
     // With one result, the response is the message's whole text, as AgentFlow sends it.
-    let whole = (results == 1).then(|| message.text());
+    let single = (results == 1).then_some(message);
     for (block, content) in message.content.iter().enumerate() {
         match content {
             ContentBlock::ToolResult(result) => {
-                let text = match &whole {
-                    Some(text) => std::borrow::Cow::Borrowed(text.as_str()),
-                    None => output_text(&result.output),
-                };
-                turn.responses.push(response_part(
-                    &result.call_id,
-                    result.is_error,
-                    &text,
-                    names,
-                ));
+                let response = result_part(result, single, index, block, names, report);
+                turn.responses.push(response);
             }
             ContentBlock::Text(t) if results == 1 => note_annotations(t, index, block, report),
             other => {
@@ -305,7 +361,13 @@ fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Valu
                 parts.push(json!({"text": text}));
             }
             c if is_call(c) => {}
-            other => parts.extend(part(other, index, block, report)),
+            other => match super::refusal_of(other) {
+                Some(refusal) => {
+                    super::note_refusal(index, block, report);
+                    parts.push(json!({"text": refusal}));
+                }
+                None => parts.extend(part(other, index, block, report)),
+            },
         }
     }
     for (i, call) in calls_of(message).into_iter().enumerate() {
@@ -358,7 +420,9 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 /// signature, text parts, `functionCall` parts as tool calls (their signature on the block
 /// and, as AgentFlow keeps it, in the `tools_calls` entry's `thought_signature`; a call
 /// without an id gets `call_<n>`), usage with cached and thought tokens, and the whole
-/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`.
+/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
+/// (`inlineData`, `executableCode`, `codeExecutionResult`...) are noted in the report and stay
+/// in `raw` only.
 ///
 /// ```
 /// use agentstate::providers::gemini::from_gemini;
@@ -372,14 +436,16 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 ///                       "thoughtsTokenCount": 12},
 ///     "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
 /// });
-/// let message = from_gemini(&response)?;
+/// let converted = from_gemini(&response)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// let call = message.tool_call_blocks().next().unwrap();
 /// assert_eq!(call.signature.as_deref(), Some("CiQB"));
 /// assert_eq!(message.tool_calls()[0].extra.get("thought_signature"), Some("CiQB".into()));
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: &str| ResponseError::new("Gemini", reason);
     let candidate = first(response, "candidates").ok_or_else(|| error("it has no `candidates`"))?;
     let parts = candidate
@@ -390,7 +456,8 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
         .unwrap_or_default();
     let mut content = Vec::new();
     let mut calls = Vec::new();
-    for part in parts {
+    let mut report = Report::default();
+    for (at, part) in parts.iter().enumerate() {
         let signature = get_str(part, "thoughtSignature", "thought_signature");
         if let Some(call) = get(part, "functionCall", "function_call") {
             let name = call
@@ -433,6 +500,19 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
                     }));
                 }
             }
+        } else {
+            let kind = part
+                .as_object()
+                .and_then(|p| {
+                    p.keys().find(|k| {
+                        !matches!(
+                            k.as_str(),
+                            "thought" | "thoughtSignature" | "thought_signature"
+                        )
+                    })
+                })
+                .map_or("unknown", String::as_str);
+            super::note_output(at, kind, &mut report);
         }
     }
     let usage = get(response, "usageMetadata", "usage_metadata").map(|u| {
@@ -444,7 +524,7 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
             get_count(u, "thoughtsTokenCount", "thoughts_token_count"),
         )
     });
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -456,5 +536,6 @@ pub fn from_gemini(response: &Value) -> Result<Message, ResponseError> {
             usage,
             created: None,
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
 }

@@ -1,6 +1,7 @@
 //! Provider request formats: a conversation of [`Message`]s into the request body of OpenAI
 //! Chat Completions, OpenAI Responses, Anthropic Messages and Gemini `generateContent`, and a
-//! provider's (non-streaming) response body back into a [`Message`].
+//! provider's (non-streaming) response body back into a [`Message`], with a report of what
+//! the message cannot keep (a web search call, a server tool's result...).
 //!
 //! Each `to_*` function returns a [`Converted`]: the request body (the conversation part of
 //! it; add `model`, `tools`, `max_tokens`... yourself) and a [`Report`] that lists, with
@@ -20,9 +21,82 @@
 //!   and Gemini, and invalid argument JSON is noted. Tool calls and results are paired by id
 //!   and every unanswered call or unmatched result is noted.
 //! - Consecutive tool results become one user turn for Anthropic and Gemini.
+//! - A tool result whose output is a list of content blocks (text and media, as a tool that
+//!   returns an image gives it) is sent as what the provider takes: Anthropic `tool_result`
+//!   content blocks (text, image, document), a Gemini `function_response` with the text as
+//!   its result and the media as its `parts`, a Responses `function_call_output` list of
+//!   `input_text`/`input_image`/`input_file`; OpenAI Chat's tool messages are text only, so
+//!   the media moves to a user message after the turn's tool results, with a note. Any other
+//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it).
+//! - Tool call ids Anthropic does not accept are rewritten, consistently and both ways
+//!   ([`tool_ids`]).
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
 //!   [`ReasoningBlock::extra`]`["provider"]` by the `from_*` functions); elsewhere it is
 //!   dropped with a note.
+//!
+//! # Where we differ from AgentFlow
+//!
+//! `tests/providers_differential.rs` compares the four bodies with what AgentFlow 0.10.1's own
+//! builders produce (`utils/converter.py`, then its Anthropic `split_system`,
+//! `merge_tool_results`, `drop_trailing_assistant`, its Gemini `_convert_to_google_format` and
+//! its Responses call) for the 20 real AgentFlow messages (alone and together), 60 random
+//! conversations and 4 hand-written ones; `tests/data/providers_agentflow.py` wrote the
+//! expectations (`tests/data/providers_agentflow.json`), so CI needs no Python. 267 of the 340
+//! bodies are equal; the others run into one of these deliberate differences, each named in
+//! the test by its reason:
+//!
+//! - `remote_tool_call`: AgentFlow drops every message holding a `remote_tool_call` block,
+//!   text and call. We send the call as a tool call.
+//! - `document`: AgentFlow sends a document's excerpt instead of the document, or a
+//!   `document` part OpenAI Chat rejects. We send the document (a `file` part, a `document`
+//!   source, inline data), or its text when the provider has no way to take it.
+//! - `video`: AgentFlow sends OpenAI Chat a `video` part, which Chat rejects, and downloads it
+//!   for Gemini. We send a `[Video: ref]` text with a note to OpenAI and a `file_data` part to
+//!   Gemini.
+//! - `empty_message` (Anthropic, Gemini): AgentFlow sends an empty text, which both reject. We
+//!   drop the message with a note.
+//! - `responses_audio`: AgentFlow sends Responses a flattened `input_audio` part that the API
+//!   does not define. We drop it with a note.
+//! - `gemini_media_url`: AgentFlow downloads http(s) images and media while building the
+//!   request (in the differential, with the network cut, it sends `[Failed to load image]`),
+//!   and sends audio by URL as `[Audio: ref]`. We never touch the network: the URI goes in a
+//!   `file_data` part.
+//! - `gemini_data`: a `data` block goes to Gemini as `inline_data`; AgentFlow sends an empty
+//!   text.
+//! - `file_id`: media by file id. AgentFlow puts an image's file id where a URL goes (OpenAI's
+//!   `image_url`, Anthropic's `url` source) and tries to download it for Gemini; it sends a
+//!   document by file id as a `[Document file_id: ...]` text. We send Anthropic images and
+//!   documents by file id as a `{"type": "file", "file_id"}` source and Gemini any media by
+//!   file id as `file_data.file_uri`, reported as refused when the id is not a URI (Gemini
+//!   takes only an uploaded file's `uri`); OpenAI gets no image by file id (dropped, noted).
+//! - `user_after_tool_results` (Anthropic, Gemini): a user message right after tool results
+//!   joins their user turn (results first). AgentFlow sends it as a second user turn.
+//! - `tool_output_blocks`: a tool result whose output is content blocks (text and an image) is
+//!   sent as what each provider takes (see the rules above). AgentFlow sends the blocks' JSON
+//!   text, base64 and all.
+//! - `anthropic_tool_id`: a tool call id Anthropic does not accept (`functions.get_weather:0`)
+//!   is rewritten ([`tool_ids`]). AgentFlow sends it unchanged, which Anthropic refuses.
+//!
+//! Three more are normalised away before comparing, so the rest of those bodies is still
+//! compared: Anthropic `tool_result` blocks carry `is_error` (AgentFlow reads it from a key its
+//! own dicts never have, so never sends it); Gemini function calls and responses carry the
+//! call `id` (pairing parallel calls of one function) and a failed result under `error`
+//! (Gemini's documented key; AgentFlow: `result`); Responses `input_image` parts carry
+//! `"detail": "auto"` (the official SDK's type requires it; AgentFlow leaves it out). Outside
+//! the differential's reach, we also differ where AgentFlow loses data: the `context_summary`
+//! goes into the system prompt (AgentFlow: an assistant message, which Anthropic takes as a
+//! prefill); reasoning and signatures go back to the provider that made them (AgentFlow has no
+//! field for them); tool results in a user message become tool messages before it (AgentFlow
+//! folds them into the user's text); a tool message with several results gives one result
+//! each (AgentFlow: the first call id with all outputs); media beside a tool result is moved
+//! or kept (AgentFlow drops it); a refusal read from a response goes back to OpenAI Chat as
+//! `refusal` (AgentFlow: as text); an empty conversation (or one of only system messages) is
+//! reported as refused (AgentFlow sends it without a word).
+//!
+//! Every body of those conversations, and of 500 random ones, is valid for the official SDKs'
+//! request types (`openai`, `anthropic`, `google-genai`; `tests/providers_sdk_types.rs`, when
+//! `AGENTSTATE_SDK_PYTHON` names a Python with them, as `.ci/run` sets it), and the OpenAI ones
+//! also deserialize into `async-openai`'s (`tests/providers_openai_types.rs`).
 //!
 //! Message envelope fields no provider request has (`message_id`, `timestamp`, `metadata`,
 //! `usages`, `raw`, `parsed_content`, `delta`), media details (`alt_text`, `bbox`, sizes,
@@ -69,6 +143,7 @@
 //! | tool calls (`tools_calls`, `tool_call` and `remote_tool_call` blocks, one per id) | `tool_calls`, arguments a JSON string | `function_call` items | `tool_use` blocks, `input` an object | `function_call` parts with `id`, `args` an object |
 //! | invalid argument JSON | sent as is (noted) | sent as is (noted) | `{}` (noted) | `{}` (noted) |
 //! | a call's `thought_signature` | dropped (noted) | dropped (noted) | dropped (noted) | sent; a turn's first call without one gets Google's placeholder |
+//! | a tool result whose output is content blocks | text in the tool message, media moved after the results (noted) | a `function_call_output` list | `tool_result` content blocks | `function_response` with `parts` |
 //! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed), all in one user turn |
 //! | media beside a tool result | moved to a user message after the turn's tool results (noted) | as Chat (noted) | inside the `tool_result` (images, documents) | after the function responses in the same turn (noted) |
 //! | `tool_result` in a user message | a `tool` message before the user message | a `function_call_output` before it | first in the user turn | first in the user turn |
@@ -83,61 +158,112 @@
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
 //! it). `cargo run --example providers` prints the four bodies of one conversation.
-//!
-//! ## Where we differ from AgentFlow
-//!
-//! `tests/providers_differential.rs` compares the four bodies with what AgentFlow 0.10.1's own
-//! builders produce for its real messages and random conversations; they are equal but for
-//! these deliberate differences:
-//!
-//! - `remote_tool_call`: AgentFlow drops every message holding one; we send it as a tool call.
-//! - `document`: AgentFlow sends a document's excerpt, or a part OpenAI Chat rejects; we send the
-//!   document (a `file` part, a `document` source, inline data), or its text when the provider
-//!   cannot take it.
-//! - `video`: AgentFlow sends OpenAI Chat a `video` part, which Chat rejects, and downloads it for
-//!   Gemini; we send a `[Video: ref]` text with a note to OpenAI and a `file_data` part to Gemini.
-//! - `empty_message` (Anthropic, Gemini): AgentFlow sends an empty text, which both reject; we
-//!   drop the message with a note.
-//! - `responses_audio`: AgentFlow sends Responses an `input_audio` part the API does not define;
-//!   we drop it with a note.
-//! - `gemini_media_url`: AgentFlow downloads http(s) media while building the request; we never
-//!   touch the network: the URI goes in a `file_data` part.
-//! - `gemini_data`: a `data` block goes to Gemini as `inline_data`; AgentFlow sends an empty text.
-//!
-//! Where AgentFlow loses data we also differ: the `context_summary` goes into the system prompt
-//! (AgentFlow: an assistant message, which Anthropic takes as a prefill); reasoning and
-//! signatures go back to the provider that made them; tool results in a user message become
-//! tool messages before it; a tool message with several results gives one result each; media in
-//! tool results is moved or kept; Anthropic `tool_result` blocks carry `is_error`, and Gemini
-//! function calls and responses carry the call `id` and a failed result under `error`.
 
 pub mod anthropic;
 pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+pub mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
 pub use gemini::{from_gemini, to_gemini};
 pub use openai_chat::{from_openai_chat, to_openai_chat};
 pub use openai_responses::{from_openai_responses, to_openai_responses};
+pub use tool_ids::ToolIds;
 
 use crate::message::python_json;
 use crate::message::{
-    ContentBlock, Json, JsonObject, MediaKind, MediaRef, Message, ReasoningBlock, Role, TextBlock,
-    TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
+    AnnotationRef, ContentBlock, ErrorBlock, Json, JsonObject, MediaKind, MediaRef, Message,
+    ReasoningBlock, Role, TextBlock, TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
 };
 use report::{Action, Issue, Report};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// A provider's request body and what it could not express.
+/// A provider's request body and what it could not express (or, from the `from_*`
+/// functions, a response's message and what it could not keep).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Converted<T> {
-    /// The request body: `messages`/`input`/`contents` and the system prompt.
+    /// The request body: `messages`/`input`/`contents` and the system prompt (from the
+    /// `from_*` functions: the message).
     pub request: T,
     /// Everything that could not be expressed, and what was done with it.
     pub report: Report,
+    /// The tool call ids rewritten for the provider (Anthropic only; empty when none was):
+    /// give them to [`from_anthropic`] to map a response's ids back.
+    pub tool_ids: ToolIds,
+}
+
+impl<T> Converted<T> {
+    /// A conversion without rewritten ids.
+    fn new(request: T, report: Report) -> Self {
+        Converted {
+            request,
+            report,
+            tool_ids: ToolIds::default(),
+        }
+    }
+}
+
+/// The `error` block `code` that marks a model's refusal (OpenAI's `refusal`), as the `from_*`
+/// functions read one.
+pub const REFUSAL_CODE: &str = "refusal";
+
+/// The text of a refusal block (an `error` block with code [`REFUSAL_CODE`]).
+fn refusal_of(block: &ContentBlock) -> Option<&str> {
+    match block {
+        ContentBlock::Error(e) if e.code.as_deref() == Some(REFUSAL_CODE) => Some(&e.message),
+        _ => None,
+    }
+}
+
+/// A refusal block: `{"type": "error", "message": text, "code": "refusal"}`.
+fn refusal_block(text: &str) -> ContentBlock {
+    ContentBlock::Error(ErrorBlock {
+        code: Some(REFUSAL_CODE.to_owned()),
+        ..ErrorBlock::new(text)
+    })
+}
+
+/// A refusal sent as assistant text to a provider without refusals in its requests, noted.
+fn note_refusal(message: usize, block: usize, report: &mut Report) {
+    report.push(
+        Some(message),
+        Some(block),
+        Issue::Refusal,
+        Action::SentAsText,
+    );
+}
+
+/// A response item or block the message has no place for: noted (it stays in `raw`).
+fn note_output(item: usize, kind: &str, report: &mut Report) {
+    report.push(
+        None,
+        Some(item),
+        Issue::UnsupportedOutput {
+            kind: kind.to_owned(),
+        },
+        Action::KeptInRawOnly,
+    );
+}
+
+/// A citation with a `url` and a `title` (OpenAI's `url_citation`, Anthropic's
+/// `web_search_result_location`) as an annotation of the text; its position in the text is
+/// not kept (it is in `raw`).
+fn url_annotation(citation: &Value) -> Option<AnnotationRef> {
+    let url = str_at(citation, "url")?;
+    Some(AnnotationRef {
+        title: str_at(citation, "title").map(str::to_owned),
+        ..AnnotationRef::url(url)
+    })
+}
+
+/// Notes a request without any message, which the provider refuses.
+fn note_empty_conversation(sent: usize, report: &mut Report) {
+    if sent == 0 {
+        report.push(None, None, Issue::EmptyConversation, Action::SentAsIs);
+    }
 }
 
 /// A provider, as recorded in a reasoning block's or tool call's `extra["provider"]`.
@@ -496,6 +622,40 @@ fn output_text(output: &Json) -> Cow<'static, str> {
         Some(text) => text,
         None => python_json::text_to_string(output.as_json()),
     })
+}
+
+/// A tool result's output when it is a list of content blocks of text and media (`text`,
+/// `image`, `audio`, `video`, `document`, `data`), as a tool that returns an image gives it;
+/// `None` for any other output, which is sent as its text.
+fn output_blocks(output: &Json) -> Option<Vec<ContentBlock>> {
+    if !output.as_json().starts_with('[') {
+        return None;
+    }
+    let blocks: Vec<ContentBlock> = serde_json::from_str(output.as_json()).ok()?;
+    let content = |b: &ContentBlock| {
+        matches!(
+            b,
+            ContentBlock::Text(_)
+                | ContentBlock::Image(_)
+                | ContentBlock::Audio(_)
+                | ContentBlock::Video(_)
+                | ContentBlock::Document(_)
+                | ContentBlock::Data(_)
+        )
+    };
+    (!blocks.is_empty() && blocks.iter().all(content)).then_some(blocks)
+}
+
+/// The text of content blocks: their text blocks' texts, concatenated (as AgentFlow's
+/// `Message.text()` joins a message's).
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text AgentFlow's converters put for media they cannot send.

@@ -12,10 +12,12 @@ use super::report::{Action, Issue, Report};
 use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
-    openai_reasoning, openai_usage, out_of_place, output_text, placeholder, response_message,
-    source, str_at, Converted, Reply, ResponseError, Source,
+    openai_reasoning, openai_usage, out_of_place, output_blocks, output_text, placeholder,
+    response_message, source, str_at, Converted, Reply, ResponseError, Source,
 };
-use crate::message::{ContentBlock, Message, Role, ToolCall, ToolCallBlock};
+use crate::message::{
+    ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock, ToolResultBlock,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -41,18 +43,23 @@ pub enum ChatMessage<'a> {
         /// Text or parts.
         content: ChatContent<'a>,
     },
-    /// `{"role": "assistant", "content", "tool_calls"?}`.
+    /// `{"role": "assistant", "content", "refusal"?, "tool_calls"?}`.
     Assistant {
         /// The text (`""` when there is none).
         content: Cow<'a, str>,
+        /// The model's refusal (an `error` block with code
+        /// [`REFUSAL_CODE`](super::REFUSAL_CODE)), absent when none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        refusal: Option<&'a str>,
         /// The tool calls (absent when none).
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ChatToolCall<'a>>,
     },
     /// `{"role": "tool", "content", "tool_call_id"}`.
     Tool {
-        /// The result as text.
-        content: Cow<'a, str>,
+        /// The result as text (parts with media only in the Responses conversion, whose
+        /// outputs take them).
+        content: ChatContent<'a>,
         /// The call it answers.
         tool_call_id: &'a str,
     },
@@ -94,6 +101,34 @@ pub enum ChatPart<'a> {
     },
 }
 
+impl ChatPart<'_> {
+    /// The part, owning its text.
+    fn into_owned(self) -> ChatPart<'static> {
+        let own = |text: Cow<'_, str>| Cow::Owned(text.into_owned());
+        match self {
+            ChatPart::Text { text } => ChatPart::Text { text: own(text) },
+            ChatPart::ImageUrl { image_url } => ChatPart::ImageUrl {
+                image_url: ImageUrl {
+                    url: own(image_url.url),
+                },
+            },
+            ChatPart::InputAudio { input_audio } => ChatPart::InputAudio {
+                input_audio: InputAudio {
+                    data: own(input_audio.data),
+                    format: own(input_audio.format),
+                },
+            },
+            ChatPart::File { file } => ChatPart::File {
+                file: FilePart {
+                    file_data: file.file_data,
+                    file_id: file.file_id.map(own),
+                    filename: file.filename.map(own),
+                },
+            },
+        }
+    }
+}
+
 /// An image part's `image_url`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ImageUrl<'a> {
@@ -105,9 +140,9 @@ pub struct ImageUrl<'a> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InputAudio<'a> {
     /// Base64 bytes.
-    pub data: &'a str,
+    pub data: Cow<'a, str>,
     /// The format (`wav`, `mp3`): the MIME type's subtype.
-    pub format: &'a str,
+    pub format: Cow<'a, str>,
 }
 
 /// A file part's `file`: inline data or a file id.
@@ -118,10 +153,10 @@ pub struct FilePart<'a> {
     pub file_data: Option<String>,
     /// An uploaded file's id.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_id: Option<&'a str>,
+    pub file_id: Option<Cow<'a, str>>,
     /// The file name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub filename: Option<&'a str>,
+    pub filename: Option<Cow<'a, str>>,
 }
 
 /// A tool call: `{"id", "type": "function", "function": {"name", "arguments"}}`.
@@ -175,13 +210,14 @@ pub fn to_openai_chat<'a>(
     messages: &'a [Message],
     context_summary: Option<&'a str>,
 ) -> Converted<ChatRequest<'a>> {
-    let (out, report) = convert(messages, context_summary, false);
-    Converted {
-        request: ChatRequest {
+    let (out, mut report) = convert(messages, context_summary, false);
+    super::note_empty_conversation(out.messages.len(), &mut report);
+    Converted::new(
+        ChatRequest {
             messages: out.messages,
         },
         report,
-    }
+    )
 }
 
 /// The Chat messages being built, with the index of the message each came from (`None` for
@@ -195,6 +231,9 @@ pub(super) struct Out<'a> {
     /// Whether OpenAI reasoning blocks are taken (by the Responses converter) rather than
     /// noted as dropped.
     pub(super) keep_reasoning: bool,
+    /// Whether the media of tool results made of content blocks stay in the result (the
+    /// Responses converter) rather than moving after the turn's tool results.
+    media_in_results: bool,
 }
 
 impl<'a> Out<'a> {
@@ -216,6 +255,66 @@ impl<'a> Out<'a> {
     fn moved(&mut self, part: Option<ChatPart<'a>>) {
         self.moved_from = self.at;
         self.moved.extend(part);
+    }
+
+    /// The content of the tool message of a result at `block` of message `index`, with the
+    /// text of the blocks beside it (`beside`): its output as text. An output of content
+    /// blocks gives their text, and their media either as parts (Responses, whose
+    /// `function_call_output` takes them) or moved after the turn's tool results, noted.
+    fn result_content(
+        &mut self,
+        result: &'a ToolResultBlock,
+        beside: Option<String>,
+        index: usize,
+        block: usize,
+        report: &mut Report,
+    ) -> ChatContent<'a> {
+        let Some(blocks) = output_blocks(&result.output) else {
+            return ChatContent::Text(match beside {
+                Some(beside) => Cow::Owned(output_text(&result.output).into_owned() + &beside),
+                None => output_text(&result.output),
+            });
+        };
+        let mut text = String::new();
+        let mut parts = Vec::new();
+        for content in &blocks {
+            if let ContentBlock::Text(t) = content {
+                text.push_str(&t.text);
+                if !t.text.is_empty() {
+                    parts.push(ChatPart::Text {
+                        text: Cow::Owned(t.text.clone()),
+                    });
+                }
+                continue;
+            }
+            let Some(part) = part(content, index, block, report).map(ChatPart::into_owned) else {
+                continue;
+            };
+            if self.media_in_results {
+                parts.push(part);
+            } else {
+                let kind = content.kind();
+                report.push(
+                    Some(index),
+                    Some(block),
+                    Issue::ToolResultNonText { kind },
+                    Action::MovedToUserMessage,
+                );
+                self.moved(Some(part));
+            }
+        }
+        if let Some(beside) = beside.filter(|b| !b.is_empty()) {
+            text.push_str(&beside);
+            parts.push(ChatPart::Text {
+                text: Cow::Owned(beside),
+            });
+        }
+        let media = parts.iter().any(|p| !matches!(p, ChatPart::Text { .. }));
+        if self.media_in_results && media {
+            ChatContent::Parts(parts)
+        } else {
+            ChatContent::Text(Cow::Owned(text))
+        }
     }
 
     /// Sends the media moved out of tool results as one user message.
@@ -246,6 +345,7 @@ pub(super) fn convert<'a>(
         moved: Vec::new(),
         moved_from: None,
         keep_reasoning,
+        media_in_results: keep_reasoning,
     };
     let leading = leading_system(messages);
     for (index, message) in messages.iter().enumerate() {
@@ -403,13 +503,15 @@ fn part<'a>(
         ContentBlock::Audio(audio) => match source(&audio.media) {
             Source::Data(data) => Some(ChatPart::InputAudio {
                 input_audio: InputAudio {
-                    data,
-                    format: audio
-                        .media
-                        .mime_type
-                        .as_deref()
-                        .and_then(|m| m.rsplit('/').next())
-                        .unwrap_or("wav"),
+                    data: Cow::Borrowed(data),
+                    format: Cow::Borrowed(
+                        audio
+                            .media
+                            .mime_type
+                            .as_deref()
+                            .and_then(|m| m.rsplit('/').next())
+                            .unwrap_or("wav"),
+                    ),
                 },
             }),
             _ => replace(placeholder("audio", &audio.media), report),
@@ -422,13 +524,15 @@ fn part<'a>(
                         data,
                     )),
                     file_id: None,
-                    filename: Some(doc.media.filename.as_deref().unwrap_or("document.pdf")),
+                    filename: Some(Cow::Borrowed(
+                        doc.media.filename.as_deref().unwrap_or("document.pdf"),
+                    )),
                 },
             }),
             Source::FileId(id) => Some(ChatPart::File {
                 file: FilePart {
                     file_data: None,
-                    file_id: Some(id),
+                    file_id: Some(Cow::Borrowed(id)),
                     filename: None,
                 },
             }),
@@ -461,6 +565,7 @@ fn assistant<'a>(
     keep_reasoning: bool,
     report: &mut Report,
 ) -> ChatMessage<'a> {
+    let mut refusal = None;
     let content = match message.content.as_slice() {
         [ContentBlock::Text(text)] => {
             note_annotations(text, index, 0, report);
@@ -469,6 +574,15 @@ fn assistant<'a>(
         blocks => {
             let mut text = String::new();
             for (block, content) in blocks.iter().enumerate() {
+                if let Some(refused) = super::refusal_of(content) {
+                    if refusal.is_none() {
+                        refusal = Some(refused);
+                    } else {
+                        super::note_refusal(index, block, report);
+                        text.push_str(refused);
+                    }
+                    continue;
+                }
                 match content {
                     ContentBlock::Text(t) => {
                         note_annotations(t, index, block, report);
@@ -510,6 +624,7 @@ fn assistant<'a>(
     };
     ChatMessage::Assistant {
         content,
+        refusal,
         tool_calls,
     }
 }
@@ -519,8 +634,9 @@ fn tool_messages<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, repo
     for (block, content) in message.content.iter().enumerate() {
         if let ContentBlock::ToolResult(result) = content {
             note_error_flag(result, index, block, report);
+            let content = out.result_content(result, None, index, block, report);
             out.push(ChatMessage::Tool {
-                content: output_text(&result.output),
+                content,
                 tool_call_id: &result.call_id,
             });
         }
@@ -533,8 +649,9 @@ fn tool_messages<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, repo
 fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut Report) {
     if let [ContentBlock::ToolResult(result)] = message.content.as_slice() {
         note_error_flag(result, index, 0, report);
+        let content = out.result_content(result, None, index, 0, report);
         out.push(ChatMessage::Tool {
-            content: output_text(&result.output),
+            content,
             tool_call_id: &result.call_id,
         });
         return;
@@ -556,23 +673,27 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
         out.push(ChatMessage::User { content });
         return;
     }
-    let mut text = String::new();
+    // With one result, its content is the message's text (AgentFlow's): the result's and
+    // the text beside it.
+    let mut beside = String::new();
+    let mut single = None;
     for (block, content) in message.content.iter().enumerate() {
         match content {
             ContentBlock::ToolResult(result) => {
                 note_error_flag(result, index, block, report);
                 if results == 1 {
-                    text.push_str(&output_text(&result.output));
+                    single = Some((result, block, beside.len()));
                 } else {
+                    let content = out.result_content(result, None, index, block, report);
                     out.push(ChatMessage::Tool {
-                        content: output_text(&result.output),
+                        content,
                         tool_call_id: &result.call_id,
                     });
                 }
             }
             ContentBlock::Text(t) if results == 1 => {
                 note_annotations(t, index, block, report);
-                text.push_str(&t.text);
+                beside.push_str(&t.text);
             }
             ContentBlock::Text(_) => {
                 report.push(
@@ -601,26 +722,43 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
             other => note_dropped(other.kind(), index, block, report),
         }
     }
-    if results == 1 {
-        let call_id = message
-            .tool_results()
-            .next()
-            .map(|r| r.call_id.as_str())
-            .unwrap_or_default();
+    if let Some((result, block, before)) = single {
+        // The text before the result leads, as in the message's text.
+        let after = beside.split_off(before);
+        let content = out.result_content(result, Some(after), index, block, report);
+        let content = match content {
+            ChatContent::Text(text) if !beside.is_empty() => {
+                ChatContent::Text(Cow::Owned(beside + &text))
+            }
+            ChatContent::Parts(mut parts) if !beside.is_empty() => {
+                parts.insert(
+                    0,
+                    ChatPart::Text {
+                        text: Cow::Owned(beside),
+                    },
+                );
+                ChatContent::Parts(parts)
+            }
+            content => content,
+        };
         out.push(ChatMessage::Tool {
-            content: Cow::Owned(text),
-            tool_call_id: call_id,
+            content,
+            tool_call_id: &result.call_id,
         });
     }
 }
 
 /// Reads a Chat Completions response (`chat.completion` JSON) into an assistant message:
-/// the first choice's text, refusal and tool calls (their arguments strings kept as sent),
-/// `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block, usage
-/// with cached and reasoning tokens, and the whole response as `raw`.
+/// the first choice's text (its `url_citation` annotations as the text's annotations, url
+/// and title), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
+/// which goes back to Chat as `refusal`) and tool calls (their arguments strings kept as
+/// sent), `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block,
+/// usage with cached and reasoning tokens, and the whole response as `raw`. The report notes
+/// what the message cannot hold (an `audio` reply), which stays in `raw` only.
 ///
 /// ```
-/// use agentstate::providers::openai_chat::from_openai_chat;
+/// use agentstate::message::ContentBlock;
+/// use agentstate::providers::openai_chat::{from_openai_chat, to_openai_chat};
 /// use serde_json::json;
 ///
 /// let response = json!({
@@ -632,14 +770,26 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///     "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25,
 ///               "prompt_tokens_details": {"cached_tokens": 8}}
 /// });
-/// let message = from_openai_chat(&response)?;
+/// let converted = from_openai_chat(&response)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// assert_eq!(message.tool_call_blocks().next().unwrap().args.get("city"), Some("Paris".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().cache_read_input_tokens, 8);
 /// assert_eq!(message.metadata.get("finish_reason"), Some("tool_calls".into()));
+///
+/// // A refusal is kept as a refusal, and sent back as one.
+/// let refused = json!({"choices": [{"message": {"role": "assistant", "content": null,
+///                                               "refusal": "I can't help with that."}}]});
+/// let message = from_openai_chat(&refused)?.request;
+/// let ContentBlock::Error(block) = &message.content[0] else { panic!() };
+/// assert_eq!((block.message.as_str(), block.code.as_deref()), ("I can't help with that.", Some("refusal")));
+/// let body = serde_json::to_value(to_openai_chat(&[message], None).request).unwrap();
+/// assert_eq!(body["messages"][0], json!({"role": "assistant", "content": "",
+///                                        "refusal": "I can't help with that."}));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: &str| ResponseError::new("OpenAI Chat", reason);
     let choice = first(response, "choices").ok_or_else(|| error("it has no `choices`"))?;
     let message = choice
@@ -651,10 +801,24 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
         content.push(ContentBlock::reasoning(reasoning));
     }
     if let Some(text) = str_at(message, "content") {
-        content.push(ContentBlock::text(text));
+        let annotations = message
+            .get("annotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
+            .collect();
+        content.push(ContentBlock::Text(TextBlock {
+            annotations,
+            ..TextBlock::new(text)
+        }));
     }
     if let Some(refusal) = str_at(message, "refusal") {
-        content.push(ContentBlock::text(refusal));
+        content.push(super::refusal_block(refusal));
+    }
+    let mut report = Report::default();
+    if message.get("audio").is_some_and(|a| !a.is_null()) {
+        super::note_output(0, "audio", &mut report);
     }
     let mut calls = Vec::new();
     for call in message
@@ -682,7 +846,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
         ["prompt_tokens", "completion_tokens"],
         ["prompt_tokens_details", "completion_tokens_details"],
     );
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -694,5 +858,6 @@ pub fn from_openai_chat(response: &Value) -> Result<Message, ResponseError> {
             usage,
             created: response.get("created").and_then(Value::as_f64),
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
 }

@@ -15,7 +15,9 @@ use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
     Converted, Provider, Reply, ResponseError,
 };
-use crate::message::{ContentBlock, Message, ReasoningBlock, ToolCall, ToolCallBlock};
+use crate::message::{
+    AnnotationRef, ContentBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolCallBlock,
+};
 use serde_json::{json, Map, Value};
 
 /// Converts a conversation to a Responses request's `instructions` and `input`.
@@ -69,11 +71,22 @@ pub fn to_openai_responses(
                 input.push(json!({"role": "user", "content": content}));
             }
             ChatMessage::Assistant {
-                content,
+                mut content,
+                refusal,
                 tool_calls,
             } => {
                 started = true;
                 let source = origin.map(|i| &messages[i]);
+                if let (Some(refusal), Some(index)) = (refusal, origin) {
+                    // Responses takes no refusal in an input message: sent as its text.
+                    let block = messages[index]
+                        .content
+                        .iter()
+                        .position(|b| super::refusal_of(b).is_some())
+                        .unwrap_or_default();
+                    super::note_refusal(index, block, &mut report);
+                    content.to_mut().push_str(refusal);
+                }
                 for block in source.into_iter().flat_map(|m| &m.content) {
                     if let ContentBlock::Reasoning(reasoning) = block {
                         if let Some(id) = openai_reasoning(reasoning) {
@@ -110,10 +123,12 @@ pub fn to_openai_responses(
                 tool_call_id,
             } => {
                 started = true;
+                // A string, or (for a result with media) input_text/input_image/input_file.
+                let output = input_content(content, origin, &mut report);
                 input.push(json!({
                     "type": "function_call_output",
                     "call_id": tool_call_id,
-                    "output": content,
+                    "output": output,
                 }));
             }
         }
@@ -123,10 +138,7 @@ pub fn to_openai_responses(
         request.insert("instructions".into(), Value::from(instructions.join("\n")));
     }
     request.insert("input".into(), Value::Array(input));
-    Converted {
-        request: Value::Object(request),
-        report,
-    }
+    Converted::new(Value::Object(request), report)
 }
 
 /// A user message's content as Responses input content. Responses takes no audio: an audio
@@ -141,7 +153,8 @@ fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut R
         .filter_map(|part| match part {
             ChatPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
             ChatPart::ImageUrl { image_url } => {
-                Some(json!({"type": "input_image", "image_url": image_url.url}))
+                // `detail` is required by the SDK's type; `auto` is the API's default.
+                Some(json!({"type": "input_image", "image_url": image_url.url, "detail": "auto"}))
             }
             ChatPart::InputAudio { .. } => {
                 report.push(
@@ -158,10 +171,10 @@ fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut R
                     part["file_data"] = Value::from(data);
                 }
                 if let Some(id) = file.file_id {
-                    part["file_id"] = Value::from(id);
+                    part["file_id"] = Value::from(id.into_owned());
                 }
                 if let Some(name) = file.filename {
-                    part["filename"] = Value::from(name);
+                    part["filename"] = Value::from(name.into_owned());
                 }
                 Some(part)
             }
@@ -189,9 +202,12 @@ fn reasoning_item(id: &str, reasoning: &ReasoningBlock) -> Value {
 
 /// Reads a Responses API `response` object into an assistant message: `reasoning` items as
 /// reasoning blocks (summary texts, `encrypted_content` as the signature, the item id in
-/// `extra`), `message` items' `output_text` and `refusal` as text, `function_call` items as
+/// `extra`), `message` items' `output_text` as text (`url_citation` and `file_citation`
+/// annotations as the text's annotations, without their positions) and `refusal` as an
+/// `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE), `function_call` items as
 /// tool calls (the item id in the block's `extra`), usage with cached and reasoning tokens,
-/// and the whole response as `raw`.
+/// and the whole response as `raw`. Other items (`web_search_call`, `file_search_call`...)
+/// have no block in a message: each is noted in the report, and stays in `raw` only.
 ///
 /// ```
 /// use agentstate::message::ContentBlock;
@@ -209,14 +225,29 @@ fn reasoning_item(id: &str, reasoning: &ReasoningBlock) -> Value {
 ///     "usage": {"input_tokens": 30, "output_tokens": 12, "total_tokens": 42,
 ///               "output_tokens_details": {"reasoning_tokens": 8}}
 /// });
-/// let message = from_openai_responses(&response)?;
+/// let converted = from_openai_responses(&response)?;
+/// assert!(converted.report.is_empty());
+/// let message = converted.request;
 /// let ContentBlock::Reasoning(reasoning) = &message.content[0] else { panic!() };
 /// assert_eq!(reasoning.signature.as_deref(), Some("gAAAA"));
 /// assert_eq!(message.tool_calls()[0].id, "call_1");
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 8);
+///
+/// // A web search: its call has no block (noted); the answer's citation is kept.
+/// let response = json!({"output": [
+///     {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+///     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny.",
+///      "annotations": [{"type": "url_citation", "url": "https://w.example", "title": "W",
+///                       "start_index": 0, "end_index": 6}]}]}
+/// ]});
+/// let converted = from_openai_responses(&response)?;
+/// assert_eq!(converted.report.to_string(),
+///     "response item 0: a message has no block for the response's `web_search_call`; kept in the message's `raw` only");
+/// let ContentBlock::Text(text) = &converted.request.content[0] else { panic!() };
+/// assert_eq!(text.annotations[0].url.as_deref(), Some("https://w.example"));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError> {
+pub fn from_openai_responses(response: &Value) -> Result<Converted<Message>, ResponseError> {
     let error = |reason: String| ResponseError::new("OpenAI Responses", reason);
     let output = response
         .get("output")
@@ -224,7 +255,8 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
         .ok_or_else(|| error("it has no `output` list".into()))?;
     let mut content = Vec::new();
     let mut calls = Vec::new();
-    for item in output {
+    let mut report = Report::default();
+    for (at, item) in output.iter().enumerate() {
         match str_at(item, "type") {
             Some("reasoning") => {
                 let texts: Vec<String> = item
@@ -253,13 +285,10 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
                     .flatten()
                 {
                     match str_at(part, "type") {
-                        Some("output_text") => {
-                            content.push(ContentBlock::text(str_at(part, "text").unwrap_or("")))
-                        }
-                        Some("refusal") => {
-                            content.push(ContentBlock::text(str_at(part, "refusal").unwrap_or("")))
-                        }
-                        _ => {}
+                        Some("output_text") => content.push(output_text(part)),
+                        Some("refusal") => content
+                            .push(super::refusal_block(str_at(part, "refusal").unwrap_or(""))),
+                        other => super::note_output(at, other.unwrap_or("unknown"), &mut report),
                     }
                 }
             }
@@ -287,7 +316,7 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
                 call.function.arguments = arguments.to_owned();
                 calls.push(call);
             }
-            _ => {}
+            other => super::note_output(at, other.unwrap_or("unknown"), &mut report),
         }
     }
     let usage = openai_usage(
@@ -295,7 +324,7 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
         ["input_tokens", "output_tokens"],
         ["input_tokens_details", "output_tokens_details"],
     );
-    Ok(response_message(
+    let message = response_message(
         response,
         content,
         calls,
@@ -307,5 +336,30 @@ pub fn from_openai_responses(response: &Value) -> Result<Message, ResponseError>
             usage,
             created: response.get("created_at").and_then(Value::as_f64),
         },
-    ))
+    );
+    Ok(Converted::new(message, report))
+}
+
+/// An `output_text` part: its text, with its `url_citation` annotations (url and title) and
+/// `file_citation` ones (file id and file name).
+fn output_text(part: &Value) -> ContentBlock {
+    let annotations = part
+        .get("annotations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| match str_at(a, "type") {
+            Some("url_citation") => super::url_annotation(a),
+            Some("file_citation") => Some(AnnotationRef {
+                file_id: str_at(a, "file_id").map(str::to_owned),
+                title: str_at(a, "filename").map(str::to_owned),
+                ..AnnotationRef::default()
+            }),
+            _ => None,
+        })
+        .collect();
+    ContentBlock::Text(TextBlock {
+        annotations,
+        ..TextBlock::new(str_at(part, "text").unwrap_or(""))
+    })
 }

@@ -1127,6 +1127,9 @@ impl<'a> Gen<'a> {
             g.s("; const FIELDS: &'static [&'static str] = ")
                 .c(&fields)
                 .s(";");
+            if let Some(version) = self.input.version {
+                let _ = write!(g, "const SCHEMA_VERSION: u32 = {version};");
+            }
             // The leaves take the update's entries from it; when planning succeeded every one
             // was taken, so what is left (each `None`, a base's part its default) holds nothing
             // to free: forgetting it spares the merge its drop. On an error it is dropped.

@@ -34,8 +34,10 @@ pub struct Other {
     pub name: String,
 }
 
-/// `Tally` with `last` renamed: a new version of the type, reached by a migration.
+/// `Tally` with `last` renamed: a new version of the type (`Tally` declares none: version 0),
+/// reached by a migration.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[agent_state(version = 2)]
 pub struct TallyV2 {
     #[reducer(append)]
     pub log: Vec<u64>,
@@ -619,12 +621,7 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
         }
         Ok(v)
     }
-    let store = store.with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        rename,
-    ));
+    let store = store.with_migration(Migration::new(0, 2, rename, rename));
     let (v2, version) = store.load::<TallyV2>("m").await.unwrap();
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2], Some(2), 2));
     // The new type appends; its entries record its fingerprint, so they are not migrated again.
@@ -639,7 +636,8 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2, 3], Some(3), 3));
     // The old type cannot read the new type's entry (no migration back): a named error.
     let err = store.load::<Tally>("m").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
+    assert!(err.to_string().contains("version 2"), "{err}");
     assert_eq!(
         store.load_at::<Tally>("m", 2).await.unwrap().log,
         vec![1, 2]
@@ -655,12 +653,9 @@ async fn migrations_written_back<B: Open>(db: Db) {
         Ok(v)
     }
     let plain = B::open(&db).await.unwrap();
-    let store = plain.clone().with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        rename,
-    ));
+    let store = plain
+        .clone()
+        .with_migration(Migration::new(0, 2, rename, rename));
     // A thread of Tally rows: the initial state, entries (one a parallel step), a snapshot.
     let mut t = plain
         .create("w", Tally::default(), Map::new())
@@ -683,7 +678,7 @@ async fn migrations_written_back<B: Open>(db: Db) {
     // Without the migration, the new type cannot read it; after writing it back, it can: every
     // row (time travel included) is in the new schema.
     let err = plain.load::<TallyV2>("w").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
     assert_eq!(store.migrate_thread::<TallyV2>("w").await.unwrap(), 4);
     assert_eq!(
         plain.info("w").await.unwrap().fingerprint,
@@ -704,7 +699,7 @@ async fn migrations_written_back<B: Open>(db: Db) {
     assert!(err.to_string().contains("migrated"), "{err}");
     assert_eq!(plain.info("w").await.unwrap().version, 4);
     let err = plain.load::<Tally>("w").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
     // The new type appends as the thread's own type.
     let mut t2 = plain.thread::<TallyV2>("w").await.unwrap();
     t2.merge(
@@ -722,15 +717,12 @@ async fn migrations_written_back<B: Open>(db: Db) {
     for i in 1..=3 {
         z.merge(step(i), StepMeta::default()).await.unwrap();
     }
-    let picky = plain.clone().with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        |v| match v.get("last") {
+    let picky = plain
+        .clone()
+        .with_migration(Migration::new(0, 2, rename, |v| match v.get("last") {
             Some(last) if last == &json!(2) => Err("two is not allowed".into()),
             _ => rename(v),
-        },
-    ));
+        }));
     let err = picky.migrate_thread::<TallyV2>("z").await.unwrap_err();
     assert_eq!(err.category(), "state_migration_failed", "{err}");
     assert!(err.to_string().contains("`z`"), "{err}");

@@ -379,7 +379,10 @@ fn schema_version(value: &TokenStream) -> Result<u32, String> {
     match lit.base10_parse::<u32>() {
         Ok(0) => Err("starts at 1 (0 is the version of a state that declares none)".into()),
         Ok(v) => Ok(v),
-        Err(_) => Err(format!("must be at most {}, not `{lit}`", u32::MAX)),
+        Err(_) => Err(format!(
+            "takes a whole number from 1 to {}, not `{lit}`",
+            u32::MAX
+        )),
     }
 }
 

@@ -369,6 +369,7 @@ pub(crate) struct Target {
     pub(crate) version: u32,
     pub(crate) fields: &'static [&'static str],
     pub(crate) schema: Vec<FieldSchema>,
+    pub(crate) types: &'static [&'static str],
     pub(crate) type_name: &'static str,
 }
 
@@ -379,6 +380,7 @@ impl Target {
             version: S::SCHEMA_VERSION,
             fields: S::FIELDS,
             schema: S::schema().into_fields(),
+            types: S::FIELD_TYPES,
             type_name: std::any::type_name::<S>(),
         }
     }
@@ -530,7 +532,7 @@ impl Plan {
             Some(s) => format!(
                 "; since the stored schema (`{}`, version {version}): {}",
                 s.type_name,
-                changes(&s.fields(), &target.schema)
+                changes(s, target)
             ),
             None => "; the stored schema was not recorded (its rows predate the schema table)"
                 .to_owned(),
@@ -566,9 +568,58 @@ fn short(type_name: &str) -> &str {
     type_name.rsplit("::").next().unwrap_or(type_name)
 }
 
-/// What changed from `old` to `new`, field by field: `added x; removed y; z: bounded_append(max_len=5)
-/// -> bounded_append(max_len=50)`, or `no field changed`.
-pub(crate) fn changes(old: &[FieldSchema], new: &[FieldSchema]) -> String {
+/// The fields whose recorded Rust type differs from the target's: `(field, stored, now)`.
+fn retyped_fields(stored: &SchemaRecord, target: &Target) -> Vec<(String, String, String)> {
+    let (fields, types) = (stored.fields(), stored.field_types());
+    fields
+        .iter()
+        .zip(&types)
+        .filter_map(|(field, old)| {
+            let i = target.fields.iter().position(|f| *f == field.name)?;
+            let now = target.types.get(i)?;
+            (old != now).then(|| (field.name.clone(), old.clone(), (*now).to_owned()))
+        })
+        .collect()
+}
+
+/// The error for a row of the target's own schema (same fingerprint) that does not read as it
+/// (`reason`, from the reader), when the stored schema's record shows fields whose Rust type was
+/// changed since: an incompatible edit, not corrupt data. `None` if no type changed.
+pub(crate) fn retyped(
+    thread: &str,
+    target: &Target,
+    stored: &SchemaRecord,
+    row: &str,
+    reason: &str,
+) -> Option<StoreError> {
+    let changed = retyped_fields(stored, target);
+    if changed.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = changed
+        .iter()
+        .map(|(field, old, now)| {
+            format!("field `{field}` was `{old}` when it was written, `{now}` now")
+        })
+        .collect();
+    Some(StoreError::Incompatible {
+        thread: thread.to_owned(),
+        type_name: target.type_name,
+        row: row.to_owned(),
+        detail: format!("{reason}; {}", list.join(", ")),
+        help: format!(
+            "a changed type needs a new version: declare #[agent_state(version = {next})] on `{name}` and register Migration::new({version}, {next}, ..) converting the field",
+            version = stored.version,
+            next = target.version.max(stored.version) + 1,
+            name = short(target.type_name),
+        ),
+    })
+}
+
+/// What changed from the stored schema to the target's, field by field: `added x; removed y;
+/// z: bounded_append(max_len=5) -> bounded_append(max_len=50); w: u64 -> String`.
+pub(crate) fn changes(stored: &SchemaRecord, target: &Target) -> String {
+    let (old, new) = (&stored.fields(), &target.schema);
     let mut parts = Vec::new();
     let added: Vec<&str> = new
         .iter()
@@ -593,8 +644,11 @@ pub(crate) fn changes(old: &[FieldSchema], new: &[FieldSchema]) -> String {
             }
         }
     }
+    for (field, was, now) in retyped_fields(stored, target) {
+        parts.push(format!("{field}: {was} -> {now}"));
+    }
     if parts.is_empty() {
-        "no field added, removed or given another reducer".to_owned()
+        "no field added, removed, retyped or given another reducer".to_owned()
     } else {
         parts.join("; ")
     }

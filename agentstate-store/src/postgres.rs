@@ -193,7 +193,8 @@ impl Postgres {
                  fingerprint BIGINT PRIMARY KEY,
                  version BIGINT NOT NULL,
                  type_name TEXT NOT NULL,
-                 schema TEXT NOT NULL
+                 schema TEXT NOT NULL,
+                 types TEXT NOT NULL
              );",
             self.sql.schemas
         )
@@ -872,7 +873,7 @@ impl Backend for Postgres {
         client
             .execute(
                 &format!(
-                    "INSERT INTO {} (fingerprint, version, type_name, schema) VALUES ($1, $2, $3, $4)
+                    "INSERT INTO {} (fingerprint, version, type_name, schema, types) VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT DO NOTHING",
                     self.sql.schemas
                 ),
@@ -881,6 +882,7 @@ impl Backend for Postgres {
                     &i64::from(schema.version),
                     &schema.type_name,
                     &schema.schema,
+                    &schema.types,
                 ],
             )
             .await
@@ -894,7 +896,7 @@ impl Backend for Postgres {
         let rows = client
             .query(
                 &format!(
-                    "SELECT fingerprint, version, type_name, schema FROM {}",
+                    "SELECT fingerprint, version, type_name, schema, types FROM {}",
                     self.sql.schemas
                 ),
                 &[],
@@ -908,6 +910,7 @@ impl Backend for Postgres {
                 version: r.get::<_, i64>(1) as u32,
                 type_name: r.get(2),
                 schema: r.get(3),
+                types: r.get(4),
             })
             .collect())
     }

@@ -7,8 +7,10 @@ use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The fingerprint of a state type's schema: a 64-bit FNV-1a hash of `State::schema()` as JSON
-/// (field names, reducers and their parameters, in order). Two types with equal fingerprints
-/// read each other's rows.
+/// (field names, reducers and their parameters, in order) and, when the type declares one, of
+/// its version ([`State::SCHEMA_VERSION`](agentstate::State)). Two types with equal
+/// fingerprints read each other's rows directly. (A field's Rust type is not part of it: a
+/// changed type is found when a row does not read, from the types recorded with the schema.)
 ///
 /// ```
 /// use agentstate::state::AgentState;
@@ -17,7 +19,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// assert_eq!(fingerprint::<AgentState>(), fingerprint::<AgentState>());
 /// ```
 pub fn fingerprint<S: agentstate::State>() -> u64 {
-    let schema = serde_json::to_string(&S::schema()).unwrap_or_default();
+    let mut schema = serde_json::to_string(&S::schema()).unwrap_or_default();
+    // Unversioned types keep the fingerprints they had before versions existed.
+    if S::SCHEMA_VERSION != 0 {
+        schema.push_str(&format!("\0version {}", S::SCHEMA_VERSION));
+    }
     // FNV-1a: stable across builds and platforms, unlike std's hasher.
     schema
         .bytes()
@@ -48,6 +54,8 @@ pub struct SchemaRecord {
     pub type_name: String,
     /// `State::schema()` as JSON: the fields, their reducers and parameters.
     pub schema: String,
+    /// The fields' Rust types ([`State::FIELD_TYPES`](agentstate::State)) as a JSON array.
+    pub types: String,
 }
 
 impl SchemaRecord {
@@ -58,7 +66,13 @@ impl SchemaRecord {
             version: S::SCHEMA_VERSION,
             type_name: std::any::type_name::<S>().to_owned(),
             schema: serde_json::to_string(&S::schema()).unwrap_or_default(),
+            types: serde_json::to_string(S::FIELD_TYPES).unwrap_or_default(),
         }
+    }
+
+    /// The fields' Rust types, in the order of its fields (none if not recorded).
+    pub fn field_types(&self) -> Vec<String> {
+        serde_json::from_str(&self.types).unwrap_or_default()
     }
 
     /// The fields it describes (none if its JSON does not read as a schema).

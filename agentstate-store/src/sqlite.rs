@@ -468,7 +468,8 @@ const V4_TABLES: &str = "
         fingerprint INTEGER PRIMARY KEY,
         version INTEGER NOT NULL,
         type_name TEXT NOT NULL,
-        schema TEXT NOT NULL
+        schema TEXT NOT NULL,
+        types TEXT NOT NULL
     );
     CREATE TRIGGER agentstate_entry_deleted AFTER DELETE ON agentstate_entries
     WHEN (OLD.key & 4294967295) > (SELECT head FROM agentstate_threads WHERE tid = OLD.key >> 32)
@@ -1186,15 +1187,16 @@ impl Backend for Sqlite {
     async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
         self.call(move |conn| {
             conn.prepare_cached(
-                "INSERT OR IGNORE INTO agentstate_schemas (fingerprint, version, type_name, schema)
-                 VALUES (?1, ?2, ?3, ?4)",
+                "INSERT OR IGNORE INTO agentstate_schemas (fingerprint, version, type_name, schema, types)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
             )
             .and_then(|mut s| {
                 s.execute(params![
                     schema.fingerprint as i64,
                     schema.version,
                     schema.type_name,
-                    schema.schema
+                    schema.schema,
+                    schema.types
                 ])
             })
             .map_err(db_err(format!(
@@ -1209,7 +1211,7 @@ impl Backend for Sqlite {
     async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
         self.call(|conn| {
             conn.prepare_cached(
-                "SELECT fingerprint, version, type_name, schema FROM agentstate_schemas",
+                "SELECT fingerprint, version, type_name, schema, types FROM agentstate_schemas",
             )
             .and_then(|mut s| {
                 s.query_map([], |r| {
@@ -1218,6 +1220,7 @@ impl Backend for Sqlite {
                         version: r.get(1)?,
                         type_name: r.get(2)?,
                         schema: r.get(3)?,
+                        types: r.get(4)?,
                     })
                 })?
                 .collect()

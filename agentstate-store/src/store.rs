@@ -355,6 +355,15 @@ impl<B: Backend> Store<B> {
         loop {
             let page = self.backend.history(&thread, after, until, limit).await?;
             let mut entries = page.entries;
+            // A journal has no holes (compaction drops a prefix): one is corrupt data, as a
+            // load of those versions would report.
+            if let Some(gap) = entries.windows(2).find(|w| w[1].seq != w[0].seq + 1) {
+                return Err(StoreError::corrupt(
+                    &thread,
+                    format!("journal before entry {}", gap[1].seq),
+                    format!("entry {} is missing", gap[0].seq + 1),
+                ));
+            }
             if thread != id {
                 for entry in &mut entries {
                     entry.inherited_from = Some(thread.clone());
@@ -580,6 +589,33 @@ impl<B: Backend> Store<B> {
         }
     }
 
+    /// `err`, a row of schema `stored` that did not read as `target`: if it is a row of the
+    /// target's own schema (read directly) that reads as corrupt data, and the recorded schema
+    /// shows fields whose Rust type changed since, the incompatible edit it is.
+    async fn explain(&self, err: StoreError, target: &Target, stored: u64) -> StoreError {
+        let StoreError::Corrupt {
+            thread,
+            what,
+            reason,
+        } = &err
+        else {
+            return err;
+        };
+        if stored != target.fingerprint {
+            return err;
+        }
+        let mut record = self.config.schemas.get(stored);
+        if record.is_none() {
+            if let Ok(all) = self.backend.schemas().await {
+                self.config.schemas.fill(all);
+            }
+            record = self.config.schemas.get(stored);
+        }
+        record
+            .and_then(|r| crate::migrate::retyped(thread, target, &r, what, reason))
+            .unwrap_or(err)
+    }
+
     /// One row of thread `id` in `S`'s schema, as `S` writes it (the schemas it names are in
     /// the cache).
     fn rewrite_row<S: StoredState>(
@@ -687,7 +723,9 @@ impl<B: Backend> Store<B> {
         while let Some(entry) = first.entries.next().await? {
             let stored = entry.fingerprint.unwrap_or(first.thread.fingerprint);
             let plan = self.plan(id, &target, stored, &mut plans).await?;
-            replay_entry(&first.thread, &target, &entry, plan, held)?;
+            if let Err(err) = replay_entry(&first.thread, &target, &entry, plan, held) {
+                return Err(self.explain(err, &target, stored).await);
+            }
             replayed += 1;
             bytes += entry.body.len() as u64;
         }
@@ -757,10 +795,12 @@ impl<B: Backend> Store<B> {
                         &mut plans,
                     )
                     .await?;
-                (
-                    decode_state(&root.thread.id, &target, "initial state", json, plan)?,
-                    json.len() as u64,
-                )
+                match decode_state(&root.thread.id, &target, "initial state", json, plan) {
+                    Ok(state) => (state, json.len() as u64),
+                    Err(err) => {
+                        return Err(self.explain(err, &target, root.thread.fingerprint).await)
+                    }
+                }
             }
             Base::Snapshot {
                 seq,
@@ -770,16 +810,11 @@ impl<B: Backend> Store<B> {
                 let plan = self
                     .plan(&root.thread.id, &target, *fingerprint, &mut plans)
                     .await?;
-                (
-                    decode_state(
-                        &root.thread.id,
-                        &target,
-                        &format!("snapshot at version {seq}"),
-                        json,
-                        plan,
-                    )?,
-                    json.len() as u64,
-                )
+                let what = format!("snapshot at version {seq}");
+                match decode_state(&root.thread.id, &target, &what, json, plan) {
+                    Ok(state) => (state, json.len() as u64),
+                    Err(err) => return Err(self.explain(err, &target, *fingerprint).await),
+                }
             }
             Base::Parent { .. } | Base::Continue(_) => {
                 return Err(StoreError::corrupt(
@@ -796,7 +831,9 @@ impl<B: Backend> Store<B> {
                 let plan = self
                     .plan(&segment.thread.id, &target, stored, &mut plans)
                     .await?;
-                replay_entry(&segment.thread, &target, &entry, plan, &mut state)?;
+                if let Err(err) = replay_entry(&segment.thread, &target, &entry, plan, &mut state) {
+                    return Err(self.explain(err, &target, stored).await);
+                }
                 replayed += 1;
                 replayed_bytes += entry.body.len() as u64;
             }
@@ -881,7 +918,14 @@ fn decode_state<S: StoredState>(
     plan: &Plan,
 ) -> Result<S, StoreError> {
     if let Plan::Direct = plan {
-        return serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e));
+        return serde_json::from_str(json).map_err(|e| {
+            // On failure only: read it again, to name the field.
+            let reason = match serde_json::from_str::<Value>(json) {
+                Ok(value) => state_misfit::<S>(&value, e),
+                Err(_) => e.to_string(),
+            };
+            StoreError::corrupt(thread, what, reason)
+        });
     }
     let value: Value =
         serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e))?;

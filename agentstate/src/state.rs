@@ -57,6 +57,20 @@ pub trait State {
     /// ```
     const SCHEMA_VERSION: u32 = 0;
 
+    /// The Rust types of the fields, as written in the struct (`Option<u64>`), in the order of
+    /// [`FIELDS`](State::FIELDS); empty when not known (a hand-written state). A durable store
+    /// records them with the schema, to name a field whose type was changed.
+    ///
+    /// ```
+    /// use agentstate::{AgentState, State};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq)]
+    /// struct Notes { lines: Vec<String>, last: Option<u64> }
+    ///
+    /// assert_eq!(Notes::FIELD_TYPES, ["Vec<String>", "Option<u64>"]);
+    /// ```
+    const FIELD_TYPES: &'static [&'static str] = &[];
+
     /// Checks `update` against the state and prepares every field's merge, reading only. On
     /// error nothing is changed.
     fn plan(&self, update: Self::Update) -> Result<Self::Plan, Error>;

@@ -9,9 +9,11 @@
 //!   lost and the history never forks, with any number of tasks or processes.
 //! - Backends: SQLite (feature `sqlite`, default, bundled) and PostgreSQL (feature `postgres`).
 //! - Async on tokio; [`blocking::BlockingStore`] wraps it for synchronous programs.
-//! - States and updates are stored as JSON, with the state type's schema fingerprint; loading
-//!   with an incompatible type is [`StoreError::SchemaMismatch`], unless a
-//!   [`Migration`](migrate::Migration) leads there.
+//! - States and updates are stored as JSON, with the fingerprint of the state type's schema
+//!   (and the schema itself, once). An edited type loads its old threads when the edit is
+//!   compatible (a field added with a default, removed, a reducer changed); an incompatible
+//!   edit is one error naming the field; declared versions (`#[agent_state(version = N)]`) and
+//!   [`Migration`](migrate::Migration)s between them bridge the rest (see [`migrate`]).
 //!
 //! ```
 //! use agentstate::message::{Message, Role};

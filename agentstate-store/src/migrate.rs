@@ -571,6 +571,10 @@ fn short(type_name: &str) -> &str {
 /// The fields whose recorded Rust type differs from the target's: `(field, stored, now)`.
 fn retyped_fields(stored: &SchemaRecord, target: &Target) -> Vec<(String, String, String)> {
     let (fields, types) = (stored.fields(), stored.field_types());
+    // Types are known only when every field's is (a hand-written state lists none).
+    if types.len() != fields.len() || target.types.len() != target.fields.len() {
+        return Vec::new();
+    }
     fields
         .iter()
         .zip(&types)

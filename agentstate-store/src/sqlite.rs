@@ -285,8 +285,11 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// last compaction, or of the newest entry ever deleted) and its newest journal entry's, so an
 /// append writes one row of one table (a version-2 build, which would read a stale `head`,
 /// refuses the file). Version 4 adds:
-/// - the schema table, `agentstate_schemas` (one row per state schema ever written: its
-///   fingerprint, declared version, type name and description; see [`migrate`](crate::migrate));
+/// - the schema records (one per state schema ever written: its fingerprint, declared version,
+///   type name, description and field types; see [`migrate`](crate::migrate)), kept as rows of
+///   the snapshots table with negative keys (`-1 - (fingerprint & (2^63 - 1))`), which no
+///   thread's snapshot has, so that they take no page of their own (the 300-turn chat's file
+///   stays within its 0.5 MB);
 /// - each thread's `incarnation`, drawn when it is created (0 for threads created before),
 ///   which every append checks, so a writer that read a thread deleted and created again since
 ///   is refused ([`StoreError::Recreated`]);
@@ -464,13 +467,6 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
 
 /// What version 4 adds to version 3's tables (see [`SCHEMA_VERSION`]).
 const V4_TABLES: &str = "
-    CREATE TABLE agentstate_schemas (
-        fingerprint INTEGER PRIMARY KEY,
-        version INTEGER NOT NULL,
-        type_name TEXT NOT NULL,
-        schema TEXT NOT NULL,
-        types TEXT NOT NULL
-    );
     CREATE TRIGGER agentstate_entry_deleted AFTER DELETE ON agentstate_entries
     WHEN (OLD.key & 4294967295) > (SELECT head FROM agentstate_threads WHERE tid = OLD.key >> 32)
     BEGIN
@@ -492,7 +488,13 @@ fn migrate_v3(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
 /// Gives the file's free pages back to the file system (a file with incremental auto-vacuum;
 /// nothing otherwise), in the caller's transaction.
 fn reclaim(tx: &rusqlite::Transaction<'_>, doing: &str) -> Result<(), StoreError> {
-    tx.execute_batch("PRAGMA incremental_vacuum")
+    // The pragma frees a page per step: step it to the end.
+    tx.prepare_cached("PRAGMA incremental_vacuum")
+        .and_then(|mut s| {
+            let mut rows = s.query([])?;
+            while rows.next()?.is_some() {}
+            Ok(())
+        })
         .map_err(db_err(doing))
 }
 
@@ -1185,20 +1187,19 @@ impl Backend for Sqlite {
     }
 
     async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
+        let body = serde_json::json!({
+            "version": schema.version,
+            "type_name": schema.type_name,
+            "schema": schema.schema,
+            "types": schema.types,
+        })
+        .to_string();
         self.call(move |conn| {
             conn.prepare_cached(
-                "INSERT OR IGNORE INTO agentstate_schemas (fingerprint, version, type_name, schema, types)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
+                 VALUES (-1 - (?1 & 9223372036854775807), ?1, ?2)",
             )
-            .and_then(|mut s| {
-                s.execute(params![
-                    schema.fingerprint as i64,
-                    schema.version,
-                    schema.type_name,
-                    schema.schema,
-                    schema.types
-                ])
-            })
+            .and_then(|mut s| s.execute(params![schema.fingerprint as i64, body]))
             .map_err(db_err(format!(
                 "recording the schema of `{}`",
                 schema.type_name
@@ -1210,22 +1211,28 @@ impl Backend for Sqlite {
 
     async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
         self.call(|conn| {
-            conn.prepare_cached(
-                "SELECT fingerprint, version, type_name, schema, types FROM agentstate_schemas",
-            )
-            .and_then(|mut s| {
-                s.query_map([], |r| {
-                    Ok(SchemaRecord {
-                        fingerprint: r.get::<_, i64>(0)? as u64,
-                        version: r.get(1)?,
-                        type_name: r.get(2)?,
-                        schema: r.get(3)?,
-                        types: r.get(4)?,
+            let rows = conn
+                .prepare_cached("SELECT fingerprint, body FROM agentstate_snapshots WHERE key < 0")
+                .and_then(|mut s| {
+                    s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err("reading the recorded schemas"))?;
+            // A record that does not read is left out: its schema counts as not recorded.
+            Ok(rows
+                .into_iter()
+                .filter_map(|(fingerprint, body)| {
+                    let value: serde_json::Value = serde_json::from_str(&body).ok()?;
+                    let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+                    Some(SchemaRecord {
+                        fingerprint: fingerprint as u64,
+                        version: u32::try_from(value.get("version")?.as_u64()?).ok()?,
+                        type_name: text("type_name")?,
+                        schema: text("schema")?,
+                        types: text("types")?,
                     })
-                })?
-                .collect()
-            })
-            .map_err(db_err("reading the recorded schemas"))
+                })
+                .collect())
         })
         .await
     }

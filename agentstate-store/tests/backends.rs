@@ -44,6 +44,16 @@ pub struct TallyV2 {
     pub latest: Option<u64>,
 }
 
+/// `Tally` with a field added (compatible).
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TallyV0 {
+    #[reducer(append)]
+    pub log: Vec<u64>,
+    pub last: Option<u64>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
 fn step(value: u64) -> TallyUpdate {
     TallyUpdate::default().log(vec![value]).last(Some(value))
 }
@@ -98,7 +108,8 @@ impl Db {
                     .replace("{threads}", &format!("\"{schema}\".agentstate_threads"))
                     .replace("{entries}", &format!("\"{schema}\".agentstate_entries"))
                     .replace("{snapshots}", &format!("\"{schema}\".agentstate_snapshots"))
-                    .replace("{meta}", &format!("\"{schema}\".agentstate_meta"));
+                    .replace("{meta}", &format!("\"{schema}\".agentstate_meta"))
+                    .replace("{schemas}", &format!("\"{schema}\".agentstate_schemas"));
                 let sql = replace_thread(&sql, |id| format!("thread = '{id}'"));
                 let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
                     .await
@@ -1259,6 +1270,46 @@ async fn openarmature_migration_fixtures<B: Open>(db: Db) {
 // ---------------------------------------------------------------------------------------------
 // Store defects.
 
+/// A database of the previous store version (SQLite 3, PostgreSQL 1: no schema table, no
+/// incarnations) opens, is migrated, and its threads load and take appends.
+async fn a_previous_store_version_opens<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store
+        .create("p", Tally::default(), Map::new())
+        .await
+        .unwrap();
+    merge_steps(&mut t, 1..=3).await;
+    drop((t, store));
+    match &db {
+        Db::Sqlite(_) => {
+            db.exec(
+                "DROP TRIGGER agentstate_entry_deleted;
+                 DELETE FROM {snapshots} WHERE key < 0;
+                 ALTER TABLE {threads} DROP COLUMN incarnation;",
+            )
+            .await;
+            db.set_store_version(3).await;
+        }
+        Db::Postgres { .. } => {
+            db.exec("DROP TABLE {schemas}; ALTER TABLE {threads} DROP COLUMN incarnation;")
+                .await;
+            db.set_store_version(1).await;
+        }
+    }
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.info("p").await.unwrap().incarnation, 0);
+    let mut t = store.thread::<Tally>("p").await.unwrap();
+    assert_eq!(t.state().log, [1, 2, 3]);
+    assert_eq!(t.merge(step(4), StepMeta::default()).await.unwrap(), 4);
+    // Its rows' schema was not recorded: a compatible edit still loads.
+    let (notes, _) = store.load::<TallyV0>("p").await.unwrap();
+    assert_eq!(notes.log, [1, 2, 3, 4]);
+    // Opening again finds the current version.
+    drop(store);
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.load::<Tally>("p").await.unwrap().1, 4);
+}
+
 async fn a_recreated_thread_refuses_stale_handles<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
     let mut old = store
@@ -1663,6 +1714,7 @@ where
         compatible_edits_load_without_ceremony,
         incompatible_edits_name_the_field,
         openarmature_migration_fixtures,
+        a_previous_store_version_opens,
         a_recreated_thread_refuses_stale_handles,
         thread_ids_are_checked_and_all_listed,
         more_bad_data_is_a_named_error,

@@ -241,10 +241,10 @@ fn a_version_2_database_is_migrated_when_opened() {
 }
 
 /// Turns a version-4 file into the version-3 file it would have been: without the schema
-/// table, the delete trigger and the threads' incarnations.
+/// records, the delete trigger and the threads' incarnations.
 const V4_REMOVED: &str = "
     DROP TRIGGER agentstate_entry_deleted;
-    DROP TABLE agentstate_schemas;
+    DELETE FROM agentstate_snapshots WHERE key < 0;
     ALTER TABLE agentstate_threads DROP COLUMN incarnation;";
 
 #[test]

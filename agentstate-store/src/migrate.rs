@@ -108,7 +108,6 @@
 
 use crate::error::StoreError;
 use crate::record::SchemaRecord;
-use agentstate::schema::FieldSchema;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -368,7 +367,8 @@ pub(crate) struct Target {
     pub(crate) fingerprint: u64,
     pub(crate) version: u32,
     pub(crate) fields: &'static [&'static str],
-    pub(crate) schema: Vec<FieldSchema>,
+    /// `State::schema`, called only to describe an incompatible edit.
+    pub(crate) schema: fn() -> agentstate::schema::Schema,
     pub(crate) types: &'static [&'static str],
     pub(crate) type_name: &'static str,
 }
@@ -379,7 +379,7 @@ impl Target {
             fingerprint: crate::record::fingerprint::<S>(),
             version: S::SCHEMA_VERSION,
             fields: S::FIELDS,
-            schema: S::schema().into_fields(),
+            schema: S::schema,
             types: S::FIELD_TYPES,
             type_name: std::any::type_name::<S>(),
         }
@@ -623,7 +623,7 @@ pub(crate) fn retyped(
 /// What changed from the stored schema to the target's, field by field: `added x; removed y;
 /// z: bounded_append(max_len=5) -> bounded_append(max_len=50); w: u64 -> String`.
 pub(crate) fn changes(stored: &SchemaRecord, target: &Target) -> String {
-    let (old, new) = (&stored.fields(), &target.schema);
+    let (old, new) = (&stored.fields(), &(target.schema)().into_fields());
     let mut parts = Vec::new();
     let added: Vec<&str> = new
         .iter()

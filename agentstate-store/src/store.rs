@@ -551,12 +551,11 @@ impl<B: Backend> Store<B> {
 
     /// Records `S`'s schema in the database, once per store (see [`migrate`](crate::migrate)).
     async fn record_schema<S: StoredState>(&self) -> Result<(), StoreError> {
-        let record = SchemaRecord::of::<S>();
-        if self.config.schemas.is_recorded(record.fingerprint) {
+        let fingerprint = fingerprint::<S>();
+        if self.config.schemas.is_recorded(fingerprint) {
             return Ok(());
         }
-        let fingerprint = record.fingerprint;
-        self.backend.put_schema(record).await?;
+        self.backend.put_schema(SchemaRecord::of::<S>()).await?;
         self.config.schemas.set_recorded(fingerprint);
         Ok(())
     }

@@ -719,9 +719,17 @@ impl<B: Backend> Store<B> {
         let mut plans = HashMap::new();
         let mut first = first;
         let (mut replayed, mut bytes) = (0, 0);
+        let own = self
+            .plan(id, &target, first.thread.fingerprint, &mut plans)
+            .await?
+            .clone();
         while let Some(entry) = first.entries.next().await? {
             let stored = entry.fingerprint.unwrap_or(first.thread.fingerprint);
-            let plan = self.plan(id, &target, stored, &mut plans).await?;
+            // Most entries are in the thread's own schema: no lookup for them.
+            let plan = match entry.fingerprint {
+                None => &own,
+                Some(_) => self.plan(id, &target, stored, &mut plans).await?,
+            };
             if let Err(err) = replay_entry(&first.thread, &target, &entry, plan, held) {
                 return Err(self.explain(err, &target, stored).await);
             }
@@ -825,11 +833,17 @@ impl<B: Backend> Store<B> {
         };
         let (mut replayed, mut replayed_bytes) = (0, 0);
         for segment in segments.iter_mut().rev() {
+            let own = plans[&segment.thread.fingerprint].clone();
             while let Some(entry) = segment.entries.next().await? {
                 let stored = entry.fingerprint.unwrap_or(segment.thread.fingerprint);
-                let plan = self
-                    .plan(&segment.thread.id, &target, stored, &mut plans)
-                    .await?;
+                // Most entries are in the thread's own schema: no lookup for them.
+                let plan = match entry.fingerprint {
+                    None => &own,
+                    Some(_) => {
+                        self.plan(&segment.thread.id, &target, stored, &mut plans)
+                            .await?
+                    }
+                };
                 if let Err(err) = replay_entry(&segment.thread, &target, &entry, plan, &mut state) {
                     return Err(self.explain(err, &target, stored).await);
                 }

@@ -5,12 +5,14 @@
 //!
 //! Every row (a thread's initial state, each journal entry, each snapshot) records the
 //! *fingerprint* of the schema it was written in ([`fingerprint`](crate::record::fingerprint):
-//! a hash of `State::schema()`, i.e. the fields, their reducers and their parameters). The
-//! description itself (`State::schema()` as JSON), the type's name and its declared version
+//! a hash of `State::schema()`, i.e. the fields, their reducers and their parameters, and of
+//! the declared version). The description itself (`State::schema()` as JSON), the type's name,
+//! its fields' Rust types ([`State::FIELD_TYPES`](agentstate::State)) and its declared version
 //! (`#[agent_state(version = N)]`, [`State::SCHEMA_VERSION`](agentstate::State), 0 when none is
-//! declared) are stored once per fingerprint, in the store's schema table, when a type first
-//! writes to the database. So an old schema can be compared field by field with the new one
-//! although the old Rust type no longer exists.
+//! declared) are stored once per fingerprint ([`SchemaRecord`]; PostgreSQL keeps them in a table
+//! of their own, SQLite as rows of its snapshots table), when a type first writes to the
+//! database (creates a thread, opens a handle, snapshots, compacts, migrates). So an old schema
+//! can be compared field by field with the new one although the old Rust type no longer exists.
 //!
 //! # Loading a row of another schema
 //!
@@ -28,7 +30,11 @@
 //!   field, the stored value and what the type expects, the fields added, removed and changed
 //!   since the stored schema, and how to migrate (bump the version, register a migration). A
 //!   type that shares no field with the stored schema is another type, not an edit
-//!   ([`StoreError::SchemaMismatch`]).
+//!   ([`StoreError::SchemaMismatch`]). A field's Rust type is not part of the fingerprint, so
+//!   a type changed without any other edit leaves the fingerprint as it was: a row that then does
+//!   not read is compared with the recorded field types, and reported as the same
+//!   [`StoreError::Incompatible`] naming the field's old and new type (with no recorded change,
+//!   it is corrupt data, [`StoreError::Corrupt`]).
 //! - **Another version**: the registered migrations must lead from the stored version to the
 //!   type's, and are applied in order to the row's JSON, which is then read as the type. The
 //!   chain is the shortest path through the registered steps (fewest steps); two shortest
@@ -38,9 +44,12 @@
 //!   not run; a migrated row the type still cannot read is [`StoreError::Incompatible`]. This is
 //!   OpenArmature's state-migration contract (§10.12), with versions as numbers.
 //!
-//! Rows written before the store recorded schemas (store schema version 3 and older) are
-//! taken as version 0 with an unknown description: they load when they deserialize, and the
-//! keys of removed fields are not dropped from their updates.
+//! Rows written before the store recorded schemas (SQLite store schema 3 and older,
+//! PostgreSQL 1) are taken as version 0 with an unknown description until a type with their
+//! fingerprint writes again: they load when they deserialize, and the keys of removed fields
+//! are not dropped from their updates. A type that declares a version for the first time reads
+//! version-0 rows through a migration from 0, e.g. [`Migration::unchanged(0, 1)`](Migration::unchanged)
+//! when they already fit.
 //!
 //! # Time travel across a schema change
 //!

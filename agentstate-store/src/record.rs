@@ -113,6 +113,20 @@ pub fn check_id(id: &str) -> Result<(), StoreError> {
     })
 }
 
+/// Checks an id a thread is looked up by: one with a NUL character cannot exist (and
+/// PostgreSQL cannot take it as a query parameter), so it is [`StoreError::InvalidId`] on
+/// every backend. Other ids [`check_id`] refuses may belong to threads an older build created
+/// (an empty id), which stay readable.
+pub(crate) fn check_lookup(id: &str) -> Result<(), StoreError> {
+    if id.contains('\0') {
+        return Err(StoreError::InvalidId {
+            thread: id.to_owned(),
+            reason: "it holds the control character '\\0'".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// A new thread's incarnation: a random non-zero number that tells this thread from an earlier
 /// one of the same id (deleted since). Threads created before incarnations were recorded
 /// have 0.

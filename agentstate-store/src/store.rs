@@ -304,6 +304,7 @@ impl<B: Backend> Store<B> {
 
     /// The thread's row: version, parent, metadata.
     pub async fn info(&self, id: &str) -> Result<ThreadInfo, StoreError> {
+        crate::record::check_lookup(id)?;
         self.backend.info(id).await
     }
 
@@ -347,6 +348,7 @@ impl<B: Backend> Store<B> {
         after: u64,
         limit: u32,
     ) -> Result<Vec<EntryInfo>, StoreError> {
+        crate::record::check_lookup(id)?;
         // The thread's own page, then its ancestors' up to each fork point, as long as the
         // page starts before that fork point; each is read after the one it precedes is known.
         let mut levels: Vec<Vec<EntryInfo>> = Vec::new();
@@ -410,6 +412,7 @@ impl<B: Backend> Store<B> {
 
     /// Deletes thread `id` with its journal and snapshots; false if there was none.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        crate::record::check_lookup(id)?;
         self.backend.delete(id).await
     }
 
@@ -692,6 +695,7 @@ impl<B: Backend> Store<B> {
         id: &str,
         seq: Option<u64>,
     ) -> Result<LoadedState<S>, StoreError> {
+        crate::record::check_lookup(id)?;
         let first = self.backend.load(id, seq, None).await?;
         self.build(id, first).await
     }

@@ -1353,6 +1353,11 @@ async fn thread_ids_are_checked_and_all_listed<B: Open>(db: Db) {
         assert_eq!(err.category(), "thread_id_invalid", "{bad:?}: {err}");
         assert!(store.list(ThreadQuery::first(10)).await.unwrap().is_empty());
     }
+    // Looking up an id with a NUL: the same named error on both backends.
+    let err = store.load::<Tally>("a\0b").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    let err = store.info("a\0b").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
     let long = "x".repeat(agentstate_store::record::MAX_ID_BYTES + 1);
     let err = store
         .create(&long, Tally::default(), Map::new())

@@ -20,6 +20,8 @@ pub struct Input<'a> {
     /// the derive implements `Extensible` and, on a non-generic struct, generates the setters
     /// trait of its update, `<Update>Setters`.
     pub extensible: bool,
+    /// `#[agent_state(version = N)]`: the schema version the state declares.
+    pub version: Option<u32>,
     pub fields: Vec<Field<'a>>,
 }
 

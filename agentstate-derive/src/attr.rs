@@ -198,6 +198,12 @@ pub fn list_items(attr: &Attribute) -> syn::Result<Vec<Item>> {
     }
 }
 
+/// The value of `version = ...` as written: an integer literal's digits, or `None` for anything
+/// else (a string, a path, a negative number). [`crate::check`] decides whether it is allowed.
+pub fn integer_literal(value: &TokenStream) -> Option<syn::LitInt> {
+    syn::parse2::<syn::LitInt>(value.clone()).ok()
+}
+
 /// Converts a Rust field name the way serde's `rename_all` does.
 pub fn rename_all(rule: &str, field: &str) -> Option<String> {
     let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();

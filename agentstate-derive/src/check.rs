@@ -49,7 +49,14 @@ const REDUCERS: &[&str] = &[
     "nested",
 ];
 
-const CONTAINER_OPTIONS: &[&str] = &["update", "crate", "messages", "deserialize", "extensible"];
+const CONTAINER_OPTIONS: &[&str] = &[
+    "update",
+    "crate",
+    "messages",
+    "deserialize",
+    "extensible",
+    "version",
+];
 const FIELD_OPTIONS: &[&str] = &["base", "skip"];
 
 /// Reads and checks a derive input.
@@ -95,6 +102,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
     let mut rename_all = None;
     let mut deserialize = None;
     let mut extensible = None;
+    let mut version = None;
     let mut serde_container = Vec::new();
     for a in &derive.attrs {
         if a.path().is_ident("reducer") {
@@ -147,6 +155,13 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                             "state_declaration_invalid: `messages` takes the name of a field, e.g. #[agent_state(messages = history)]",
                         ),
                     },
+                    ("version", Some(value)) => match schema_version(value) {
+                        Ok(v) => version = Some(v),
+                        Err(reason) => errors.error(
+                            item.span(),
+                            format!("state_declaration_invalid: `version` {reason}, e.g. #[agent_state(version = 2)]"),
+                        ),
+                    },
                     (known, None) if CONTAINER_OPTIONS.contains(&known) => errors.error(
                         item.span(),
                         format!("state_declaration_invalid: `{known}` needs a value: #[agent_state({known} = ...)]"),
@@ -158,7 +173,7 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
                     (unknown, _) => errors.error(
                         item.name.span(),
                         format!(
-                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate, messages, deserialize and extensible",
+                            "state_declaration_invalid: unknown agent_state option `{unknown}`{}; the struct takes update, crate, messages, deserialize, extensible and version",
                             suggestion(unknown, CONTAINER_OPTIONS.iter().chain(FIELD_OPTIONS))
                         ),
                     ),
@@ -348,8 +363,27 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         messages,
         deserialize,
         extensible: extensible.is_some(),
+        version,
         fields,
     })
+}
+
+/// Checks `version = ...`: a whole number from 1 to `u32::MAX` (0 is what a state without the
+/// option has).
+fn schema_version(value: &TokenStream) -> Result<u32, String> {
+    let lit = attr::integer_literal(value)
+        .ok_or_else(|| format!("takes a whole number, not `{value}`"))?;
+    if !matches!(lit.suffix(), "" | "u32") {
+        return Err(format!("takes a plain whole number, not `{lit}`"));
+    }
+    match lit.base10_parse::<u32>() {
+        Ok(0) => Err("starts at 1 (0 is the version of a state that declares none)".into()),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!(
+            "takes a whole number from 1 to {}, not `{lit}`",
+            u32::MAX
+        )),
+    }
 }
 
 /// The error on a serde option that `#[agent_state(deserialize)]` does not implement.

@@ -1022,6 +1022,7 @@ impl<'a> Gen<'a> {
         let mut composes = Vec::new();
         let mut describes = Vec::new();
         let mut own_names = Vec::new();
+        let mut own_types = Vec::new();
         for (field, r) in &self.fields {
             let ident = field.ident;
             let ty = &field.tokens;
@@ -1045,6 +1046,7 @@ impl<'a> Gen<'a> {
                 (Role::Reduced(reducer), Some(r)) => {
                     let json = lit(&field.json_name);
                     own_names.push(json.clone());
+                    own_types.push(lit(&field.tokens.to_string().replace(' ', "")));
                     if let Kind::Nested = reducer.kind {
                         let mut t = Code::text("__p::FieldPlan<");
                         t.t(ty).s(", <").t(ty).s(" as __p::State>::Plan>");
@@ -1103,6 +1105,22 @@ impl<'a> Gen<'a> {
             }
         }
         let own = own_names.join(",");
+        let own_types = own_types.join(",");
+        let types = match self.base {
+            Some(b) if !self.generic => {
+                let mut c = Code::default();
+                c.g(Delimiter::Brace, |g| {
+                    let _ = write!(
+                        g.s("const __BASE: &[&str] = <").t(&b.tokens),
+                        " as __p::State>::FIELD_TYPES; const __OWN: &[&str] = &[{own_types}]; \
+                         const __LEN: usize = __BASE.len() + __OWN.len(); \
+                         const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN); &__ALL"
+                    );
+                });
+                c
+            }
+            _ => Code::text(format!("&[{own_types}]")),
+        };
         let fields = match self.base {
             // A constant cannot name a generic struct's parameters: a generic state's `FIELDS`
             // lists its own fields.
@@ -1127,6 +1145,12 @@ impl<'a> Gen<'a> {
             g.s("; const FIELDS: &'static [&'static str] = ")
                 .c(&fields)
                 .s(";");
+            g.s("const FIELD_TYPES: &'static [&'static str] = ")
+                .c(&types)
+                .s(";");
+            if let Some(version) = self.input.version {
+                let _ = write!(g, "const SCHEMA_VERSION: u32 = {version};");
+            }
             // The leaves take the update's entries from it; when planning succeeded every one
             // was taken, so what is left (each `None`, a base's part its default) holds nothing
             // to free: forgetting it spares the merge its drop. On an error it is dropped.

@@ -13,6 +13,9 @@
 //!   right after the other, and prints the distribution of the pairs' ratios: the speed of a
 //!   virtual machine drifts within seconds, which two separate medians do not cancel out.
 //! - `sqlite_history_1000`: one page of 1,000 entries' metadata. Goal: at most 5 ms.
+//! - After each `sqlite_append` thread, the bench prints the database file's size (WAL
+//!   checkpointed into it) next to the journal's and the snapshots' JSON: the pages of snapshots
+//!   the snapshot policy deletes are given back to the file system (incremental auto-vacuum).
 //! - `postgres_append`: as `sqlite_append`, on a thread of 1k messages, with the server's
 //!   `synchronous_commit=on` (each commit waits for the WAL's flush to disk) and with the store's
 //!   opt-in `synchronous_commit=off`. Goal: median at most 1 ms.
@@ -143,7 +146,29 @@ fn sqlite_append(bencher: Bencher, n: usize) {
         });
     drop(thread);
     drop(store);
+    report_file(&path, &format!("sqlite_append({n})"));
     remove_db(&path);
+}
+
+/// Prints the database file's size, with the WAL checkpointed into it, and the JSON it holds.
+fn report_file(path: &Path, label: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+        .unwrap();
+    let query = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let mb = |bytes: i64| bytes as f64 / 1e6;
+    let file = std::fs::metadata(path).map(|m| m.len() as i64).unwrap_or(0);
+    let journal = query("SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_entries");
+    let snapshots = query(
+        "SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_snapshots WHERE key >= 0",
+    );
+    println!(
+        "{label}: file {:.1} MB for {:.1} MB of journal and {:.1} MB of kept snapshots ({} free pages)",
+        mb(file),
+        mb(journal),
+        mb(snapshots),
+        query("PRAGMA freelist_count")
+    );
 }
 
 /// The 300-turn chat: 600 entries of one message.

@@ -24,7 +24,9 @@
 
 use crate::backend::Backend;
 use crate::error::StoreError;
-use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, Rewriter, ThreadInfo, ThreadQuery};
+use crate::record::{
+    HistoryPage, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, ThreadInfo, ThreadQuery,
+};
 use crate::store::Store;
 use std::sync::Arc;
 
@@ -142,6 +144,14 @@ impl Backend for AnyBackend {
         json: String,
     ) -> Result<u64, StoreError> {
         dispatch!(self, b => b.compact(thread, seq, fingerprint, json).await)
+    }
+
+    async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
+        dispatch!(self, b => b.put_schema(schema).await)
+    }
+
+    async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
+        dispatch!(self, b => b.schemas().await)
     }
 }
 

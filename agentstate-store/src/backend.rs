@@ -2,21 +2,27 @@
 //! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
 
 use crate::error::StoreError;
-use crate::record::{HistoryPage, Loaded, NewEntry, NewThread, Rewriter, ThreadInfo, ThreadQuery};
+use crate::record::{
+    HistoryPage, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, ThreadInfo, ThreadQuery,
+};
 use std::future::Future;
 
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
 /// [`Store`](crate::store::Store), which checks types and versions around these raw operations.
 pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
-    /// Creates a thread (for a fork: after checking its parent has the version it starts at).
+    /// Creates a thread (for a fork: after checking its parent has the version it starts at),
+    /// with a new incarnation; an id [`check_id`](crate::record::check_id) refuses is
+    /// [`StoreError::InvalidId`].
     fn create(
         &self,
         thread: NewThread,
     ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
-    /// Appends `entry` as version `expected + 1` if the thread is at version `expected` and
-    /// has the fingerprint `entry.thread_fingerprint`, and returns the new version; otherwise
-    /// writes nothing and fails with [`StoreError::Conflict`] (or [`StoreError::Migrated`]).
+    /// Appends `entry` as version `expected + 1` if the thread is at version `expected`, has
+    /// the fingerprint `entry.thread_fingerprint` and the incarnation
+    /// `entry.thread_incarnation`, and returns the new version; otherwise writes nothing and
+    /// fails with [`StoreError::Conflict`] (or [`StoreError::Migrated`],
+    /// [`StoreError::Recreated`]).
     fn append(
         &self,
         thread: &str,
@@ -85,6 +91,16 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         fingerprint: u64,
         rewrite: Rewriter,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Records a state type's schema (see [`migrate`](crate::migrate)) if none with its
+    /// fingerprint is recorded yet.
+    fn put_schema(
+        &self,
+        schema: SchemaRecord,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every recorded schema.
+    fn schemas(&self) -> impl Future<Output = Result<Vec<SchemaRecord>, StoreError>> + Send;
 
     /// In one transaction: stores the snapshot of version `seq`, then drops the entries and
     /// snapshots before the newest snapshot that no fork needs to go behind, and raises the

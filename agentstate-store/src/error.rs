@@ -59,18 +59,73 @@ pub enum StoreError {
         thread: String,
     },
 
-    /// The thread was written with another state type, or another version of it, than the one
-    /// it is loaded as, and no migration leads from one to the other (`state_schema_mismatch`).
-    #[error("thread `{thread}` holds states of schema {stored:016x}, but `{type_name}` has schema {expected:016x}; load it with its own type or register a migration from {stored:016x} to {expected:016x}")]
+    /// The thread was written with another state type, one that shares no field with the type
+    /// it is loaded as (`state_schema_mismatch`). An edited version of the same type is
+    /// [`StoreError::Incompatible`] or loads (see [`migrate`](crate::migrate)).
+    #[error(
+        "thread `{thread}` cannot be loaded as `{type_name}`: {detail}; load it with its own type"
+    )]
     SchemaMismatch {
         /// The thread.
         thread: String,
-        /// The fingerprint stored with the thread.
+        /// The fingerprint stored with the rows.
         stored: u64,
         /// The fingerprint of the type it was loaded as.
         expected: u64,
         /// The type it was loaded as.
         type_name: &'static str,
+        /// The stored type and its fields, and the loading type's.
+        detail: String,
+    },
+
+    /// A row of the thread, written in an earlier schema of the type (or migrated from one),
+    /// does not deserialize into the type it is loaded as (`state_schema_mismatch`): a field's
+    /// type changed, or a required field was added. Nothing is loaded. See
+    /// [`migrate`](crate::migrate).
+    #[error("thread `{thread}` cannot be loaded as `{type_name}`: its {row} does not fit: {detail}; {help}")]
+    Incompatible {
+        /// The thread.
+        thread: String,
+        /// The type it was loaded as.
+        type_name: &'static str,
+        /// Which row, e.g. `entry 7` or `initial state`.
+        row: String,
+        /// The field, the stored value and what the type expects, and the fields changed since
+        /// the stored schema.
+        detail: String,
+        /// How to load it.
+        help: String,
+    },
+
+    /// The thread's rows are of another declared version than the type it is loaded as, and
+    /// no chain of registered migrations leads from one to the other
+    /// (`state_migration_missing`).
+    #[error("thread `{thread}` holds states of version {from} but `{type_name}` is version {to}, and no chain of registered migrations leads from {from} to {to} ({registered} registered: {registry}); register Migration::new({from}, {to}, ..)")]
+    MigrationMissing {
+        /// The thread.
+        thread: String,
+        /// The type it was loaded as.
+        type_name: &'static str,
+        /// The stored version.
+        from: u32,
+        /// The type's version.
+        to: u32,
+        /// How many migrations are registered.
+        registered: usize,
+        /// The registered migrations, e.g. `1->2, 3->4`.
+        registry: String,
+    },
+
+    /// The registered migrations do not give one chain: a version pair registered twice, or
+    /// two equally short chains between two versions (`state_migration_chain_ambiguous`).
+    #[error("the registered migrations are ambiguous: {reason}")]
+    MigrationAmbiguous {
+        /// The first version of the ambiguous pair, when known.
+        from: Option<u32>,
+        /// The second version of the ambiguous pair, when known.
+        to: Option<u32>,
+        /// What is ambiguous.
+        reason: String,
     },
 
     /// The database was created by a newer (or unknown) version of this crate; nothing was
@@ -122,16 +177,35 @@ pub enum StoreError {
     #[error(transparent)]
     Merge(#[from] agentstate::Error),
 
-    /// A migration failed (`state_migration_failed`).
-    #[error("migrating thread `{thread}` from schema {from:016x} to {to:016x} failed: {reason}")]
+    /// A migration step failed; the steps after it did not run (`state_migration_failed`).
+    #[error("migrating thread `{thread}` from version {from} to version {to} failed: {reason}")]
     Migration {
         /// The thread.
         thread: String,
-        /// The stored fingerprint.
-        from: u64,
-        /// The target fingerprint.
-        to: u64,
-        /// Why.
+        /// The failing step's source version.
+        from: u32,
+        /// The failing step's target version.
+        to: u32,
+        /// Why (with the row, when known).
+        reason: String,
+    },
+
+    /// The thread was deleted and created again after this writer read it: the writer's state
+    /// belongs to the thread's previous life; nothing was written (`state_write_conflict`).
+    /// Reload and retry.
+    #[error("thread `{thread}` was deleted and created again after this writer read it; nothing was written (reload and retry)")]
+    Recreated {
+        /// The thread.
+        thread: String,
+    },
+
+    /// A thread id the store does not accept (`thread_id_invalid`). See
+    /// [`record::check_id`](crate::record::check_id).
+    #[error("thread id {thread:?} is not allowed: {reason}")]
+    InvalidId {
+        /// The id.
+        thread: String,
+        /// What is wrong with it.
         reason: String,
     },
 
@@ -150,7 +224,8 @@ pub enum StoreError {
 
 impl StoreError {
     /// The error's category name: `state_write_conflict`, `thread_not_found`, `thread_exists`,
-    /// `state_schema_mismatch`, `store_version_unsupported`, `store_corrupt_data`,
+    /// `state_schema_mismatch`, `state_migration_missing`, `state_migration_chain_ambiguous`,
+    /// `thread_id_invalid`, `store_version_unsupported`, `store_corrupt_data`,
     /// `thread_version_out_of_range`, `thread_has_forks`, `state_migration_failed`,
     /// `store_backend_error`, or a merge error's own category.
     ///
@@ -165,10 +240,16 @@ impl StoreError {
         match self {
             StoreError::Conflict { .. }
             | StoreError::Migrated { .. }
-            | StoreError::RetriesExhausted { .. } => "state_write_conflict",
+            | StoreError::RetriesExhausted { .. }
+            | StoreError::Recreated { .. } => "state_write_conflict",
             StoreError::ThreadNotFound { .. } => "thread_not_found",
             StoreError::ThreadExists { .. } => "thread_exists",
-            StoreError::SchemaMismatch { .. } => "state_schema_mismatch",
+            StoreError::SchemaMismatch { .. } | StoreError::Incompatible { .. } => {
+                "state_schema_mismatch"
+            }
+            StoreError::MigrationMissing { .. } => "state_migration_missing",
+            StoreError::MigrationAmbiguous { .. } => "state_migration_chain_ambiguous",
+            StoreError::InvalidId { .. } => "thread_id_invalid",
             StoreError::UnsupportedVersion { .. } => "store_version_unsupported",
             StoreError::Corrupt { .. } => "store_corrupt_data",
             StoreError::VersionOutOfRange { .. } => "thread_version_out_of_range",
@@ -187,6 +268,7 @@ impl StoreError {
             StoreError::Conflict { .. }
                 | StoreError::Migrated { .. }
                 | StoreError::RetriesExhausted { .. }
+                | StoreError::Recreated { .. }
         )
     }
 

@@ -16,9 +16,11 @@
 //! - A node's output (an update, messages, a tool result, several) goes into
 //!   [`Thread::merge`] as it is; [`Thread::merge_with`] runs an async step (a model call) on
 //!   the latest state and retries it on a conflict, with backoff ([`RetryPolicy`]).
-//! - States and updates are stored as JSON, with the state type's schema fingerprint; loading
-//!   with an incompatible type is [`StoreError::SchemaMismatch`], unless a
-//!   [`Migration`](migrate::Migration) leads there.
+//! - States and updates are stored as JSON, with the fingerprint of the state type's schema
+//!   (and the schema itself, once). An edited type loads its old threads when the edit is
+//!   compatible (a field added with a default, removed, a reducer changed); an incompatible
+//!   edit is one error naming the field; declared versions (`#[agent_state(version = N)]`) and
+//!   [`Migration`](migrate::Migration)s between them bridge the rest (see [`migrate`]).
 //!
 //! The [`_guide`] explains threads, the concurrency rule, reading, snapshots, migrations and
 //! durability, with running examples.

@@ -7,8 +7,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, parse_object, Base, Entries, HistoryPage, Loaded, NewEntry, NewThread,
-    Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, new_incarnation, parse_object, Base, Entries, HistoryPage, Loaded,
+    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
+    ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -16,9 +17,15 @@ use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
 
-/// The version of the PostgreSQL tables this build creates, reads and writes. A database with
-/// another version is refused with [`StoreError::UnsupportedVersion`] and not written to.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The version of the PostgreSQL tables this build creates, reads and writes. Version 1 is
+/// migrated when it is opened; a database with another version is refused with
+/// [`StoreError::UnsupportedVersion`] and not written to.
+///
+/// Version 2 adds the schema table `agentstate_schemas` (one row per state schema ever written;
+/// see [`migrate`](crate::migrate)) and each thread's `incarnation`, drawn when it is created
+/// (0 for threads created before), which every append checks, so a writer that read a thread
+/// deleted and created again since is refused ([`StoreError::Recreated`]).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// A [`Store`] in a PostgreSQL database.
 pub type PostgresStore = Store<Postgres>;
@@ -95,6 +102,7 @@ struct Sql {
     entries: String,
     snapshots: String,
     meta: String,
+    schemas: String,
     append: String,
     catch_up: String,
     thread: String,
@@ -109,7 +117,7 @@ impl Sql {
             // The new version, or (nothing written) the thread's version as the statement saw
             // it, which may still be `$2` if the winner committed while this one waited.
             append: format!(
-                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 AND fingerprint = $10 RETURNING head),
+                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 AND fingerprint = $10 AND incarnation = $11 RETURNING head),
                  ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
                          SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $9, $8::text::json FROM bump
                          RETURNING seq)
@@ -117,16 +125,18 @@ impl Sql {
             ),
             catch_up: format!(
                 "SELECT t.id, t.fingerprint, t.head, t.oldest, t.parent, t.fork_seq, t.metadata::text,
-                        t.created_ms, e.seq, e.kind, e.body::text, e.fingerprint
+                        t.created_ms, t.incarnation, e.seq, e.kind, e.body::text, e.fingerprint
                  FROM {threads} t LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2
                  WHERE t.id = $1 ORDER BY e.seq"
             ),
             thread: format!(
-                "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms
+                "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms,
+                        incarnation
                  FROM {threads} WHERE id = $1"
             ),
             snapshots: format!("{q}.agentstate_snapshots"),
             meta: format!("{q}.agentstate_meta"),
+            schemas: format!("{q}.agentstate_schemas"),
             threads,
             entries,
         }
@@ -146,6 +156,7 @@ fn read_thread(row: &Row) -> Result<ThreadInfo, StoreError> {
         oldest: row.get::<_, i64>(3) as u64,
         parent: parent.zip(fork_seq.map(|s| s as u64)),
         created_ms: row.get(7),
+        incarnation: row.get(8),
         id,
     })
 }
@@ -173,6 +184,20 @@ impl Postgres {
                 thread: thread.to_owned(),
             })?;
         read_thread(&row)
+    }
+
+    /// The schema table (version 2).
+    fn schemas_table(&self) -> String {
+        format!(
+            "CREATE TABLE {} (
+                 fingerprint BIGINT PRIMARY KEY,
+                 version BIGINT NOT NULL,
+                 type_name TEXT NOT NULL,
+                 schema TEXT NOT NULL,
+                 types TEXT NOT NULL
+             );",
+            self.sql.schemas
+        )
     }
 
     async fn setup(&self, schema: &str) -> Result<(), StoreError> {
@@ -206,6 +231,18 @@ impl Postgres {
                 .map(|r| r.get(0));
             return match found {
                 Some(SCHEMA_VERSION) => Ok(()),
+                Some(1) => {
+                    let doing = "migrating the store's tables from version 1";
+                    tx.batch_execute(&format!(
+                        "ALTER TABLE {threads} ADD COLUMN incarnation BIGINT NOT NULL DEFAULT 0;
+                         {}
+                         UPDATE {meta} SET value = {SCHEMA_VERSION} WHERE key = 'schema_version';",
+                        self.schemas_table()
+                    ))
+                    .await
+                    .map_err(db_err(doing))?;
+                    tx.commit().await.map_err(db_err(doing))
+                }
                 other => Err(StoreError::UnsupportedVersion {
                     found: other.unwrap_or(-1),
                     supported: SCHEMA_VERSION,
@@ -225,7 +262,8 @@ impl Postgres {
                  fork_seq BIGINT,
                  initial JSON,
                  metadata JSONB NOT NULL,
-                 created_ms BIGINT NOT NULL
+                 created_ms BIGINT NOT NULL,
+                 incarnation BIGINT NOT NULL DEFAULT 0
              );
              CREATE INDEX ON {threads} (parent) WHERE parent IS NOT NULL;
              CREATE TABLE {entries} (
@@ -247,7 +285,9 @@ impl Postgres {
                  body JSON NOT NULL,
                  PRIMARY KEY (thread, seq)
              );
-             INSERT INTO {meta} (key, value) VALUES ('schema_version', {SCHEMA_VERSION});"
+             {}
+             INSERT INTO {meta} (key, value) VALUES ('schema_version', {SCHEMA_VERSION});",
+            self.schemas_table()
         ))
         .await
         .map_err(db_err("creating the store's tables"))?;
@@ -285,11 +325,12 @@ impl Backend for Postgres {
         };
         let start = fork_seq.unwrap_or(0);
         let parent = thread.parent.as_ref().map(|(p, _)| p.clone());
+        let incarnation = new_incarnation();
         let inserted = tx
             .execute(
                 &format!(
-                    "INSERT INTO {} (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms)
-                     VALUES ($1, $2, $3, $3, $4, $5, $6::text::json, $7::text::jsonb, $8)",
+                    "INSERT INTO {} (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
+                     VALUES ($1, $2, $3, $3, $4, $5, $6::text::json, $7::text::jsonb, $8, $9)",
                     self.sql.threads
                 ),
                 &[
@@ -301,6 +342,7 @@ impl Backend for Postgres {
                     &thread.initial,
                     &thread.metadata,
                     &thread.created_ms,
+                    &incarnation,
                 ],
             )
             .await;
@@ -319,6 +361,7 @@ impl Backend for Postgres {
             oldest: start as u64,
             metadata: parse_object(Some(&thread.metadata)).unwrap_or_default(),
             created_ms: thread.created_ms,
+            incarnation,
         })
     }
 
@@ -348,6 +391,7 @@ impl Backend for Postgres {
                     &entry.body,
                     &entry.fingerprint.map(|f| f as i64),
                     &(entry.thread_fingerprint as i64),
+                    &entry.thread_incarnation,
                 ],
             )
             .await
@@ -356,14 +400,14 @@ impl Backend for Postgres {
             return Ok(seq as u64);
         }
         let mut head: Option<i64> = row.get(1);
-        let mut fingerprint = None;
+        let (mut fingerprint, mut incarnation) = (None, None);
         if head == Some(expected as i64) {
             // Nothing was written although the version looked right: the winner committed
-            // while this statement waited, or the thread was migrated.
+            // while this statement waited, or the thread was migrated or created again.
             let now = client
                 .query_opt(
                     &format!(
-                        "SELECT head, fingerprint FROM {} WHERE id = $1",
+                        "SELECT head, fingerprint, incarnation FROM {} WHERE id = $1",
                         self.sql.threads
                     ),
                     &[&thread],
@@ -371,12 +415,21 @@ impl Backend for Postgres {
                 .await
                 .map_err(db_err(&doing))?;
             head = now.as_ref().map(|r| r.get(0));
-            fingerprint = now.map(|r| r.get::<_, i64>(1) as u64);
+            fingerprint = now.as_ref().map(|r| r.get::<_, i64>(1) as u64);
+            incarnation = now.map(|r| r.get::<_, i64>(2));
         }
         match (head, fingerprint) {
             (None, _) => Err(StoreError::ThreadNotFound {
                 thread: thread.to_owned(),
             }),
+            (Some(actual), _)
+                if actual == expected as i64
+                    && incarnation.is_some_and(|i| i != entry.thread_incarnation) =>
+            {
+                Err(StoreError::Recreated {
+                    thread: thread.to_owned(),
+                })
+            }
             (Some(actual), Some(now))
                 if actual == expected as i64 && now != entry.thread_fingerprint =>
             {
@@ -462,12 +515,12 @@ impl Backend for Postgres {
             if (info.oldest..=info.version).contains(&after) {
                 let entries: Vec<StoredEntry> = rows
                     .iter()
-                    .filter(|r| r.get::<_, Option<i64>>(8).is_some())
+                    .filter(|r| r.get::<_, Option<i64>>(9).is_some())
                     .map(|r| StoredEntry {
-                        seq: r.get::<_, i64>(8) as u64,
-                        kind: i64::from(r.get::<_, i16>(9)),
-                        body: r.get(10),
-                        fingerprint: r.get::<_, Option<i64>>(11).map(|f| f as u64),
+                        seq: r.get::<_, i64>(9) as u64,
+                        kind: i64::from(r.get::<_, i16>(10)),
+                        body: r.get(11),
+                        fingerprint: r.get::<_, Option<i64>>(12).map(|f| f as u64),
                     })
                     .collect();
                 return Ok(Loaded {
@@ -539,7 +592,13 @@ impl Backend for Postgres {
                      ORDER BY seq",
                     self.sql.entries
                 ),
-                &[&thread, &(from as i64), &(target as i64)],
+                // Loading the latest version, entries past it are read too, and reported
+                // (`Entries` refuses them): the thread's row and its journal disagree.
+                &[
+                    &thread,
+                    &(from as i64),
+                    &(if seq.is_none() { i64::MAX } else { target as i64 }),
+                ],
             )
             .await
             .map_err(db_err(&doing))?
@@ -588,7 +647,8 @@ impl Backend for Postgres {
             .query(
                 &format!(
                     "SELECT e.seq, e.time_ms, e.kind, e.node, e.run_id, e.extra::text,
-                            octet_length(e.body::text), t.parent, t.fork_seq
+                            octet_length(e.body::text), t.parent, t.fork_seq,
+                            coalesce(e.fingerprint, t.fingerprint), t.head
                      FROM {threads} t
                      LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2 AND e.seq <= $3
                      WHERE t.id = $1 ORDER BY e.seq {order} LIMIT $4",
@@ -615,6 +675,14 @@ impl Backend for Postgres {
             .filter(|r| r.get::<_, Option<i64>>(0).is_some())
             .take(limit as usize)
             .map(|r| {
+                let (seq, head) = (r.get::<_, i64>(0), r.get::<_, i64>(10));
+                if seq > head {
+                    return Err(StoreError::corrupt(
+                        thread,
+                        format!("entry {seq}"),
+                        format!("it is past the thread's version {head}"),
+                    ));
+                }
                 entry_info(
                     thread,
                     r.get(0),
@@ -624,6 +692,7 @@ impl Backend for Postgres {
                     r.get(4),
                     r.get::<_, Option<String>>(5).as_deref(),
                     i64::from(r.get::<_, i32>(6)),
+                    r.get::<_, i64>(9) as u64,
                 )
             })
             .collect::<Result<_, _>>()?;
@@ -640,11 +709,13 @@ impl Backend for Postgres {
         let rows = client
             .query(
                 &format!(
-                    "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms
-                     FROM {} WHERE id > $1 AND metadata @> $2::text::jsonb ORDER BY id LIMIT $3",
+                    "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms,
+                            incarnation
+                     FROM {} WHERE ($1::text IS NULL OR id > $1) AND metadata @> $2::text::jsonb
+                     ORDER BY id LIMIT $3",
                     self.sql.threads
                 ),
-                &[&query.after.unwrap_or_default(), &filter, &i64::from(query.limit)],
+                &[&query.after, &filter, &i64::from(query.limit)],
             )
             .await
             .map_err(db_err(doing))?;
@@ -796,6 +867,54 @@ impl Backend for Postgres {
         .map_err(db_err(&doing))?;
         tx.commit().await.map_err(db_err(&doing))?;
         Ok(info.version)
+    }
+
+    async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
+        let doing = format!("recording the schema of `{}`", schema.type_name);
+        let client = self.client(&doing).await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (fingerprint, version, type_name, schema, types) VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT DO NOTHING",
+                    self.sql.schemas
+                ),
+                &[
+                    &(schema.fingerprint as i64),
+                    &i64::from(schema.version),
+                    &schema.type_name,
+                    &schema.schema,
+                    &schema.types,
+                ],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
+        let doing = "reading the recorded schemas";
+        let client = self.client(doing).await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT fingerprint, version, type_name, schema, types FROM {}",
+                    self.sql.schemas
+                ),
+                &[],
+            )
+            .await
+            .map_err(db_err(doing))?;
+        Ok(rows
+            .iter()
+            .map(|r| SchemaRecord {
+                fingerprint: r.get::<_, i64>(0) as u64,
+                version: r.get::<_, i64>(1) as u32,
+                type_name: r.get(2),
+                schema: r.get(3),
+                types: r.get(4),
+            })
+            .collect())
     }
 
     async fn compact(

@@ -7,8 +7,10 @@ use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The fingerprint of a state type's schema: a 64-bit FNV-1a hash of `State::schema()` as JSON
-/// (field names, reducers and their parameters, in order). Two types with equal fingerprints
-/// read each other's rows.
+/// (field names, reducers and their parameters, in order) and, when the type declares one, of
+/// its version ([`State::SCHEMA_VERSION`](agentstate::State)). Two types with equal
+/// fingerprints read each other's rows directly. (A field's Rust type is not part of it: a
+/// changed type is found when a row does not read, from the types recorded with the schema.)
 ///
 /// ```
 /// use agentstate::state::AgentState;
@@ -17,13 +19,132 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// assert_eq!(fingerprint::<AgentState>(), fingerprint::<AgentState>());
 /// ```
 pub fn fingerprint<S: agentstate::State>() -> u64 {
-    let schema = serde_json::to_string(&S::schema()).unwrap_or_default();
+    let mut schema = serde_json::to_string(&S::schema()).unwrap_or_default();
+    // Unversioned types keep the fingerprints they had before versions existed.
+    if S::SCHEMA_VERSION != 0 {
+        schema.push_str(&format!("\0version {}", S::SCHEMA_VERSION));
+    }
     // FNV-1a: stable across builds and platforms, unlike std's hasher.
     schema
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
         })
+}
+
+/// A state type's schema as the store records it, once per fingerprint: what lets an old
+/// schema be compared with a new one after the old type is gone (see [`migrate`](crate::migrate)).
+///
+/// ```
+/// use agentstate::state::AgentState;
+/// use agentstate_store::record::{fingerprint, SchemaRecord};
+///
+/// let record = SchemaRecord::of::<AgentState>();
+/// assert_eq!(record.fingerprint, fingerprint::<AgentState>());
+/// assert_eq!(record.version, 0); // AgentState declares none
+/// assert!(record.fields().iter().any(|f| f.name == "context"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaRecord {
+    /// Its fingerprint ([`fingerprint`]).
+    pub fingerprint: u64,
+    /// The version the type declared (`#[agent_state(version = N)]`), 0 if none.
+    pub version: u32,
+    /// The type's name (`std::any::type_name`).
+    pub type_name: String,
+    /// `State::schema()` as JSON: the fields, their reducers and parameters.
+    pub schema: String,
+    /// The fields' Rust types ([`State::FIELD_TYPES`](agentstate::State)) as a JSON array.
+    pub types: String,
+}
+
+impl SchemaRecord {
+    /// The record of `S`'s schema.
+    pub fn of<S: agentstate::State>() -> Self {
+        SchemaRecord {
+            fingerprint: fingerprint::<S>(),
+            version: S::SCHEMA_VERSION,
+            type_name: std::any::type_name::<S>().to_owned(),
+            schema: serde_json::to_string(&S::schema()).unwrap_or_default(),
+            types: serde_json::to_string(S::FIELD_TYPES).unwrap_or_default(),
+        }
+    }
+
+    /// The fields' Rust types, in the order of its fields (none if not recorded).
+    pub fn field_types(&self) -> Vec<String> {
+        serde_json::from_str(&self.types).unwrap_or_default()
+    }
+
+    /// The fields it describes (none if its JSON does not read as a schema).
+    pub fn fields(&self) -> Vec<agentstate::schema::FieldSchema> {
+        serde_json::from_str(&self.schema).unwrap_or_default()
+    }
+}
+
+/// The longest thread id, in bytes.
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Checks a thread id: the store accepts any UTF-8 string that is not empty, is at most
+/// [`MAX_ID_BYTES`] long and holds no control character (NUL, newline, tab, ...); anything
+/// else is [`StoreError::InvalidId`] (`thread_id_invalid`), on every backend, when a thread
+/// is created or forked.
+///
+/// ```
+/// use agentstate_store::record::check_id;
+///
+/// assert!(check_id("user-42/chat 7").is_ok());
+/// assert_eq!(check_id("").unwrap_err().category(), "thread_id_invalid");
+/// assert!(check_id("a\0b").is_err());
+/// assert!(check_id(&"x".repeat(1025)).is_err());
+/// ```
+pub fn check_id(id: &str) -> Result<(), StoreError> {
+    let reason = if id.is_empty() {
+        "it is empty".to_owned()
+    } else if id.len() > MAX_ID_BYTES {
+        format!("it is {} bytes long, the most is {MAX_ID_BYTES}", id.len())
+    } else if let Some(c) = id.chars().find(|c| c.is_control()) {
+        format!("it holds the control character {c:?}")
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::InvalidId {
+        thread: id.to_owned(),
+        reason,
+    })
+}
+
+/// Checks an id a thread is looked up by: one with a NUL character cannot exist (and
+/// PostgreSQL cannot take it as a query parameter), so it is [`StoreError::InvalidId`] on
+/// every backend. Other ids [`check_id`] refuses may belong to threads an older build created
+/// (an empty id), which stay readable.
+pub(crate) fn check_lookup(id: &str) -> Result<(), StoreError> {
+    if id.contains('\0') {
+        return Err(StoreError::InvalidId {
+            thread: id.to_owned(),
+            reason: "it holds the control character '\\0'".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// A new thread's incarnation: a random non-zero number that tells this thread from an earlier
+/// one of the same id (deleted since). Threads created before incarnations were recorded
+/// have 0.
+pub(crate) fn new_incarnation() -> i64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // std's RandomState is seeded from the OS per process; the counter and the time make each
+    // call differ.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    hasher.write_u32(std::process::id());
+    ((hasher.finish() >> 1) as i64).max(1)
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -132,6 +253,9 @@ pub struct NewEntry {
     /// ([`StoreError::Migrated`]) if the thread was migrated since,
     /// as `fingerprint: None` would then mean another schema.
     pub thread_fingerprint: u64,
+    /// The thread's incarnation as the writer read it ([`ThreadInfo::incarnation`]): the append
+    /// is refused ([`StoreError::Recreated`]) if the thread was deleted and created again since.
+    pub thread_incarnation: i64,
 }
 
 /// One stored row of a thread, as a rewrite ([`Backend::rewrite`](crate::backend::Backend))
@@ -211,6 +335,10 @@ pub struct EntryInfo {
     pub extra: Map<String, Value>,
     /// The size of its JSON, in bytes.
     pub bytes: u64,
+    /// The fingerprint of the schema it was written in: the thread's, or the writer's own when
+    /// that differs. The first entry of a new fingerprint is where the thread's schema changed
+    /// (see [`migrate`](crate::migrate)).
+    pub fingerprint: u64,
     /// For an entry a fork inherited (one at or before its fork point): the ancestor whose
     /// journal holds it. `None` for the thread's own entries.
     pub inherited_from: Option<String>,
@@ -261,6 +389,10 @@ pub struct ThreadInfo {
     pub metadata: Map<String, Value>,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
+    /// Which life of the id this is: a random number drawn when the thread was created (0 for a
+    /// thread created before the store recorded it), so a writer that read a thread deleted and
+    /// created again since is refused.
+    pub incarnation: i64,
 }
 
 /// Where loading a version starts from.
@@ -378,7 +510,14 @@ impl Entries {
     pub async fn next(&mut self) -> Result<Option<StoredEntry>, StoreError> {
         loop {
             if let Some(entry) = self.ready.next() {
-                if entry.seq != self.next || entry.seq > self.last {
+                if entry.seq > self.last && entry.seq >= self.next {
+                    return Err(StoreError::corrupt(
+                        &self.thread,
+                        format!("entry {}", entry.seq),
+                        format!("it is past the thread's version {}", self.last),
+                    ));
+                }
+                if entry.seq != self.next {
                     return Err(StoreError::corrupt(
                         &self.thread,
                         format!("journal before entry {}", entry.seq),
@@ -491,6 +630,7 @@ pub(crate) fn entry_info(
     run_id: Option<String>,
     extra: Option<&str>,
     bytes: i64,
+    fingerprint: u64,
 ) -> Result<EntryInfo, StoreError> {
     let what = || format!("entry {seq}");
     Ok(EntryInfo {
@@ -502,6 +642,7 @@ pub(crate) fn entry_info(
         run_id,
         extra: parse_object(extra).map_err(|reason| StoreError::corrupt(id, what(), reason))?,
         bytes: bytes as u64,
+        fingerprint,
         inherited_from: None,
     })
 }

@@ -9,8 +9,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, parse_object, Base, Entries, EntryBatch, HistoryPage, Loaded,
-    NewEntry, NewThread, Rewriter, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, new_incarnation, parse_object, Base, Entries, EntryBatch, HistoryPage,
+    Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
+    ThreadQuery,
 };
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
@@ -167,8 +168,10 @@ impl Sqlite {
         // 8 KiB pages (for a new file): a journal row of a chat message is ~0.7 KiB, and a 4 KiB
         // page would leave an eighth of itself empty after its fifth row. A 16 MiB page cache
         // (SQLite's default is 2 MiB) keeps appends to a long journal as fast as to a short one.
+        // Incremental auto-vacuum (for a new file; see `reclaim`) gives the pages of deleted
+        // snapshots and compacted entries back to the file system.
         conn.execute_batch(&format!(
-            "PRAGMA page_size=8192; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA cache_size=-16384;"
+            "PRAGMA page_size=8192; PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA cache_size=-16384;"
         ))
         .map_err(db_err("setting WAL mode"))?;
         setup(&mut conn)?;
@@ -272,16 +275,34 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
     }
 }
 
-/// The version of the SQLite tables this build creates, reads and writes. Version 1 (entries and
-/// snapshots in `WITHOUT ROWID` tables keyed by `(tid, seq)`, the version in a table) and
-/// version 2 (the same tables as 3, but every append also moved the thread row's `head` on) are
+/// The version of the SQLite tables this build creates, reads and writes. Versions 1 (entries
+/// and snapshots in `WITHOUT ROWID` tables keyed by `(tid, seq)`, the version in a table), 2
+/// (the same tables as 3, but every append also moved the thread row's `head` on) and 3 are
 /// migrated when they are opened; any other version is refused with
 /// [`StoreError::UnsupportedVersion`] and not written to.
 ///
-/// In version 3 a thread's version is the larger of its row's `head` (the version at its
-/// creation, fork or last compaction) and its newest journal entry's, so an append writes one
-/// row of one table (a version-2 build, which would read a stale `head`, refuses the file).
-pub const SCHEMA_VERSION: i64 = 3;
+/// A thread's version is the larger of its row's `head` (the version at its creation, fork or
+/// last compaction, or of the newest entry ever deleted) and its newest journal entry's, so an
+/// append writes one row of one table (a version-2 build, which would read a stale `head`,
+/// refuses the file). Version 4 adds:
+/// - the schema records (one per state schema ever written: its fingerprint, declared version,
+///   type name, description and field types; see [`migrate`](crate::migrate)), kept as rows of
+///   the snapshots table with negative keys (`-1 - (fingerprint & (2^63 - 1))`), which no
+///   thread's snapshot has, so that they take no page of their own (the 300-turn chat's file
+///   stays within its 0.5 MB);
+/// - each thread's `incarnation`, drawn when it is created (0 for threads created before),
+///   which every append checks, so a writer that read a thread deleted and created again since
+///   is refused ([`StoreError::Recreated`]);
+/// - a trigger that raises a thread's `head` to an entry deleted from its end, so an entry
+///   deleted by hand is a gap that loading reports, never a silently shorter thread.
+///
+/// New files use incremental auto-vacuum: the pages freed by deleting snapshots (the snapshot
+/// policy), compacting and deleting threads are given back to the file system in the same
+/// transaction. A file created before keeps its pages (SQLite can only switch an existing
+/// file to auto-vacuum with a full `VACUUM`, which the store does not run on its own: run
+/// `PRAGMA auto_vacuum=INCREMENTAL; VACUUM;` on it once, with `sqlite3`, while no process has
+/// it open).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
 /// newest entry's key is found by one B-tree seek.
@@ -368,20 +389,14 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .map_err(db_err("reading the store's version"))?;
         return match found {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(1) => {
-                migrate_v1(&tx)?;
+            Some(found @ 1..=3) => {
+                if found == 1 {
+                    migrate_v1(&tx)?;
+                }
+                // Version 2's `head` is its newest entry's version: its tables are version 3's.
+                migrate_v3(&tx)?;
                 tx.commit()
-                    .map_err(db_err("migrating the store's tables from version 1"))
-            }
-            // Version 2's `head` is its newest entry's version: only the version changes.
-            Some(2) => {
-                let doing = "migrating the store's tables from version 2";
-                tx.execute_batch(&format!(
-                    "DROP VIEW agentstate_meta; {}",
-                    version_view(SCHEMA_VERSION)
-                ))
-                .map_err(db_err(doing))?;
-                tx.commit().map_err(db_err(doing))
+                    .map_err(db_err("migrating the store's tables to version 4"))
             }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
@@ -400,9 +415,11 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
              fork_seq INTEGER,
              initial TEXT,
              metadata TEXT NOT NULL,
-             created_ms INTEGER NOT NULL
+             created_ms INTEGER NOT NULL,
+             incarnation INTEGER NOT NULL DEFAULT 0
          );
          {TABLES}
+         {V4_TABLES}
          {}",
         version_view(SCHEMA_VERSION)
     ))
@@ -443,9 +460,42 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
          DROP TABLE agentstate_snapshots_v1;
          DROP TABLE agentstate_meta;
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(3)
     ))
     .map_err(db_err(doing))
+}
+
+/// What version 4 adds to version 3's tables (see [`SCHEMA_VERSION`]).
+const V4_TABLES: &str = "
+    CREATE TRIGGER agentstate_entry_deleted AFTER DELETE ON agentstate_entries
+    WHEN (OLD.key & 4294967295) > (SELECT head FROM agentstate_threads WHERE tid = OLD.key >> 32)
+    BEGIN
+        UPDATE agentstate_threads SET head = OLD.key & 4294967295 WHERE tid = OLD.key >> 32;
+    END;";
+
+/// Brings version 3's tables to version 4, inside the caller's transaction.
+fn migrate_v3(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    tx.execute_batch(&format!(
+        "ALTER TABLE agentstate_threads ADD COLUMN incarnation INTEGER NOT NULL DEFAULT 0;
+         {V4_TABLES}
+         DROP VIEW agentstate_meta;
+         {}",
+        version_view(SCHEMA_VERSION)
+    ))
+    .map_err(db_err("migrating the store's tables from version 3"))
+}
+
+/// Gives the file's free pages back to the file system (a file with incremental auto-vacuum;
+/// nothing otherwise), in the caller's transaction.
+fn reclaim(tx: &rusqlite::Transaction<'_>, doing: &str) -> Result<(), StoreError> {
+    // The pragma frees a page per step: step it to the end.
+    tx.prepare_cached("PRAGMA incremental_vacuum")
+        .and_then(|mut s| {
+            let mut rows = s.query([])?;
+            while rows.next()?.is_some() {}
+            Ok(())
+        })
+        .map_err(db_err(doing))
 }
 
 /// A thread's row as the queries below need it.
@@ -457,7 +507,7 @@ struct Row {
 const THREAD_COLUMNS: &str = concat!(
     "t.tid, t.id, t.fingerprint, ",
     version_of!("t"),
-    ", t.oldest, p.id, t.fork_seq, t.metadata, t.created_ms"
+    ", t.oldest, p.id, t.fork_seq, t.metadata, t.created_ms, t.incarnation"
 );
 
 fn read_thread(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, ThreadInfo, Option<String>)> {
@@ -474,6 +524,7 @@ fn read_thread(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, ThreadInfo, Op
             parent: parent.zip(fork_seq.map(|s| s as u64)),
             metadata: Default::default(),
             created_ms: row.get(8)?,
+            incarnation: row.get(9)?,
         },
         Some(metadata),
     ))
@@ -506,19 +557,24 @@ fn append_entry(
     entry: &NewEntry,
 ) -> rusqlite::Result<Result<u64, StoreError>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let found: Option<(i64, i64, i64)> = tx
+    let found: Option<(i64, i64, i64, i64)> = tx
         .prepare_cached(concat!(
             "SELECT t.tid, t.fingerprint, ",
             version_of!("t"),
-            " FROM agentstate_threads t WHERE t.id = ?1"
+            ", t.incarnation FROM agentstate_threads t WHERE t.id = ?1"
         ))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .optional()?;
-    let Some((tid, fingerprint, version)) = found else {
+    let Some((tid, fingerprint, version, incarnation)) = found else {
         return Ok(Err(StoreError::ThreadNotFound {
             thread: id.to_owned(),
         }));
     };
+    if incarnation != entry.thread_incarnation {
+        return Ok(Err(StoreError::Recreated {
+            thread: id.to_owned(),
+        }));
+    }
     let (fingerprint, version) = (fingerprint as u64, version as u64);
     if version != expected {
         return Ok(Err(StoreError::Conflict {
@@ -655,16 +711,25 @@ fn read_entries(
             let Some(r) = rows.next().map_err(failed)? else {
                 break;
             };
+            // The version first, so a row that does not read is named by it.
+            let seq = r.get::<_, i64>(0).map_err(failed)?;
             batch.push(
                 (|| {
                     Ok(StoredEntry {
-                        seq: r.get::<_, i64>(0)? as u64,
+                        seq: seq as u64,
                         kind: r.get(1)?,
                         body: r.get(2)?,
                         fingerprint: r.get::<_, Option<i64>>(3)?.map(|f| f as u64),
                     })
                 })()
-                .map_err(failed)?,
+                .map_err(|e| match failed(e) {
+                    StoreError::Corrupt { thread, reason, .. } => StoreError::Corrupt {
+                        thread,
+                        what: format!("entry {seq}"),
+                        reason,
+                    },
+                    other => other,
+                })?,
             );
         }
         Ok(batch)
@@ -720,8 +785,8 @@ impl Backend for Sqlite {
             let start = fork_seq.unwrap_or(0);
             tx.execute(
                 "INSERT INTO agentstate_threads
-                 (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms)
-                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
+                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     id,
                     fingerprint as i64,
@@ -730,7 +795,8 @@ impl Backend for Sqlite {
                     fork_seq,
                     thread.initial,
                     thread.metadata,
-                    thread.created_ms
+                    thread.created_ms,
+                    new_incarnation()
                 ],
             )
             .map_err(db_err(format!("creating thread `{id}`")))?;
@@ -797,8 +863,9 @@ impl Backend for Sqlite {
             // The thread's snapshots after its oldest version (the one at it is a compaction's
             // base), newest first, but for those a fork loads from (the newest at or before
             // its fork point); all but the first `keep` go.
-            tx.prepare_cached(
-                "DELETE FROM agentstate_snapshots WHERE key IN (
+            let deleted = tx
+                .prepare_cached(
+                    "DELETE FROM agentstate_snapshots WHERE key IN (
                      SELECT s.key FROM agentstate_threads t, agentstate_snapshots s
                      WHERE t.id = ?1 AND s.key > (t.tid << 32) + t.oldest
                        AND s.key < (t.tid + 1) << 32
@@ -808,9 +875,12 @@ impl Backend for Sqlite {
                                SELECT max(n.key) FROM agentstate_snapshots n
                                WHERE n.key BETWEEN t.tid << 32 AND (t.tid << 32) + c.fork_seq))
                      ORDER BY s.key DESC LIMIT -1 OFFSET ?2)",
-            )
-            .and_then(|mut s| s.execute(params![id, i64::from(keep)]))
-            .map_err(db_err(doing()))?;
+                )
+                .and_then(|mut s| s.execute(params![id, i64::from(keep)]))
+                .map_err(db_err(doing()))?;
+            if deleted > 0 {
+                reclaim(&tx, &doing())?;
+            }
             tx.commit().map_err(db_err(doing()))?;
             Ok(())
         })
@@ -881,12 +951,20 @@ impl Backend for Sqlite {
             let doing = || format!("reading the history of thread `{id}`");
             let tx = conn.transaction().map_err(db_err(doing()))?;
             let row = thread_row(&tx, &id)?;
+            type Columns = (
+                i64,
+                i64,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                i64,
+            );
             let raw = tx
                 .prepare_cached(if newest_first {
-                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body)
+                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body), fingerprint
                      FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key DESC LIMIT ?3"
                 } else {
-                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body)
+                    "SELECT seq, time_ms, kind, node, run_id, extra, octet_length(body), fingerprint
                      FROM agentstate_entries WHERE key > ?1 AND key <= ?2 ORDER BY key LIMIT ?3"
                 })
                 .and_then(|mut s| {
@@ -894,15 +972,22 @@ impl Backend for Sqlite {
                         key(row.tid, after.min(MAX_SEQ)),
                         key(row.tid, until.min(MAX_SEQ)),
                     );
+                    // The version first, so a column that does not read names its entry.
                     s.query_map(params![range.0, range.1, limit], |r| {
+                        let columns = || -> rusqlite::Result<Columns> {
+                            Ok((
+                                r.get(1)?,
+                                r.get(2)?,
+                                r.get(3)?,
+                                r.get(4)?,
+                                r.get(5)?,
+                                r.get(6)?,
+                            ))
+                        };
                         Ok((
                             r.get::<_, i64>(0)?,
-                            r.get::<_, i64>(1)?,
-                            r.get::<_, i64>(2)?,
-                            r.get::<_, Option<String>>(3)?,
-                            r.get::<_, Option<String>>(4)?,
-                            r.get::<_, Option<String>>(5)?,
-                            r.get::<_, i64>(6)?,
+                            columns(),
+                            r.get::<_, Option<i64>>(7)?,
                         ))
                     })?
                     .collect::<rusqlite::Result<Vec<_>>>()
@@ -911,7 +996,15 @@ impl Backend for Sqlite {
             tx.commit().map_err(db_err(doing()))?;
             let entries = raw
                 .into_iter()
-                .map(|(seq, time_ms, kind, node, run_id, extra, bytes)| {
+                .map(|(seq, columns, own)| {
+                    let (time_ms, kind, node, run_id, extra, bytes) =
+                        columns.map_err(|e| match e {
+                            rusqlite::Error::FromSqlConversionFailure(..)
+                            | rusqlite::Error::InvalidColumnType(..) => {
+                                StoreError::corrupt(&id, format!("entry {seq}"), e)
+                            }
+                            e => StoreError::backend(BACKEND, doing(), e),
+                        })?;
                     entry_info(
                         &id,
                         seq,
@@ -921,6 +1014,7 @@ impl Backend for Sqlite {
                         run_id,
                         extra.as_deref(),
                         bytes,
+                        own.map_or(row.info.fingerprint, |f| f as u64),
                     )
                 })
                 .collect::<Result<_, _>>()?;
@@ -936,12 +1030,12 @@ impl Backend for Sqlite {
         self.call(move |conn| {
             let mut sql = format!(
                 "SELECT {THREAD_COLUMNS} FROM agentstate_threads t
-                 LEFT JOIN agentstate_threads p ON p.tid = t.parent WHERE t.id > ?1"
+                 LEFT JOIN agentstate_threads p ON p.tid = t.parent WHERE (?1 IS NULL OR t.id > ?1)"
             );
-            let mut args: Vec<String> = vec![query.after.clone().unwrap_or_default()];
+            let mut args: Vec<Option<String>> = vec![query.after.clone()];
             for (key, value) in &query.metadata {
-                args.push(format!("$.\"{}\"", key.replace('"', "\\\"")));
-                args.push(value.to_string());
+                args.push(Some(format!("$.\"{}\"", key.replace('"', "\\\""))));
+                args.push(Some(value.to_string()));
                 let (k, v) = (args.len() - 1, args.len());
                 sql.push_str(&format!(" AND (t.metadata -> ?{k}) = json(?{v})"));
             }
@@ -988,15 +1082,17 @@ impl Backend for Sqlite {
             if let Some(fork) = fork {
                 return Err(StoreError::HasForks { thread: id, fork });
             }
+            // The thread's row first: the entries' delete trigger then has no row to update.
             tx.execute_batch(&format!(
-                "DELETE FROM agentstate_entries WHERE key BETWEEN {lo} AND {hi};
-                 DELETE FROM agentstate_snapshots WHERE key BETWEEN {lo} AND {hi};
-                 DELETE FROM agentstate_threads WHERE tid = {tid};",
+                "DELETE FROM agentstate_threads WHERE tid = {tid};
+                 DELETE FROM agentstate_entries WHERE key BETWEEN {lo} AND {hi};
+                 DELETE FROM agentstate_snapshots WHERE key BETWEEN {lo} AND {hi};",
                 lo = key(row.tid, 0),
                 hi = key(row.tid, MAX_SEQ),
                 tid = row.tid
             ))
             .map_err(db_err(doing()))?;
+            reclaim(&tx, &doing())?;
             tx.commit().map_err(db_err(doing()))?;
             Ok(true)
         })
@@ -1094,6 +1190,57 @@ impl Backend for Sqlite {
         .await
     }
 
+    async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
+        let body = serde_json::json!({
+            "version": schema.version,
+            "type_name": schema.type_name,
+            "schema": schema.schema,
+            "types": schema.types,
+        })
+        .to_string();
+        self.call(move |conn| {
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
+                 VALUES (-1 - (?1 & 9223372036854775807), ?1, ?2)",
+            )
+            .and_then(|mut s| s.execute(params![schema.fingerprint as i64, body]))
+            .map_err(db_err(format!(
+                "recording the schema of `{}`",
+                schema.type_name
+            )))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
+        self.call(|conn| {
+            let rows = conn
+                .prepare_cached("SELECT fingerprint, body FROM agentstate_snapshots WHERE key < 0")
+                .and_then(|mut s| {
+                    s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .map_err(db_err("reading the recorded schemas"))?;
+            // A record that does not read is left out: its schema counts as not recorded.
+            Ok(rows
+                .into_iter()
+                .filter_map(|(fingerprint, body)| {
+                    let value: serde_json::Value = serde_json::from_str(&body).ok()?;
+                    let text = |key: &str| value.get(key)?.as_str().map(str::to_owned);
+                    Some(SchemaRecord {
+                        fingerprint: fingerprint as u64,
+                        version: u32::try_from(value.get("version")?.as_u64()?).ok()?,
+                        type_name: text("type_name")?,
+                        schema: text("schema")?,
+                        types: text("types")?,
+                    })
+                })
+                .collect())
+        })
+        .await
+    }
+
     async fn compact(
         &self,
         thread: &str,
@@ -1134,6 +1281,13 @@ impl Backend for Sqlite {
                 tx.commit().map_err(db_err(doing()))?;
                 return Ok(0);
             }
+            // The version is kept in the row: the entries that gave it may be gone. (First, so
+            // the entries' delete trigger finds the head above every entry deleted.)
+            tx.execute(
+                "UPDATE agentstate_threads SET oldest = ?2, head = ?3 WHERE tid = ?1",
+                params![row.tid, cut, row.info.version as i64],
+            )
+            .map_err(db_err(doing()))?;
             let dropped = tx
                 .execute(
                     "DELETE FROM agentstate_entries WHERE key BETWEEN ?1 AND ?2",
@@ -1145,12 +1299,7 @@ impl Backend for Sqlite {
                 params![key(row.tid, 0), key(row.tid, cut as u64)],
             )
             .map_err(db_err(doing()))?;
-            // The version is kept in the row: the entries that gave it may be gone.
-            tx.execute(
-                "UPDATE agentstate_threads SET oldest = ?2, head = ?3 WHERE tid = ?1",
-                params![row.tid, cut, row.info.version as i64],
-            )
-            .map_err(db_err(doing()))?;
+            reclaim(&tx, &doing())?;
             tx.commit().map_err(db_err(doing()))?;
             Ok(dropped as u64)
         })

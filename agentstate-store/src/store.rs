@@ -4,10 +4,10 @@
 
 use crate::backend::Backend;
 use crate::error::StoreError;
-use crate::migrate::{Migration, Migrations};
+use crate::migrate::{Migration, Migrations, Plan, SchemaCache, Target};
 use crate::record::{
-    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, Rewriter, StoredEntry,
-    StoredRow, ThreadInfo, ThreadQuery,
+    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, Rewriter, SchemaRecord,
+    StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::{RetryPolicy, Thread};
 use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
@@ -15,6 +15,7 @@ use agentstate::State;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A state the store can keep: serializable, with a serializable update, and sendable between
@@ -131,6 +132,8 @@ pub(crate) struct Config {
     pub(crate) policy: SnapshotPolicy,
     pub(crate) retry: RetryPolicy,
     pub(crate) migrations: Migrations,
+    /// Shared by the store's clones and by stores derived with another policy or migration.
+    pub(crate) schemas: Arc<SchemaCache>,
 }
 
 /// A state as loaded, with its version: what [`Store::load`] and [`Store::load_at`] return.
@@ -255,6 +258,8 @@ pub(crate) struct LoadedState<S> {
     pub(crate) base_bytes: u64,
     /// The fingerprint recorded with the thread (entries of another type record theirs).
     pub(crate) fingerprint: u64,
+    /// The thread's incarnation.
+    pub(crate) incarnation: i64,
 }
 
 /// What [`Store::catch_up`] did.
@@ -314,11 +319,14 @@ impl<B: Backend> Store<B> {
         self.config.retry
     }
 
-    /// Registers a migration, applied when a thread of schema `from` is loaded as a type of
-    /// schema `to` (chains of steps are followed).
+    /// Registers a migration, applied when rows of version `from` are loaded as a type of
+    /// version `to` (chains of steps are followed; see [`migrate`](crate::migrate)). A version
+    /// pair registered twice makes every load that needs a migration fail with
+    /// [`StoreError::MigrationAmbiguous`].
     #[must_use]
     pub fn with_migration(mut self, step: Migration) -> Self {
-        Arc::make_mut(&mut self.config).migrations.add(step);
+        // A duplicate is remembered by the registry and reported by every resolution.
+        let _ = Arc::make_mut(&mut self.config).migrations.add(step);
         self
     }
 
@@ -368,7 +376,10 @@ impl<B: Backend> Store<B> {
         let json = serde_json::to_string(&initial)
             .map_err(|e| StoreError::corrupt(id, "initial state", e))?;
         let base_bytes = json.len() as u64;
-        self.backend
+        crate::record::check_id(id)?;
+        self.record_schema::<S>().await?;
+        let info = self
+            .backend
             .create(NewThread {
                 id: id.to_owned(),
                 fingerprint: fingerprint::<S>(),
@@ -388,6 +399,7 @@ impl<B: Backend> Store<B> {
                 replayed_bytes: 0,
                 base_bytes,
                 fingerprint: fingerprint::<S>(),
+                incarnation: info.incarnation,
             },
         ))
     }
@@ -395,6 +407,8 @@ impl<B: Backend> Store<B> {
     /// The handle of thread `id` at its latest version.
     pub async fn thread<S: StoredState>(&self, id: &str) -> Result<Thread<S, B>, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
+        // The handle's entries record `S`'s fingerprint when it is not the thread's.
+        self.record_schema::<S>().await?;
         Ok(Thread::new(self.clone(), id, loaded))
     }
 
@@ -439,6 +453,7 @@ impl<B: Backend> Store<B> {
 
     /// The thread's row: version, parent, metadata.
     pub async fn info(&self, id: &str) -> Result<ThreadInfo, StoreError> {
+        crate::record::check_lookup(id)?;
         self.backend.info(id).await
     }
 
@@ -487,6 +502,7 @@ impl<B: Backend> Store<B> {
         id: &str,
         query: HistoryQuery,
     ) -> Result<Vec<EntryInfo>, StoreError> {
+        crate::record::check_lookup(id)?;
         let HistoryQuery {
             after,
             before,
@@ -502,6 +518,7 @@ impl<B: Backend> Store<B> {
             id.to_owned(),
             before.map_or(u64::MAX, |b| b.saturating_sub(1)),
         );
+        let mut visited = vec![id.to_owned()];
         loop {
             let want = if newest_first { limit - found } else { limit };
             let page = self
@@ -510,6 +527,19 @@ impl<B: Backend> Store<B> {
                 .await?;
             let mut entries = page.entries;
             entries.truncate(want as usize);
+            // A journal has no holes (compaction drops a prefix): one is corrupt data, as a
+            // load of those versions would report.
+            if let Some(gap) = entries
+                .windows(2)
+                .find(|w| w[0].seq.abs_diff(w[1].seq) != 1)
+            {
+                let (low, high) = (gap[0].seq.min(gap[1].seq), gap[0].seq.max(gap[1].seq));
+                return Err(StoreError::corrupt(
+                    &thread,
+                    format!("journal before entry {high}"),
+                    format!("entry {} is missing", low + 1),
+                ));
+            }
             if thread != id {
                 for entry in &mut entries {
                     entry.inherited_from = Some(thread.clone());
@@ -522,13 +552,21 @@ impl<B: Backend> Store<B> {
             }
             match page.parent {
                 Some((parent, fork)) if fork > after => {
-                    if levels.len() > 10_000 {
+                    if visited.contains(&parent) {
                         return Err(StoreError::corrupt(
                             id,
                             "fork chain",
-                            format!("it loops through `{parent}`"),
+                            format!(
+                                "it is a cycle of forks: {} -> `{parent}`",
+                                visited
+                                    .iter()
+                                    .map(|t| format!("`{t}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(" -> ")
+                            ),
                         ));
                     }
+                    visited.push(parent.clone());
                     (thread, until) = (parent, until.min(fork));
                 }
                 _ => break,
@@ -555,6 +593,7 @@ impl<B: Backend> Store<B> {
 
     /// Deletes thread `id` with its journal and snapshots; false if there was none.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        crate::record::check_lookup(id)?;
         self.backend.delete(id).await
     }
 
@@ -591,6 +630,7 @@ impl<B: Backend> Store<B> {
         new_id: &str,
         metadata: Map<String, Value>,
     ) -> Result<ThreadInfo, StoreError> {
+        crate::record::check_id(new_id)?;
         self.backend
             .create(NewThread {
                 id: new_id.to_owned(),
@@ -606,6 +646,7 @@ impl<B: Backend> Store<B> {
     /// Stores a snapshot of the thread's latest version; returns that version.
     pub async fn snapshot<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
+        self.record_schema::<S>().await?;
         let json = to_json(id, &loaded.state)?;
         self.backend
             .put_snapshot(
@@ -624,6 +665,7 @@ impl<B: Backend> Store<B> {
     /// from). Versions before the snapshot can no longer be loaded.
     pub async fn compact<S: StoredState>(&self, id: &str) -> Result<Compaction, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
+        self.record_schema::<S>().await?;
         let json = to_json(id, &loaded.state)?;
         let dropped = self
             .backend
@@ -660,8 +702,10 @@ impl<B: Backend> Store<B> {
     /// use serde::{Deserialize, Serialize};
     ///
     /// #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    /// #[agent_state(version = 1)]
     /// struct V1 { #[reducer(append)] notes: Vec<String> }
     /// #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    /// #[agent_state(version = 2)]
     /// struct V2 { #[reducer(append)] lines: Vec<String> }
     ///
     /// fn rename(mut value: serde_json::Value) -> Result<serde_json::Value, String> {
@@ -677,7 +721,7 @@ impl<B: Backend> Store<B> {
     /// let mut t = store.create("t", V1::default()).await?;
     /// t.merge(V1Update::default().notes(vec!["hi".to_string()]), StepMeta::default()).await?;
     ///
-    /// let store = store.with_migration(Migration::new(fingerprint::<V1>(), fingerprint::<V2>(), rename, rename));
+    /// let store = store.with_migration(Migration::new(1, 2, rename, rename));
     /// assert_eq!(store.migrate_thread::<V2>("t").await?, 1);
     /// assert_eq!(store.info("t").await?.fingerprint, fingerprint::<V2>());
     /// assert_eq!(store.load::<V2>("t").await?.state.lines, ["hi"]);
@@ -685,11 +729,15 @@ impl<B: Backend> Store<B> {
     /// # }).unwrap();
     /// ```
     pub async fn migrate_thread<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
+        self.record_schema::<S>().await?;
+        // Every schema the rows may name, read now: the rewrite runs without awaiting.
+        self.config.schemas.fill(self.backend.schemas().await?);
         let store = self.clone();
         let thread = id.to_owned();
+        let target = Arc::new(Target::of::<S>());
         let rewrite: Rewriter = Box::new(move |row| {
             store
-                .rewrite_row::<S>(&thread, row)
+                .rewrite_row::<S>(&thread, &target, row)
                 .map_err(|err| match err {
                     // Name the row that failed.
                     StoreError::Migration {
@@ -709,17 +757,91 @@ impl<B: Backend> Store<B> {
         self.backend.rewrite(id, fingerprint::<S>(), rewrite).await
     }
 
-    /// One row of thread `id` in `S`'s schema, as `S` writes it.
+    /// Records `S`'s schema in the database, once per store (see [`migrate`](crate::migrate)).
+    async fn record_schema<S: StoredState>(&self) -> Result<(), StoreError> {
+        let fingerprint = fingerprint::<S>();
+        if self.config.schemas.is_recorded(fingerprint) {
+            return Ok(());
+        }
+        self.backend.put_schema(SchemaRecord::of::<S>()).await?;
+        self.config.schemas.set_recorded(fingerprint);
+        Ok(())
+    }
+
+    /// How rows of schema `stored` are read as `target`: from the plans made already for this
+    /// load, or decided now (reading the recorded schemas once if `stored` is not known yet).
+    async fn plan<'p>(
+        &self,
+        thread: &str,
+        target: &Target,
+        stored: u64,
+        plans: &'p mut HashMap<u64, Plan>,
+    ) -> Result<&'p Plan, StoreError> {
+        use std::collections::hash_map::Entry;
+        match plans.entry(stored) {
+            Entry::Occupied(known) => Ok(known.into_mut()),
+            Entry::Vacant(slot) => {
+                let plan = if stored == target.fingerprint {
+                    Plan::Direct
+                } else {
+                    let mut record = self.config.schemas.get(stored);
+                    if record.is_none() {
+                        self.config.schemas.fill(self.backend.schemas().await?);
+                        record = self.config.schemas.get(stored);
+                    }
+                    Plan::of(&self.config.migrations, thread, target, stored, record)?
+                };
+                Ok(slot.insert(plan))
+            }
+        }
+    }
+
+    /// `err`, a row of schema `stored` that did not read as `target`: if it is a row of the
+    /// target's own schema (read directly) that reads as corrupt data, and the recorded schema
+    /// shows fields whose Rust type changed since, the incompatible edit it is.
+    async fn explain(&self, err: StoreError, target: &Target, stored: u64) -> StoreError {
+        let StoreError::Corrupt {
+            thread,
+            what,
+            reason,
+        } = &err
+        else {
+            return err;
+        };
+        if stored != target.fingerprint {
+            return err;
+        }
+        let mut record = self.config.schemas.get(stored);
+        if record.is_none() {
+            if let Ok(all) = self.backend.schemas().await {
+                self.config.schemas.fill(all);
+            }
+            record = self.config.schemas.get(stored);
+        }
+        record
+            .and_then(|r| crate::migrate::retyped(thread, target, &r, what, reason))
+            .unwrap_or(err)
+    }
+
+    /// One row of thread `id` in `S`'s schema, as `S` writes it (the schemas it names are in
+    /// the cache).
     fn rewrite_row<S: StoredState>(
         &self,
         id: &str,
+        target: &Target,
         row: StoredRow<'_>,
     ) -> Result<String, StoreError> {
-        let target = fingerprint::<S>();
+        let plan = |stored: u64| {
+            if stored == target.fingerprint {
+                return Ok(Plan::Direct);
+            }
+            let record = self.config.schemas.get(stored);
+            Plan::of(&self.config.migrations, id, target, stored, record)
+        };
         match row {
             StoredRow::Initial { fingerprint, json } => to_json(
                 id,
-                &self.decode_state::<S>(id, "initial state", json, fingerprint, target)?,
+                &decode_state::<S>(id, target, "initial state", json, &plan(fingerprint)?)?,
             ),
             StoredRow::Snapshot {
                 seq,
@@ -727,12 +849,12 @@ impl<B: Backend> Store<B> {
                 json,
             } => to_json(
                 id,
-                &self.decode_state::<S>(
+                &decode_state::<S>(
                     id,
+                    target,
                     &format!("snapshot at version {seq}"),
                     json,
-                    fingerprint,
-                    target,
+                    &plan(fingerprint)?,
                 )?,
             ),
             StoredRow::Entry {
@@ -742,18 +864,18 @@ impl<B: Backend> Store<B> {
                 json,
             } => {
                 let what = format!("entry {seq}");
+                let plan = plan(fingerprint)?;
                 let value: Value =
                     serde_json::from_str(json).map_err(|e| StoreError::corrupt(id, &what, e))?;
                 match (EntryKind::from_code(kind), value) {
-                    (Some(EntryKind::Update), value) => to_json(
-                        id,
-                        &self.decode_update::<S>(id, &what, value, fingerprint, target)?,
-                    ),
+                    (Some(EntryKind::Update), value) => {
+                        to_json(id, &decode_update::<S>(id, target, &what, value, &plan)?)
+                    }
                     (Some(_), Value::Array(branches)) => to_json(
                         id,
                         &branches
                             .into_iter()
-                            .map(|b| self.decode_update::<S>(id, &what, b, fingerprint, target))
+                            .map(|b| decode_update::<S>(id, target, &what, b, &plan))
                             .collect::<Result<Vec<_>, _>>()?,
                     ),
                     (Some(_), _) => Err(StoreError::corrupt(
@@ -778,31 +900,48 @@ impl<B: Backend> Store<B> {
         id: &str,
         seq: Option<u64>,
     ) -> Result<LoadedState<S>, StoreError> {
+        crate::record::check_lookup(id)?;
         let first = self.backend.load(id, seq, None).await?;
         self.build(id, first).await
     }
 
-    /// Brings `held`, the state of thread `id` at `version`, to the latest version by replaying
-    /// only the entries after it; if they were compacted away, loads the thread afresh.
+    /// Brings `held`, the state of thread `id` at `version` in its life `incarnation`, to the
+    /// latest version by replaying only the entries after it; if they were compacted away, or
+    /// the thread was deleted and created again, loads the thread afresh.
     pub(crate) async fn catch_up<S: StoredState>(
         &self,
         id: &str,
         held: &mut S,
         version: u64,
+        incarnation: i64,
     ) -> Result<CatchUp<S>, StoreError> {
         let first = self.backend.load(id, None, Some(version)).await?;
-        if !matches!(first.base, Base::Continue(_)) {
+        if !matches!(first.base, Base::Continue(_)) || first.thread.incarnation != incarnation {
+            let first = if matches!(first.base, Base::Continue(_)) {
+                self.backend.load(id, None, None).await?
+            } else {
+                first
+            };
             return self.build(id, first).await.map(CatchUp::Fresh);
         }
-        let target = fingerprint::<S>();
-        if first.thread.fingerprint != target {
-            self.migration_path(id, first.thread.fingerprint, target)
-                .map_err(with_type_name::<S>)?;
-        }
+        let target = Target::of::<S>();
+        let mut plans = HashMap::new();
         let mut first = first;
         let (mut replayed, mut bytes) = (0, 0);
+        let own = self
+            .plan(id, &target, first.thread.fingerprint, &mut plans)
+            .await?
+            .clone();
         while let Some(entry) = first.entries.next().await? {
-            self.replay_entry(&first.thread, &entry, target, held)?;
+            let stored = entry.fingerprint.unwrap_or(first.thread.fingerprint);
+            // Most entries are in the thread's own schema: no lookup for them.
+            let plan = match entry.fingerprint {
+                None => &own,
+                Some(_) => self.plan(id, &target, stored, &mut plans).await?,
+            };
+            if let Err(err) = replay_entry(&first.thread, &target, &entry, plan, held) {
+                return Err(self.explain(err, &target, stored).await);
+            }
             replayed += 1;
             bytes += entry.body.len() as u64;
         }
@@ -819,7 +958,8 @@ impl<B: Backend> Store<B> {
         id: &str,
         first: Loaded,
     ) -> Result<LoadedState<S>, StoreError> {
-        let target = fingerprint::<S>();
+        let target = Target::of::<S>();
+        let mut plans: HashMap<u64, Plan> = HashMap::new();
         let mut segments: Vec<Loaded> = Vec::new();
         let mut next = first;
         loop {
@@ -829,52 +969,69 @@ impl<B: Backend> Store<B> {
             };
             segments.push(next);
             match parent {
-                Some((parent, _)) if segments.len() > 10_000 => {
-                    return Err(StoreError::corrupt(
-                        id,
-                        "fork chain",
-                        format!("it loops through `{parent}`"),
-                    ))
+                Some((parent, _)) if segments.iter().any(|s| s.thread.id == parent) => {
+                    return Err(fork_cycle(id, &segments, &parent));
                 }
-                Some((parent, seq)) => next = self.backend.load(&parent, Some(seq), None).await?,
+                Some((parent, seq)) => match self.backend.load(&parent, Some(seq), None).await {
+                    Ok(loaded) => next = loaded,
+                    // The store checks a fork point when it forks: out of its parent's range,
+                    // the fork chain was edited (a cycle of forks, most likely).
+                    Err(StoreError::VersionOutOfRange { oldest, head, .. }) => {
+                        return Err(self
+                            .bad_fork_point(id, &segments, &parent, seq, oldest, head)
+                            .await);
+                    }
+                    Err(err) => return Err(err),
+                },
                 None => break,
             }
         }
+        // Decide how each segment's rows are read before reading any (a missing migration
+        // fails here, not after a partial replay).
         for segment in &segments {
-            let stored = segment.thread.fingerprint;
-            if stored != target {
-                self.migration_path(&segment.thread.id, stored, target)
-                    .map_err(with_type_name::<S>)?;
-            }
+            self.plan(
+                &segment.thread.id,
+                &target,
+                segment.thread.fingerprint,
+                &mut plans,
+            )
+            .await?;
         }
         let version = segments[0].seq;
         let thread_fingerprint = segments[0].thread.fingerprint;
+        let incarnation = segments[0].thread.incarnation;
         let root = segments.last().expect("at least one segment");
         let (mut state, base_bytes): (S, u64) = match &root.base {
-            Base::Initial(json) => (
-                self.decode_state(
-                    &root.thread.id,
-                    "initial state",
-                    json,
-                    root.thread.fingerprint,
-                    target,
-                )?,
-                json.len() as u64,
-            ),
+            Base::Initial(json) => {
+                let plan = self
+                    .plan(
+                        &root.thread.id,
+                        &target,
+                        root.thread.fingerprint,
+                        &mut plans,
+                    )
+                    .await?;
+                match decode_state(&root.thread.id, &target, "initial state", json, plan) {
+                    Ok(state) => (state, json.len() as u64),
+                    Err(err) => {
+                        return Err(self.explain(err, &target, root.thread.fingerprint).await)
+                    }
+                }
+            }
             Base::Snapshot {
                 seq,
                 fingerprint,
                 json,
-            } => (
-                self.decode_state(
-                    &root.thread.id,
-                    &format!("snapshot at version {seq}"),
-                    json,
-                    *fingerprint,
-                    target,
-                )?,
-                json.len() as u64,
-            ),
+            } => {
+                let plan = self
+                    .plan(&root.thread.id, &target, *fingerprint, &mut plans)
+                    .await?;
+                let what = format!("snapshot at version {seq}");
+                match decode_state(&root.thread.id, &target, &what, json, plan) {
+                    Ok(state) => (state, json.len() as u64),
+                    Err(err) => return Err(self.explain(err, &target, *fingerprint).await),
+                }
+            }
             Base::Parent { .. } | Base::Continue(_) => {
                 return Err(StoreError::corrupt(
                     id,
@@ -885,8 +1042,20 @@ impl<B: Backend> Store<B> {
         };
         let (mut replayed, mut replayed_bytes) = (0, 0);
         for segment in segments.iter_mut().rev() {
+            let own = plans[&segment.thread.fingerprint].clone();
             while let Some(entry) = segment.entries.next().await? {
-                self.replay_entry(&segment.thread, &entry, target, &mut state)?;
+                let stored = entry.fingerprint.unwrap_or(segment.thread.fingerprint);
+                // Most entries are in the thread's own schema: no lookup for them.
+                let plan = match entry.fingerprint {
+                    None => &own,
+                    Some(_) => {
+                        self.plan(&segment.thread.id, &target, stored, &mut plans)
+                            .await?
+                    }
+                };
+                if let Err(err) = replay_entry(&segment.thread, &target, &entry, plan, &mut state) {
+                    return Err(self.explain(err, &target, stored).await);
+                }
                 replayed += 1;
                 replayed_bytes += entry.body.len() as u64;
             }
@@ -898,125 +1067,213 @@ impl<B: Backend> Store<B> {
             replayed_bytes,
             base_bytes,
             fingerprint: thread_fingerprint,
+            incarnation,
         })
     }
+}
 
-    fn migration_path(
+impl<B: Backend> Store<B> {
+    /// The error for a fork chain whose last thread starts at version `seq` of `parent`, which
+    /// has no such version: a cycle of forks if `parent`'s own chain comes back to one of
+    /// `segments`' threads, else a fork point out of range.
+    async fn bad_fork_point(
         &self,
-        thread: &str,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<&Migration>, StoreError> {
-        self.config
-            .migrations
-            .path(from, to)
-            .ok_or_else(|| StoreError::SchemaMismatch {
-                thread: thread.to_owned(),
-                stored: from,
-                expected: to,
-                type_name: "",
-            })
-    }
-
-    fn decode_state<S: StoredState>(
-        &self,
-        thread: &str,
-        what: &str,
-        json: &str,
-        stored: u64,
-        target: u64,
-    ) -> Result<S, StoreError> {
-        if stored == target {
-            return serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e));
-        }
-        let path = self
-            .migration_path(thread, stored, target)
-            .map_err(with_type_name::<S>)?;
-        let mut value: Value =
-            serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e))?;
-        for step in path {
-            value = step
-                .upgrade_state(value)
-                .map_err(|reason| migration_failed(thread, stored, target, reason))?;
-        }
-        serde_json::from_value(value).map_err(|e| StoreError::corrupt(thread, what, e))
-    }
-
-    fn decode_update<S: StoredState>(
-        &self,
-        thread: &str,
-        what: &str,
-        value: Value,
-        stored: u64,
-        target: u64,
-    ) -> Result<S::Update, StoreError> {
-        let mut value = value;
-        if stored != target {
-            let path = self
-                .migration_path(thread, stored, target)
-                .map_err(with_type_name::<S>)?;
-            for step in path {
-                value = step
-                    .upgrade_update(value)
-                    .map_err(|reason| migration_failed(thread, stored, target, reason))?;
+        id: &str,
+        segments: &[Loaded],
+        parent: &str,
+        seq: u64,
+        oldest: u64,
+        head: u64,
+    ) -> StoreError {
+        let mut chain: Vec<String> = segments.iter().map(|s| s.thread.id.clone()).collect();
+        let mut at = parent.to_owned();
+        while !chain.contains(&at) && chain.len() <= segments.len() + 1_000 {
+            chain.push(at.clone());
+            match self.backend.info(&at).await {
+                Ok(ThreadInfo {
+                    parent: Some((next, _)),
+                    ..
+                }) => at = next,
+                _ => break,
             }
         }
-        <S::Update as Update>::from_json(value).map_err(|e| StoreError::corrupt(thread, what, e))
+        if chain.contains(&at) && chain.last() != Some(&at) {
+            let chain: Vec<String> = chain.iter().map(|t| format!("`{t}`")).collect();
+            return StoreError::corrupt(
+                id,
+                "fork chain",
+                format!("it is a cycle of forks: {} -> `{at}`", chain.join(" -> ")),
+            );
+        }
+        let child = &segments.last().expect("at least one segment").thread.id;
+        StoreError::corrupt(
+            id,
+            "fork chain",
+            format!("`{child}` starts at version {seq} of `{parent}`, whose versions are {oldest} to {head}"),
+        )
     }
+}
 
-    fn replay_entry<S: StoredState>(
-        &self,
-        thread: &ThreadInfo,
-        entry: &StoredEntry,
-        target: u64,
-        state: &mut S,
-    ) -> Result<(), StoreError> {
-        let what = || format!("entry {}", entry.seq);
-        let corrupt = |reason: String| StoreError::corrupt(&thread.id, what(), reason);
-        let kind = EntryKind::from_code(entry.kind)
-            .ok_or_else(|| corrupt(format!("unknown entry kind {}", entry.kind)))?;
-        let mode = match kind {
-            EntryKind::Update => None,
-            EntryKind::Parallel => Some(FanIn::Ordered),
-            EntryKind::ParallelStrict => Some(FanIn::Strict),
-        };
-        // An entry written by another type than the thread's records that type.
-        let stored = entry.fingerprint.unwrap_or(thread.fingerprint);
-        let merged = if stored == target {
-            // Written by this type: read directly, as strictly as `Update::from_json`.
-            match mode {
-                None => state.merge(strict::<S>(&entry.body).map_err(corrupt)?),
-                Some(mode) => {
-                    state.merge_parallel(strict_branches::<S>(&entry.body).map_err(corrupt)?, mode)
-                }
+/// The error for a fork chain that comes back to `parent`, one of `segments`' threads.
+fn fork_cycle(id: &str, segments: &[Loaded], parent: &str) -> StoreError {
+    let chain: Vec<&str> = segments.iter().map(|s| s.thread.id.as_str()).collect();
+    StoreError::corrupt(
+        id,
+        "fork chain",
+        format!(
+            "it is a cycle of forks: {} -> `{parent}`",
+            chain
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        ),
+    )
+}
+
+/// Reads a stored state as `S` through `plan`.
+fn decode_state<S: StoredState>(
+    thread: &str,
+    target: &Target,
+    what: &str,
+    json: &str,
+    plan: &Plan,
+) -> Result<S, StoreError> {
+    if let Plan::Direct = plan {
+        return serde_json::from_str(json).map_err(|e| {
+            // On failure only: read it again, to name the field.
+            let reason = match serde_json::from_str::<Value>(json) {
+                Ok(value) => state_misfit::<S>(&value, e),
+                Err(_) => e.to_string(),
+            };
+            StoreError::corrupt(thread, what, reason)
+        });
+    }
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| StoreError::corrupt(thread, what, e))?;
+    let value = plan.state(thread, value)?;
+    match serde_json::from_value::<S>(value.clone()) {
+        Ok(state) => Ok(state),
+        Err(e) => Err(plan.incompatible(thread, target, what, state_misfit::<S>(&value, e))),
+    }
+}
+
+/// Why `value` is not an `S`, naming the field: serde names a missing one; for a value of the
+/// wrong type, the field is found by reading each one alone as an update (whose reader names
+/// the field, the stored value and the expected type).
+fn state_misfit<S: StoredState>(value: &Value, err: serde_json::Error) -> String {
+    if let Some(map) = value.as_object() {
+        for (key, field) in map {
+            if !S::FIELDS.contains(&key.as_str()) {
+                continue;
             }
+            let alone = Value::Object([(key.clone(), field.clone())].into_iter().collect());
+            if let Err(e) = <S::Update as Update>::from_json(alone) {
+                return format!("field `{key}` holds {}: {e}", shape(field));
+            }
+        }
+    }
+    let text = err.to_string();
+    match text.strip_prefix("missing field ") {
+        Some(rest) => format!(
+            "field {} is required by the type but the stored state has none",
+            rest.split(' ').next().unwrap_or(rest)
+        ),
+        None => text,
+    }
+}
+
+/// A short description of a stored JSON value: its kind and (cut) text.
+fn shape(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let mut text = value.to_string();
+    if text.len() > 60 {
+        let cut = (0..=60)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    format!("{kind} ({text})")
+}
+
+/// Reads a stored update (one, or one branch of a parallel step) as `S`'s through `plan`.
+fn decode_update<S: StoredState>(
+    thread: &str,
+    target: &Target,
+    what: &str,
+    value: Value,
+    plan: &Plan,
+) -> Result<S::Update, StoreError> {
+    let direct = matches!(plan, Plan::Direct);
+    let value = plan.update(thread, value)?;
+    <S::Update as Update>::from_json(value).map_err(|e| {
+        if direct {
+            StoreError::corrupt(thread, what, e)
         } else {
-            let value: Value =
-                serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
-            match (mode, value) {
-                (None, value) => state.merge(self.decode_update::<S>(
-                    &thread.id,
-                    &what(),
-                    value,
-                    stored,
-                    target,
-                )?),
-                (Some(mode), Value::Array(branches)) => {
-                    let updates = branches
-                        .into_iter()
-                        .map(|b| self.decode_update::<S>(&thread.id, &what(), b, stored, target))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    state.merge_parallel(updates, mode)
-                }
-                (Some(_), _) => {
-                    return Err(corrupt(
-                        "a parallel step is not a JSON array of updates".into(),
-                    ))
-                }
+            plan.incompatible(thread, target, what, e.to_string())
+        }
+    })
+}
+
+/// Replays one journal entry into `state`, reading it through `plan`.
+fn replay_entry<S: StoredState>(
+    thread: &ThreadInfo,
+    target: &Target,
+    entry: &StoredEntry,
+    plan: &Plan,
+    state: &mut S,
+) -> Result<(), StoreError> {
+    let what = || format!("entry {}", entry.seq);
+    let corrupt = |reason: String| StoreError::corrupt(&thread.id, what(), reason);
+    let kind = EntryKind::from_code(entry.kind)
+        .ok_or_else(|| corrupt(format!("unknown entry kind {}", entry.kind)))?;
+    let mode = match kind {
+        EntryKind::Update => None,
+        EntryKind::Parallel => Some(FanIn::Ordered),
+        EntryKind::ParallelStrict => Some(FanIn::Strict),
+    };
+    let merged = if let Plan::Direct = plan {
+        // Written in this schema: read directly, as strictly as `Update::from_json`.
+        match mode {
+            None => state.merge(strict::<S>(&entry.body).map_err(corrupt)?),
+            Some(mode) => {
+                state.merge_parallel(strict_branches::<S>(&entry.body).map_err(corrupt)?, mode)
             }
-        };
-        merged.map_err(|e| corrupt(format!("it no longer merges: {e}")))
-    }
+        }
+    } else {
+        let value: Value = serde_json::from_str(&entry.body).map_err(|e| corrupt(e.to_string()))?;
+        match (mode, value) {
+            (None, value) => state.merge(decode_update::<S>(
+                &thread.id,
+                target,
+                &what(),
+                value,
+                plan,
+            )?),
+            (Some(mode), Value::Array(branches)) => {
+                let updates = branches
+                    .into_iter()
+                    .map(|b| decode_update::<S>(&thread.id, target, &what(), b, plan))
+                    .collect::<Result<Vec<_>, _>>()?;
+                state.merge_parallel(updates, mode)
+            }
+            (Some(_), _) => {
+                return Err(corrupt(
+                    "a parallel step is not a JSON array of updates".into(),
+                ))
+            }
+        }
+    };
+    merged.map_err(|e| corrupt(format!("it no longer merges: {e}")))
 }
 
 /// The keys of a JSON object, its values skipped: what [`strict_branches`] checks before
@@ -1079,32 +1336,6 @@ fn explain<S: StoredState>(json: &str) -> Option<String> {
     <S::Update as Update>::from_json(value)
         .err()
         .map(|e| e.to_string())
-}
-
-fn with_type_name<S>(err: StoreError) -> StoreError {
-    match err {
-        StoreError::SchemaMismatch {
-            thread,
-            stored,
-            expected,
-            ..
-        } => StoreError::SchemaMismatch {
-            thread,
-            stored,
-            expected,
-            type_name: std::any::type_name::<S>(),
-        },
-        other => other,
-    }
-}
-
-fn migration_failed(thread: &str, from: u64, to: u64, reason: String) -> StoreError {
-    StoreError::Migration {
-        thread: thread.to_owned(),
-        from,
-        to,
-        reason,
-    }
 }
 
 pub(crate) fn to_json<T: Serialize>(thread: &str, value: &T) -> Result<String, StoreError> {

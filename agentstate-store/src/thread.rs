@@ -152,6 +152,8 @@ pub struct Thread<S, B> {
     retry: RetryPolicy,
     /// `S`'s fingerprint, if it is not the thread's (then each entry records it).
     own_fingerprint: Option<u64>,
+    /// The thread's incarnation when this handle read it.
+    incarnation: i64,
 }
 
 impl<S: StoredState, B: Backend> Thread<S, B> {
@@ -165,6 +167,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             snapshot_bytes: loaded.base_bytes,
             thread_fingerprint: loaded.fingerprint,
             own_fingerprint: Some(fingerprint::<S>()).filter(|f| *f != loaded.fingerprint),
+            incarnation: loaded.incarnation,
             retry: store.config.retry,
             store,
         }
@@ -420,7 +423,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     async fn catch_up(&mut self) -> Result<(), StoreError> {
         match self
             .store
-            .catch_up::<S>(&self.id, &mut self.state, self.version)
+            .catch_up::<S>(&self.id, &mut self.state, self.version, self.incarnation)
             .await
         {
             Ok(CatchUp::Continued {
@@ -469,6 +472,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             extra: (!meta.extra.is_empty()).then(|| Value::Object(meta.extra).to_string()),
             fingerprint: self.own_fingerprint,
             thread_fingerprint: self.thread_fingerprint,
+            thread_incarnation: self.incarnation,
         };
         let seq = self
             .store

@@ -34,12 +34,24 @@ pub struct Other {
     pub name: String,
 }
 
-/// `Tally` with `last` renamed: a new version of the type, reached by a migration.
+/// `Tally` with `last` renamed: a new version of the type (`Tally` declares none: version 0),
+/// reached by a migration.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[agent_state(version = 2)]
 pub struct TallyV2 {
     #[reducer(append)]
     pub log: Vec<u64>,
     pub latest: Option<u64>,
+}
+
+/// `Tally` with a field added (compatible).
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TallyV0 {
+    #[reducer(append)]
+    pub log: Vec<u64>,
+    pub last: Option<u64>,
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 fn step(value: u64) -> TallyUpdate {
@@ -96,7 +108,8 @@ impl Db {
                     .replace("{threads}", &format!("\"{schema}\".agentstate_threads"))
                     .replace("{entries}", &format!("\"{schema}\".agentstate_entries"))
                     .replace("{snapshots}", &format!("\"{schema}\".agentstate_snapshots"))
-                    .replace("{meta}", &format!("\"{schema}\".agentstate_meta"));
+                    .replace("{meta}", &format!("\"{schema}\".agentstate_meta"))
+                    .replace("{schemas}", &format!("\"{schema}\".agentstate_schemas"));
                 let sql = replace_thread(&sql, |id| format!("thread = '{id}'"));
                 let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
                     .await
@@ -674,12 +687,7 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
         }
         Ok(v)
     }
-    let store = store.with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        rename,
-    ));
+    let store = store.with_migration(Migration::new(0, 2, rename, rename));
     let Versioned { state: v2, version } = store.load::<TallyV2>("m").await.unwrap();
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2], Some(2), 2));
     // The new type appends; its entries record its fingerprint, so they are not migrated again.
@@ -694,7 +702,8 @@ async fn migrations_and_schema_mismatch<B: Open>(db: Db) {
     assert_eq!((v2.log, v2.latest, version), (vec![1, 2, 3], Some(3), 3));
     // The old type cannot read the new type's entry (no migration back): a named error.
     let err = store.load::<Tally>("m").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
+    assert!(err.to_string().contains("version 2"), "{err}");
     assert_eq!(
         store.load_at::<Tally>("m", 2).await.unwrap().state.log,
         vec![1, 2]
@@ -710,12 +719,9 @@ async fn migrations_written_back<B: Open>(db: Db) {
         Ok(v)
     }
     let plain = B::open(&db).await.unwrap();
-    let store = plain.clone().with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        rename,
-    ));
+    let store = plain
+        .clone()
+        .with_migration(Migration::new(0, 2, rename, rename));
     // A thread of Tally rows: the initial state, entries (one a parallel step), a snapshot.
     let mut t = plain.create("w", Tally::default()).await.unwrap();
     for i in 1..=3 {
@@ -735,7 +741,7 @@ async fn migrations_written_back<B: Open>(db: Db) {
     // Without the migration, the new type cannot read it; after writing it back, it can: every
     // row (time travel included) is in the new schema.
     let err = plain.load::<TallyV2>("w").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
     assert_eq!(store.migrate_thread::<TallyV2>("w").await.unwrap(), 4);
     assert_eq!(
         plain.info("w").await.unwrap().fingerprint,
@@ -756,7 +762,7 @@ async fn migrations_written_back<B: Open>(db: Db) {
     assert!(err.to_string().contains("migrated"), "{err}");
     assert_eq!(plain.info("w").await.unwrap().version, 4);
     let err = plain.load::<Tally>("w").await.unwrap_err();
-    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
     // The new type appends as the thread's own type.
     let mut t2 = plain.thread::<TallyV2>("w").await.unwrap();
     t2.merge(
@@ -771,15 +777,12 @@ async fn migrations_written_back<B: Open>(db: Db) {
     for i in 1..=3 {
         z.merge(step(i), StepMeta::default()).await.unwrap();
     }
-    let picky = plain.clone().with_migration(Migration::new(
-        fingerprint::<Tally>(),
-        fingerprint::<TallyV2>(),
-        rename,
-        |v| match v.get("last") {
+    let picky = plain
+        .clone()
+        .with_migration(Migration::new(0, 2, rename, |v| match v.get("last") {
             Some(last) if last == &json!(2) => Err("two is not allowed".into()),
             _ => rename(v),
-        },
-    ));
+        }));
     let err = picky.migrate_thread::<TallyV2>("z").await.unwrap_err();
     assert_eq!(err.category(), "state_migration_failed", "{err}");
     assert!(err.to_string().contains("`z`"), "{err}");
@@ -872,6 +875,652 @@ async fn bad_data_is_a_named_error<B: Open>(db: Db) {
     let err = B::open(&db).await.unwrap_err();
     assert_eq!(err.category(), "store_version_unsupported", "{err}");
     assert!(err.to_string().contains("version 99"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema evolution (see `agentstate_store::migrate`).
+
+/// A state as first written: a bounded log, a last value and a field later removed.
+mod first {
+    use super::*;
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Notes {
+        #[reducer(bounded_append(max_len = 5))]
+        pub log: Vec<u64>,
+        pub last: Option<u64>,
+        pub scratch: Option<String>,
+    }
+}
+
+/// The same state edited compatibly: a field added with a default, one removed, a reducer
+/// parameter changed (no version declared by either).
+mod edited {
+    use super::*;
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Notes {
+        #[reducer(bounded_append(max_len = 50))]
+        pub log: Vec<u64>,
+        pub last: Option<u64>,
+        #[serde(default)]
+        pub title: Option<String>,
+    }
+}
+
+/// The same state edited incompatibly: `last` changed type.
+mod retyped {
+    use super::*;
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Notes {
+        #[reducer(bounded_append(max_len = 5))]
+        pub log: Vec<u64>,
+        pub last: Option<String>,
+        pub scratch: Option<String>,
+    }
+}
+
+/// The same state edited incompatibly: a required field added.
+mod required {
+    use super::*;
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Notes {
+        #[reducer(bounded_append(max_len = 5))]
+        pub log: Vec<u64>,
+        pub last: Option<u64>,
+        pub owner: String,
+    }
+}
+
+fn note(i: u64) -> first::NotesUpdate {
+    first::NotesUpdate::default()
+        .log(vec![i])
+        .last(Some(i))
+        .scratch(Some(format!("draft {i}")))
+}
+
+async fn compatible_edits_load_without_ceremony<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("n", first::Notes::default()).await.unwrap();
+    for i in 1..=8 {
+        t.merge(note(i), StepMeta::default()).await.unwrap();
+    }
+    assert_eq!(t.state().log, [4, 5, 6, 7, 8]);
+    // The edited type reads it: `scratch` dropped (also from each update), `title` defaulted,
+    // and the journal replayed under the new reducer (up to 50 items: time travel rebuilds the
+    // old versions under the new schema).
+    let Versioned {
+        state: notes,
+        version,
+    } = store.load::<edited::Notes>("n").await.unwrap();
+    assert_eq!(version, 8);
+    assert_eq!(notes.log, (1..=8).collect::<Vec<_>>());
+    assert_eq!((notes.last, notes.title), (Some(8), None));
+    assert_eq!(
+        store
+            .load_at::<edited::Notes>("n", 3)
+            .await
+            .unwrap()
+            .state
+            .log,
+        [1, 2, 3]
+    );
+    // It appends; its entries record its schema, the point where the thread's schema changed.
+    let mut e = store.thread::<edited::Notes>("n").await.unwrap();
+    e.merge(
+        edited::NotesUpdate::default()
+            .log(vec![9])
+            .title(Some("t".into())),
+        StepMeta::default(),
+    )
+    .await
+    .unwrap();
+    let history = store.history("n", HistoryQuery::oldest(100)).await.unwrap();
+    let schemas: Vec<u64> = history.iter().map(|e| e.fingerprint).collect();
+    assert_eq!(schemas[..8], [fingerprint::<first::Notes>(); 8]);
+    assert_eq!(schemas[8], fingerprint::<edited::Notes>());
+    // A snapshot by the new type, then loads from it; the old type still reads the thread (the
+    // new type's `title` is a field it does not have: dropped).
+    assert_eq!(store.snapshot::<edited::Notes>("n").await.unwrap(), 9);
+    let notes = store.load::<edited::Notes>("n").await.unwrap().state;
+    assert_eq!((notes.log.len(), notes.title.as_deref()), (9, Some("t")));
+    let old = store.load::<first::Notes>("n").await.unwrap().state;
+    assert_eq!(old.log, (1..=9).collect::<Vec<_>>());
+    // Writing the thread back in the new schema: every row is then read directly.
+    assert_eq!(store.migrate_thread::<edited::Notes>("n").await.unwrap(), 9);
+    assert_eq!(
+        store.info("n").await.unwrap().fingerprint,
+        fingerprint::<edited::Notes>()
+    );
+    assert_eq!(
+        store
+            .load_at::<edited::Notes>("n", 2)
+            .await
+            .unwrap()
+            .state
+            .log,
+        [1, 2]
+    );
+}
+
+async fn incompatible_edits_name_the_field<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("i", first::Notes::default()).await.unwrap();
+    for i in 1..=3 {
+        t.merge(note(i), StepMeta::default()).await.unwrap();
+    }
+    // A field's type changed: the initial state (`last: null`) still reads, entry 1 does not.
+    let err = store.load::<retyped::Notes>("i").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    let text = err.to_string();
+    for needle in [
+        "`i`",
+        "retyped::Notes",
+        "entry 1",
+        "`last`",
+        "string",
+        "version = 1",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    // A snapshot holds `last: 3`: the stored value is named.
+    store.snapshot::<first::Notes>("i").await.unwrap();
+    let err = store.load::<retyped::Notes>("i").await.unwrap_err();
+    let text = err.to_string();
+    for needle in ["snapshot at version 3", "field `last` holds a number (3)"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    // A required field added: named, with the schema changes.
+    let err = store.load::<required::Notes>("i").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    let text = err.to_string();
+    for needle in [
+        "field `owner` is required",
+        "added owner",
+        "removed scratch",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    // Another type altogether (no field in common) is not an edit.
+    let err = store.load::<Other>("i").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert!(err.to_string().contains("shares no field"), "{err}");
+    // Nothing was written by any of these loads.
+    assert_eq!(
+        store.load::<first::Notes>("i").await.unwrap().state.log,
+        [1, 2, 3]
+    );
+}
+
+/// OpenArmature's state-migration fixtures (`pipeline-utilities/039`-`047`), one type per
+/// schema version, seeded by writing a thread with the old version's type.
+// The derive forgets a merged update, which here holds only `Copy` values.
+#[allow(clippy::forget_non_drop)]
+mod fx {
+    use super::*;
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[agent_state(version = 1)]
+    pub struct V1 {
+        pub x: i64,
+        pub completed: bool,
+    }
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[agent_state(version = 2)]
+    pub struct V2 {
+        pub x: i64,
+        pub new_field: String,
+        pub completed: bool,
+    }
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[agent_state(version = 3)]
+    pub struct V3 {
+        pub x: i64,
+        pub v2_field: String,
+        pub v3_field: String,
+        pub completed: bool,
+    }
+
+    #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[agent_state(version = 4)]
+    pub struct V4 {
+        pub x: i64,
+    }
+
+    /// 044's version 2: a required field the buggy migration does not add.
+    pub mod strict {
+        use super::*;
+
+        #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[agent_state(version = 2)]
+        pub struct V2 {
+            pub x: i64,
+            pub required_v2_field: String,
+        }
+    }
+}
+
+/// A migration step that adds `key: value` to states and counts its runs (named `from->to`).
+fn adds(
+    from: u32,
+    to: u32,
+    key: &'static str,
+    value: &'static str,
+    runs: &std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> Migration {
+    let runs = runs.clone();
+    Migration::new(
+        from,
+        to,
+        move |mut v| {
+            runs.lock().unwrap().push(format!("{from}->{to}"));
+            v.as_object_mut()
+                .ok_or("not an object")?
+                .insert(key.into(), json!(value));
+            Ok(v)
+        },
+        Ok,
+    )
+}
+
+/// A step that must not run.
+fn never(from: u32, to: u32) -> Migration {
+    Migration::new(
+        from,
+        to,
+        move |_| panic!("migration {from}->{to} ran"),
+        move |_| panic!("migration {from}->{to} ran"),
+    )
+}
+
+async fn openarmature_migration_fixtures<B: Open>(db: Db) {
+    let plain = B::open(&db).await.unwrap();
+    let runs = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let taken = || std::mem::take(&mut *runs.lock().unwrap());
+    let seed = |id: &'static str, x: i64| {
+        let plain = plain.clone();
+        async move {
+            plain
+                .create(
+                    id,
+                    fx::V1 {
+                        x,
+                        completed: false,
+                    },
+                )
+                .await
+                .unwrap();
+        }
+    };
+
+    // 039 additive field: v1 -> v2 runs once; the resumed run sees the default, then merges.
+    seed("039", 7).await;
+    let store = plain
+        .clone()
+        .with_migration(adds(1, 2, "new_field", "v2_default", &runs));
+    let mut t = store.thread::<fx::V2>("039").await.unwrap();
+    t.merge(fx::V2Update::default().completed(true), StepMeta::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        t.state(),
+        &fx::V2 {
+            x: 7,
+            new_field: "v2_default".into(),
+            completed: true
+        }
+    );
+    assert_eq!(taken(), ["1->2"]);
+
+    // 040 chain: v1 -> v2 -> v3, in order, each once.
+    seed("040", 5).await;
+    let store = plain
+        .clone()
+        .with_migration(adds(2, 3, "v3_field", "v3_default", &runs))
+        .with_migration(adds(1, 2, "v2_field", "v2_default", &runs));
+    let v3 = store.load::<fx::V3>("040").await.unwrap().state;
+    assert_eq!(
+        (v3.x, v3.v2_field.as_str(), v3.v3_field.as_str()),
+        (5, "v2_default", "v3_default")
+    );
+    assert_eq!(taken(), ["1->2", "2->3"]);
+
+    // 041 missing, empty registry: names both versions and the empty registry.
+    seed("041", 7).await;
+    let err = plain.load::<fx::V2>("041").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
+    match &err {
+        StoreError::MigrationMissing {
+            from,
+            to,
+            registered,
+            ..
+        } => assert_eq!((*from, *to, *registered), (1, 2, 0)),
+        other => panic!("not a missing migration: {other}"),
+    }
+
+    // 042 versions match: the registry is not consulted (the registered step would panic).
+    let store = plain.clone().with_migration(never(1, 2));
+    plain
+        .create(
+            "042",
+            fx::V2 {
+                x: 11,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.load::<fx::V2>("042").await.unwrap().state.x, 11);
+
+    // 043 parent states: a fork's rows and its parent's are migrated alike (the parent's
+    // initial state once; each update, the parent's and the fork's, through the update step).
+    seed("043", 5).await;
+    let mut parent = plain.thread::<fx::V1>("043").await.unwrap();
+    parent
+        .merge(fx::V1Update::default().x(6), StepMeta::default())
+        .await
+        .unwrap();
+    plain.fork("043", 1, "043-fork").await.unwrap();
+    let mut fork = plain.thread::<fx::V1>("043-fork").await.unwrap();
+    fork.merge(fx::V1Update::default().completed(true), StepMeta::default())
+        .await
+        .unwrap();
+    let updates = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = updates.clone();
+    let state_step = adds(1, 2, "new_field", "v2_default", &runs);
+    let store = plain.clone().with_migration(Migration::new(
+        1,
+        2,
+        move |v| state_step.upgrade_state(v),
+        move |v| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(v)
+        },
+    ));
+    let v2 = store.load::<fx::V2>("043-fork").await.unwrap().state;
+    assert_eq!(
+        v2,
+        fx::V2 {
+            x: 6,
+            new_field: "v2_default".into(),
+            completed: true
+        }
+    );
+    assert_eq!(taken(), ["1->2"]);
+    assert_eq!(updates.load(std::sync::atomic::Ordering::Relaxed), 2);
+
+    // 044 post-migration deserialization fails: neither missing nor failed; names the field.
+    seed("044", 9).await;
+    let store = plain.clone().with_migration(Migration::unchanged(1, 2));
+    let err = store.load::<fx::strict::V2>("044").await.unwrap_err();
+    assert_eq!(err.category(), "state_schema_mismatch", "{err}");
+    assert!(err.to_string().contains("required_v2_field"), "{err}");
+
+    // 045 no path: the registered (unhelpful) step is listed.
+    seed("045", 4).await;
+    let store = plain.clone().with_migration(never(3, 4));
+    let err = store.load::<fx::V2>("045").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_missing", "{err}");
+    assert!(err.to_string().contains("1 registered: 3->4"), "{err}");
+
+    // 046 the function fails: the failing step is named, the steps after it do not run.
+    seed("046", 0).await;
+    let store = plain
+        .clone()
+        .with_migration(Migration::new(1, 2, |_| Err("KeyError: 'y'".into()), Ok))
+        .with_migration(never(2, 3));
+    let err = store.load::<fx::V3>("046").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_failed", "{err}");
+    match &err {
+        StoreError::Migration {
+            from, to, reason, ..
+        } => {
+            assert_eq!((*from, *to), (1, 2));
+            assert!(reason.contains("KeyError"), "{reason}");
+        }
+        other => panic!("not a failed migration: {other}"),
+    }
+
+    // 047 ambiguous: a pair registered twice, and a diamond; no step runs.
+    seed("047", 1).await;
+    let store = plain
+        .clone()
+        .with_migration(never(1, 2))
+        .with_migration(never(1, 2));
+    let err = store.load::<fx::V2>("047").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_chain_ambiguous", "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::MigrationAmbiguous {
+                from: Some(1),
+                to: Some(2),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let mut diamond = plain.clone();
+    for (from, to) in [(1, 2), (2, 4), (1, 3), (3, 4)] {
+        diamond = diamond.with_migration(never(from, to));
+    }
+    let err = diamond.load::<fx::V4>("047").await.unwrap_err();
+    assert_eq!(err.category(), "state_migration_chain_ambiguous", "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::MigrationAmbiguous {
+                from: Some(1),
+                to: Some(4),
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store defects.
+
+/// A database of the previous store version (SQLite 3, PostgreSQL 1: no schema table, no
+/// incarnations) opens, is migrated, and its threads load and take appends.
+async fn a_previous_store_version_opens<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("p", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=3).await;
+    drop((t, store));
+    match &db {
+        Db::Sqlite(_) => {
+            db.exec(
+                "DROP TRIGGER agentstate_entry_deleted;
+                 DELETE FROM {snapshots} WHERE key < 0;
+                 ALTER TABLE {threads} DROP COLUMN incarnation;",
+            )
+            .await;
+            db.set_store_version(3).await;
+        }
+        Db::Postgres { .. } => {
+            db.exec("DROP TABLE {schemas}; ALTER TABLE {threads} DROP COLUMN incarnation;")
+                .await;
+            db.set_store_version(1).await;
+        }
+    }
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.info("p").await.unwrap().incarnation, 0);
+    let mut t = store.thread::<Tally>("p").await.unwrap();
+    assert_eq!(t.state().log, [1, 2, 3]);
+    assert_eq!(t.merge(step(4), StepMeta::default()).await.unwrap(), 4);
+    // Its rows' schema was not recorded: a compatible edit still loads.
+    let notes = store.load::<TallyV0>("p").await.unwrap().state;
+    assert_eq!(notes.log, [1, 2, 3, 4]);
+    // Opening again finds the current version.
+    drop(store);
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.load::<Tally>("p").await.unwrap().version, 4);
+}
+
+async fn a_recreated_thread_refuses_stale_handles<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut old = store.create("r", Tally::default()).await.unwrap();
+    old.merge(step(1), StepMeta::default()).await.unwrap();
+    let first = store.info("r").await.unwrap().incarnation;
+    assert!(store.delete("r").await.unwrap());
+    let mut new = store.create("r", Tally::default()).await.unwrap();
+    new.merge(step(100), StepMeta::default()).await.unwrap();
+    assert_ne!(store.info("r").await.unwrap().incarnation, first);
+    // Same id, same version: the old handle is refused, and nothing is written.
+    let err = old.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "state_write_conflict", "{err}");
+    assert!(matches!(err, StoreError::Recreated { .. }), "{err}");
+    assert!(
+        err.to_string().contains("deleted and created again"),
+        "{err}"
+    );
+    assert_eq!(
+        store.load::<Tally>("r").await.unwrap(),
+        Versioned {
+            state: new.state().clone(),
+            version: 1
+        }
+    );
+    // Reloading reads the new thread afresh (not the old state with the new entries).
+    old.reload().await.unwrap();
+    assert_eq!(old.state().log, [100]);
+    assert_eq!(old.merge(step(2), StepMeta::default()).await.unwrap(), 2);
+}
+
+async fn thread_ids_are_checked_and_all_listed<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    for bad in ["", "a\0b", "line\nbreak"] {
+        let err = store.create(bad, Tally::default()).await.unwrap_err();
+        assert_eq!(err.category(), "thread_id_invalid", "{bad:?}: {err}");
+        assert!(store.list(ThreadQuery::first(10)).await.unwrap().is_empty());
+    }
+    // Looking up an id with a NUL: the same named error on both backends.
+    let err = store.load::<Tally>("a\0b").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    let err = store.info("a\0b").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    let long = "x".repeat(agentstate_store::record::MAX_ID_BYTES + 1);
+    let err = store.create(&long, Tally::default()).await.unwrap_err();
+    assert!(err.to_string().contains("1025 bytes"), "{err}");
+    store.create("a", Tally::default()).await.unwrap();
+    let err = store.fork("a", 0, "").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    // A thread whose id an older build let in (empty) is listed too.
+    match &db {
+        Db::Sqlite(_) => {
+            db.exec(
+                "INSERT INTO {threads} (id, fingerprint, head, oldest, initial, metadata, created_ms)
+                 SELECT '', fingerprint, 0, 0, initial, '{}', created_ms FROM {threads} WHERE id = 'a'",
+            )
+            .await
+        }
+        Db::Postgres { .. } => {
+            db.exec(
+                "INSERT INTO {threads} (id, fingerprint, head, oldest, initial, metadata, created_ms)
+                 SELECT '', fingerprint, 0, 0, initial, '{}', created_ms FROM {threads} WHERE id = 'a'",
+            )
+            .await
+        }
+    }
+    let ids: Vec<String> = store
+        .list(ThreadQuery::first(10))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, ["", "a"]);
+}
+
+async fn more_bad_data_is_a_named_error<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    for id in ["y1", "y2", "y3", "y4", "y5", "c1", "c2"] {
+        let mut t = store.create(id, Tally::default()).await.unwrap();
+        merge_steps(&mut t, 1..=3).await;
+    }
+    drop(store);
+    let sqlite = matches!(db, Db::Sqlite(_));
+    // y1: the last entry deleted by hand; y2: an entry inserted past the head.
+    db.exec("DELETE FROM {entries} WHERE {thread:y1} AND seq = 3;")
+        .await;
+    if sqlite {
+        db.exec(
+            "INSERT INTO agentstate_entries (key, kind, time_ms, body)
+               SELECT (tid << 32) + 5, 0, 0, '{\"log\": [5]}' FROM agentstate_threads WHERE id = 'y2';
+             UPDATE agentstate_entries SET body = CAST(X'7B226C6F67223A205B315DFF7D' AS TEXT)
+               WHERE tid = (SELECT tid FROM agentstate_threads WHERE id = 'y3') AND seq = 2;
+             UPDATE agentstate_entries SET time_ms = 'noon'
+               WHERE tid = (SELECT tid FROM agentstate_threads WHERE id = 'y4') AND seq = 2;
+             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c2'), fork_seq = 1, initial = NULL WHERE id = 'c1';
+             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c1'), fork_seq = 1, initial = NULL WHERE id = 'c2';
+             DELETE FROM agentstate_entries WHERE tid IN (SELECT tid FROM agentstate_threads WHERE id IN ('c1', 'c2')) AND seq = 1;",
+        )
+        .await;
+    } else {
+        db.exec(
+            "INSERT INTO {entries} (thread, seq, kind, time_ms, body) VALUES ('y2', 5, 0, 0, '{\"log\": [5]}');
+             UPDATE {threads} SET parent = 'c2', fork_seq = 1, initial = NULL WHERE id = 'c1';
+             UPDATE {threads} SET parent = 'c1', fork_seq = 1, initial = NULL WHERE id = 'c2';
+             DELETE FROM {entries} WHERE thread IN ('c1', 'c2') AND seq = 1;",
+        )
+        .await;
+    }
+    let store = B::open(&db).await.unwrap();
+    let corrupt = |err: StoreError| match err {
+        StoreError::Corrupt { what, reason, .. } => format!("{what}: {reason}"),
+        err => panic!("not corrupt data: {err}"),
+    };
+    // A missing last entry is an error, never a shorter thread.
+    let text = corrupt(store.load::<Tally>("y1").await.unwrap_err());
+    assert!(text.contains("3 are missing"), "{text}");
+    assert_eq!(
+        store.load_at::<Tally>("y1", 2).await.unwrap().state.log,
+        [1, 2]
+    );
+    // An entry past the head is reported by loads and by the history, on both backends.
+    let text = corrupt(store.load::<Tally>("y2").await.unwrap_err());
+    assert!(text.contains("entry 5"), "{text}");
+    let text = corrupt(
+        store
+            .history("y2", HistoryQuery::oldest(10))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        text.contains("entry 4") || text.contains("entry 5"),
+        "{text}"
+    );
+    // A cycle of forks is named as such.
+    for id in ["c1", "c2"] {
+        let text = corrupt(store.load::<Tally>(id).await.unwrap_err());
+        assert!(text.contains("cycle of forks"), "{id}: {text}");
+        let text = corrupt(
+            store
+                .history(id, HistoryQuery::oldest(10))
+                .await
+                .unwrap_err(),
+        );
+        assert!(text.contains("cycle of forks"), "{id}: {text}");
+    }
+    if sqlite {
+        // Invalid UTF-8 and a text time: named entries, corrupt data.
+        let text = corrupt(store.load::<Tally>("y3").await.unwrap_err());
+        assert!(text.starts_with("entry 2: "), "{text}");
+        let text = corrupt(
+            store
+                .history("y4", HistoryQuery::oldest(10))
+                .await
+                .unwrap_err(),
+        );
+        assert!(text.starts_with("entry 2: "), "{text}");
+    }
 }
 
 /// Appends `n` steps (values `first..first + n`) to `thread`, each at the version it holds,
@@ -1475,6 +2124,13 @@ where
         migrations_and_schema_mismatch,
         migrations_written_back,
         bad_data_is_a_named_error,
+        compatible_edits_load_without_ceremony,
+        incompatible_edits_name_the_field,
+        openarmature_migration_fixtures,
+        a_previous_store_version_opens,
+        a_recreated_thread_refuses_stale_handles,
+        thread_ids_are_checked_and_all_listed,
+        more_bad_data_is_a_named_error,
         a_chat_round_trips,
         history_pages_both_ways,
         node_output_merges_in_one_call,

@@ -218,11 +218,12 @@ fn a_version_2_database_is_migrated_when_opened() {
         drop((t, store));
         // Version 2's tables are version 3's; its appends kept `head` at the newest entry.
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
-            "UPDATE agentstate_threads SET head = 3;
+        conn.execute_batch(&format!(
+            "{V4_REMOVED}
+             UPDATE agentstate_threads SET head = 3;
              DROP VIEW agentstate_meta;
-             CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', 2;",
-        )
+             CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', 2;"
+        ))
         .unwrap();
         drop(conn);
         let store = SqliteStore::open(&path).unwrap();
@@ -230,6 +231,60 @@ fn a_version_2_database_is_migrated_when_opened() {
         let mut t = store.thread::<AgentState>("t").await.unwrap();
         assert_eq!(t.merge(message(4), StepMeta::default()).await.unwrap(), 4);
         assert_eq!(store.info("t").await.unwrap().version, 4);
+    });
+    assert_eq!(
+        stored_version(&path),
+        agentstate_store::sqlite::SCHEMA_VERSION
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// Turns a version-4 file into the version-3 file it would have been: without the schema
+/// records, the delete trigger and the threads' incarnations.
+const V4_REMOVED: &str = "
+    DROP TRIGGER agentstate_entry_deleted;
+    DELETE FROM agentstate_snapshots WHERE key < 0;
+    ALTER TABLE agentstate_threads DROP COLUMN incarnation;";
+
+#[test]
+fn a_version_3_database_is_migrated_when_opened() {
+    let path = std::env::temp_dir().join(format!("agentstate-schema-v3-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&path).unwrap();
+        let mut t = store.create("t", AgentState::default()).await.unwrap();
+        for i in 1..=3 {
+            t.merge(message(i), StepMeta::default()).await.unwrap();
+        }
+        drop((t, store));
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "{V4_REMOVED}
+             DROP VIEW agentstate_meta;
+             CREATE VIEW agentstate_meta (key, value) AS SELECT 'schema_version', 3;"
+        ))
+        .unwrap();
+        drop(conn);
+        // Its thread loads and takes appends (incarnation 0), and is guarded like a new one.
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.info("t").await.unwrap().incarnation, 0);
+        let mut t = store.thread::<AgentState>("t").await.unwrap();
+        assert_eq!(t.merge(message(4), StepMeta::default()).await.unwrap(), 4);
+        assert!(store.delete("t").await.unwrap());
+        let mut again = store.create("t", AgentState::default()).await.unwrap();
+        again.merge(message(1), StepMeta::default()).await.unwrap();
+        let mut stale = store.thread::<AgentState>("t").await.unwrap();
+        assert_eq!(stale.version(), 1);
+        let err = t.merge(message(5), StepMeta::default()).await.unwrap_err();
+        assert_eq!(err.category(), "state_write_conflict", "{err}");
+        assert_eq!(
+            stale.merge(message(2), StepMeta::default()).await.unwrap(),
+            2
+        );
     });
     assert_eq!(
         stored_version(&path),

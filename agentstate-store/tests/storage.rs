@@ -73,3 +73,63 @@ fn a_300_turn_chat_takes_under_half_a_megabyte() {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
+
+/// Snapshots deleted by the snapshot policy, compacted entries and deleted threads give their
+/// pages back to the file system (a new file uses incremental auto-vacuum): the file holds the
+/// journal and the kept snapshot, not every snapshot ever written.
+#[test]
+fn freed_pages_go_back_to_the_file_system() {
+    use agentstate_store::store::SnapshotPolicy;
+    let path = std::env::temp_dir().join(format!("agentstate-reclaim-{}.db", std::process::id()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let size = |path: &std::path::Path| {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .unwrap();
+        let query = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        (
+            std::fs::metadata(path).unwrap().len() as i64,
+            query("SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_entries"),
+            query("SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_snapshots"),
+            query("PRAGMA freelist_count"),
+        )
+    };
+    runtime.block_on(async {
+        let store = SqliteStore::open(&path)
+            .unwrap()
+            .with_snapshot_policy(SnapshotPolicy::every(25));
+        for id in ["chat", "other"] {
+            let mut chat = store.thread_or_create(id, AgentState::default).await.unwrap();
+            for turn in 0..300 {
+                let message = Message::text_message(text(turn, "user"), Role::User);
+                chat.merge(
+                    AgentStateUpdate::default().context(vec![message]),
+                    StepMeta::default(),
+                )
+                .await
+                .unwrap();
+            }
+        }
+        let (file, journal, snapshots, free) = size(&path);
+        println!("reclaim: file {file}, journal {journal}, snapshots {snapshots}, {free} free pages");
+        // Twelve snapshots of up to ~140 KB were written per thread, one is kept: without
+        // reclaiming, the file would also hold the free pages of the one before (and more).
+        assert_eq!(free, 0, "free pages left in the file");
+        assert!(
+            file < (journal + snapshots) * 13 / 10 + 64 * 1024,
+            "file {file} for {journal} bytes of journal and {snapshots} of snapshots"
+        );
+        // Deleting a thread and compacting the other shrink the file.
+        assert!(store.delete("other").await.unwrap());
+        store.compact::<AgentState>("chat").await.unwrap();
+        let (after, journal, snapshots, free) = size(&path);
+        println!("reclaim: after deleting and compacting, file {after}, journal {journal}, snapshots {snapshots}");
+        assert_eq!(free, 0, "free pages left in the file");
+        assert!(after < file / 2, "{after} bytes after deleting, {file} before");
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

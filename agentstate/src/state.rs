@@ -39,6 +39,38 @@ pub trait State {
     /// The JSON keys of the state's fields (including those of a base state), in order.
     const FIELDS: &'static [&'static str];
 
+    /// The version of the state's schema its author declared
+    /// (`#[agent_state(version = 3)]`), or 0 when none is. A durable store records it with
+    /// every row, and looks up migrations by it when a state of another version is loaded;
+    /// bump it when an edit of the type is not compatible with what was stored (a field's type
+    /// changed, a required field added).
+    ///
+    /// ```
+    /// use agentstate::{AgentState, State};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq)]
+    /// #[agent_state(version = 3)]
+    /// struct Notes { lines: Vec<String> }
+    ///
+    /// assert_eq!(Notes::SCHEMA_VERSION, 3);
+    /// assert_eq!(agentstate::state::AgentState::SCHEMA_VERSION, 0);
+    /// ```
+    const SCHEMA_VERSION: u32 = 0;
+
+    /// The Rust types of the fields, as written in the struct (`Option<u64>`), in the order of
+    /// [`FIELDS`](State::FIELDS); empty when not known (a hand-written state). A durable store
+    /// records them with the schema, to name a field whose type was changed.
+    ///
+    /// ```
+    /// use agentstate::{AgentState, State};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq)]
+    /// struct Notes { lines: Vec<String>, last: Option<u64> }
+    ///
+    /// assert_eq!(Notes::FIELD_TYPES, ["Vec<String>", "Option<u64>"]);
+    /// ```
+    const FIELD_TYPES: &'static [&'static str] = &[];
+
     /// Checks `update` against the state and prepares every field's merge, reading only. On
     /// error nothing is changed.
     fn plan(&self, update: Self::Update) -> Result<Self::Plan, Error>;

@@ -410,6 +410,13 @@ const _: () = {
             const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN);
             &__ALL
         };
+        const FIELD_TYPES: &'static [&'static str] = {
+            const __BASE: &[&str] = <AgentState as __p::State>::FIELD_TYPES;
+            const __OWN: &[&str] = &["Vec<String>", "Vec<u32>", "Vec<Finding>", "String"];
+            const __LEN: usize = __BASE.len() + __OWN.len();
+            const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN);
+            &__ALL
+        };
         #[inline]
         fn plan(&self, mut __u: Self::Update) -> __p::Result<Self::Plan, __p::Error> {
             let __plan = __p::Plans::plan((

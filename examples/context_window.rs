@@ -9,7 +9,7 @@
 
 use agentstate::context::{ContextIndex, ContextView, ContextWindow, Estimate, SummaryRequest};
 use agentstate::journal::Journal;
-use agentstate::message::{Message, Role, ToolCall};
+use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use serde_json::json;
 
@@ -69,16 +69,15 @@ fn turn(i: usize) -> Vec<Message> {
     messages
 }
 
-/// One line per message, as a model call would be shown them.
+/// One line per message, exactly as a model call is sent them (`view.messages()`: the system
+/// messages, the summary as a system message, the kept history paired as providers require).
 fn print_view(view: &ContextView<'_>) {
-    for m in view.system() {
-        println!("  [system]    {}", m.text());
-    }
-    if let Some(summary) = view.summary() {
-        println!("  [summary]   {summary}");
-    }
-    for m in view.history() {
-        let role = format!("[{:?}]", m.role).to_lowercase();
+    for m in view.messages() {
+        let role = if m.message_id == MessageId::from(ContextView::SUMMARY_ID) {
+            "[summary]".to_owned()
+        } else {
+            format!("[{:?}]", m.role).to_lowercase()
+        };
         let calls: Vec<String> = m
             .tool_calls()
             .iter()

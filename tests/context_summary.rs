@@ -6,7 +6,9 @@
 
 mod context_support;
 
-use agentstate::context::{ContextError, ContextIndex, ContextWindow, Estimate, SummaryRequest};
+use agentstate::context::{
+    ContextError, ContextIndex, ContextWindow, Estimate, SummaryRequest, TokenCounter,
+};
 use agentstate::journal::Journal;
 use agentstate::message::{Message, MessageId, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
@@ -239,4 +241,88 @@ fn the_marker_stays_out_of_agentflow_json_until_set() {
     let agentflow: AgentState =
         serde_json::from_value(json!({"context": [], "context_summary": "s"})).unwrap();
     assert_eq!(agentflow.context_summary_through, None);
+}
+
+/// A tool result that arrives after the summary's coverage, for a call the summary covers: it
+/// cannot be sent (its call is not), and it must not push the cut past the uncovered messages
+/// before it.
+#[test]
+fn a_late_result_of_a_summarized_call_does_not_hide_uncovered_messages() {
+    let messages = vec![
+        Message::text_message("u0", Role::User).with_id("u0"),
+        Message::text_message("", Role::Assistant)
+            .with_tool_calls(vec![agentstate::message::ToolCall::new(
+                "c1",
+                "lookup",
+                json!({}),
+            )])
+            .with_id("a0"),
+        Message::text_message("u1", Role::User).with_id("u1"),
+        Message::text_message("a1", Role::Assistant).with_id("a1"),
+        Message::tool_result("c1", "late").with_id("t1"),
+        Message::text_message("u2", Role::User).with_id("u2"),
+        Message::text_message("a2", Role::Assistant).with_id("a2"),
+    ];
+    let mut state = state_with(messages);
+    state.context_summary = Some("u0 asked; a lookup was started.".into());
+    state.context_summary_through = Some(MessageId::from("u1"));
+    let mut index = ContextIndex::default();
+    let view = index
+        .view_state(&state, &ContextWindow::messages(100))
+        .unwrap();
+    assert_eq!(view.ranges(), [3..4, 5..7]);
+    assert!(view.unsummarized().is_empty());
+    let sent: Vec<String> = view.messages().iter().map(|m| m.text()).collect();
+    assert_eq!(sent, ["u0 asked; a lookup was started.", "a1", "u2", "a2"]);
+    let counter = Estimate::default();
+    let expected: u64 = view
+        .messages()
+        .iter()
+        .map(|m| u64::from(counter.count_message(m)))
+        .sum();
+    assert_eq!(view.estimated_tokens(), expected);
+}
+
+/// A summary the window can never hold is refused when recorded, not by every later view.
+#[test]
+fn a_summary_larger_than_the_window_is_refused() {
+    let mut messages = vec![Message::text_message("Be brief.", Role::System)];
+    messages.extend((0..30).map(|i| Message::text_message(format!("m{i}"), Role::User).with_id(i)));
+    let state = state_with(messages);
+    let window = ContextWindow::tokens(40);
+    let mut index = ContextIndex::default();
+    let view = index.view_state(&state, &window).unwrap();
+    let request = SummaryRequest::new(&state, &view).unwrap();
+    // System message 6 tokens, the summary's message 3: 31 tokens of text at most.
+    let err = request
+        .record("word ".repeat(32), &Estimate::default(), 1_000)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ContextError::SummaryOverWindow {
+            tokens: 32,
+            room: 31
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "the summary for `context_summary` has 32 tokens, more than the 31 the context window \
+         holds beside the system messages"
+    );
+    let update = request
+        .record("word ".repeat(31), &Estimate::default(), 1_000)
+        .unwrap();
+    let mut summarized = state.clone();
+    summarized.merge(update).unwrap();
+    let view = index.view_state(&summarized, &window).unwrap();
+    assert_eq!(view.estimated_tokens(), 40, "exactly full: no history fits");
+    // A message budget with no room beside the system message refuses any summary.
+    let view = index
+        .view_state(&state, &ContextWindow::messages(1))
+        .unwrap();
+    let request = SummaryRequest::new(&state, &view).unwrap();
+    let err = request
+        .record("s", &Estimate::default(), 1_000)
+        .unwrap_err();
+    assert_eq!(err, ContextError::SummaryOverWindow { tokens: 1, room: 0 });
 }

@@ -104,6 +104,8 @@ pub struct SummaryRequest<'a> {
     previous: Option<&'a str>,
     previous_through: Option<&'a MessageId>,
     messages: &'a [Message],
+    /// The largest summary the view's window holds (see [`ContextView`]).
+    room: Option<u64>,
 }
 
 impl<'a> SummaryRequest<'a> {
@@ -120,6 +122,7 @@ impl<'a> SummaryRequest<'a> {
             previous: state.context_summary.as_deref(),
             previous_through: state.context_summary_through.as_ref(),
             messages,
+            room: view.summary_room,
         })
     }
 
@@ -145,7 +148,31 @@ impl<'a> SummaryRequest<'a> {
     /// `context_summary_through`, and merges like any update (into the state, or a journal).
     ///
     /// Fails with [`ContextError::SummaryTooLong`] when `summary` is over `max_tokens` tokens
-    /// under `counter`: a summary stays bounded, however long the history grows.
+    /// under `counter` (a summary stays bounded, however long the history grows), and with
+    /// [`ContextError::SummaryOverWindow`] when it is more than the window of the view this
+    /// request was made from can hold beside the system messages: recorded, it would make
+    /// every later view of that window fail. Pass the index's counter, which views count the
+    /// summary with.
+    ///
+    /// ```
+    /// use agentstate::context::{ContextError, ContextIndex, ContextWindow, Estimate, SummaryRequest};
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate::State;
+    ///
+    /// let mut state = AgentState::default();
+    /// let notes: Vec<Message> = (0..40)
+    ///     .map(|i| Message::text_message(format!("note {i}"), Role::User))
+    ///     .collect();
+    /// state.merge(AgentStateUpdate::default().context(notes))?;
+    /// let mut index = ContextIndex::default();
+    /// let view = index.view_state(&state, &ContextWindow::tokens(60))?;
+    /// let request = SummaryRequest::new(&state, &view).expect("notes are cut");
+    /// let err = request.record("word ".repeat(100), &Estimate::default(), 500).unwrap_err();
+    /// assert!(matches!(err, ContextError::SummaryOverWindow { tokens: 100, room: 57, .. }));
+    /// assert!(request.record("Notes 0 to 30.", &Estimate::default(), 500).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn record(
         &self,
         summary: impl Into<String>,
@@ -156,6 +183,12 @@ impl<'a> SummaryRequest<'a> {
         let tokens = counter.count(&summary);
         if tokens > max_tokens {
             return Err(ContextError::SummaryTooLong { tokens, max_tokens });
+        }
+        if self.room.is_none_or(|room| u64::from(tokens) > room) {
+            return Err(ContextError::SummaryOverWindow {
+                tokens,
+                room: self.room.unwrap_or(0),
+            });
         }
         Ok(AgentStateUpdate::default()
             .context_summary(Some(summary))

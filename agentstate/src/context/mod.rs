@@ -8,7 +8,8 @@
 //! what was cut, and never exceeds its budget. A [`ContextIndex`] kept beside the history caches
 //! each message's token count and pairing, so a view costs O(what it keeps).
 //!
-//! - [`tokens`]: the [`TokenCounter`] trait, the fast default [`Estimate`];
+//! - [`tokens`]: the [`TokenCounter`] trait, the fast default [`Estimate`]; [`media`]: the
+//!   tokens of images, audio, video and documents;
 //! - `bpe` (feature `tokenizer`): OpenAI's `o200k_base` and `cl100k_base` counts;
 //! - [`budget`], [`window`] (the cut), [`view`], [`index`], [`pairing`], [`error`];
 //! - [`summary`]: summaries recorded as state updates, through the reducers and the journal.
@@ -35,6 +36,7 @@ pub mod bpe;
 pub mod budget;
 pub mod error;
 pub mod index;
+pub mod media;
 pub mod pairing;
 pub mod summary;
 pub mod tokens;
@@ -44,6 +46,7 @@ pub mod window;
 pub use budget::Budget;
 pub use error::ContextError;
 pub use index::ContextIndex;
+pub use media::{ImageRule, MediaTokens};
 pub use pairing::Unanswered;
 pub use summary::SummaryRequest;
 pub use tokens::{CharsOver4, Estimate, TokenCounter, MESSAGE_OVERHEAD};

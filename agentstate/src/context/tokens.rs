@@ -1,6 +1,7 @@
 //! Token counting: the [`TokenCounter`] trait, the fast default [`Estimate`], and what of a
 //! [`Message`] is counted.
 
+use super::media::MediaTokens;
 use crate::message::{ContentBlock, Message};
 
 /// Tokens a chat format adds around each message (role, separators), as OpenAI documents for
@@ -11,7 +12,8 @@ pub const MESSAGE_OVERHEAD: u32 = 3;
 ///
 /// Implement [`count`](TokenCounter::count); [`count_message`](TokenCounter::count_message)
 /// counts the parts of a message that are sent (text, tool results, tool calls' names and
-/// arguments, reasoning and document text) plus [`MESSAGE_OVERHEAD`].
+/// arguments, reasoning, and media by [`media`](TokenCounter::media)'s rules: see
+/// [`MediaTokens`]) plus [`MESSAGE_OVERHEAD`].
 ///
 /// ```
 /// use agentstate::context::{Estimate, TokenCounter};
@@ -25,6 +27,11 @@ pub const MESSAGE_OVERHEAD: u32 = 3;
 pub trait TokenCounter {
     /// The number of tokens of `text`.
     fn count(&self, text: &str) -> u32;
+
+    /// How media blocks are counted (default [`MediaTokens::default`]).
+    fn media(&self) -> MediaTokens {
+        MediaTokens::default()
+    }
 
     /// The number of tokens `message` takes in a prompt.
     fn count_message(&self, message: &Message) -> u32 {
@@ -48,7 +55,11 @@ pub trait TokenCounter {
                 }
                 ContentBlock::Reasoning(reasoning) => self.count(&reasoning.summary),
                 ContentBlock::Document(document) => {
-                    document.text.as_deref().map_or(0, |text| self.count(text))
+                    let text = document.text.as_deref().map_or(0, |text| self.count(text));
+                    self.media().block(block, text)
+                }
+                ContentBlock::Image(_) | ContentBlock::Audio(_) | ContentBlock::Video(_) => {
+                    self.media().block(block, 0)
                 }
                 ContentBlock::Error(error) => self.count(&error.message),
                 _ => 0,
@@ -65,6 +76,9 @@ impl<C: TokenCounter + ?Sized> TokenCounter for &C {
     }
     fn count_message(&self, message: &Message) -> u32 {
         (**self).count_message(message)
+    }
+    fn media(&self) -> MediaTokens {
+        (**self).media()
     }
 }
 
@@ -97,6 +111,8 @@ pub struct Estimate {
     pub punctuation_per_token: u32,
     /// Bytes of non-ASCII text one token covers (default 3).
     pub non_ascii_bytes_per_token: u32,
+    /// How media blocks are counted.
+    pub media: MediaTokens,
 }
 
 impl Default for Estimate {
@@ -105,6 +121,7 @@ impl Default for Estimate {
             letters_per_token: 8,
             punctuation_per_token: 3,
             non_ascii_bytes_per_token: 3,
+            media: MediaTokens::default(),
         }
     }
 }
@@ -121,6 +138,10 @@ enum Run {
 }
 
 impl TokenCounter for Estimate {
+    fn media(&self) -> MediaTokens {
+        self.media
+    }
+
     fn count(&self, text: &str) -> u32 {
         let per = |run: Run| match run {
             Run::Letters => self.letters_per_token.max(1),
@@ -195,6 +216,58 @@ mod tests {
             2,
             "one run of punctuation, one line break"
         );
+    }
+
+    /// A PNG of `width` × `height` whose base64 is about `kb` kilobytes (a header, then zeros).
+    fn png(width: u32, height: u32, kb: usize) -> String {
+        let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        bytes.extend(width.to_be_bytes());
+        bytes.extend(height.to_be_bytes());
+        bytes.resize(kb * 1024 / 4 * 3, 0);
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for c in bytes.chunks(3) {
+            let v = u32::from(c[0]) << 16
+                | u32::from(*c.get(1).unwrap_or(&0)) << 8
+                | u32::from(*c.get(2).unwrap_or(&0));
+            for k in 0..4 {
+                out.push(A[(v >> (18 - 6 * k) & 63) as usize] as char);
+            }
+        }
+        out
+    }
+
+    /// The issue's measurement: a 220 kB base64 image counted 3 tokens (the message overhead).
+    #[test]
+    fn images_count_by_the_providers_rules() {
+        use crate::context::media::ImageRule;
+        use crate::message::MediaRef;
+        let data = png(1920, 1080, 220);
+        assert!(data.len() >= 220 * 1024);
+        let m = Message::new(
+            Role::User,
+            vec![ContentBlock::image(MediaRef::data(data, "image/png"))],
+        );
+        // Anthropic: scaled to 1568 × 882, 1,844 tokens, bounded to 1,600; larger than
+        // OpenAI's 1,105 (1365 × 768: 6 tiles).
+        assert_eq!(
+            Estimate::default().count_message(&m),
+            MESSAGE_OVERHEAD + 1_600
+        );
+        let openai = Estimate {
+            media: MediaTokens {
+                image: ImageRule::OpenAi { low_detail: false },
+                ..MediaTokens::default()
+            },
+            ..Estimate::default()
+        };
+        assert_eq!(openai.count_message(&m), MESSAGE_OVERHEAD + 1_105);
+        // By URL, the size unknown: the default dimensions.
+        let url = Message::new(
+            Role::User,
+            vec![ContentBlock::image(MediaRef::url("https://x/cat.png"))],
+        );
+        assert_eq!(openai.count_message(&url), MESSAGE_OVERHEAD + 765);
     }
 
     #[test]

@@ -61,4 +61,10 @@ pub enum ContextError {
         /// The most the window holds (0 when its message limit leaves no room for a summary).
         room: u64,
     },
+    /// A [`SummaryPolicy`](super::SummaryPolicy) that cannot be applied to the window.
+    #[error("the summary policy cannot be applied: {reason}")]
+    InvalidSummaryPolicy {
+        /// What is wrong.
+        reason: &'static str,
+    },
 }

@@ -48,7 +48,7 @@ pub use error::ContextError;
 pub use index::ContextIndex;
 pub use media::{ImageRule, MediaTokens};
 pub use pairing::Unanswered;
-pub use summary::SummaryRequest;
+pub use summary::{SummaryPolicy, SummaryRequest, Threshold};
 pub use tokens::{CharsOver4, Estimate, TokenCounter, MESSAGE_OVERHEAD};
 pub use view::ContextView;
 pub use window::{ContextWindow, Cut, SummaryRef};

@@ -102,6 +102,18 @@ fn view_8k_tokens(bencher: Bencher, n: usize) {
     bench_view(bencher, n, ContextWindow::tokens(8_000));
 }
 
+/// 8k tokens, and what is sent made (`ContextView::messages`: the summary message, the
+/// pairing of calls and results).
+#[divan::bench(args = SIZES)]
+fn view_8k_tokens_and_messages(bencher: Bencher, n: usize) {
+    let (history, mut index) = setup(n);
+    let window = ContextWindow::tokens(8_000);
+    bencher.bench_local(|| {
+        let view = index.view(divan::black_box(&history), &window).unwrap();
+        divan::black_box(view.messages().len())
+    });
+}
+
 /// 8k tokens, the tight cut.
 #[divan::bench(args = SIZES)]
 fn view_8k_tokens_tight(bencher: Bencher, n: usize) {

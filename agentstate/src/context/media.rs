@@ -98,6 +98,17 @@ impl MediaTokens {
 
     /// The tokens of a media block (image, audio, video, document) besides its text; 0 for any
     /// other block. `text_tokens` is the extracted text's count of a document block, if any.
+    ///
+    /// ```
+    /// use agentstate::context::MediaTokens;
+    /// use agentstate::message::{AudioBlock, ContentBlock, MediaRef};
+    ///
+    /// let mut clip = MediaRef::url("https://example.com/note.mp3");
+    /// clip.duration_ms = Some(4_000);
+    /// let audio = ContentBlock::Audio(AudioBlock::new(clip));
+    /// assert_eq!(MediaTokens::default().block(&audio, 0), 4 * 32);
+    /// assert_eq!(MediaTokens::default().block(&ContentBlock::text("hi"), 0), 0);
+    /// ```
     pub fn block(&self, block: &ContentBlock, text_tokens: u32) -> u32 {
         match block {
             ContentBlock::Image(image) => {

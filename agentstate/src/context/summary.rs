@@ -112,7 +112,8 @@ pub struct SummaryRequest<'a> {
 impl<'a> SummaryRequest<'a> {
     /// What to summarize after `view` (a view of `state`, from
     /// [`ContextIndex::view_state`]); `None` when the view leaves out nothing the summary does not
-    /// already cover.
+    /// already cover. This summarizes as soon as the window cuts;
+    /// [`ContextIndex::summary_request`] summarizes by a [`SummaryPolicy`] instead.
     pub fn new(state: &'a AgentState, view: &ContextView<'a>) -> Option<Self> {
         let range = view.unsummarized();
         let messages = state.context.get(range)?;

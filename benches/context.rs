@@ -7,6 +7,11 @@
 //! over what it keeps and returns the kept ranges. `append_and_view` also appends one message
 //! per iteration, so that the timing includes indexing it (counting its tokens).
 //!
+//! `count_language` times `Estimate` on each sample of `tests/data/languages` (the ten most
+//! spoken languages, code, JSON) per character. With `--features tokenizer` the BPE counters
+//! are timed too, and the accuracy table of `benches/README.md` ("Context window token
+//! estimate") is printed first: `Estimate` and characters / 4 against `o200k_base` per sample.
+//!
 //! Run with `cargo bench --bench context` (`--features tokenizer` adds the BPE counters); the
 //! `benches/README.md`'s tables come from it.
 
@@ -15,11 +20,61 @@ mod context_support;
 
 use agentstate::context::{Budget, ContextIndex, ContextWindow, Cut, Estimate, TokenCounter};
 use agentstate::message::{Message, Role, TokenUsages};
-use divan::counter::BytesCount;
+use divan::counter::{BytesCount, CharsCount};
 use divan::Bencher;
 
 fn main() {
+    #[cfg(feature = "tokenizer")]
+    accuracy_table();
     divan::main();
+}
+
+/// The accuracy table: each language sample's tokens under `o200k_base`, `Estimate` and
+/// characters / 4, with their errors.
+#[cfg(feature = "tokenizer")]
+fn accuracy_table() {
+    let real = agentstate::context::bpe::Bpe::o200k_base();
+    let error = |n: u32, exact: u32| (f64::from(n) - f64::from(exact)) / f64::from(exact) * 100.0;
+    println!("| text | characters | `o200k_base` | `Estimate` | error | characters / 4 | error |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (name, text) in context_support::LANGUAGES {
+        let exact = real.count(text);
+        let (ours, chars) = (
+            Estimate::default().count(text),
+            agentstate::context::CharsOver4.count(text),
+        );
+        println!(
+            "| {name} | {} | {exact} | {ours} | {:+.1}% | {chars} | {:+.1}% |",
+            text.chars().count(),
+            error(ours, exact),
+            error(chars, exact)
+        );
+    }
+    println!();
+}
+
+/// The names of the language samples.
+const LANGUAGES: [&str; 12] = {
+    let mut names = [""; 12];
+    let mut i = 0;
+    while i < 12 {
+        names[i] = context_support::LANGUAGES[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// `Estimate` on one language sample, per character.
+#[divan::bench(args = LANGUAGES)]
+fn count_language(bencher: Bencher, name: &str) {
+    let text = context_support::LANGUAGES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, text)| text);
+    let estimate = Estimate::default();
+    bencher
+        .counter(CharsCount::of_str(text))
+        .bench_local(|| estimate.count(divan::black_box(text)));
 }
 
 /// History lengths, in messages.
@@ -45,6 +100,18 @@ fn bench_view(bencher: Bencher, n: usize, window: ContextWindow) {
 #[divan::bench(args = SIZES)]
 fn view_8k_tokens(bencher: Bencher, n: usize) {
     bench_view(bencher, n, ContextWindow::tokens(8_000));
+}
+
+/// 8k tokens, and what is sent made (`ContextView::messages`: the summary message, the
+/// pairing of calls and results).
+#[divan::bench(args = SIZES)]
+fn view_8k_tokens_and_messages(bencher: Bencher, n: usize) {
+    let (history, mut index) = setup(n);
+    let window = ContextWindow::tokens(8_000);
+    bencher.bench_local(|| {
+        let view = index.view(divan::black_box(&history), &window).unwrap();
+        divan::black_box(view.messages().len())
+    });
 }
 
 /// 8k tokens, the tight cut.

@@ -3,13 +3,15 @@
 //! A travel assistant's state has grown to 40 turns, most with two or three parallel tool
 //! calls. Each model call sends a *view* of it: the system message, the summary of what was cut,
 //! and the newest turns within a 1,200-token budget, never splitting a tool call from its
-//! results (even when the budget is only a few messages). When the view leaves messages out, they are summarized (here by a stand-in for the
-//! model call) and the summary is recorded as a state update, through the journal.
+//! results (even when the budget is only a few messages). The history is over the summary
+//! policy's trigger (80% of the window), so all but its newest half window is summarized (here
+//! by a stand-in for the model call) and the summary is recorded as a state update, through the
+//! journal. What is printed is exactly what is sent (`ContextView::messages`).
 //! Run with `cargo run --example context_window`.
 
-use agentstate::context::{ContextIndex, ContextView, ContextWindow, Estimate, SummaryRequest};
+use agentstate::context::{ContextIndex, ContextView, ContextWindow, Estimate, SummaryPolicy};
 use agentstate::journal::Journal;
-use agentstate::message::{Message, Role, ToolCall};
+use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use serde_json::json;
 
@@ -69,16 +71,15 @@ fn turn(i: usize) -> Vec<Message> {
     messages
 }
 
-/// One line per message, as a model call would be shown them.
+/// One line per message, exactly as a model call is sent them (`view.messages()`: the system
+/// messages, the summary as a system message, the kept history paired as providers require).
 fn print_view(view: &ContextView<'_>) {
-    for m in view.system() {
-        println!("  [system]    {}", m.text());
-    }
-    if let Some(summary) = view.summary() {
-        println!("  [summary]   {summary}");
-    }
-    for m in view.history() {
-        let role = format!("[{:?}]", m.role).to_lowercase();
+    for m in view.messages() {
+        let role = if m.message_id == MessageId::from(ContextView::SUMMARY_ID) {
+            "[summary]".to_owned()
+        } else {
+            format!("[{:?}]", m.role).to_lowercase()
+        };
         let calls: Vec<String> = m
             .tool_calls()
             .iter()
@@ -124,8 +125,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         print_view(&view);
 
-        // The messages left out are summarized; the summarizer is yours (a model call).
-        let request = SummaryRequest::new(state, &view).expect("the view leaves messages out");
+        // The history is over 80% of the window (the default policy's trigger): everything but
+        // the newest half window is summarized; the summarizer is yours (a model call).
+        let policy = SummaryPolicy::new();
+        let request = index
+            .summary_request(state, &window, &policy)?
+            .expect("the history is over the trigger");
         let asked: Vec<String> = request
             .messages()
             .iter()
@@ -143,6 +148,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             request.messages().len(),
             request.through()
         );
+        // Bounded: at most 200 tokens, and never more than the window holds.
         request.record(summary, &Estimate::default(), 200)?
     };
     journal.merge(update)?;

@@ -8,16 +8,22 @@
 //! - no assistant message with tool calls without every tool message answering it;
 //! - the tool messages right after an assistant message with tool calls (AgentFlow's tool
 //!   sequence) are all sent with it;
-//! - leading system messages always sent; the view within its budget, recounted here; an error
-//!   only when the system messages and summary alone are over it;
+//! - every system message always sent (pinned), never in the kept history; the view within its
+//!   budget, recounted here (with the stub results of unanswered calls); an error only when the
+//!   system messages and summary alone are over it;
+//! - no result sent whose call a summary covers, and no uncovered message lost for it;
+//! - what is sent ([`ContextView::messages`]) is paired as OpenAI and Anthropic require: each
+//!   assistant message with calls followed right away by one result per call (stubs for the
+//!   unanswered, under both [`Unanswered`] policies), no duplicate, no result elsewhere; only
+//!   the newest assistant message's calls pending;
 //! - the incrementally synced index gives the same view as a fresh one.
 //!
 //! Four test functions of 25,000 histories each: 100,000 histories, each viewed under 6
-//! windows (600,000 views), in well under a minute in the debug build.
+//! windows (600,000 views), in about 75 s of CPU in the debug build.
 
 use agentstate::context::{
     Budget, ContextError, ContextIndex, ContextView, ContextWindow, Cut, SummaryRef, TokenCounter,
-    MESSAGE_OVERHEAD,
+    Unanswered, MESSAGE_OVERHEAD,
 };
 use agentstate::message::{ContentBlock, Message, MessageId, Role, TokenUsages, ToolCall};
 use proptest::prelude::*;
@@ -126,28 +132,136 @@ fn call_ids(m: &Message) -> Vec<&str> {
     ids
 }
 
-/// The assistant messages a tool message answers, from the definitions; empty for an orphan.
-fn heads(history: &[Message], t: usize) -> Vec<usize> {
-    let results: Vec<&str> = history[t]
-        .tool_results()
-        .map(|r| r.call_id.as_str())
-        .collect();
-    if results.is_empty() {
-        // Positional: the assistant message whose run of tool messages this is in.
-        let before = history[..t].iter().rposition(|m| m.role != Role::Tool);
+/// Each call id once, in order.
+fn distinct_calls(m: &Message) -> Vec<&str> {
+    let mut ids = Vec::new();
+    for id in call_ids(m) {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+/// The assistant message whose call a result block with `id` at position `t` answers: the latest
+/// earlier one making that call.
+fn head_of(history: &[Message], t: usize, id: &str) -> Option<usize> {
+    (0..t)
+        .rev()
+        .find(|&p| history[p].role == Role::Assistant && call_ids(&history[p]).contains(&id))
+}
+
+/// The (assistant message, call id) pairs each tool message answers, from the definitions: each
+/// call answered by the first result for it (later ones are duplicates).
+fn answers(history: &[Message]) -> Vec<Vec<(usize, &str)>> {
+    let mut seen: Vec<(usize, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for (t, m) in history.iter().enumerate() {
+        let mut mine = Vec::new();
+        if m.role == Role::Tool {
+            for r in m.tool_results() {
+                let id = r.call_id.as_str();
+                if let Some(h) = head_of(history, t, id) {
+                    if !seen.contains(&(h, id)) {
+                        seen.push((h, id));
+                        mine.push((h, id));
+                    }
+                }
+            }
+        }
+        out.push(mine);
+    }
+    out
+}
+
+/// The assistant messages a tool message answers, from the definitions; empty for an orphan
+/// (no call, or only duplicates).
+fn heads(history: &[Message], answers: &[Vec<(usize, &str)>], t: usize) -> Vec<usize> {
+    if history[t].tool_results().next().is_none() {
+        // Positional: the assistant message whose run of tool messages this is in (system
+        // messages, sent first, do not end a run).
+        let before = history[..t]
+            .iter()
+            .rposition(|m| m.role != Role::Tool && m.role != Role::System);
         return before
             .filter(|&p| history[p].role == Role::Assistant && !call_ids(&history[p]).is_empty())
             .into_iter()
             .collect();
     }
-    results
+    answers[t].iter().map(|&(h, _)| h).collect()
+}
+
+/// The stub results an assistant message with calls is charged for: its calls that no result
+/// answers, once a user or assistant message follows it, unless a tool message without result
+/// blocks is in its run.
+fn stubs(
+    history: &[Message],
+    answers: &[Vec<(usize, &str)>],
+    heads: &[Vec<usize>],
+    h: usize,
+) -> usize {
+    let m = &history[h];
+    if m.role != Role::Assistant || call_ids(m).is_empty() {
+        return 0;
+    }
+    let closed = history[h + 1..]
         .iter()
-        .filter_map(|id| {
-            (0..t)
-                .rev()
-                .find(|&p| history[p].role == Role::Assistant && call_ids(&history[p]).contains(id))
-        })
-        .collect()
+        .any(|m| m.role == Role::User || m.role == Role::Assistant);
+    let positional = (h + 1..history.len()).any(|t| {
+        history[t].role == Role::Tool
+            && history[t].tool_results().next().is_none()
+            && heads[t].contains(&h)
+    });
+    if !closed || positional {
+        return 0;
+    }
+    distinct_calls(m)
+        .into_iter()
+        .filter(|id| !answers[h + 1..].iter().any(|a| a.contains(&(h, *id))))
+        .count()
+}
+
+/// What providers require of the messages sent: each assistant message with calls followed
+/// right away by one result per call (all of them, unless it is the newest message: pending),
+/// and no tool message elsewhere.
+fn check_sent(sent: &[std::borrow::Cow<'_, Message>]) -> Result<(), String> {
+    let last = sent
+        .iter()
+        .rposition(|m| m.role == Role::User || m.role == Role::Assistant);
+    let mut i = 0;
+    while i < sent.len() {
+        let m = &sent[i];
+        if m.role == Role::Tool {
+            return Err(format!("tool message {i} not right after its call"));
+        }
+        i += 1;
+        if m.role != Role::Assistant {
+            continue;
+        }
+        let calls = distinct_calls(m);
+        let mut results = Vec::new();
+        let mut positional = false;
+        while i < sent.len() && sent[i].role == Role::Tool {
+            let before = results.len();
+            results.extend(sent[i].tool_results().map(|r| r.call_id.as_str()));
+            positional |= results.len() == before;
+            i += 1;
+        }
+        if calls.is_empty() && !results.is_empty() {
+            return Err(format!("results after message {} which made no call", i));
+        }
+        let mut sorted = results.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != results.len() || results.iter().any(|r| !calls.contains(r)) {
+            return Err(format!("results {results:?} for calls {calls:?}"));
+        }
+        let pending = last.is_some_and(|l| std::ptr::eq(&*sent[l], &**m));
+        if results.len() != calls.len() && !pending && !positional {
+            return Err(format!("calls {calls:?} answered by {results:?} only"));
+        }
+    }
+    Ok(())
 }
 
 /// A counter as cheap as can be (the invariants do not depend on the counter; the debug build
@@ -175,11 +289,21 @@ fn check(
     view: &Result<ContextView<'_>, ContextError>,
 ) -> Result<(), String> {
     let n = history.len();
-    let system = history
+    let is_system = |p: usize| history[p].role == Role::System;
+    let system = (0..n).filter(|&p| is_system(p)).count();
+    let system_tokens: u64 = (0..n).filter(|&p| is_system(p)).map(|p| cost[p]).sum();
+    let leading = history
         .iter()
         .take_while(|m| m.role == Role::System)
         .count();
-    let system_tokens: u64 = cost[..system].iter().sum();
+    // What the summary covers, when it says: its results are not sent.
+    let lower = summary
+        .and_then(|s| s.through)
+        .and_then(|id| history.iter().rposition(|m| &m.message_id == id))
+        .filter(|&p| p >= leading)
+        .map_or(leading, |p| p + 1);
+    let covered_result =
+        |p: usize| history[p].role == Role::Tool && heads[p].iter().any(|&h| h < lower);
     let budget = window.budget;
     let view = match view {
         Err(ContextError::OverBudget {
@@ -211,12 +335,12 @@ fn check(
     };
     if view.system().len() != system {
         return Err(format!(
-            "{} leading system messages sent, not {system}",
+            "{} system messages sent, not {system}",
             view.system().len()
         ));
     }
     let mut kept = BTreeSet::new();
-    let mut last_end = system;
+    let mut last_end = leading;
     for range in view.ranges() {
         if range.start < last_end || range.end > n || range.is_empty() {
             return Err(format!("bad ranges {:?}", view.ranges()));
@@ -227,9 +351,15 @@ fn check(
     if kept.iter().any(|&p| p < view.cut()) {
         return Err("a kept message before the cut".into());
     }
-    let in_view = |p: usize| p < system || kept.contains(&p);
+    let in_view = |p: usize| is_system(p) || kept.contains(&p);
     for &p in &kept {
         let m = &history[p];
+        if is_system(p) {
+            return Err(format!("system message {p} in the kept history"));
+        }
+        if covered_result(p) {
+            return Err(format!("result {p} of a summarized call sent"));
+        }
         if m.role == Role::Tool {
             let h = &heads[p];
             if h.is_empty() {
@@ -243,7 +373,12 @@ fn check(
         }
         if m.role == Role::Assistant && !call_ids(m).is_empty() {
             for t in p + 1..n {
-                if history[t].role == Role::Tool && heads[t].contains(&p) && !in_view(t) {
+                // (A result whose message also answers a summarized call is left out with it.)
+                if history[t].role == Role::Tool
+                    && heads[t].contains(&p)
+                    && !in_view(t)
+                    && !covered_result(t)
+                {
                     return Err(format!("assistant {p} sent without its result at {t}"));
                 }
             }
@@ -252,7 +387,7 @@ fn check(
                 if history[t].role != Role::Tool {
                     break;
                 }
-                if !heads[t].is_empty() && !in_view(t) {
+                if !heads[t].is_empty() && !in_view(t) && !covered_result(t) {
                     return Err(format!("tool sequence of {p} split at {t}"));
                 }
             }
@@ -261,7 +396,7 @@ fn check(
     // Every non-orphan message after the cut is kept: the view is a suffix less orphans.
     for p in view.cut()..n {
         let orphan = history[p].role == Role::Tool && heads[p].is_empty();
-        if !orphan && !kept.contains(&p) {
+        if !orphan && !is_system(p) && !covered_result(p) && !kept.contains(&p) {
             return Err(format!("message {p} after the cut left out"));
         }
     }
@@ -293,8 +428,8 @@ fn check(
     }
     // When everything fits, nothing is left out, whatever the cut policy.
     if summary.is_none() && !window.calibrate {
-        let all: Vec<usize> = (system..n)
-            .filter(|&p| history[p].role != Role::Tool || !heads[p].is_empty())
+        let all: Vec<usize> = (leading..n)
+            .filter(|&p| !is_system(p) && (history[p].role != Role::Tool || !heads[p].is_empty()))
             .collect();
         let all_tokens: u64 = system_tokens + all.iter().map(|&p| cost[p]).sum::<u64>();
         let all_turns = all
@@ -361,19 +496,25 @@ fn run(
     let mut fresh = ContextIndex::new(Quarter);
     fresh.sync(&history);
     let total = index.total_tokens();
+    let answers = answers(&history);
     let heads: Vec<Vec<usize>> = (0..n)
         .map(|p| {
             if history[p].role == Role::Tool {
-                heads(&history, p)
+                heads(&history, &answers, p)
             } else {
                 Vec::new()
             }
         })
         .collect();
     let counter = Quarter;
+    // Each message's cost, with the stub results charged to assistant messages.
+    let stub = u64::from(counter.count_message(&Unanswered::stub("")));
     let cost: Vec<u64> = history
         .iter()
-        .map(|m| u64::from(counter.count_message(m)))
+        .enumerate()
+        .map(|(p, m)| {
+            u64::from(counter.count_message(m)) + stub * stubs(&history, &answers, &heads, p) as u64
+        })
         .collect();
     let marker: Option<MessageId> = (n > 0 && summary_pick % 3 == 2)
         .then(|| history[usize::from(summary_pick) % n].message_id.clone());
@@ -388,7 +529,18 @@ fn run(
                 let again = fresh.view_with_summary(&history, summary, &window);
                 prop_assert_eq!(&view, &again, "incremental and fresh index differ");
             }
-            if let Err(violation) = check(&history, &heads, &cost, &window, summary, &view) {
+            let mut checked = check(&history, &heads, &cost, &window, summary, &view);
+            if let (Ok(()), Ok(view)) = (&checked, &view) {
+                checked = check_sent(&view.messages());
+                if i == 0 {
+                    let mut dropping =
+                        ContextIndex::new(Quarter).with_unanswered(Unanswered::DropCalls);
+                    if let Ok(view) = dropping.view_with_summary(&history, summary, &window) {
+                        checked = checked.and_then(|()| check_sent(&view.messages()));
+                    }
+                }
+            }
+            if let Err(violation) = checked {
                 return Err(TestCaseError::fail(format!(
                     "{violation}\nwindow {window:?}\nsummary {summary:?}\nview {view:?}\nhistory {:#?}",
                     history

@@ -34,7 +34,11 @@ fn replay(cut: Cut, provider: Option<&dyn TokenCounter>) -> (f64, f64) {
                 previous = Some(view.cut());
             }
             if let Some(provider) = provider {
-                let size: u32 = view.messages().map(|m| provider.count_message(m)).sum();
+                let size: u32 = view
+                    .messages()
+                    .iter()
+                    .map(|m| provider.count_message(m))
+                    .sum();
                 message = message.with_usages(TokenUsages::new(20, i64::from(size)));
             }
         }

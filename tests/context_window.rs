@@ -8,8 +8,11 @@
 
 mod context_support;
 
-use agentstate::context::{ContextIndex, ContextView, ContextWindow, Cut, TokenCounter};
+use agentstate::context::{
+    ContextIndex, ContextView, ContextWindow, Cut, TokenCounter, Unanswered,
+};
 use agentstate::message::{Message, Role, ToolCall};
+use agentstate::providers::report::{Issue, Report};
 use serde_json::json;
 use std::collections::HashSet;
 
@@ -145,25 +148,45 @@ fn a_tool_message_without_result_blocks_belongs_to_its_run() {
     assert_eq!(view.ranges(), [1..4]);
 }
 
+/// System messages are instructions: every one is sent first and counted first, wherever it is
+/// in the history, and a cut never drops one.
 #[test]
-fn only_leading_system_messages_are_pinned() {
+fn every_system_message_is_pinned() {
     let history = vec![
         Message::text_message("rules", Role::System),
         Message::text_message("more rules", Role::System),
         user("one"),
         Message::text_message("mid-conversation note", Role::System),
         user("two"),
+        user("three"),
     ];
     let mut index = ContextIndex::default();
-    let view = index.view(&history, &ContextWindow::messages(3)).unwrap();
-    assert_eq!(view.system().len(), 2);
-    assert_eq!(view.ranges(), [4..5]);
+    let view = index.view(&history, &ContextWindow::messages(4)).unwrap();
+    let system: Vec<String> = view.system().iter().map(|m| m.text()).collect();
+    assert_eq!(system, ["rules", "more rules", "mid-conversation note"]);
+    assert_eq!(view.ranges(), [5..6]);
+    let sent: Vec<String> = view.messages().iter().map(|m| m.text()).collect();
+    assert_eq!(
+        sent,
+        ["rules", "more rules", "mid-conversation note", "three"]
+    );
+    // Kept history does not hold it twice.
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    assert_eq!(view.ranges(), [2..3, 4..6]);
+    assert_eq!(view.messages().len(), 6);
+    assert_eq!(
+        view.estimated_tokens(),
+        history
+            .iter()
+            .map(|m| u64::from(index.counter().count_message(m)))
+            .sum::<u64>()
+    );
     let err = index
-        .view(&history, &ContextWindow::messages(1))
+        .view(&history, &ContextWindow::messages(2))
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the context budget of 1 messages cannot hold the leading system messages (2 messages, 9 tokens)"
+        "the context budget of 2 messages cannot hold the system messages (3 messages, 17 tokens)"
     );
 }
 
@@ -179,7 +202,7 @@ fn a_budget_that_holds_nothing_gives_an_empty_view() {
         let view = index.view(&history, &window).unwrap();
         assert!(view.is_empty(), "{window:?}");
         assert_eq!(view.cut(), 1);
-        assert_eq!(view.messages().count(), 0);
+        assert!(view.messages().is_empty());
     }
     let view = index.view(&[], &ContextWindow::tokens(10)).unwrap();
     assert!(view.is_empty());
@@ -235,4 +258,192 @@ fn a_replaced_or_shortened_history_is_reindexed() {
     let view = index.view(&edited, &ContextWindow::turns(1)).unwrap();
     assert_eq!(index.tokens(9), index.counter().count_message(&edited[9]));
     assert_eq!(view.ranges(), [9..10]);
+}
+
+fn answer(text: &str) -> Message {
+    Message::text_message(text, Role::Assistant)
+}
+
+/// What a view sends, as (role, call ids, result ids, text).
+fn sent(view: &ContextView<'_>) -> Vec<(Role, Vec<String>, Vec<String>, String)> {
+    view.messages()
+        .iter()
+        .map(|m| {
+            let calls = m.tool_calls().iter().map(|c| c.id().to_owned()).collect();
+            let results = m.tool_results().map(|r| r.call_id.clone()).collect();
+            (m.role, calls, results, m.text())
+        })
+        .collect()
+}
+
+/// What OpenAI and Anthropic reject: an assistant message with tool calls not followed right
+/// away by one result per call, a result not right after its call, a result given twice. The
+/// provider converters report every such pair; the views' messages must give them none.
+fn assert_providers_accept(view: &ContextView<'_>) {
+    let messages: Vec<Message> = view
+        .messages()
+        .into_iter()
+        .map(|m| m.into_owned())
+        .collect();
+    let pairing = |report: &Report| {
+        report
+            .notes()
+            .iter()
+            .filter(|n| {
+                matches!(
+                    n.issue,
+                    Issue::UnansweredToolCall { .. }
+                        | Issue::UnmatchedToolResult { .. }
+                        | Issue::DuplicateToolCallId { .. }
+                        | Issue::ToolResultOutOfPlace
+                )
+            })
+            .count()
+    };
+    let chat = agentstate::providers::to_openai_chat(&messages, None);
+    assert_eq!(pairing(&chat.report), 0, "OpenAI: {}", chat.report);
+    let anthropic = agentstate::providers::to_anthropic(&messages, None);
+    assert_eq!(
+        pairing(&anthropic.report),
+        0,
+        "Anthropic: {}",
+        anthropic.report
+    );
+    // Each assistant message with calls is followed by exactly one result per call.
+    for (i, m) in messages.iter().enumerate() {
+        let calls: Vec<&str> = m.tool_calls().iter().map(|c| c.id()).collect();
+        if calls.is_empty() {
+            continue;
+        }
+        let results: Vec<&str> = messages[i + 1..]
+            .iter()
+            .take_while(|t| t.role == Role::Tool)
+            .flat_map(|t| t.tool_results().map(|r| r.call_id.as_str()))
+            .collect();
+        assert_eq!(
+            results, calls,
+            "results right after the calls of message {i}"
+        );
+    }
+}
+
+#[test]
+fn unanswered_calls_are_closed_once_the_conversation_moves_on() {
+    let history = vec![
+        user("book a table"),
+        calls(&["c1"]),
+        user("never mind"),
+        answer("All right."),
+    ];
+    let mut index = ContextIndex::default();
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    let stub = (
+        Role::Tool,
+        vec![],
+        vec!["c1".to_owned()],
+        Unanswered::STUB_TEXT.to_owned(),
+    );
+    assert_eq!(sent(&view)[2], stub);
+    assert_eq!(sent(&view).len(), 5);
+    assert_providers_accept(&view);
+    // The stub is counted: the estimate is what is sent.
+    let sent_tokens: u64 = view
+        .messages()
+        .iter()
+        .map(|m| u64::from(index.counter().count_message(m)))
+        .sum();
+    assert_eq!(view.estimated_tokens(), sent_tokens);
+
+    // Dropped instead: the call is gone, and the empty assistant message with it.
+    let mut index = ContextIndex::default().with_unanswered(Unanswered::DropCalls);
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    let roles: Vec<Role> = sent(&view).into_iter().map(|m| m.0).collect();
+    assert_eq!(roles, [Role::User, Role::User, Role::Assistant]);
+    assert_providers_accept(&view);
+
+    // Pending: nothing but tool messages after the calls (the tools are running).
+    let mut index = ContextIndex::default();
+    let pending = vec![
+        user("compare a and b"),
+        calls(&["a", "b"]),
+        Message::tool_result("a", "A"),
+    ];
+    let view = index.view(&pending, &ContextWindow::messages(10)).unwrap();
+    assert_eq!(view.messages().len(), 3, "no stub for a call still running");
+    // A later answer closes it: the missing result gets its stub, after the one that came.
+    let mut closed = pending.clone();
+    closed.push(answer("Only a answered."));
+    let view = index.view(&closed, &ContextWindow::messages(10)).unwrap();
+    let results: Vec<Vec<String>> = sent(&view).into_iter().map(|m| m.2).collect();
+    assert_eq!(results[2..4], [vec!["a".to_owned()], vec!["b".to_owned()]]);
+    assert_providers_accept(&view);
+}
+
+#[test]
+fn a_late_result_is_sent_right_after_its_call() {
+    let history = vec![
+        user("weather in a and b?"),
+        calls(&["a", "b"]),
+        Message::tool_result("a", "A"),
+        user("hurry up"),
+        Message::tool_result("b", "B"),
+        answer("a: A, b: B"),
+    ];
+    let mut index = ContextIndex::default();
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    let texts: Vec<String> = sent(&view).into_iter().map(|m| m.3).collect();
+    assert_eq!(
+        texts,
+        [
+            "weather in a and b?",
+            "",
+            "A",
+            "B",
+            "hurry up",
+            "a: A, b: B"
+        ]
+    );
+    assert_providers_accept(&view);
+    let sent_tokens: u64 = view
+        .messages()
+        .iter()
+        .map(|m| u64::from(index.counter().count_message(m)))
+        .sum();
+    assert_eq!(
+        view.estimated_tokens(),
+        sent_tokens,
+        "no stub counted for b"
+    );
+}
+
+#[test]
+fn a_duplicated_result_is_sent_once() {
+    let history = vec![
+        user("weather?"),
+        calls(&["w"]),
+        Message::tool_result("w", "sunny"),
+        Message::tool_result("w", "sunny (retried)"),
+        answer("Sunny."),
+    ];
+    let mut index = ContextIndex::default();
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    let texts: Vec<String> = sent(&view).into_iter().map(|m| m.3).collect();
+    assert_eq!(texts, ["weather?", "", "sunny", "Sunny."]);
+    assert!(index.is_orphan(3));
+    assert_providers_accept(&view);
+    // One message answering a call twice and another once: the copy sent holds the new one.
+    let history = vec![
+        user("two lookups"),
+        calls(&["x", "y"]),
+        Message::tool_result("x", "X"),
+        Message::tool_message(vec![
+            agentstate::message::ContentBlock::tool_result("x", "X again"),
+            agentstate::message::ContentBlock::tool_result("y", "Y"),
+        ]),
+        answer("X and Y."),
+    ];
+    let view = index.view(&history, &ContextWindow::messages(10)).unwrap();
+    let results: Vec<Vec<String>> = sent(&view).into_iter().map(|m| m.2).collect();
+    assert_eq!(results[2..4], [vec!["x".to_owned()], vec!["y".to_owned()]]);
+    assert_providers_accept(&view);
 }

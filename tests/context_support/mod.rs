@@ -16,6 +16,29 @@ const CODE: [&str; 4] = [
     include_str!("../../agentstate/src/context/view.rs"),
 ];
 
+/// Natural text of the ten most spoken languages (Ethnologue's ranking by total speakers:
+/// English, Mandarin Chinese, Hindi, Spanish, French, Arabic, Bengali, Portuguese, Russian,
+/// Urdu), code and JSON, a paragraph or so each (`tests/data/languages`): self-written
+/// translations of one English paragraph, so that every language says the same; the code is
+/// Rust, Python and JavaScript, the JSON an API response, pretty-printed and compact.
+pub const LANGUAGES: [(&str, &str); 12] = [
+    ("English", include_str!("../data/languages/en.txt")),
+    ("Mandarin Chinese", include_str!("../data/languages/zh.txt")),
+    ("Hindi", include_str!("../data/languages/hi.txt")),
+    ("Spanish", include_str!("../data/languages/es.txt")),
+    ("French", include_str!("../data/languages/fr.txt")),
+    ("Arabic", include_str!("../data/languages/ar.txt")),
+    ("Bengali", include_str!("../data/languages/bn.txt")),
+    ("Portuguese", include_str!("../data/languages/pt.txt")),
+    ("Russian", include_str!("../data/languages/ru.txt")),
+    ("Urdu", include_str!("../data/languages/ur.txt")),
+    (
+        "Code (Rust, Python, JS)",
+        include_str!("../data/languages/code.txt"),
+    ),
+    ("JSON", include_str!("../data/languages/json.txt")),
+];
+
 /// The README's paragraphs (prose, lists, tables), each non-empty.
 pub fn paragraphs() -> Vec<&'static str> {
     PROSE

@@ -6,6 +6,7 @@
 //! on this project's corpus of prose, code and JSON it counts about 85-115 MB/s, against ~23-28
 //! MB/s for `bpe-openai` and ~17 MB/s for `tiktoken-rs`, with identical counts (`benches/README.md`).
 
+use super::media::MediaTokens;
 use super::tokens::TokenCounter;
 
 /// An OpenAI encoding, counting exactly as OpenAI's `tiktoken` does (special tokens in the text
@@ -24,6 +25,7 @@ use super::tokens::TokenCounter;
 pub struct Bpe {
     name: &'static str,
     encoding: &'static tiktoken::CoreBpe,
+    media: MediaTokens,
 }
 
 impl Bpe {
@@ -43,7 +45,17 @@ impl Bpe {
             // The crate's features for both vocabularies are enabled in this crate's manifest.
             None => unreachable!("the {name} vocabulary is compiled in"),
         };
-        Bpe { name, encoding }
+        Bpe {
+            name,
+            encoding,
+            media: MediaTokens::default(),
+        }
+    }
+
+    /// This counter, counting media blocks by `media`'s rules.
+    pub fn with_media(mut self, media: MediaTokens) -> Self {
+        self.media = media;
+        self
     }
 
     /// The encoding's name.
@@ -59,6 +71,10 @@ impl std::fmt::Debug for Bpe {
 }
 
 impl TokenCounter for Bpe {
+    fn media(&self) -> MediaTokens {
+        self.media
+    }
+
     fn count(&self, text: &str) -> u32 {
         u32::try_from(self.encoding.count(text)).unwrap_or(u32::MAX)
     }

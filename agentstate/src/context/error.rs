@@ -3,7 +3,7 @@
 /// Why no view could be made, or a summary not recorded.
 ///
 /// [`OverBudget`](ContextError::OverBudget): the budget cannot hold what every view must contain.
-/// A view always holds the leading system messages and, when the history was summarized, the
+/// A view always holds the system messages and, when the history was summarized, the
 /// summary; when those alone are over the budget there is no valid view, and asking for one is
 /// this error rather than a view that breaks the budget. (A budget that fits them but no
 /// message of the history gives a view with no history messages, which is not an error.)
@@ -18,18 +18,18 @@
 /// assert!(matches!(err, ContextError::OverBudget { .. }));
 /// assert_eq!(
 ///     err.to_string(),
-///     "the context budget of 2 tokens cannot hold the leading system messages (1 message, 10 tokens)"
+///     "the context budget of 2 tokens cannot hold the system messages (1 message, 10 tokens)"
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContextError {
-    /// The leading system messages and the summary, which every view keeps, exceed the budget.
+    /// The system messages and the summary, which every view keeps, exceed the budget.
     #[error(
         "the context budget of {budget} cannot hold {what} ({messages} message{s}, {tokens} tokens)",
         s = if *messages == 1 { "" } else { "s" }
     )]
     OverBudget {
-        /// What must be kept: the leading system messages, the summary, or both.
+        /// What must be kept: the system messages, the summary, or both.
         what: &'static str,
         /// The budget that was exceeded, as written by [`Budget`](super::Budget)'s `Display`.
         budget: String,
@@ -48,5 +48,23 @@ pub enum ContextError {
         tokens: u32,
         /// The limit.
         max_tokens: u32,
+    },
+    /// A summary to record is larger than the window it was made for can ever hold beside the
+    /// system messages ([`SummaryRequest::record`](super::SummaryRequest::record)).
+    #[error(
+        "the summary for `context_summary` has {tokens} tokens, more than the {room} the context \
+         window holds beside the system messages"
+    )]
+    SummaryOverWindow {
+        /// The summary's tokens.
+        tokens: u32,
+        /// The most the window holds (0 when its message limit leaves no room for a summary).
+        room: u64,
+    },
+    /// A [`SummaryPolicy`](super::SummaryPolicy) that cannot be applied to the window.
+    #[error("the summary policy cannot be applied: {reason}")]
+    InvalidSummaryPolicy {
+        /// What is wrong.
+        reason: &'static str,
     },
 }

@@ -9,10 +9,11 @@
 //! which makes the chunk grid of [`Cut::Chunked`](super::Cut::Chunked) independent of where the
 //! history ends.
 
+use super::pairing::{self, Unanswered};
 use super::tokens::{Estimate, TokenCounter};
 use super::window::ContextWindow;
 use crate::message::{Message, MessageId, Role};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 
 /// A link value meaning "answers no call in the history": the message is left out of views.
@@ -27,6 +28,8 @@ pub(crate) struct Entry {
     pub(crate) link: u32,
     /// A user message: the start of a turn.
     pub(crate) turn: bool,
+    /// A system message: sent by every view, before the history (see [`ContextWindow`]).
+    pub(crate) pinned: bool,
 }
 
 /// The token counts and tool-call pairing of a history, kept beside it and extended
@@ -42,8 +45,11 @@ pub(crate) struct Entry {
 /// Pairing follows the tool messages' `tool_result` blocks: a tool message answers the latest
 /// earlier assistant message that made a call with the result's `call_id` (in `tools_calls` or as
 /// a `tool_call` block). A tool message with no `tool_result` block answers the assistant message
-/// whose run of tool messages it is in, as AgentFlow's `remove_tool_messages` sees it. A tool
-/// message that answers nothing is an orphan: no view includes it.
+/// whose run of tool messages it is in, as AgentFlow's `remove_tool_messages` sees it (system
+/// messages, which views send first, do not end a run). A tool message that answers nothing, or
+/// only calls already answered (a duplicate), is an orphan: no view includes it. Calls left
+/// without a result once another message follows are unanswered: see
+/// [`Unanswered`] for what views send for them.
 ///
 /// ```
 /// use agentstate::context::{ContextIndex, ContextWindow};
@@ -65,10 +71,23 @@ pub struct ContextIndex<C = Estimate> {
     pub(crate) prefix: Vec<u64>,
     /// The number of leading system messages.
     pub(crate) leading_system: usize,
-    /// Each call id to the latest assistant message that made it.
-    calls: HashMap<Box<str>, u32>,
-    /// The assistant message with tool calls whose run of tool messages is still open.
+    /// The positions of all system messages, and `system_prefix[k]` the tokens of the first
+    /// `k` of them.
+    pub(crate) system_at: Vec<u32>,
+    pub(crate) system_prefix: Vec<u64>,
+    /// Each call id to the latest assistant message that made it, and whether a result
+    /// answered it there.
+    calls: HashMap<Box<str>, (u32, bool)>,
+    /// The assistant message with tool calls whose run of tool messages is still open, its
+    /// call ids, and whether a tool message without result blocks is in its run.
     run_head: Option<u32>,
+    run_calls: Vec<Box<str>>,
+    run_positional: bool,
+    /// What views do with unanswered calls, and the tokens of one stub result.
+    pub(crate) unanswered: Unanswered,
+    stub_tokens: u32,
+    /// The assistant messages charged for stub results (closed with unanswered calls).
+    charged: HashSet<u32>,
     /// Each message id's hash to the last position holding that id.
     ids: HashMap<u64, u32>,
     hasher: RandomState,
@@ -90,19 +109,35 @@ impl Default for ContextIndex<Estimate> {
 impl<C: TokenCounter> ContextIndex<C> {
     /// An empty index counting tokens with `counter`.
     pub fn new(counter: C) -> Self {
+        let stub_tokens = counter.count_message(&Unanswered::stub(""));
         ContextIndex {
             counter,
             entries: Vec::new(),
             prefix: vec![0],
             leading_system: 0,
+            system_at: Vec::new(),
+            system_prefix: vec![0],
             calls: HashMap::new(),
             run_head: None,
+            run_calls: Vec::new(),
+            run_positional: false,
+            unanswered: Unanswered::default(),
+            stub_tokens,
+            charged: HashSet::new(),
             ids: HashMap::new(),
             hasher: RandomState::new(),
             ends: None,
             last_usage: None,
             recent: Vec::new(),
         }
+    }
+
+    /// This index, with views treating unanswered tool calls by `policy` (default
+    /// [`Unanswered::Stub`]). Forgets what was indexed: the policy changes the counts.
+    pub fn with_unanswered(mut self, policy: Unanswered) -> Self {
+        self.unanswered = policy;
+        self.clear();
+        self
     }
 
     /// The token counter.
@@ -120,14 +155,16 @@ impl<C: TokenCounter> ContextIndex<C> {
         self.entries.is_empty()
     }
 
-    /// The tokens of the message at `position` (0 past the end).
+    /// The tokens of the message at `position` (0 past the end); for an assistant message
+    /// whose calls went unanswered, with the stub results sent for them.
     pub fn tokens(&self, position: usize) -> u32 {
         self.entries.get(position).map_or(0, |e| e.tokens)
     }
 
-    /// The tokens of every indexed message.
+    /// The tokens of every indexed message that a view may send (orphans and duplicates left
+    /// out).
     pub fn total_tokens(&self) -> u64 {
-        self.prefix.last().copied().unwrap_or(0)
+        self.prefix.last().copied().unwrap_or(0) + self.system_prefix.last().copied().unwrap_or(0)
     }
 
     /// Whether the message at `position` is a tool message that answers no call (no view
@@ -141,8 +178,13 @@ impl<C: TokenCounter> ContextIndex<C> {
         self.entries.clear();
         self.prefix.truncate(1);
         self.leading_system = 0;
+        self.system_at.clear();
+        self.system_prefix.truncate(1);
         self.calls.clear();
         self.run_head = None;
+        self.run_calls.clear();
+        self.run_positional = false;
+        self.charged.clear();
         self.ids.clear();
         self.ends = None;
         self.last_usage = None;
@@ -189,43 +231,57 @@ impl<C: TokenCounter> ContextIndex<C> {
                 let mut has_results = false;
                 for result in message.tool_results() {
                     has_results = true;
-                    if let Some(&head) = self.calls.get(result.call_id.as_str()) {
-                        link = link.min(head);
+                    // A call answered once: a second result for it is a duplicate.
+                    if let Some((head, answered)) = self.calls.get_mut(result.call_id.as_str()) {
+                        if !*answered {
+                            *answered = true;
+                            link = link.min(*head);
+                            let head = *head;
+                            self.uncharge(head);
+                        }
                     }
                 }
                 if has_results {
                     link
                 } else {
+                    self.run_positional |= self.run_head.is_some();
                     self.run_head.unwrap_or(ORPHAN)
                 }
             }
             Role::Assistant => {
-                let mut calls = false;
-                for call in message.tool_calls() {
-                    calls = true;
-                    self.calls.insert(call.id().into(), position);
+                self.close_run();
+                let ids = pairing::call_ids(message);
+                for &id in &ids {
+                    self.calls.insert(id.into(), (position, false));
                 }
-                for block in message.tool_call_blocks() {
-                    calls = true;
-                    self.calls.insert(block.id.as_str().into(), position);
-                }
-                self.run_head = calls.then_some(position);
+                self.run_head = (!ids.is_empty()).then_some(position);
+                self.run_calls = ids.into_iter().map(Box::from).collect();
                 position
             }
-            Role::User | Role::System => {
-                self.run_head = None;
+            Role::User => {
+                self.close_run();
                 position
             }
+            // Sent before the history, a system message does not interrupt a run.
+            Role::System => position,
         };
-        if message.role == Role::System && self.leading_system == self.entries.len() {
-            self.leading_system += 1;
+        let pinned = message.role == Role::System;
+        if pinned {
+            if self.leading_system == self.entries.len() {
+                self.leading_system += 1;
+            }
+            self.system_at.push(position);
+            let total = self.system_prefix.last().copied().unwrap_or(0);
+            self.system_prefix.push(total + u64::from(tokens));
         }
-        let counted = if link == ORPHAN { 0 } else { tokens };
-        let total = self.total_tokens() + u64::from(counted);
+        // Orphans are never sent, system messages are counted apart.
+        let counted = if link == ORPHAN || pinned { 0 } else { tokens };
+        let total = self.prefix.last().copied().unwrap_or(0) + u64::from(counted);
         self.entries.push(Entry {
             tokens,
             link,
             turn: message.role == Role::User,
+            pinned,
         });
         self.prefix.push(total);
         if message.role == Role::Assistant && message.usages.is_some() {
@@ -233,6 +289,44 @@ impl<C: TokenCounter> ContextIndex<C> {
         }
         let hash = self.hash_id(&message.message_id);
         self.ids.insert(hash, position);
+    }
+
+    /// Closes the open run of tool messages: a message other than a tool message follows the
+    /// calls, so the ones still without a result are unanswered, and the stubs views send for
+    /// them are counted on the assistant message ([`Unanswered::Stub`]).
+    fn close_run(&mut self) {
+        let Some(head) = self.run_head.take() else {
+            return;
+        };
+        let calls = std::mem::take(&mut self.run_calls);
+        if self.unanswered != Unanswered::Stub || std::mem::take(&mut self.run_positional) {
+            return;
+        }
+        let open = calls
+            .iter()
+            .filter(|id| self.calls.get(&**id) == Some(&(head, false)))
+            .count();
+        if open > 0 {
+            self.charged.insert(head);
+            self.adjust(head, i64::from(self.stub_tokens) * open as i64);
+        }
+    }
+
+    /// A late result answered a call of `head`: one stub less, if it was charged.
+    fn uncharge(&mut self, head: u32) {
+        if self.charged.contains(&head) {
+            self.adjust(head, -i64::from(self.stub_tokens));
+        }
+    }
+
+    /// Adds `delta` tokens to the message at `head` (O(messages since it): usually a few).
+    fn adjust(&mut self, head: u32, delta: i64) {
+        let head = head as usize;
+        let entry = &mut self.entries[head];
+        entry.tokens = (i64::from(entry.tokens) + delta).clamp(0, i64::from(u32::MAX)) as u32;
+        for sum in &mut self.prefix[head + 1..] {
+            *sum = (*sum as i64 + delta).max(0) as u64;
+        }
     }
 
     /// The last position of a message with id `id`, if indexed.

@@ -3,7 +3,7 @@
 
 use super::budget::Budget;
 use super::error::ContextError;
-use super::index::{ContextIndex, ORPHAN};
+use super::index::{ContextIndex, Entry, ORPHAN};
 use super::tokens::{TokenCounter, MESSAGE_OVERHEAD};
 use super::view::ContextView;
 use crate::message::{Message, MessageId};
@@ -41,10 +41,19 @@ impl Default for Cut {
 ///
 /// A view never sends a tool result without the assistant message that called it, never an
 /// assistant message's tool calls without every result of theirs that the history holds, and
-/// never more than the budget. Leading system messages are always sent, then the summary when
-/// the history was cut or summarized; if those alone exceed the budget,
-/// [`ContextIndex::view`] fails with [`ContextError::OverBudget`]. A budget that fits them but
-/// no more gives a view without history messages.
+/// never more than the budget; what it sends is paired as providers require (see
+/// [`pairing`](super::pairing)).
+///
+/// **System messages are pinned**: every system message of the history, not only the leading
+/// ones, is always sent and counted first, before the summary and the history, in its order.
+/// A system message is an instruction, not a turn of the conversation: cutting it as an old
+/// message would silently change the agent's behaviour once the history grows past the
+/// budget. Sending it first is what AgentFlow does with system messages, and what the
+/// Anthropic, Gemini and OpenAI Responses formats require (they have one system prompt);
+/// only OpenAI Chat could take it in place. The summary follows the system messages when the
+/// history was cut or summarized. If these alone exceed the budget, [`ContextIndex::view`]
+/// fails with [`ContextError::OverBudget`]; a budget that fits them but no more gives a view
+/// without history messages.
 ///
 /// ```
 /// use agentstate::context::{ContextIndex, ContextWindow};
@@ -66,7 +75,7 @@ impl Default for Cut {
 /// // Four messages: the system message and the three newest would split the tool calls from
 /// // their results, so the view keeps the system message and the final answer.
 /// let view = index.view(&history, &ContextWindow::messages(4))?;
-/// let roles: Vec<_> = view.messages().map(|m| m.text()).collect();
+/// let roles: Vec<_> = view.messages().iter().map(|m| m.text()).collect();
 /// assert_eq!(roles, ["You are a weather bot.", "Paris is sunny, Rome rainy."]);
 /// // Five: the whole tool sequence fits.
 /// let view = index.view(&history, &ContextWindow::messages(5))?;
@@ -240,14 +249,16 @@ impl<C: TokenCounter> ContextIndex<C> {
         ratio: f64,
     ) -> Result<ContextView<'a>, ContextError> {
         let budget = window.budget;
-        let system = self.leading_system.min(end);
-        let system_tokens = self.prefix[system];
+        let leading = self.leading_system.min(end);
+        // Every system message before `end` is pinned: sent first, counted first.
+        let system = self.system_at.partition_point(|&p| (p as usize) < end);
+        let system_tokens = self.system_prefix[system];
         // What the summary covers, when it says.
         let through = summary
             .and_then(|s| s.through)
             .and_then(|id| self.position_of(messages, id))
-            .filter(|&p| p >= system && p < end);
-        let lower = through.map_or(system, |p| p + 1);
+            .filter(|&p| p >= leading && p < end);
+        let lower = through.map_or(leading, |p| p + 1);
         let summary_tokens = summary.map(|s| {
             u64::from(
                 self.counter()
@@ -263,9 +274,9 @@ impl<C: TokenCounter> ContextIndex<C> {
             };
             if tokens > limits.tokens || messages > limits.messages {
                 let what = match (with_summary && summary.is_some(), system > 0) {
-                    (true, true) => "the leading system messages and the summary",
+                    (true, true) => "the system messages and the summary",
                     (true, false) => "the summary",
-                    _ => "the leading system messages",
+                    _ => "the system messages",
                 };
                 return Err(ContextError::OverBudget {
                     what,
@@ -287,28 +298,53 @@ impl<C: TokenCounter> ContextIndex<C> {
         }
         let mut ranges = Vec::new();
         let mut start = cut;
+        let mut tokens = fixed.0 + self.prefix[end] - self.prefix[cut];
         for (offset, entry) in self.entries[cut..end].iter().enumerate() {
-            if entry.link == ORPHAN {
+            if self.skipped(entry, lower) {
                 let at = cut + offset;
                 if start < at {
                     ranges.push(start..at);
                 }
                 start = at + 1;
+                if entry.link != ORPHAN && !entry.pinned {
+                    // A result whose call the summary covers: in the running sum, not sent.
+                    tokens -= u64::from(entry.tokens);
+                }
             }
         }
         if start < end {
             ranges.push(start..end);
         }
+        // The largest summary a view of this window can hold beside the system messages.
+        let summary_room = (system < limits.messages)
+            .then(|| {
+                limits
+                    .tokens
+                    .checked_sub(system_tokens + u64::from(MESSAGE_OVERHEAD))
+            })
+            .flatten();
         Ok(ContextView {
             messages: &messages[..end],
-            system,
+            leading,
+            pinned: self.system_at[leading.min(system)..system]
+                .iter()
+                .map(|&p| p as usize)
+                .collect(),
             summary: summary.filter(|_| with_summary).map(|s| s.text),
             covered: lower,
             cut,
             ranges,
-            tokens: fixed.0 + self.prefix[end] - self.prefix[cut],
+            tokens,
             ratio,
+            unanswered: self.unanswered,
+            summary_room,
         })
+    }
+
+    /// Whether the walk passes over the entry without keeping it: an orphan, a system message
+    /// (pinned, counted apart) or a result whose call is at or before `lower`'s summary.
+    fn skipped(&self, entry: &Entry, lower: usize) -> bool {
+        entry.link == ORPHAN || entry.pinned || (entry.link as usize) < lower
     }
 
     /// The cut: the walk back from `end` keeps messages while they fit beside the `fixed`
@@ -335,7 +371,7 @@ impl<C: TokenCounter> ContextIndex<C> {
         let mut stopped_by_turns = false;
         for j in (lower..end).rev() {
             let entry = self.entries[j];
-            if entry.link != ORPHAN {
+            if !self.skipped(&entry, lower) {
                 let t = tokens + u64::from(entry.tokens);
                 let t_turns = turns + usize::from(entry.turn);
                 if t > limits.tokens || messages + 1 > limits.messages || t_turns > limits.turns {

@@ -12,11 +12,14 @@
 //! ([`route`](GraphBuilder::route)) may reach any node, so no node is reported unreachable once
 //! such an edge is reachable.
 
-use crate::error::CompileError;
+use crate::error::{CompileError, CompileWarning};
 use crate::graph::{Edge, Graph, Inner, NodeEntry, RouteFn};
+use crate::json::JsonState;
 use crate::name::{NodeKey, Routes, Target};
 use crate::node::{BoxError, Node};
+use crate::subgraph::JsonSubgraph;
 use crate::GraphState;
+use agentstate::schema::Schema;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -38,6 +41,9 @@ pub struct GraphBuilder<S, K> {
     edges: Vec<(K, EdgeDecl<S, K>)>,
     entry: Option<K>,
     recursion_limit: usize,
+    /// The first error found while adding (reported by `build`).
+    error: Option<CompileError>,
+    warnings: Vec<CompileWarning>,
 }
 
 impl<S: GraphState, K: NodeKey> Default for GraphBuilder<S, K> {
@@ -47,6 +53,8 @@ impl<S: GraphState, K: NodeKey> Default for GraphBuilder<S, K> {
             edges: Vec::new(),
             entry: None,
             recursion_limit: DEFAULT_RECURSION_LIMIT,
+            error: None,
+            warnings: Vec::new(),
         }
     }
 }
@@ -136,6 +144,9 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
 
     /// Checks the graph and compiles it (see the [module docs](self) for the checks).
     pub fn build(self) -> Result<Graph<S, K>, CompileError> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
         let mut index: HashMap<K, usize> = HashMap::with_capacity(self.nodes.len());
         for (at, (key, _)) in self.nodes.iter().enumerate() {
             if index.insert(key.clone(), at).is_some() {
@@ -250,8 +261,31 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
             index,
             entry,
             recursion_limit: self.recursion_limit,
-            warnings: Vec::new(),
+            warnings: self.warnings,
         }))
+    }
+}
+
+impl<K: NodeKey> GraphBuilder<JsonState, K> {
+    /// Adds a subgraph of [`JsonState`]s projected by field name, checking its projection
+    /// against `parent`, this graph's schema: a name either schema does not declare is
+    /// `mapping_references_undeclared_field`, both projection forms at once
+    /// `conflicting_projection_forms` (reported by [`build`](GraphBuilder::build)); a field
+    /// projected in and back out through a reducer that is not round-trip idempotent is a
+    /// `projection_reducer_round_trip` warning ([`Graph::warnings`]).
+    pub fn json_subgraph<KC: NodeKey>(
+        mut self,
+        key: K,
+        parent: &Schema,
+        subgraph: JsonSubgraph<KC>,
+    ) -> Self {
+        match subgraph.check(key.name(), parent) {
+            Ok(warnings) => self.warnings.extend(warnings),
+            Err(error) => {
+                self.error.get_or_insert(error);
+            }
+        }
+        self.node(key, subgraph)
     }
 }
 

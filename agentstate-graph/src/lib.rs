@@ -53,7 +53,8 @@
 //!
 //! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
 //! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
-//! [`event`] (streaming), [`error`].
+//! [`event`] (streaming), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
+//! known at run time, for graphs built from configuration), [`error`].
 
 #![warn(missing_docs)]
 
@@ -61,8 +62,10 @@ pub mod builder;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod json;
 pub mod name;
 pub mod node;
+pub mod subgraph;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};

@@ -33,6 +33,7 @@ enum EdgeDecl<S, K> {
         route: RouteFn<S, K>,
         declared: Option<Vec<Target<K>>>,
     },
+    Send(crate::graph::SendFn<S, K>),
 }
 
 /// Builds a [`Graph`]. See [`Graph::builder`].
@@ -134,6 +135,45 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
         self
     }
 
+    /// A dynamic fan-out edge (LangGraph's `Send`): after `from`'s step merged, `sends` reads
+    /// the state and returns tasks for the next step, each a node with its own input state,
+    /// which it reads instead of the graph's state; their updates merge into the graph's state
+    /// in the order returned. No task ends this branch (as END). A node that does not exist
+    /// is a `routing_error`.
+    ///
+    /// ```
+    /// use agentstate_graph::{name::Dispatch, Context, Graph, END};
+    /// use agentstate::AgentState;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Map { subjects: Vec<String>, subject: String, #[reducer(append)] jokes: Vec<String> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("plan", |_: Arc<Map>, _: Context| async { Ok::<_, std::convert::Infallible>(()) })
+    ///     .node("joke", |s: Arc<Map>, _: Context| async move {
+    ///         Ok::<_, std::convert::Infallible>(MapUpdate::default().jokes(vec![format!("a {} joke", s.subject)]))
+    ///     })
+    ///     .entry("plan")
+    ///     .route_send("plan", |s: &Map| {
+    ///         s.subjects.iter().map(|x| Dispatch::to("joke", Map { subject: x.clone(), ..Map::default() })).collect()
+    ///     })
+    ///     .edge("joke", END)
+    ///     .build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let state = runtime.block_on(graph.invoke(Map { subjects: vec!["cat".into(), "dog".into()], ..Map::default() }))?;
+    /// assert_eq!(state.jokes, ["a cat joke", "a dog joke"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn route_send<F>(mut self, from: K, sends: F) -> Self
+    where
+        F: Fn(&S) -> Vec<crate::name::Dispatch<K, S>> + Send + Sync + 'static,
+    {
+        let send: crate::graph::SendFn<S, K> = Arc::new(move |state: &S| Ok(sends(state)));
+        self.edges.push((from, EdgeDecl::Send(send)));
+        self
+    }
+
     /// The default recursion limit of the graph's runs ([`DEFAULT_RECURSION_LIMIT`] unless set):
     /// a run that needs `limit` steps or more stops with a `recursion_limit` error after step
     /// `limit`, whose update is merged (LangGraph's rule).
@@ -203,6 +243,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
                     };
                     Edge::Conditional { route, declared }
                 }
+                EdgeDecl::Send(send) => Edge::Send(send),
             };
             if edges[at].is_some() {
                 return Err(CompileError::MultipleOutgoingEdges {
@@ -223,7 +264,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
                     declared: Some(targets),
                     ..
                 }) => targets,
-                Some(Edge::Conditional { declared: None, .. }) => {
+                Some(Edge::Conditional { declared: None, .. } | Edge::Send(_)) => {
                     open_route = true;
                     &[]
                 }

@@ -13,7 +13,14 @@
 //!    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
 //! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
 //!    merged state. A node reached by several edges runs once; the next step's nodes run in the
-//!    graph's node order (the order they were added).
+//!    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
+//!    ([`route_send`](crate::GraphBuilder::route_send)), each a task of its own with its own
+//!    input, in the order they were returned (LangGraph merges edge-triggered tasks before
+//!    `Send` tasks too).
+//!
+//! LangGraph evaluates a conditional edge after a parallel step on the step's start state plus
+//! its own node's update only; this crate evaluates it on the merged state, as OpenArmature's
+//! "post-update state" says and without copying the state per branch.
 //!
 //! The run ends when a step routes nowhere but [`END`](crate::END). A run that would need
 //! `limit` steps or more stops after step `limit` (its merge applied) with a `recursion_limit`
@@ -31,6 +38,10 @@ use std::sync::Arc;
 /// A conditional edge's function.
 pub(crate) type RouteFn<S, K> = Arc<dyn Fn(&S) -> Result<Routes<K>, BoxError> + Send + Sync>;
 
+/// A dynamic fan-out edge's function.
+pub(crate) type SendFn<S, K> =
+    Arc<dyn Fn(&S) -> Result<Vec<crate::name::Dispatch<K, S>>, BoxError> + Send + Sync>;
+
 /// A node's outgoing edge, its targets resolved to node indices (`None` is END).
 pub(crate) enum Edge<S, K> {
     Static(Vec<Option<usize>>),
@@ -38,6 +49,7 @@ pub(crate) enum Edge<S, K> {
         route: RouteFn<S, K>,
         declared: Option<Vec<Option<usize>>>,
     },
+    Send(SendFn<S, K>),
 }
 
 pub(crate) struct NodeEntry<S, K> {
@@ -194,6 +206,8 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         }
         let mut state = Arc::new(state);
         let mut active: Vec<usize> = vec![inner.entry];
+        // The inputs of the step's `Send` tasks (`None`: the node reads the state).
+        let mut inputs: Vec<Option<Arc<S>>> = vec![None];
         let mut last: Vec<usize> = Vec::new();
         let mut step: u64 = 0;
         loop {
@@ -219,10 +233,13 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 .run_nodes(
                     &state,
                     &active,
+                    &inputs,
                     step,
-                    &run_id,
-                    sink.as_ref(),
-                    observer.as_deref(),
+                    Scope {
+                        run_id: &run_id,
+                        sink: sink.as_ref(),
+                        observer: observer.as_deref(),
+                    },
                 )
                 .await;
             let updates = match outcome {
@@ -232,7 +249,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             if let Err(kind) = self.merge(&mut state, &active, updates) {
                 return Err(RunError::new(kind, step, unwrap_state(state)));
             }
-            let next = match self.route(&state, &active) {
+            let (next, next_inputs) = match self.route(&state, &active) {
                 Ok(next) => next,
                 Err(kind) => return Err(RunError::new(kind, step, unwrap_state(state))),
             };
@@ -249,6 +266,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 crate::event::yield_now().await;
             }
             last = std::mem::replace(&mut active, next);
+            inputs = next_inputs;
         }
         Ok(unwrap_state(state))
     }
@@ -270,13 +288,17 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         &self,
         state: &Arc<S>,
         active: &[usize],
+        inputs: &[Option<Arc<S>>],
         step: u64,
-        run_id: &Arc<str>,
-        sink: Option<&Sink>,
-        observer: Option<&dyn Observer<S, K>>,
+        scope: Scope<'_, S, K>,
     ) -> Result<Vec<Option<S::Update>>, RunErrorKind> {
+        let Scope {
+            run_id,
+            sink,
+            observer,
+        } = scope;
         let nodes = &self.inner.nodes;
-        let call = |at: usize| {
+        let call = |(at, input): (usize, &Option<Arc<S>>)| {
             let entry = &nodes[at];
             if let Some(o) = observer {
                 o.event(Event::NodeStarted {
@@ -290,7 +312,9 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 step,
                 sink.cloned(),
             );
-            entry.node.call(Arc::clone(state), cx)
+            entry
+                .node
+                .call(Arc::clone(input.as_ref().unwrap_or(state)), cx)
         };
         let finish =
             |at: usize, result: Result<agentstate::output::NodeOutput<S::Update>, BoxError>| {
@@ -315,11 +339,12 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 }
                 Ok(update)
             };
-        if let [at] = *active {
-            let result = call(at).await;
+        if let ([at], [input]) = (active, inputs) {
+            let at = *at;
+            let result = call((at, input)).await;
             return Ok(vec![finish(at, result)?]);
         }
-        let futures: Vec<_> = active.iter().map(|&at| call(at)).collect();
+        let futures: Vec<_> = active.iter().copied().zip(inputs).map(call).collect();
         let results = futures_util::future::join_all(futures).await;
         // The first failure in node order, not in completion order.
         let mut updates = Vec::with_capacity(results.len());
@@ -363,9 +388,16 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         Ok(())
     }
 
-    /// The next step's nodes: the targets of the step's nodes' edges, each once, in node order.
-    fn route(&self, state: &S, active: &[usize]) -> Result<Vec<usize>, RunErrorKind> {
+    /// The next step's tasks: the targets of the step's nodes' edges, each once, in node
+    /// order, then the `Send`s with their inputs, in the order they were returned.
+    #[allow(clippy::type_complexity)]
+    fn route(
+        &self,
+        state: &S,
+        active: &[usize],
+    ) -> Result<(Vec<usize>, Vec<Option<Arc<S>>>), RunErrorKind> {
         let inner = &*self.inner;
+        let mut sends: Vec<(usize, Arc<S>)> = Vec::new();
         let mut next: Vec<usize> = Vec::new();
         let mut push = |at: usize| {
             if !next.contains(&at) {
@@ -376,6 +408,21 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             let entry = &inner.nodes[at];
             match &entry.edge {
                 Edge::Static(targets) => targets.iter().flatten().for_each(|&t| push(t)),
+                Edge::Send(send) => {
+                    let targets = send(state).map_err(|error| RunErrorKind::Edge {
+                        node: entry.name.to_string(),
+                        error,
+                    })?;
+                    for crate::name::Dispatch { node, input } in targets {
+                        let Some(&t) = inner.index.get(&node) else {
+                            return Err(RunErrorKind::Routing {
+                                node: entry.name.to_string(),
+                                target: node.name().to_owned(),
+                            });
+                        };
+                        sends.push((t, Arc::new(input)));
+                    }
+                }
                 Edge::Conditional { route, declared } => {
                     let routes = route(state).map_err(|error| RunErrorKind::Edge {
                         node: entry.name.to_string(),
@@ -405,7 +452,12 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         if next.len() > 1 {
             next.sort_unstable();
         }
-        Ok(next)
+        let mut inputs: Vec<Option<Arc<S>>> = vec![None; next.len()];
+        for (at, input) in sends {
+            next.push(at);
+            inputs.push(Some(input));
+        }
+        Ok((next, inputs))
     }
 }
 
@@ -450,6 +502,13 @@ fn combine_parallel<S: GraphState, K>(
         }
     }
     Ok(acc.expect("at least two updates"))
+}
+
+/// What every node of a run shares.
+struct Scope<'a, S, K> {
+    run_id: &'a Arc<str>,
+    sink: Option<&'a Sink>,
+    observer: Option<&'a dyn Observer<S, K>>,
 }
 
 /// The state out of its `Arc`, copied only if something still holds it.

@@ -65,13 +65,14 @@ pub mod graph;
 pub mod json;
 pub mod name;
 pub mod node;
+pub mod parallel;
 pub mod subgraph;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, RunStream};
 pub use graph::{Graph, RunConfig, StepRecord};
-pub use name::{End, NodeKey, Routes, Target, END};
+pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
 pub use node::{BoxError, Context, Node};
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when

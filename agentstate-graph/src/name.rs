@@ -185,3 +185,20 @@ impl<K: NodeKey, const N: usize> From<[K; N]> for Routes<K> {
         ))
     }
 }
+
+/// A task of a dynamic fan-out (LangGraph's `Send`): run `node` in the next step on `input`
+/// instead of the graph's state; see [`route_send`](crate::GraphBuilder::route_send).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch<K, S> {
+    /// The node to run.
+    pub node: K,
+    /// The state it reads.
+    pub input: S,
+}
+
+impl<K, S> Dispatch<K, S> {
+    /// A task running `node` on `input`.
+    pub fn to(node: K, input: S) -> Self {
+        Dispatch { node, input }
+    }
+}

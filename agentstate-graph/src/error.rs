@@ -194,13 +194,6 @@ pub enum RunErrorKind {
         /// The nodes that would have run next.
         next: Vec<String>,
     },
-    /// A node did not finish within its timeout (`node_exception`).
-    Timeout {
-        /// The node.
-        node: String,
-        /// Its timeout.
-        after: std::time::Duration,
-    },
 }
 
 /// A run that failed: what went wrong, in which step, and the state at the point of failure.
@@ -245,8 +238,7 @@ impl<S> RunError<S> {
         match &self.kind {
             RunErrorKind::Node { node, .. }
             | RunErrorKind::Edge { node, .. }
-            | RunErrorKind::Routing { node, .. }
-            | RunErrorKind::Timeout { node, .. } => Some(node),
+            | RunErrorKind::Routing { node, .. } => Some(node),
             RunErrorKind::ConcurrentWrite { second, .. } => Some(second),
             RunErrorKind::Merge { error, nodes } => match &**error {
                 agentstate::Error::Reducer { node: Some(n), .. } => Some(n),
@@ -260,7 +252,7 @@ impl<S> RunError<S> {
     /// `routing_error`, `state_validation_error`, or `recursion_limit`.
     pub fn category(&self) -> &'static str {
         match &self.kind {
-            RunErrorKind::Node { .. } | RunErrorKind::Timeout { .. } => "node_exception",
+            RunErrorKind::Node { .. } => "node_exception",
             RunErrorKind::Edge { .. } => "edge_exception",
             RunErrorKind::Merge { error, .. } => error.category(),
             RunErrorKind::ConcurrentWrite { .. } => "state_validation_error",
@@ -302,10 +294,6 @@ impl<S> fmt::Display for RunError<S> {
                 "the run reached its recursion limit of {limit} steps; the last step ran {} and would have gone on to {}; raise the limit or add a route to END",
                 names(last),
                 names(next)
-            ),
-            RunErrorKind::Timeout { node, after } => write!(
-                f,
-                "node `{node}` did not finish within its timeout of {after:?} in step {step}"
             ),
         }
     }

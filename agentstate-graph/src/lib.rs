@@ -63,6 +63,7 @@ pub mod error;
 pub mod event;
 pub mod graph;
 pub mod json;
+pub mod layer;
 pub mod name;
 pub mod node;
 pub mod parallel;

@@ -58,6 +58,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "ag-ui")]
+pub mod agui;
 pub mod builder;
 pub mod error;
 pub mod event;

@@ -58,8 +58,9 @@ impl JsonState {
         Ok(state)
     }
 
-    /// A state holding `values` as they are (not merged, not checked).
-    pub(crate) fn from_values(schema: Arc<Schema>, values: Map<String, Value>) -> Self {
+    /// A state holding `values` as they are: not merged through the reducers, not checked
+    /// against the schema (a subgraph's or fan-out instance's projected fields are copied in so).
+    pub fn from_values(schema: Arc<Schema>, values: Map<String, Value>) -> Self {
         JsonState { schema, values }
     }
 

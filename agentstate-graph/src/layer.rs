@@ -158,6 +158,23 @@ impl<S> RetryPolicy<S> {
     pub fn max_attempts(&self) -> u32 {
         self.max_attempts
     }
+
+    /// Whether attempt `attempt` (from 0), which failed with `error` on `state`, is retried.
+    pub(crate) fn should_retry(&self, attempt: u32, error: &BoxError, state: &S) -> bool {
+        attempt + 1 < self.max_attempts
+            && self
+                .classifier
+                .as_ref()
+                .is_none_or(|classify| classify(error, state))
+    }
+
+    /// Sleeps before retry number `attempt + 1`.
+    pub(crate) async fn wait(&self, attempt: u32) {
+        let wait = self.backoff.delay(attempt);
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
 }
 
 /// A node re-run by a [`RetryPolicy`] when it fails. The last attempt's error is the node's.
@@ -176,17 +193,10 @@ impl<S: GraphState, N: Node<S>> Node<S> for Retry<N, S> {
                 match node.call(Arc::clone(&state), cx.clone()).await {
                     Ok(output) => return Ok(output),
                     Err(error) => {
-                        let retryable = policy
-                            .classifier
-                            .as_ref()
-                            .is_none_or(|classify| classify(&error, &state));
-                        if !retryable || attempt + 1 >= policy.max_attempts {
+                        if !policy.should_retry(attempt, &error, &state) {
                             return Err(error);
                         }
-                        let wait = policy.backoff.delay(attempt);
-                        if !wait.is_zero() {
-                            tokio::time::sleep(wait).await;
-                        }
+                        policy.wait(attempt).await;
                         attempt += 1;
                     }
                 }

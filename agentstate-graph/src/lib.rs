@@ -76,7 +76,7 @@ pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, RunStream};
 pub use graph::{Graph, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
-pub use node::{BoxError, Context, Node};
+pub use node::{BoxError, BoxNode, Context, Node};
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when
 /// something keeps a step's state past the step), shared between threads, with a cloneable

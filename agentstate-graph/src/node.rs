@@ -182,3 +182,26 @@ impl std::fmt::Debug for Context {
             .finish()
     }
 }
+
+/// A node behind a shared pointer: a node whose type is chosen at run time (graphs built from
+/// configuration, layers applied conditionally). Cheap to clone.
+pub struct BoxNode<S>(Arc<dyn Node<S>>);
+
+impl<S: State> BoxNode<S> {
+    /// Boxes `node`.
+    pub fn new(node: impl Node<S>) -> Self {
+        BoxNode(Arc::new(node))
+    }
+}
+
+impl<S> Clone for BoxNode<S> {
+    fn clone(&self) -> Self {
+        BoxNode(Arc::clone(&self.0))
+    }
+}
+
+impl<S: State + 'static> Node<S> for BoxNode<S> {
+    fn call(&self, state: Arc<S>, cx: Context) -> NodeFuture<S::Update> {
+        self.0.call(state, cx)
+    }
+}

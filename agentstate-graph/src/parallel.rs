@@ -52,21 +52,30 @@ pub enum OnEmpty {
 pub enum FanOutError {
     /// The fan-out had no instances and [`OnEmpty::Raise`] (`fan_out_empty`).
     Empty,
-    /// An instance or branch failed under [`ErrorPolicy::FailFast`].
-    Failed {
-        /// The instance's index, or the branch's name.
-        which: String,
+    /// An instance failed under [`ErrorPolicy::FailFast`].
+    InstanceFailed {
+        /// The instance's index.
+        index: usize,
+        /// Its error.
+        error: BoxError,
+    },
+    /// A branch failed under [`ErrorPolicy::FailFast`] (`parallel_branches_branch_failed`).
+    BranchFailed {
+        /// The branch's name.
+        branch: String,
         /// Its error.
         error: BoxError,
     },
 }
 
 impl FanOutError {
-    /// The OpenArmature category: `fan_out_empty`, or `node_exception` for a failed branch.
+    /// The OpenArmature category: `fan_out_empty`, `node_exception` for a failed instance,
+    /// `parallel_branches_branch_failed` for a failed branch.
     pub fn category(&self) -> &'static str {
         match self {
             FanOutError::Empty => "fan_out_empty",
-            FanOutError::Failed { .. } => "node_exception",
+            FanOutError::InstanceFailed { .. } => "node_exception",
+            FanOutError::BranchFailed { .. } => "parallel_branches_branch_failed",
         }
     }
 }
@@ -77,7 +86,12 @@ impl fmt::Display for FanOutError {
             FanOutError::Empty => f.write_str(
                 "the fan-out has no instances (fan_out_empty); use OnEmpty::Noop if an empty input is expected",
             ),
-            FanOutError::Failed { which, error } => write!(f, "{which} failed: {error}"),
+            FanOutError::InstanceFailed { index, error } => {
+                write!(f, "fan-out instance {index} failed: {error}")
+            }
+            FanOutError::BranchFailed { branch, error } => {
+                write!(f, "branch `{branch}` failed: {error}")
+            }
         }
     }
 }
@@ -86,7 +100,9 @@ impl std::error::Error for FanOutError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             FanOutError::Empty => None,
-            FanOutError::Failed { error, .. } => Some(error.as_ref()),
+            FanOutError::InstanceFailed { error, .. } | FanOutError::BranchFailed { error, .. } => {
+                Some(error.as_ref())
+            }
         }
     }
 }
@@ -156,8 +172,16 @@ pub struct FanOut<P: State, C, KC> {
     instances: Instances<P, C>,
     collect: Collect<P, C>,
     on_errors: Option<OnErrors<P, InstanceError<C>>>,
-    concurrency: Option<usize>,
+    concurrency: Concurrency<P>,
     on_empty: OnEmpty,
+    retry: Option<crate::layer::RetryPolicy<C>>,
+}
+
+type Limit<P> = Arc<dyn Fn(&P) -> Option<usize> + Send + Sync>;
+
+enum Concurrency<P> {
+    Fixed(Option<usize>),
+    FromState(Limit<P>),
 }
 
 /// OpenArmature's default concurrency of a fan-out.
@@ -175,8 +199,9 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> FanOut<P, C, KC> {
             instances: Arc::new(move |p: &P| Ok(instances(p))),
             collect: Arc::new(collect),
             on_errors: None,
-            concurrency: Some(DEFAULT_CONCURRENCY),
+            concurrency: Concurrency::Fixed(Some(DEFAULT_CONCURRENCY)),
             on_empty: OnEmpty::Raise,
+            retry: None,
         }
     }
 
@@ -194,7 +219,23 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> FanOut<P, C, KC> {
     /// At most `limit` instances run at once (`None`: all of them). Default
     /// [`DEFAULT_CONCURRENCY`]. Instances start in index order.
     pub fn concurrency(mut self, limit: Option<usize>) -> Self {
-        self.concurrency = limit.map(|l| l.max(1));
+        self.concurrency = Concurrency::Fixed(limit.map(|l| l.max(1)));
+        self
+    }
+
+    /// The concurrency limit read from the parent state at the fan-out's entry.
+    pub fn concurrency_from(
+        mut self,
+        limit: impl Fn(&P) -> Option<usize> + Send + Sync + 'static,
+    ) -> Self {
+        self.concurrency = Concurrency::FromState(Arc::new(limit));
+        self
+    }
+
+    /// Re-runs a failed instance as a whole by `policy` (OpenArmature's instance middleware),
+    /// from its initial state.
+    pub fn retry_instances(mut self, policy: crate::layer::RetryPolicy<C>) -> Self {
+        self.retry = Some(policy);
         self
     }
 
@@ -218,11 +259,16 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> FanOut<P, C, KC> {
 impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
     fn call(&self, state: Arc<P>, cx: Context) -> NodeFuture<P::Update> {
         let instances = (self.instances)(&state);
+        let limit = match &self.concurrency {
+            Concurrency::Fixed(limit) => *limit,
+            Concurrency::FromState(limit) => limit(&state),
+        }
+        .map_or(usize::MAX, |l| l.max(1));
         drop(state);
         let graph = self.graph.clone();
         let collect = Arc::clone(&self.collect);
         let on_errors = self.on_errors.clone();
-        let limit = self.concurrency.unwrap_or(usize::MAX);
+        let retry = self.retry.clone();
         let on_empty = self.on_empty;
         Box::pin(async move {
             let instances = instances?;
@@ -241,15 +287,33 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
                     run_id: Some(run_id.clone()),
                     ..RunConfig::default()
                 };
-                async move { (index, graph.invoke_with(child, config).await) }
+                let retry = retry.clone();
+                async move {
+                    let Some(policy) = retry else {
+                        return (index, graph.invoke_with(child, config).await);
+                    };
+                    let mut attempt = 0;
+                    loop {
+                        let error = match graph.invoke_with(child.clone(), config.clone()).await {
+                            Ok(done) => return (index, Ok(done)),
+                            Err(error) => Box::new(error) as BoxError,
+                        };
+                        if !policy.should_retry(attempt, &error, &child) {
+                            let error = error.downcast::<RunError<C>>().expect("a run error");
+                            return (index, Err(*error));
+                        }
+                        policy.wait(attempt).await;
+                        attempt += 1;
+                    }
+                }
             };
             running.extend(pending.by_ref().take(limit).map(start));
             while let Some((index, result)) = running.next().await {
                 let result = match result {
                     // Returning drops `running`, which cancels the other instances.
                     Err(error) if on_errors.is_none() => {
-                        return Err(Box::new(FanOutError::Failed {
-                            which: format!("fan-out instance {index}"),
+                        return Err(Box::new(FanOutError::InstanceFailed {
+                            index,
                             error: Box::new(error),
                         }) as BoxError)
                     }
@@ -276,6 +340,10 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
         })
     }
 }
+
+type When<P> = Arc<dyn Fn(&P) -> bool + Send + Sync>;
+/// A branch: its name, its work, and the condition it runs on.
+type Branch<P> = (Arc<str>, Arc<dyn Node<P>>, Option<When<P>>);
 
 /// A parallel-branches node: heterogeneous branches, each any [`Node`] of the parent state (a
 /// closure reading the parent, or a [`Subgraph`](crate::subgraph::Subgraph) with its
@@ -306,7 +374,7 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ParallelBranches<P: State> {
-    branches: Vec<(Arc<str>, Arc<dyn Node<P>>)>,
+    branches: Vec<Branch<P>>,
     on_errors: Option<OnErrors<P, BranchError>>,
 }
 
@@ -327,7 +395,20 @@ impl<P: GraphState> ParallelBranches<P> {
 
     /// Adds a branch; branches merge in the order they are added.
     pub fn branch(mut self, name: &str, node: impl Node<P>) -> Self {
-        self.branches.push((Arc::from(name), Arc::new(node)));
+        self.branches.push((Arc::from(name), Arc::new(node), None));
+        self
+    }
+
+    /// Adds a branch that runs only when `when` holds on the parent state at dispatch
+    /// (OpenArmature §11.10); a skipped branch contributes nothing.
+    pub fn branch_when(
+        mut self,
+        name: &str,
+        when: impl Fn(&P) -> bool + Send + Sync + 'static,
+        node: impl Node<P>,
+    ) -> Self {
+        self.branches
+            .push((Arc::from(name), Arc::new(node), Some(Arc::new(when))));
         self
     }
 
@@ -348,13 +429,18 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             .branches
             .iter()
             .enumerate()
-            .map(|(index, (_, node))| {
+            .filter(|(_, (_, _, when))| when.as_ref().is_none_or(|when| when(&state)))
+            .map(|(index, (_, node, _))| {
                 let future = node.call(Arc::clone(&state), cx.clone());
                 async move { (index, future.await) }
             })
             .collect();
         drop(state);
-        let names: Vec<Arc<str>> = self.branches.iter().map(|(n, _)| Arc::clone(n)).collect();
+        let names: Vec<Arc<str>> = self
+            .branches
+            .iter()
+            .map(|(n, _, _)| Arc::clone(n))
+            .collect();
         let on_errors = self.on_errors.clone();
         Box::pin(async move {
             let mut slots: Vec<Option<Result<NodeOutput<P::Update>, BoxError>>> =
@@ -362,8 +448,8 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             while let Some((index, result)) = running.next().await {
                 match (result, &on_errors) {
                     (Err(error), None) => {
-                        return Err(Box::new(FanOutError::Failed {
-                            which: format!("branch `{}`", names[index]),
+                        return Err(Box::new(FanOutError::BranchFailed {
+                            branch: names[index].to_string(),
                             error,
                         }) as BoxError)
                     }
@@ -373,7 +459,9 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             let mut update: Option<P::Update> = None;
             let mut failed = Vec::new();
             for (index, slot) in slots.into_iter().enumerate() {
-                match slot.expect("every branch ran") {
+                // A branch skipped by its condition has no slot.
+                let Some(slot) = slot else { continue };
+                match slot {
                     Ok(output) => {
                         if let Some(next) = output.into_update(P::compose)? {
                             update = Some(match update {

@@ -51,6 +51,26 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Semantics, and where OpenArmature and LangGraph disagree
+//!
+//! Runs are LangGraph's supersteps: every node triggered in a step runs (concurrently, on the
+//! same shared state), their updates merge at the step's barrier in node order, then the edges
+//! of all of them pick the next step's nodes, a node reached twice running once. OpenArmature
+//! runs one node at a time outside fan-out and parallel-branches nodes; a graph without
+//! parallel edges runs the same under both. Where the two differ, this crate follows:
+//!
+//! | question | OpenArmature | LangGraph | this crate |
+//! |---|---|---|---|
+//! | several static edges from one node | `multiple_outgoing_edges` | parallel branches | the error, unless declared at once with [`GraphBuilder::edges`] (parallel branches) |
+//! | a node without an outgoing edge | (every node has one) | the branch ends | `dangling_edge` at build |
+//! | the state a conditional edge reads after a parallel step | (no parallel steps) | the step's start state plus its own node's update | the merged state (no copy per branch) |
+//! | the order of a step's merges | (one node) | edge-triggered tasks by node, then `Send`s as returned | nodes in the order added, then [`Dispatch`]es as returned |
+//! | two branches of a step writing a `last_write_wins` field | last-listed branch wins (§11.4) | `InvalidUpdateError` | between a step's nodes: the error, naming the field and both nodes, nothing merged; inside a [`parallel::ParallelBranches`] node: the last-listed branch wins |
+//! | a failing node in a parallel step | (one node) | the error, nothing of the step merged | the first failure in node order, nothing merged |
+//! | recursion limit | — | 25; a run needing L steps or more runs L (merged) then fails | the same (`recursion_limit`, [`DEFAULT_RECURSION_LIMIT`]) |
+//! | a conditional edge returning an unknown node | `routing_error` | `KeyError` if targets were declared, else a warning and the run ends | `routing_error` (for enum names it cannot compile) |
+//! | a subgraph as a node | projections (default: nothing in, same names out) | the parent's whole state in, the whole final state out | OpenArmature ([`subgraph`]) |
+//!
 //! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
 //! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
 //! [`event`] (streaming), [`subgraph`] (graphs as nodes, with projections), [`json`] (states

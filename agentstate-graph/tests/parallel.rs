@@ -274,3 +274,60 @@ fn dispatch_runs_a_node_per_task_with_its_own_input_in_the_order_returned() {
         "routing_error"
     );
 }
+
+#[test]
+fn a_conditional_branch_runs_only_when_its_condition_holds() {
+    let hit = |name: &'static str| {
+        move |_: Arc<Batch>, _: Context| async move {
+            Ok::<_, Infallible>(BatchUpdate::default().errors(vec![name.to_owned()]))
+        }
+    };
+    let node = ParallelBranches::new()
+        .branch_when("vector", |b: &Batch| !b.items.is_empty(), hit("vector"))
+        .branch("fts", hit("fts"));
+    let graph = one_node(node);
+    assert_eq!(
+        block_on(graph.invoke(Batch::default())).unwrap().errors,
+        ["fts"]
+    );
+    assert_eq!(
+        block_on(graph.invoke(batch(&[1]))).unwrap().errors,
+        ["vector", "fts"]
+    );
+}
+
+#[test]
+fn the_concurrency_limit_can_come_from_the_state_and_instances_retry_whole() {
+    let (live, peak) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
+    let node = fan_out(worker(false, live, Arc::clone(&peak)))
+        .concurrency_from(|b: &Batch| Some(b.items.len() / 2));
+    let state = block_on(one_node(node).invoke(batch(&[2, 4, 6, 8]))).unwrap();
+    assert_eq!(state.results, [4, 8, 12, 16]);
+    assert_eq!(peak.load(Ordering::SeqCst), 2);
+
+    // Each instance fails its first run; retried whole, all succeed.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&runs);
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let once = Graph::builder()
+        .node("work", move |s: Arc<Job>, _: Context| {
+            count.fetch_add(1, Ordering::SeqCst);
+            let first = seen.lock().unwrap().insert(s.x);
+            async move {
+                if first {
+                    return Err(Odd(s.x));
+                }
+                Ok(JobUpdate::default().result(s.x))
+            }
+        })
+        .entry("work")
+        .edge("work", END)
+        .build()
+        .unwrap();
+    let node = fan_out(once).retry_instances(
+        agentstate_graph::layer::RetryPolicy::new(2).backoff_constant(Duration::ZERO),
+    );
+    let state = block_on(one_node(node).invoke(batch(&[1, 2, 3]))).unwrap();
+    assert_eq!(state.results, [1, 2, 3]);
+    assert_eq!(runs.load(Ordering::SeqCst), 6);
+}

@@ -1,0 +1,329 @@
+//! Errors of building and running a graph, each with its OpenArmature category
+//! ([`CompileError::category`], [`RunError::category`]).
+//!
+//! A [`RunError`] carries the state at the point of failure ([`RunError::state`]): the state as
+//! it was after the last step that merged, since a step whose nodes, merge or routing fail merges
+//! nothing.
+
+use crate::node::BoxError;
+use std::fmt;
+
+/// Why a graph could not be built. [`category`](CompileError::category) gives the
+/// OpenArmature category.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// No entry node was declared (`no_declared_entry`).
+    #[error("the graph declares no entry node; call `entry(..)` with the node the run starts at")]
+    NoDeclaredEntry,
+    /// A node cannot be reached from the entry (`unreachable_node`).
+    #[error(
+        "node `{node}` cannot be reached from the entry `{entry}`; add an edge to it or remove it"
+    )]
+    UnreachableNode {
+        /// The unreachable node.
+        node: String,
+        /// The entry.
+        entry: String,
+    },
+    /// An edge, the entry or a closed name set names a node that was not added (`dangling_edge`).
+    #[error("{place} names node `{target}`, which the graph does not have{hint}")]
+    DanglingEdge {
+        /// Where the name appears (`the edge from \`a\``, `the entry`, ...).
+        place: String,
+        /// The missing node's name.
+        target: String,
+        /// ` ; did you mean ...` or empty.
+        hint: String,
+    },
+    /// A node has more than one outgoing edge declaration (`multiple_outgoing_edges`).
+    #[error("node `{node}` has more than one outgoing edge; route with one conditional edge, or declare its parallel targets at once with `edges(..)`")]
+    MultipleOutgoingEdges {
+        /// The node.
+        node: String,
+    },
+    /// A node has no outgoing edge (category `dangling_edge`: the run would not know where to
+    /// go; OpenArmature gives every node exactly one).
+    #[error("node `{node}` has no outgoing edge; add one (to END to end the run there)")]
+    NoOutgoingEdge {
+        /// The node.
+        node: String,
+    },
+    /// Two nodes have one name (`duplicate_node`, an addition of this crate).
+    #[error("node `{node}` is added twice; names must be unique")]
+    DuplicateNode {
+        /// The name.
+        node: String,
+    },
+    /// A subgraph projection names a field its schema does not declare
+    /// (`mapping_references_undeclared_field`).
+    #[error("the projection of subgraph node `{node}` names {side} field `{field}`, which its state does not declare")]
+    MappingReferencesUndeclaredField {
+        /// The subgraph node.
+        node: String,
+        /// `parent` or `subgraph`.
+        side: &'static str,
+        /// The field.
+        field: String,
+    },
+    /// A subgraph node declares both same-name sets and explicit maps
+    /// (`conflicting_projection_forms`).
+    #[error("subgraph node `{node}` declares both same-name projection sets and explicit inputs/outputs maps; use one form")]
+    ConflictingProjectionForms {
+        /// The subgraph node.
+        node: String,
+    },
+    /// The state's schema is invalid (`conflicting_reducers`, `reducer_configuration_invalid`).
+    #[error(transparent)]
+    State(#[from] agentstate::Error),
+}
+
+impl CompileError {
+    /// The OpenArmature category name.
+    pub fn category(&self) -> &'static str {
+        match self {
+            CompileError::NoDeclaredEntry => "no_declared_entry",
+            CompileError::UnreachableNode { .. } => "unreachable_node",
+            CompileError::DanglingEdge { .. } | CompileError::NoOutgoingEdge { .. } => {
+                "dangling_edge"
+            }
+            CompileError::MultipleOutgoingEdges { .. } => "multiple_outgoing_edges",
+            CompileError::DuplicateNode { .. } => "duplicate_node",
+            CompileError::MappingReferencesUndeclaredField { .. } => {
+                "mapping_references_undeclared_field"
+            }
+            CompileError::ConflictingProjectionForms { .. } => "conflicting_projection_forms",
+            CompileError::State(error) => error.category(),
+        }
+    }
+}
+
+/// A warning found when the graph was built; it changes nothing at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompileWarning {
+    /// A subgraph projection copies a parent field in and merges it back out through a reducer
+    /// that is not round-trip idempotent (`projection_reducer_round_trip`): the value would be
+    /// merged twice (an `append` list doubles).
+    ProjectionReducerRoundTrip {
+        /// The subgraph node.
+        node: String,
+        /// The parent field.
+        field: String,
+        /// Its reducer.
+        reducer: String,
+    },
+}
+
+impl CompileWarning {
+    /// The OpenArmature category name.
+    pub fn category(&self) -> &'static str {
+        match self {
+            CompileWarning::ProjectionReducerRoundTrip { .. } => "projection_reducer_round_trip",
+        }
+    }
+}
+
+impl fmt::Display for CompileWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileWarning::ProjectionReducerRoundTrip {
+                node,
+                field,
+                reducer,
+            } => write!(
+                f,
+                "subgraph node `{node}` projects field `{field}` in and back out through its reducer `{reducer}`, which is not round-trip idempotent: the value is merged twice; give the field an idempotent reducer or do not project it both ways"
+            ),
+        }
+    }
+}
+
+/// What went wrong in a run (see [`RunError::kind`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunErrorKind {
+    /// A node returned an error (`node_exception`).
+    Node {
+        /// The node.
+        node: String,
+        /// Its error.
+        error: BoxError,
+    },
+    /// A conditional edge returned an error (`edge_exception`).
+    Edge {
+        /// The node the edge leaves.
+        node: String,
+        /// Its error.
+        error: BoxError,
+    },
+    /// Merging the step's updates failed (`reducer_error` or `state_validation_error`, as the
+    /// state's error says).
+    Merge {
+        /// The nodes whose updates were merged, in merge order.
+        nodes: Vec<String>,
+        /// The state's error (a `reducer_error` names the field, the reducer and the node).
+        error: Box<agentstate::Error>,
+    },
+    /// Two parallel branches of one step wrote a field whose reducer keeps one value
+    /// (`state_validation_error`; LangGraph's `INVALID_CONCURRENT_GRAPH_UPDATE`).
+    ConcurrentWrite {
+        /// The field.
+        field: String,
+        /// The first branch that wrote it.
+        first: String,
+        /// The second branch.
+        second: String,
+        /// The state's error.
+        error: Box<agentstate::Error>,
+    },
+    /// A conditional edge routed to a node the graph does not have (`routing_error`).
+    Routing {
+        /// The node the edge leaves.
+        node: String,
+        /// The name it returned.
+        target: String,
+    },
+    /// The run took as many steps as its recursion limit allows (`recursion_limit`, an
+    /// addition of this crate: LangGraph's `GraphRecursionError`).
+    RecursionLimit {
+        /// The limit.
+        limit: usize,
+        /// The nodes of the last step that ran.
+        last: Vec<String>,
+        /// The nodes that would have run next.
+        next: Vec<String>,
+    },
+}
+
+/// A run that failed: what went wrong, in which step, and the state at the point of failure.
+pub struct RunError<S> {
+    kind: RunErrorKind,
+    step: u64,
+    state: Box<S>,
+}
+
+impl<S> RunError<S> {
+    pub(crate) fn new(kind: RunErrorKind, step: u64, state: S) -> Self {
+        RunError {
+            kind,
+            step,
+            state: Box::new(state),
+        }
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &RunErrorKind {
+        &self.kind
+    }
+
+    /// The step that failed, from 1.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// The state at the point of failure: after the last step that merged (a failing step
+    /// merges nothing).
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The state at the point of failure, by value.
+    pub fn into_state(self) -> S {
+        *self.state
+    }
+
+    /// The node the error comes from, when there is one.
+    pub fn node(&self) -> Option<&str> {
+        match &self.kind {
+            RunErrorKind::Node { node, .. }
+            | RunErrorKind::Edge { node, .. }
+            | RunErrorKind::Routing { node, .. } => Some(node),
+            RunErrorKind::ConcurrentWrite { second, .. } => Some(second),
+            RunErrorKind::Merge { error, nodes } => match &**error {
+                agentstate::Error::Reducer { node: Some(n), .. } => Some(n),
+                _ => nodes.first().map(String::as_str),
+            },
+            RunErrorKind::RecursionLimit { .. } => None,
+        }
+    }
+
+    /// The OpenArmature category: `node_exception`, `edge_exception`, `reducer_error`,
+    /// `routing_error`, `state_validation_error`, or `recursion_limit`.
+    pub fn category(&self) -> &'static str {
+        match &self.kind {
+            RunErrorKind::Node { .. } => "node_exception",
+            RunErrorKind::Edge { .. } => "edge_exception",
+            RunErrorKind::Merge { error, .. } => error.category(),
+            RunErrorKind::ConcurrentWrite { .. } => "state_validation_error",
+            RunErrorKind::Routing { .. } => "routing_error",
+            RunErrorKind::RecursionLimit { .. } => "recursion_limit",
+        }
+    }
+}
+
+impl<S> fmt::Display for RunError<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let step = self.step;
+        match &self.kind {
+            RunErrorKind::Node { node, error } => {
+                write!(f, "node `{node}` failed in step {step}: {error}")
+            }
+            RunErrorKind::Edge { node, error } => write!(
+                f,
+                "the conditional edge from node `{node}` failed in step {step}: {error}"
+            ),
+            RunErrorKind::Merge { error, .. } => {
+                write!(f, "step {step}'s updates could not be merged: {error}")
+            }
+            RunErrorKind::ConcurrentWrite {
+                field,
+                first,
+                second,
+                ..
+            } => write!(
+                f,
+                "field `{field}` was written by nodes `{first}` and `{second}` in step {step}, and its reducer keeps one value; give it a reducer that combines writes (append, merge, add_messages, ...) or write it from one branch"
+            ),
+            RunErrorKind::Routing { node, target } => write!(
+                f,
+                "the conditional edge from node `{node}` routed to `{target}` in step {step}, which is neither a node of the graph nor END"
+            ),
+            RunErrorKind::RecursionLimit { limit, last, next } => write!(
+                f,
+                "the run reached its recursion limit of {limit} steps; the last step ran {} and would have gone on to {}; raise the limit or add a route to END",
+                names(last),
+                names(next)
+            ),
+        }
+    }
+}
+
+fn names(nodes: &[String]) -> String {
+    let quoted: Vec<String> = nodes.iter().map(|n| format!("`{n}`")).collect();
+    quoted.join(", ")
+}
+
+impl<S> fmt::Debug for RunError<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunError")
+            .field("category", &self.category())
+            .field("step", &self.step)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> std::error::Error for RunError<S> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            RunErrorKind::Node { error, .. } | RunErrorKind::Edge { error, .. } => {
+                Some(error.as_ref())
+            }
+            RunErrorKind::Merge { error, .. } | RunErrorKind::ConcurrentWrite { error, .. } => {
+                Some(&**error)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! [`JsonState`]: a state whose fields are only known at run time, merged through a runtime
+//! [`Schema`] with the same reducers and errors as typed states; for graphs built from
+//! configuration (and the OpenArmature conformance fixtures).
+//!
+//! Its update, [`JsonUpdate`], is a sequence of JSON partial updates; composing two keeps both
+//! and, for parallel writes, refuses two writes of a `last_write_wins` field as typed states do.
+//!
+//! ```
+//! use agentstate::schema::Schema;
+//! use agentstate::State;
+//! use agentstate_graph::json::JsonState;
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! let schema = Arc::new(Schema::from_json(&json!({"fields": {
+//!     "log": {"type": "list<string>", "reducer": "append", "default": []},
+//!     "v": {"type": "string", "default": ""}
+//! }}))?);
+//! let mut state = JsonState::new(Arc::clone(&schema));
+//! let update = state.update(json!({"log": ["a"], "v": "x"}));
+//! state.merge(update)?;
+//! assert_eq!(state.to_json(), json!({"log": ["a"], "v": "x"}));
+//! # Ok::<(), agentstate::Error>(())
+//! ```
+
+use agentstate::schema::Schema;
+use agentstate::update::{Combine, FanIn};
+use agentstate::{Error, State};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// A JSON object state merged through a runtime [`Schema`]. Cloning copies the values.
+#[derive(Debug, Clone)]
+pub struct JsonState {
+    schema: Arc<Schema>,
+    values: Map<String, Value>,
+}
+
+impl PartialEq for JsonState {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values
+    }
+}
+
+impl JsonState {
+    /// A state with every field at its default.
+    pub fn new(schema: Arc<Schema>) -> Self {
+        let values = schema.initial_state();
+        JsonState { schema, values }
+    }
+
+    /// A state with every field at its default, then `values` merged as an update (so through
+    /// the reducers, as OpenArmature's `initial_state`).
+    pub fn with_values(schema: Arc<Schema>, values: Value) -> Result<Self, Error> {
+        let mut state = JsonState::new(schema);
+        let update = state.update(values);
+        state.merge(update)?;
+        Ok(state)
+    }
+
+    /// A state holding `values` as they are: not merged through the reducers, not checked
+    /// against the schema (a subgraph's or fan-out instance's projected fields are copied in so).
+    pub fn from_values(schema: Arc<Schema>, values: Map<String, Value>) -> Self {
+        JsonState { schema, values }
+    }
+
+    /// The schema.
+    pub fn schema_ref(&self) -> &Arc<Schema> {
+        &self.schema
+    }
+
+    /// The fields' values.
+    pub fn values(&self) -> &Map<String, Value> {
+        &self.values
+    }
+
+    /// One field's value.
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        self.values.get(field)
+    }
+
+    /// The state as a JSON object.
+    pub fn to_json(&self) -> Value {
+        Value::Object(self.values.clone())
+    }
+
+    /// An update of this state from a JSON object of field values (checked when it merges).
+    pub fn update(&self, json: Value) -> JsonUpdate {
+        JsonUpdate::new(Arc::clone(&self.schema), json)
+    }
+}
+
+/// An update of a [`JsonState`]: JSON partial updates, merged in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonUpdate {
+    schema: Option<Arc<Schema>>,
+    writes: Vec<Value>,
+}
+
+impl JsonUpdate {
+    /// An update that merges `json` (an object of field values) through `schema`'s reducers.
+    pub fn new(schema: Arc<Schema>, json: Value) -> Self {
+        JsonUpdate {
+            schema: Some(schema),
+            writes: vec![json],
+        }
+    }
+
+    /// The partial updates, in merge order.
+    pub fn writes(&self) -> &[Value] {
+        &self.writes
+    }
+
+    fn fields(&self) -> impl Iterator<Item = &str> {
+        self.writes
+            .iter()
+            .filter_map(Value::as_object)
+            .flat_map(|w| w.keys().map(String::as_str))
+    }
+}
+
+impl State for JsonState {
+    type Update = JsonUpdate;
+    /// The new values of the fields the update writes.
+    type Plan = Map<String, Value>;
+
+    /// A runtime state has no static field list; see [`JsonState::values`].
+    const FIELDS: &'static [&'static str] = &[];
+
+    fn plan(&self, update: JsonUpdate) -> Result<Self::Plan, Error> {
+        // Only the fields written are copied, then merged in order through the reducers.
+        let mut scratch = Map::new();
+        for field in update.fields() {
+            if let Some(value) = self.values.get(field) {
+                scratch
+                    .entry(field.to_owned())
+                    .or_insert_with(|| value.clone());
+            }
+        }
+        for write in update.writes {
+            self.schema.merge(&mut scratch, write)?;
+        }
+        Ok(scratch)
+    }
+
+    fn apply(&mut self, plan: Self::Plan) {
+        for (field, value) in plan {
+            self.values.insert(field, value);
+        }
+    }
+
+    /// A runtime state's schema is its value's ([`JsonState::schema_ref`]); this static one is
+    /// empty.
+    fn schema() -> Schema {
+        Schema::describe(Vec::new())
+    }
+
+    fn compose(first: JsonUpdate, second: JsonUpdate, how: Combine) -> Result<JsonUpdate, Error> {
+        let schema = first.schema.clone().or_else(|| second.schema.clone());
+        if let (Combine::Parallel(FanIn::Strict), Some(schema)) = (how, &schema) {
+            let clash = first.fields().find(|field| {
+                second.fields().any(|other| other == *field)
+                    && schema
+                        .field(field)
+                        .is_some_and(|f| f.reducer.name == "last_write_wins")
+            });
+            if let Some(field) = clash {
+                return Err(Error::validation(
+                    field,
+                    "was written by two parallel branches in one step, and its reducer `last_write_wins` cannot combine them (INVALID_CONCURRENT_GRAPH_UPDATE); give it a reducer or write it from one branch",
+                ));
+            }
+        }
+        let mut writes = first.writes;
+        writes.extend(second.writes);
+        Ok(JsonUpdate { schema, writes })
+    }
+}
+
+/// Makes a `JsonUpdate` a node's output (`.into()`, or returned as it is).
+impl agentstate::update::Update for JsonUpdate {
+    type State = JsonState;
+}

@@ -1,0 +1,113 @@
+//! # agentstate-graph
+//!
+//! A graph runner over [`agentstate`] states: named nodes that read the state and return its
+//! typed update, static and conditional edges, supersteps whose parallel nodes merge through
+//! the state's reducers at a barrier in a deterministic order, a recursion limit, OpenArmature's
+//! error categories, and runs as streams of events.
+//!
+//! ```
+//! use agentstate_graph::{node::Context, node_names, Graph, END};
+//! use agentstate::{AgentState, State};
+//! use std::sync::Arc;
+//!
+//! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+//! struct Research {
+//!     question: String,
+//!     #[reducer(append)]
+//!     notes: Vec<String>,
+//!     answer: Option<String>,
+//! }
+//!
+//! node_names! {
+//!     enum Step { Plan = "plan", Web = "web", Papers = "papers", Write = "write" }
+//! }
+//!
+//! fn note(text: &'static str) -> impl agentstate_graph::node::Node<Research> {
+//!     move |_: Arc<Research>, _: Context| async move {
+//!         Ok::<_, std::convert::Infallible>(ResearchUpdate::default().notes(vec![text.to_owned()]))
+//!     }
+//! }
+//!
+//! let graph = Graph::builder()
+//!     .node(Step::Plan, note("plan"))
+//!     .node(Step::Web, note("web"))
+//!     .node(Step::Papers, note("papers"))
+//!     .node(Step::Write, |s: Arc<Research>, _: Context| async move {
+//!         Ok::<_, std::convert::Infallible>(ResearchUpdate::default().answer(s.notes.join(", ")))
+//!     })
+//!     .entry(Step::Plan)
+//!     // `web` and `papers` run in one step, in parallel; their notes merge through `append`
+//!     // in node order, whichever finishes first.
+//!     .edges(Step::Plan, [Step::Web, Step::Papers])
+//!     .edge(Step::Web, Step::Write)
+//!     .edge(Step::Papers, Step::Write) // `write` runs once, after both
+//!     .route(Step::Write, |s: &Research| if s.answer.is_some() { END.into() } else { Step::Plan.into() })
+//!     .build()?;
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+//! let state = runtime.block_on(graph.invoke(Research { question: "why?".into(), ..Default::default() }))?;
+//! assert_eq!(state.notes, ["plan", "web", "papers"]);
+//! assert_eq!(state.answer.as_deref(), Some("plan, web, papers"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Semantics, and where OpenArmature and LangGraph disagree
+//!
+//! Runs are LangGraph's supersteps: every node triggered in a step runs (concurrently, on the
+//! same shared state), their updates merge at the step's barrier in node order, then the edges
+//! of all of them pick the next step's nodes, a node reached twice running once. OpenArmature
+//! runs one node at a time outside fan-out and parallel-branches nodes; a graph without
+//! parallel edges runs the same under both. Where the two differ, this crate follows:
+//!
+//! | question | OpenArmature | LangGraph | this crate |
+//! |---|---|---|---|
+//! | several static edges from one node | `multiple_outgoing_edges` | parallel branches | the error, unless declared at once with [`GraphBuilder::edges`] (parallel branches) |
+//! | a node without an outgoing edge | (every node has one) | the branch ends | `dangling_edge` at build |
+//! | the state a conditional edge reads after a parallel step | (no parallel steps) | the step's start state plus its own node's update | the merged state (no copy per branch) |
+//! | the order of a step's merges | (one node) | edge-triggered tasks by node, then `Send`s as returned | nodes in the order added, then [`Dispatch`]es as returned |
+//! | two branches of a step writing a `last_write_wins` field | last-listed branch wins (§11.4) | `InvalidUpdateError` | between a step's nodes: the error, naming the field and both nodes, nothing merged; inside a [`parallel::ParallelBranches`] node: the last-listed branch wins |
+//! | a failing node in a parallel step | (one node) | the error, nothing of the step merged | the first failure in node order, nothing merged |
+//! | recursion limit | — | 25; a run needing L steps or more runs L (merged) then fails | the same (`recursion_limit`, [`DEFAULT_RECURSION_LIMIT`]) |
+//! | a conditional edge returning an unknown node | `routing_error` | `KeyError` if targets were declared, else a warning and the run ends | `routing_error` (for enum names it cannot compile) |
+//! | a subgraph as a node | projections (default: nothing in, same names out) | the parent's whole state in, the whole final state out | OpenArmature ([`subgraph`]) |
+//!
+//! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
+//! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
+//! [`event`] (streaming), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
+//! known at run time, for graphs built from configuration), [`error`].
+
+#![warn(missing_docs)]
+
+#[cfg(feature = "ag-ui")]
+pub mod agui;
+pub mod builder;
+pub mod error;
+pub mod event;
+pub mod graph;
+pub mod json;
+pub mod layer;
+pub mod name;
+pub mod node;
+pub mod parallel;
+pub mod subgraph;
+
+pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
+pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
+pub use event::{Event, RunStream};
+pub use graph::{Graph, RunConfig, StepRecord};
+pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
+pub use node::{BoxError, BoxNode, Context, Node};
+
+/// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when
+/// something keeps a step's state past the step), shared between threads, with a cloneable
+/// update (cloned when two parallel nodes' updates are composed, and for streamed events).
+/// Every `#[derive(AgentState)]` state that derives `Clone` is one.
+pub trait GraphState:
+    agentstate::State<Update: Clone + Send + Sync + 'static> + Clone + Send + Sync + 'static
+{
+}
+
+impl<S> GraphState for S where
+    S: agentstate::State<Update: Clone + Send + Sync + 'static> + Clone + Send + Sync + 'static
+{
+}

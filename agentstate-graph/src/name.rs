@@ -1,0 +1,204 @@
+//! Node names: the [`NodeKey`] a graph names its nodes with, routing [`Target`]s and [`END`].
+//!
+//! A graph names its nodes with any [`NodeKey`]: an enum declared with [`node_names!`](crate::node_names)
+//! (a route to a node that does not exist does not compile, and building the graph checks that
+//! every variant has a node), or strings (`&'static str`, `String`, `Arc<str>`) for graphs built
+//! from configuration, checked when the graph is built (static edges) or when the route is taken
+//! (conditional edges, a `routing_error`).
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// What a graph names its nodes with.
+///
+/// Implemented for strings and, through [`node_names!`](crate::node_names), for enums. An enum is a *closed* set
+/// of names ([`ALL`](NodeKey::ALL)): building a graph checks that each has a node, so every
+/// route the compiler accepts reaches a node.
+pub trait NodeKey: Clone + Eq + Hash + Debug + Send + Sync + 'static {
+    /// Every name of a closed set (an enum), or `None` for an open one (strings).
+    const ALL: Option<&'static [Self]> = None;
+
+    /// The node's name, as events, errors and AG-UI steps show it.
+    fn name(&self) -> &str;
+}
+
+impl NodeKey for &'static str {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+impl NodeKey for String {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+impl NodeKey for Arc<str> {
+    fn name(&self) -> &str {
+        self
+    }
+}
+
+/// Declares an enum of node names: the typed form of a graph's node set.
+///
+/// Each variant gets its name (the string after `=`); the enum derives `Clone`, `Copy`,
+/// `PartialEq`, `Eq`, `Hash` and `Debug` and implements [`NodeKey`] as a closed set.
+///
+/// ```
+/// use agentstate_graph::{node_names, NodeKey};
+///
+/// node_names! {
+///     /// The nodes of a tool-calling agent.
+///     pub enum Step {
+///         Model = "model",
+///         Tools = "tools",
+///     }
+/// }
+/// assert_eq!(Step::Tools.name(), "tools");
+/// assert_eq!(Step::ALL, Some(&[Step::Model, Step::Tools][..]));
+/// ```
+#[macro_export]
+macro_rules! node_names {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $label:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $crate::NodeKey for $name {
+            const ALL: ::core::option::Option<&'static [Self]> = ::core::option::Option::Some(&[$( $name::$variant ),+]);
+
+            fn name(&self) -> &str {
+                match self {
+                    $( $name::$variant => $label ),+
+                }
+            }
+        }
+    };
+}
+
+/// `END`: the routing target that ends a branch of the run. It is a sentinel, not a node name,
+/// so a node may be called `"END"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct End;
+
+/// The [`End`] sentinel.
+pub const END: End = End;
+
+/// Where an edge goes: a node, or [`END`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target<K> {
+    /// The node named so.
+    Node(K),
+    /// The end of this branch.
+    End,
+}
+
+impl<K: NodeKey> Target<K> {
+    /// The target's name (`END` for the end).
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Node(key) => key.name(),
+            Target::End => "END",
+        }
+    }
+}
+
+impl<K> From<End> for Target<K> {
+    fn from(End: End) -> Self {
+        Target::End
+    }
+}
+
+impl<K: NodeKey> From<K> for Target<K> {
+    fn from(key: K) -> Self {
+        Target::Node(key)
+    }
+}
+
+/// What a conditional edge returns: one target, or several (a fan-out to parallel branches that
+/// run in the next step). Build it with `.into()` from a key, [`END`], a [`Target`], or a `Vec`
+/// or array of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routes<K>(pub(crate) RoutesInner<K>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RoutesInner<K> {
+    One(Target<K>),
+    Many(Vec<Target<K>>),
+}
+
+impl<K> Routes<K> {
+    /// The targets, in order.
+    pub fn targets(&self) -> &[Target<K>] {
+        match &self.0 {
+            RoutesInner::One(target) => std::slice::from_ref(target),
+            RoutesInner::Many(targets) => targets,
+        }
+    }
+}
+
+impl<K> From<Target<K>> for Routes<K> {
+    fn from(target: Target<K>) -> Self {
+        Routes(RoutesInner::One(target))
+    }
+}
+
+impl<K> From<End> for Routes<K> {
+    fn from(End: End) -> Self {
+        Routes(RoutesInner::One(Target::End))
+    }
+}
+
+impl<K: NodeKey> From<K> for Routes<K> {
+    fn from(key: K) -> Self {
+        Routes(RoutesInner::One(Target::Node(key)))
+    }
+}
+
+impl<K: NodeKey> From<Vec<K>> for Routes<K> {
+    fn from(keys: Vec<K>) -> Self {
+        Routes(RoutesInner::Many(
+            keys.into_iter().map(Target::Node).collect(),
+        ))
+    }
+}
+
+impl<K> From<Vec<Target<K>>> for Routes<K> {
+    fn from(targets: Vec<Target<K>>) -> Self {
+        Routes(RoutesInner::Many(targets))
+    }
+}
+
+impl<K: NodeKey, const N: usize> From<[K; N]> for Routes<K> {
+    fn from(keys: [K; N]) -> Self {
+        Routes(RoutesInner::Many(
+            keys.into_iter().map(Target::Node).collect(),
+        ))
+    }
+}
+
+/// A task of a dynamic fan-out (LangGraph's `Send`): run `node` in the next step on `input`
+/// instead of the graph's state; see [`route_send`](crate::GraphBuilder::route_send).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch<K, S> {
+    /// The node to run.
+    pub node: K,
+    /// The state it reads.
+    pub input: S,
+}
+
+impl<K, S> Dispatch<K, S> {
+    /// A task running `node` on `input`.
+    pub fn to(node: K, input: S) -> Self {
+        Dispatch { node, input }
+    }
+}

@@ -1,0 +1,207 @@
+//! Nodes: async functions of the state that return its update, and the [`Context`] the runner
+//! gives them.
+//!
+//! A node reads the state through an `Arc<S>`: shared, never copied, and impossible to mutate.
+//! It returns `Result<O, E>` where `O` converts into a [`NodeOutput`] (an update, messages, a
+//! tool result, several of those, or `()`), and `E` is any error type; the runner reports it as
+//! a `node_exception` with the error as its `source()`.
+//!
+//! ```
+//! use agentstate_graph::node::{Context, Node};
+//! use agentstate::{AgentState, State};
+//! use std::sync::Arc;
+//!
+//! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+//! struct Counter { n: u32 }
+//!
+//! // An async closure of the state and the context is a node.
+//! let increment = |state: Arc<Counter>, _cx: Context| async move {
+//!     Ok::<_, std::convert::Infallible>(CounterUpdate::default().n(state.n + 1))
+//! };
+//! fn is_node(_: &impl Node<Counter>) {}
+//! is_node(&increment);
+//! ```
+
+use agentstate::output::NodeOutput;
+use agentstate::State;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Any error a node or an edge returns.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The future a [`Node`] returns.
+pub type NodeFuture<U> = Pin<Box<dyn Future<Output = Result<NodeOutput<U>, BoxError>> + Send>>;
+
+/// A unit of work of a graph: reads the state, returns its output.
+///
+/// Implemented for every `Fn(Arc<S>, Context) -> impl Future<Output = Result<O, E>>` with `O:
+/// Into<NodeOutput<S::Update>>` and `E: Into<BoxError>`; implement it yourself for a node that
+/// wraps another (a layer, in tower's sense).
+pub trait Node<S: State>: Send + Sync + 'static {
+    /// Runs the node on `state`.
+    fn call(&self, state: Arc<S>, cx: Context) -> NodeFuture<S::Update>;
+}
+
+impl<S, F, Fut, O, E> Node<S> for F
+where
+    S: State,
+    F: Fn(Arc<S>, Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, E>> + Send + 'static,
+    O: Into<NodeOutput<S::Update>>,
+    E: Into<BoxError>,
+{
+    fn call(&self, state: Arc<S>, cx: Context) -> NodeFuture<S::Update> {
+        let future = self(state, cx);
+        Box::pin(async move { future.await.map(Into::into).map_err(Into::into) })
+    }
+}
+
+/// What a node emits through its [`Context`] while it runs.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Emitted {
+    /// A custom event (AG-UI `CUSTOM`).
+    Custom {
+        /// The event's name.
+        name: String,
+        /// Its value.
+        value: Value,
+    },
+    /// A piece of a model's text answer (AG-UI `TEXT_MESSAGE_CONTENT`); the first delta of a
+    /// message id starts the message.
+    TextDelta {
+        /// The id of the message being streamed (the id the final message will have).
+        message_id: String,
+        /// The text.
+        delta: String,
+    },
+    /// A piece of a tool call's arguments (AG-UI `TOOL_CALL_ARGS`); the first delta of a call
+    /// starts it.
+    ToolCallDelta {
+        /// The id of the message that owns the call.
+        message_id: String,
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// A piece of the arguments' JSON text.
+        delta: String,
+    },
+}
+
+/// Where a node's emissions go: the stream of the run, when it is streamed.
+pub(crate) type Sink = Arc<dyn Fn(&str, u64, Emitted) + Send + Sync>;
+
+/// What the runner offers a node: the run's id, the step, the node's name, and a way to emit
+/// events to the run's stream (ignored when the run is not streamed). Cheap to clone.
+#[derive(Clone)]
+pub struct Context {
+    run_id: Arc<str>,
+    node: Arc<str>,
+    step: u64,
+    sink: Option<Sink>,
+}
+
+impl Context {
+    pub(crate) fn new(run_id: Arc<str>, node: Arc<str>, step: u64, sink: Option<Sink>) -> Self {
+        Context {
+            run_id,
+            node,
+            step,
+            sink,
+        }
+    }
+
+    /// A context outside any run (for testing a node on its own): run id `"test"`, step 0,
+    /// emissions dropped.
+    ///
+    /// ```
+    /// use agentstate_graph::node::Context;
+    /// let cx = Context::detached("model");
+    /// assert_eq!((cx.node(), cx.step(), cx.is_streamed()), ("model", 0, false));
+    /// ```
+    pub fn detached(node: &str) -> Self {
+        Context::new(Arc::from("test"), Arc::from(node), 0, None)
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The node's name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The step the node runs in, from 1.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// Whether emissions reach a stream (false when the run is invoked without streaming, so a
+    /// node may skip building them).
+    pub fn is_streamed(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Emits an event to the run's stream.
+    pub fn emit(&self, emitted: Emitted) {
+        if let Some(sink) = &self.sink {
+            sink(&self.node, self.step, emitted);
+        }
+    }
+
+    /// Emits a custom event.
+    pub fn custom(&self, name: impl Into<String>, value: Value) {
+        self.emit(Emitted::Custom {
+            name: name.into(),
+            value,
+        });
+    }
+
+    /// Emits a piece of a model's text answer for the message `message_id`.
+    pub fn text_delta(&self, message_id: impl Into<String>, delta: impl Into<String>) {
+        self.emit(Emitted::TextDelta {
+            message_id: message_id.into(),
+            delta: delta.into(),
+        });
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("run_id", &self.run_id)
+            .field("node", &self.node)
+            .field("step", &self.step)
+            .field("streamed", &self.sink.is_some())
+            .finish()
+    }
+}
+
+/// A node behind a shared pointer: a node whose type is chosen at run time (graphs built from
+/// configuration, layers applied conditionally). Cheap to clone.
+pub struct BoxNode<S>(Arc<dyn Node<S>>);
+
+impl<S: State> BoxNode<S> {
+    /// Boxes `node`.
+    pub fn new(node: impl Node<S>) -> Self {
+        BoxNode(Arc::new(node))
+    }
+}
+
+impl<S> Clone for BoxNode<S> {
+    fn clone(&self) -> Self {
+        BoxNode(Arc::clone(&self.0))
+    }
+}
+
+impl<S: State + 'static> Node<S> for BoxNode<S> {
+    fn call(&self, state: Arc<S>, cx: Context) -> NodeFuture<S::Update> {
+        self.0.call(state, cx)
+    }
+}

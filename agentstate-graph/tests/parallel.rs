@@ -1,0 +1,333 @@
+//! Fan-out, parallel branches and dynamic fan-out (`Dispatch`): results in input order, error
+//! policies, the empty case, the concurrency limit, cancellation.
+
+// The derive's update of a state whose fields have no drop glue trips this lint (the derive's
+// generated code, not these tests).
+#![allow(clippy::forget_non_drop)]
+
+use agentstate::AgentState;
+use agentstate_graph::parallel::{FanOut, FanOutError, OnEmpty, ParallelBranches};
+use agentstate_graph::{Context, Dispatch, Graph, RunErrorKind, END};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Job {
+    x: u64,
+    result: u64,
+}
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Batch {
+    items: Vec<u64>,
+    #[reducer(append)]
+    results: Vec<u64>,
+    #[reducer(append)]
+    errors: Vec<String>,
+    winner: String,
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
+#[derive(Debug)]
+struct Odd(u64);
+impl std::fmt::Display for Odd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} is odd", self.0)
+    }
+}
+impl std::error::Error for Odd {}
+
+/// A job that sleeps `10 - x` ms (so later items finish first), fails on odd `x` when
+/// `fail_odd`, and doubles `x`; `live` counts the jobs running, `peak` the most at once.
+fn worker(fail_odd: bool, live: Arc<AtomicUsize>, peak: Arc<AtomicUsize>) -> Graph<Job> {
+    Graph::builder()
+        .node("work", move |s: Arc<Job>, _: Context| {
+            let (live, peak) = (Arc::clone(&live), Arc::clone(&peak));
+            async move {
+                let now = live.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(10 - s.x.min(10))).await;
+                live.fetch_sub(1, Ordering::SeqCst);
+                if fail_odd && s.x % 2 == 1 {
+                    return Err(Odd(s.x));
+                }
+                Ok(JobUpdate::default().result(s.x * 2))
+            }
+        })
+        .entry("work")
+        .edge("work", END)
+        .build()
+        .unwrap()
+}
+
+fn fan_out(child: Graph<Job>) -> FanOut<Batch, Job, &'static str> {
+    FanOut::new(
+        child,
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
+        },
+    )
+}
+
+fn one_node(node: impl agentstate_graph::Node<Batch>) -> Graph<Batch> {
+    Graph::builder()
+        .node("process", node)
+        .entry("process")
+        .edge("process", END)
+        .build()
+        .unwrap()
+}
+
+fn batch(items: &[u64]) -> Batch {
+    Batch {
+        items: items.to_vec(),
+        ..Batch::default()
+    }
+}
+
+#[test]
+fn a_fan_out_collects_in_item_order_within_its_concurrency_limit() {
+    let (live, peak) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
+    let graph = one_node(fan_out(worker(false, live, Arc::clone(&peak))).concurrency(Some(3)));
+    let state = block_on(graph.invoke(batch(&[1, 2, 3, 4, 5, 6, 7, 8]))).unwrap();
+    assert_eq!(state.results, [2, 4, 6, 8, 10, 12, 14, 16]);
+    assert_eq!(peak.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn a_failing_instance_fails_the_fan_out_and_nothing_merges() {
+    let graph = one_node(fan_out(worker(true, Arc::default(), Arc::default())));
+    let err = block_on(graph.invoke(batch(&[2, 3, 4]))).unwrap_err();
+    assert_eq!(err.category(), "node_exception");
+    assert_eq!(err.node(), Some("process"));
+    assert!(err.state().results.is_empty());
+    let RunErrorKind::Node { error, .. } = err.kind() else {
+        panic!("{err:?}")
+    };
+    let fan_out = error
+        .downcast_ref::<FanOutError>()
+        .expect("a fan-out error");
+    assert_eq!(fan_out.category(), "node_exception");
+    assert!(
+        fan_out
+            .to_string()
+            .starts_with("fan-out instance 1 failed: node `work` failed in step 1: 3 is odd"),
+        "{fan_out}"
+    );
+}
+
+#[test]
+fn collecting_errors_keeps_the_successes_in_order_and_reports_the_failures() {
+    let node = fan_out(worker(true, Arc::default(), Arc::default())).collect_errors(|failed| {
+        BatchUpdate::default().errors(
+            failed
+                .into_iter()
+                .map(|f| format!("{}: {}", f.index, f.error.category()))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let state = block_on(one_node(node).invoke(batch(&[1, 2, 3, 4]))).unwrap();
+    assert_eq!(state.results, [4, 8]);
+    assert_eq!(state.errors, ["0: node_exception", "2: node_exception"]);
+}
+
+#[test]
+fn an_empty_fan_out_raises_unless_told_it_may_be_empty() {
+    let graph = one_node(fan_out(worker(false, Arc::default(), Arc::default())));
+    let err = block_on(graph.invoke(batch(&[]))).unwrap_err();
+    let RunErrorKind::Node { error, .. } = err.kind() else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        error.downcast_ref::<FanOutError>().unwrap().category(),
+        "fan_out_empty"
+    );
+
+    let noop =
+        one_node(fan_out(worker(false, Arc::default(), Arc::default())).on_empty(OnEmpty::Noop));
+    assert!(block_on(noop.invoke(batch(&[])))
+        .unwrap()
+        .results
+        .is_empty());
+}
+
+#[test]
+fn parallel_branches_merge_in_branch_order_and_the_last_listed_branch_wins_a_plain_field() {
+    let branch = |name: &'static str, delay: u64| {
+        move |_: Arc<Batch>, _: Context| async move {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            Ok::<_, Infallible>(
+                BatchUpdate::default()
+                    .errors(vec![name.to_owned()])
+                    .winner(name),
+            )
+        }
+    };
+    let node = ParallelBranches::new()
+        .branch("slow", branch("slow", 20))
+        .branch("fast", branch("fast", 0));
+    let state = block_on(one_node(node).invoke(Batch::default())).unwrap();
+    assert_eq!(state.errors, ["slow", "fast"]);
+    assert_eq!(state.winner, "fast");
+}
+
+#[test]
+fn a_failing_branch_cancels_the_others_unless_errors_are_collected() {
+    let hung = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::clone(&hung);
+    let never = move |_: Arc<Batch>, _: Context| {
+        let finished = Arc::clone(&finished);
+        async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            finished.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Infallible>(BatchUpdate::default())
+        }
+    };
+    let failing = |_: Arc<Batch>, _: Context| async { Err::<BatchUpdate, _>(Odd(1)) };
+    let node = ParallelBranches::new()
+        .branch("never", never)
+        .branch("failing", failing);
+    let err = block_on(one_node(node).invoke(Batch::default())).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "node `process` failed in step 1: branch `failing` failed: 1 is odd"
+    );
+    assert_eq!(hung.load(Ordering::SeqCst), 0);
+
+    let ok = |_: Arc<Batch>, _: Context| async {
+        Ok::<_, Infallible>(BatchUpdate::default().results(vec![7]))
+    };
+    let node = ParallelBranches::new()
+        .branch("failing", failing)
+        .branch("ok", ok)
+        .collect_errors(|failed| {
+            BatchUpdate::default().errors(
+                failed
+                    .into_iter()
+                    .map(|f| format!("{}: {}", f.branch, f.error))
+                    .collect::<Vec<_>>(),
+            )
+        });
+    let state = block_on(one_node(node).invoke(Batch::default())).unwrap();
+    assert_eq!(
+        (state.results, state.errors),
+        (vec![7], vec!["failing: 1 is odd".to_owned()])
+    );
+}
+
+#[test]
+fn dispatch_runs_a_node_per_task_with_its_own_input_in_the_order_returned() {
+    let graph = Graph::builder()
+        .node("split", |_: Arc<Batch>, _: Context| async {
+            Ok::<_, Infallible>(())
+        })
+        .node("square", |s: Arc<Batch>, _: Context| async move {
+            let x = s.items[0];
+            tokio::time::sleep(Duration::from_millis(10 - x)).await;
+            Ok::<_, Infallible>(BatchUpdate::default().results(vec![x * x]))
+        })
+        .node("done", |s: Arc<Batch>, _: Context| async move {
+            Ok::<_, Infallible>(
+                BatchUpdate::default().errors(vec![format!("{} results", s.results.len())]),
+            )
+        })
+        .entry("split")
+        .route_send("split", |s: &Batch| {
+            s.items
+                .iter()
+                .map(|&x| Dispatch::to("square", batch(&[x])))
+                .collect()
+        })
+        .edge("square", "done")
+        .edge("done", END)
+        .build()
+        .unwrap();
+    let state = block_on(graph.invoke(batch(&[1, 2, 3]))).unwrap();
+    assert_eq!(state.results, [1, 4, 9]);
+    // `done` ran once, after every task merged.
+    assert_eq!(state.errors, ["3 results"]);
+
+    let lost = Graph::builder()
+        .node("split", |_: Arc<Batch>, _: Context| async {
+            Ok::<_, Infallible>(())
+        })
+        .entry("split")
+        .route_send("split", |_: &Batch| {
+            vec![Dispatch::to("ghost", Batch::default())]
+        })
+        .build()
+        .unwrap();
+    assert_eq!(
+        block_on(lost.invoke(Batch::default()))
+            .unwrap_err()
+            .category(),
+        "routing_error"
+    );
+}
+
+#[test]
+fn a_conditional_branch_runs_only_when_its_condition_holds() {
+    let hit = |name: &'static str| {
+        move |_: Arc<Batch>, _: Context| async move {
+            Ok::<_, Infallible>(BatchUpdate::default().errors(vec![name.to_owned()]))
+        }
+    };
+    let node = ParallelBranches::new()
+        .branch_when("vector", |b: &Batch| !b.items.is_empty(), hit("vector"))
+        .branch("fts", hit("fts"));
+    let graph = one_node(node);
+    assert_eq!(
+        block_on(graph.invoke(Batch::default())).unwrap().errors,
+        ["fts"]
+    );
+    assert_eq!(
+        block_on(graph.invoke(batch(&[1]))).unwrap().errors,
+        ["vector", "fts"]
+    );
+}
+
+#[test]
+fn the_concurrency_limit_can_come_from_the_state_and_instances_retry_whole() {
+    let (live, peak) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
+    let node = fan_out(worker(false, live, Arc::clone(&peak)))
+        .concurrency_from(|b: &Batch| Some(b.items.len() / 2));
+    let state = block_on(one_node(node).invoke(batch(&[2, 4, 6, 8]))).unwrap();
+    assert_eq!(state.results, [4, 8, 12, 16]);
+    assert_eq!(peak.load(Ordering::SeqCst), 2);
+
+    // Each instance fails its first run; retried whole, all succeed.
+    let runs = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&runs);
+    let seen = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let once = Graph::builder()
+        .node("work", move |s: Arc<Job>, _: Context| {
+            count.fetch_add(1, Ordering::SeqCst);
+            let first = seen.lock().unwrap().insert(s.x);
+            async move {
+                if first {
+                    return Err(Odd(s.x));
+                }
+                Ok(JobUpdate::default().result(s.x))
+            }
+        })
+        .entry("work")
+        .edge("work", END)
+        .build()
+        .unwrap();
+    let node = fan_out(once).retry_instances(
+        agentstate_graph::layer::RetryPolicy::new(2).backoff_constant(Duration::ZERO),
+    );
+    let state = block_on(one_node(node).invoke(batch(&[1, 2, 3]))).unwrap();
+    assert_eq!(state.results, [1, 2, 3]);
+    assert_eq!(runs.load(Ordering::SeqCst), 6);
+}

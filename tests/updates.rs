@@ -1851,3 +1851,39 @@ fn merge_parallel_strict_agrees_with_a_langgraph_step() {
         "{merged} merged, {refused} refused"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Setters
+// ---------------------------------------------------------------------------------------------
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notebook {
+    #[reducer(append)]
+    log: Vec<String>,
+    #[reducer(bounded_append(max_len = 3))]
+    recent: VecDeque<String>,
+    #[reducer(append)]
+    sizes: Vec<u16>,
+}
+
+#[test]
+fn list_setters_take_arrays_and_vecs_of_str_and_integer_literals_keep_the_field_type() {
+    let mut book = Notebook::default();
+    book.merge(
+        NotebookUpdate::default()
+            .log(["a", "b"])
+            .recent(["x", "y"])
+            .sizes([1, 2]),
+    )
+    .unwrap();
+    book.merge(
+        NotebookUpdate::default()
+            .log(["c"])
+            .recent(["z", "w"])
+            .sizes(vec![3]),
+    )
+    .unwrap();
+    assert_eq!(book.log, ["a", "b", "c"]);
+    assert_eq!(book.recent, ["y", "z", "w"]);
+    assert_eq!(book.sizes, [1u16, 2, 3]);
+}

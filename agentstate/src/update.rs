@@ -125,9 +125,15 @@ fn path_is_lost(path: &str) -> bool {
 /// field's type: `120` is a `u64` for a `u64` field and `Some(120)` an `Option<u64>`.
 ///
 /// Besides `T` itself it takes a `&str`, `&String` or `Cow<str>` for a `String`, a `&str` for an
-/// `Option<String>`, a `T` for an `Option<T>`, and a `Vec<T>` or an array for a `Vec<T>`,
-/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`).
+/// `Option<String>`, a `T` for an `Option<T>`, a `Vec<T>` or an array for a `Vec<T>`,
+/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`),
+/// and an array of `&str` for a `Vec<String>` or `VecDeque<String>` (`.log(["a", "b"])`).
 /// Implement it for your own field types to let their setters take more.
+///
+/// An array for a list of `String`s may then hold `String`s or `&str`s, so an array whose
+/// element type is left open is ambiguous there: write `vec![]` rather than `[]`, and
+/// `vec!["a".into()]` rather than `["a".into()]`. A `Vec<&str>` is not taken, for the same
+/// reason (`vec![]` would be ambiguous).
 ///
 /// ```
 /// use agentstate::{AgentState, State};
@@ -138,18 +144,23 @@ fn path_is_lost(path: &str) -> bool {
 ///     model: Option<String>,
 ///     #[reducer(bounded_append(max_len = 3))]
 ///     latencies: std::collections::VecDeque<u32>,
+///     #[reducer(append)]
+///     log: Vec<String>,
 /// }
 ///
 /// let mut usage = Usage::default();
-/// usage.merge(UsageUpdate::default().tokens_used(120).model("gpt").latencies([40, 52]))?;
+/// usage.merge(
+///     UsageUpdate::default().tokens_used(120).model("gpt").latencies([40, 52]).log(["a", "b"]),
+/// )?;
 /// assert_eq!(usage.tokens_used, 120);
 /// assert_eq!(usage.model.as_deref(), Some("gpt"));
+/// assert_eq!(usage.log, ["a", "b"]);
 /// # Ok::<(), agentstate::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "a setter of a field of type `{T}` cannot take a `{Self}`",
     label = "expected `{T}`",
-    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, and a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList` (see agentstate::update::IntoField)"
+    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList`, and `&str`s for `String`s in a list (see agentstate::update::IntoField)"
 )]
 pub trait IntoField<T> {
     /// The field's value.
@@ -218,6 +229,22 @@ impl<T, const N: usize> IntoField<VecDeque<T>> for [T; N] {
         self.into()
     }
 }
+
+/// Lists of `&str` for lists of `String`: `.notes(["a", "b"])`. One implementation per list
+/// shape, as for the other lists, so that an integer literal in an array still takes the
+/// element type of the field (`.latencies([40, 52])` on a `Vec<u32>`).
+macro_rules! str_lists {
+    ($($list:ident),*) => {$(
+        impl<const N: usize> IntoField<$list<String>> for [&str; N] {
+            #[inline]
+            fn into_field(self) -> $list<String> {
+                self.into_iter().map(str::to_owned).collect()
+            }
+        }
+    )*};
+}
+
+str_lists!(Vec, VecDeque);
 
 impl<T> IntoField<KeyedList<T>> for Vec<T> {
     #[inline]

@@ -69,7 +69,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// let string: MessageId = serde_json::from_str(r#""1""#)?;
 /// assert_eq!(int, MessageId::Int(1));
 /// assert_ne!(int, string);
-/// assert_eq!(format!("{int} {string}"), r#"1 "1""#);
+/// assert_eq!(format!("{int} {string}"), "1 1", "Display writes the id without quotes");
+/// assert_eq!(format!("{int:?} {string:?}"), r#"Int(1) Str("1")"#);
 /// assert_eq!(serde_json::to_string(&string)?, r#""1""#);
 ///
 /// let bigint: MessageId = serde_json::from_str("18446744073709551615")?;
@@ -266,12 +267,14 @@ macro_rules! int_id {
 int_id!(i128, i64, u64, i32, u32);
 
 impl fmt::Display for MessageId {
-    /// An integer id bare (`7`), a string id quoted (`"m1"`), so the two never look alike.
+    /// The id as written: an integer's digits (`7`), a string's text (`m1`), without quotes,
+    /// as it goes into a message or another id. The integer `1` and the string `"1"` then
+    /// display alike; `Debug` (`Int(1)`, `Str("1")`) tells them apart.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MessageId::Int(i) => write!(f, "{i}"),
             MessageId::BigInt(digits) => f.write_str(digits),
-            MessageId::Str(s) => write!(f, "{s:?}"),
+            MessageId::Str(s) => f.write_str(s),
         }
     }
 }
@@ -551,7 +554,9 @@ mod tests {
         assert_eq!(serde_json::to_value(&a).unwrap()["message_id"], json!(1));
         assert_eq!(serde_json::to_value(&b).unwrap()["message_id"], json!("1"));
         assert_eq!(a.message_id.to_string(), "1");
-        assert_eq!(b.message_id.to_string(), "\"1\"");
+        // Display writes ids without quotes; Debug tells the two apart.
+        assert_eq!(b.message_id.to_string(), "1");
+        assert_eq!(format!("{:?}", b.message_id), "Str(\"1\")");
     }
 
     #[test]

@@ -29,8 +29,12 @@
 //! let back: Message = serde_json::from_value(wire)?;
 //! assert_eq!(back, ask);
 //!
-//! // Content is a list of blocks: a plain string is rejected.
-//! assert!(serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).is_err());
+//! // Content is a list of blocks: a plain string is rejected, as AgentFlow does, with what to
+//! // write instead.
+//! let err = serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).unwrap_err();
+//! assert!(err.to_string().contains(r#"for text write "content": [{"type": "text", "text": "..."}]"#));
+//! let hi: Message = serde_json::from_value(json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))?;
+//! assert_eq!(hi.text(), "hi");
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 
@@ -542,6 +546,33 @@ mod tests {
 
     fn parse(value: Value) -> Result<Message, serde_json::Error> {
         serde_json::from_value(value)
+    }
+
+    #[test]
+    fn a_plain_string_content_is_refused_with_what_to_write_instead() {
+        let err = parse(json!({"role": "user", "content": "hi"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid type: string "hi", expected a list of content blocks; for text write "content": [{"type": "text", "text": "..."}] (AgentFlow refuses a plain string too), in Rust Message::text_message(text, role)"#
+        );
+        let err =
+            serde_json::from_str::<Message>(r#"{"role": "user", "content": "hi"}"#).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(r#"for text write "content": [{"type": "text""#),
+            "{err}"
+        );
+        // In a state's JSON update, the error names the field and the path.
+        let err = crate::state::AgentStateUpdate::from_json(
+            json!({"context": [{"role": "user", "content": "hi"}]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                r#"field `context` has a value that does not fit at `context[0].content`: invalid type: string "hi", expected a list of content blocks; for text write"#
+            ),
+            "{err}"
+        );
     }
 
     #[test]

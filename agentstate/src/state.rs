@@ -39,6 +39,12 @@ pub trait State {
     /// The JSON keys of the state's fields (including those of a base state), in order.
     const FIELDS: &'static [&'static str];
 
+    /// The JSON key of the field that receives messages (see
+    /// [`MessagesUpdate`](crate::output::MessagesUpdate)), when the state has one: `context`
+    /// for [`AgentState`] and the states extending it. An update's unknown key such as
+    /// `messages` is answered with a hint toward it.
+    const MESSAGES: Option<&'static str> = None;
+
     /// Checks `update` against the state and prepares every field's merge, reading only. On
     /// error nothing is changed.
     fn plan(&self, update: Self::Update) -> Result<Self::Plan, Error>;

@@ -230,6 +230,15 @@ impl<T, const N: usize> IntoField<VecDeque<T>> for [T; N] {
     }
 }
 
+/// One update of a user reducer's field (`#[reducer(with = f)]`), whose update holds
+/// [`Steps`](crate::reducers::Steps).
+impl<U> IntoField<crate::reducers::Steps<U>> for U {
+    #[inline]
+    fn into_field(self) -> crate::reducers::Steps<U> {
+        crate::reducers::Steps::from(self)
+    }
+}
+
 /// Lists of `&str` for lists of `String`: `.notes(["a", "b"])`. One implementation per list
 /// shape, as for the other lists, so that an integer literal in an array still takes the
 /// element type of the field (`.latencies([40, 52])` on a `Vec<u32>`).
@@ -393,7 +402,8 @@ fn parse<U: Update + DeserializeOwned>(
     value: Value,
     strictness: Strictness,
 ) -> Result<(U, Vec<String>), Error> {
-    let (value, ignored) = normalize(value, <U::State as State>::FIELDS, strictness)?;
+    let state = (<U::State as State>::FIELDS, <U::State as State>::MESSAGES);
+    let (value, ignored) = normalize(value, state, strictness)?;
     match deserialize::<U>(&value) {
         Ok(mut update) => {
             update.prepare();
@@ -418,12 +428,12 @@ fn deserialize<U: DeserializeOwned>(value: &Value) -> Result<U, Failure> {
     })
 }
 
-/// Checks an update's JSON against the state's field names and puts both Overwrite spellings
-/// into the serialized one (`"field.__overwrite__"`). Returns the object and, when lenient, the
-/// ignored keys.
+/// Checks an update's JSON against the state's field names (and its messages field's, for the
+/// hint) and puts both Overwrite spellings into the serialized one (`"field.__overwrite__"`).
+/// Returns the object and, when lenient, the ignored keys.
 fn normalize(
     value: Value,
-    fields: &[&str],
+    (fields, messages): (&[&str], Option<&str>),
     strictness: Strictness,
 ) -> Result<(Value, Vec<String>), Error> {
     let Value::Object(object) = value else {
@@ -446,12 +456,12 @@ fn normalize(
                     continue;
                 }
                 Strictness::Strict => {
-                    let hint = did_you_mean(field, fields.iter().copied())
-                        .map(|s| format!("; did you mean `{s}`?"))
-                        .unwrap_or_default();
                     return Err(Error::validation(
                         field,
-                        format!("is not a field of this state{hint}"),
+                        format!(
+                            "is not a field of this state{}",
+                            hint(field, fields, messages)
+                        ),
                     ));
                 }
             }
@@ -484,6 +494,29 @@ fn normalize(
         normalized.insert(key, value);
     }
     Ok((Value::Object(normalized), ignored))
+}
+
+/// The names other systems give the messages field (LangGraph's `MessagesState` has `messages`).
+const MESSAGES_NAMES: &[&str] = &[
+    "messages",
+    "message",
+    "history",
+    "chat_history",
+    "conversation",
+];
+
+/// The hint after "is not a field of this state": the closest field's name when one is close,
+/// else the messages field when the key is another system's name for it.
+fn hint(key: &str, fields: &[&str], messages: Option<&str>) -> String {
+    if let Some(close) = did_you_mean(key, fields.iter().copied()) {
+        return format!("; did you mean `{close}`?");
+    }
+    match messages {
+        Some(messages) if MESSAGES_NAMES.contains(&key) => {
+            format!("; this state's messages are in `{messages}`")
+        }
+        _ => String::new(),
+    }
 }
 
 /// Whether `value` nests more than `limit` levels of arrays and objects. Iterative, so that a

@@ -410,6 +410,7 @@ const _: () = {
             const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN);
             &__ALL
         };
+        const MESSAGES: __p::Option<&'static str> = <AgentState as __p::State>::MESSAGES;
         #[inline]
         fn plan(&self, mut __u: Self::Update) -> __p::Result<Self::Plan, __p::Error> {
             let __plan = __p::Plans::plan((

@@ -752,12 +752,19 @@ impl<'a> Gen<'a> {
                 _ => {}
             }
         }
-        // Only a messages setter uses its field's reducer (to prepare): their fits alone.
+        // A messages setter prepares through its field's reducer: those fits. A setter called
+        // again composes (`set_entry`), which a generic struct's update does under its fields'
+        // requirements (a non-generic one's are proven where used).
+        let mut update_is = TokenStream::new();
+        if self.generic {
+            update_is.extend(self.preds.fits.clone());
+            update_is.extend(self.preds.values.clone());
+        }
         let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
         self.head(
             out,
             &format!("impl{g} {update}{a}"),
-            &[&self.preds.message_fits],
+            &[&self.preds.message_fits, &update_is],
         );
         out.g(Delimiter::Brace, |b| {
             b.c(&setters);
@@ -1468,7 +1475,8 @@ fn reduced_setters(
     } = *site;
     let ident = field.ident;
     let doc = format!(
-        "Sets the value merged into `{ident}` (with `{}`).",
+        "Sets the value merged into `{ident}` (with `{}`); called again, adds to it as `then` \
+         does (see agentstate::update::IntoField).",
         reducer.name
     );
     let _ = write!(out, "#[doc = {}] {head} {}", lit(&doc), setter_name(ident));
@@ -1476,15 +1484,26 @@ fn reduced_setters(
         let _ = write!(a, "mut self, value: impl {p}::IntoField<");
         a.c(&r.uty).s(">");
     });
+    // Called again, the two values compose as two updates of the field alone (`set_entry`).
     out.s(" -> Self").g(Delimiter::Brace, |b| {
-        let _ = write!(b, "{target}.{ident} = ");
-        if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
-            // Messages in a JSON messages update get their ids when the update is made.
-            let _ = write!(b, "{p}::prepared::<");
-            b.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value); self");
+        let update = if target == "self" {
+            "&mut self"
         } else {
-            let _ = write!(b, "{p}::set(value); self");
-        }
+            target
+        };
+        let _ = write!(b, "{p}::set_entry");
+        b.g(Delimiter::Parenthesis, |a| {
+            let _ = write!(a, "{update}, ");
+            if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
+                // Messages in a JSON messages update get their ids when the update is made.
+                let _ = write!(a, "{p}::prepared::<");
+                a.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value)");
+            } else {
+                let _ = write!(a, "{p}::set(value)");
+            }
+            let _ = write!(a, ", |u| &mut u.{ident}");
+        });
+        b.s("; self");
     });
     let doc = format!(
         "Replaces `{ident}` with this value, bypassing its reducer `{}`.",

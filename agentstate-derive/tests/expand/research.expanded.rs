@@ -213,9 +213,9 @@ const _: () = {
         for<'__agentstate> <AgentState as ::agentstate::__private::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
-        #[doc = "Sets the value merged into `notes` (with `append`)."]
+        #[doc = "Sets the value merged into `notes` (with `append`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
         pub fn notes(mut self, value: impl __p::IntoField<Vec<String>>) -> Self {
-            self.notes = __p::set(value);
+            __p::set_entry(&mut self, __p::set(value), |u| &mut u.notes);
             self
         }
         #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
@@ -223,9 +223,9 @@ const _: () = {
             self.overwrite.notes = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `recent` (with `bounded_append`)."]
+        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
         pub fn recent(mut self, value: impl __p::IntoField<Vec<u32>>) -> Self {
-            self.recent = __p::set(value);
+            __p::set_entry(&mut self, __p::set(value), |u| &mut u.recent);
             self
         }
         #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -233,9 +233,9 @@ const _: () = {
             self.overwrite.recent = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `findings` (with `merge_by_key`)."]
+        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
         pub fn findings(mut self, value: impl __p::IntoField<Vec<Finding>>) -> Self {
-            self.findings = __p::set(value);
+            __p::set_entry(&mut self, __p::set(value), |u| &mut u.findings);
             self
         }
         #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -251,9 +251,9 @@ const _: () = {
             self.base = __p::IntoField::into_field(value);
             self
         }
-        #[doc = "Sets the value merged into `title` (with `last_write_wins`)."]
+        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
         pub fn title(mut self, value: impl __p::IntoField<String>) -> Self {
-            self.title = __p::set(value);
+            __p::set_entry(&mut self, __p::set(value), |u| &mut u.title);
             self
         }
         #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]

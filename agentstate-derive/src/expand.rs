@@ -753,13 +753,15 @@ impl<'a> Gen<'a> {
             }
         }
         // A messages setter prepares through its field's reducer: those fits. A setter called
-        // again composes (`set_entry`), which a generic struct's update does under its fields'
-        // requirements (a non-generic one's are proven where used).
-        let mut update_is = TokenStream::new();
-        if self.generic {
-            update_is.extend(self.preds.fits.clone());
-            update_is.extend(self.preds.values.clone());
-        }
+        // again composes (`set_entry`): that the update is one, and clones.
+        let update_is = if self.generic {
+            let (fits, values) = (&self.preds.fits, &self.preds.values);
+            quote!(#fits #values)
+        } else {
+            // Assumed under a binder, as in `json`: the `State` impl and the update's `Clone`
+            // report what a field lacks, once, at the field.
+            quote!(for<'__agentstate> Self: __p::Update + __p::Clone,)
+        };
         let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
         self.head(
             out,
@@ -1475,8 +1477,7 @@ fn reduced_setters(
     } = *site;
     let ident = field.ident;
     let doc = format!(
-        "Sets the value merged into `{ident}` (with `{}`); called again, adds to it as `then` \
-         does (see agentstate::update::IntoField).",
+        "Sets the value merged into `{ident}` (with `{}`); called again, combines as `then`.",
         reducer.name
     );
     let _ = write!(out, "#[doc = {}] {head} {}", lit(&doc), setter_name(ident));
@@ -1491,19 +1492,24 @@ fn reduced_setters(
         } else {
             target
         };
-        let _ = write!(b, "{p}::set_entry");
-        b.g(Delimiter::Parenthesis, |a| {
-            let _ = write!(a, "{update}, ");
-            if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
-                // Messages in a JSON messages update get their ids when the update is made.
-                let _ = write!(a, "{p}::prepared::<");
+        if let Kind::LastWriteWins | Kind::ReplaceValue = reducer.kind {
+            // Combining keeps the last value: what the assignment does, cheaper to compile.
+            let _ = write!(b, "{target}.{ident} = {p}::set(value); self");
+        } else if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
+            // Messages in a JSON messages update get their ids when the update is made.
+            let _ = write!(b, "{p}::store");
+            b.g(Delimiter::Parenthesis, |a| {
+                let _ = write!(a, "{update}, {p}::prepared::<");
                 a.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value)");
-            } else {
-                let _ = write!(a, "{p}::set(value)");
-            }
-            let _ = write!(a, ", |u| &mut u.{ident}");
-        });
-        b.s("; self");
+                let _ = write!(a, ", |u| &mut u.{ident}");
+            });
+            b.s("; self");
+        } else {
+            let _ = write!(
+                b,
+                "{p}::set_entry({update}, value, |u| &mut u.{ident}); self"
+            );
+        }
     });
     let doc = format!(
         "Replaces `{ident}` with this value, bypassing its reducer `{}`.",

@@ -212,10 +212,11 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::__private::State,
         for<'__agentstate> <AgentState as ::agentstate::__private::State>::Update:
             ::agentstate::__private::FieldTraits,
+        for<'__agentstate> Self: __p::Update + __p::Clone,
     {
-        #[doc = "Sets the value merged into `notes` (with `append`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
+        #[doc = "Sets the value merged into `notes` (with `append`); called again, combines as `then`."]
         pub fn notes(mut self, value: impl __p::IntoField<Vec<String>>) -> Self {
-            __p::set_entry(&mut self, __p::set(value), |u| &mut u.notes);
+            __p::set_entry(&mut self, value, |u| &mut u.notes);
             self
         }
         #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
@@ -223,9 +224,9 @@ const _: () = {
             self.overwrite.notes = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
+        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, combines as `then`."]
         pub fn recent(mut self, value: impl __p::IntoField<Vec<u32>>) -> Self {
-            __p::set_entry(&mut self, __p::set(value), |u| &mut u.recent);
+            __p::set_entry(&mut self, value, |u| &mut u.recent);
             self
         }
         #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -233,9 +234,9 @@ const _: () = {
             self.overwrite.recent = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
+        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, combines as `then`."]
         pub fn findings(mut self, value: impl __p::IntoField<Vec<Finding>>) -> Self {
-            __p::set_entry(&mut self, __p::set(value), |u| &mut u.findings);
+            __p::set_entry(&mut self, value, |u| &mut u.findings);
             self
         }
         #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -251,9 +252,9 @@ const _: () = {
             self.base = __p::IntoField::into_field(value);
             self
         }
-        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, adds to it as `then` does (see agentstate::update::IntoField)."]
+        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, combines as `then`."]
         pub fn title(mut self, value: impl __p::IntoField<String>) -> Self {
-            __p::set_entry(&mut self, __p::set(value), |u| &mut u.title);
+            self.title = __p::set(value);
             self
         }
         #[doc = "Replaces `title` with this value, bypassing its reducer `last_write_wins`."]

@@ -752,21 +752,12 @@ impl<'a> Gen<'a> {
                 _ => {}
             }
         }
-        // A messages setter prepares through its field's reducer: those fits. A setter called
-        // again composes (`set_entry`): that the update is one, and clones.
-        let update_is = if self.generic {
-            let (fits, values) = (&self.preds.fits, &self.preds.values);
-            quote!(#fits #values)
-        } else {
-            // Assumed under a binder, as in `json`: the `State` impl and the update's `Clone`
-            // report what a field lacks, once, at the field.
-            quote!(for<'__agentstate> Self: __p::Update + __p::Clone,)
-        };
+        // Only a messages setter uses its field's reducer (to prepare): their fits alone.
         let (update, g, a) = (&self.update, &self.impl_g, &self.ty_g);
         self.head(
             out,
             &format!("impl{g} {update}{a}"),
-            &[&self.preds.message_fits, &update_is],
+            &[&self.preds.message_fits],
         );
         out.g(Delimiter::Brace, |b| {
             b.c(&setters);
@@ -1477,7 +1468,7 @@ fn reduced_setters(
     } = *site;
     let ident = field.ident;
     let doc = format!(
-        "Sets the value merged into `{ident}` (with `{}`); called again, combines as `then`.",
+        "Sets the value merged into `{ident}` (with `{}`); called again, replaces it (`then` combines two updates).",
         reducer.name
     );
     let _ = write!(out, "#[doc = {}] {head} {}", lit(&doc), setter_name(ident));
@@ -1485,30 +1476,14 @@ fn reduced_setters(
         let _ = write!(a, "mut self, value: impl {p}::IntoField<");
         a.c(&r.uty).s(">");
     });
-    // Called again, the two values compose as two updates of the field alone (`set_entry`).
     out.s(" -> Self").g(Delimiter::Brace, |b| {
-        let update = if target == "self" {
-            "&mut self"
-        } else {
-            target
-        };
-        if let Kind::LastWriteWins | Kind::ReplaceValue = reducer.kind {
-            // Combining keeps the last value: what the assignment does, cheaper to compile.
-            let _ = write!(b, "{target}.{ident} = {p}::set(value); self");
-        } else if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
+        let _ = write!(b, "{target}.{ident} = ");
+        if let Kind::AddMessages | Kind::ReplaceMessages = reducer.kind {
             // Messages in a JSON messages update get their ids when the update is made.
-            let _ = write!(b, "{p}::store");
-            b.g(Delimiter::Parenthesis, |a| {
-                let _ = write!(a, "{update}, {p}::prepared::<");
-                a.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value)");
-                let _ = write!(a, ", |u| &mut u.{ident}");
-            });
-            b.s("; self");
+            let _ = write!(b, "{p}::prepared::<");
+            b.t(&field.tokens).s(", _>(&").c(&r.rty).s(", value); self");
         } else {
-            let _ = write!(
-                b,
-                "{p}::set_entry({update}, value, |u| &mut u.{ident}); self"
-            );
+            let _ = write!(b, "{p}::set(value); self");
         }
     });
     let doc = format!(

@@ -703,55 +703,6 @@ pub fn prepared<T, R: Reducer<T>>(
     Some(value)
 }
 
-/// What a reduced field's setter does: converts the value and stores it in the entry that
-/// `slot` borrows from `update`, or, when the setter was called before, stores the two combined
-/// as [`then`](crate::update::Update::then) combines two updates setting only this field
-/// (through the field's reducer). Where the reducer cannot combine them, the new value
-/// replaces the old.
-///
-/// Generic over the update and the entry only, with the field chosen by a function pointer:
-/// a setter is then one call, and a crate of derived states type-checks little more per field
-/// than a plain assignment (see `benches/compile_time.sh`).
-#[inline]
-pub fn set_entry<U: crate::update::Update + Clone, V>(
-    update: &mut U,
-    value: impl crate::update::IntoField<V>,
-    slot: fn(&mut U) -> &mut Option<V>,
-) {
-    store(update, Some(value.into_field()), slot);
-}
-
-/// [`set_entry`] of a value converted already (a messages field's, [`prepared`]).
-#[inline]
-pub fn store<U: crate::update::Update + Clone, V>(
-    update: &mut U,
-    value: Option<V>,
-    slot: fn(&mut U) -> &mut Option<V>,
-) {
-    let entry = slot(update);
-    if entry.is_none() {
-        *entry = value;
-    } else {
-        again(update, value, slot);
-    }
-}
-
-/// [`store`] on a field set before: the two one-field updates, combined.
-#[inline(never)]
-fn again<U: crate::update::Update + Clone, V>(
-    update: &mut U,
-    value: Option<V>,
-    slot: fn(&mut U) -> &mut Option<V>,
-) {
-    let mut first = U::default();
-    *slot(&mut first) = slot(update).take();
-    let mut second = U::default();
-    *slot(&mut second) = value;
-    let last = second.clone();
-    let mut combined = first.then(second).unwrap_or(last);
-    *slot(update) = slot(&mut combined).take();
-}
-
 /// [`FieldValue`]'s traits as supertraits, so that assuming it (in the derive's `for<'_>` where
 /// clauses, for a base's and a nested state's update) gives each of them. (`FieldValue` itself
 /// has none, so that an unmet requirement is reported under its message, not under one

@@ -212,11 +212,10 @@ const _: () = {
         for<'__agentstate> AgentState: ::agentstate::__private::State,
         for<'__agentstate> <AgentState as ::agentstate::__private::State>::Update:
             ::agentstate::__private::FieldTraits,
-        for<'__agentstate> Self: __p::Update + __p::Clone,
     {
-        #[doc = "Sets the value merged into `notes` (with `append`); called again, combines as `then`."]
+        #[doc = "Sets the value merged into `notes` (with `append`); called again, replaces it (`then` combines two updates)."]
         pub fn notes(mut self, value: impl __p::IntoField<Vec<String>>) -> Self {
-            __p::set_entry(&mut self, value, |u| &mut u.notes);
+            self.notes = __p::set(value);
             self
         }
         #[doc = "Replaces `notes` with this value, bypassing its reducer `append`."]
@@ -224,9 +223,9 @@ const _: () = {
             self.overwrite.notes = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, combines as `then`."]
+        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, replaces it (`then` combines two updates)."]
         pub fn recent(mut self, value: impl __p::IntoField<Vec<u32>>) -> Self {
-            __p::set_entry(&mut self, value, |u| &mut u.recent);
+            self.recent = __p::set(value);
             self
         }
         #[doc = "Replaces `recent` with this value, bypassing its reducer `bounded_append`."]
@@ -234,9 +233,9 @@ const _: () = {
             self.overwrite.recent = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, combines as `then`."]
+        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, replaces it (`then` combines two updates)."]
         pub fn findings(mut self, value: impl __p::IntoField<Vec<Finding>>) -> Self {
-            __p::set_entry(&mut self, value, |u| &mut u.findings);
+            self.findings = __p::set(value);
             self
         }
         #[doc = "Replaces `findings` with this value, bypassing its reducer `merge_by_key`."]
@@ -252,7 +251,7 @@ const _: () = {
             self.base = __p::IntoField::into_field(value);
             self
         }
-        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, combines as `then`."]
+        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, replaces it (`then` combines two updates)."]
         pub fn title(mut self, value: impl __p::IntoField<String>) -> Self {
             self.title = __p::set(value);
             self

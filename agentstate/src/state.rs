@@ -85,7 +85,8 @@ pub trait State {
     /// Combines two updates into one. With [`Combine::Sequence`] merging the result equals
     /// merging `first` then `second`; with [`Combine::Parallel`] the two are writes of parallel
     /// branches in one step (see [`State::merge_parallel`]). Fails for a field both updates set
-    /// when its reducer cannot combine updates (a user function), and on the parallel-step rules.
+    /// when its reducer cannot combine the two (see [`Update::then`](crate::update::Update::then)),
+    /// and on the parallel-step rules.
     fn compose(
         first: Self::Update,
         second: Self::Update,

@@ -130,6 +130,11 @@ fn path_is_lost(path: &str) -> bool {
 /// and an array of `&str` for a `Vec<String>` or `VecDeque<String>` (`.log(["a", "b"])`).
 /// Implement it for your own field types to let their setters take more.
 ///
+/// A setter sets its field's entry: called again on one update, it replaces the value set
+/// before. To combine two values through the field's reducer, compose two updates:
+/// `a.then(b)` ([`Update::then`]) appends both lists, adds both numbers, runs a `with = f`
+/// function on both in turn.
+///
 /// An array for a list of `String`s may then hold `String`s or `&str`s, so an array whose
 /// element type is left open is ambiguous there: write `vec![]` rather than `[]`, and
 /// `vec!["a".into()]` rather than `["a".into()]`. A `Vec<&str>` is not taken, for the same
@@ -354,7 +359,9 @@ pub trait Update: Sized + Default {
     }
 
     /// One update whose effect equals merging `self` then `next`. Fails only when a field both
-    /// set has a reducer that cannot combine updates (a user function).
+    /// set has two updates its reducer cannot combine into one: an integer `add` whose sum is
+    /// out of range, an `upsert_messages` removal followed by the same id, JSON values of the
+    /// wrong kinds. (A user function's updates combine by running it on each in turn.)
     fn then(self, next: Self) -> Result<Self, Error> {
         <Self::State as State>::compose(self, next, Combine::Sequence)
     }

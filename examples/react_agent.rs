@@ -59,7 +59,10 @@ fn model(index: Arc<Mutex<ContextIndex>>) -> impl agentstate_graph::Node<AgentSt
             let sent: Vec<Message> = {
                 let mut index = index.lock().expect("the index");
                 let view = index.view_state(&state, &ContextWindow::messages(20))?;
-                view.messages().cloned().collect()
+                view.messages()
+                    .into_iter()
+                    .map(std::borrow::Cow::into_owned)
+                    .collect()
             };
             let body = serde_json::to_value(&to_openai_chat(&sent, None).request)?;
             eprintln!(

@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 // A trip planner: an AgentState extension with a few custom fields.
 // ---------------------------------------------------------------------------------------------
 
-/// Refuses a negative budget: a user reducer (`with = f`), which cannot combine two updates.
+/// Refuses a negative budget: a user reducer (`with = f`), whose updates combine by running it
+/// on each in turn.
 fn checked_budget(_current: &i64, update: i64) -> Result<i64, String> {
     if update < 0 {
         Err(format!("a budget of {update} is negative"))
@@ -224,15 +225,23 @@ fn several_outputs_are_atomic() {
     assert_eq!(err.field(), Some("budget"));
     assert_eq!(trip, before, "neither the city nor the message was applied");
 
-    // Two outputs setting the user-reducer field cannot be combined: an error, nothing applied.
+    // Two outputs setting the user-reducer field apply one after the other; when the second
+    // fails, nothing of either is applied.
     let output: NodeOutput<TripUpdate> = vec![
         NodeOutput::from(TripUpdate::default().budget(10).nights(1_u32)),
-        TripUpdate::default().budget(20).into(),
+        TripUpdate::default().budget(-20).into(),
     ]
     .into();
     let err = trip.apply_output(output).unwrap_err();
     assert_eq!(err.field(), Some("budget"));
     assert_eq!(trip, before);
+    let output: NodeOutput<TripUpdate> = vec![
+        NodeOutput::from(TripUpdate::default().budget(10).nights(1_u32)),
+        TripUpdate::default().budget(20).into(),
+    ]
+    .into();
+    trip.apply_output(output).unwrap();
+    assert_eq!((trip.budget, trip.nights), (20, 1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -409,6 +418,30 @@ fn an_unknown_key_is_named_with_a_hint_when_close() {
     assert!(message.ends_with("did you mean `nights`?"), "{message}");
     // Valid keys beside an unknown one are not applied either (checked by `rejected`).
     rejected(json!({"cities": ["Bergen"], "budgt": 10}), "budgt");
+}
+
+#[test]
+fn the_key_messages_on_an_agent_state_extension_points_to_context() {
+    // LangGraph's MessagesState calls the field `messages`; AgentFlow's AgentState `context`.
+    let message = rejected(json!({"messages": []}), "messages");
+    assert_eq!(
+        message,
+        "field `messages` is not a field of this state; this state's messages are in `context`"
+    );
+    let message = rejected(json!({"history": {"__overwrite__": []}}), "history");
+    assert!(message.ends_with("messages are in `context`"), "{message}");
+    // A state whose messages field is its own (here found without being named).
+    let err = ChatUpdate::from_json(json!({"history": []})).unwrap_err();
+    assert!(
+        err.to_string().ends_with("messages are in `messages`"),
+        "{err}"
+    );
+    // A state without a messages field gives no such hint.
+    let err = NotebookUpdate::from_json(json!({"messages": []})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "field `messages` is not a field of this state"
+    );
 }
 
 #[test]
@@ -1212,29 +1245,85 @@ fn parallel_tool_results_fan_in() {
 // A user reducer (`with = f`) and `then`
 // ---------------------------------------------------------------------------------------------
 
+/// A user reducer that sees the order of its updates: each one is added to the log.
+#[expect(
+    clippy::ptr_arg,
+    reason = "a with = f function takes &T, here &Vec<String>"
+)]
+fn logged(current: &Vec<String>, entry: String) -> Result<Vec<String>, String> {
+    if entry.is_empty() {
+        return Err(format!("an empty entry after {} entries", current.len()));
+    }
+    let mut next = current.clone();
+    next.push(entry);
+    Ok(next)
+}
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Audit {
+    #[reducer(with = logged, update = String)]
+    log: Vec<String>,
+    count: u32,
+}
+
 #[test]
-fn then_of_two_writes_to_a_user_reducer_field_is_an_error_naming_it() {
+fn two_writes_to_a_user_reducer_field_apply_one_after_the_other() {
+    let a = AuditUpdate::default().log("a".to_string());
+    let b = AuditUpdate::default().log("b".to_string()).count(2_u32);
+    // `then`: the function runs on each update in turn.
+    let composed = a.clone().then(b.clone()).unwrap();
+    let mut one = Audit::default();
+    one.merge(composed.clone()).unwrap();
+    let mut two = Audit::default();
+    two.merge(a.clone()).unwrap();
+    two.merge(b.clone()).unwrap();
+    assert_eq!(one, two);
+    assert_eq!(one.log, ["a", "b"]);
+    // Parallel branches in one step, in branch order.
+    let mut parallel = Audit::default();
+    parallel
+        .merge_parallel([b.clone(), a.clone()], FanIn::Ordered)
+        .unwrap();
+    assert_eq!(parallel.log, ["b", "a"]);
+    // The composed update round-trips through JSON (a journal holds it).
+    let json = serde_json::to_value(&composed).unwrap();
+    assert_eq!(json["log"], json!({"__steps__": ["a", "b"]}));
+    let back: AuditUpdate = serde_json::from_value(json).unwrap();
+    assert_eq!(back, composed);
+    // A failing step fails the whole merge, naming the field, and changes nothing.
+    let bad = a.then(AuditUpdate::default().log(String::new())).unwrap();
+    let err = one.merge(bad).unwrap_err();
+    assert_eq!(err.category(), "reducer_error");
+    assert_eq!(
+        err.to_string(),
+        "reducer `logged` failed on field `log`: an empty entry after 3 entries"
+    );
+    assert_eq!(one, two);
+}
+
+#[test]
+fn two_writes_to_a_user_reducer_field_of_an_extension_compose_too() {
     let a = TripUpdate::default().budget(100).cities(vec!["A".into()]);
     let b = TripUpdate::default().budget(200);
-    let err = a.clone().then(b.clone()).unwrap_err();
-    assert_eq!(err.category(), "reducer_error");
-    assert_eq!(err.field(), Some("budget"));
-    assert!(err.to_string().contains("checked_budget"), "{err}");
-
-    // In a fan-in too, and nothing is applied.
     let mut trip = started();
-    let before = trip.clone();
+    trip.merge_parallel([a.clone(), b.clone()], FanIn::Ordered)
+        .unwrap();
+    assert_eq!(trip.budget, 200);
     let err = trip
-        .merge_parallel([a.clone(), b], FanIn::Ordered)
+        .merge(b.then(TripUpdate::default().budget(-1)).unwrap())
         .unwrap_err();
     assert_eq!(err.field(), Some("budget"));
-    assert_eq!(trip, before);
+    assert!(err.to_string().contains("checked_budget"), "{err}");
+    assert_eq!(trip.budget, 200);
 
     // With one of them setting it, they compose, and the result merges like the two in turn.
     let c = TripUpdate::default().cities(vec!["C".into()]).nights(8_u32);
     for (first, second) in [(a.clone(), c.clone()), (c, a)] {
         let composed = first.clone().then(second.clone()).unwrap();
-        assert_eq!(composed.budget, Some(100));
+        assert_eq!(
+            composed.budget,
+            Some(agentstate::reducers::Steps::from(100))
+        );
         let (mut one, mut two) = (started(), started());
         one.merge(composed).unwrap();
         two.merge(first).unwrap();
@@ -1386,6 +1475,8 @@ impl HasId for Rec {
 }
 
 #[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+// Two `add_messages` fields: which one receives messages must be named.
+#[agent_state(messages = chat)]
 pub struct Every {
     title: Option<String>,
     count: u8,
@@ -1850,4 +1941,180 @@ fn merge_parallel_strict_agrees_with_a_langgraph_step() {
         merged > 200 && refused > 50,
         "{merged} merged, {refused} refused"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setters
+// ---------------------------------------------------------------------------------------------
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notebook {
+    #[reducer(append)]
+    log: Vec<String>,
+    #[reducer(bounded_append(max_len = 3))]
+    recent: VecDeque<String>,
+    #[reducer(append)]
+    sizes: Vec<u16>,
+}
+
+#[test]
+fn list_setters_take_arrays_and_vecs_of_str_and_integer_literals_keep_the_field_type() {
+    let mut book = Notebook::default();
+    book.merge(
+        NotebookUpdate::default()
+            .log(["a", "b"])
+            .recent(["x", "y"])
+            .sizes([1, 2]),
+    )
+    .unwrap();
+    book.merge(
+        NotebookUpdate::default()
+            .log(["c"])
+            .recent(["z", "w"])
+            .sizes(vec![3]),
+    )
+    .unwrap();
+    assert_eq!(book.log, ["a", "b", "c"]);
+    assert_eq!(book.recent, ["y", "z", "w"]);
+    assert_eq!(book.sizes, [1u16, 2, 3]);
+}
+
+/// A state whose one `add_messages` field is the messages field without being named.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Chat {
+    #[reducer(add_messages)]
+    messages: Vec<Message>,
+    turns: u32,
+}
+
+#[test]
+fn the_one_add_messages_field_receives_messages_without_being_named() {
+    let mut chat = Chat::default();
+    chat.apply_output(NodeOutput::from(user("m1", "hi")))
+        .unwrap();
+    assert_eq!(chat.messages, [user("m1", "hi")]);
+
+    let result = ToolResult::new(tool("m2", "c1", "42"), ChatUpdate::default().turns(2));
+    chat.apply_output(NodeOutput::from(result)).unwrap();
+    assert_eq!(chat.messages, [user("m1", "hi"), tool("m2", "c1", "42")]);
+    assert_eq!(chat.turns, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `add` (LangGraph's `Annotated[int, operator.add]`)
+// ---------------------------------------------------------------------------------------------
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    #[reducer(add)]
+    steps: u8,
+    #[reducer(add)]
+    cost: f64,
+    #[reducer(add)]
+    score: serde_json::Value,
+}
+
+#[test]
+fn add_sums_numbers_and_an_overflow_is_a_reducer_error_that_changes_nothing() {
+    let mut tally = Tally::default();
+    tally
+        .merge(TallyUpdate::default().steps(200).cost(0.5).score(json!(3)))
+        .unwrap();
+    tally
+        .apply_json(json!({"steps": 50, "cost": 0.25, "score": -1}))
+        .unwrap();
+    assert_eq!(
+        (tally.steps, tally.cost, &tally.score),
+        (250, 0.75, &json!(2))
+    );
+
+    let before = tally.clone();
+    let err = tally
+        .merge(TallyUpdate::default().cost(1.0).steps(6))
+        .unwrap_err();
+    assert_eq!(err.category(), "reducer_error");
+    assert_eq!(
+        err.to_string(),
+        "reducer `add` failed on field `steps`: adding 6 to 250 overflows u8 (its range is 0 to 255)"
+    );
+    assert_eq!(tally, before);
+    let err = tally.apply_json(json!({"score": "many"})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "reducer `add` failed on field `score`: the update must be a number, got a string"
+    );
+
+    // Parallel branches and `then` add both writes.
+    let (a, b) = (
+        TallyUpdate::default().steps(1).score(json!(10)),
+        TallyUpdate::default().steps(2).score(json!(0.5)),
+    );
+    let mut parallel = before.clone();
+    parallel
+        .merge_parallel([a.clone(), b.clone()], FanIn::Strict)
+        .unwrap();
+    assert_eq!((parallel.steps, &parallel.score), (253, &json!(12.5)));
+    let mut composed = before.clone();
+    composed.merge(a.then(b).unwrap()).unwrap();
+    assert_eq!(composed, parallel);
+
+    let schema = Tally::schema();
+    let steps = &schema.fields()[0];
+    assert_eq!(
+        (steps.reducer.name.as_str(), steps.round_trip_idempotent),
+        ("add", false)
+    );
+}
+
+#[test]
+fn a_dynamic_schema_declares_add_on_numbers() {
+    use agentstate::schema::{Field, Schema};
+    let schema = Schema::builder()
+        .field(
+            Field::new("count")
+                .reducer("add")
+                .type_name("int")
+                .default(json!(0)),
+        )
+        .build()
+        .unwrap();
+    let mut state = schema.initial_state();
+    schema.merge(&mut state, json!({"count": 2})).unwrap();
+    schema.merge(&mut state, json!({"count": 3})).unwrap();
+    assert_eq!(state["count"], json!(5));
+    assert!(!schema.fields()[0].round_trip_idempotent);
+    let err = schema.merge(&mut state, json!({"count": [1]})).unwrap_err();
+    assert_eq!(err.category(), "reducer_error");
+    assert_eq!(state["count"], json!(5));
+    // A near miss of the name is a configuration error with a hint.
+    let err = Schema::builder()
+        .field(Field::new("count").reducer("ad"))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("did you mean `add`?"), "{err}");
+}
+
+#[test]
+fn a_setter_called_again_replaces_its_value_and_then_combines_two_updates() {
+    // A setter sets the update's entry; to combine two values through the reducer, compose
+    // two updates (a setter that composes cost the derive's compile-time goal, see the notes).
+    let again = NotebookUpdate::default().log(["a"]).log(["b"]);
+    assert_eq!(again, NotebookUpdate::default().log(["b"]));
+    let combined = NotebookUpdate::default()
+        .log(["a"])
+        .then(NotebookUpdate::default().log(["b"]))
+        .unwrap();
+    let mut book = Notebook::default();
+    book.merge(combined).unwrap();
+    assert_eq!(book.log, ["a", "b"]);
+    let mut tally = Tally::default();
+    tally
+        .merge(
+            TallyUpdate::default()
+                .steps(2)
+                .then(TallyUpdate::default().steps(3))
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(tally.steps, 5);
 }

@@ -12,7 +12,9 @@ pub struct Input<'a> {
     pub update: Ident,
     /// The runtime crate's path (`::agentstate` unless `#[agent_state(crate = ...)]`).
     pub krate: TokenStream,
-    /// The field that receives messages (`#[agent_state(messages = field)]`).
+    /// The field that receives messages (`#[agent_state(messages = field)]`, or by default the
+    /// one `add_messages` field of a `Vec<Message>` or `MessageList`, see
+    /// `check::default_messages`).
     pub messages: Option<Ident>,
     /// `#[agent_state(deserialize)]`: the derive generates the struct's `Deserialize`.
     pub deserialize: Option<Deserialize>,
@@ -92,6 +94,7 @@ pub enum Kind {
     ReplaceMessages,
     AppendItems,
     UpsertMessages,
+    Add,
     BoundedAppend(MaxLen),
     DedupeAppend(Option<Key>),
     MergeByKey(Key),

@@ -47,6 +47,7 @@ const REDUCERS: &[&str] = &[
     "replace_value",
     "upsert_messages",
     "nested",
+    "add",
 ];
 
 const CONTAINER_OPTIONS: &[&str] = &[
@@ -352,6 +353,10 @@ pub fn input(derive: &DeriveInput) -> syn::Result<Input<'_>> {
         }
     }
 
+    if messages.is_none() {
+        messages = default_messages(&fields, &mut errors);
+    }
+
     errors.finish()?;
     let ident = &derive.ident;
     Ok(Input {
@@ -383,6 +388,70 @@ fn schema_version(value: &TokenStream) -> Result<u32, String> {
             "takes a whole number from 1 to {}, not `{lit}`",
             u32::MAX
         )),
+    }
+}
+
+/// The messages field of a struct without `#[agent_state(messages = ...)]`: its one field merged
+/// with `add_messages` whose type is written `Vec<Message>` or `MessageList` (a type alias or a
+/// JSON field must be named). None on a state extending `AgentState`, whose messages go into the
+/// base's `context`. Two such fields are an error asking to name one.
+fn default_messages(fields: &[Field<'_>], errors: &mut Errors) -> Option<Ident> {
+    if fields
+        .iter()
+        .any(|f| matches!(f.role, Role::Base) && is_agent_state(f.ty))
+    {
+        return None;
+    }
+    let candidates: Vec<(&Ident, Span)> = fields
+        .iter()
+        .filter_map(|f| match &f.role {
+            Role::Reduced(r) if matches!(r.kind, Kind::AddMessages) && is_message_list(f.ty) => {
+                Some((f.ident, r.span))
+            }
+            _ => None,
+        })
+        .collect();
+    match candidates.as_slice() {
+        [] => None,
+        [(only, _)] => Some((*only).clone()),
+        [(first, _), (second, span), ..] => {
+            errors.error(
+                *span,
+                format!(
+                    "state_declaration_invalid: fields `{first}` and `{second}` both merge with add_messages, so neither is the messages field by default (where node outputs' messages and tool messages go); name it, e.g. #[agent_state(messages = {first})]"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The last segment of a type path, with its generic arguments.
+fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        _ => None,
+    }
+}
+
+/// Whether a type is written `AgentState` (`agentstate::state::AgentState`).
+pub fn is_agent_state(ty: &syn::Type) -> bool {
+    last_segment(ty).is_some_and(|s| s.ident == "AgentState")
+}
+
+/// Whether a type is written `MessageList` or `Vec<Message>` (any paths).
+fn is_message_list(ty: &syn::Type) -> bool {
+    let Some(segment) = last_segment(ty) else {
+        return false;
+    };
+    if segment.ident == "MessageList" {
+        return true;
+    }
+    match &segment.arguments {
+        syn::PathArguments::AngleBracketed(args) if segment.ident == "Vec" => {
+            matches!(args.args.first(), Some(syn::GenericArgument::Type(item)) if last_segment(item).is_some_and(|s| s.ident == "Message"))
+        }
+        _ => false,
     }
 }
 
@@ -687,6 +756,7 @@ fn known_reducer(item: Item, errors: &mut Errors) -> Option<Reducer> {
         "append_items" => Kind::AppendItems,
         "upsert_messages" => Kind::UpsertMessages,
         "nested" => Kind::Nested,
+        "add" => Kind::Add,
         "bounded_append" => match param("max_len") {
             None => {
                 if ok {

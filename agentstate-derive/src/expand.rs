@@ -147,10 +147,14 @@ fn reduced(field: &Field, r: &Reducer, p: &str) -> Reduced {
         Kind::Nested => {
             let _ = write!(uty.s("<").t(ty), " as {p}::State>::Update");
         }
-        Kind::With {
-            update: Some(u), ..
-        } => {
-            uty.t(u);
+        // A user function's updates combine by running it on each in turn (`InOrder`).
+        Kind::With { update, .. } => {
+            let _ = write!(uty, "{p}::Steps<");
+            match update {
+                Some(u) => uty.t(u),
+                None => uty.t(ty),
+            };
+            uty.s(">");
         }
         _ => {
             uty.t(ty);
@@ -169,6 +173,7 @@ fn reduced(field: &Field, r: &Reducer, p: &str) -> Reduced {
         Kind::AppendItems => "AppendItems",
         Kind::UpsertMessages => "UpsertMessages",
         Kind::Nested => "Nested",
+        Kind::Add => "Add",
         Kind::BoundedAppend(_) => "BoundedAppend",
         Kind::DedupeAppend(None) => "DedupeAppend<__p::Identity>",
         Kind::DedupeAppend(Some(_)) => "DedupeAppend<()>",
@@ -211,17 +216,20 @@ fn reduced(field: &Field, r: &Reducer, p: &str) -> Reduced {
                 None => u.t(ty),
             };
             rty = Code::default();
-            let _ = write!(rty, "{p}::FnReducer<(), ");
-            rty.c(&u).s(">");
+            let _ = write!(rty, "{p}::InOrder<{p}::FnReducer<(), ");
+            rty.c(&u).s(">>");
             expr = Code::default();
-            let _ = write!(expr, "{p}::FnReducer::<_, ");
-            expr.c(&u).s(">::new");
-            expr.g(Delimiter::Parenthesis, |g| {
-                g.s(&lit(&r.name)).s(",").t(function);
+            let _ = write!(expr, "{p}::InOrder");
+            expr.g(Delimiter::Parenthesis, |e| {
+                let _ = write!(e, "{p}::FnReducer::<_, ");
+                e.c(&u).s(">::new");
+                e.g(Delimiter::Parenthesis, |g| {
+                    g.s(&lit(&r.name)).s(",").t(function);
+                });
+                if *idempotent {
+                    e.s(".idempotent()");
+                }
             });
-            if *idempotent {
-                expr.s(".idempotent()");
-            }
         }
         _ => {}
     }
@@ -424,13 +432,8 @@ impl<'a> Gen<'a> {
                     }
                     let uty = r.uty.clone().finish().unwrap_or_default();
                     // What the update carries when it is not the field's type (a list of them,
-                    // or a function reducer's own type) is a field value too.
-                    if let Kind::ConcatFlatten
-                    | Kind::MergeAll
-                    | Kind::With {
-                        update: Some(_), ..
-                    } = reducer.kind
-                    {
+                    // or a function reducer's `Steps`) is a field value too.
+                    if let Kind::ConcatFlatten | Kind::MergeAll | Kind::With { .. } = reducer.kind {
                         preds
                             .values
                             .extend(quote_spanned!(span=> #uty: #p::FieldValue,));
@@ -867,18 +870,7 @@ impl<'a> Gen<'a> {
     /// `MessagesUpdate`: messages into the named field, or through the base (an AgentState
     /// extension's default).
     fn messages(&self, out: &mut Code) {
-        let input = self.input;
-        let target = input
-            .messages
-            .as_ref()
-            .and_then(|m| input.fields.iter().find(|f| f.ident == m))
-            .or_else(|| {
-                input.fields.iter().find(|f| {
-                    matches!(f.role, Role::Base)
-                        && matches!(f.ty, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "AgentState"))
-                })
-            });
-        let Some(field) = target else {
+        let Some(field) = self.messages_field() else {
             return;
         };
         let ident = field.ident;
@@ -895,6 +887,21 @@ impl<'a> Gen<'a> {
             out,
             "{{ #[inline] fn add_messages(&mut self, messages: __p::Vec<__p::Message>) {{ {body} }} }}"
         );
+    }
+
+    /// The field that receives messages: the named (or default) one, or an `AgentState` base.
+    fn messages_field(&self) -> Option<&'a Field<'a>> {
+        let input = self.input;
+        input
+            .messages
+            .as_ref()
+            .and_then(|m| input.fields.iter().find(|f| f.ident == m))
+            .or_else(|| {
+                input
+                    .fields
+                    .iter()
+                    .find(|f| matches!(f.role, Role::Base) && check::is_agent_state(f.ty))
+            })
     }
 
     /// The key functions of keyed reducers: a closure's type cannot be written, so each returns
@@ -1150,6 +1157,22 @@ impl<'a> Gen<'a> {
                 .s(";");
             if let Some(version) = self.input.version {
                 let _ = write!(g, "const SCHEMA_VERSION: u32 = {version};");
+            }
+            // The messages field's key, for the hint on an unknown key such as `messages`.
+            match self.messages_field() {
+                Some(f) if matches!(f.role, Role::Base) => {
+                    g.s("const MESSAGES: __p::Option<&'static str> = <")
+                        .t(&f.tokens)
+                        .s(" as __p::State>::MESSAGES;");
+                }
+                Some(f) => {
+                    let _ = write!(
+                        g,
+                        "const MESSAGES: __p::Option<&'static str> = __p::Some({});",
+                        lit(&f.json_name)
+                    );
+                }
+                None => {}
             }
             // The leaves take the update's entries from it; when planning succeeded every one
             // was taken, so what is left (each `None`, a base's part its default) holds nothing
@@ -1469,7 +1492,7 @@ fn reduced_setters(
     } = *site;
     let ident = field.ident;
     let doc = format!(
-        "Sets the value merged into `{ident}` (with `{}`).",
+        "Sets the value merged into `{ident}` (with `{}`); called again, replaces it (`then` combines two updates).",
         reducer.name
     );
     let _ = write!(out, "#[doc = {}] {head} {}", lit(&doc), setter_name(ident));

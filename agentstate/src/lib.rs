@@ -74,9 +74,10 @@ pub mod __private {
     pub use crate::message::Message;
     pub use crate::output::MessagesUpdate;
     pub use crate::reducers::{
-        by_value, AddMessages, Append, AppendItems, BoundedAppend, ConcatFlatten, DedupeAppend,
-        FnReducer, Identity, LastWriteWins, ListField, Merge, MergeAll, MergeByKey, Merges,
-        MessageUpdate, Nested, Reducer, ReplaceMessages, ReplaceValue, UpsertMessages,
+        by_value, Add, AddMessages, Append, AppendItems, BoundedAppend, ConcatFlatten,
+        DedupeAppend, FnReducer, Identity, InOrder, LastWriteWins, ListField, Merge, MergeAll,
+        MergeByKey, Merges, MessageUpdate, Nested, Reducer, ReplaceMessages, ReplaceValue, Steps,
+        UpsertMessages,
     };
     pub use crate::schema::Schema;
     pub use crate::state::{

@@ -573,9 +573,10 @@ enum DynReducer {
     ReplaceMessages,
     AppendItems,
     UpsertMessages,
+    Add,
 }
 
-const REDUCER_NAMES: [&str; 14] = [
+const REDUCER_NAMES: [&str; 15] = [
     "last_write_wins",
     "append",
     "merge",
@@ -589,6 +590,7 @@ const REDUCER_NAMES: [&str; 14] = [
     "append_items",
     "replace_value",
     "upsert_messages",
+    "add",
     "remove_tool_messages",
 ];
 
@@ -636,6 +638,7 @@ impl DynReducer {
             "replace_messages" => DynReducer::ReplaceMessages,
             "append_items" => DynReducer::AppendItems,
             "upsert_messages" => DynReducer::UpsertMessages,
+            "add" => DynReducer::Add,
             "bounded_append" => {
                 let max_len = match spec.params.get("max_len") {
                     None | Some(Value::Null) => {
@@ -689,6 +692,7 @@ impl DynReducer {
             DynReducer::ReplaceMessages => &ReplaceMessages,
             DynReducer::AppendItems => &reducers::AppendItems,
             DynReducer::UpsertMessages => &UpsertMessages,
+            DynReducer::Add => &reducers::Add,
         }
     }
 
@@ -736,6 +740,7 @@ impl DynReducer {
         match self {
             DynReducer::LastWriteWins | DynReducer::ReplaceValue => Ok(update),
             DynReducer::Append => run(&Append, current, update),
+            DynReducer::Add => run(&reducers::Add, current, update),
             DynReducer::Merge => run(&Merge, current, update),
             DynReducer::BoundedAppend(r) => run(r, current, update),
             DynReducer::DedupeAppend(r) => run(r, current, update),

@@ -71,6 +71,12 @@ pub trait State {
     /// ```
     const FIELD_TYPES: &'static [&'static str] = &[];
 
+    /// The JSON key of the field that receives messages (see
+    /// [`MessagesUpdate`](crate::output::MessagesUpdate)), when the state has one: `context`
+    /// for [`AgentState`] and the states extending it. An update's unknown key such as
+    /// `messages` is answered with a hint toward it.
+    const MESSAGES: Option<&'static str> = None;
+
     /// Checks `update` against the state and prepares every field's merge, reading only. On
     /// error nothing is changed.
     fn plan(&self, update: Self::Update) -> Result<Self::Plan, Error>;
@@ -111,7 +117,8 @@ pub trait State {
     /// Combines two updates into one. With [`Combine::Sequence`] merging the result equals
     /// merging `first` then `second`; with [`Combine::Parallel`] the two are writes of parallel
     /// branches in one step (see [`State::merge_parallel`]). Fails for a field both updates set
-    /// when its reducer cannot combine updates (a user function), and on the parallel-step rules.
+    /// when its reducer cannot combine the two (see [`Update::then`](crate::update::Update::then)),
+    /// and on the parallel-step rules.
     fn compose(
         first: Self::Update,
         second: Self::Update,
@@ -492,8 +499,18 @@ pub enum StopRequestStatus {
 /// The node every run starts at.
 pub const START: &str = "__start__";
 
-/// Execution metadata of a run (AgentFlow's `ExecutionState`): managed by the framework, read by
-/// nodes. Serializes exactly as AgentFlow does.
+/// Execution metadata of a run (AgentFlow's `ExecutionState`): written by the graph runner, read
+/// by nodes. Serializes exactly as AgentFlow does.
+///
+/// The runner is the crate that executes a graph of nodes over a state: the coming
+/// `agentstate-graph` (agentstate itself runs no graph). It calls the methods that move a run
+/// forward: [`advance_step`](ExecutionState::advance_step) and
+/// [`set_current_node`](ExecutionState::set_current_node) on each transition,
+/// [`set_interrupt`](ExecutionState::set_interrupt) when it pauses before or after a node,
+/// [`clear_interrupt`](ExecutionState::clear_interrupt) when it resumes,
+/// [`complete`](ExecutionState::complete) and [`error`](ExecutionState::error) when the run
+/// ends. Until that crate exists, call them yourself where your own loop does these things; a
+/// node never needs to (it returns an update instead).
 ///
 /// ```
 /// use agentstate::state::{ExecutionState, ExecutionStatus};
@@ -570,7 +587,9 @@ impl ExecutionState {
     }
 
     /// Records an interrupt at `node`. As in AgentFlow, `status` is stored as given (normally
-    /// `InterruptedBefore` or `InterruptedAfter`).
+    /// `InterruptedBefore` or `InterruptedAfter`). The graph runner calls it when it pauses a
+    /// run before or after `node` (a human approval, a breakpoint); call it yourself only if
+    /// you drive the nodes with your own loop.
     pub fn set_interrupt(
         &mut self,
         node: impl Into<String>,
@@ -584,7 +603,8 @@ impl ExecutionState {
         self.interrupt_data = data;
     }
 
-    /// Clears the interrupt and sets the status back to running.
+    /// Clears the interrupt and sets the status back to running. The graph runner calls it
+    /// when it resumes an interrupted run.
     pub fn clear_interrupt(&mut self) {
         self.interrupted_node = None;
         self.interrupt_reason = None;
@@ -592,22 +612,25 @@ impl ExecutionState {
         self.status = ExecutionStatus::Running;
     }
 
-    /// Increments the step counter.
+    /// Increments the step counter. The graph runner calls it once per node transition (before
+    /// running the next node); your own loop would do the same.
     pub fn advance_step(&mut self) {
         self.step += 1;
     }
 
-    /// Moves the current-node pointer.
+    /// Moves the current-node pointer. The graph runner calls it when it moves to another node.
     pub fn set_current_node(&mut self, node: impl Into<String>) {
         self.current_node = node.into();
     }
 
-    /// Marks the run completed.
+    /// Marks the run completed. The graph runner calls it when the run reaches its end node;
+    /// your own loop would call it after its last node.
     pub fn complete(&mut self) {
         self.status = ExecutionStatus::Completed;
     }
 
-    /// Marks the run failed, keeping the message under `internal_data["error"]`.
+    /// Marks the run failed, keeping the message under `internal_data["error"]`. The graph
+    /// runner calls it when a node or a merge fails.
     pub fn error(&mut self, message: impl Into<String>) {
         self.status = ExecutionStatus::Error;
         self.internal_data
@@ -654,7 +677,7 @@ pub struct AgentState {
     /// state serializes exactly as AgentFlow's, and AgentFlow ignores it when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_summary_through: Option<MessageId>,
-    /// Execution metadata (framework-managed).
+    /// Execution metadata, written by the graph runner (see [`ExecutionState`]).
     pub execution_meta: ExecutionState,
 }
 
@@ -674,7 +697,8 @@ impl AgentState {
         self.execution_meta.is_stopped_requested()
     }
 
-    /// Records an interrupt at `node` (framework use).
+    /// Records an interrupt at `node` ([`ExecutionState::set_interrupt`]): called by the graph
+    /// runner, or by your own loop when it pauses a run.
     pub fn set_interrupt(
         &mut self,
         node: impl Into<String>,
@@ -686,27 +710,32 @@ impl AgentState {
             .set_interrupt(node, reason, status, data);
     }
 
-    /// Clears the interrupt, allowing execution to resume (framework use).
+    /// Clears the interrupt, allowing execution to resume ([`ExecutionState::clear_interrupt`]):
+    /// called by the graph runner, or by your own loop, when it resumes.
     pub fn clear_interrupt(&mut self) {
         self.execution_meta.clear_interrupt();
     }
 
-    /// Increments the step counter (framework use).
+    /// Increments the step counter ([`ExecutionState::advance_step`]): called by the graph runner,
+    /// or by your own loop, once per node transition.
     pub fn advance_step(&mut self) {
         self.execution_meta.advance_step();
     }
 
-    /// Updates the current-node pointer (framework use).
+    /// Updates the current-node pointer ([`ExecutionState::set_current_node`]): called by the
+    /// graph runner, or by your own loop, when it moves to another node.
     pub fn set_current_node(&mut self, node: impl Into<String>) {
         self.execution_meta.set_current_node(node);
     }
 
-    /// Marks execution completed (framework use).
+    /// Marks execution completed ([`ExecutionState::complete`]): called by the graph runner, or
+    /// by your own loop, after the last node.
     pub fn complete(&mut self) {
         self.execution_meta.complete();
     }
 
-    /// Records an error (framework use).
+    /// Records an error ([`ExecutionState::error`]): called by the graph runner, or by your own
+    /// loop, when a node or a merge fails.
     pub fn error(&mut self, message: impl Into<String>) {
         self.execution_meta.error(message);
     }

@@ -150,9 +150,20 @@ fn path_is_lost(path: &str) -> bool {
 /// field's type: `120` is a `u64` for a `u64` field and `Some(120)` an `Option<u64>`.
 ///
 /// Besides `T` itself it takes a `&str`, `&String` or `Cow<str>` for a `String`, a `&str` for an
-/// `Option<String>`, a `T` for an `Option<T>`, and a `Vec<T>` or an array for a `Vec<T>`,
-/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`).
+/// `Option<String>`, a `T` for an `Option<T>`, a `Vec<T>` or an array for a `Vec<T>`,
+/// `VecDeque<T>` or [`KeyedList<T>`](crate::collections::KeyedList) (so for a `MessageList`),
+/// and an array of `&str` for a `Vec<String>` or `VecDeque<String>` (`.log(["a", "b"])`).
 /// Implement it for your own field types to let their setters take more.
+///
+/// A setter sets its field's entry: called again on one update, it replaces the value set
+/// before. To combine two values through the field's reducer, compose two updates:
+/// `a.then(b)` ([`Update::then`]) appends both lists, adds both numbers, runs a `with = f`
+/// function on both in turn.
+///
+/// An array for a list of `String`s may then hold `String`s or `&str`s, so an array whose
+/// element type is left open is ambiguous there: write `vec![]` rather than `[]`, and
+/// `vec!["a".into()]` rather than `["a".into()]`. A `Vec<&str>` is not taken, for the same
+/// reason (`vec![]` would be ambiguous).
 ///
 /// ```
 /// use agentstate::{AgentState, State};
@@ -163,18 +174,23 @@ fn path_is_lost(path: &str) -> bool {
 ///     model: Option<String>,
 ///     #[reducer(bounded_append(max_len = 3))]
 ///     latencies: std::collections::VecDeque<u32>,
+///     #[reducer(append)]
+///     log: Vec<String>,
 /// }
 ///
 /// let mut usage = Usage::default();
-/// usage.merge(UsageUpdate::default().tokens_used(120).model("gpt").latencies([40, 52]))?;
+/// usage.merge(
+///     UsageUpdate::default().tokens_used(120).model("gpt").latencies([40, 52]).log(["a", "b"]),
+/// )?;
 /// assert_eq!(usage.tokens_used, 120);
 /// assert_eq!(usage.model.as_deref(), Some("gpt"));
+/// assert_eq!(usage.log, ["a", "b"]);
 /// # Ok::<(), agentstate::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "a setter of a field of type `{T}` cannot take a `{Self}`",
     label = "expected `{T}`",
-    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, and a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList` (see agentstate::update::IntoField)"
+    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList`, and `&str`s for `String`s in a list (see agentstate::update::IntoField)"
 )]
 pub trait IntoField<T> {
     /// The field's value.
@@ -243,6 +259,31 @@ impl<T, const N: usize> IntoField<VecDeque<T>> for [T; N] {
         self.into()
     }
 }
+
+/// One update of a user reducer's field (`#[reducer(with = f)]`), whose update holds
+/// [`Steps`](crate::reducers::Steps).
+impl<U> IntoField<crate::reducers::Steps<U>> for U {
+    #[inline]
+    fn into_field(self) -> crate::reducers::Steps<U> {
+        crate::reducers::Steps::from(self)
+    }
+}
+
+/// Lists of `&str` for lists of `String`: `.notes(["a", "b"])`. One implementation per list
+/// shape, as for the other lists, so that an integer literal in an array still takes the
+/// element type of the field (`.latencies([40, 52])` on a `Vec<u32>`).
+macro_rules! str_lists {
+    ($($list:ident),*) => {$(
+        impl<const N: usize> IntoField<$list<String>> for [&str; N] {
+            #[inline]
+            fn into_field(self) -> $list<String> {
+                self.into_iter().map(str::to_owned).collect()
+            }
+        }
+    )*};
+}
+
+str_lists!(Vec, VecDeque);
 
 impl<T> IntoField<KeyedList<T>> for Vec<T> {
     #[inline]
@@ -343,7 +384,9 @@ pub trait Update: Sized + Default {
     }
 
     /// One update whose effect equals merging `self` then `next`. Fails only when a field both
-    /// set has a reducer that cannot combine updates (a user function).
+    /// set has two updates its reducer cannot combine into one: an integer `add` whose sum is
+    /// out of range, an `upsert_messages` removal followed by the same id, JSON values of the
+    /// wrong kinds. (A user function's updates combine by running it on each in turn.)
     fn then(self, next: Self) -> Result<Self, Error> {
         <Self::State as State>::compose(self, next, Combine::Sequence)
     }
@@ -391,7 +434,8 @@ fn parse<U: Update + DeserializeOwned>(
     value: Value,
     strictness: Strictness,
 ) -> Result<(U, Vec<String>), Error> {
-    let (value, ignored) = normalize(value, <U::State as State>::FIELDS, strictness)?;
+    let state = (<U::State as State>::FIELDS, <U::State as State>::MESSAGES);
+    let (value, ignored) = normalize(value, state, strictness)?;
     match deserialize::<U>(&value) {
         Ok(mut update) => {
             update.prepare();
@@ -416,12 +460,12 @@ fn deserialize<U: DeserializeOwned>(value: &Value) -> Result<U, Failure> {
     })
 }
 
-/// Checks an update's JSON against the state's field names and puts both Overwrite spellings
-/// into the serialized one (`"field.__overwrite__"`). Returns the object and, when lenient, the
-/// ignored keys.
+/// Checks an update's JSON against the state's field names (and its messages field's, for the
+/// hint) and puts both Overwrite spellings into the serialized one (`"field.__overwrite__"`).
+/// Returns the object and, when lenient, the ignored keys.
 fn normalize(
     value: Value,
-    fields: &[&str],
+    (fields, messages): (&[&str], Option<&str>),
     strictness: Strictness,
 ) -> Result<(Value, Vec<String>), Error> {
     let Value::Object(object) = value else {
@@ -444,12 +488,12 @@ fn normalize(
                     continue;
                 }
                 Strictness::Strict => {
-                    let hint = did_you_mean(field, fields.iter().copied())
-                        .map(|s| format!("; did you mean `{s}`?"))
-                        .unwrap_or_default();
                     return Err(Error::validation(
                         field,
-                        format!("is not a field of this state{hint}"),
+                        format!(
+                            "is not a field of this state{}",
+                            hint(field, fields, messages)
+                        ),
                     ));
                 }
             }
@@ -482,6 +526,29 @@ fn normalize(
         normalized.insert(key, value);
     }
     Ok((Value::Object(normalized), ignored))
+}
+
+/// The names other systems give the messages field (LangGraph's `MessagesState` has `messages`).
+const MESSAGES_NAMES: &[&str] = &[
+    "messages",
+    "message",
+    "history",
+    "chat_history",
+    "conversation",
+];
+
+/// The hint after "is not a field of this state": the closest field's name when one is close,
+/// else the messages field when the key is another system's name for it.
+fn hint(key: &str, fields: &[&str], messages: Option<&str>) -> String {
+    if let Some(close) = did_you_mean(key, fields.iter().copied()) {
+        return format!("; did you mean `{close}`?");
+    }
+    match messages {
+        Some(messages) if MESSAGES_NAMES.contains(&key) => {
+            format!("; this state's messages are in `{messages}`")
+        }
+        _ => String::new(),
+    }
 }
 
 /// Whether `value` nests more than `limit` levels of arrays and objects. Iterative, so that a

@@ -213,7 +213,7 @@ const _: () = {
         for<'__agentstate> <AgentState as ::agentstate::__private::State>::Update:
             ::agentstate::__private::FieldTraits,
     {
-        #[doc = "Sets the value merged into `notes` (with `append`)."]
+        #[doc = "Sets the value merged into `notes` (with `append`); called again, replaces it (`then` combines two updates)."]
         pub fn notes(mut self, value: impl __p::IntoField<Vec<String>>) -> Self {
             self.notes = __p::set(value);
             self
@@ -223,7 +223,7 @@ const _: () = {
             self.overwrite.notes = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `recent` (with `bounded_append`)."]
+        #[doc = "Sets the value merged into `recent` (with `bounded_append`); called again, replaces it (`then` combines two updates)."]
         pub fn recent(mut self, value: impl __p::IntoField<Vec<u32>>) -> Self {
             self.recent = __p::set(value);
             self
@@ -233,7 +233,7 @@ const _: () = {
             self.overwrite.recent = __p::set(value);
             self
         }
-        #[doc = "Sets the value merged into `findings` (with `merge_by_key`)."]
+        #[doc = "Sets the value merged into `findings` (with `merge_by_key`); called again, replaces it (`then` combines two updates)."]
         pub fn findings(mut self, value: impl __p::IntoField<Vec<Finding>>) -> Self {
             self.findings = __p::set(value);
             self
@@ -251,7 +251,7 @@ const _: () = {
             self.base = __p::IntoField::into_field(value);
             self
         }
-        #[doc = "Sets the value merged into `title` (with `last_write_wins`)."]
+        #[doc = "Sets the value merged into `title` (with `last_write_wins`); called again, replaces it (`then` combines two updates)."]
         pub fn title(mut self, value: impl __p::IntoField<String>) -> Self {
             self.title = __p::set(value);
             self
@@ -417,6 +417,7 @@ const _: () = {
             const __ALL: [&str; __LEN] = __p::concat_fields::<__LEN>(__BASE, __OWN);
             &__ALL
         };
+        const MESSAGES: __p::Option<&'static str> = <AgentState as __p::State>::MESSAGES;
         #[inline]
         fn plan(&self, mut __u: Self::Update) -> __p::Result<Self::Plan, __p::Error> {
             let __plan = __p::Plans::plan((

@@ -229,8 +229,12 @@ pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(
     struct ContentVisitor;
     impl<'de> Visitor<'de> for ContentVisitor {
         type Value = Vec<ContentBlock>;
+        /// Also what to write instead of a plain string (what every provider writes, and
+        /// AgentFlow refuses): serde's error shows the string given, then this.
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a list of content blocks")
+            f.write_str(
+                r#"a list of content blocks; for text write "content": [{"type": "text", "text": "..."}] (AgentFlow refuses a plain string too), in Rust Message::text_message(text, role)"#,
+            )
         }
         fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));

@@ -29,8 +29,12 @@
 //! let back: Message = serde_json::from_value(wire)?;
 //! assert_eq!(back, ask);
 //!
-//! // Content is a list of blocks: a plain string is rejected.
-//! assert!(serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).is_err());
+//! // Content is a list of blocks: a plain string is rejected, as AgentFlow does, with what to
+//! // write instead.
+//! let err = serde_json::from_value::<Message>(json!({"role": "user", "content": "hi"})).unwrap_err();
+//! assert!(err.to_string().contains(r#"for text write "content": [{"type": "text", "text": "..."}]"#));
+//! let hi: Message = serde_json::from_value(json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))?;
+//! assert_eq!(hi.text(), "hi");
 //! # Ok::<(), serde_json::Error>(())
 //! ```
 //!
@@ -101,7 +105,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// let string: MessageId = serde_json::from_str(r#""1""#)?;
 /// assert_eq!(int, MessageId::Int(1));
 /// assert_ne!(int, string);
-/// assert_eq!(format!("{int} {string}"), r#"1 "1""#);
+/// assert_eq!(format!("{int} {string}"), "1 1", "Display writes the id without quotes");
+/// assert_eq!(format!("{int:?} {string:?}"), r#"Int(1) Str("1")"#);
 /// assert_eq!(serde_json::to_string(&string)?, r#""1""#);
 ///
 /// let bigint: MessageId = serde_json::from_str("18446744073709551615")?;
@@ -298,12 +303,14 @@ macro_rules! int_id {
 int_id!(i128, i64, u64, i32, u32);
 
 impl fmt::Display for MessageId {
-    /// An integer id bare (`7`), a string id quoted (`"m1"`), so the two never look alike.
+    /// The id as written: an integer's digits (`7`), a string's text (`m1`), without quotes,
+    /// as it goes into a message or another id. The integer `1` and the string `"1"` then
+    /// display alike; `Debug` (`Int(1)`, `Str("1")`) tells them apart.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MessageId::Int(i) => write!(f, "{i}"),
             MessageId::BigInt(digits) => f.write_str(digits),
-            MessageId::Str(s) => write!(f, "{s:?}"),
+            MessageId::Str(s) => f.write_str(s),
         }
     }
 }
@@ -574,6 +581,33 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_string_content_is_refused_with_what_to_write_instead() {
+        let err = parse(json!({"role": "user", "content": "hi"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid type: string "hi", expected a list of content blocks; for text write "content": [{"type": "text", "text": "..."}] (AgentFlow refuses a plain string too), in Rust Message::text_message(text, role)"#
+        );
+        let err =
+            serde_json::from_str::<Message>(r#"{"role": "user", "content": "hi"}"#).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(r#"for text write "content": [{"type": "text""#),
+            "{err}"
+        );
+        // In a state's JSON update, the error names the field and the path.
+        let err = crate::state::AgentStateUpdate::from_json(
+            json!({"context": [{"role": "user", "content": "hi"}]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                r#"field `context` has a value that does not fit at `context[0].content`: invalid type: string "hi", expected a list of content blocks; for text write"#
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn ids_one_and_string_one_differ() {
         let a = parse(json!({"message_id": 1, "role": "user", "content": []})).unwrap();
         let b = parse(json!({"message_id": "1", "role": "user", "content": []})).unwrap();
@@ -583,7 +617,9 @@ mod tests {
         assert_eq!(serde_json::to_value(&a).unwrap()["message_id"], json!(1));
         assert_eq!(serde_json::to_value(&b).unwrap()["message_id"], json!("1"));
         assert_eq!(a.message_id.to_string(), "1");
-        assert_eq!(b.message_id.to_string(), "\"1\"");
+        // Display writes ids without quotes; Debug tells the two apart.
+        assert_eq!(b.message_id.to_string(), "1");
+        assert_eq!(format!("{:?}", b.message_id), "Str(\"1\")");
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //! | [`replace_value`](ReplaceValue) | AgentFlow | any `T` | `T` | yes |
 //! | [`upsert_messages`](UpsertMessages) | LangGraph | `Vec<Message>`, [`MessageList`] | `Vec<MessageUpdate>` | yes |
 //! | [`nested`](Nested) | agentstate | a derived state | its update | when all its fields are |
+//! | [`add`](Add) | LangGraph (`operator.add` on numbers) | integers, `f32`, `f64`, JSON number | the field type | no |
+//!
+//! LangGraph's `Annotated[list, operator.add]` concatenates lists: that is [`append`](Append).
 //!
 //! A list field's update has the field's own type (a `VecDeque` field takes a `VecDeque`, a
 //! `KeyedList` field a `KeyedList`; `Vec::into()` converts), so the derive can name every update
@@ -57,10 +60,11 @@ pub(crate) mod json;
 mod keyed;
 mod messages;
 mod nested;
+mod numeric;
 
 pub use basic::{Append, ConcatFlatten, LastWriteWins, Merge, MergeAll, ReplaceValue};
 pub use bounded::BoundedAppend;
-pub use custom::FnReducer;
+pub use custom::{FnReducer, InOrder, Steps};
 pub use json::{JsonField, JsonValue};
 pub use keyed::{DedupeAppend, KeyedPlan, MergeByKey};
 // The key functions and id trait the keyed reducers take, defined in `keys`.
@@ -72,6 +76,7 @@ pub use messages::{
     UpsertPlan, REMOVE_ALL_MESSAGES,
 };
 pub use nested::Nested;
+pub use numeric::Add;
 
 use crate::error::ReduceError;
 use serde_json::{Map, Value};
@@ -162,8 +167,10 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
     fn apply(&self, current: &mut T, plan: Self::Plan);
 
     /// One update with the same effect as merging `first` then `second`, computed without the
-    /// field: what `a.then(b)` and parallel fan-in use. Every reducer of this crate can; the
-    /// default, for user reducers, is `None` (they cannot be combined, only merged in turn).
+    /// field: what `a.then(b)`, parallel fan-in and a setter called twice use. `None` when the
+    /// two cannot be one update (an integer [`Add`] out of range, JSON values of the wrong
+    /// kinds); the default, for reducers written by hand, is `None`. A function reducer is
+    /// wrapped in [`InOrder`], whose updates ([`Steps`]) combine by being applied in turn.
     fn compose(&self, first: Self::Update, second: Self::Update) -> Option<Self::Update> {
         let _ = (first, second);
         None

@@ -2,10 +2,6 @@
 //! See `benches/README.md` for the goals and the last results. Run with
 //! `cargo bench -p agentstate-graph --bench runner`.
 
-// The derive's update of a state whose fields have no drop glue trips this lint (the derive's
-// generated code).
-#![allow(clippy::forget_non_drop)]
-
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;

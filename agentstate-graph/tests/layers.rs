@@ -1,9 +1,5 @@
 //! Retry and timeout layers.
 
-// The derive's update of a state whose fields have no drop glue trips this lint (the derive's
-// generated code, not these tests).
-#![allow(clippy::forget_non_drop)]
-
 use agentstate::AgentState;
 use agentstate_graph::layer::{Backoff, Elapsed, NodeExt, RetryPolicy};
 use agentstate_graph::{BoxError, Context, Graph, RunErrorKind, END};

@@ -1,10 +1,6 @@
 //! Fan-out, parallel branches and dynamic fan-out (`Dispatch`): results in input order, error
 //! policies, the empty case, the concurrency limit, cancellation.
 
-// The derive's update of a state whose fields have no drop glue trips this lint (the derive's
-// generated code, not these tests).
-#![allow(clippy::forget_non_drop)]
-
 use agentstate::AgentState;
 use agentstate_graph::parallel::{FanOut, FanOutError, OnEmpty, ParallelBranches};
 use agentstate_graph::{Context, Dispatch, Graph, RunErrorKind, END};

@@ -1,10 +1,6 @@
 //! The runner's behaviour: edges, supersteps, merges at the barrier, errors, the recursion
 //! limit, compile checks, typed routing, cancellation and streaming.
 
-// The derive's update of a state whose fields have no drop glue trips this lint (the derive's
-// generated code, not these tests).
-#![allow(clippy::forget_non_drop)]
-
 use agentstate::AgentState;
 use agentstate_graph::{
     node_names, CompileError, Context, Event, Graph, NodeKey, RunConfig, RunErrorKind, END,

@@ -1056,8 +1056,6 @@ async fn incompatible_edits_name_the_field<B: Open>(db: Db) {
 
 /// OpenArmature's state-migration fixtures (`pipeline-utilities/039`-`047`), one type per
 /// schema version, seeded by writing a thread with the old version's type.
-// The derive forgets a merged update, which here holds only `Copy` values.
-#[allow(clippy::forget_non_drop)]
 mod fx {
     use super::*;
 

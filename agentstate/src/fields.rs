@@ -17,6 +17,14 @@
 //! Not a stable API: only the derive's generated code uses it, through `__private`.
 
 use crate::error::Error;
+
+/// Forgets an update that planning or composing emptied (see the module doc):
+/// `core::mem::forget` behind a function, so that clippy's `forget_non_drop` does not fire in
+/// the user's crate on a state whose update holds no value with drop glue.
+#[inline(always)]
+pub fn forget<T>(emptied: T) {
+    core::mem::forget(emptied)
+}
 use crate::keys::{KeyRef, KeyType};
 use crate::reducers::{Merges, Reducer};
 use crate::schema::FieldSchema;

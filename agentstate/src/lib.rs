@@ -91,7 +91,6 @@ pub mod __private {
     pub use core::fmt::{Debug, Formatter, Result as FmtResult};
     pub use core::iter::{Extend, FromIterator, IntoIterator, Iterator};
     pub use core::marker::PhantomData;
-    pub use core::mem::forget;
     pub use core::ops::{Deref, DerefMut};
     pub use core::option::Option::{self, None, Some};
     pub use core::result::Result::{self, Ok};

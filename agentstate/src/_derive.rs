@@ -42,7 +42,7 @@
 //! | `#[reducer(merge_by_key(key = id))]` | `key` names a field of the items (borrowed) |
 //! | `#[reducer(merge_by_key(key = self::key_of))]` | or a function path (two segments or more) returning an owned key |
 //! | `#[reducer(dedupe_append(key = \|d: &Doc\| d.rev))]` | or a closure returning an owned key |
-//! | `#[reducer(with = path::to::function)]` | your own reducer, a `fn(&T, U) -> Result<T, E>` with `E: Into<Box<dyn Error + Send + Sync>>` (a `String` works); `U` is the field type unless `update = Type` is added; add `idempotent` to declare it round-trip idempotent |
+//! | `#[reducer(with = path::to::function)]` | your own reducer, a `fn(&T, U) -> Result<T, E>` with `E: Into<Box<dyn Error + Send + Sync>>` (a `String` works); `U` is the field type unless `update = Type` is added; add `idempotent` to declare it round-trip idempotent. Two writes of the field in one step (`then`, parallel branches, several node outputs) run the function on each in turn: the update holds [`Steps<U>`](crate::reducers::Steps), `{"__steps__": [...]}` in JSON when there are several |
 //! | `#[reducer(nested)]` | the field is a derived state; it merges its own update, atomically with the outer state |
 //! | `#[agent_state(base)]` | the field is the base this state extends (below) |
 //! | `#[agent_state(skip)]` | a field updates never touch (it has no entry in the update) |
@@ -53,7 +53,8 @@
 //! |---|---|
 //! | `#[agent_state(update = Name)]` | the update type's name (`<Name>Update` by default) |
 //! | `#[agent_state(crate = path)]` | the path of a re-exported runtime (`::agentstate` by default) |
-//! | `#[agent_state(messages = field)]` | the field that node outputs' messages and tool messages go into ([`output`](crate::output)); an extension of [`AgentState`](struct@crate::state::AgentState) uses `context` |
+//! | `#[agent_state(messages = field)]` | the field that node outputs' messages and tool messages go into ([`output`](crate::output)); an extension of [`AgentState`](struct@crate::state::AgentState) uses `context`. Unmarked, the one `add_messages` field written `Vec<Message>` or `MessageList` is the messages field; two such fields are a compile error asking to name one |
+//! | `#[agent_state(version = N)]` | the schema version (1 and up; 0 when none is declared) a durable store records and keys migrations by: bump it when an edit is not compatible with what was stored (see `agentstate_store::migrate`) |
 //! | `#[agent_state(extensible)]` | other states may extend this one: the derive also generates `<Update>Setters`, the trait that gives the extending states' updates this state's setters (a state that is not marked does not pay for it) |
 //! | `#[agent_state(deserialize)]` | the derive generates the struct's `Deserialize`, reading a base's keys in the same pass (below) |
 //!
@@ -81,12 +82,14 @@
 //! | `append_items` | AgentFlow | | `Vec<T: HasId>`, `KeyedList<T: HasId>` (O(k)) | the field type | yes |
 //! | `replace_value` | AgentFlow | | any `T` | `T` | yes |
 //! | `upsert_messages` | LangGraph | | `Vec<Message>`, `MessageList` (O(k)) | `Vec<MessageUpdate>` | yes |
+//! | `add` | LangGraph (`operator.add` on numbers) | | integers (checked: out of range is a `reducer_error` and the value is kept), `f32`, `f64`, `Value` (a number; `null` is 0) | the field type | no |
 //! | `nested` | agentstate | | a derived state | its update | when all its fields are |
 //!
 //! Each reducer's semantics are on its type in [`reducers`](crate::reducers). "O(k)": the
 //! indexed [`collections`](crate::collections) merge k items in O(k) however long the list is;
 //! on a plain `Vec` a keyed merge is O(n). On a `serde_json::Value` field, `null` (what
-//! `Value::default()` is) merges as the empty list or object.
+//! `Value::default()` is) merges as the empty list or object. LangGraph's
+//! `Annotated[list, operator.add]` concatenates lists: that is `append`.
 //!
 //! `upsert_messages` is LangGraph's `add_messages` (langgraph 1.2.22): a message whose id is in
 //! the list replaces it in place, a new id appends, [`MessageUpdate::Remove`] deletes every
@@ -164,7 +167,11 @@
 //! `from_json`, `from_json_lenient`, `then`) and takes
 //! [`impl IntoField<T>`](crate::update::IntoField) of the field's update type: the type itself
 //! (so an integer literal takes the field's type), a `&str` for a `String`, a `T` for an
-//! `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque`, `KeyedList` or `MessageList`.
+//! `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque`, `KeyedList` or `MessageList`, and
+//! an array of `&str` for a `Vec<String>` or `VecDeque<String>` (write `vec![]` for an empty
+//! one). A setter called again replaces its value; `a.then(b)` combines two updates through the
+//! reducers (making a second call combine as well made the derive's generated code too costly
+//! to compile: see the compile-time table in `benches/README.md`).
 //!
 //! ```
 //! use agentstate::{AgentState, State};

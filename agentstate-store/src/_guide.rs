@@ -131,16 +131,27 @@
 //!
 //! ## Types and versions
 //!
-//! Loading a thread as a type of another schema fingerprint fails with `state_schema_mismatch`,
-//! naming both fingerprints and the type, unless a [`Migration`](crate::migrate::Migration)
-//! registered with [`Store::with_migration`](crate::Store::with_migration) leads from the stored
-//! fingerprint to the type's (steps chain). It upgrades the JSON of states and updates as they
-//! are read; the new type can then append, and its entries record its fingerprint, so each row
-//! is read in its own schema. [`migrate_thread`](crate::Store::migrate_thread) rewrites a
-//! thread's rows in the new schema in one transaction (if a row fails to migrate, nothing is
-//! written and the error names the row), after which loads need no migration; a writer that read
-//! the thread before is refused on its next append. Updates are read as strictly as
-//! `Update::from_json`: a hand-edited entry with an unknown key is an error naming the entry.
+//! A thread records the schema of the type that wrote each row (its fingerprint, and the
+//! schema itself once per store). An edited state type loads its old threads as they are when
+//! the edit is compatible: a field added with a default or as an `Option`, a field removed, a
+//! reducer or its parameter changed (old entries then replay under the new reducers). An
+//! incompatible edit (a field's type changed, a required field added) is one
+//! `state_schema_mismatch` error naming the row, the field, the stored value and what the type
+//! expects, and saying what to declare. For those, declare `#[agent_state(version = N)]` on the
+//! state and register a [`Migration`](crate::migrate::Migration) from the stored version with
+//! [`Store::with_migration`](crate::Store::with_migration): it reads the old JSON (the old Rust
+//! type is never needed), chains are found by shortest path, and a missing, failing or
+//! ambiguous chain is a named error (`state_migration_missing`, `state_migration_failed`,
+//! `state_migration_chain_ambiguous`), as OpenArmature specifies.
+//! [`migrate_thread`](crate::Store::migrate_thread) rewrites a thread's rows in the new schema
+//! in one transaction, after which loads need no migration; a writer that read the thread
+//! before is refused on its next append. The [`migrate`](crate::migrate) module has the rules
+//! and an example. Updates are read as strictly as `Update::from_json`: a hand-edited entry
+//! with an unknown key is an error naming the entry.
+//!
+//! A thread deleted and created again under the same id is another incarnation: a handle of
+//! the old one is refused on its next append (`StoreError::Recreated`). Thread ids are
+//! non-empty, at most 1,024 bytes and free of control characters (`thread_id_invalid`).
 //!
 //! ## Durability
 //!

@@ -502,15 +502,16 @@ pub const START: &str = "__start__";
 /// Execution metadata of a run (AgentFlow's `ExecutionState`): written by the graph runner, read
 /// by nodes. Serializes exactly as AgentFlow does.
 ///
-/// The runner is the crate that executes a graph of nodes over a state: the coming
-/// `agentstate-graph` (agentstate itself runs no graph). It calls the methods that move a run
-/// forward: [`advance_step`](ExecutionState::advance_step) and
+/// The runner is the crate that executes a graph of nodes over a state, `agentstate-graph`
+/// (agentstate itself runs no graph); its durable runs (the next step of that crate) are what
+/// will keep these fields up to date, and its in-memory runs do not write them yet. A runner
+/// calls the methods that move a run forward: [`advance_step`](ExecutionState::advance_step) and
 /// [`set_current_node`](ExecutionState::set_current_node) on each transition,
 /// [`set_interrupt`](ExecutionState::set_interrupt) when it pauses before or after a node,
 /// [`clear_interrupt`](ExecutionState::clear_interrupt) when it resumes,
 /// [`complete`](ExecutionState::complete) and [`error`](ExecutionState::error) when the run
-/// ends. Until that crate exists, call them yourself where your own loop does these things; a
-/// node never needs to (it returns an update instead).
+/// ends. Until then, call them yourself where your own loop does these things; a node never
+/// needs to (it returns an update instead).
 ///
 /// ```
 /// use agentstate::state::{ExecutionState, ExecutionStatus};

@@ -19,6 +19,7 @@ use crate::name::{NodeKey, Routes, Target};
 use crate::node::{BoxError, Node};
 use crate::subgraph::JsonSubgraph;
 use crate::GraphState;
+use agentstate::error::did_you_mean;
 use agentstate::schema::Schema;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -333,29 +334,4 @@ impl<K: NodeKey> GraphBuilder<JsonState, K> {
 fn short_type_name<T>() -> &'static str {
     let name = std::any::type_name::<T>();
     name.rsplit("::").next().unwrap_or(name)
-}
-
-/// The candidate closest to `name`, when it is at most a third of its length away.
-fn did_you_mean<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
-    candidates
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|&(d, _)| d <= limit)
-        .min_by_key(|&(d, _)| d)
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }

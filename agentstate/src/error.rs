@@ -346,11 +346,18 @@ mod tests {
 }
 
 /// The candidate closest to `name` by edit distance, when it is close enough to be a likely
-/// typo (at most a third of the name's length, and at least one edit allowed).
-pub(crate) fn did_you_mean<'a>(
-    name: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
+/// typo (at most a third of the name's length, and at least one edit allowed): the "did you
+/// mean" of this crate's errors, and of the graph runner's.
+///
+/// ```
+/// use agentstate::error::did_you_mean;
+///
+/// let fields = ["messages", "notes", "merged"];
+/// assert_eq!(did_you_mean("mesages", fields.into_iter()), Some("messages"));
+/// assert_eq!(did_you_mean("mrege", ["merge"].into_iter()), Some("merge")); // a swap is one edit
+/// assert_eq!(did_you_mean("title", fields.into_iter()), None);
+/// ```
+pub fn did_you_mean<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .map(|c| (edit_distance(name, c), c))

@@ -16,7 +16,7 @@
 //! ```text
 //! AGUI_WRITE_FIXTURES=1 cargo test -p agentstate-graph --features ag-ui --test agui_official_client
 //! cd examples/data/official-client && npm install
-//! for name in react run_error state; do
+//! for name in react run_error partial_stream state; do
 //!   f=../../../agentstate-graph/tests/data/agui/$name
 //!   node fold.js $f.json | node -e 'const fs = require("fs");
 //!     fs.writeFileSync(1, JSON.stringify(JSON.parse(fs.readFileSync(0, "utf8")), null, 2) + "\n")' > $f.expected.json
@@ -119,7 +119,13 @@ fn js_numbers(value: &Value) -> Value {
 
 /// The events equal the committed ones (or are written, with `AGUI_WRITE_FIXTURES` set), and
 /// the official client's fold of them equals the run's final messages and state.
-fn check(name: &str, (events, messages, state): (Value, Value, Value)) {
+fn check(name: &str, outcome: (Value, Value, Value)) {
+    check_with(name, outcome, &[]);
+}
+
+/// [`check`], where the client has `extra` messages after the run's (streamed by a node that
+/// then failed).
+fn check_with(name: &str, (events, messages, state): (Value, Value, Value), extra: &[Value]) {
     let file = format!("{name}.json");
     if std::env::var_os("AGUI_WRITE_FIXTURES").is_some() {
         let text = serde_json::to_string_pretty(&events).unwrap() + "\n";
@@ -136,9 +142,10 @@ fn check(name: &str, (events, messages, state): (Value, Value, Value)) {
         json!([]),
         "{name}: the official client refused events"
     );
+    let mut messages = js_numbers(&messages);
+    messages.as_array_mut().unwrap().extend_from_slice(extra);
     assert_eq!(
-        js_numbers(&messages),
-        expected["messages"],
+        messages, expected["messages"],
         "{name}: the official client's messages differ from the run's"
     );
     assert_eq!(
@@ -319,4 +326,42 @@ fn parallel_branches_with_state_deltas_and_a_new_user_message() {
         ..Default::default()
     };
     check("state", run("state", &graph, start, messages_of));
+}
+
+/// A node that streams part of a message and a tool call, then fails: the client keeps what it
+/// was streamed (AG-UI has no event to withdraw it), the run's state (before the failed step)
+/// does not have it. That is the one difference from the run's messages, checked exactly.
+#[test]
+fn a_failed_nodes_partial_stream_stays_in_the_client() {
+    let graph = Graph::builder()
+        .node("model", |_: Arc<Chat>, cx: Context| async move {
+            cx.text_delta("m-part", "I'll start ");
+            cx.emit(Emitted::ToolCallDelta {
+                message_id: "m-part".into(),
+                tool_call_id: "call-9".into(),
+                name: "search".into(),
+                delta: r#"{"q":"#.into(),
+            });
+            Err::<AgentStateUpdate, _>("stream cut")
+        })
+        .entry("model")
+        .edge("model", END)
+        .build()
+        .unwrap();
+    let start = chat_with(vec![msg("Go.", Role::User, "u-1")]);
+    let partial = json!({
+        "id": "m-part",
+        "role": "assistant",
+        "content": "I'll start ",
+        "toolCalls": [{
+            "id": "call-9",
+            "type": "function",
+            "function": {"name": "search", "arguments": r#"{"q":"#}
+        }]
+    });
+    check_with(
+        "partial_stream",
+        run("partial_stream", &graph, start, context_of),
+        &[partial],
+    );
 }

@@ -12,7 +12,7 @@ use agentstate::output::{NodeOutput, ToolResult};
 use agentstate::providers::openai_chat::to_openai_chat;
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;
-use agentstate_graph::agui::{message_id, AguiAdapter};
+use agentstate_graph::agui::AguiAdapter;
 use agentstate_graph::{node_names, Context, Dispatch, Event, Graph};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -73,7 +73,7 @@ fn model(index: Arc<Mutex<ContextIndex>>) -> impl agentstate_graph::Node<AgentSt
             );
             let reply = scripted_model(&sent);
             for word in reply.text().split_inclusive(' ') {
-                cx.text_delta(message_id(&reply.message_id), word);
+                cx.text_delta(reply.message_id.to_string(), word);
             }
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
                 AgentStateUpdate::default().context(vec![reply]),

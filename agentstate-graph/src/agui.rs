@@ -55,7 +55,7 @@ use crate::GraphState;
 use agentstate::agui::event::{MessagesSnapshotEvent, StepFinishedEvent, StepStartedEvent};
 use agentstate::agui::message::MessageContent;
 use agentstate::agui::{server, AguiMessage, Event as Agui};
-use agentstate::message::{Message, MessageId};
+use agentstate::message::Message;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -95,7 +95,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
             initial: agentstate::agui::convert::messages_to_agui(initial_messages),
             seen: initial_messages
                 .iter()
-                .map(|m| message_id(&m.message_id))
+                .map(|m| m.message_id.to_string())
                 .collect(),
             streamed: HashSet::new(),
             open: Vec::new(),
@@ -199,7 +199,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
         let messages = (self.messages)(state);
         let mut snapshot = false;
         for message in messages {
-            if !self.seen.insert(message_id(&message.message_id)) {
+            if !self.seen.insert(message.message_id.to_string()) {
                 continue;
             }
             for agui in agentstate::agui::convert::to_agui(message) {
@@ -241,23 +241,6 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 agentstate::agui::convert::messages_to_agui(messages),
             ));
         }
-    }
-}
-
-/// A message id as AG-UI writes it (a string id bare, an integer in decimal): the id a node
-/// gives [`Context::text_delta`](crate::Context::text_delta) for the message it streams.
-///
-/// ```
-/// use agentstate::message::{Message, MessageId, Role};
-/// let reply = Message::text_message("Hi", Role::Assistant).with_id("m1");
-/// assert_eq!(agentstate_graph::agui::message_id(&reply.message_id), "m1");
-/// assert_eq!(agentstate_graph::agui::message_id(&MessageId::Int(7)), "7");
-/// ```
-pub fn message_id(id: &MessageId) -> String {
-    match id.as_str() {
-        Some(text) => text.to_owned(),
-        // An integer id's Display is its decimal digits.
-        None => id.to_string(),
     }
 }
 

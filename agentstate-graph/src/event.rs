@@ -87,8 +87,10 @@ pub enum Event<S: State, K> {
         step: u64,
         /// The node.
         node: K,
-        /// Its update.
-        update: Option<S::Update>,
+        /// A copy of its update, boxed so that an event stays small whatever the update's size
+        /// (events are moved several times on their way out; an `AgentState` update is 640
+        /// bytes).
+        update: Option<Box<S::Update>>,
     },
     /// A step merged and routed.
     StepFinished {
@@ -177,9 +179,8 @@ where
     }
 }
 
-/// An event as the run queues it for the stream: small (the node's update boxed, the run's
-/// end not queued at all), so the queue's few slots stay small whatever the state's size, and
-/// turned into an [`Event`] only when the stream hands it out.
+/// An event as the run queues it for the stream (the run's end is not queued, it is kept
+/// aside), turned into an [`Event`] only when the stream hands it out.
 pub(crate) enum Queued<S: State, K> {
     RunStarted {
         run_id: Arc<str>,
@@ -225,11 +226,9 @@ impl<S: State, K> From<Queued<S, K>> for Event<S, K> {
                 node,
                 emitted,
             },
-            Queued::NodeFinished { step, node, update } => Event::NodeFinished {
-                step,
-                node,
-                update: update.map(|update| *update),
-            },
+            Queued::NodeFinished { step, node, update } => {
+                Event::NodeFinished { step, node, update }
+            }
             Queued::StepFinished { record, state } => Event::StepFinished { record, state },
         }
     }

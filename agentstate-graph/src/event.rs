@@ -62,8 +62,8 @@ pub enum Event<S: State, K> {
     StepStarted {
         /// The step, from 1.
         step: u64,
-        /// Its nodes, in merge order.
-        nodes: Vec<K>,
+        /// Its nodes, in merge order (shared with the step's [`StepRecord`]).
+        nodes: Arc<[K]>,
     },
     /// A node started.
     NodeStarted {
@@ -87,8 +87,10 @@ pub enum Event<S: State, K> {
         step: u64,
         /// The node.
         node: K,
-        /// Its update.
-        update: Option<S::Update>,
+        /// A copy of its update, boxed so that an event stays small whatever the update's size
+        /// (events are moved several times on their way out; an `AgentState` update is 640
+        /// bytes).
+        update: Option<Box<S::Update>>,
     },
     /// A step merged and routed.
     StepFinished {
@@ -177,23 +179,79 @@ where
     }
 }
 
+/// An event as the run queues it for the stream (the run's end is not queued, it is kept
+/// aside), turned into an [`Event`] only when the stream hands it out.
+pub(crate) enum Queued<S: State, K> {
+    RunStarted {
+        run_id: Arc<str>,
+    },
+    StepStarted {
+        step: u64,
+        nodes: Arc<[K]>,
+    },
+    NodeStarted {
+        step: u64,
+        node: K,
+    },
+    Emitted {
+        step: u64,
+        node: String,
+        emitted: Emitted,
+    },
+    NodeFinished {
+        step: u64,
+        node: K,
+        update: Option<Box<S::Update>>,
+    },
+    StepFinished {
+        record: StepRecord<K>,
+        state: Arc<S>,
+    },
+}
+
+impl<S: State, K> From<Queued<S, K>> for Event<S, K> {
+    fn from(queued: Queued<S, K>) -> Self {
+        match queued {
+            Queued::RunStarted { run_id } => Event::RunStarted {
+                run_id: run_id.to_string(),
+            },
+            Queued::StepStarted { step, nodes } => Event::StepStarted { step, nodes },
+            Queued::NodeStarted { step, node } => Event::NodeStarted { step, node },
+            Queued::Emitted {
+                step,
+                node,
+                emitted,
+            } => Event::Emitted {
+                step,
+                node,
+                emitted,
+            },
+            Queued::NodeFinished { step, node, update } => {
+                Event::NodeFinished { step, node, update }
+            }
+            Queued::StepFinished { record, state } => Event::StepFinished { record, state },
+        }
+    }
+}
+
 /// Receives a run's events (the stream's queue).
 pub(crate) trait Observer<S: State, K>: Send + Sync {
-    fn event(&self, event: Event<S, K>);
+    fn event(&self, event: Queued<S, K>);
     fn emitted(&self, node: &str, step: u64, emitted: Emitted);
 }
 
-type Queue<S, K> = Arc<Mutex<VecDeque<Event<S, K>>>>;
+/// The run's queue, shared by the run (as its observer) and the stream.
+type Queue<S, K> = Arc<QueueObserver<S, K>>;
 
-struct QueueObserver<S: State, K>(Queue<S, K>);
+struct QueueObserver<S: State, K>(Mutex<VecDeque<Queued<S, K>>>);
 
 impl<S: GraphState, K: NodeKey> Observer<S, K> for QueueObserver<S, K> {
-    fn event(&self, event: Event<S, K>) {
+    fn event(&self, event: Queued<S, K>) {
         lock(&self.0).push_back(event);
     }
 
     fn emitted(&self, node: &str, step: u64, emitted: Emitted) {
-        lock(&self.0).push_back(Event::Emitted {
+        lock(&self.0).push_back(Queued::Emitted {
             step,
             node: node.to_owned(),
             emitted,
@@ -213,8 +271,15 @@ type RunFuture<S> = Pin<Box<dyn Future<Output = Result<S, RunError<S>>> + Send>>
 /// A run as a stream of [`Event`]s; see the [module docs](self).
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<S: State, K> {
+    /// Where the run puts its events.
     queue: Queue<S, K>,
+    /// The events taken from `queue` and not handed out yet: the stream drains the shared queue
+    /// with one lock (swapping the two buffers, so both keep their slots for the next events)
+    /// and hands out from here without locking.
+    ready: VecDeque<Queued<S, K>>,
     run: Option<RunFuture<S>>,
+    /// The last event, once the run has ended.
+    end: Option<Event<S, K>>,
 }
 
 impl<S: GraphState, K: NodeKey> Graph<S, K> {
@@ -226,14 +291,26 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// [`stream`](Graph::stream) with `config`.
     pub fn stream_with(&self, state: S, config: RunConfig) -> RunStream<S, K> {
-        let queue: Queue<S, K> = Arc::new(Mutex::new(VecDeque::new()));
-        let observer: Arc<dyn Observer<S, K>> = Arc::new(QueueObserver(Arc::clone(&queue)));
+        let queue: Queue<S, K> = Arc::new(QueueObserver(Mutex::new(VecDeque::new())));
+        let observer: Arc<dyn Observer<S, K>> = Arc::clone(&queue) as _;
         let graph = self.clone();
         let run = Box::pin(async move { graph.run(state, config, Some(observer)).await });
         RunStream {
             queue,
+            ready: VecDeque::new(),
             run: Some(run),
+            end: None,
         }
+    }
+}
+
+// The stream never pins its fields (the run is boxed), so it moves freely whatever `S` and `K` are.
+impl<S: State, K> Unpin for RunStream<S, K> {}
+
+impl<S: GraphState, K: NodeKey> RunStream<S, K> {
+    /// Moves what the run queued into `ready` (which is empty), in one lock.
+    fn take_queued(&mut self) {
+        std::mem::swap(&mut *lock(&self.queue.0), &mut self.ready);
     }
 }
 
@@ -243,24 +320,32 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Event<S, K>>> {
         let this = self.get_mut();
         loop {
-            if let Some(event) = lock(&this.queue).pop_front() {
-                return Poll::Ready(Some(event));
+            if let Some(queued) = this.ready.pop_front() {
+                return Poll::Ready(Some(queued.into()));
             }
+            // The run queues events while it is polled, and everything it queued in a poll is
+            // taken right after it, so the queue is looked at again only once the run ended.
             let Some(run) = this.run.as_mut() else {
-                return Poll::Ready(None);
+                this.take_queued();
+                return match this.ready.pop_front() {
+                    Some(queued) => Poll::Ready(Some(queued.into())),
+                    None => Poll::Ready(this.end.take()),
+                };
             };
             match run.as_mut().poll(cx) {
+                // What the run queued in its last poll goes out first, then its end.
                 Poll::Ready(result) => {
                     this.run = None;
-                    let last = match result {
+                    this.end = Some(match result {
                         Ok(state) => Event::RunFinished { state },
                         Err(error) => Event::RunFailed { error },
-                    };
-                    lock(&this.queue).push_back(last);
+                    });
+                    this.take_queued();
                 }
                 Poll::Pending => {
-                    return match lock(&this.queue).pop_front() {
-                        Some(event) => Poll::Ready(Some(event)),
+                    this.take_queued();
+                    return match this.ready.pop_front() {
+                        Some(queued) => Poll::Ready(Some(queued.into())),
                         None => Poll::Pending,
                     };
                 }

@@ -27,7 +27,7 @@
 //! error naming the last step's nodes and the next ones.
 
 use crate::error::{CompileWarning, RunError, RunErrorKind};
-use crate::event::{Event, Observer};
+use crate::event::{Observer, Queued};
 use crate::name::{NodeKey, Routes};
 use crate::node::{BoxError, Context, Node, Sink};
 use crate::GraphState;
@@ -137,10 +137,11 @@ pub struct RunConfig {
 pub struct StepRecord<K> {
     /// The step's number, from 1.
     pub step: u64,
-    /// The nodes that ran, in merge order.
-    pub nodes: Vec<K>,
-    /// The nodes of the next step (empty when the run ends).
-    pub next: Vec<K>,
+    /// The nodes that ran, in merge order (shared with the step's
+    /// [`StepStarted`](crate::event::Event::StepStarted) event).
+    pub nodes: Arc<[K]>,
+    /// The nodes of the next step (empty when the run ends; shared with that step's events).
+    pub next: Arc<[K]>,
 }
 
 impl<S: GraphState, K: NodeKey> Graph<S, K> {
@@ -200,8 +201,8 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             sink
         });
         if let Some(o) = &observer {
-            o.event(Event::RunStarted {
-                run_id: run_id.to_string(),
+            o.event(Queued::RunStarted {
+                run_id: Arc::clone(&run_id),
             });
         }
         let mut state = Arc::new(state);
@@ -209,6 +210,8 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         // The inputs of the step's `Send` tasks (`None`: the node reads the state).
         let mut inputs: Vec<Option<Arc<S>>> = vec![None];
         let mut last: Vec<usize> = Vec::new();
+        // The step's node keys, made once per step and shared by its events (streaming only).
+        let mut keys: Option<Arc<[K]>> = observer.as_ref().map(|_| self.keys(&active));
         let mut step: u64 = 0;
         loop {
             if step as usize >= limit {
@@ -223,10 +226,10 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 break;
             }
             step += 1;
-            if let Some(o) = &observer {
-                o.event(Event::StepStarted {
+            if let (Some(o), Some(nodes)) = (&observer, &keys) {
+                o.event(Queued::StepStarted {
                     step,
-                    nodes: self.keys(&active),
+                    nodes: Arc::clone(nodes),
                 });
             }
             let outcome = self
@@ -253,12 +256,13 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                 Ok(next) => next,
                 Err(kind) => return Err(RunError::new(kind, step, unwrap_state(state))),
             };
-            if let Some(o) = &observer {
-                o.event(Event::StepFinished {
+            if let (Some(o), Some(nodes)) = (&observer, &mut keys) {
+                let next_keys = self.keys(&next);
+                o.event(Queued::StepFinished {
                     record: StepRecord {
                         step,
-                        nodes: self.keys(&active),
-                        next: self.keys(&next),
+                        nodes: std::mem::replace(nodes, Arc::clone(&next_keys)),
+                        next: next_keys,
                     },
                     state: Arc::clone(&state),
                 });
@@ -277,7 +281,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             .collect()
     }
 
-    fn keys(&self, at: &[usize]) -> Vec<K> {
+    fn keys(&self, at: &[usize]) -> Arc<[K]> {
         at.iter()
             .map(|&i| self.inner.nodes[i].key.clone())
             .collect()
@@ -301,7 +305,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         let call = |(at, input): (usize, &Option<Arc<S>>)| {
             let entry = &nodes[at];
             if let Some(o) = observer {
-                o.event(Event::NodeStarted {
+                o.event(Queued::NodeStarted {
                     step,
                     node: entry.key.clone(),
                 });
@@ -331,10 +335,10 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
                             error: Box::new(error.from_node(&entry.name)),
                         })?;
                 if let Some(o) = observer {
-                    o.event(Event::NodeFinished {
+                    o.event(Queued::NodeFinished {
                         step,
                         node: entry.key.clone(),
-                        update: update.clone(),
+                        update: update.as_ref().map(|update| Box::new(update.clone())),
                     });
                 }
                 Ok(update)

@@ -444,9 +444,12 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
         while let Some(event) = stream.next().await {
             kinds.push(event.kind());
             match event {
-                Event::StepFinished { record, state } => {
-                    states.push((record.step, record.nodes, record.next, state.log.clone()))
-                }
+                Event::StepFinished { record, state } => states.push((
+                    record.step,
+                    record.nodes.to_vec(),
+                    record.next.to_vec(),
+                    state.log.clone(),
+                )),
                 Event::NodeFinished { node, update, .. } => {
                     assert_eq!(update.expect("an update").log, Some(vec![node.to_owned()]))
                 }

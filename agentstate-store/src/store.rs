@@ -768,6 +768,16 @@ impl<B: Backend> Store<B> {
         Ok(())
     }
 
+    /// The recorded schema of fingerprint `stored`: from the store's cache, or, when the cache
+    /// does not know it yet, after reading every recorded schema once more.
+    async fn recorded(&self, stored: u64) -> Result<Option<Arc<SchemaRecord>>, StoreError> {
+        if let Some(record) = self.config.schemas.get(stored) {
+            return Ok(Some(record));
+        }
+        self.config.schemas.fill(self.backend.schemas().await?);
+        Ok(self.config.schemas.get(stored))
+    }
+
     /// How rows of schema `stored` are read as `target`: from the plans made already for this
     /// load, or decided now (reading the recorded schemas once if `stored` is not known yet).
     async fn plan<'p>(
@@ -784,11 +794,7 @@ impl<B: Backend> Store<B> {
                 let plan = if stored == target.fingerprint {
                     Plan::Direct
                 } else {
-                    let mut record = self.config.schemas.get(stored);
-                    if record.is_none() {
-                        self.config.schemas.fill(self.backend.schemas().await?);
-                        record = self.config.schemas.get(stored);
-                    }
+                    let record = self.recorded(stored).await?;
                     Plan::of(&self.config.migrations, thread, target, stored, record)?
                 };
                 Ok(slot.insert(plan))
@@ -811,14 +817,11 @@ impl<B: Backend> Store<B> {
         if stored != target.fingerprint {
             return err;
         }
-        let mut record = self.config.schemas.get(stored);
-        if record.is_none() {
-            if let Ok(all) = self.backend.schemas().await {
-                self.config.schemas.fill(all);
-            }
-            record = self.config.schemas.get(stored);
-        }
-        record
+        // An error reading the schemas leaves the original error as it was.
+        self.recorded(stored)
+            .await
+            .ok()
+            .flatten()
             .and_then(|r| crate::migrate::retyped(thread, target, &r, what, reason))
             .unwrap_or(err)
     }

@@ -276,11 +276,14 @@
 //! [`ContextIndex`](crate::context::ContextIndex) kept beside the state makes, for each call, a
 //! *view* within a budget of tokens, messages or turns: it borrows the messages to send and never
 //! rewrites the history, keeps tool calls with their results, and sends the state's summary for
-//! what was cut. [`SummaryRequest`](crate::context::SummaryRequest) says what to summarize; the
-//! summary (your model call) is recorded as an ordinary update.
+//! what was cut. A [`SummaryPolicy`](crate::context::SummaryPolicy) says when to summarize and
+//! how much of the newest history to keep out of it; the
+//! [`SummaryRequest`](crate::context::SummaryRequest) it gives lists what to summarize, and the
+//! summary (your model call) is recorded as an ordinary update. `view.messages()` is exactly what
+//! a call sends: the system messages, the summary, then the history.
 //!
 //! ```
-//! use agentstate::context::{ContextIndex, ContextWindow, Estimate, SummaryRequest};
+//! use agentstate::context::{ContextIndex, ContextWindow, Estimate, SummaryPolicy, Threshold};
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //! use agentstate::State;
@@ -294,20 +297,24 @@
 //!     .collect();
 //! state.merge(AgentStateUpdate::default().context(turns))?;
 //!
+//! let window = ContextWindow::turns(3);
+//! let policy = SummaryPolicy::new()
+//!     .trigger(Threshold::Messages(100)) // summarize past 100 unsummarized messages
+//!     .keep(Threshold::Messages(6)); // the newest 6 stay out of the summary
 //! let mut index = ContextIndex::default();
 //! let summary = {
-//!     let view = index.view_state(&state, &ContextWindow::turns(3))?;
-//!     assert_eq!(view.history().next().unwrap().text(), "question 197");
-//!     // The messages the view leaves out: summarize them (here, without a model).
-//!     let request = SummaryRequest::new(&state, &view).expect("something was cut");
+//!     let request = index.summary_request(&state, &window, &policy)?.expect("400 messages");
+//!     // Summarize them (here, without a model).
 //!     let text = format!("{} earlier messages about questions", request.messages().len());
 //!     request.record(text, &Estimate::default(), 500)? // at most 500 tokens
 //! };
 //! state.merge(summary)?;
 //!
-//! let view = index.view_state(&state, &ContextWindow::turns(3))?;
+//! let view = index.view_state(&state, &window)?;
 //! assert_eq!(view.summary(), Some("394 earlier messages about questions"));
 //! assert_eq!(view.history_len(), 6);
+//! let sent = view.messages(); // the summary (as a system message), then the 6 newest
+//! assert_eq!((sent.len(), sent[1].text()), (7, "question 197".to_string()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

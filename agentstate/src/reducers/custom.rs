@@ -105,7 +105,7 @@ where
 /// The updates of a field whose reducer cannot combine two updates into one (a user function),
 /// applied one after the other: what the update of a `#[reducer(with = f)]` field carries. Made
 /// from one update (`Steps::from(u)`, or a setter given `u`); [`InOrder`] extends it when two
-/// updates compose (`a.then(b)`, parallel branches in one step, a setter called twice), and
+/// updates compose (`a.then(b)`, parallel branches in one step, several node outputs), and
 /// plans it by running the function on each in turn.
 ///
 /// In JSON one update is written as itself; several as `{"__steps__": [first, second, ...]}`
@@ -218,7 +218,7 @@ impl<'de, U: serde::de::DeserializeOwned> Deserialize<'de> for Steps<U> {
 /// A reducer whose updates are [`Steps`]: each step is planned with `R` on the value the
 /// previous one gave, so two updates combine by applying one after the other. The derive wraps
 /// a `#[reducer(with = f)]` function in it, so that `a.then(b)`, parallel branches writing the
-/// field in one step and a setter called twice all work: the function runs on each update in
+/// field in one step and several node outputs all work: the function runs on each update in
 /// order, and if one fails the merge fails and the field keeps its value.
 ///
 /// ```

@@ -167,7 +167,7 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
     fn apply(&self, current: &mut T, plan: Self::Plan);
 
     /// One update with the same effect as merging `first` then `second`, computed without the
-    /// field: what `a.then(b)`, parallel fan-in and a setter called twice use. `None` when the
+    /// field: what `a.then(b)`, parallel fan-in and several node outputs use. `None` when the
     /// two cannot be one update (an integer [`Add`] out of range, JSON values of the wrong
     /// kinds); the default, for reducers written by hand, is `None`. A function reducer is
     /// wrapped in [`InOrder`], whose updates ([`Steps`]) combine by being applied in turn.

@@ -83,6 +83,23 @@ fn steps_100_on_10k_messages_streamed(bencher: Bencher) {
         .bench_local_values(|s| rt.block_on(consume(graph.stream(s))));
 }
 
+/// The same run, streaming the state after each step only (LangGraph's "values").
+#[divan::bench(sample_count = 200)]
+fn steps_100_on_10k_messages_streamed_values(bencher: Bencher) {
+    let graph = looping();
+    let rt = runtime();
+    let state = conversation(10_000);
+    bencher
+        .with_inputs(|| state.clone())
+        .bench_local_values(|s| {
+            rt.block_on(consume(
+                graph
+                    .stream(s)
+                    .only(agentstate_graph::EventFilter::STEP_FINISHED),
+            ))
+        });
+}
+
 /// Reads every event and returns the final state, which divan drops outside the timing (as
 /// it drops `invoke`'s result).
 async fn consume<S: agentstate_graph::GraphState, K: agentstate_graph::NodeKey>(
@@ -91,7 +108,7 @@ async fn consume<S: agentstate_graph::GraphState, K: agentstate_graph::NodeKey>(
     let mut last = None;
     while let Some(event) = events.next().await {
         match event {
-            agentstate_graph::Event::RunFinished { state } => last = Some(state),
+            agentstate_graph::Event::RunFinished { state } => last = Some(*state),
             other => drop(black_box(other)),
         }
     }
@@ -140,6 +157,20 @@ fn linear_10_nodes_streamed(bencher: Bencher) {
     let graph = linear();
     let rt = runtime();
     bencher.bench_local(|| rt.block_on(consume(graph.stream(Counter::default()))));
+}
+
+/// The same run, streaming the state after each step only (LangGraph's "values").
+#[divan::bench(sample_count = 500)]
+fn linear_10_nodes_streamed_values(bencher: Bencher) {
+    let graph = linear();
+    let rt = runtime();
+    bencher.bench_local(|| {
+        rt.block_on(consume(
+            graph
+                .stream(Counter::default())
+                .only(agentstate_graph::EventFilter::STEP_FINISHED),
+        ))
+    });
 }
 
 #[derive(

@@ -197,45 +197,45 @@ pub enum RunErrorKind {
 }
 
 /// A run that failed: what went wrong, in which step, and the state at the point of failure.
-pub struct RunError<S> {
+///
+/// One pointer wide (what it holds is boxed), so that results and events carrying it stay small.
+pub struct RunError<S>(Box<Failure<S>>);
+
+struct Failure<S> {
     kind: RunErrorKind,
     step: u64,
-    state: Box<S>,
+    state: S,
 }
 
 impl<S> RunError<S> {
     pub(crate) fn new(kind: RunErrorKind, step: u64, state: S) -> Self {
-        RunError {
-            kind,
-            step,
-            state: Box::new(state),
-        }
+        RunError(Box::new(Failure { kind, step, state }))
     }
 
     /// What went wrong.
     pub fn kind(&self) -> &RunErrorKind {
-        &self.kind
+        &self.0.kind
     }
 
     /// The step that failed, from 1.
     pub fn step(&self) -> u64 {
-        self.step
+        self.0.step
     }
 
     /// The state at the point of failure: after the last step that merged (a failing step
     /// merges nothing).
     pub fn state(&self) -> &S {
-        &self.state
+        &self.0.state
     }
 
     /// The state at the point of failure, by value.
     pub fn into_state(self) -> S {
-        *self.state
+        self.0.state
     }
 
     /// The node the error comes from, when there is one.
     pub fn node(&self) -> Option<&str> {
-        match &self.kind {
+        match &self.0.kind {
             RunErrorKind::Node { node, .. }
             | RunErrorKind::Edge { node, .. }
             | RunErrorKind::Routing { node, .. } => Some(node),
@@ -251,7 +251,7 @@ impl<S> RunError<S> {
     /// The OpenArmature category: `node_exception`, `edge_exception`, `reducer_error`,
     /// `routing_error`, `state_validation_error`, or `recursion_limit`.
     pub fn category(&self) -> &'static str {
-        match &self.kind {
+        match &self.0.kind {
             RunErrorKind::Node { .. } => "node_exception",
             RunErrorKind::Edge { .. } => "edge_exception",
             RunErrorKind::Merge { error, .. } => error.category(),
@@ -264,8 +264,8 @@ impl<S> RunError<S> {
 
 impl<S> fmt::Display for RunError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let step = self.step;
-        match &self.kind {
+        let step = self.0.step;
+        match &self.0.kind {
             RunErrorKind::Node { node, error } => {
                 write!(f, "node `{node}` failed in step {step}: {error}")
             }
@@ -308,15 +308,15 @@ impl<S> fmt::Debug for RunError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunError")
             .field("category", &self.category())
-            .field("step", &self.step)
-            .field("kind", &self.kind)
+            .field("step", &self.0.step)
+            .field("kind", &self.0.kind)
             .finish_non_exhaustive()
     }
 }
 
 impl<S> std::error::Error for RunError<S> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
+        match &self.0.kind {
             RunErrorKind::Node { error, .. } | RunErrorKind::Edge { error, .. } => {
                 Some(error.as_ref())
             }

@@ -27,9 +27,8 @@
 //! error naming the last step's nodes and the next ones.
 
 use crate::error::{CompileWarning, RunError, RunErrorKind};
-use crate::event::{Observer, Queued};
 use crate::name::{NodeKey, Routes};
-use crate::node::{BoxError, Context, Node, Sink};
+use crate::node::{BoxError, Node};
 use crate::GraphState;
 use agentstate::update::{Combine, FanIn};
 use std::collections::HashMap;
@@ -137,11 +136,62 @@ pub struct RunConfig {
 pub struct StepRecord<K> {
     /// The step's number, from 1.
     pub step: u64,
-    /// The nodes that ran, in merge order (shared with the step's
-    /// [`StepStarted`](crate::event::Event::StepStarted) event).
-    pub nodes: Arc<[K]>,
-    /// The nodes of the next step (empty when the run ends; shared with that step's events).
-    pub next: Arc<[K]>,
+    /// The nodes that ran, in merge order.
+    pub nodes: Nodes<K>,
+    /// The nodes of the next step (empty when the run ends).
+    pub next: Nodes<K>,
+}
+
+/// The nodes of a step, in merge order: a slice (it derefs to `[K]`) that holds one node
+/// inline and several shared, so that the events of a step pass it around without allocating
+/// or counting references in the common case of one node.
+///
+/// ```
+/// use agentstate_graph::graph::Nodes;
+///
+/// let one = Nodes::from(vec!["model"]);
+/// let two = Nodes::from(vec!["web", "papers"]);
+/// assert_eq!(&one[..], ["model"]);
+/// assert_eq!(two.len(), 2);
+/// assert_eq!(two.clone(), two); // a clone of several shares them
+/// assert!(Nodes::<&str>::from(vec![]).is_empty());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Nodes<K>(NodesRepr<K>);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum NodesRepr<K> {
+    None,
+    One(K),
+    Many(Arc<[K]>),
+}
+
+impl<K> std::ops::Deref for Nodes<K> {
+    type Target = [K];
+
+    fn deref(&self) -> &[K] {
+        match &self.0 {
+            NodesRepr::None => &[],
+            NodesRepr::One(key) => std::slice::from_ref(key),
+            NodesRepr::Many(keys) => keys,
+        }
+    }
+}
+
+impl<K> From<Vec<K>> for Nodes<K> {
+    fn from(mut keys: Vec<K>) -> Self {
+        Nodes(match keys.len() {
+            0 => NodesRepr::None,
+            1 => NodesRepr::One(keys.pop().expect("one key")),
+            _ => NodesRepr::Many(Arc::from(keys)),
+        })
+    }
+}
+
+impl<K: std::fmt::Debug> std::fmt::Debug for Nodes<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 impl<S: GraphState, K: NodeKey> Graph<S, K> {
@@ -154,6 +204,10 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         Graph {
             inner: Arc::new(inner),
         }
+    }
+
+    pub(crate) fn inner(&self) -> &Inner<S, K> {
+        &self.inner
     }
 
     /// The nodes' keys, in the order they were added.
@@ -178,188 +232,52 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// Runs the graph with `config`.
     pub async fn invoke_with(&self, state: S, config: RunConfig) -> Result<S, RunError<S>> {
-        self.run(state, config, None).await
+        crate::run::Run::new(self, state, config, None)
+            .complete()
+            .await
     }
 
-    /// Runs the graph with `config`, telling `observer` what happens (the stream's source).
-    pub(crate) async fn run(
-        &self,
-        state: S,
-        config: RunConfig,
-        observer: Option<Arc<dyn Observer<S, K>>>,
-    ) -> Result<S, RunError<S>> {
-        let inner = &*self.inner;
-        let run_id: Arc<str> = match config.run_id {
-            Some(id) => Arc::from(id),
-            None => Arc::from(uuid::Uuid::new_v4().to_string()),
-        };
-        let limit = config.recursion_limit.unwrap_or(inner.recursion_limit);
-        let sink: Option<Sink> = observer.as_ref().map(|o| {
-            let o = Arc::clone(o);
-            let sink: Sink =
-                Arc::new(move |node: &str, step, emitted| o.emitted(node, step, emitted));
-            sink
-        });
-        if let Some(o) = &observer {
-            o.event(Queued::RunStarted {
-                run_id: Arc::clone(&run_id),
-            });
-        }
-        let mut state = Arc::new(state);
-        let mut active: Vec<usize> = vec![inner.entry];
-        // The inputs of the step's `Send` tasks (`None`: the node reads the state).
-        let mut inputs: Vec<Option<Arc<S>>> = vec![None];
-        let mut last: Vec<usize> = Vec::new();
-        // The step's node keys, made once per step and shared by its events (streaming only).
-        let mut keys: Option<Arc<[K]>> = observer.as_ref().map(|_| self.keys(&active));
-        let mut step: u64 = 0;
-        loop {
-            if step as usize >= limit {
-                let kind = RunErrorKind::RecursionLimit {
-                    limit,
-                    last: self.names(&last),
-                    next: self.names(&active),
-                };
-                return Err(RunError::new(kind, step, unwrap_state(state)));
-            }
-            if active.is_empty() {
-                break;
-            }
-            step += 1;
-            if let (Some(o), Some(nodes)) = (&observer, &keys) {
-                o.event(Queued::StepStarted {
-                    step,
-                    nodes: Arc::clone(nodes),
-                });
-            }
-            let outcome = self
-                .run_nodes(
-                    &state,
-                    &active,
-                    &inputs,
-                    step,
-                    Scope {
-                        run_id: &run_id,
-                        sink: sink.as_ref(),
-                        observer: observer.as_deref(),
-                    },
-                )
-                .await;
-            let updates = match outcome {
-                Ok(updates) => updates,
-                Err(kind) => return Err(RunError::new(kind, step, unwrap_state(state))),
-            };
-            if let Err(kind) = self.merge(&mut state, &active, updates) {
-                return Err(RunError::new(kind, step, unwrap_state(state)));
-            }
-            let (next, next_inputs) = match self.route(&state, &active) {
-                Ok(next) => next,
-                Err(kind) => return Err(RunError::new(kind, step, unwrap_state(state))),
-            };
-            if let (Some(o), Some(nodes)) = (&observer, &mut keys) {
-                let next_keys = self.keys(&next);
-                o.event(Queued::StepFinished {
-                    record: StepRecord {
-                        step,
-                        nodes: std::mem::replace(nodes, Arc::clone(&next_keys)),
-                        next: next_keys,
-                    },
-                    state: Arc::clone(&state),
-                });
-                // Lets the stream hand the state out before the next merge needs it alone.
-                crate::event::yield_now().await;
-            }
-            last = std::mem::replace(&mut active, next);
-            inputs = next_inputs;
-        }
-        Ok(unwrap_state(state))
-    }
-
-    fn names(&self, at: &[usize]) -> Vec<String> {
+    pub(crate) fn names(&self, at: &[usize]) -> Vec<String> {
         at.iter()
             .map(|&i| self.inner.nodes[i].name.to_string())
             .collect()
     }
 
-    fn keys(&self, at: &[usize]) -> Arc<[K]> {
-        at.iter()
-            .map(|&i| self.inner.nodes[i].key.clone())
-            .collect()
+    /// The keys of the nodes `at`.
+    pub(crate) fn keys(&self, at: &[usize]) -> Nodes<K> {
+        Nodes(match at {
+            [] => NodesRepr::None,
+            [one] => NodesRepr::One(self.inner.nodes[*one].key.clone()),
+            _ => NodesRepr::Many(
+                at.iter()
+                    .map(|&i| self.inner.nodes[i].key.clone())
+                    .collect(),
+            ),
+        })
     }
 
-    /// Runs a step's nodes on the shared state; their updates in node order.
-    async fn run_nodes(
+    /// A node's result as its update: a failure is its `node_exception`, an output that does
+    /// not compose (two updates of one field that cannot take both) a `reducer_error`.
+    pub(crate) fn node_update(
         &self,
-        state: &Arc<S>,
-        active: &[usize],
-        inputs: &[Option<Arc<S>>],
-        step: u64,
-        scope: Scope<'_, S, K>,
-    ) -> Result<Vec<Option<S::Update>>, RunErrorKind> {
-        let Scope {
-            run_id,
-            sink,
-            observer,
-        } = scope;
-        let nodes = &self.inner.nodes;
-        let call = |(at, input): (usize, &Option<Arc<S>>)| {
-            let entry = &nodes[at];
-            if let Some(o) = observer {
-                o.event(Queued::NodeStarted {
-                    step,
-                    node: entry.key.clone(),
-                });
-            }
-            let cx = Context::new(
-                Arc::clone(run_id),
-                Arc::clone(&entry.name),
-                step,
-                sink.cloned(),
-            );
-            entry
-                .node
-                .call(Arc::clone(input.as_ref().unwrap_or(state)), cx)
-        };
-        let finish =
-            |at: usize, result: Result<agentstate::output::NodeOutput<S::Update>, BoxError>| {
-                let entry = &nodes[at];
-                let output = result.map_err(|error| RunErrorKind::Node {
-                    node: entry.name.to_string(),
-                    error,
-                })?;
-                let update =
-                    output
-                        .into_update(S::compose)
-                        .map_err(|error| RunErrorKind::Merge {
-                            nodes: vec![entry.name.to_string()],
-                            error: Box::new(error.from_node(&entry.name)),
-                        })?;
-                if let Some(o) = observer {
-                    o.event(Queued::NodeFinished {
-                        step,
-                        node: entry.key.clone(),
-                        update: update.as_ref().map(|update| Box::new(update.clone())),
-                    });
-                }
-                Ok(update)
-            };
-        if let ([at], [input]) = (active, inputs) {
-            let at = *at;
-            let result = call((at, input)).await;
-            return Ok(vec![finish(at, result)?]);
-        }
-        let futures: Vec<_> = active.iter().copied().zip(inputs).map(call).collect();
-        let results = futures_util::future::join_all(futures).await;
-        // The first failure in node order, not in completion order.
-        let mut updates = Vec::with_capacity(results.len());
-        for (&at, result) in active.iter().zip(results) {
-            updates.push(finish(at, result)?);
-        }
-        Ok(updates)
+        at: usize,
+        result: crate::run::NodeResult<S::Update>,
+    ) -> Result<Option<S::Update>, RunErrorKind> {
+        let entry = &self.inner.nodes[at];
+        let output = result.map_err(|error| RunErrorKind::Node {
+            node: entry.name.to_string(),
+            error,
+        })?;
+        output
+            .into_update(S::compose)
+            .map_err(|error| RunErrorKind::Merge {
+                nodes: vec![entry.name.to_string()],
+                error: Box::new(error.from_node(&entry.name)),
+            })
     }
 
     /// Merges a step's updates at the barrier, atomically, in node order.
-    fn merge(
+    pub(crate) fn merge(
         &self,
         state: &mut Arc<S>,
         active: &[usize],
@@ -395,7 +313,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     /// The next step's tasks: the targets of the step's nodes' edges, each once, in node
     /// order, then the `Send`s with their inputs, in the order they were returned.
     #[allow(clippy::type_complexity)]
-    fn route(
+    pub(crate) fn route(
         &self,
         state: &S,
         active: &[usize],
@@ -506,16 +424,4 @@ fn combine_parallel<S: GraphState, K>(
         }
     }
     Ok(acc.expect("at least two updates"))
-}
-
-/// What every node of a run shares.
-struct Scope<'a, S, K> {
-    run_id: &'a Arc<str>,
-    sink: Option<&'a Sink>,
-    observer: Option<&'a dyn Observer<S, K>>,
-}
-
-/// The state out of its `Arc`, copied only if something still holds it.
-fn unwrap_state<S: Clone>(state: Arc<S>) -> S {
-    Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
 }

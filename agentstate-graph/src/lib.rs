@@ -89,14 +89,17 @@ pub mod layer;
 pub mod name;
 pub mod node;
 pub mod parallel;
+mod run;
+pub mod stream;
 pub mod subgraph;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
-pub use event::{Event, RunStream};
+pub use event::{Event, EventFilter};
 pub use graph::{Graph, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
 pub use node::{BoxError, BoxNode, Context, Node};
+pub use stream::RunStream;
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when
 /// something keeps a step's state past the step), shared between threads, with a cloneable

@@ -93,7 +93,7 @@ pub enum Emitted {
 }
 
 /// Where a node's emissions go: the stream of the run, when it is streamed.
-pub(crate) type Sink = Arc<dyn Fn(&str, u64, Emitted) + Send + Sync>;
+pub(crate) type Sink = Arc<dyn Fn(&Arc<str>, u64, Emitted) + Send + Sync>;
 
 /// What the runner offers a node: the run's id, the step, the node's name, and a way to emit
 /// events to the run's stream (ignored when the run is not streamed). Cheap to clone.

@@ -308,7 +308,7 @@ async fn run(built: &Built, initial: &Value) -> Result<Outcome, String> {
             Event::NodeStarted { node, .. } => order.push(node),
             Event::RunFinished { state } => {
                 return Ok(Outcome {
-                    result: Ok(state),
+                    result: Ok(*state),
                     order,
                 })
             }

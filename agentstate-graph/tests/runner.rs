@@ -454,16 +454,16 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
                     assert_eq!(update.expect("an update").log, Some(vec![node.to_owned()]))
                 }
                 Event::Emitted { node, emitted, .. } => {
-                    assert_eq!(node, "a");
+                    assert_eq!(&*node, "a");
                     assert_eq!(
-                        emitted,
+                        *emitted,
                         agentstate_graph::node::Emitted::Custom {
                             name: "progress".into(),
                             value: serde_json::json!({"done": 1})
                         }
                     );
                 }
-                Event::RunFinished { state } => last = Some(state),
+                Event::RunFinished { state } => last = Some(*state),
                 _ => {}
             }
         }
@@ -497,6 +497,124 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
         0,
         "streaming copied no state"
     );
+}
+
+#[test]
+fn a_filtered_stream_builds_only_the_events_asked_for() {
+    use agentstate_graph::EventFilter;
+    let streamed = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&streamed);
+    let graph = Graph::builder()
+        .node("a", move |_: Arc<Flow>, cx: Context| {
+            if cx.is_streamed() {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            cx.custom("dropped", serde_json::json!(1));
+            async { Ok::<_, Infallible>(FlowUpdate::default().log(vec!["a".into()])) }
+        })
+        .node("b", log("b"))
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", END)
+        .build()
+        .unwrap();
+    let kinds = |filter: EventFilter| {
+        block_on(async {
+            let stream = graph.stream(Flow::default()).only(filter);
+            stream.map(|e| e.kind()).collect::<Vec<_>>().await
+        })
+    };
+    assert_eq!(
+        kinds(EventFilter::STEP_FINISHED),
+        [
+            "run_started",
+            "step_finished",
+            "step_finished",
+            "run_finished"
+        ]
+    );
+    assert_eq!(
+        streamed.load(Ordering::SeqCst),
+        0,
+        "without EMITTED a node is told it is not streamed"
+    );
+    assert_eq!(
+        kinds(EventFilter::NODES | EventFilter::EMITTED),
+        [
+            "run_started",
+            "node_started",
+            "emitted",
+            "node_finished",
+            "node_started",
+            "node_finished",
+            "run_finished"
+        ]
+    );
+    assert_eq!(streamed.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        kinds(EventFilter::STEP_STARTED),
+        [
+            "run_started",
+            "step_started",
+            "step_started",
+            "run_finished"
+        ]
+    );
+    assert_eq!(kinds(EventFilter::NONE), ["run_started", "run_finished"]);
+}
+
+#[test]
+fn emissions_from_another_task_wake_the_stream_and_come_before_the_node_finishes() {
+    let graph = Graph::builder()
+        .node("worker", |_: Arc<Flow>, cx: Context| async move {
+            // The emissions come from a task of the node's own, while the node waits.
+            tokio::spawn(async move {
+                for i in 0..3 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    cx.text_delta("m1", format!("part {i} "));
+                }
+            })
+            .await
+            .expect("the task ends");
+            Ok::<_, Infallible>(FlowUpdate::default().last(Some("done".into())))
+        })
+        .entry("worker")
+        .edge("worker", END)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let events: Vec<Event<Flow, &str>> =
+        runtime.block_on(async { graph.stream(Flow::default()).collect().await });
+    let kinds: Vec<&str> = events.iter().map(Event::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "step_started",
+            "node_started",
+            "emitted",
+            "emitted",
+            "emitted",
+            "node_finished",
+            "step_finished",
+            "run_finished"
+        ]
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Emitted { emitted, .. } => match &**emitted {
+                agentstate_graph::node::Emitted::TextDelta { delta, .. } => Some(delta.as_str()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "part 0 part 1 part 2 ");
 }
 
 #[test]

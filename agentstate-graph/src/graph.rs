@@ -232,8 +232,8 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// Runs the graph with `config`.
     pub async fn invoke_with(&self, state: S, config: RunConfig) -> Result<S, RunError<S>> {
-        crate::run::Run::new(self, state, config, None)
-            .complete()
+        crate::run::Run::new(self, config, None)
+            .complete(state)
             .await
     }
 

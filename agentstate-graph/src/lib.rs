@@ -81,6 +81,7 @@
 #[cfg(feature = "ag-ui")]
 pub mod agui;
 pub mod builder;
+pub mod effect;
 pub mod error;
 pub mod event;
 pub mod graph;

@@ -22,6 +22,7 @@
 //! is_node(&increment);
 //! ```
 
+use crate::effect::{EffectError, Interrupted, Scope};
 use agentstate::output::NodeOutput;
 use agentstate::State;
 use serde_json::Value;
@@ -103,6 +104,8 @@ pub struct Context {
     node: Arc<str>,
     step: u64,
     sink: Option<Sink>,
+    /// The task's place in a durable run (effects and interrupts).
+    scope: Option<Arc<Scope>>,
 }
 
 impl Context {
@@ -112,7 +115,112 @@ impl Context {
             node,
             step,
             sink,
+            scope: None,
         }
+    }
+
+    pub(crate) fn with_scope(mut self, scope: Option<Arc<Scope>>) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Whether the node runs in a durable run (effects are journaled, interrupts suspend the
+    /// run).
+    pub fn is_durable(&self) -> bool {
+        self.scope.is_some()
+    }
+
+    /// Runs the side effect `run` once: in a durable run its result is journaled before this
+    /// returns, and when the node runs again (resumed after a crash or an interrupt) the
+    /// recorded result is returned without running `run`. A node must ask for its effects in
+    /// the same order each time it runs; an effect that fails is not recorded (it runs again
+    /// next time). Outside a durable run, `run` simply runs.
+    ///
+    /// ```
+    /// use agentstate_graph::{node::Context, effect::EffectError};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let cx = Context::detached("pay");
+    /// let receipt: String = cx
+    ///     .effect("charge card", || async { Ok::<_, std::io::Error>("receipt-42".to_owned()) })
+    ///     .await?;
+    /// assert_eq!(receipt, "receipt-42");
+    /// # Ok::<(), EffectError<std::io::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn effect<T, E, F, Fut>(&self, name: &str, run: F) -> Result<T, EffectError<E>>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let Some(scope) = &self.scope else {
+            return run().await.map_err(|error| EffectError::Failed {
+                name: name.to_owned(),
+                error,
+            });
+        };
+        let key = scope.next_effect();
+        let json_error = |error| EffectError::Json {
+            name: name.to_owned(),
+            error,
+        };
+        if let Some((recorded, value)) = scope.journal.recorded(&key) {
+            if recorded != name {
+                return Err(EffectError::OutOfOrder {
+                    name: name.to_owned(),
+                    recorded,
+                });
+            }
+            return serde_json::from_value(value).map_err(json_error);
+        }
+        let result = run().await.map_err(|error| EffectError::Failed {
+            name: name.to_owned(),
+            error,
+        })?;
+        let value = serde_json::to_value(&result).map_err(json_error)?;
+        scope
+            .journal
+            .record(key, name.to_owned(), value)
+            .await
+            .map_err(|error| EffectError::Journal {
+                name: name.to_owned(),
+                error,
+            })?;
+        Ok(result)
+    }
+
+    /// Asks for a person's answer: returns it if the run was resumed with one for this
+    /// interrupt, and otherwise [`Interrupted`] (with a stable id and `payload`), which the
+    /// node returns with `?` so that the durable run ends suspended. Resumed with an answer,
+    /// the node runs again from its start (its recorded effects are not repeated) and this
+    /// call returns the answer. A node may ask several questions, one after the other.
+    ///
+    /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error.
+    ///
+    /// ```
+    /// use agentstate_graph::node::Context;
+    /// use serde_json::json;
+    ///
+    /// let cx = Context::detached("approve");
+    /// let asked = cx.interrupt(json!({"tool": "refund", "amount": 30})).unwrap_err();
+    /// assert_eq!(asked.id, "approve:0.0:0");
+    /// assert_eq!(asked.payload["amount"], 30);
+    /// ```
+    pub fn interrupt(&self, payload: impl serde::Serialize) -> Result<Value, Interrupted> {
+        let (task, n) = match &self.scope {
+            Some(scope) => (scope.task.clone(), scope.next_interrupt()),
+            None => (format!("{}.0", self.step), 0),
+        };
+        let id = format!("{}:{task}:{n}", self.node);
+        if let Some(answer) = self.scope.as_ref().and_then(|s| s.journal.answer(&id)) {
+            return Ok(answer);
+        }
+        Err(Interrupted {
+            id,
+            node: self.node.to_string(),
+            payload: serde_json::to_value(payload).unwrap_or(Value::Null),
+        })
     }
 
     /// A context outside any run (for testing a node on its own): run id `"test"`, step 0,
@@ -179,6 +287,7 @@ impl std::fmt::Debug for Context {
             .field("node", &self.node)
             .field("step", &self.step)
             .field("streamed", &self.sink.is_some())
+            .field("durable", &self.scope.is_some())
             .finish()
     }
 }

@@ -9,6 +9,7 @@
 //! (so a consumer that drops a step's state before asking for more never makes the run copy
 //! it).
 
+use crate::effect::Scope;
 use crate::error::{RunError, RunErrorKind};
 use crate::event::{Event, EventFilter};
 use crate::graph::{Graph, Nodes, RunConfig, StepRecord};
@@ -50,15 +51,32 @@ impl<U> Future for Tasks<U> {
     }
 }
 
+/// How a task of a step is started ([`Run::begin_with`]).
+pub(crate) struct Setup<U> {
+    /// Where its effects and interrupts go (durable runs).
+    pub(crate) scope: Option<Arc<Scope>>,
+    /// Its output, if it already ran.
+    pub(crate) done: Option<NodeOutput<U>>,
+}
+
+impl<U> Default for Setup<U> {
+    fn default() -> Self {
+        Setup {
+            scope: None,
+            done: None,
+        }
+    }
+}
+
 /// Where a run's events go: the stream's own buffer (`None` when the run is not streamed).
 pub(crate) type Events<'a, S, K> = Option<&'a mut VecDeque<Event<S, K>>>;
 
-/// A run between two steps (or inside one, while its [`Tasks`] run).
+/// A run between two steps (or inside one, while its [`Tasks`] run): where it stands, but not
+/// its state, which its driver holds (in memory, or a stored thread's) and passes in.
 pub(crate) struct Run<S: GraphState, K> {
     graph: Graph<S, K>,
     pub(crate) run_id: Arc<str>,
     limit: usize,
-    pub(crate) state: Arc<S>,
     /// The next step's nodes (indices into the graph's nodes).
     pub(crate) active: Vec<usize>,
     /// The inputs of the next step's `Send` tasks (`None`: the node reads the state).
@@ -76,13 +94,8 @@ pub(crate) struct Run<S: GraphState, K> {
 }
 
 impl<S: GraphState, K: NodeKey> Run<S, K> {
-    /// A run of `graph` from `state` at its entry.
-    pub(crate) fn new(
-        graph: &Graph<S, K>,
-        state: S,
-        config: RunConfig,
-        sink: Option<Sink>,
-    ) -> Self {
+    /// A run of `graph` at its entry.
+    pub(crate) fn new(graph: &Graph<S, K>, config: RunConfig, sink: Option<Sink>) -> Self {
         let inner = graph.inner();
         let run_id: Arc<str> = match config.run_id {
             Some(id) => Arc::from(id),
@@ -92,7 +105,6 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
             graph: graph.clone(),
             run_id,
             limit: config.recursion_limit.unwrap_or(inner.recursion_limit),
-            state: Arc::new(state),
             active: vec![inner.entry],
             inputs: vec![None],
             last: Vec::new(),
@@ -123,7 +135,20 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     /// on the recursion limit.
     pub(crate) fn begin(
         &mut self,
+        state: &Arc<S>,
         events: Events<'_, S, K>,
+    ) -> Result<Option<Tasks<S::Update>>, RunErrorKind> {
+        self.begin_with(state, events, |_, _| Setup::default())
+    }
+
+    /// [`begin`](Run::begin), with `setup` saying for each task (its index in the step, its
+    /// node's name) where its effects and interrupts go, and whether it already ran (a task of
+    /// a suspended step whose output was kept: it is not called again).
+    pub(crate) fn begin_with(
+        &mut self,
+        state: &Arc<S>,
+        events: Events<'_, S, K>,
+        mut setup: impl FnMut(usize, &Arc<str>) -> Setup<S::Update>,
     ) -> Result<Option<Tasks<S::Update>>, RunErrorKind> {
         if self.step as usize >= self.limit {
             return Err(RunErrorKind::RecursionLimit {
@@ -159,17 +184,25 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
                 }
             }
         }
-        let call = |(&at, input): (&usize, &Option<Arc<S>>)| {
+        let mut index = 0;
+        let mut call = |(&at, input): (&usize, &Option<Arc<S>>)| {
             let entry = &nodes[at];
+            let Setup { scope, done } = setup(index, &entry.name);
+            index += 1;
+            if let Some(output) = done {
+                let future: NodeFuture<S::Update> = Box::pin(std::future::ready(Ok(output)));
+                return future;
+            }
             let cx = Context::new(
                 Arc::clone(&self.run_id),
                 Arc::clone(&entry.name),
                 step,
                 self.sink.clone(),
-            );
+            )
+            .with_scope(scope);
             entry
                 .node
-                .call(Arc::clone(input.as_ref().unwrap_or(&self.state)), cx)
+                .call(Arc::clone(input.as_ref().unwrap_or(state)), cx)
         };
         Ok(Some(match (&self.active[..], &self.inputs[..]) {
             ([at], [input]) => Tasks::One(call((at, input))),
@@ -180,13 +213,28 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     }
 
     /// Ends the step `begin` started: its nodes' outputs become updates (the first failure in
-    /// node order stops the run, nothing merged), merge at the barrier in node order, and the
-    /// edges pick the next step's nodes.
+    /// node order stops the run, nothing merged), merge into `state` at the barrier in node
+    /// order, and the edges pick the next step's nodes.
     pub(crate) fn finish(
         &mut self,
+        state: &mut Arc<S>,
         results: Results<S::Update>,
         mut events: Events<'_, S, K>,
     ) -> Result<(), RunErrorKind> {
+        let updates = self.collect(results, events.as_deref_mut())?;
+        self.graph.merge(state, &self.active, updates)?;
+        let (next, inputs) = self.graph.route(state, &self.active)?;
+        self.advance(state, next, inputs, events);
+        Ok(())
+    }
+
+    /// A step's nodes' outputs as their updates, in node order; the first failure in node
+    /// order is the step's error.
+    pub(crate) fn collect(
+        &mut self,
+        results: Results<S::Update>,
+        mut events: Events<'_, S, K>,
+    ) -> Result<Vec<Option<S::Update>>, RunErrorKind> {
         let graph = &self.graph;
         let step = self.step;
         let node_events = self.filter.contains(EventFilter::NODE_FINISHED);
@@ -201,7 +249,7 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
             }
             Ok::<_, RunErrorKind>(update)
         };
-        let updates = match results {
+        Ok(match results {
             Results::One(result) => vec![finish(self.active[0], result)?],
             Results::Many(results) => {
                 let mut updates = Vec::with_capacity(results.len());
@@ -210,48 +258,57 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
                 }
                 updates
             }
-        };
-        graph.merge(&mut self.state, &self.active, updates)?;
-        let (next, inputs) = graph.route(&self.state, &self.active)?;
+        })
+    }
+
+    /// Moves the run to its next step (`next`, with the inputs of its `Send` tasks), once the
+    /// step merged into `state`.
+    pub(crate) fn advance(
+        &mut self,
+        state: &Arc<S>,
+        next: Vec<usize>,
+        inputs: Vec<Option<Arc<S>>>,
+        events: Events<'_, S, K>,
+    ) {
         let keys = self.keys.take();
         if let Some(events) = events.filter(|_| self.filter.contains(EventFilter::STEP_FINISHED)) {
-            let next_keys = graph.keys(&next);
+            let next_keys = self.graph.keys(&next);
             self.keys = Some(next_keys.clone());
             events.push_back(Event::StepFinished {
                 record: StepRecord {
-                    step,
-                    nodes: keys.unwrap_or_else(|| graph.keys(&self.active)),
+                    step: self.step,
+                    nodes: keys.unwrap_or_else(|| self.graph.keys(&self.active)),
                     next: next_keys,
                 },
-                state: Arc::clone(&self.state),
+                state: Arc::clone(state),
             });
         }
         self.last = std::mem::replace(&mut self.active, next);
         self.inputs = inputs;
-        Ok(())
     }
 
-    /// The run's error `kind`, at its current step, with its state.
-    pub(crate) fn fail(self, kind: RunErrorKind) -> RunError<S> {
-        RunError::new(kind, self.step, unwrap_state(self.state))
+    /// The graph the run runs.
+    pub(crate) fn graph(&self) -> &Graph<S, K> {
+        &self.graph
     }
 
-    /// The state out of the run.
-    pub(crate) fn into_state(self) -> S {
-        unwrap_state(self.state)
+    /// The run's error `kind`, at its current step, with `state`.
+    pub(crate) fn fail(&self, kind: RunErrorKind, state: Arc<S>) -> RunError<S> {
+        RunError::new(kind, self.step, unwrap_state(state))
     }
 
-    /// Runs to the end, awaiting each step's nodes.
-    pub(crate) async fn complete(mut self) -> Result<S, RunError<S>> {
+    /// Runs to the end from `state`, awaiting each step's nodes.
+    pub(crate) async fn complete(mut self, state: S) -> Result<S, RunError<S>> {
+        let mut state = Arc::new(state);
         loop {
-            let tasks = match self.begin(None) {
+            let tasks = match self.begin(&state, None) {
                 Ok(Some(tasks)) => tasks,
-                Ok(None) => return Ok(self.into_state()),
-                Err(kind) => return Err(self.fail(kind)),
+                Ok(None) => return Ok(unwrap_state(state)),
+                Err(kind) => return Err(self.fail(kind, state)),
             };
             let results = tasks.await;
-            if let Err(kind) = self.finish(results, None) {
-                return Err(self.fail(kind));
+            if let Err(kind) = self.finish(&mut state, results, None) {
+                return Err(self.fail(kind, state));
             }
         }
     }

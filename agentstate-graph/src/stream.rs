@@ -119,8 +119,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A run as a stream of [`Event`]s; see the [module docs](self).
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<S: GraphState, K: NodeKey> {
-    /// The run, between its steps or inside one; `None` once it ended.
-    run: Option<Run<S, K>>,
+    /// The run, between its steps or inside one, with its state; `None` once it ended.
+    run: Option<(Run<S, K>, Arc<S>)>,
     /// The current step's running nodes.
     tasks: Option<Tasks<S::Update>>,
     /// The events not handed out yet, written by the run without a lock.
@@ -147,11 +147,11 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         let to = Arc::clone(&emissions);
         let sink: Sink =
             Arc::new(move |node: &Arc<str>, step, emitted| to.push(node, step, emitted));
-        let run = Run::new(self, state, config, Some(sink));
+        let run = Run::new(self, config, Some(sink));
         let mut events = VecDeque::with_capacity(8);
         events.push_back(run.started());
         RunStream {
-            run: Some(run),
+            run: Some((run, Arc::new(state))),
             tasks: None,
             events,
             emissions,
@@ -202,7 +202,7 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn only(mut self, filter: EventFilter) -> Self {
-        if let Some(run) = self.run.as_mut() {
+        if let Some((run, _)) = self.run.as_mut() {
             run.filter(filter);
         }
         self
@@ -210,9 +210,9 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
 
     /// Ends the run with `kind`'s error as its last event.
     fn fail(&mut self, kind: crate::error::RunErrorKind) {
-        if let Some(run) = self.run.take() {
+        if let Some((run, state)) = self.run.take() {
             self.events.push_back(Event::RunFailed {
-                error: run.fail(kind),
+                error: run.fail(kind, state),
             });
         }
         self.tasks = None;
@@ -228,7 +228,7 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
             if let Some(event) = this.events.pop_front() {
                 return Poll::Ready(Some(event));
             }
-            let Some(run) = this.run.as_mut() else {
+            let Some((run, state)) = this.run.as_mut() else {
                 return Poll::Ready(None);
             };
             if let Some(tasks) = this.tasks.as_mut() {
@@ -243,7 +243,7 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
                         this.tasks = None;
                         // What the nodes emitted goes out before they finish.
                         this.emissions.take(&mut this.events, None);
-                        if let Err(kind) = run.finish(results, Some(&mut this.events)) {
+                        if let Err(kind) = run.finish(state, results, Some(&mut this.events)) {
                             this.fail(kind);
                         }
                     }
@@ -251,12 +251,12 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
                 continue;
             }
             // The consumer took every event of the last step: the next one begins.
-            match run.begin(Some(&mut this.events)) {
+            match run.begin(state, Some(&mut this.events)) {
                 Ok(Some(tasks)) => this.tasks = Some(tasks),
                 Ok(None) => {
-                    if let Some(run) = this.run.take() {
+                    if let Some((_, state)) = this.run.take() {
                         this.events.push_back(Event::RunFinished {
-                            state: Box::new(run.into_state()),
+                            state: Box::new(crate::run::unwrap_state(state)),
                         });
                     }
                 }

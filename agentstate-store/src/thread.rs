@@ -11,6 +11,7 @@ use agentstate::update::{Combine, FanIn};
 use serde_json::Value;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How [`Thread::merge_with`] retries after a conflict: at most
@@ -142,7 +143,13 @@ impl RetryPolicy {
 pub struct Thread<S, B> {
     store: Store<B>,
     id: String,
-    state: S,
+    /// The state, shared with readers once [`shared_state`](Thread::shared_state) was called.
+    state: Arc<S>,
+    /// How a merge gets the state to write: alone (`Arc::get_mut`, the state was never
+    /// shared), or copying it if a reader still holds it (`Arc::make_mut`, once shared).
+    unshare: fn(&mut Arc<S>) -> &mut S,
+    /// Steps merged into `state` and not appended yet ([`stage`](Thread::stage)), in order.
+    staged: Vec<Staged>,
     version: u64,
     since_snapshot: u64,
     bytes_since: u64,
@@ -156,11 +163,26 @@ pub struct Thread<S, B> {
     incarnation: i64,
 }
 
+/// A staged step: its entry but for the version it will take.
+#[derive(Debug)]
+struct Staged {
+    kind: EntryKind,
+    body: String,
+    meta: StepMeta,
+}
+
+/// The state of a thread that was never shared: nothing else holds the `Arc`.
+fn alone<S>(state: &mut Arc<S>) -> &mut S {
+    Arc::get_mut(state).expect("a state that was never shared has one owner")
+}
+
 impl<S: StoredState, B: Backend> Thread<S, B> {
     pub(crate) fn new(store: Store<B>, id: &str, loaded: LoadedState<S>) -> Self {
         Thread {
             id: id.to_owned(),
-            state: loaded.state,
+            state: Arc::new(loaded.state),
+            unshare: alone::<S>,
+            staged: Vec::new(),
             version: loaded.version,
             since_snapshot: loaded.replayed,
             bytes_since: loaded.replayed_bytes,
@@ -188,9 +210,45 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         self.version
     }
 
-    /// The state, dropping the handle.
-    pub fn into_state(self) -> S {
-        self.state
+    /// The state, dropping the handle (copied only if a reader of
+    /// [`shared_state`](Thread::shared_state) still holds it).
+    pub fn into_state(self) -> S
+    where
+        S: Clone,
+    {
+        Arc::unwrap_or_clone(self.state)
+    }
+
+    /// The state at [`version`](Thread::version) as a shared pointer, for readers that outlive
+    /// a borrow (a graph's nodes running concurrently). The next merge writes the state in
+    /// place if every reader dropped its pointer by then, and copies it otherwise.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let before = chat.shared_state();
+    /// chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
+    /// // The reader still sees the state it took; the handle moved on.
+    /// assert_eq!((before.context.len(), chat.state().context.len()), (0, 1));
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn shared_state(&mut self) -> Arc<S>
+    where
+        S: Clone,
+    {
+        self.unshare = Arc::<S>::make_mut;
+        Arc::clone(&self.state)
+    }
+
+    /// The state to write: alone, or a copy if a reader holds it.
+    fn state_mut(&mut self) -> &mut S {
+        (self.unshare)(&mut self.state)
     }
 
     /// The retry policy of [`merge_with`](Thread::merge_with) (the store's, unless set here).
@@ -240,10 +298,8 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         output: impl Into<NodeOutput<S::Update>>,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
-        let update = output.into().into_update(S::compose)?.unwrap_or_default();
-        let body = to_json(&self.id, &update)?;
-        let plan = self.state.plan(update)?;
-        self.commit(EntryKind::Update, body, meta, plan).await
+        self.stage(output, |_| meta)?;
+        self.flush().await
     }
 
     /// Merges the outputs of a step's parallel branches (see `State::merge_parallel`; each an
@@ -278,6 +334,69 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
+        self.stage_parallel(outputs, mode, |_| meta)?;
+        self.flush().await
+    }
+
+    /// Merges a step's output into the handle's state now and appends it at the next
+    /// [`flush`](Thread::flush), with the metadata `meta` gives from the merged state (what a
+    /// runner decides from it: where the run goes next). The state is then ahead of the
+    /// journal by the staged steps ([`staged`](Thread::staged)); [`merge`](Thread::merge) is
+    /// `stage` and `flush` at once. An output that does not merge stages nothing.
+    ///
+    /// Staging lets a writer go on from a step before its append is done (and append several
+    /// in a row); until the flush, a crash loses the staged steps.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// chat.stage(Message::text_message("hi", Role::User), |state| {
+    ///     StepMeta::node("user").with("messages", state.context.len().into())
+    /// })?;
+    /// assert_eq!((chat.state().context.len(), chat.version(), chat.staged()), (1, 0, 1));
+    /// assert_eq!(chat.flush().await?, 1);
+    /// let history = store.history("chat", Default::default()).await?;
+    /// assert_eq!(history[0].extra["messages"], 1);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn stage(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: impl FnOnce(&S) -> StepMeta,
+    ) -> Result<(), StoreError> {
+        let body = match output.into().into_update(S::compose)? {
+            Some(update) => {
+                let body = to_json(&self.id, &update)?;
+                let plan = self.state.plan(update)?;
+                self.state_mut().apply(plan);
+                body
+            }
+            // Nothing to merge: the state is left alone (not even copied from its readers).
+            None => to_json(&self.id, &S::Update::default())?,
+        };
+        let meta = meta(&self.state);
+        self.staged.push(Staged {
+            kind: EntryKind::Update,
+            body,
+            meta,
+        });
+        Ok(())
+    }
+
+    /// [`stage`](Thread::stage) for the outputs of a step's parallel branches, as
+    /// [`merge_parallel`](Thread::merge_parallel) merges them.
+    pub fn stage_parallel(
+        &mut self,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
+        mode: FanIn,
+        meta: impl FnOnce(&S) -> StepMeta,
+    ) -> Result<(), StoreError> {
         let mut updates = Vec::new();
         for output in outputs {
             updates.extend(output.into().into_update(S::compose)?);
@@ -291,11 +410,41 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             });
         }
         let plan = self.state.plan(combined.unwrap_or_default())?;
+        self.state_mut().apply(plan);
         let kind = match mode {
             FanIn::Ordered => EntryKind::Parallel,
             FanIn::Strict => EntryKind::ParallelStrict,
         };
-        self.commit(kind, body, meta, plan).await
+        let meta = meta(&self.state);
+        self.staged.push(Staged { kind, body, meta });
+        Ok(())
+    }
+
+    /// The steps staged and not appended yet.
+    pub fn staged(&self) -> usize {
+        self.staged.len()
+    }
+
+    /// Appends the staged steps in order, each at the version the previous one made, and
+    /// returns the thread's version. If an append fails (another writer appended since this
+    /// handle read the thread: [`StoreError::Conflict`]), the steps not appended are dropped
+    /// and the handle reads the thread afresh, so its state is again the journal's.
+    pub async fn flush(&mut self) -> Result<u64, StoreError> {
+        let staged = std::mem::take(&mut self.staged);
+        let last = staged.len();
+        for (i, step) in staged.into_iter().enumerate() {
+            if let Err(err) = self.commit(step, i + 1 == last).await {
+                let unshare = self.unshare;
+                if let Ok(fresh) = self.store.load_state::<S>(&self.id, None).await {
+                    let retry = self.retry;
+                    *self = Thread::new(self.store.clone(), &self.id, fresh);
+                    self.retry = retry;
+                    self.unshare = unshare;
+                }
+                return Err(err);
+            }
+        }
+        Ok(self.version)
     }
 
     /// Runs `step` on the current state and appends the output it returns (as
@@ -423,7 +572,12 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     async fn catch_up(&mut self) -> Result<(), StoreError> {
         match self
             .store
-            .catch_up::<S>(&self.id, &mut self.state, self.version, self.incarnation)
+            .catch_up::<S>(
+                &self.id,
+                (self.unshare)(&mut self.state),
+                self.version,
+                self.incarnation,
+            )
             .await
         {
             Ok(CatchUp::Continued {
@@ -439,7 +593,11 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 self.since_snapshot += replayed;
                 self.bytes_since += bytes;
             }
-            Ok(CatchUp::Fresh(loaded)) => *self = Thread::new(self.store.clone(), &self.id, loaded),
+            Ok(CatchUp::Fresh(loaded)) => {
+                let unshare = self.unshare;
+                *self = Thread::new(self.store.clone(), &self.id, loaded);
+                self.unshare = unshare;
+            }
             Err(err) => {
                 // The state may be part way through the replay: read it afresh, or, if that
                 // fails too, keep the error (appends from this handle then conflict, since its
@@ -449,19 +607,18 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                     .load_state::<S>(&self.id, None)
                     .await
                     .map_err(|_| err)?;
+                let unshare = self.unshare;
                 *self = Thread::new(self.store.clone(), &self.id, fresh);
+                self.unshare = unshare;
             }
         }
         Ok(())
     }
 
-    async fn commit(
-        &mut self,
-        kind: EntryKind,
-        body: String,
-        meta: StepMeta,
-        plan: S::Plan,
-    ) -> Result<u64, StoreError> {
+    /// Appends one staged step at the handle's version; with `last`, takes a snapshot if one
+    /// is due (the state is the journal's only after the last staged step).
+    async fn commit(&mut self, step: Staged, last: bool) -> Result<u64, StoreError> {
+        let Staged { kind, body, meta } = step;
         let bytes = body.len() as u64;
         let entry = NewEntry {
             kind,
@@ -479,15 +636,14 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             .backend
             .append(&self.id, self.version, entry)
             .await?;
-        self.state.apply(plan);
         self.version = seq;
         self.since_snapshot += 1;
         self.bytes_since += bytes;
         let policy = self.store.config.policy;
-        if policy.is_due(self.since_snapshot, self.bytes_since, self.snapshot_bytes) {
+        if last && policy.is_due(self.since_snapshot, self.bytes_since, self.snapshot_bytes) {
             // The step is committed whatever happens here: a failed snapshot is retried after
             // the next step (the counters are reset only on success).
-            if let Ok(json) = to_json(&self.id, &self.state) {
+            if let Ok(json) = to_json(&self.id, &*self.state) {
                 let len = json.len() as u64;
                 let put = self
                     .store

@@ -1,0 +1,151 @@
+//! Effects and interrupts: what a node asks of a durable run through its
+//! [`Context`](crate::Context).
+//!
+//! - [`Context::effect`](crate::Context::effect) runs a side effect (a payment, an email, a
+//!   model call worth keeping) and, in a durable run, journals its result before the node goes
+//!   on; when the node runs again (after a crash, or on resume after an interrupt) the
+//!   recorded result is returned and the effect does not run again.
+//! - [`Context::interrupt`](crate::Context::interrupt) asks for a person's answer: the first
+//!   time it returns [`Interrupted`], which the node returns with `?`; the durable run then ends
+//!   suspended, and when it is resumed with an answer for the interrupt's id the node runs
+//!   again from its start and `interrupt` returns the answer.
+//!
+//! Outside a durable run an effect simply runs, and an interrupt fails the node (there is no
+//! thread to keep the question in).
+
+use crate::node::BoxError;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// What a durable run keeps for its nodes: effects' recorded results, and interrupts' answers.
+pub(crate) trait Journal: Send + Sync {
+    /// The recorded result of the effect `key`, with the name it was recorded under.
+    fn recorded(&self, key: &str) -> Option<(String, Value)>;
+    /// Journals an effect's result; the node goes on only once this is done.
+    fn record(
+        &self,
+        key: String,
+        name: String,
+        value: Value,
+    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + '_>>;
+    /// The answer to the interrupt `id`, if it was given.
+    fn answer(&self, id: &str) -> Option<Value>;
+}
+
+/// One task of a durable step: where its effects and interrupts are keyed.
+pub(crate) struct Scope {
+    pub(crate) journal: Arc<dyn Journal>,
+    /// The task's place in the run: `"{step}.{index}"` (index in the step's tasks).
+    pub(crate) task: String,
+    effects: AtomicU32,
+    interrupts: AtomicU32,
+}
+
+impl Scope {
+    pub(crate) fn new(journal: Arc<dyn Journal>, task: String) -> Self {
+        Scope {
+            journal,
+            task,
+            effects: AtomicU32::new(0),
+            interrupts: AtomicU32::new(0),
+        }
+    }
+
+    /// The key of the task's next effect.
+    pub(crate) fn next_effect(&self) -> String {
+        let n = self.effects.fetch_add(1, Ordering::SeqCst);
+        format!("{}/e{n}", self.task)
+    }
+
+    /// The number of the task's next interrupt.
+    pub(crate) fn next_interrupt(&self) -> u32 {
+        self.interrupts.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+/// A node asked for input that no one has given yet: return it from the node (`?`), and the
+/// durable run ends suspended with the interrupt's [`id`](Interrupted::id) and payload.
+///
+/// The id is stable: the same node in the same step asking its n-th question gets the same id
+/// when it runs again, and two nodes of one step (parallel tool approvals) get different ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    /// The interrupt's id (`"{node}:{step}.{task}:{n}"`), which the answer must name.
+    pub id: String,
+    /// The node that asked.
+    pub node: String,
+    /// What the node asked, for the person who answers.
+    pub payload: Value,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node `{}` is waiting for an answer to interrupt `{}`",
+            self.node, self.id
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Why [`Context::effect`](crate::Context::effect) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EffectError<E> {
+    /// The effect itself failed (nothing was recorded: it runs again next time).
+    #[error("effect `{name}` failed: {error}")]
+    Failed {
+        /// The effect's name.
+        name: String,
+        /// Its error.
+        #[source]
+        error: E,
+    },
+    /// The effect ran but its result could not be journaled (the run's thread was taken over,
+    /// or the database failed): the node must not go on as if it were recorded.
+    #[error("effect `{name}` ran but its result could not be journaled: {error}")]
+    Journal {
+        /// The effect's name.
+        name: String,
+        /// Why.
+        #[source]
+        error: BoxError,
+    },
+    /// The recorded result does not read as the type asked for, or the result does not
+    /// serialize.
+    #[error("the result of effect `{name}` does not convert to or from JSON: {error}")]
+    Json {
+        /// The effect's name.
+        name: String,
+        /// The serde error.
+        #[source]
+        error: serde_json::Error,
+    },
+    /// The node asked for its effects in another order than when they were recorded (a node
+    /// must ask for the same effects in the same order each time it runs).
+    #[error("effect `{name}` was asked for where effect `{recorded}` was recorded: a node must run its effects in the same order each time")]
+    OutOfOrder {
+        /// The effect asked for.
+        name: String,
+        /// The effect recorded at that place.
+        recorded: String,
+    },
+}
+
+impl<E> EffectError<E> {
+    /// The category: `effect_failed`, `effect_journal_failed`, `effect_json` or
+    /// `effect_out_of_order`.
+    pub fn category(&self) -> &'static str {
+        match self {
+            EffectError::Failed { .. } => "effect_failed",
+            EffectError::Journal { .. } => "effect_journal_failed",
+            EffectError::Json { .. } => "effect_json",
+            EffectError::OutOfOrder { .. } => "effect_out_of_order",
+        }
+    }
+}

@@ -70,6 +70,7 @@ pub mod backend;
 pub mod blocking;
 mod checked;
 pub mod error;
+pub mod lease;
 pub mod migrate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -82,6 +83,7 @@ pub mod thread;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use any::AnyStore;
 pub use error::StoreError;
+pub use lease::Lease;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{StepMeta, ThreadQuery};

@@ -1,5 +1,5 @@
-//! The store for synchronous programs: [`BlockingStore`] and [`BlockingThread`] have the
-//! methods of [`Store`] and [`Thread`], each running to completion on a current-thread tokio
+//! The store for synchronous programs: [`BlockingStore`], [`BlockingThread`] and
+//! [`BlockingLease`] have the methods of [`Store`], [`Thread`] and [`Lease`], each running to completion on a current-thread tokio
 //! runtime the store owns (shared by its clones and thread handles). Open one with
 //! [`BlockingStore::open`], [`open_in_memory`](BlockingStore::open_in_memory),
 //! `connect_with` (PostgreSQL), [`open_url`](BlockingStore::open_url) (the backend a URL names)

@@ -7,9 +7,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object,
-    Base, Entries, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
-    SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object, Base,
+    Entries, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
+    Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};

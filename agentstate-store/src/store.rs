@@ -630,7 +630,12 @@ impl<B: Backend> Store<B> {
     /// # Ok::<(), agentstate_store::StoreError>(())
     /// # }).unwrap();
     /// ```
-    pub async fn lease(&self, id: &str, owner: &str, ttl: Duration) -> Result<Lease<B>, StoreError> {
+    pub async fn lease(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease<B>, StoreError> {
         Lease::acquire(Arc::clone(&self.backend), id, owner, ttl).await
     }
 

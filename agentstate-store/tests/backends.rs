@@ -1384,10 +1384,8 @@ async fn a_store_without_leases_opens<B: Open>(db: Db) {
             db.set_store_version(4).await;
         }
         Db::Postgres { .. } => {
-            db.exec(
-                "ALTER TABLE {threads} DROP COLUMN lease_owner, DROP COLUMN lease_expires_ms;",
-            )
-            .await;
+            db.exec("ALTER TABLE {threads} DROP COLUMN lease_owner, DROP COLUMN lease_expires_ms;")
+                .await;
             db.set_store_version(2).await;
         }
     }
@@ -1407,7 +1405,10 @@ async fn a_store_without_leases_opens<B: Open>(db: Db) {
         .lease("p", "other", Duration::from_secs(30))
         .await
         .unwrap_err();
-    assert!(matches!(&err, StoreError::Leased { owner, .. } if owner == "worker"), "{err}");
+    assert!(
+        matches!(&err, StoreError::Leased { owner, .. } if owner == "worker"),
+        "{err}"
+    );
     lease.release().await.unwrap();
 }
 
@@ -2203,7 +2204,10 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
     assert!(info.expires_in_ms > 60_000, "{info:?}");
     a.renew().await.unwrap();
     let info = store.lease_info("l").await.unwrap().unwrap();
-    assert!(info.expires_in_ms <= 30_000, "renewed to its own ttl: {info:?}");
+    assert!(
+        info.expires_in_ms <= 30_000,
+        "renewed to its own ttl: {info:?}"
+    );
 
     // The lease does not stop writes (the runner checks it), and the thread reads as before.
     assert_eq!(t.merge(step(1), StepMeta::default()).await.unwrap(), 1);
@@ -2212,10 +2216,18 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
     // Another owner's release does nothing; the owner's lets the next worker in.
     store
         .backend()
-        .lease("l", "worker-b", 0, agentstate_store::record::LeaseOp::Release)
+        .lease(
+            "l",
+            "worker-b",
+            0,
+            agentstate_store::record::LeaseOp::Release,
+        )
         .await
         .unwrap();
-    assert_eq!(store.lease_info("l").await.unwrap().unwrap().owner, "worker-a");
+    assert_eq!(
+        store.lease_info("l").await.unwrap().unwrap().owner,
+        "worker-a"
+    );
     again.release().await.unwrap();
     assert_eq!(store.lease_info("l").await.unwrap(), None);
     let b = store.lease("l", "worker-b", LONG).await.unwrap();
@@ -2233,12 +2245,21 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
         "worker `worker-a` no longer holds the lease on thread `l`: worker `worker-b` holds it now; stop running the thread"
     );
     a.clone().release().await.unwrap();
-    assert_eq!(store.lease_info("l").await.unwrap().unwrap().owner, "worker-b");
+    assert_eq!(
+        store.lease_info("l").await.unwrap().unwrap().owner,
+        "worker-b"
+    );
     let mut b_heartbeat = b.clone();
     b.release().await.unwrap();
     let err = b_heartbeat.renew().await.unwrap_err();
     assert!(
-        matches!(&err, StoreError::LeaseLost { now_held_by: None, .. }),
+        matches!(
+            &err,
+            StoreError::LeaseLost {
+                now_held_by: None,
+                ..
+            }
+        ),
         "{err}"
     );
 
@@ -2261,10 +2282,7 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
         store.lease_info("l").await.unwrap_err().category(),
         "thread_not_found"
     );
-    assert_eq!(
-        c.renew().await.unwrap_err().category(),
-        "thread_not_found"
-    );
+    assert_eq!(c.renew().await.unwrap_err().category(), "thread_not_found");
     store.create("l", Tally::default()).await.unwrap();
     assert_eq!(store.lease_info("l").await.unwrap(), None);
     let _d = store.lease("l", "worker-d", LONG).await.unwrap();

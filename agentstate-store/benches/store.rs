@@ -150,6 +150,32 @@ fn sqlite_append(bencher: Bencher, n: usize) {
     remove_db(&path);
 }
 
+/// A lease renewal (one transaction on the connection's thread), and a refused acquisition
+/// (the same, plus the read of who holds it).
+#[divan::bench(args = ["renew", "refused"], sample_count = 300, sample_size = 1)]
+fn sqlite_lease(bencher: Bencher, what: &str) {
+    let rt = runtime();
+    let path = temp_db(&format!("lease-{what}"));
+    let store = SqliteStore::open(&path).unwrap();
+    lease_bench(&rt, &store, bencher, what);
+    drop(store);
+    remove_db(&path);
+}
+
+fn lease_bench<B: Backend>(rt: &Runtime, store: &Store<B>, bencher: Bencher, what: &str) {
+    let ttl = std::time::Duration::from_secs(60);
+    rt.block_on(store.create("leased", AgentState::default()))
+        .unwrap();
+    let mut lease = rt.block_on(store.lease("leased", "worker-1", ttl)).unwrap();
+    match what {
+        "renew" => bencher.bench_local(|| rt.block_on(lease.renew()).unwrap()),
+        _ => bencher.bench_local(|| {
+            rt.block_on(store.lease("leased", "worker-2", ttl))
+                .unwrap_err()
+        }),
+    }
+}
+
 /// Prints the database file's size, with the WAL checkpointed into it, and the JSON it holds.
 fn report_file(path: &Path, label: &str) {
     let conn = rusqlite::Connection::open(path).unwrap();
@@ -280,6 +306,20 @@ mod postgres {
                     .unwrap()
             });
         drop(thread);
+        drop(store);
+        drop_schema(&rt, &url, &name);
+    }
+
+    /// A lease renewal and a refused acquisition: one statement each.
+    #[divan::bench(args = ["renew", "refused"], sample_count = 300, sample_size = 1)]
+    fn postgres_lease(bencher: Bencher, what: &str) {
+        let rt = runtime();
+        let name = format!("lease_{what}");
+        let Some((store, url)) = store(&rt, &name, true) else {
+            eprintln!("postgres benchmarks skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        lease_bench(&rt, &store, bencher, what);
         drop(store);
         drop_schema(&rt, &url, &name);
     }

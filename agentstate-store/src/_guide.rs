@@ -1,6 +1,6 @@
 //! # Guide: durable threads
 //!
-//! A documentation-only module: how threads are stored, written, read and upgraded. Its
+//! A documentation-only module: how threads are stored, written, leased, read and upgraded. Its
 //! examples run as doctests (on an in-memory SQLite database; a file works the same way:
 //! [`SqliteStore::open`](crate::SqliteStore::open)`("agentstate.db")`).
 //!
@@ -86,6 +86,51 @@
 //! # }).unwrap();
 //! ```
 //!
+//! ## One run per thread: leases
+//!
+//! Appends never fork a thread, but two workers could still both *run* it (call the same
+//! model, charge the same card) before one of them is refused. A run lease prevents that:
+//! [`Store::lease`](crate::Store::lease)`(thread, owner, ttl)` gives a
+//! [`Lease`](crate::Lease) to one worker at a time. Another worker asking meanwhile gets
+//! [`StoreError::Leased`](crate::StoreError::Leased) (`thread_leased`: "thread `t` is being run
+//! by worker `w` (its lease expires in 4.2 s); ..."); once the lease has expired (its holder
+//! died), the next worker to ask takes the thread over. The holder renews it while it runs
+//! ([`Lease::renew`](crate::Lease::renew), e.g. every third of the ttl: a lease does not renew
+//! itself), stops when renewing fails with `thread_lease_lost` (it expired and was taken), and
+//! [`release`](crate::Lease::release)s it when done; a dropped lease just expires.
+//! [`lease_info`](crate::Store::lease_info) says who holds it and for how long.
+//!
+//! Each call is one statement (PostgreSQL) or one transaction (SQLite), so tasks, processes
+//! and machines sharing a database agree on the holder; expiry is judged by the database's
+//! clock on PostgreSQL, so workers on several machines need not agree on the time, and by the
+//! local clock on SQLite. The lease is kept in the thread's row: deleting the thread deletes
+//! it. It does not stop appends by itself: it is the runner's rule for who runs a thread.
+//!
+//! ```
+//! use agentstate::state::AgentState;
+//! use agentstate_store::SqliteStore;
+//! use std::time::Duration;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let store = SqliteStore::open_in_memory()?;
+//! store.create("job-7", AgentState::default()).await?;
+//! let ttl = Duration::from_millis(50);
+//!
+//! let mut mine = store.lease("job-7", "worker-a", ttl).await?;
+//! let refused = store.lease("job-7", "worker-b", ttl).await.unwrap_err();
+//! assert_eq!(refused.category(), "thread_leased");
+//!
+//! // worker-a stalls past its ttl; worker-b takes the thread over, and worker-a learns it.
+//! tokio::time::sleep(Duration::from_millis(60)).await;
+//! let theirs = store.lease("job-7", "worker-b", ttl).await?;
+//! assert_eq!(mine.renew().await.unwrap_err().category(), "thread_lease_lost");
+//! assert_eq!(store.lease_info("job-7").await?.unwrap().owner, "worker-b");
+//! theirs.release().await?;
+//! assert!(store.lease_info("job-7").await?.is_none());
+//! # Ok::<(), agentstate_store::StoreError>(())
+//! # }).unwrap();
+//! ```
+//!
 //! ## Reading
 //!
 //! [`load`](crate::Store::load) gives the latest state and its version: the newest snapshot plus
@@ -107,7 +152,7 @@
 //! (`agentstate_threads`, `agentstate_entries`, `agentstate_snapshots`) and the store's version
 //! (`agentstate_meta`). A thread row holds its id, version, the state type's schema fingerprint
 //! (a stable hash of `State::schema()`), its initial state, a parent and fork version for a fork,
-//! and user metadata. An entry holds its version, kind (one update, or a parallel step: the
+//! user metadata, and its lease (owner and expiry, if held). An entry holds its version, kind (one update, or a parallel step: the
 //! branch updates and the fan-in mode, replayed with `merge_parallel`), time, node, run id, user
 //! metadata and the update. In SQLite an entry's key is one integer, `tid * 2^32 + seq` (`tid`
 //! and `seq` are virtual columns beside it, so `SELECT seq, node, body FROM agentstate_entries

@@ -25,7 +25,8 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    HistoryPage, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, ThreadInfo, ThreadQuery,
+    HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
+    ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use std::sync::Arc;
@@ -152,6 +153,20 @@ impl Backend for AnyBackend {
 
     async fn schemas(&self) -> Result<Vec<SchemaRecord>, StoreError> {
         dispatch!(self, b => b.schemas().await)
+    }
+
+    async fn lease(
+        &self,
+        thread: &str,
+        owner: &str,
+        ttl_ms: u64,
+        op: LeaseOp,
+    ) -> Result<Option<LeaseInfo>, StoreError> {
+        dispatch!(self, b => b.lease(thread, owner, ttl_ms, op).await)
+    }
+
+    async fn lease_info(&self, thread: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        dispatch!(self, b => b.lease_info(thread).await)
     }
 }
 

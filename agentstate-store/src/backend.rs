@@ -3,7 +3,8 @@
 
 use crate::error::StoreError;
 use crate::record::{
-    HistoryPage, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, ThreadInfo, ThreadQuery,
+    HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
+    ThreadInfo, ThreadQuery,
 };
 use std::future::Future;
 
@@ -112,4 +113,24 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         fingerprint: u64,
         json: String,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Acquires, renews or releases the thread's lease for `owner` (see [`LeaseOp`]), in one
+    /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
+    /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held
+    /// (`None` for a release). A missing thread is [`StoreError::ThreadNotFound`] (a release
+    /// of one does nothing); a lease held by another is [`StoreError::Leased`] (acquire) or
+    /// [`StoreError::LeaseLost`] (renew).
+    fn lease(
+        &self,
+        thread: &str,
+        owner: &str,
+        ttl_ms: u64,
+        op: LeaseOp,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, StoreError>> + Send;
+
+    /// The thread's lease, if one is held and not expired.
+    fn lease_info(
+        &self,
+        thread: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, StoreError>> + Send;
 }

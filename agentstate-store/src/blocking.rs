@@ -1,5 +1,5 @@
-//! The store for synchronous programs: [`BlockingStore`] and [`BlockingThread`] have the
-//! methods of [`Store`] and [`Thread`], each running to completion on a current-thread tokio
+//! The store for synchronous programs: [`BlockingStore`], [`BlockingThread`] and
+//! [`BlockingLease`] have the methods of [`Store`], [`Thread`] and [`Lease`], each running to completion on a current-thread tokio
 //! runtime the store owns (shared by its clones and thread handles). Open one with
 //! [`BlockingStore::open`], [`open_in_memory`](BlockingStore::open_in_memory),
 //! `connect_with` (PostgreSQL), [`open_url`](BlockingStore::open_url) (the backend a URL names)
@@ -33,8 +33,9 @@
 
 use crate::backend::Backend;
 use crate::error::StoreError;
+use crate::lease::Lease;
 use crate::migrate::Migration;
-use crate::record::{EntryInfo, StepMeta, ThreadInfo, ThreadQuery};
+use crate::record::{EntryInfo, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery};
 use crate::store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};
 use crate::thread::{RetryPolicy, Thread};
 use agentstate::output::NodeOutput;
@@ -288,6 +289,90 @@ impl<B: Backend> BlockingStore<B> {
     /// See [`Store::migrate_thread`].
     pub fn migrate_thread<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
         run(&self.runtime, self.store.migrate_thread::<S>(id))?
+    }
+
+    /// See [`Store::lease`].
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::blocking::BlockingStore;
+    /// use std::time::Duration;
+    ///
+    /// let store = BlockingStore::open_in_memory()?;
+    /// store.create("t", AgentState::default())?;
+    /// let mut lease = store.lease("t", "worker-1", Duration::from_secs(30))?;
+    /// assert_eq!(store.lease("t", "worker-2", Duration::from_secs(30)).unwrap_err().category(), "thread_leased");
+    /// lease.renew()?;
+    /// lease.release()?;
+    /// assert!(store.lease_info("t")?.is_none());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn lease(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<BlockingLease<B>, StoreError> {
+        let lease = run(&self.runtime, self.store.lease(id, owner, ttl))??;
+        Ok(BlockingLease {
+            lease,
+            runtime: Arc::clone(&self.runtime),
+        })
+    }
+
+    /// See [`Store::lease_info`].
+    pub fn lease_info(&self, id: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        run(&self.runtime, self.store.lease_info(id))?
+    }
+}
+
+/// A [`Lease`] with blocking methods, from [`BlockingStore::lease`]. As a `Lease`, it does not
+/// renew itself, and dropping it does nothing (the lease expires).
+#[derive(Debug, Clone)]
+pub struct BlockingLease<B> {
+    lease: Lease<B>,
+    runtime: Arc<OwnedRuntime>,
+}
+
+impl<B: Backend> BlockingLease<B> {
+    /// See [`Lease::thread`].
+    pub fn thread(&self) -> &str {
+        self.lease.thread()
+    }
+
+    /// See [`Lease::owner`].
+    pub fn owner(&self) -> &str {
+        self.lease.owner()
+    }
+
+    /// See [`Lease::ttl`].
+    pub fn ttl(&self) -> std::time::Duration {
+        self.lease.ttl()
+    }
+
+    /// See [`Lease::expires_at`].
+    pub fn expires_at(&self) -> std::time::Instant {
+        self.lease.expires_at()
+    }
+
+    /// See [`Lease::remaining`].
+    pub fn remaining(&self) -> std::time::Duration {
+        self.lease.remaining()
+    }
+
+    /// See [`Lease::renew`].
+    pub fn renew(&mut self) -> Result<(), StoreError> {
+        run(&self.runtime, self.lease.renew())?
+    }
+
+    /// See [`Lease::release`].
+    pub fn release(self) -> Result<(), StoreError> {
+        run(&self.runtime, self.lease.release())?
+    }
+
+    /// The async lease underneath.
+    pub fn into_async(self) -> Lease<B> {
+        self.lease
     }
 }
 

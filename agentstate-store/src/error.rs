@@ -209,6 +209,40 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// Another worker holds the thread's lease: it is running the thread (`thread_leased`).
+    /// Nothing was changed. See [`Store::lease`](crate::store::Store::lease).
+    #[error("thread `{thread}` is being run by worker `{owner}` (its lease expires in {}); try again once it is released or has expired", duration(.expires_in_ms))]
+    Leased {
+        /// The thread.
+        thread: String,
+        /// The worker holding the lease.
+        owner: String,
+        /// How long the lease still had, by the database's clock.
+        expires_in_ms: u64,
+    },
+
+    /// A worker renewed a lease that is no longer its own: it expired and another worker took
+    /// it, or it was released (`thread_lease_lost`). The worker must stop running the thread.
+    #[error("worker `{owner}` no longer holds the lease on thread `{thread}`: {}; stop running the thread", lost(.now_held_by))]
+    LeaseLost {
+        /// The thread.
+        thread: String,
+        /// The worker that renewed.
+        owner: String,
+        /// The worker holding the lease now, if any.
+        now_held_by: Option<String>,
+    },
+
+    /// A lease owner the store does not accept (`lease_owner_invalid`): it must be a
+    /// non-empty string of at most 1,024 bytes without control characters.
+    #[error("lease owner {owner:?} is not allowed: {reason}")]
+    InvalidLeaseOwner {
+        /// The owner.
+        owner: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// The database failed or could not be reached (`store_backend_error`).
     #[error("{backend} failed while {doing}: {source}")]
     Backend {
@@ -227,7 +261,8 @@ impl StoreError {
     /// `state_schema_mismatch`, `state_migration_missing`, `state_migration_chain_ambiguous`,
     /// `thread_id_invalid`, `store_version_unsupported`, `store_corrupt_data`,
     /// `thread_version_out_of_range`, `thread_has_forks`, `state_migration_failed`,
-    /// `store_backend_error`, or a merge error's own category.
+    /// `thread_leased`, `thread_lease_lost`, `lease_owner_invalid`, `store_backend_error`, or a
+    /// merge error's own category.
     ///
     /// ```
     /// use agentstate_store::StoreError;
@@ -235,6 +270,10 @@ impl StoreError {
     /// let err = StoreError::Conflict { thread: "t".into(), expected: 3, actual: 4 };
     /// assert_eq!(err.category(), "state_write_conflict");
     /// assert!(err.is_conflict());
+    ///
+    /// let err = StoreError::Leased { thread: "t".into(), owner: "w".into(), expires_in_ms: 4_200 };
+    /// assert_eq!(err.category(), "thread_leased");
+    /// assert!(err.to_string().starts_with("thread `t` is being run by worker `w` (its lease expires in 4.2 s)"));
     /// ```
     pub fn category(&self) -> &'static str {
         match self {
@@ -256,6 +295,9 @@ impl StoreError {
             StoreError::HasForks { .. } => "thread_has_forks",
             StoreError::Merge(err) => err.category(),
             StoreError::Migration { .. } => "state_migration_failed",
+            StoreError::Leased { .. } => "thread_leased",
+            StoreError::LeaseLost { .. } => "thread_lease_lost",
+            StoreError::InvalidLeaseOwner { .. } => "lease_owner_invalid",
             StoreError::Backend { .. } => "store_backend_error",
         }
     }
@@ -291,5 +333,22 @@ impl StoreError {
             doing: doing.into(),
             source: source.into(),
         }
+    }
+}
+
+/// A lease's remaining time as [`StoreError::Leased`] says it: `250 ms`, `4.2 s`.
+fn duration(ms: &u64) -> String {
+    if *ms < 1_000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.1} s", *ms as f64 / 1_000.0)
+    }
+}
+
+/// What became of a lost lease, as [`StoreError::LeaseLost`] says it.
+fn lost(now_held_by: &Option<String>) -> String {
+    match now_held_by {
+        Some(other) => format!("worker `{other}` holds it now"),
+        None => "it was released, or it expired and was taken over since".to_owned(),
     }
 }

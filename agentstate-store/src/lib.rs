@@ -7,6 +7,9 @@
 //! - Writers append *at the version they read*: a stale writer gets
 //!   [`StoreError::Conflict`] (`state_write_conflict`) and nothing is written, so no update is
 //!   lost and the history never forks, with any number of tasks or processes.
+//! - One worker runs a thread at a time: [`Store::lease`] gives a run [`Lease`] that others
+//!   are refused (`thread_leased`) until it is released or expires (a dead worker's thread is
+//!   taken over), judged by the database's clock.
 //! - Backends: SQLite (feature `sqlite`, default, bundled) and PostgreSQL (feature `postgres`).
 //! - Async on tokio: every future is `Send`, and dropping one cancels it without writing half
 //!   a step. [`blocking::BlockingStore`] wraps the store for synchronous programs.
@@ -22,8 +25,8 @@
 //!   edit is one error naming the field; declared versions (`#[agent_state(version = N)]`) and
 //!   [`Migration`](migrate::Migration)s between them bridge the rest (see [`migrate`]).
 //!
-//! The [`_guide`] explains threads, the concurrency rule, reading, snapshots, migrations and
-//! durability, with running examples.
+//! The [`_guide`] explains threads, the concurrency rule, leases, reading, snapshots,
+//! migrations and durability, with running examples.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
@@ -70,6 +73,7 @@ pub mod backend;
 pub mod blocking;
 mod checked;
 pub mod error;
+pub mod lease;
 pub mod migrate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -82,6 +86,7 @@ pub mod thread;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use any::AnyStore;
 pub use error::StoreError;
+pub use lease::Lease;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{StepMeta, ThreadQuery};

@@ -7,9 +7,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, new_incarnation, parse_object, Base, Entries, HistoryPage, Loaded,
-    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
-    ThreadQuery,
+    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object, Base,
+    Entries, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
+    Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -17,15 +17,19 @@ use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
 
-/// The version of the PostgreSQL tables this build creates, reads and writes. Version 1 is
-/// migrated when it is opened; a database with another version is refused with
+/// The version of the PostgreSQL tables this build creates, reads and writes. Versions 1 and 2
+/// are migrated when they are opened; a database with another version is refused with
 /// [`StoreError::UnsupportedVersion`] and not written to.
 ///
 /// Version 2 adds the schema table `agentstate_schemas` (one row per state schema ever written;
 /// see [`migrate`](crate::migrate)) and each thread's `incarnation`, drawn when it is created
 /// (0 for threads created before), which every append checks, so a writer that read a thread
 /// deleted and created again since is refused ([`StoreError::Recreated`]).
-pub const SCHEMA_VERSION: i64 = 2;
+///
+/// Version 3 adds each thread's lease, two columns of its row: `lease_owner` and
+/// `lease_expires_ms` (milliseconds since the Unix epoch by the server's clock, so workers on
+/// several machines agree), both `NULL` when no worker holds it (see [`Store::lease`]).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// A [`Store`] in a PostgreSQL database.
 pub type PostgresStore = Store<Postgres>;
@@ -106,14 +110,47 @@ struct Sql {
     append: String,
     catch_up: String,
     thread: String,
+    acquire: String,
+    renew: String,
+    release: String,
+    lease: String,
 }
+
+/// The server's clock, in milliseconds since the Unix epoch (`clock_timestamp()`: the time the
+/// statement runs, not its transaction's start).
+const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 impl Sql {
     fn new(schema: &str) -> Self {
         let q = format!("\"{}\"", schema.replace('"', "\"\""));
         let threads = format!("{q}.agentstate_threads");
         let entries = format!("{q}.agentstate_entries");
+        // A lease change, in one statement: the expiry it wrote (none if the lease is another's),
+        // the thread's lease as the statement's snapshot saw it, and the server's time. No row:
+        // no thread.
+        let lease = |set: &str, when: &str| {
+            format!(
+                "WITH now AS (SELECT {NOW_MS} AS ms),
+                 done AS (UPDATE {threads} t SET {set} FROM now WHERE t.id = $1 AND ({when})
+                          RETURNING t.lease_expires_ms)
+                 SELECT (SELECT lease_expires_ms FROM done), t.lease_owner, t.lease_expires_ms,
+                        (SELECT ms FROM now)
+                 FROM {threads} t WHERE t.id = $1"
+            )
+        };
         Sql {
+            acquire: lease(
+                "lease_owner = $2, lease_expires_ms = now.ms + $3",
+                "t.lease_owner IS NULL OR t.lease_owner = $2 OR t.lease_expires_ms <= now.ms",
+            ),
+            renew: lease("lease_expires_ms = now.ms + $3", "t.lease_owner = $2"),
+            release: format!(
+                "UPDATE {threads} SET lease_owner = NULL, lease_expires_ms = NULL
+                 WHERE id = $1 AND lease_owner = $2"
+            ),
+            lease: format!(
+                "SELECT lease_owner, lease_expires_ms, {NOW_MS} FROM {threads} WHERE id = $1"
+            ),
             // The new version, or (nothing written) the thread's version as the statement saw
             // it, which may still be `$2` if the winner committed while this one waited.
             append: format!(
@@ -231,13 +268,21 @@ impl Postgres {
                 .map(|r| r.get(0));
             return match found {
                 Some(SCHEMA_VERSION) => Ok(()),
-                Some(1) => {
-                    let doing = "migrating the store's tables from version 1";
+                Some(found @ 1..=2) => {
+                    if found == 1 {
+                        tx.batch_execute(&format!(
+                            "ALTER TABLE {threads} ADD COLUMN incarnation BIGINT NOT NULL DEFAULT 0;
+                             {}",
+                            self.schemas_table()
+                        ))
+                        .await
+                        .map_err(db_err("migrating the store's tables from version 1"))?;
+                    }
+                    let doing = "migrating the store's tables from version 2";
                     tx.batch_execute(&format!(
-                        "ALTER TABLE {threads} ADD COLUMN incarnation BIGINT NOT NULL DEFAULT 0;
-                         {}
-                         UPDATE {meta} SET value = {SCHEMA_VERSION} WHERE key = 'schema_version';",
-                        self.schemas_table()
+                        "ALTER TABLE {threads} ADD COLUMN lease_owner TEXT,
+                                               ADD COLUMN lease_expires_ms BIGINT;
+                         UPDATE {meta} SET value = {SCHEMA_VERSION} WHERE key = 'schema_version';"
                     ))
                     .await
                     .map_err(db_err(doing))?;
@@ -263,7 +308,9 @@ impl Postgres {
                  initial JSON,
                  metadata JSONB NOT NULL,
                  created_ms BIGINT NOT NULL,
-                 incarnation BIGINT NOT NULL DEFAULT 0
+                 incarnation BIGINT NOT NULL DEFAULT 0,
+                 lease_owner TEXT,
+                 lease_expires_ms BIGINT
              );
              CREATE INDEX ON {threads} (parent) WHERE parent IS NOT NULL;
              CREATE TABLE {entries} (
@@ -985,5 +1032,71 @@ impl Backend for Postgres {
         .map_err(db_err(&doing))?;
         tx.commit().await.map_err(db_err(&doing))?;
         Ok(dropped)
+    }
+
+    async fn lease(
+        &self,
+        thread: &str,
+        owner: &str,
+        ttl_ms: u64,
+        op: LeaseOp,
+    ) -> Result<Option<LeaseInfo>, StoreError> {
+        let doing = format!("changing the lease on thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let ttl = ttl_ms.min(i64::MAX as u64 / 2) as i64;
+        let sql = match op {
+            LeaseOp::Acquire => &self.sql.acquire,
+            LeaseOp::Renew => &self.sql.renew,
+            LeaseOp::Release => {
+                let statement = client
+                    .prepare_cached(&self.sql.release)
+                    .await
+                    .map_err(db_err(&doing))?;
+                client
+                    .execute(&statement, &[&thread, &owner])
+                    .await
+                    .map_err(db_err(&doing))?;
+                return Ok(None);
+            }
+        };
+        let statement = client.prepare_cached(sql).await.map_err(db_err(&doing))?;
+        // Read committed: the update waits for a concurrent change of the row and then sees
+        // it, but the statement's read of the row is from before. When that read says the
+        // update should have happened, the row changed in between: ask again (rare).
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let row = client
+                .query_opt(&statement, &[&thread, &owner, &ttl])
+                .await
+                .map_err(db_err(&doing))?
+                .ok_or_else(|| StoreError::ThreadNotFound {
+                    thread: thread.to_owned(),
+                })?;
+            let written: Option<i64> = row.get(0);
+            let found: (Option<String>, Option<i64>) = (row.get(1), row.get(2));
+            let now: i64 = row.get(3);
+            if written.is_none() && tries < 5 && lease_raced(owner, op, &found, now) {
+                continue;
+            }
+            return lease_outcome(thread, owner, op, written, found, now);
+        }
+    }
+
+    async fn lease_info(&self, thread: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        let doing = format!("reading the lease on thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let statement = client
+            .prepare_cached(&self.sql.lease)
+            .await
+            .map_err(db_err(&doing))?;
+        let row = client
+            .query_opt(&statement, &[&thread])
+            .await
+            .map_err(db_err(&doing))?
+            .ok_or_else(|| StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            })?;
+        Ok(held((row.get(0), row.get(1)), row.get(2)))
     }
 }

@@ -706,3 +706,143 @@ impl Start {
         Ok((Base::Initial(initial), 0))
     }
 }
+
+/// What [`Backend::lease`](crate::backend::Backend::lease) does to a thread's lease (see
+/// [`Store::lease`](crate::store::Store::lease)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseOp {
+    /// Take the lease for `ttl_ms` if no one holds it, it has expired, or it is already the
+    /// owner's (then it is extended); otherwise [`StoreError::Leased`].
+    Acquire,
+    /// Extend the owner's lease to `ttl_ms` from now if it is still the owner's (also after it
+    /// expired, as long as no one else took it); otherwise [`StoreError::LeaseLost`].
+    Renew,
+    /// Give the lease up if it is the owner's; nothing otherwise.
+    Release,
+}
+
+/// A thread's lease as the database holds it: who runs the thread, and until when.
+///
+/// ```
+/// use agentstate_store::record::LeaseInfo;
+/// use std::time::Duration;
+///
+/// let info = LeaseInfo { owner: "worker-1".into(), expires_at_ms: 1_700_000_004_200, expires_in_ms: 4_200 };
+/// assert_eq!(info.expires_in(), Duration::from_millis(4_200));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    /// The worker (or run) holding it.
+    pub owner: String,
+    /// When it expires, in milliseconds since the Unix epoch by the database's clock
+    /// (PostgreSQL: the server's, so that workers on several machines agree; SQLite: the local
+    /// clock).
+    pub expires_at_ms: i64,
+    /// How long it still had when the database answered, by the same clock.
+    pub expires_in_ms: u64,
+}
+
+impl LeaseInfo {
+    /// [`expires_in_ms`](LeaseInfo::expires_in_ms) as a [`Duration`](std::time::Duration).
+    pub fn expires_in(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.expires_in_ms)
+    }
+}
+
+/// The longest lease the store grants, in milliseconds (a year; a longer `ttl` is cut to it).
+pub const MAX_LEASE_TTL_MS: u64 = 365 * 24 * 3_600 * 1_000;
+
+/// Checks a lease owner: any string that is not empty, is at most [`MAX_ID_BYTES`] long and
+/// holds no control character; anything else is [`StoreError::InvalidLeaseOwner`]
+/// (`lease_owner_invalid`).
+pub(crate) fn check_owner(owner: &str) -> Result<(), StoreError> {
+    let reason = if owner.is_empty() {
+        "it is empty".to_owned()
+    } else if owner.len() > MAX_ID_BYTES {
+        format!(
+            "it is {} bytes long, the most is {MAX_ID_BYTES}",
+            owner.len()
+        )
+    } else if let Some(c) = owner.chars().find(|c| c.is_control()) {
+        format!("it holds the control character {c:?}")
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::InvalidLeaseOwner {
+        owner: owner.to_owned(),
+        reason,
+    })
+}
+
+/// The outcome of a lease operation, from what the database saw: the expiry it wrote (`None`:
+/// the statement changed nothing), and the thread's lease owner and expiry as it found them,
+/// at its clock's `now_ms`. Shared by the backends.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn lease_outcome(
+    thread: &str,
+    owner: &str,
+    op: LeaseOp,
+    written: Option<i64>,
+    found: (Option<String>, Option<i64>),
+    now_ms: i64,
+) -> Result<Option<LeaseInfo>, StoreError> {
+    if op == LeaseOp::Release {
+        return Ok(None);
+    }
+    if let Some(expires_at_ms) = written {
+        return Ok(Some(LeaseInfo {
+            owner: owner.to_owned(),
+            expires_at_ms,
+            expires_in_ms: expires_at_ms.saturating_sub(now_ms).max(0) as u64,
+        }));
+    }
+    let holder = held(found, now_ms);
+    Err(match (op, holder) {
+        (LeaseOp::Acquire, Some(info)) => StoreError::Leased {
+            thread: thread.to_owned(),
+            owner: info.owner,
+            expires_in_ms: info.expires_in_ms,
+        },
+        (LeaseOp::Acquire, None) => StoreError::Leased {
+            thread: thread.to_owned(),
+            owner: "(another worker)".to_owned(),
+            expires_in_ms: 0,
+        },
+        (_, holder) => StoreError::LeaseLost {
+            thread: thread.to_owned(),
+            owner: owner.to_owned(),
+            now_held_by: holder.map(|info| info.owner).filter(|o| o != owner),
+        },
+    })
+}
+
+/// The lease a thread row holds at `now_ms`: `None` if it has none or it has expired.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn held(found: (Option<String>, Option<i64>), now_ms: i64) -> Option<LeaseInfo> {
+    match found {
+        (Some(owner), Some(expires_at_ms)) if expires_at_ms > now_ms => Some(LeaseInfo {
+            owner,
+            expires_at_ms,
+            expires_in_ms: (expires_at_ms - now_ms) as u64,
+        }),
+        _ => None,
+    }
+}
+
+/// Whether a statement that changed nothing saw a row that would have let it: another
+/// transaction changed the lease between the statement's snapshot and its update, and the
+/// statement should run again to see who holds it now (PostgreSQL's read committed).
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn lease_raced(
+    owner: &str,
+    op: LeaseOp,
+    found: &(Option<String>, Option<i64>),
+    now_ms: i64,
+) -> bool {
+    let mine = found.0.as_deref() == Some(owner);
+    match op {
+        LeaseOp::Acquire => mine || held(found.clone(), now_ms).is_none(),
+        LeaseOp::Renew => mine,
+        LeaseOp::Release => false,
+    }
+}

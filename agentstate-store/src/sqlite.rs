@@ -9,9 +9,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, new_incarnation, parse_object, Base, Entries, EntryBatch, HistoryPage,
-    Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
-    ThreadQuery,
+    check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, Base,
+    Entries, EntryBatch, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
+    SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
@@ -277,8 +277,8 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 
 /// The version of the SQLite tables this build creates, reads and writes. Versions 1 (entries
 /// and snapshots in `WITHOUT ROWID` tables keyed by `(tid, seq)`, the version in a table), 2
-/// (the same tables as 3, but every append also moved the thread row's `head` on) and 3 are
-/// migrated when they are opened; any other version is refused with
+/// (the same tables as 3, but every append also moved the thread row's `head` on), 3 and 4
+/// are migrated when they are opened; any other version is refused with
 /// [`StoreError::UnsupportedVersion`] and not written to.
 ///
 /// A thread's version is the larger of its row's `head` (the version at its creation, fork or
@@ -302,7 +302,11 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// file to auto-vacuum with a full `VACUUM`, which the store does not run on its own: run
 /// `PRAGMA auto_vacuum=INCREMENTAL; VACUUM;` on it once, with `sqlite3`, while no process has
 /// it open).
-pub const SCHEMA_VERSION: i64 = 4;
+///
+/// Version 5 adds each thread's lease, two columns of its row: `lease_owner` and
+/// `lease_expires_ms` (milliseconds since the Unix epoch, by the local clock), both `NULL`
+/// when no worker holds it (see [`Store::lease`]).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
 /// newest entry's key is found by one B-tree seek.
@@ -389,14 +393,18 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .map_err(db_err("reading the store's version"))?;
         return match found {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(found @ 1..=3) => {
+            Some(found @ 1..=4) => {
                 if found == 1 {
                     migrate_v1(&tx)?;
                 }
                 // Version 2's `head` is its newest entry's version: its tables are version 3's.
-                migrate_v3(&tx)?;
-                tx.commit()
-                    .map_err(db_err("migrating the store's tables to version 4"))
+                if found <= 3 {
+                    migrate_v3(&tx)?;
+                }
+                migrate_v4(&tx)?;
+                tx.commit().map_err(db_err(format!(
+                    "migrating the store's tables to version {SCHEMA_VERSION}"
+                )))
             }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
@@ -416,7 +424,9 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
              initial TEXT,
              metadata TEXT NOT NULL,
              created_ms INTEGER NOT NULL,
-             incarnation INTEGER NOT NULL DEFAULT 0
+             incarnation INTEGER NOT NULL DEFAULT 0,
+             lease_owner TEXT,
+             lease_expires_ms INTEGER
          );
          {TABLES}
          {V4_TABLES}
@@ -480,9 +490,22 @@ fn migrate_v3(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
          {V4_TABLES}
          DROP VIEW agentstate_meta;
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(4)
     ))
     .map_err(db_err("migrating the store's tables from version 3"))
+}
+
+/// Brings version 4's tables to version 5 (each thread's lease), inside the caller's
+/// transaction.
+fn migrate_v4(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    tx.execute_batch(&format!(
+        "ALTER TABLE agentstate_threads ADD COLUMN lease_owner TEXT;
+         ALTER TABLE agentstate_threads ADD COLUMN lease_expires_ms INTEGER;
+         DROP VIEW agentstate_meta;
+         {}",
+        version_view(SCHEMA_VERSION)
+    ))
+    .map_err(db_err("migrating the store's tables from version 4"))
 }
 
 /// Gives the file's free pages back to the file system (a file with incremental auto-vacuum;
@@ -1305,4 +1328,79 @@ impl Backend for Sqlite {
         })
         .await
     }
+
+    async fn lease(
+        &self,
+        thread: &str,
+        owner: &str,
+        ttl_ms: u64,
+        op: LeaseOp,
+    ) -> Result<Option<LeaseInfo>, StoreError> {
+        let (id, owner) = (thread.to_owned(), owner.to_owned());
+        self.call(move |conn| {
+            let doing = || format!("changing the lease on thread `{id}`");
+            let now = now_ms();
+            let until = now.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
+            // The write lock first: the update and the read of who holds the lease instead are
+            // one view, across connections and processes.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let written: Option<i64> = match op {
+                LeaseOp::Acquire => tx
+                    .prepare_cached(
+                        "UPDATE agentstate_threads SET lease_owner = ?2, lease_expires_ms = ?4
+                         WHERE id = ?1 AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms <= ?3)
+                         RETURNING lease_expires_ms",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![id, owner, now, until], |r| r.get(0))
+                            .optional()
+                    }),
+                LeaseOp::Renew => tx
+                    .prepare_cached(
+                        "UPDATE agentstate_threads SET lease_expires_ms = ?3
+                         WHERE id = ?1 AND lease_owner = ?2 RETURNING lease_expires_ms",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![id, owner, until], |r| r.get(0)).optional()
+                    }),
+                LeaseOp::Release => tx
+                    .prepare_cached(
+                        "UPDATE agentstate_threads SET lease_owner = NULL, lease_expires_ms = NULL
+                         WHERE id = ?1 AND lease_owner = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![id, owner]))
+                    .map(|_| None),
+            }
+            .map_err(db_err(doing()))?;
+            let found = if written.is_none() && op != LeaseOp::Release {
+                Some(read_lease(&tx, &id)?)
+            } else {
+                None
+            };
+            tx.commit().map_err(db_err(doing()))?;
+            lease_outcome(&id, &owner, op, written, found.unwrap_or_default(), now)
+        })
+        .await
+    }
+
+    async fn lease_info(&self, thread: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| Ok(held(read_lease(conn, &id)?, now_ms())))
+            .await
+    }
+}
+
+/// The thread's lease owner and expiry, as its row holds them; a missing thread is
+/// [`StoreError::ThreadNotFound`].
+fn read_lease(conn: &Connection, id: &str) -> Result<(Option<String>, Option<i64>), StoreError> {
+    conn.prepare_cached(
+        "SELECT lease_owner, lease_expires_ms FROM agentstate_threads WHERE id = ?1",
+    )
+    .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+    .map_err(db_err(format!("reading the lease on thread `{id}`")))?
+    .ok_or_else(|| StoreError::ThreadNotFound {
+        thread: id.to_owned(),
+    })
 }

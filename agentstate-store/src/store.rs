@@ -4,10 +4,11 @@
 
 use crate::backend::Backend;
 use crate::error::StoreError;
+use crate::lease::Lease;
 use crate::migrate::{Migration, Migrations, Plan, SchemaCache, Target};
 use crate::record::{
-    fingerprint, now_ms, Base, EntryInfo, EntryKind, Loaded, NewThread, Rewriter, SchemaRecord,
-    StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    fingerprint, now_ms, Base, EntryInfo, EntryKind, LeaseInfo, Loaded, NewThread, Rewriter,
+    SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::{RetryPolicy, Thread};
 use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A state the store can keep: serializable, with a serializable update, and sendable between
 /// tasks. Every `#[derive(AgentState)]` state with `Serialize`/`Deserialize` is one.
@@ -595,6 +597,54 @@ impl<B: Backend> Store<B> {
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         crate::record::check_lookup(id)?;
         self.backend.delete(id).await
+    }
+
+    /// Takes the run lease on thread `id` for `owner` (a string naming the worker or run) for
+    /// `ttl`, in one statement: one worker at a time runs a thread (see
+    /// [`lease`](crate::lease)). Succeeds if no one holds the lease, it has expired (its holder
+    /// died: this takes it over), or it is already `owner`'s (then it is extended to `ttl` from
+    /// now). Otherwise fails with [`StoreError::Leased`] (`thread_leased`), naming the holder
+    /// and how long its lease still has. A missing thread is [`StoreError::ThreadNotFound`]; an
+    /// empty owner, or one with a control character, [`StoreError::InvalidLeaseOwner`].
+    ///
+    /// The returned [`Lease`] does not renew itself, and dropping it does nothing (the lease
+    /// then expires): renew it while running, release it when done.
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StoreError};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.create("t", AgentState::default()).await?;
+    /// let _dead = store.lease("t", "worker-1", Duration::from_millis(50)).await?;
+    /// match store.lease("t", "worker-2", Duration::from_secs(30)).await {
+    ///     Err(StoreError::Leased { owner, .. }) => assert_eq!(owner, "worker-1"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// // worker-1 never renews: once its lease has expired, worker-2 takes the thread over.
+    /// tokio::time::sleep(Duration::from_millis(60)).await;
+    /// let lease = store.lease("t", "worker-2", Duration::from_secs(30)).await?;
+    /// assert_eq!(lease.owner(), "worker-2");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn lease(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease<B>, StoreError> {
+        Lease::acquire(Arc::clone(&self.backend), id, owner, ttl).await
+    }
+
+    /// Who holds the run lease on thread `id`, until when, and how long it still has (by the
+    /// database's clock); `None` if no one holds it or it has expired. A missing thread is
+    /// [`StoreError::ThreadNotFound`].
+    pub async fn lease_info(&self, id: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        crate::record::check_lookup(id)?;
+        self.backend.lease_info(id).await
     }
 
     /// Creates thread `new_id` as a fork of `id` at version `seq`, in O(1): it refers to its

@@ -1337,14 +1337,19 @@ async fn a_previous_store_version_opens<B: Open>(db: Db) {
             db.exec(
                 "DROP TRIGGER agentstate_entry_deleted;
                  DELETE FROM {snapshots} WHERE key < 0;
-                 ALTER TABLE {threads} DROP COLUMN incarnation;",
+                 ALTER TABLE {threads} DROP COLUMN incarnation;
+                 ALTER TABLE {threads} DROP COLUMN lease_owner;
+                 ALTER TABLE {threads} DROP COLUMN lease_expires_ms;",
             )
             .await;
             db.set_store_version(3).await;
         }
         Db::Postgres { .. } => {
-            db.exec("DROP TABLE {schemas}; ALTER TABLE {threads} DROP COLUMN incarnation;")
-                .await;
+            db.exec(
+                "DROP TABLE {schemas}; ALTER TABLE {threads} DROP COLUMN incarnation,
+                 DROP COLUMN lease_owner, DROP COLUMN lease_expires_ms;",
+            )
+            .await;
             db.set_store_version(1).await;
         }
     }
@@ -1360,6 +1365,51 @@ async fn a_previous_store_version_opens<B: Open>(db: Db) {
     drop(store);
     let store = B::open(&db).await.unwrap();
     assert_eq!(store.load::<Tally>("p").await.unwrap().version, 4);
+}
+
+/// A database of the store version before leases (SQLite 4, PostgreSQL 2) opens, is migrated,
+/// and its threads take leases.
+async fn a_store_without_leases_opens<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("p", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=2).await;
+    drop((t, store));
+    match &db {
+        Db::Sqlite(_) => {
+            db.exec(
+                "ALTER TABLE {threads} DROP COLUMN lease_owner;
+                 ALTER TABLE {threads} DROP COLUMN lease_expires_ms;",
+            )
+            .await;
+            db.set_store_version(4).await;
+        }
+        Db::Postgres { .. } => {
+            db.exec("ALTER TABLE {threads} DROP COLUMN lease_owner, DROP COLUMN lease_expires_ms;")
+                .await;
+            db.set_store_version(2).await;
+        }
+    }
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.lease_info("p").await.unwrap(), None);
+    let lease = store
+        .lease("p", "worker", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let mut t = store.thread::<Tally>("p").await.unwrap();
+    assert_eq!(t.merge(step(3), StepMeta::default()).await.unwrap(), 3);
+    // Opening again finds the current version, and the lease.
+    drop(store);
+    let store = B::open(&db).await.unwrap();
+    assert_eq!(store.load::<Tally>("p").await.unwrap().version, 3);
+    let err = store
+        .lease("p", "other", Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Leased { owner, .. } if owner == "worker"),
+        "{err}"
+    );
+    lease.release().await.unwrap();
 }
 
 async fn a_recreated_thread_refuses_stale_handles<B: Open>(db: Db) {
@@ -2099,6 +2149,246 @@ async fn sixteen_writers_with_the_default_policy<B: Open>(db: Db) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Run leases.
+
+const LONG: Duration = Duration::from_secs(30);
+
+fn leased_by(err: &StoreError) -> &str {
+    match err {
+        StoreError::Leased { owner, .. } => owner,
+        other => panic!("expected a thread_leased error, got: {other}"),
+    }
+}
+
+async fn leases_admit_one_worker<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("l", Tally::default()).await.unwrap();
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+
+    let mut a = store.lease("l", "worker-a", LONG).await.unwrap();
+    assert_eq!((a.thread(), a.owner(), a.ttl()), ("l", "worker-a", LONG));
+    assert!(a.remaining() <= LONG && a.remaining() > LONG - Duration::from_secs(5));
+    let info = store.lease_info("l").await.unwrap().unwrap();
+    assert_eq!(info.owner, "worker-a");
+    assert!(
+        info.expires_in_ms > 25_000 && info.expires_in_ms <= 30_000,
+        "{info:?}"
+    );
+
+    // A second owner is refused, with the holder and the time left named.
+    let err = store.lease("l", "worker-b", LONG).await.unwrap_err();
+    assert_eq!(err.category(), "thread_leased", "{err}");
+    let StoreError::Leased {
+        thread,
+        owner,
+        expires_in_ms,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!((thread.as_str(), owner.as_str()), ("l", "worker-a"));
+    assert!(*expires_in_ms > 25_000 && *expires_in_ms <= 30_000, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("thread `l` is being run by worker `worker-a` (its lease expires in ")
+            && text.contains(" s)"),
+        "{text}"
+    );
+
+    // The same owner acquires again: the lease is extended.
+    let again = store
+        .lease("l", "worker-a", Duration::from_secs(90))
+        .await
+        .unwrap();
+    let info = store.lease_info("l").await.unwrap().unwrap();
+    assert!(info.expires_in_ms > 60_000, "{info:?}");
+    a.renew().await.unwrap();
+    let info = store.lease_info("l").await.unwrap().unwrap();
+    assert!(
+        info.expires_in_ms <= 30_000,
+        "renewed to its own ttl: {info:?}"
+    );
+
+    // The lease does not stop writes (the runner checks it), and the thread reads as before.
+    assert_eq!(t.merge(step(1), StepMeta::default()).await.unwrap(), 1);
+    assert_eq!(store.info("l").await.unwrap().version, 1);
+
+    // Another owner's release does nothing; the owner's lets the next worker in.
+    store
+        .backend()
+        .lease(
+            "l",
+            "worker-b",
+            0,
+            agentstate_store::record::LeaseOp::Release,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.lease_info("l").await.unwrap().unwrap().owner,
+        "worker-a"
+    );
+    again.release().await.unwrap();
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+    let b = store.lease("l", "worker-b", LONG).await.unwrap();
+
+    // The old holder's renewal fails, naming the new one; its release does nothing.
+    let err = a.renew().await.unwrap_err();
+    assert_eq!(err.category(), "thread_lease_lost", "{err}");
+    assert!(
+        matches!(&err, StoreError::LeaseLost { thread, owner, now_held_by: Some(by) }
+            if thread == "l" && owner == "worker-a" && by == "worker-b"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "worker `worker-a` no longer holds the lease on thread `l`: worker `worker-b` holds it now; stop running the thread"
+    );
+    a.clone().release().await.unwrap();
+    assert_eq!(
+        store.lease_info("l").await.unwrap().unwrap().owner,
+        "worker-b"
+    );
+    let mut b_heartbeat = b.clone();
+    b.release().await.unwrap();
+    let err = b_heartbeat.renew().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            StoreError::LeaseLost {
+                now_held_by: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // A missing thread, a bad owner.
+    let err = store.lease("nope", "w", LONG).await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+    assert!(err.to_string().contains("`nope`"), "{err}");
+    let err = store.lease_info("nope").await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+    for bad in ["", "a\nb", "nul\0"] {
+        let err = store.lease("l", bad, LONG).await.unwrap_err();
+        assert_eq!(err.category(), "lease_owner_invalid", "{bad:?}: {err}");
+    }
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+
+    // A thread deleted while leased takes its lease with it.
+    let mut c = store.lease("l", "worker-c", LONG).await.unwrap();
+    assert!(store.delete("l").await.unwrap());
+    assert_eq!(
+        store.lease_info("l").await.unwrap_err().category(),
+        "thread_not_found"
+    );
+    assert_eq!(c.renew().await.unwrap_err().category(), "thread_not_found");
+    store.create("l", Tally::default()).await.unwrap();
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+    let _d = store.lease("l", "worker-d", LONG).await.unwrap();
+    let err = c.renew().await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { now_held_by: Some(by), .. } if by == "worker-d"),
+        "{err}"
+    );
+
+    // Another store over the same database (a reopened process) sees the lease.
+    let other = B::open(&db).await.unwrap();
+    let err = other.lease("l", "worker-e", LONG).await.unwrap_err();
+    assert_eq!(leased_by(&err), "worker-d");
+}
+
+async fn an_expired_lease_is_taken_over<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    store.create("x", Tally::default()).await.unwrap();
+    let short = Duration::from_millis(50);
+    let mut a = store.lease("x", "a", short).await.unwrap();
+    assert!(a.remaining() <= short);
+    let err = store.lease("x", "b", LONG).await.unwrap_err();
+    assert_eq!(leased_by(&err), "a");
+    assert!(err.to_string().contains(" ms)"), "{err}");
+    // `a` dies (no renewal): after its ttl the lease is free and `b` takes the thread over.
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert_eq!(a.remaining(), Duration::ZERO);
+    assert_eq!(store.lease_info("x").await.unwrap(), None);
+    let b = store.lease("x", "b", LONG).await.unwrap();
+    let err = a.renew().await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { now_held_by: Some(by), .. } if by == "b"),
+        "{err}"
+    );
+    assert_eq!(
+        leased_by(&store.lease("x", "a", short).await.unwrap_err()),
+        "b"
+    );
+    drop(b);
+
+    // Expired but not taken over: its owner renews it (nothing ran in between).
+    store.create("y", Tally::default()).await.unwrap();
+    let mut c = store.lease("y", "c", short).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    c.renew().await.unwrap();
+    assert!(c.remaining() > Duration::from_millis(20));
+    assert_eq!(store.lease_info("y").await.unwrap().unwrap().owner, "c");
+    assert_eq!(
+        leased_by(&store.lease("y", "d", short).await.unwrap_err()),
+        "c"
+    );
+    // Renewed in time, a lease outlives its first ttl.
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        c.renew().await.unwrap();
+    }
+    assert_eq!(store.lease_info("y").await.unwrap().unwrap().owner, "c");
+}
+
+/// Tasks on two stores over one database (two connections, or pools) race for the lease of a
+/// fresh thread, and then for an expired one: each time exactly one wins, and the others are
+/// told who.
+async fn racing_for_a_lease<B: Open>(db: Db) {
+    const TASKS: usize = 16;
+    let stores = [B::open(&db).await.unwrap(), B::open(&db).await.unwrap()];
+    for round in 0..6 {
+        let id = format!("race-{round}");
+        stores[0].create(&id, Tally::default()).await.unwrap();
+        if round % 2 == 1 {
+            // A dead worker's lease, expired.
+            let _dead = stores[1]
+                .lease(&id, "dead", Duration::from_millis(1))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let (store, barrier, id) = (stores[i % 2].clone(), barrier.clone(), id.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let owner = format!("worker-{i}");
+                    store.lease(&id, &owner, LONG).await.map(|_| owner)
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        let mut refused = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(owner) => won.push(owner),
+                Err(err) => refused.push(leased_by(&err).to_owned()),
+            }
+        }
+        assert_eq!(won.len(), 1, "round {round}: winners {won:?}");
+        assert!(
+            refused.iter().all(|by| *by == won[0]),
+            "round {round}: {refused:?} vs {won:?}"
+        );
+        let holder = stores[1].lease_info(&id).await.unwrap().unwrap().owner;
+        assert_eq!(holder, won[0]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The runner.
 
 type Case = fn(Db) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
@@ -2126,6 +2416,7 @@ where
         incompatible_edits_name_the_field,
         openarmature_migration_fixtures,
         a_previous_store_version_opens,
+        a_store_without_leases_opens,
         a_recreated_thread_refuses_stale_handles,
         thread_ids_are_checked_and_all_listed,
         more_bad_data_is_a_named_error,
@@ -2135,6 +2426,9 @@ where
         merge_with_async_steps_and_retries,
         a_dropped_merge_writes_nothing_half,
         sixteen_writers_with_the_default_policy,
+        leases_admit_one_worker,
+        an_expired_lease_is_taken_over,
+        racing_for_a_lease,
         racing_tasks,
         racing_processes,
         crash,

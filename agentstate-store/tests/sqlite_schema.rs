@@ -241,12 +241,15 @@ fn a_version_2_database_is_migrated_when_opened() {
     }
 }
 
-/// Turns a version-4 file into the version-3 file it would have been: without the schema
-/// records, the delete trigger and the threads' incarnations.
+/// Turns a version-5 file into the version-3 file it would have been: without the schema
+/// records, the delete trigger and the threads' incarnations (version 4), and without the
+/// threads' leases (version 5).
 const V4_REMOVED: &str = "
     DROP TRIGGER agentstate_entry_deleted;
     DELETE FROM agentstate_snapshots WHERE key < 0;
-    ALTER TABLE agentstate_threads DROP COLUMN incarnation;";
+    ALTER TABLE agentstate_threads DROP COLUMN incarnation;
+    ALTER TABLE agentstate_threads DROP COLUMN lease_owner;
+    ALTER TABLE agentstate_threads DROP COLUMN lease_expires_ms;";
 
 #[test]
 fn a_version_3_database_is_migrated_when_opened() {

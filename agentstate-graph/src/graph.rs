@@ -256,6 +256,29 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         })
     }
 
+    /// The index of the node named `name`.
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
+        self.inner.nodes.iter().position(|n| &*n.name == name)
+    }
+
+    /// Checks that a step's updates compose as parallel writes (the error names the field and
+    /// both nodes), without merging them.
+    pub(crate) fn check_parallel(
+        &self,
+        active: &[usize],
+        updates: &[Option<S::Update>],
+    ) -> Result<(), RunErrorKind> {
+        let written: Vec<(usize, S::Update)> = active
+            .iter()
+            .zip(updates)
+            .filter_map(|(&at, u)| u.clone().map(|u| (at, u)))
+            .collect();
+        if written.len() > 1 {
+            combine_parallel::<S, K>(&self.inner.nodes, written)?;
+        }
+        Ok(())
+    }
+
     /// A node's result as its update: a failure is its `node_exception`, an output that does
     /// not compose (two updates of one field that cannot take both) a `reducer_error`.
     pub(crate) fn node_update(

@@ -81,6 +81,8 @@
 #[cfg(feature = "ag-ui")]
 pub mod agui;
 pub mod builder;
+#[cfg(feature = "store")]
+pub mod durable;
 pub mod effect;
 pub mod error;
 pub mod event;

@@ -136,26 +136,35 @@ impl Context {
     /// the same order each time it runs; an effect that fails is not recorded (it runs again
     /// next time). Outside a durable run, `run` simply runs.
     ///
+    /// `run` is given the effect's idempotency key, the same each time this effect of this
+    /// node of this run is asked for: a crash after the effect ran and before its result was
+    /// journaled runs it again, so pass the key to the service that does the work (a payment
+    /// API's idempotency key, a unique column) and it is done once.
+    ///
     /// ```
     /// use agentstate_graph::{node::Context, effect::EffectError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cx = Context::detached("pay");
     /// let receipt: String = cx
-    ///     .effect("charge card", || async { Ok::<_, std::io::Error>("receipt-42".to_owned()) })
+    ///     .effect("charge card", |key| async move {
+    ///         // e.g. stripe.charges.create(..., idempotency_key = key)
+    ///         Ok::<_, std::io::Error>(format!("receipt for {key}"))
+    ///     })
     ///     .await?;
-    /// assert_eq!(receipt, "receipt-42");
+    /// assert_eq!(receipt, "receipt for test:pay/e0");
     /// # Ok::<(), EffectError<std::io::Error>>(())
     /// # }).unwrap();
     /// ```
     pub async fn effect<T, E, F, Fut>(&self, name: &str, run: F) -> Result<T, EffectError<E>>
     where
         T: serde::Serialize + serde::de::DeserializeOwned,
-        F: FnOnce() -> Fut,
+        F: FnOnce(String) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         let Some(scope) = &self.scope else {
-            return run().await.map_err(|error| EffectError::Failed {
+            let key = format!("{}:{}/e0", self.run_id, self.node);
+            return run(key).await.map_err(|error| EffectError::Failed {
                 name: name.to_owned(),
                 error,
             });
@@ -174,10 +183,12 @@ impl Context {
             }
             return serde_json::from_value(value).map_err(json_error);
         }
-        let result = run().await.map_err(|error| EffectError::Failed {
-            name: name.to_owned(),
-            error,
-        })?;
+        let result = run(format!("{}:{key}", self.run_id))
+            .await
+            .map_err(|error| EffectError::Failed {
+                name: name.to_owned(),
+                error,
+            })?;
         let value = serde_json::to_value(&result).map_err(json_error)?;
         scope
             .journal

@@ -287,6 +287,19 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
         self.inputs = inputs;
     }
 
+    /// The next step's nodes (the current step's, between `begin` and `advance`).
+    pub(crate) fn active(&self) -> &[usize] {
+        &self.active
+    }
+
+    /// Puts the run after step `step`, its next step's nodes `active` (with the inputs of
+    /// their `Send` tasks): where a stored run stands.
+    pub(crate) fn resume_at(&mut self, step: u64, active: Vec<usize>, inputs: Vec<Option<Arc<S>>>) {
+        self.step = step;
+        self.active = active;
+        self.inputs = inputs;
+    }
+
     /// The graph the run runs.
     pub(crate) fn graph(&self) -> &Graph<S, K> {
         &self.graph

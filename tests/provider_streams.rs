@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn read(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/streams").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/streams")
+        .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -159,7 +161,11 @@ fn check_deltas(name: &str, message: &Message, deltas: &[Delta], provider: Provi
             _ => None,
         })
         .collect();
-    assert_eq!(reasoning, thought.replace('\n', "\n"), "{name}: reasoning deltas");
+    assert_eq!(
+        reasoning,
+        thought.replace('\n', "\n"),
+        "{name}: reasoning deltas"
+    );
     let calls = message.tool_calls();
     assert_eq!(args.len(), calls.len(), "{name}: one delta stream per call");
     for call in calls {
@@ -194,8 +200,15 @@ fn every_recording_at_event_boundaries() {
     for (name, provider) in CASES {
         let body = read(&format!("{name}.sse"));
         let text = String::from_utf8(body).unwrap();
-        let sep = if text.contains("\r\n\r\n") { "\r\n\r\n" } else { "\n\n" };
-        let cuts: Vec<usize> = text.match_indices(sep).map(|(i, _)| i + sep.len()).collect();
+        let sep = if text.contains("\r\n\r\n") {
+            "\r\n\r\n"
+        } else {
+            "\n\n"
+        };
+        let cuts: Vec<usize> = text
+            .match_indices(sep)
+            .map(|(i, _)| i + sep.len())
+            .collect();
         check(name, *provider, &cuts);
         // Between an event's lines, and between the CR and the LF of a CRLF.
         let lines: Vec<usize> = text.match_indices('\n').map(|(i, _)| i).collect();
@@ -277,7 +290,11 @@ fn an_error_event_is_the_providers_error() {
         "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The server had an error\"}}}\n\n",
     );
     assert_eq!(err.category(), "provider_unavailable");
-    assert!(err.to_string().contains("server_error: The server had an error"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("server_error: The server had an error"),
+        "{err}"
+    );
 
     let err = one(
         Provider::Gemini,
@@ -304,7 +321,9 @@ fn malformed_json_names_the_provider_and_the_event() {
     );
     let text = err.to_string();
     assert!(
-        text.starts_with("cannot read event 2 (`message`) of the OpenAI Chat stream: EOF while parsing"),
+        text.starts_with(
+            "cannot read event 2 (`message`) of the OpenAI Chat stream: EOF while parsing"
+        ),
         "{text}"
     );
     assert_eq!(err.category(), "provider_invalid_response");
@@ -333,20 +352,40 @@ fn malformed_json_names_the_provider_and_the_event() {
 #[test]
 fn a_stream_cut_short_is_an_error() {
     for (name, provider, expected) in [
-        ("openai_chat_tools", Provider::Chat, "a `finish_reason` or `[DONE]`"),
-        ("openai_responses_text", Provider::Responses, "`response.completed`"),
+        (
+            "openai_chat_tools",
+            Provider::Chat,
+            "a `finish_reason` or `[DONE]`",
+        ),
+        (
+            "openai_responses_text",
+            Provider::Responses,
+            "`response.completed`",
+        ),
         ("anthropic_text", Provider::Anthropic, "`message_stop`"),
-        ("gemini_text", Provider::Gemini, "a candidate's `finishReason`"),
+        (
+            "gemini_text",
+            Provider::Gemini,
+            "a candidate's `finishReason`",
+        ),
     ] {
         let body = read(&format!("{name}.sse"));
         let text = String::from_utf8(body).unwrap();
-        let sep = if text.contains("\r\n\r\n") { "\r\n\r\n" } else { "\n\n" };
+        let sep = if text.contains("\r\n\r\n") {
+            "\r\n\r\n"
+        } else {
+            "\n\n"
+        };
         let events: Vec<&str> = text.split_inclusive(sep).collect();
         let cut = events[..events.len() / 2].concat();
         let err = one(provider, &cut);
         assert_eq!(err.category(), "provider_invalid_response");
         assert!(err.to_string().contains(expected), "{name}: {err}");
-        assert!(err.to_string().contains(&format!("after {} events", events.len() / 2)), "{name}: {err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("after {} events", events.len() / 2)),
+            "{name}: {err}"
+        );
     }
 }
 
@@ -478,6 +517,9 @@ fn deltas_become_agui_events() {
     else {
         panic!()
     };
-    assert_eq!(call.parent_message_id.as_deref(), Some("msg_014p7gG3wDgGV9EUtLvnow3U"));
+    assert_eq!(
+        call.parent_message_id.as_deref(),
+        Some("msg_014p7gG3wDgGV9EUtLvnow3U")
+    );
     assert_eq!(call.tool_call_name, "get_weather");
 }

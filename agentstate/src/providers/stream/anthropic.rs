@@ -143,8 +143,8 @@ impl AnthropicStream {
                     }
                 }
                 Some("tool_use" | "server_tool_use") if !block.text.trim().is_empty() => {
-                    let input: Value = serde_json::from_str(&block.text).map_err(|e| {
-                        StreamError::Malformed {
+                    let input: Value =
+                        serde_json::from_str(&block.text).map_err(|e| StreamError::Malformed {
                             provider: PROVIDER,
                             event: self.events.count,
                             name: "content_block_stop".into(),
@@ -152,8 +152,7 @@ impl AnthropicStream {
                                 "the input of tool call block {} is not valid JSON ({e})",
                                 block.index
                             ),
-                        }
-                    })?;
+                        })?;
                     out.insert("input".into(), input);
                 }
                 _ => {}
@@ -220,7 +219,10 @@ impl Accumulator for AnthropicStream {
                             block.start.get("id").and_then(Value::as_str),
                             block.start.get("name").and_then(Value::as_str),
                         ) else {
-                            return Err(malformed(self, "its tool_use block has no `id` or `name`"));
+                            return Err(malformed(
+                                self,
+                                "its tool_use block has no `id` or `name`",
+                            ));
                         };
                         let id = self
                             .tool_ids
@@ -242,11 +244,13 @@ impl Accumulator for AnthropicStream {
                 if !block.text.is_empty() {
                     let message_id = self.message_id();
                     let delta = block.text.clone();
-                    deltas.push(if block.start.get("type").and_then(Value::as_str) == Some("text") {
-                        Delta::Text { message_id, delta }
-                    } else {
-                        Delta::Reasoning { message_id, delta }
-                    });
+                    deltas.push(
+                        if block.start.get("type").and_then(Value::as_str) == Some("text") {
+                            Delta::Text { message_id, delta }
+                        } else {
+                            Delta::Reasoning { message_id, delta }
+                        },
+                    );
                 }
                 self.blocks.push(block);
             }

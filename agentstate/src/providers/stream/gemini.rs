@@ -46,7 +46,8 @@ pub struct GeminiStream {
     /// The id given to the deltas when the chunks have no `responseId`.
     fallback_id: Option<String>,
     model: Option<String>,
-    usage: Option<Box<RawValue>>,
+    /// The last `usageMetadata`'s JSON text (its buffer reused from chunk to chunk).
+    usage: Option<String>,
     parts: Vec<Part>,
     calls: usize,
     finish_reason: Option<String>,
@@ -101,7 +102,12 @@ struct TextPart<'a> {
     text: Option<Cow<'a, str>>,
     #[serde(default)]
     thought: Option<bool>,
-    #[serde(borrow, default, rename = "thoughtSignature", alias = "thought_signature")]
+    #[serde(
+        borrow,
+        default,
+        rename = "thoughtSignature",
+        alias = "thought_signature"
+    )]
     signature: Option<Cow<'a, str>>,
     #[serde(default, rename = "functionCall", alias = "function_call")]
     function_call: Option<Value>,
@@ -156,15 +162,16 @@ impl GeminiStream {
         }
         candidate.insert("index".into(), Value::from(0));
         let mut response = Map::new();
-        response.insert("candidates".into(), Value::Array(vec![Value::Object(candidate)]));
+        response.insert(
+            "candidates".into(),
+            Value::Array(vec![Value::Object(candidate)]),
+        );
         if let Some(usage) = &self.usage {
-            let usage: Value = serde_json::from_str(usage.get()).map_err(|e| {
-                StreamError::Malformed {
-                    provider: PROVIDER,
-                    event: self.events.count,
-                    name: "message".into(),
-                    reason: format!("its `usageMetadata` is not valid JSON ({e})"),
-                }
+            let usage: Value = serde_json::from_str(usage).map_err(|e| StreamError::Malformed {
+                provider: PROVIDER,
+                event: self.events.count,
+                name: "message".into(),
+                reason: format!("its `usageMetadata` is not valid JSON ({e})"),
             })?;
             response.insert("usageMetadata".into(), usage);
         }
@@ -203,7 +210,9 @@ impl Accumulator for GeminiStream {
             self.model = Some(model.into_owned());
         }
         if let Some(usage) = chunk.usage_metadata {
-            self.usage = Some(usage.to_owned());
+            let text = self.usage.get_or_insert_with(String::new);
+            text.clear();
+            text.push_str(usage.get());
         }
         let Some(candidate) = chunk.candidates.into_iter().find(|c| c.index == 0) else {
             return Ok(());
@@ -223,7 +232,10 @@ impl Accumulator for GeminiStream {
                     Some(id) => id.to_owned(),
                     None => format!("call_{}", self.calls),
                 };
-                let args = call.get("args").cloned().unwrap_or(Value::Object(Map::new()));
+                let args = call
+                    .get("args")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new()));
                 let delta = python_json::to_string(&args);
                 let name = name.to_owned();
                 self.calls += 1;
@@ -234,11 +246,13 @@ impl Accumulator for GeminiStream {
                     name,
                     delta,
                 });
-                self.parts.push(Part::Other(parse(raw, &self.events, event)?));
+                self.parts
+                    .push(Part::Other(parse(raw, &self.events, event)?));
                 continue;
             }
             let Some(text) = part.text else {
-                self.parts.push(Part::Other(parse(raw, &self.events, event)?));
+                self.parts
+                    .push(Part::Other(parse(raw, &self.events, event)?));
                 continue;
             };
             let thought = part.thought == Some(true);

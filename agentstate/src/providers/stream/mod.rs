@@ -153,7 +153,9 @@ pub enum StreamError {
         message: String,
     },
     /// The stream ended before its final event.
-    #[error("the {provider} stream ended after {events} events without its final event ({expected})")]
+    #[error(
+        "the {provider} stream ended after {events} events without its final event ({expected})"
+    )]
     Incomplete {
         /// The provider.
         provider: &'static str,
@@ -333,8 +335,7 @@ pub use agui::AguiDeltas;
 mod agui {
     use super::Delta;
     use crate::agui::event::{
-        Event, ReasoningMessageContentEvent, ReasoningMessageEndEvent,
-        ReasoningMessageStartEvent,
+        Event, ReasoningMessageContentEvent, ReasoningMessageEndEvent, ReasoningMessageStartEvent,
     };
 
     /// Turns [`Delta`]s into AG-UI events: a message's first text delta opens it
@@ -437,9 +438,8 @@ mod agui {
                     }))
                 }
                 Open::ToolCall(id) => {
-                    let (name, parent) = call.map_or((String::new(), None), |(n, p)| {
-                        (n.clone(), Some(p.clone()))
-                    });
+                    let (name, parent) =
+                        call.map_or((String::new(), None), |(n, p)| (n.clone(), Some(p.clone())));
                     out.push(Event::tool_start(id, name, parent));
                 }
             }

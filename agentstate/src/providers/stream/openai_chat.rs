@@ -220,11 +220,16 @@ impl Accumulator for OpenAiChatStream {
         if self.model.is_none() {
             self.model = chunk.model.map(Cow::into_owned);
         }
+        // Usually the same in every chunk: copied only when it changes.
         if let Some(f) = chunk.system_fingerprint {
-            self.system_fingerprint = Some(f.into_owned());
+            if self.system_fingerprint.as_deref() != Some(&*f) {
+                self.system_fingerprint = Some(f.into_owned());
+            }
         }
         if let Some(t) = chunk.service_tier {
-            self.service_tier = Some(t.into_owned());
+            if self.service_tier.as_deref() != Some(&*t) {
+                self.service_tier = Some(t.into_owned());
+            }
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage);

@@ -89,11 +89,8 @@ impl Accumulator for OpenAiResponsesStream {
         let parsed: Event<'_> =
             serde_json::from_str(data).map_err(|e| self.events.malformed(PROVIDER, event, e))?;
         let missing = |this: &Self, field: &str| {
-            this.events.malformed(
-                PROVIDER,
-                &parsed.kind,
-                format_args!("it has no `{field}`"),
-            )
+            this.events
+                .malformed(PROVIDER, &parsed.kind, format_args!("it has no `{field}`"))
         };
         match &*parsed.kind {
             "response.created" | "response.in_progress" => {
@@ -128,7 +125,8 @@ impl Accumulator for OpenAiResponsesStream {
                         return Err(missing(self, "item.call_id` or `item.name"));
                     };
                     let index = parsed.output_index.unwrap_or(self.calls.len() as u64);
-                    self.calls.push((index, call_id.to_owned(), name.to_owned()));
+                    self.calls
+                        .push((index, call_id.to_owned(), name.to_owned()));
                     let message_id = self.message_id();
                     deltas.push(Delta::ToolCall {
                         message_id,

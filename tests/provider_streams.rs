@@ -161,11 +161,7 @@ fn check_deltas(name: &str, message: &Message, deltas: &[Delta], provider: Provi
             _ => None,
         })
         .collect();
-    assert_eq!(
-        reasoning,
-        thought.replace('\n', "\n"),
-        "{name}: reasoning deltas"
-    );
+    assert_eq!(reasoning, thought, "{name}: reasoning deltas");
     let calls = message.tool_calls();
     assert_eq!(args.len(), calls.len(), "{name}: one delta stream per call");
     for call in calls {

@@ -459,6 +459,31 @@ fn sse_line_ends_comments_and_fields() {
 }
 
 #[test]
+fn sse_one_data_line_events_in_one_chunk() {
+    // Read straight from the chunk: every line end, an empty `data`, and an event type.
+    let body = ": start\ndata: a\r\n\r\ndata: b\r\rdata: c\n\r\ndata\n\nevent: e\ndata:f\n\n";
+    let expected = pairs(&[
+        ("message", "a"),
+        ("message", "b"),
+        ("message", "c"),
+        ("message", ""),
+        ("e", "f"),
+    ]);
+    assert_eq!(decode(&[body.as_bytes()]), expected);
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
+    assert_eq!(decode(&chunks), expected);
+    // A CR ends the chunk: the LF starting the next one belongs to it.
+    assert_eq!(
+        decode(&[b": x\ndata: a\r\r", b"\ndata: b\r", b"\n\n"]),
+        pairs(&[("message", "a"), ("message", "b")])
+    );
+    assert_eq!(
+        decode(&[b": x\ndata: a\n\r", b"\ndata: \xff\n\n"]),
+        pairs(&[("message", "a"), ("message", "\u{fffd}")])
+    );
+}
+
+#[test]
 fn sse_invalid_utf8_is_replaced_and_an_error_stops_the_chunk() {
     assert_eq!(
         decode(&[b"data: \xff\n\n"]),

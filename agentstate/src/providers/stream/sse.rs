@@ -79,9 +79,30 @@ impl SseDecoder {
                 bytes = &bytes[1..];
             }
         }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(end) = line_end(bytes) {
             let cr = bytes[end] == b'\r';
             if self.line.is_empty() {
+                // The common event, one `data:` line and the empty line after it, both in
+                // this chunk: dispatched from the chunk, without copying.
+                if let Some((value, next, skip_lf)) = self.lone_data_line(bytes, end, cr) {
+                    let data = match std::str::from_utf8(value) {
+                        Ok(data) => Cow::Borrowed(data),
+                        Err(_) => String::from_utf8_lossy(value),
+                    };
+                    let result = {
+                        let event: Cow<'_, str> = if self.event.is_empty() {
+                            Cow::Borrowed("message")
+                        } else {
+                            String::from_utf8_lossy(&self.event)
+                        };
+                        on_event(&event, &data)
+                    };
+                    self.event.clear();
+                    result?;
+                    bytes = &bytes[next..];
+                    self.skip_lf = skip_lf;
+                    continue;
+                }
                 self.line_done(&bytes[..end], on_event)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
@@ -102,6 +123,42 @@ impl SseDecoder {
         }
         self.line.extend_from_slice(bytes);
         Ok(())
+    }
+
+    /// When the line ending at `end` is a `data` line that is the event's only one and an
+    /// empty line follows it in `bytes`: its value, where the bytes after the empty line start,
+    /// and whether a LF starting the next chunk is to be skipped.
+    fn lone_data_line<'b>(
+        &self,
+        bytes: &'b [u8],
+        end: usize,
+        cr: bool,
+    ) -> Option<(&'b [u8], usize, bool)> {
+        if !self.started || !self.data.is_empty() {
+            return None;
+        }
+        let value = match bytes[..end].strip_prefix(b"data")? {
+            [] => &[][..],
+            [b':', value @ ..] => value.strip_prefix(b" ").unwrap_or(value),
+            _ => return None,
+        };
+        let mut at = end + 1;
+        if cr {
+            match bytes.get(at) {
+                Some(b'\n') => at += 1,
+                Some(_) => {}
+                None => return None, // a LF may start the next chunk
+            }
+        }
+        match bytes.get(at) {
+            Some(b'\n') => Some((value, at + 1, false)),
+            Some(b'\r') => match bytes.get(at + 1) {
+                Some(b'\n') => Some((value, at + 2, false)),
+                Some(_) => Some((value, at + 1, false)),
+                None => Some((value, at + 1, true)),
+            },
+            _ => None,
+        }
     }
 
     fn line_done<E>(
@@ -165,4 +222,26 @@ impl SseDecoder {
         self.event.clear();
         result
     }
+}
+
+/// The position of the first CR or LF, eight bytes at a time (a line of JSON is long).
+fn line_end(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether a word has a zero byte (exact: no false positives).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let mut start = 0;
+    for word in bytes.chunks_exact(8) {
+        let mut array = [0u8; 8];
+        array.copy_from_slice(word);
+        let word = u64::from_le_bytes(array);
+        if zero(word ^ (ONES * u64::from(b'\n'))) || zero(word ^ (ONES * u64::from(b'\r'))) {
+            break;
+        }
+        start += 8;
+    }
+    bytes[start..]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|at| at + start)
 }

@@ -544,3 +544,38 @@ fn deltas_become_agui_events() {
     );
     assert_eq!(call.tool_call_name, "get_weather");
 }
+
+/// Every recording's deltas, as AG-UI events, fold into the chat state a UI renders: the
+/// message's text and each call's arguments, without errors.
+#[cfg(feature = "ag-ui")]
+#[test]
+fn every_recording_folds_into_the_agui_chat_state() {
+    use agentstate::agui::{fold_all, ChatState, Event};
+    use agentstate::providers::stream::AguiDeltas;
+    for (name, provider) in CASES {
+        let (deltas, converted) = streamed(*provider, &[&read(&format!("{name}.sse"))]);
+        let message = converted.unwrap().request;
+        let mut agui = AguiDeltas::default();
+        let mut events = vec![Event::run_started("thread", "run")];
+        for delta in &deltas {
+            agui.push(delta, &mut events);
+        }
+        agui.end(&mut events);
+        let state = fold_all(ChatState::new(), &events);
+        assert!(state.errors().is_empty(), "{name}: {:?}", state.errors());
+        let id = message.message_id.to_string();
+        if !message.text().is_empty() {
+            let folded = state
+                .message(&id)
+                .unwrap_or_else(|| panic!("{name}: no message"));
+            assert_eq!(folded.text(), message.text(), "{name}");
+        }
+        for call in message.tool_calls() {
+            let view = state
+                .tool_call(&call.id)
+                .unwrap_or_else(|| panic!("{name}: no call {}", call.id));
+            assert_eq!(view.name(), call.name(), "{name}");
+            assert_eq!(view.arguments(), call.arguments().ok(), "{name}");
+        }
+    }
+}

@@ -223,6 +223,23 @@ proptest! {
 }
 
 #[test]
+fn a_responses_completion_without_output_takes_the_finished_items() {
+    let text = String::from_utf8(read("openai_responses_tools.sse")).unwrap();
+    let json: Value = serde_json::from_slice(&read("openai_responses_tools.json")).unwrap();
+    let (head, last) = text.trim_end().rsplit_once("\n\n").unwrap();
+    let mut completed: Value = serde_json::from_str(last.split_once("data: ").unwrap().1).unwrap();
+    completed["response"]["output"] = serde_json::json!([]);
+    let body = format!("{head}\n\nevent: response.completed\ndata: {completed}\n\n");
+    let (_, converted) = streamed(Provider::Responses, &[body.as_bytes()]);
+    let message = converted.unwrap().request;
+    let expected = non_streamed(Provider::Responses, &json).request;
+    assert_eq!(
+        comparable(message, Provider::Responses),
+        comparable(expected, Provider::Responses)
+    );
+}
+
+#[test]
 fn the_recorded_deltas_arrive_in_order() {
     let (deltas, _) = streamed(Provider::Anthropic, &[&read("anthropic_tools.sse")]);
     let kinds: Vec<String> = deltas

@@ -41,6 +41,9 @@ pub struct OpenAiResponsesStream {
     id: Option<String>,
     /// The function calls announced, by output index: (index, call id, name).
     calls: Vec<(u64, String, String)>,
+    /// The finished items (`response.output_item.done`), by output index: the output when
+    /// the final response has none (as some compatible servers send it).
+    items: Vec<(u64, Value)>,
     /// The final response (`response.completed` or `response.incomplete`).
     response: Option<Value>,
 }
@@ -159,6 +162,11 @@ impl Accumulator for OpenAiResponsesStream {
                     });
                 }
             }
+            "response.output_item.done" => {
+                let item = parsed.item.ok_or_else(|| missing(self, "item"))?;
+                let index = parsed.output_index.unwrap_or(self.items.len() as u64);
+                self.items.push((index, item));
+            }
             "response.completed" | "response.incomplete" => {
                 let response = parsed.response.ok_or_else(|| missing(self, "response"))?;
                 self.response = Some(response);
@@ -181,13 +189,22 @@ impl Accumulator for OpenAiResponsesStream {
     }
 
     fn finish(self) -> Result<Converted<Message>, StreamError> {
-        let Some(response) = self.response else {
+        let Some(mut response) = self.response else {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
                 events: self.events.count,
                 expected: "`response.completed`",
             });
         };
+        let empty = response
+            .get("output")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        if empty && !self.items.is_empty() {
+            let mut items = self.items;
+            items.sort_by_key(|(index, _)| *index);
+            response["output"] = Value::Array(items.into_iter().map(|(_, item)| item).collect());
+        }
         let mut converted = from_openai_responses(&response)?;
         if let (None, Some(id)) = (response.get("id"), self.id) {
             converted.request.message_id = id.into();

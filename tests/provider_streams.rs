@@ -240,6 +240,27 @@ fn a_responses_completion_without_output_takes_the_finished_items() {
 }
 
 #[test]
+fn without_a_response_id_the_deltas_and_the_message_share_a_made_one() {
+    for (provider, body) in [
+        (
+            Provider::Gemini,
+            "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Hi\"}]}, \"finishReason\": \"STOP\"}]}\n\n",
+        ),
+        (
+            Provider::Chat,
+            "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"Hi\"}, \"finish_reason\": \"stop\"}]}\n\n",
+        ),
+    ] {
+        let (deltas, converted) = streamed(provider, &[body.as_bytes()]);
+        let message = converted.unwrap().request;
+        assert_eq!(message.text(), "Hi");
+        assert_eq!(deltas.len(), 1);
+        assert_eq!(deltas[0].message_id(), message.message_id.to_string());
+        assert!(!deltas[0].message_id().is_empty());
+    }
+}
+
+#[test]
 fn the_recorded_deltas_arrive_in_order() {
     let (deltas, _) = streamed(Provider::Anthropic, &[&read("anthropic_tools.sse")]);
     let kinds: Vec<String> = deltas

@@ -17,6 +17,9 @@
 //! assembled response (OpenAI Responses: the `response.completed` event's response, which
 //! is the non-streamed body). Where a response has no id (Gemini without `responseId`), the
 //! accumulator makes one when the stream starts, so that the deltas and the message agree.
+//! `tests/provider_streams.rs` checks the equality on recorded streams of each provider
+//! (`tests/data/streams/`, from their documentation) split at random bytes and events; an
+//! accumulator costs under 1 µs per event, decoding included (`benches/README.md`).
 //!
 //! Bytes go through [`Sse`], which decodes server-sent events ([`sse::SseDecoder`]) from
 //! chunks split anywhere. An `error` event, malformed JSON, or a stream that ends before its

@@ -115,6 +115,16 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
         }
     }
 
+    /// Whether the run writes the events of `filter`.
+    pub(crate) fn wants(&self, filter: EventFilter) -> bool {
+        self.filter.contains(filter)
+    }
+
+    /// Sends nodes' emissions to `sink` from the next step on.
+    pub(crate) fn set_sink(&mut self, sink: Sink) {
+        self.sink = Some(sink);
+    }
+
     /// Writes only the events of `filter` from now on (and drops nodes' emissions unless it
     /// has [`EventFilter::EMITTED`]).
     pub(crate) fn filter(&mut self, filter: EventFilter) {

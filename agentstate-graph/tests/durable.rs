@@ -199,7 +199,10 @@ async fn journal_and_status<B: Backend>(store: Store<B>, t: String) {
         .unwrap();
     let durable = graph.durable(&store);
     store.create(&t, Flow::default()).await.unwrap();
-    assert_eq!(durable.status(&t).await.unwrap(), RunStatus::Idle { step: 0 });
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Idle { step: 0 }
+    );
 
     let watch = async {
         started.wait().await;
@@ -217,7 +220,10 @@ async fn journal_and_status<B: Backend>(store: Store<B>, t: String) {
     );
     let (state, version) = finished(outcome);
     assert_eq!(state.log, log(&["a", "b", "c"]));
-    assert_eq!(durable.status(&t).await.unwrap(), RunStatus::Idle { step: 3 });
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Idle { step: 3 }
+    );
     assert_eq!(store.load::<Flow>(&t).await.unwrap().state, state);
 
     // The input first, then one entry per step; versions contiguous; one run id.
@@ -384,15 +390,20 @@ async fn one_interrupt<B: Backend>(store: Store<B>, t: String) {
     assert_eq!(again, interrupts);
     assert_eq!((calls.of("ask"), calls.of("after")), (1, 0));
 
+    // Another worker answers at once: the suspended run released the thread.
     let answers = Answers::new().answer(&interrupts[0].id, "yes");
-    let (state, _) = finished(durable.resume_with(&t, answers).await);
+    let other = graph.durable(&store).worker("another");
+    let (state, _) = finished(other.resume_with(&t, answers).await);
     assert_eq!(state.log, log(&["ask:yes", "after"]));
     assert_eq!((calls.of("ask"), calls.of("after")), (2, 1));
     let entries = journal(&store, &t).await;
     let answered = of_kind(&entries, "answers");
     assert_eq!(answered.len(), 1);
     assert_eq!(meta(answered[0])["answers"], json!({"ask:1.0:0": "yes"}));
-    assert_eq!(durable.status(&t).await.unwrap(), RunStatus::Idle { step: 2 });
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Idle { step: 2 }
+    );
 
     // Answers to a run that is not suspended.
     let answers = Answers::new().answer("ask:1.0:0", "again");
@@ -443,7 +454,12 @@ async fn parallel_interrupts_one_resume<B: Backend>(store: Store<B>, t: String) 
     assert_eq!(state.log, log(&["fan"]));
     assert_eq!(interrupts, parallel_interrupts());
     assert_eq!(
-        (calls.of("p"), calls.of("q"), calls.of("r"), calls.of("join")),
+        (
+            calls.of("p"),
+            calls.of("q"),
+            calls.of("r"),
+            calls.of("join")
+        ),
         (1, 1, 1, 0)
     );
     let answers = Answers::new()
@@ -452,7 +468,12 @@ async fn parallel_interrupts_one_resume<B: Backend>(store: Store<B>, t: String) 
     let (state, _) = finished(durable.resume_with(&t, answers).await);
     assert_eq!(state.log, log(&["fan", "p:yes", "q:no", "r", "join"]));
     assert_eq!(
-        (calls.of("p"), calls.of("q"), calls.of("r"), calls.of("join")),
+        (
+            calls.of("p"),
+            calls.of("q"),
+            calls.of("r"),
+            calls.of("join")
+        ),
         (2, 2, 1, 1)
     );
 }
@@ -499,7 +520,12 @@ async fn parallel_interrupts_two_resumes<B: Backend>(store: Store<B>, t: String)
     );
     assert_eq!(state.log, log(&["fan", "p:yes", "q:no", "r", "join"]));
     assert_eq!(
-        (calls.of("p"), calls.of("q"), calls.of("r"), calls.of("join")),
+        (
+            calls.of("p"),
+            calls.of("q"),
+            calls.of("r"),
+            calls.of("join")
+        ),
         (2, 3, 1, 1)
     );
     let entries = journal(&store, &t).await;
@@ -587,7 +613,10 @@ async fn unknown_interrupt<B: Backend>(store: Store<B>, t: String) {
     );
     let text = error.to_string();
     assert!(text.contains("nope:1.0:0"), "{text}");
-    assert!(text.contains("ask:1.0:0"), "the pending ids are named: {text}");
+    assert!(
+        text.contains("ask:1.0:0"),
+        "the pending ids are named: {text}"
+    );
     assert!(text.contains(&t), "{text}");
     // With a valid answer beside it: refused as a whole, nothing recorded.
     refused(
@@ -610,12 +639,98 @@ async fn unknown_interrupt<B: Backend>(store: Store<B>, t: String) {
             interrupts: asked
         }
     );
+    // The refusals released the thread: another worker answers at once.
+    let other = graph.durable(&store).worker("another");
     let (state, _) = finished(
-        durable
+        other
             .resume_with(&t, Answers::new().answer("ask:1.0:0", "yes"))
             .await,
     );
     assert_eq!(state.log, log(&["ask:yes"]));
+}
+
+/// A node runs effects around its questions: each effect runs once, however often the node
+/// runs again to get its answers.
+async fn effects_are_not_repeated_across_interrupts<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let charged = Arc::new(AtomicUsize::new(0));
+    let pay = {
+        let (calls, charged) = (calls.clone(), Arc::clone(&charged));
+        move |_: Arc<Flow>, cx: Context| {
+            let (calls, charged) = (calls.clone(), Arc::clone(&charged));
+            async move {
+                calls.hit("pay");
+                let charge = |what: &'static str| {
+                    let charged = Arc::clone(&charged);
+                    move |_key: String| async move {
+                        let n = charged.fetch_add(1, Ordering::SeqCst) + 1;
+                        Ok::<_, std::io::Error>(format!("{what}-{n}"))
+                    }
+                };
+                let quote: String = cx.effect("quote", charge("quote")).await?;
+                let confirmed = cx.interrupt(json!({"quote": quote}))?;
+                let receipt: String = cx.effect("charge", charge("receipt")).await?;
+                let rating = cx.interrupt(json!({"receipt": receipt}))?;
+                Ok::<_, BoxError>(
+                    FlowUpdate::default()
+                        .log(vec![format!("{quote} {confirmed} {receipt} {rating}")]),
+                )
+            }
+        }
+    };
+    let graph = Graph::builder()
+        .node("pay", pay)
+        .entry("pay")
+        .edge("pay", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store);
+    let (_, asked) = suspended(durable.start(&t, Flow::default()).await);
+    assert_eq!(asked[0].payload, json!({"quote": "quote-1"}));
+    let (_, asked) = suspended(
+        durable
+            .resume_with(&t, Answers::new().answer(&asked[0].id, true))
+            .await,
+    );
+    assert_eq!(asked[0].payload, json!({"receipt": "receipt-2"}));
+    let (state, _) = finished(
+        durable
+            .resume_with(&t, Answers::new().answer(&asked[0].id, 5))
+            .await,
+    );
+    assert_eq!(state.log, log(&["quote-1 true receipt-2 5"]));
+    assert_eq!(charged.load(Ordering::SeqCst), 2, "each effect ran once");
+    assert_eq!(calls.of("pay"), 3);
+    let entries = journal(&store, &t).await;
+    assert_eq!(of_kind(&entries, "effect").len(), 2);
+}
+
+/// In Exit mode a suspension commits the steps before it, and the run resumes from them.
+async fn interrupts_in_exit_mode<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let graph = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .node("ask", asking(&calls, "ask", json!("ok?")))
+        .node("c", plain(&calls, "c"))
+        .entry("a")
+        .edge("a", "ask")
+        .edge("ask", "c")
+        .edge("c", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store).durability(Durability::Exit);
+    let (state, asked) = suspended(durable.start(&t, Flow::default()).await);
+    assert_eq!(state.log, log(&["a"]));
+    assert_eq!(store.load::<Flow>(&t).await.unwrap().state.log, log(&["a"]));
+    let entries = journal(&store, &t).await;
+    assert_eq!(of_kind(&entries, "step").len(), 1, "{entries:#?}");
+    let (state, _) = finished(
+        durable
+            .resume_with(&t, Answers::new().answer(&asked[0].id, "yes"))
+            .await,
+    );
+    assert_eq!(state.log, log(&["a", "ask:yes", "c"]));
+    assert_eq!((calls.of("a"), calls.of("ask"), calls.of("c")), (1, 2, 1));
 }
 
 /// A resolved interrupt does not fire again: the node runs again and gets its answer; the same
@@ -642,13 +757,17 @@ async fn a_resolved_interrupt_never_fires_again<B: Backend>(store: Store<B>, t: 
     let graph = Graph::builder()
         .node("ask", ask)
         .entry("ask")
-        .route_to("ask", [Target::from("ask"), Target::from(END)], |s: &Flow| {
-            if s.log.len() < 3 {
-                "ask".into()
-            } else {
-                END.into()
-            }
-        })
+        .route_to(
+            "ask",
+            [Target::from("ask"), Target::from(END)],
+            |s: &Flow| {
+                if s.log.len() < 3 {
+                    "ask".into()
+                } else {
+                    END.into()
+                }
+            },
+        )
         .build()
         .unwrap();
     let durable = graph.durable(&store);
@@ -932,7 +1051,9 @@ async fn a_failing_node<B: Backend>(store: Store<B>, t: String) {
             "run_state_invalid",
         );
         // Resumed: the failed step runs again (and now succeeds); `a` is not run again.
-        let (state, _) = finished(durable.resume(&thread).await);
+        // Another worker, at once: the failed run released the thread.
+        let other = graph.durable(&store).worker("another").durability(mode);
+        let (state, _) = finished(other.resume(&thread).await);
         assert_eq!(state.log, log(&["a", "b", "c"]), "{name}");
         assert_eq!(
             (calls.of("a"), calls.of("b"), calls.of("c")),
@@ -1049,7 +1170,10 @@ async fn send_steps_resume_with_their_inputs<B: Backend>(store: Store<B>, t: Str
     let plan = of_kind(&entries, "step");
     assert_eq!(plan.len(), 1);
     assert_eq!(meta(plan[0])["next"], json!([]));
-    let sends = meta(plan[0])["sends"].as_array().expect("the sends").clone();
+    let sends = meta(plan[0])["sends"]
+        .as_array()
+        .expect("the sends")
+        .clone();
     assert_eq!(
         sends
             .iter()
@@ -1139,25 +1263,41 @@ async fn a_crash_in_each_mode<B: Backend>(store: Store<B>, t: String) {
             () = started.wait() => {}
         }
         let status = durable.status(&thread).await.unwrap();
-        let expected = match mode {
-            // Exit: only the input was appended; the run starts again from it.
-            Durability::Exit => RunStatus::Running {
-                step: 0,
-                next: names(&["a"]),
-            },
-            // Async: step 2's append ran before step 3's nodes.
-            _ => RunStatus::Running {
-                step: 2,
-                next: names(&["c"]),
-            },
+        let after_a = RunStatus::Running {
+            step: 1,
+            next: names(&["b"]),
         };
-        assert_eq!(status, expected, "{name}");
+        let after_b = RunStatus::Running {
+            step: 2,
+            next: names(&["c"]),
+        };
+        // Sync: steps 1 and 2 committed. Async: step 2's append ran beside `c` and may have
+        // been cut short too. Exit: only the input was appended; the run starts again from it.
+        let b_runs = match mode {
+            Durability::Sync => {
+                assert_eq!(status, after_b, "{name}");
+                1
+            }
+            Durability::Async if status == after_a => 2,
+            Durability::Async => {
+                assert_eq!(status, after_b, "{name}");
+                1
+            }
+            _ => {
+                let from_input = RunStatus::Running {
+                    step: 0,
+                    next: names(&["a"]),
+                };
+                assert_eq!(status, from_input, "{name}");
+                2
+            }
+        };
         let (state, _) = finished(durable.resume(&thread).await);
         assert_eq!(state.log, log(&["a", "b", "c"]), "{name}");
-        let runs = if mode == Durability::Exit { 2 } else { 1 };
+        let a_runs = if mode == Durability::Exit { 2 } else { 1 };
         assert_eq!(
             (calls.of("a"), calls.of("b"), calls.of("c")),
-            (runs, runs, 2),
+            (a_runs, b_runs, 2),
             "{name}"
         );
         let entries = journal(&store, &thread).await;
@@ -1280,6 +1420,8 @@ cases!(
     parallel_interrupts_two_resumes,
     two_questions_in_a_row,
     unknown_interrupt,
+    effects_are_not_repeated_across_interrupts,
+    interrupts_in_exit_mode,
     a_resolved_interrupt_never_fires_again,
     one_run_per_thread,
     a_dead_worker_is_taken_over,

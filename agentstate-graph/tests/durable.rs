@@ -881,7 +881,7 @@ async fn a_dead_worker_is_taken_over<B: Backend>(store: Store<B>, t: String) {
         .edge("b", END)
         .build()
         .unwrap();
-    let ttl = Duration::from_millis(400);
+    let ttl = Duration::from_millis(1000);
     let dead = graph.durable(&store).worker("dead").lease_ttl(ttl);
     let next = graph.durable(&store).worker("next");
     tokio::select! {
@@ -891,21 +891,21 @@ async fn a_dead_worker_is_taken_over<B: Backend>(store: Store<B>, t: String) {
     // The dead worker's lease holds until its ttl is over.
     refused(next.resume(&t).await, "thread_leased");
     assert_eq!(calls.of("b"), 1);
-    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    tokio::time::sleep(ttl + Duration::from_millis(300)).await;
     let (state, _) = finished(next.resume(&t).await);
     assert_eq!(state.log, log(&["a", "b"]));
     assert_eq!((calls.of("a"), calls.of("b")), (1, 2));
 
     // A lease taken by hand with a short ttl and never renewed.
     let lease = store
-        .lease(&t, "ghost", Duration::from_millis(300))
+        .lease(&t, "ghost", Duration::from_millis(1000))
         .await
         .unwrap();
     let error = refused(next.run(&t, ()).await, "thread_leased");
     assert!(error.to_string().contains("ghost"), "{error}");
     assert_eq!(calls.of("a"), 1);
     drop(lease);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
     let (state, _) = finished(next.run(&t, ()).await);
     assert_eq!(state.log, log(&["a", "b", "a", "b"]));
 }
@@ -969,6 +969,18 @@ async fn durability_modes<B: Backend>(store: Store<B>, t: String) {
     let (_, state, version, shape, _) = &results[0];
     assert_eq!(state.log, log(&["a", "p", "q", "c"]));
     assert_eq!(*version, 4);
+    // The parallel step is one entry naming both nodes.
+    let (_, node, parallel) = &shape[2];
+    assert_eq!(node.as_deref(), Some("p,q"));
+    assert_eq!(
+        (
+            &parallel["entry"],
+            &parallel["step"],
+            &parallel["nodes"],
+            &parallel["next"]
+        ),
+        (&json!("step"), &json!(2), &json!(["p", "q"]), &json!(["c"]))
+    );
     for (name, other_state, other_version, other_shape, _) in &results[1..] {
         assert_eq!(other_state, state, "{name}");
         assert_eq!(other_version, version, "{name}");
@@ -1319,13 +1331,13 @@ async fn a_long_step_keeps_its_lease<B: Backend>(store: Store<B>, t: String) {
         .edge("a", END)
         .build()
         .unwrap();
-    let ttl = Duration::from_millis(300);
+    let ttl = Duration::from_millis(600);
     let first = graph.durable(&store).worker("worker-1").lease_ttl(ttl);
     let second = graph.durable(&store).worker("worker-2");
     store.create(&t, Flow::default()).await.unwrap();
     let contend = async {
         started.wait().await;
-        tokio::time::sleep(ttl * 3).await;
+        tokio::time::sleep(ttl * 5 / 2).await;
         let refused = second.resume(&t).await;
         let holder = store.lease_info(&t).await.unwrap().map(|l| l.owner);
         release.open();

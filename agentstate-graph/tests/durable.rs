@@ -7,7 +7,7 @@
 
 use agentstate::AgentState;
 use agentstate_graph::durable::{
-    Answers, Durability, DurableError, Interrupt, Outcome, RunStatus, META_KEY,
+    Answers, Durability, DurableError, DurableGraph, Interrupt, Outcome, RunStatus, META_KEY,
 };
 use agentstate_graph::{BoxError, Context, Dispatch, Graph, Node, Target, END};
 use agentstate_store::backend::Backend;
@@ -703,6 +703,160 @@ async fn effects_are_not_repeated_across_interrupts<B: Backend>(store: Store<B>,
     assert_eq!(calls.of("pay"), 3);
     let entries = journal(&store, &t).await;
     assert_eq!(of_kind(&entries, "effect").len(), 2);
+}
+
+/// A node that asks; the run is answered, then cut short while the node runs again (with its
+/// answer).
+async fn answered_then_cut<B: Backend>(
+    store: &Store<B>,
+    t: &str,
+) -> (DurableGraph<Flow, &'static str, B>, Calls, Interrupt) {
+    let calls = Calls::default();
+    let started = Gate::new();
+    let ask = {
+        let (calls, started) = (calls.clone(), started.clone());
+        move |_: Arc<Flow>, cx: Context| {
+            let (calls, started) = (calls.clone(), started.clone());
+            async move {
+                let call = calls.hit("ask");
+                let answer = cx.interrupt("ok?")?;
+                if call == 2 {
+                    started.open();
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, BoxError>(
+                    FlowUpdate::default()
+                        .log(vec![format!("ask:{}", answer.as_str().unwrap_or("?"))]),
+                )
+            }
+        }
+    };
+    let graph = Graph::builder()
+        .node("ask", ask)
+        .entry("ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(store);
+    let (_, mut asked) = suspended(durable.start(t, Flow::default()).await);
+    tokio::select! {
+        outcome = durable.resume_with(t, Answers::new().answer(&asked[0].id, "yes")) => {
+            panic!("the resumed run was to be cut short: {outcome:?}")
+        }
+        () = started.wait() => {}
+    }
+    assert_eq!(calls.of("ask"), 2);
+    (durable, calls, asked.remove(0))
+}
+
+/// Answers are committed before the step runs again: a crash while it runs again leaves them
+/// in place, and a plain `resume` runs the step with them (nothing is asked again).
+async fn answers_survive_a_crash<B: Backend>(store: Store<B>, t: String) {
+    let (durable, calls, asked) = answered_then_cut(&store, &t).await;
+    refused(
+        durable
+            .resume_with(&t, Answers::new().answer(&asked.id, "no"))
+            .await,
+        "interrupt_answered",
+    );
+    let (state, _) = finished(durable.resume(&t).await);
+    assert_eq!(state.log, log(&["ask:yes"]));
+    assert_eq!(calls.of("ask"), 3);
+}
+
+/// The status of a run whose every question was answered, cut short while its step ran
+/// again: it waits for nothing but a `resume`, so it is `Running` (not `Suspended` with no
+/// interrupts, which would have a caller wait for answers no one can give).
+async fn status_of_an_answered_run_cut_short<B: Backend>(store: Store<B>, t: String) {
+    let (durable, _, _) = answered_then_cut(&store, &t).await;
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Running {
+            step: 0,
+            next: names(&["ask"])
+        }
+    );
+}
+
+/// Parallel nodes' effects, recorded before a cut, are returned on resume to each node.
+async fn parallel_effects_resume<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let charged = Arc::new(AtomicUsize::new(0));
+    let started = Gate::new();
+    let branch = |name: &'static str, stuck: bool| {
+        let (calls, charged, started) = (calls.clone(), Arc::clone(&charged), started.clone());
+        move |_: Arc<Flow>, cx: Context| {
+            let (calls, charged, started) = (calls.clone(), Arc::clone(&charged), started.clone());
+            async move {
+                let call = calls.hit(name);
+                let receipt: String = cx
+                    .effect("charge", |_key| async move {
+                        let n = charged.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, std::io::Error>(format!("{name}-{n}"))
+                    })
+                    .await?;
+                if stuck && call == 1 {
+                    // The other branch's effect is journaled first.
+                    while calls.of("q-done") == 0 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    started.open();
+                    std::future::pending::<()>().await;
+                }
+                if !stuck {
+                    calls.hit("q-done");
+                }
+                Ok::<_, BoxError>(FlowUpdate::default().log(vec![receipt]))
+            }
+        }
+    };
+    let graph = Graph::builder()
+        .node("p", branch("p", true))
+        .node("q", branch("q", false))
+        .node("start", plain(&calls, "start"))
+        .entry("start")
+        .edges("start", ["p", "q"])
+        .edge("p", END)
+        .edge("q", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store);
+    tokio::select! {
+        outcome = durable.start(&t, Flow::default()) => panic!("the run was to be cut short: {outcome:?}"),
+        () = started.wait() => {}
+    }
+    let entries = journal(&store, &t).await;
+    let mut keys: Vec<String> = of_kind(&entries, "effect")
+        .iter()
+        .map(|e| meta(e)["key"].as_str().unwrap().to_owned())
+        .collect();
+    keys.sort();
+    assert_eq!(keys.len(), 2, "{entries:#?}");
+    assert_ne!(keys[0], keys[1]);
+    let first: Vec<Value> = of_kind(&entries, "effect")
+        .iter()
+        .map(|e| meta(e)["value"].clone())
+        .collect();
+    let (state, _) = finished(durable.resume(&t).await);
+    assert_eq!(
+        charged.load(Ordering::SeqCst),
+        2,
+        "each branch's effect ran once"
+    );
+    let mut got = state.log[1..].to_vec();
+    got.sort();
+    let mut want: Vec<String> = first
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(
+        state.log[1].starts_with("p-") && state.log[2].starts_with("q-"),
+        "{:?}",
+        state.log
+    );
+    assert_eq!((calls.of("p"), calls.of("q"), calls.of("start")), (2, 2, 1));
 }
 
 /// In Exit mode a suspension commits the steps before it, and the run resumes from them.
@@ -1434,6 +1588,9 @@ cases!(
     unknown_interrupt,
     effects_are_not_repeated_across_interrupts,
     interrupts_in_exit_mode,
+    answers_survive_a_crash,
+    status_of_an_answered_run_cut_short,
+    parallel_effects_resume,
     a_resolved_interrupt_never_fires_again,
     one_run_per_thread,
     a_dead_worker_is_taken_over,

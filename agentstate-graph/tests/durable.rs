@@ -859,6 +859,94 @@ async fn parallel_effects_resume<B: Backend>(store: Store<B>, t: String) {
     assert_eq!((calls.of("p"), calls.of("q"), calls.of("start")), (2, 2, 1));
 }
 
+/// A step with more effects than one page of the journal (the run's position is read newest
+/// first, by pages): all of them are returned on resume.
+async fn many_effects_in_one_step<B: Backend>(store: Store<B>, t: String) {
+    const EFFECTS: usize = 150;
+    let calls = Calls::default();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let started = Gate::new();
+    let busy = {
+        let (calls, ran, started) = (calls.clone(), Arc::clone(&ran), started.clone());
+        move |_: Arc<Flow>, cx: Context| {
+            let (calls, ran, started) = (calls.clone(), Arc::clone(&ran), started.clone());
+            async move {
+                let call = calls.hit("busy");
+                let mut total = 0;
+                for i in 0..EFFECTS {
+                    let ran = Arc::clone(&ran);
+                    total += cx
+                        .effect(&format!("e{i}"), |_| async move {
+                            ran.fetch_add(1, Ordering::SeqCst);
+                            Ok::<_, std::io::Error>(i)
+                        })
+                        .await?;
+                }
+                if call == 1 {
+                    started.open();
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, BoxError>(FlowUpdate::default().log(vec![total.to_string()]))
+            }
+        }
+    };
+    let graph = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .node("busy", busy)
+        .entry("a")
+        .edge("a", "busy")
+        .edge("busy", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store);
+    tokio::select! {
+        outcome = durable.start(&t, Flow::default()) => panic!("the run was to be cut short: {outcome:?}"),
+        () = started.wait() => {}
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), EFFECTS);
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Running {
+            step: 1,
+            next: names(&["busy"])
+        }
+    );
+    let (state, _) = finished(durable.resume(&t).await);
+    assert_eq!(ran.load(Ordering::SeqCst), EFFECTS, "no effect ran again");
+    let total: usize = (0..EFFECTS).sum();
+    assert_eq!(state.log, vec!["a".to_owned(), total.to_string()]);
+    assert_eq!((calls.of("a"), calls.of("busy")), (1, 2));
+}
+
+/// The recursion limit stops a durable run like any other: `recursion_limit`, the steps up to
+/// the limit committed.
+async fn the_recursion_limit<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let graph = Graph::builder()
+        .node("again", plain(&calls, "again"))
+        .entry("again")
+        .edge("again", "again")
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store).recursion_limit(3);
+    let error = durable
+        .start(&t, Flow::default())
+        .await
+        .expect_err("the loop never ends");
+    assert_eq!(error.category(), "recursion_limit", "{error}");
+    let entries = journal(&store, &t).await;
+    let steps: Vec<_> = of_kind(&entries, "step")
+        .iter()
+        .map(|e| meta(e)["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [1, 2, 3], "{entries:#?}");
+    assert_eq!(
+        store.load::<Flow>(&t).await.unwrap().state.log,
+        log(&["again", "again", "again"])
+    );
+    assert_eq!(calls.of("again"), 3);
+}
+
 /// In Exit mode a suspension commits the steps before it, and the run resumes from them.
 async fn interrupts_in_exit_mode<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
@@ -1589,6 +1677,8 @@ cases!(
     effects_are_not_repeated_across_interrupts,
     interrupts_in_exit_mode,
     answers_survive_a_crash,
+    many_effects_in_one_step,
+    the_recursion_limit,
     status_of_an_answered_run_cut_short,
     parallel_effects_resume,
     a_resolved_interrupt_never_fires_again,

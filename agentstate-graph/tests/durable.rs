@@ -1563,6 +1563,77 @@ async fn a_crash_in_each_mode<B: Backend>(store: Store<B>, t: String) {
     }
 }
 
+/// An effect is journaled at once in every mode (with the steps staged before it, so the
+/// journal keeps its order): a crash after it does not run it again, and no step is
+/// committed twice.
+async fn effects_in_each_mode<B: Backend>(store: Store<B>, t: String) {
+    for (mode, name) in [
+        (Durability::Sync, "sync"),
+        (Durability::Async, "async"),
+        (Durability::Exit, "exit"),
+    ] {
+        let thread = format!("{t}-{name}");
+        let (calls, started) = (Calls::default(), Gate::new());
+        let charged = Arc::new(AtomicUsize::new(0));
+        let pay = {
+            let (calls, charged, started) = (calls.clone(), Arc::clone(&charged), started.clone());
+            move |_: Arc<Flow>, cx: Context| {
+                let (calls, charged, started) =
+                    (calls.clone(), Arc::clone(&charged), started.clone());
+                async move {
+                    let call = calls.hit("pay");
+                    let receipt: String = cx
+                        .effect("charge", |_| async move {
+                            let n = charged.fetch_add(1, Ordering::SeqCst) + 1;
+                            Ok::<_, std::io::Error>(format!("receipt-{n}"))
+                        })
+                        .await?;
+                    if call == 1 {
+                        started.open();
+                        std::future::pending::<()>().await;
+                    }
+                    Ok::<_, BoxError>(FlowUpdate::default().log(vec![receipt]))
+                }
+            }
+        };
+        let graph = Graph::builder()
+            .node("a", plain(&calls, "a"))
+            .node("b", plain(&calls, "b"))
+            .node("pay", pay)
+            .entry("a")
+            .edge("a", "b")
+            .edge("b", "pay")
+            .edge("pay", END)
+            .build()
+            .unwrap();
+        let durable = graph.durable(&store).durability(mode);
+        tokio::select! {
+            outcome = durable.start(&thread, Flow::default()) => panic!("the run was to be cut short: {outcome:?}"),
+            () = started.wait() => {}
+        }
+        let (state, _) = finished(durable.resume(&thread).await);
+        assert_eq!(state.log, log(&["a", "b", "receipt-1"]), "{name}");
+        assert_eq!(charged.load(Ordering::SeqCst), 1, "{name}");
+        assert_eq!((calls.of("a"), calls.of("b")), (1, 1), "{name}");
+        let entries = journal(&store, &thread).await;
+        let kinds: Vec<String> = entries
+            .iter()
+            .map(|e| {
+                let m = meta(e);
+                match m["entry"].as_str().unwrap() {
+                    "step" => format!("step {}", m["step"]),
+                    other => other.to_owned(),
+                }
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["input", "step 1", "step 2", "effect", "step 3"],
+            "{name}"
+        );
+    }
+}
+
 /// A run longer than its lease's ttl keeps the thread: the lease is renewed while it runs.
 async fn a_long_step_keeps_its_lease<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
@@ -1691,5 +1762,6 @@ cases!(
     a_new_run_waits_for_pending_send_tasks,
     send_tasks_interrupt_and_resume,
     a_crash_in_each_mode,
+    effects_in_each_mode,
     a_long_step_keeps_its_lease,
 );

@@ -1349,6 +1349,56 @@ async fn a_missing_thread<B: Backend>(store: Store<B>, t: String) {
     refused(durable.start(&t, Flow::default()).await, "thread_exists");
 }
 
+/// Entries written by others (plain merges) are skipped; a journal that sends the run to a node
+/// the graph does not have is `run_journal_invalid`, naming the node.
+async fn journals_written_by_others<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let mut thread = store.create(&t, Flow::default()).await.unwrap();
+    for i in 0..3 {
+        thread
+            .merge(
+                FlowUpdate::default().log(vec![format!("plain-{i}")]),
+                agentstate_store::StepMeta::node("someone"),
+            )
+            .await
+            .unwrap();
+    }
+    let started = Gate::new();
+    let graph = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .node("b", stuck_once(&calls, "b", &started))
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store).worker("w");
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Idle { step: 0 }
+    );
+    tokio::select! {
+        outcome = durable.run(&t, ()) => panic!("the run was to be cut short: {outcome:?}"),
+        () = started.wait() => {}
+    }
+    // Another graph, without `b`, cannot resume the run (the same worker: the lease is its own).(the same worker: the lease is its own).
+    let other = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .entry("a")
+        .edge("a", END)
+        .build()
+        .unwrap();
+    let error = refused(
+        other.durable(&store).worker("w").resume(&t).await,
+        "run_journal_invalid",
+    );
+    let text = error.to_string();
+    assert!(text.contains("`b`") && text.contains(&t), "{text}");
+    let (state, _) = finished(durable.resume(&t).await);
+    assert_eq!(state.log, log(&["plain-0", "plain-1", "plain-2", "a", "b"]));
+    assert_eq!((calls.of("a"), calls.of("b")), (1, 2));
+}
+
 // ---------------------------------------------------------------------------------------------
 // `Send` steps.
 
@@ -1758,6 +1808,7 @@ cases!(
     durability_modes,
     a_failing_node,
     a_missing_thread,
+    journals_written_by_others,
     send_steps_resume_with_their_inputs,
     a_new_run_waits_for_pending_send_tasks,
     send_tasks_interrupt_and_resume,

@@ -1381,7 +1381,7 @@ async fn journals_written_by_others<B: Backend>(store: Store<B>, t: String) {
         outcome = durable.run(&t, ()) => panic!("the run was to be cut short: {outcome:?}"),
         () = started.wait() => {}
     }
-    // Another graph, without `b`, cannot resume the run (the same worker: the lease is its own).(the same worker: the lease is its own).
+    // Another graph, without `b`, cannot resume the run (the same worker: the lease is its own).
     let other = Graph::builder()
         .node("a", plain(&calls, "a"))
         .entry("a")

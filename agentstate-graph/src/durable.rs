@@ -446,7 +446,7 @@ where
     ) -> Result<Outcome<S>, DurableError<S>> {
         let mut handle = self.store.thread::<S>(thread).await?;
         let position = self.position(thread).await?;
-        if !position.next.is_empty() || position.suspended.is_some() {
+        if !position.next.is_empty() || !position.sends.is_empty() || position.suspended.is_some() {
             return Err(DurableError::State {
                 thread: thread.to_owned(),
                 reason: format!(
@@ -567,7 +567,7 @@ where
                 });
             }
         }
-        if position.next.is_empty() {
+        if position.next.is_empty() && position.sends.is_empty() {
             return Ok(Outcome::Finished {
                 version: handle.version(),
                 state: handle.into_state(),
@@ -616,19 +616,24 @@ where
     /// Where thread `thread`'s run stands.
     pub async fn status(&self, thread: &str) -> Result<RunStatus, DurableError<S>> {
         let position = self.position(thread).await?;
-        Ok(match position.suspended {
-            Some(suspended) => RunStatus::Suspended {
-                step: position.step + 1,
-                interrupts: suspended
-                    .interrupts
+        let open: Vec<Interrupt> = position
+            .suspended
+            .map(|s| {
+                s.interrupts
                     .into_iter()
                     .filter(|i| !position.answers.contains_key(&i.id))
-                    .collect(),
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(match open.is_empty() {
+            false => RunStatus::Suspended {
+                step: position.step + 1,
+                interrupts: open,
             },
-            None if position.next.is_empty() && position.sends.is_empty() => RunStatus::Idle {
+            true if position.next.is_empty() && position.sends.is_empty() => RunStatus::Idle {
                 step: position.step,
             },
-            None => RunStatus::Running {
+            true => RunStatus::Running {
                 step: position.step,
                 next: position
                     .next

@@ -67,36 +67,7 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let tag = format!("crash-{}-{}", std::process::id(), now_ms());
     let raw = dir.join(format!("raw-{}.log", db.backend()));
 
-    // The uninterrupted run.
-    let reference = format!("{tag}-reference");
-    let outside = Arc::new(Outside {
-        store: store.clone(),
-        thread: reference.clone(),
-        raw: raw.clone(),
-        nodes: None,
-        worker: "reference".into(),
-        call: Arc::new(AtomicU64::new(0)),
-        fail_per_mille: 0,
-        hang: None,
-        rng: Mutex::new(Rng::new(seed)),
-    });
-    let started = Instant::now();
-    let outcome = trip(outside, TTL, durability("sync"))
-        .start(&reference, Trip::default())
-        .await
-        .unwrap();
-    let run_time = started.elapsed();
-    assert!(finished(&outcome), "the reference run finished: {outcome:?}");
-    let expected = outcome.state().clone();
-    assert_eq!(expected.log.len(), EFFECTS, "{expected:?}");
-    let journal = check_journal(&store, &reference).await;
-    let raws = raw_executions(&raw);
-    assert_eq!(
-        check_effects(&store, &reference, &journal, &raws[&reference]).await,
-        0,
-        "an uninterrupted run ran an effect twice"
-    );
-    clean(&store, &reference).await;
+    let (expected, run_time) = reference(&store, &tag, &raw, seed).await;
 
     // Kills at a random moment of the run (measured from when the child starts it).
     let most = run_time.as_millis() as u64 * 13 / 10 + 5;

@@ -258,9 +258,21 @@ impl ChildGuard {
         let _ = self.child.wait();
     }
 
-    /// All the lines the child printed (after it exited).
+    /// The rest of the lines the child printed, up to its stdout's end (call once it
+    /// exited: the lines still in the pipe are read to its end).
     pub fn rest(&self) -> Vec<String> {
-        self.lines.try_iter().collect()
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(RecvTimeoutError::Disconnected) => return lines,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("child {}'s stdout did not end", self.id())
+                }
+            }
+        }
     }
 }
 
@@ -479,6 +491,41 @@ pub fn durability(name: &str) -> Durability {
         "exit" => Durability::Exit,
         _ => Durability::Sync,
     }
+}
+
+/// The uninterrupted run, in this process, on thread `{tag}-reference` (checked, then
+/// deleted): its final state and how long it took.
+pub async fn reference(store: &AnyStore, tag: &str, raw: &Path, seed: u64) -> (Trip, Duration) {
+    let thread = format!("{tag}-reference");
+    let outside = Arc::new(Outside {
+        store: store.clone(),
+        thread: thread.clone(),
+        raw: raw.to_owned(),
+        nodes: None,
+        worker: "reference".into(),
+        call: Arc::new(AtomicU64::new(0)),
+        fail_per_mille: 0,
+        hang: None,
+        rng: Mutex::new(Rng::new(seed)),
+    });
+    let started = Instant::now();
+    let outcome = trip(outside, Duration::from_secs(30), Durability::Sync)
+        .start(&thread, Trip::default())
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(finished(&outcome), "the reference run finished: {outcome:?}");
+    let expected = outcome.state().clone();
+    assert_eq!(expected.log.len(), EFFECTS, "{expected:?}");
+    let journal = check_journal(store, &thread).await;
+    let raws = raw_executions(raw);
+    assert_eq!(
+        check_effects(store, &thread, &journal, &raws[&thread]).await,
+        0,
+        "an uninterrupted run ran an effect twice"
+    );
+    clean(store, &thread).await;
+    (expected, took)
 }
 
 /// Whether an outcome is the trip's end.

@@ -47,14 +47,20 @@ fn main() {
     }
     let seed = seed("crash");
     let dir = scratch("crash");
-    for db in databases("crash", &dir) {
+    let dbs = databases("crash", &dir);
+    for db in &dbs {
         let started = Instant::now();
-        let report = runtime.block_on(crashes(&db, &dir, seed));
+        let report = runtime.block_on(crashes(db, &dir, seed));
         println!(
             "crash {:<8} ... ok ({:.1?}): {report}",
             db.backend(),
             started.elapsed()
         );
+    }
+    // After the kills, so that their report is printed whatever this finds.
+    for db in &dbs {
+        runtime.block_on(a_start_cut_short_is_not_finished(db, &dir, seed));
+        println!("crash {:<8} a start cut short ... ok", db.backend());
         db.remove();
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -73,6 +79,8 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let most = run_time.as_millis() as u64 * 13 / 10 + 5;
     let (mut kills, mut spawns, mut threads, mut windows) = (0, 0, 0, 0);
     let mut per_mode = [0usize; 3];
+    // The kills by the last step the thread had committed (0: none, or not created yet).
+    let mut at_step = [0usize; 9];
     while kills < KILLS || threads < MODES.len() {
         let thread = format!("{tag}-trip-{threads}");
         let mode = threads % MODES.len();
@@ -97,6 +105,7 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
                     child.kill();
                     kills += 1;
                     per_mode[mode] += 1;
+                    at_step[committed_step(&store, &thread).await as usize] += 1;
                 }
             }
         }
@@ -115,9 +124,58 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     }
     let _ = std::fs::remove_file(&raw);
     format!(
-        "{threads} runs, {kills} kills (sync {}, async {}, exit {}), {windows} effects ran again after a kill between their work and their journal entry, uninterrupted run {run_time:.0?}",
+        "{threads} runs, {kills} kills (sync {}, async {}, exit {}; by the last step committed 0..=8: {at_step:?}), {windows} effects ran again after a kill between their work and their journal entry, uninterrupted run {run_time:.0?}",
         per_mode[0], per_mode[1], per_mode[2]
     )
+}
+
+/// `start` creates the thread, then runs the graph on it: a crash between the two leaves a
+/// thread on which no run was made. Resuming it must not report a finished run with the state
+/// the thread was created with (nothing ran): it runs the graph, or says there is no run to
+/// resume (`run_state_invalid`).
+async fn a_start_cut_short_is_not_finished(db: &Db, dir: &std::path::Path, seed: u64) {
+    let store = db.open().await;
+    let thread = format!("crash-{}-{}-cut", std::process::id(), now_ms());
+    // What `start` did before the crash.
+    store.create(&thread, Trip::default()).await.unwrap();
+    let outside = Arc::new(Outside {
+        store: store.clone(),
+        thread: thread.clone(),
+        raw: dir.join("raw-cut.log"),
+        nodes: None,
+        worker: "cut".into(),
+        call: Arc::new(AtomicU64::new(0)),
+        fail_per_mille: 0,
+        hang: None,
+        rng: Mutex::new(Rng::new(seed)),
+    });
+    let graph = trip(outside, TTL, durability("sync"));
+    let resumed = graph.resume(&thread).await;
+    clean(&store, &thread).await;
+    match resumed {
+        Ok(outcome) => assert!(
+            finished(&outcome),
+            "thread `{thread}` was created by a `start` that crashed before its run began; `resume` reports its run finished, with the state it was created with, though no node ran: {outcome:?}"
+        ),
+        Err(e) => assert_eq!(e.category(), "run_state_invalid", "{e}"),
+    }
+}
+
+/// The number of the last step the thread's journal holds (0 if none or no thread).
+async fn committed_step(store: &agentstate_store::AnyStore, thread: &str) -> u64 {
+    let Ok(entries) = store
+        .history(thread, agentstate_store::HistoryQuery::newest(64))
+        .await
+    else {
+        return 0;
+    };
+    entries
+        .iter()
+        .filter_map(|e| e.extra.get("agentstate_graph"))
+        .filter(|m| m["entry"] == "step")
+        .filter_map(|m| m["step"].as_u64())
+        .max()
+        .unwrap_or(0)
 }
 
 /// A child: resumes (or starts) the thread once the dead children's lease has lapsed, prints

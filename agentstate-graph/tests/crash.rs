@@ -73,10 +73,16 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let tag = format!("crash-{}-{}", std::process::id(), now_ms());
     let raw = dir.join(format!("raw-{}.log", db.backend()));
 
-    let (expected, run_time) = reference(&store, &tag, &raw, seed).await;
+    // Twice: the second run, on a warm store, times a run.
+    let (expected, _) = reference(&store, &format!("{tag}-cold"), &raw, seed).await;
+    let (again, run_time) = reference(&store, &tag, &raw, seed).await;
+    assert_eq!(again, expected, "two uninterrupted runs end differently");
 
     // Kills at a random moment of the run (measured from when the child starts it).
-    let most = run_time.as_millis() as u64 * 13 / 10 + 5;
+    // The kill comes within `most` ms of the child's start: from the run's time, then made
+    // shorter after each child that finished and longer after each kill (about 2 kills per
+    // finished child, however fast this machine is at the moment).
+    let mut most = run_time.as_millis() as f64 + 5.0;
     let (mut kills, mut spawns, mut threads, mut windows) = (0, 0, 0, 0);
     let mut per_mode = [0usize; 3];
     // The kills by the last step the thread had committed (0: none, or not created yet).
@@ -84,6 +90,7 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     while kills < KILLS || threads < MODES.len() {
         let thread = format!("{tag}-trip-{threads}");
         let mode = threads % MODES.len();
+        let mut attempts = 0;
         loop {
             spawns += 1;
             assert!(
@@ -91,18 +98,29 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
                 "{spawns} children and the runs are not done"
             );
             let mut child = ChildGuard::spawn(
-                &format!("{thread}|{}|{}|{}", MODES[mode], raw.display(), db.describe()),
+                &format!(
+                    "{thread}|{}|{}|{}",
+                    MODES[mode],
+                    raw.display(),
+                    db.describe()
+                ),
                 &[("AGENTSTATE_TEST_SEED", rng.next().to_string())],
             );
             child.expect_line("go", Duration::from_secs(60));
-            let delay = Duration::from_millis(rng.below(most));
+            // A run that keeps being killed before it ends (in `exit` mode nothing but its
+            // effects is kept until it ends) gets more time.
+            let bound = if attempts >= 12 { 3.0 * most } else { most };
+            attempts += 1;
+            let delay = Duration::from_millis(rng.below(bound as u64));
             match child.wait_for(delay) {
                 Some(status) => {
                     assert!(status.success(), "child {} failed: {status}", child.id());
+                    most = (most * 0.85).max(10.0);
                     break;
                 }
                 None => {
                     child.kill();
+                    most = (most * 1.07).min(5_000.0);
                     kills += 1;
                     per_mode[mode] += 1;
                     at_step[committed_step(&store, &thread).await as usize] += 1;

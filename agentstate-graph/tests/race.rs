@@ -20,7 +20,7 @@
 
 mod procs;
 
-use agentstate_graph::durable::{DurableError, Durability};
+use agentstate_graph::durable::{Durability, DurableError};
 use procs::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -87,7 +87,12 @@ async fn racing(db: &Db, dir: &Path, seed: u64) -> String {
     let mut children: Vec<ChildGuard> = (0..PROCESSES)
         .map(|p| {
             ChildGuard::spawn(
-                &format!("race|{p}|{tag}|{}|{}|{}", raw.display(), dir.display(), db.describe()),
+                &format!(
+                    "race|{p}|{tag}|{}|{}|{}",
+                    raw.display(),
+                    dir.display(),
+                    db.describe()
+                ),
                 &[
                     ("AGENTSTATE_TEST_SEED", (seed ^ (p + 1)).to_string()),
                     ("AGENTSTATE_RACE_START", start.to_string()),
@@ -100,7 +105,11 @@ async fn racing(db: &Db, dir: &Path, seed: u64) -> String {
         let status = child
             .wait_for(Duration::from_secs(120))
             .unwrap_or_else(|| panic!("racing child {} did not end in 120 s", child.id()));
-        assert!(status.success(), "racing child {} failed: {status}", child.id());
+        assert!(
+            status.success(),
+            "racing child {} failed: {status}",
+            child.id()
+        );
         for line in child.rest() {
             if let Some(call) = line.strip_prefix("call ") {
                 calls.push(call.to_owned());
@@ -115,7 +124,10 @@ async fn racing(db: &Db, dir: &Path, seed: u64) -> String {
         let parts: Vec<&str> = call.splitn(5, ' ').collect();
         let result = parts[4].split(' ').next().unwrap();
         assert!(
-            matches!(result, "finished" | "notyet" | "exists" | "leased" | "failed"),
+            matches!(
+                result,
+                "finished" | "notyet" | "exists" | "leased" | "failed"
+            ),
             "a worker's call failed unexpectedly: {call}"
         );
         *results.entry(result).or_default() += 1;
@@ -160,7 +172,7 @@ async fn racing(db: &Db, dir: &Path, seed: u64) -> String {
     let mut workers_per_thread = Vec::new();
     for (thread, mut events) in events {
         // At one instant, ends before starts (the body that ends hands over before the next).
-        events.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        events.sort_by_key(|e| (e.0, e.1));
         let mut running: BTreeMap<String, i64> = BTreeMap::new();
         let mut workers = BTreeSet::new();
         for (_, enter, worker, line) in &events {
@@ -219,7 +231,12 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
     let thread = format!("{tag}-held");
 
     let mut holder = ChildGuard::spawn(
-        &format!("hold|0|{thread}|{}|{}|{}", raw.display(), dir.display(), db.describe()),
+        &format!(
+            "hold|0|{thread}|{}|{}|{}",
+            raw.display(),
+            dir.display(),
+            db.describe()
+        ),
         &[("AGENTSTATE_TEST_SEED", seed.to_string())],
     );
     holder.expect_line("hanging", Duration::from_secs(60));
@@ -267,7 +284,12 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
 
     // Another process takes the thread over once the lease has lapsed, and finishes it.
     let mut taker = ChildGuard::spawn(
-        &format!("take|0|{thread}|{}|{}|{}", raw.display(), dir.display(), db.describe()),
+        &format!(
+            "take|0|{thread}|{}|{}|{}",
+            raw.display(),
+            dir.display(),
+            db.describe()
+        ),
         &[("AGENTSTATE_TEST_SEED", seed.to_string())],
     );
     let took = taker.expect_line("took", Duration::from_secs(60));
@@ -282,7 +304,10 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
         "the thread was taken over {finished_after:?} after the kill, but the lease had {held_for:?} left"
     );
     let state = store.load::<Trip>(&thread).await.unwrap().state;
-    assert_eq!(state, expected, "the taken-over thread does not end as an uninterrupted run");
+    assert_eq!(
+        state, expected,
+        "the taken-over thread does not end as an uninterrupted run"
+    );
     let journal = check_journal(&store, &thread).await;
     let raws = raw_executions(&raw);
     let again = check_effects(&store, &thread, &journal, &raws[&thread]).await;
@@ -388,7 +413,12 @@ async fn child(spec: &str) {
                     for t in order {
                         let thread = format!("{tag}-{t}");
                         let graph = trip(
-                            Arc::new(outside(&thread, worker.clone(), Arc::clone(&call), rng.next())),
+                            Arc::new(outside(
+                                &thread,
+                                worker.clone(),
+                                Arc::clone(&call),
+                                rng.next(),
+                            )),
                             RACE_TTL,
                             Durability::Sync,
                         );
@@ -411,7 +441,11 @@ async fn child(spec: &str) {
 /// finished; the creator refused by a resumer retries `run` (only the creator ever starts the
 /// run, so the thread gets one run).
 async fn race_thread(
-    graph: &agentstate_graph::durable::DurableGraph<Trip, &'static str, agentstate_store::any::AnyBackend>,
+    graph: &agentstate_graph::durable::DurableGraph<
+        Trip,
+        &'static str,
+        agentstate_store::any::AnyBackend,
+    >,
     thread: &str,
     worker: &str,
     call: &AtomicU64,

@@ -6,7 +6,7 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use agentstate::AgentState;
-use agentstate_graph::durable::{DurableError, Durability, DurableGraph, Outcome};
+use agentstate_graph::durable::{Durability, DurableError, DurableGraph, Outcome};
 use agentstate_graph::{BoxError, Context, Graph, Routes, END};
 use agentstate_store::any::AnyBackend;
 use agentstate_store::{AnyStore, HistoryQuery, StoreError, ThreadQuery};
@@ -196,7 +196,9 @@ impl ChildGuard {
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = command.spawn().expect("the test binary runs again as a child");
+        let mut child = command
+            .spawn()
+            .expect("the test binary runs again as a child");
         let stdout = child.stdout.take().unwrap();
         let (send, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -229,7 +231,10 @@ impl ChildGuard {
                 Ok(line) if line.starts_with(prefix) => return line,
                 Ok(_) => continue,
                 Err(RecvTimeoutError::Timeout) => {
-                    panic!("child {} printed no `{prefix}` line in {timeout:?}", self.id())
+                    panic!(
+                        "child {} printed no `{prefix}` line in {timeout:?}",
+                        self.id()
+                    )
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     panic!("child {} exited before printing `{prefix}`", self.id())
@@ -390,7 +395,12 @@ impl Outside {
     }
 
     /// A node body: its effects in order, a short pause, maybe a transient failure or a hang.
-    async fn body(&self, cx: &Context, node: &str, effects: &[&str]) -> Result<Vec<String>, BoxError> {
+    async fn body(
+        &self,
+        cx: &Context,
+        node: &str,
+        effects: &[&str],
+    ) -> Result<Vec<String>, BoxError> {
         self.log_node("enter", node);
         let result = self.body_inner(cx, node, effects).await;
         self.log_node("exit", node);
@@ -475,7 +485,11 @@ pub fn trip_graph(outside: Arc<Outside>) -> Graph<Trip> {
 }
 
 /// The trip graph on `store` for worker `worker` with lease ttl `ttl`.
-pub fn trip(outside: Arc<Outside>, ttl: Duration, durability: Durability) -> DurableGraph<Trip, &'static str, AnyBackend> {
+pub fn trip(
+    outside: Arc<Outside>,
+    ttl: Duration,
+    durability: Durability,
+) -> DurableGraph<Trip, &'static str, AnyBackend> {
     let store = outside.store.clone();
     let worker = outside.worker.clone();
     trip_graph(outside)
@@ -514,7 +528,10 @@ pub async fn reference(store: &AnyStore, tag: &str, raw: &Path, seed: u64) -> (T
         .await
         .unwrap();
     let took = started.elapsed();
-    assert!(finished(&outcome), "the reference run finished: {outcome:?}");
+    assert!(
+        finished(&outcome),
+        "the reference run finished: {outcome:?}"
+    );
     let expected = outcome.state().clone();
     assert_eq!(expected.log.len(), EFFECTS, "{expected:?}");
     let journal = check_journal(store, &thread).await;
@@ -547,7 +564,10 @@ pub async fn check_journal(store: &AnyStore, thread: &str) -> BTreeSet<String> {
     let mut entries = Vec::new();
     loop {
         let mut query = HistoryQuery::oldest(500);
-        if let Some(last) = entries.last().map(|e: &agentstate_store::record::EntryInfo| e.seq) {
+        if let Some(last) = entries
+            .last()
+            .map(|e: &agentstate_store::record::EntryInfo| e.seq)
+        {
             query = query.after(last);
         }
         let page = store.history(thread, query).await.unwrap();
@@ -569,10 +589,9 @@ pub async fn check_journal(store: &AnyStore, thread: &str) -> BTreeSet<String> {
     let mut steps = Vec::new();
     let mut effects = BTreeSet::new();
     for entry in &entries {
-        let meta = entry
-            .extra
-            .get("agentstate_graph")
-            .unwrap_or_else(|| panic!("thread `{thread}`: entry {} has no run metadata", entry.seq));
+        let meta = entry.extra.get("agentstate_graph").unwrap_or_else(|| {
+            panic!("thread `{thread}`: entry {} has no run metadata", entry.seq)
+        });
         runs.insert(entry.run_id.clone());
         match meta["entry"].as_str() {
             Some("input") => inputs += 1,
@@ -585,7 +604,10 @@ pub async fn check_journal(store: &AnyStore, thread: &str) -> BTreeSet<String> {
                     entry.seq
                 );
             }
-            other => panic!("thread `{thread}`: unexpected entry {other:?} at {}", entry.seq),
+            other => panic!(
+                "thread `{thread}`: unexpected entry {other:?} at {}",
+                entry.seq
+            ),
         }
     }
     assert_eq!(runs.len(), 1, "thread `{thread}`: several runs: {runs:?}");
@@ -658,7 +680,11 @@ pub async fn check_effects(
         &ledger, journal,
         "thread `{thread}`: the ledger's effects are not the journal's"
     );
-    assert_eq!(journal.len(), EFFECTS, "thread `{thread}`: effects journaled");
+    assert_eq!(
+        journal.len(),
+        EFFECTS,
+        "thread `{thread}`: effects journaled"
+    );
     let ran: BTreeSet<String> = raw.keys().cloned().collect();
     assert_eq!(
         &ran, journal,

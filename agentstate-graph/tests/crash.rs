@@ -165,6 +165,7 @@ async fn a_start_cut_short_is_not_finished(db: &Db, dir: &std::path::Path, seed:
         call: Arc::new(AtomicU64::new(0)),
         fail_per_mille: 0,
         hang: None,
+        pause: None,
         rng: Mutex::new(Rng::new(seed)),
     });
     let graph = trip(outside, TTL, durability("sync"));
@@ -220,6 +221,7 @@ async fn child(spec: &str) {
         call: Arc::new(AtomicU64::new(0)),
         fail_per_mille: 0,
         hang: None,
+        pause: None,
         rng: Mutex::new(Rng::new(seed)),
     });
     let graph = trip(outside, TTL, durability(mode));

@@ -15,6 +15,10 @@
 //!   journaled) and is killed with SIGKILL; a worker that tries at once is refused with
 //!   `thread_leased` naming the dead holder, and another process takes the thread over once the
 //!   lease's ttl has lapsed (not before), and finishes it with its effects done once.
+//! - **Paused worker**: a child is stopped (SIGSTOP) inside a step, after one effect, so its
+//!   lease lapses; another process takes the thread over and finishes it; the stopped child,
+//!   continued (SIGCONT), is refused (`thread_lease_lost` or `state_write_conflict`) and appends
+//!   nothing: the journal stays unforked, the state the uninterrupted run's.
 //!
 //! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.
 
@@ -62,6 +66,13 @@ fn main() {
         let report = runtime.block_on(takeover(&db, &dir, seed));
         println!(
             "race {:<8} takeover ... ok ({:.1?}): {report}",
+            db.backend(),
+            started.elapsed()
+        );
+        let started = Instant::now();
+        let report = runtime.block_on(paused(&db, &dir, seed));
+        println!(
+            "race {:<8} paused worker ... ok ({:.1?}): {report}",
             db.backend(),
             started.elapsed()
         );
@@ -263,6 +274,7 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
             call: Arc::new(AtomicU64::new(0)),
             fail_per_mille: 0,
             hang: None,
+            pause: None,
             rng: Mutex::new(Rng::new(seed)),
         });
         let error = trip(outside, TAKEOVER_TTL, Durability::Sync)
@@ -326,8 +338,76 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
     )
 }
 
-/// A child: `race` (racing tasks), `hold` (runs until a node hangs), `take` (resumes the held
-/// thread, retrying while it is leased).
+/// A worker paused past its lease (SIGSTOP inside a step, after one of its node's effects) while
+/// another takes the thread over and finishes it; continued (SIGCONT), it must not commit
+/// anything: the thread's journal is the taker's, unforked, and its state the uninterrupted
+/// run's.
+async fn paused(db: &Db, dir: &Path, seed: u64) -> String {
+    let store = db.open().await;
+    let tag = tag("paused");
+    let dir = &dir.join(&tag);
+    std::fs::create_dir_all(dir).unwrap();
+    let raw = dir.join("raw.log");
+    let (expected, _) = reference(&store, &tag, &raw, seed).await;
+    let thread = format!("{tag}-held");
+    let spec = |role: &str| {
+        format!(
+            "{role}|0|{thread}|{}|{}|{}",
+            raw.display(),
+            dir.display(),
+            db.describe()
+        )
+    };
+    let env = [("AGENTSTATE_TEST_SEED", seed.to_string())];
+
+    let mut sleeper = ChildGuard::spawn(&spec("pause"), &env);
+    sleeper.expect_line("paused", Duration::from_secs(60));
+    signal(&sleeper, "-STOP");
+    let mut taker = ChildGuard::spawn(&spec("take"), &env);
+    let took = taker.expect_line("took", Duration::from_secs(60));
+    let status = taker.wait_for(Duration::from_secs(60)).unwrap();
+    assert!(status.success(), "the taking child failed: {status}");
+    let version = store.info(&thread).await.unwrap().version;
+
+    // The paused worker goes on: it must be refused.
+    std::fs::write(dir.join("go-on"), "").unwrap();
+    signal(&sleeper, "-CONT");
+    let outcome = sleeper.expect_line("outcome", Duration::from_secs(60));
+    assert!(
+        !outcome.starts_with("outcome ok"),
+        "a worker paused past its lease finished the run the taker had finished: {outcome}"
+    );
+    let status = sleeper.wait_for(Duration::from_secs(60)).unwrap();
+    assert!(status.success(), "the paused child failed: {status}");
+    assert_eq!(
+        store.info(&thread).await.unwrap().version,
+        version,
+        "the paused worker appended to the thread after the takeover"
+    );
+    let state = store.load::<Trip>(&thread).await.unwrap().state;
+    assert_eq!(
+        state, expected,
+        "the taken-over thread does not end as an uninterrupted run"
+    );
+    let journal = check_journal(&store, &thread).await;
+    let raws = raw_executions(&raw);
+    let again = check_effects(&store, &thread, &journal, &raws[&thread]).await;
+    clean(&store, &thread).await;
+    let refused = outcome.split(' ').nth(1).unwrap_or_default().to_owned();
+    format!("{took}; the paused worker, continued, was refused with `{refused}`; {again} effects ran a second time (the paused worker's work once it went on, absorbed by the ledger)")
+}
+
+/// Sends a signal (`-STOP`, `-CONT`) to a child.
+fn signal(child: &ChildGuard, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("the `kill` command runs");
+    assert!(status.success(), "kill {signal} {} failed", child.id());
+}
+
+/// A child: `race` (racing tasks), `hold` (runs until a node hangs), `pause` (runs until a node
+/// waits for the gate file), `take` (resumes the held thread, retrying while it is leased).
 async fn child(spec: &str) {
     let parts: Vec<String> = spec.splitn(6, '|').map(str::to_owned).collect();
     let [role, p, name, raw, dir, db] = &parts[..] else {
@@ -346,6 +426,7 @@ async fn child(spec: &str) {
         "race" => format!("nodes-{p}.log"),
         other => format!("nodes-{other}.log"),
     });
+    let gate = Path::new(dir).join("go-on");
     let outside = move |thread: &str, worker: String, call: Arc<AtomicU64>, rng: u64| Outside {
         store: store.clone(),
         thread: thread.to_owned(),
@@ -355,6 +436,7 @@ async fn child(spec: &str) {
         call,
         fail_per_mille: if role == "race" { FAIL_PER_MILLE } else { 0 },
         hang: (role == "hold").then_some("hotel"),
+        pause: (role == "pause").then(|| ("hotel", gate.clone())),
         rng: Mutex::new(Rng::new(rng)),
     };
     match role {
@@ -367,6 +449,18 @@ async fn child(spec: &str) {
             );
             let outcome = graph.start(name, Trip::default()).await;
             panic!("the holding run ended: {outcome:?}");
+        }
+        "pause" => {
+            let worker = format!("paused-{}", std::process::id());
+            let graph = trip(
+                Arc::new(outside(name, worker, Default::default(), seed)),
+                TAKEOVER_TTL,
+                Durability::Sync,
+            );
+            match graph.start(name, Trip::default()).await {
+                Ok(outcome) => say(&format!("outcome ok {outcome:?}")),
+                Err(e) => say(&format!("outcome {} {e}", e.category())),
+            }
         }
         "take" => {
             let worker = format!("taker-{}", std::process::id());

@@ -334,7 +334,9 @@ pub struct Outside {
     pub fail_per_mille: u64,
     /// A node that hangs after its effects (`hotel`), until the process is killed.
     pub hang: Option<&'static str>,
-    /// Printed when the hanging node hangs.
+    /// A node that, after its first effect, prints `paused` and waits until this file exists
+    /// (the parent stops the process meanwhile: a worker paused past its lease).
+    pub pause: Option<(&'static str, PathBuf)>,
     pub rng: Mutex<Rng>,
 }
 
@@ -417,6 +419,14 @@ impl Outside {
         for name in effects {
             let receipt: String = cx.effect(name, |key| self.work(name, key)).await?;
             receipts.push(format!("{node}:{receipt}"));
+            if let Some((paused, gate)) = &self.pause {
+                if *paused == node && receipts.len() == 1 {
+                    say("paused");
+                    while !gate.exists() {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+            }
         }
         if self.hang == Some(node) {
             say("hanging");
@@ -520,6 +530,7 @@ pub async fn reference(store: &AnyStore, tag: &str, raw: &Path, seed: u64) -> (T
         call: Arc::new(AtomicU64::new(0)),
         fail_per_mille: 0,
         hang: None,
+        pause: None,
         rng: Mutex::new(Rng::new(seed)),
     });
     let started = Instant::now();

@@ -19,6 +19,8 @@
 //! [`Context::effect`](agentstate_graph::Context::effect) hands out the key), the ledger's
 //! insert absorbs it, and the test reports how often a kill hit it.
 //!
+//! `AGENTSTATE_CRASH_KILLS=<n>` makes more kills than the 50 per backend (a longer soak).
+//!
 //! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.
 
 mod procs;
@@ -31,8 +33,13 @@ use std::time::{Duration, Instant};
 
 /// The lease ttl of the children: a killed child holds the thread this long at most.
 const TTL: Duration = Duration::from_millis(250);
-/// Kills per backend, at least.
-const KILLS: usize = 50;
+/// Kills per backend, at least (`AGENTSTATE_CRASH_KILLS` sets another number, for a longer soak).
+fn kills_wanted() -> usize {
+    std::env::var("AGENTSTATE_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50)
+}
 const MODES: [&str; 3] = ["sync", "async", "exit"];
 
 fn main() {
@@ -66,7 +73,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs threads under kills until `KILLS` kills, checking each thread; a line of numbers.
+/// Runs threads under kills until [`kills_wanted`] kills, checking each thread; a line of numbers.
 async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let mut rng = Rng::new(seed ^ db.backend().len() as u64);
     let store = db.open().await;
@@ -87,7 +94,8 @@ async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let mut per_mode = [0usize; 3];
     // The kills by the last step the thread had committed (0: none, or not created yet).
     let mut at_step = [0usize; 9];
-    while kills < KILLS || threads < MODES.len() {
+    let wanted = kills_wanted();
+    while kills < wanted || threads < MODES.len() {
         let thread = format!("{tag}-trip-{threads}");
         let mode = threads % MODES.len();
         let mut attempts = 0;

@@ -15,8 +15,8 @@
 //!   journaled) and is killed with SIGKILL; a worker that tries at once is refused with
 //!   `thread_leased` naming the dead holder, and another process takes the thread over once the
 //!   lease's ttl has lapsed (not before), and finishes it with its effects done once.
-//! - **Paused worker**: a child is stopped (SIGSTOP) inside a step, after one effect, so its
-//!   lease lapses; another process takes the thread over and finishes it; the stopped child,
+//! - **Paused worker**: a child is stopped (SIGSTOP) inside a step (`join`, which runs alone),
+//!   after its effect was journaled, so its lease lapses; another process takes the thread over and finishes it; the stopped child,
 //!   continued (SIGCONT), is refused (`thread_lease_lost` or `state_write_conflict`) and appends
 //!   nothing: the journal stays unforked, the state the uninterrupted run's.
 //!
@@ -342,6 +342,10 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
 /// another takes the thread over and finishes it; continued (SIGCONT), it must not commit
 /// anything: the thread's journal is the taker's, unforked, and its state the uninterrupted
 /// run's.
+///
+/// The step is `join`, which runs alone, so that the stopped worker is not in the middle of a
+/// transaction of several statements (an append of a parallel node's effect): a client stopped
+/// there keeps its row locks, and the taker would wait on them for as long as it is stopped.
 async fn paused(db: &Db, dir: &Path, seed: u64) -> String {
     let store = db.open().await;
     let tag = tag("paused");
@@ -399,10 +403,11 @@ async fn paused(db: &Db, dir: &Path, seed: u64) -> String {
 
 /// Sends a signal (`-STOP`, `-CONT`) to a child.
 fn signal(child: &ChildGuard, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([signal, &child.id().to_string()])
+    // The shell's own `kill` (no `kill` binary needed).
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("kill {signal} {}", child.id())])
         .status()
-        .expect("the `kill` command runs");
+        .expect("`sh` runs");
     assert!(status.success(), "kill {signal} {} failed", child.id());
 }
 
@@ -436,7 +441,7 @@ async fn child(spec: &str) {
         call,
         fail_per_mille: if role == "race" { FAIL_PER_MILLE } else { 0 },
         hang: (role == "hold").then_some("hotel"),
-        pause: (role == "pause").then(|| ("hotel", gate.clone())),
+        pause: (role == "pause").then(|| ("join", gate.clone())),
         rng: Mutex::new(Rng::new(rng)),
     };
     match role {

@@ -11,7 +11,7 @@ use agentstate_graph::{BoxError, Context, Graph, Routes, END};
 use agentstate_store::any::AnyBackend;
 use agentstate_store::{AnyStore, HistoryQuery, StoreError, ThreadQuery};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -332,7 +332,7 @@ pub struct Outside {
     pub call: Arc<AtomicU64>,
     /// The chance in 1,000 that a node body fails after its effects (a transient failure).
     pub fail_per_mille: u64,
-    /// A node that hangs after its effects (`hotel`), until the process is killed.
+    /// A node that, after its effects, prints `hanging` and hangs until the process is killed.
     pub hang: Option<&'static str>,
     /// A node that, after its first effect, prints `paused` and waits until this file exists
     /// (the parent stops the process meanwhile: a worker paused past its lease).
@@ -561,10 +561,6 @@ pub fn finished(outcome: &Outcome<Trip>) -> bool {
     matches!(outcome, Outcome::Finished { state, .. } if state.done)
 }
 
-pub fn category(error: &DurableError<Trip>) -> &'static str {
-    error.category()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Checks.
 
@@ -725,9 +721,4 @@ pub async fn clean(store: &AnyStore, thread: &str) {
 /// Whether an error is the store refusing because another worker holds the thread.
 pub fn leased(error: &DurableError<Trip>) -> bool {
     matches!(error, DurableError::Store(StoreError::Leased { .. }))
-}
-
-/// A value, for messages.
-pub fn show(value: &Value) -> String {
-    value.to_string()
 }

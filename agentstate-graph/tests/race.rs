@@ -344,8 +344,9 @@ async fn takeover(db: &Db, dir: &Path, seed: u64) -> String {
 /// run's.
 ///
 /// The step is `join`, which runs alone, so that the stopped worker is not in the middle of a
-/// transaction of several statements (an append of a parallel node's effect): a client stopped
-/// there keeps its row locks, and the taker would wait on them for as long as it is stopped.
+/// transaction of several statements, as a parallel node's ledger insert is (a `create` of the
+/// store): a PostgreSQL client stopped there keeps its locks, and the taker, inserting the same
+/// key when it runs that effect again, would wait for as long as the worker is stopped.
 async fn paused(db: &Db, dir: &Path, seed: u64) -> String {
     let store = db.open().await;
     let tag = tag("paused");

@@ -511,6 +511,12 @@ where
     ) -> Result<Outcome<S>, DurableError<S>> {
         let mut handle = self.store.thread::<S>(thread).await?;
         let mut position = self.position(thread).await?;
+        if !position.started && answers.is_empty() {
+            // No run was started on the thread (a `start` cut short between creating the
+            // thread and its run's input): start it now.
+            drop(handle);
+            return self.run_leased(thread, NodeOutput::Nothing, lease).await;
+        }
         if !answers.is_empty() {
             let Some(suspended) = &position.suspended else {
                 return Err(DurableError::State {
@@ -1002,6 +1008,7 @@ where
                 match meta.get("entry").and_then(Value::as_str) {
                     Some("step") | Some("input") => {
                         position.seq = entry.seq;
+                        position.started = true;
                         position.step = meta
                             .get("step")
                             .and_then(Value::as_u64)
@@ -1210,6 +1217,8 @@ fn step_meta<S: DurableState, K: NodeKey>(
 /// Where a thread's run stands, read from its journal.
 #[derive(Debug, Default)]
 struct Position {
+    /// Whether a run was ever started on the thread (its journal holds an input or a step).
+    started: bool,
     /// The entry of the last committed step.
     seq: u64,
     step: u64,

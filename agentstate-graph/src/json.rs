@@ -5,8 +5,8 @@
 //! Its update, [`JsonUpdate`], is a sequence of JSON partial updates; composing two keeps both
 //! and, for parallel writes, refuses two writes of a `last_write_wins` field as typed states do.
 //!
-//! Both serialize as plain JSON (the state as its object of field values, the update as its
-//! partial update, or the list of them), so a store can keep them (a durable run of a graph
+//! Both serialize as plain JSON objects (the state as its field values, the update as its
+//! partial updates folded into one), so a store can keep them (a durable run of a graph
 //! of `JsonState`s). The schema is not in that JSON: a `JsonState` is read back only inside
 //! [`JsonState::reading`], which names the schema the states read on this thread take.
 //!
@@ -157,17 +157,36 @@ impl<'de> serde::Deserialize<'de> for JsonState {
     }
 }
 
-/// The partial update when there is one, else the list of them in merge order.
+/// One object of field values, as a store keeps an update: the partial updates folded in merge
+/// order through the schema's reducers (an `append` field's lists joined, a `last_write_wins`
+/// field's last value), or, for an update read back (which has no schema), each field's last
+/// write.
 impl serde::Serialize for JsonUpdate {
     fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
         match self.writes.as_slice() {
-            [one] if one.is_object() => one.serialize(serializer),
-            writes => writes.serialize(serializer),
+            [] => Map::new().serialize(serializer),
+            [one] => one.serialize(serializer),
+            writes => {
+                let mut folded = Map::new();
+                for write in writes {
+                    match &self.schema {
+                        Some(schema) => schema
+                            .merge(&mut folded, write.clone())
+                            .map_err(serde::ser::Error::custom)?,
+                        None => {
+                            if let Value::Object(fields) = write {
+                                folded.extend(fields.clone());
+                            }
+                        }
+                    }
+                }
+                folded.serialize(serializer)
+            }
         }
     }
 }
 
-/// A partial update (an object) or a list of them. The update read has no schema of its own:
+/// A partial update (an object), or a list of them. The update read has no schema of its own:
 /// it merges through the state's, and composes without the parallel-write check.
 impl<'de> serde::Deserialize<'de> for JsonUpdate {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

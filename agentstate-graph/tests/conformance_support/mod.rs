@@ -14,7 +14,9 @@ use agentstate_graph::json::{JsonState, JsonUpdate};
 use agentstate_graph::layer::{NodeExt, RetryPolicy};
 use agentstate_graph::parallel::{FanOut, OnEmpty, ParallelBranches};
 use agentstate_graph::subgraph::{JsonSubgraph, Projection};
-use agentstate_graph::{BoxError, BoxNode, CompileError, Context, Graph, GraphBuilder, Node, Routes, END};
+use agentstate_graph::{
+    BoxError, BoxNode, CompileError, Context, Graph, GraphBuilder, Node, Routes, END,
+};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -477,8 +479,8 @@ pub fn fan_out_node(
     // A sessions fixture's `mapping`: `inputs` (the item is `<fan_out_item>`) and `outputs`
     // (`{parent target: instance field}`).
     let mapping = spec.get("mapping");
-    let mut inputs = string_map(spec.get("inputs").or_else(|| mapping?.get("inputs")))
-        .unwrap_or_default();
+    let mut inputs =
+        string_map(spec.get("inputs").or_else(|| mapping?.get("inputs"))).unwrap_or_default();
     let mapped_item = inputs
         .iter()
         .find(|(_, from)| from.as_str() == "<fan_out_item>")
@@ -488,8 +490,10 @@ pub fn fan_out_node(
         .and_then(|outputs| outputs.into_iter().next());
     let items_field = field("items_field");
     let item_field = field("item_field").or(mapped_item);
+    // Without one, the instances' item field (a fixture whose instances never finish).
     let collect_field = field("collect_field")
         .or_else(|| output.as_ref().map(|(_, from)| from.clone()))
+        .or_else(|| item_field.clone())
         .expect("a collect field");
     let target_field = field("target_field")
         .or_else(|| output.as_ref().map(|(to, _)| to.clone()))

@@ -561,8 +561,8 @@ where
                 .collect();
             if !open.is_empty() {
                 return Ok(Outcome::Suspended {
-                    state: handle.state().clone(),
                     version: handle.version(),
+                    state: handle.into_state(),
                     interrupts: open,
                 });
             }
@@ -824,15 +824,19 @@ where
             // The nodes run; meanwhile the lease is renewed, and (Async) the last step is
             // appended, by the thread's handle lent to the effects' journal.
             *writer.lock().await = Some(handle);
-            let flush_first = self.durability == Durability::Async;
+            let in_background = self.durability == Durability::Async;
             let results = {
                 let work = async {
-                    if flush_first {
-                        if let Some(h) = writer.lock().await.as_mut() {
-                            h.flush().await?;
+                    let flush = async {
+                        if in_background {
+                            if let Some(h) = writer.lock().await.as_mut() {
+                                h.flush().await?;
+                            }
                         }
-                    }
-                    Ok::<_, StoreError>(tasks.await)
+                        Ok::<_, StoreError>(())
+                    };
+                    let (flushed, results) = futures_util::future::join(flush, tasks).await;
+                    flushed.map(|()| results)
                 };
                 with_heartbeat(work, &mut lease, self.lease_ttl).await?
             };
@@ -875,8 +879,8 @@ where
                     None => handle.merge((), meta).await?,
                 };
                 return Ok(Outcome::Suspended {
-                    state: handle.state().clone(),
                     version: handle.version(),
+                    state: handle.into_state(),
                     interrupts,
                 });
             }

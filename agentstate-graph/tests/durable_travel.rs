@@ -186,3 +186,139 @@ fn an_update_as_a_node_replaces_a_pending_question_and_continues_from_its_edge()
         assert_eq!(err.category(), "run_state_invalid");
     });
 }
+
+#[derive(
+    agentstate::AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize,
+)]
+struct Item {
+    n: u64,
+    #[reducer(append)]
+    log: Vec<String>,
+}
+
+#[derive(
+    agentstate::AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize,
+)]
+struct Batch {
+    items: Vec<u64>,
+    #[reducer(append)]
+    done: Vec<String>,
+}
+
+#[test]
+fn questions_and_effects_inside_subgraphs_and_fan_out_instances_resume_in_place() {
+    use agentstate_graph::parallel::FanOut;
+    use agentstate_graph::subgraph::Subgraph;
+    let paid = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&paid);
+    // The child: pays (an effect), then, for item 1 only, asks before it logs.
+    let child = Graph::builder()
+        .node("pay", move |s: Arc<Item>, cx: Context| {
+            let counter = Arc::clone(&counter);
+            async move {
+                let receipt: String = cx
+                    .effect("pay", |key| async move {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, std::io::Error>(format!("paid {} ({key})", s.n))
+                    })
+                    .await?;
+                Ok::<_, BoxError>(ItemUpdate::default().log(vec![receipt]))
+            }
+        })
+        .node("confirm", |s: Arc<Item>, cx: Context| async move {
+            if s.n == 1 {
+                let answer = cx.interrupt(serde_json::json!({"item": s.n}))?;
+                return Ok::<_, BoxError>(
+                    ItemUpdate::default().log(vec![format!("confirmed: {answer}")]),
+                );
+            }
+            Ok(ItemUpdate::default().log(vec!["no question".to_owned()]))
+        })
+        .entry("pay")
+        .edge("pay", "confirm")
+        .edge("confirm", END)
+        .build()
+        .unwrap();
+    let fan_out = FanOut::new(
+        child.clone(),
+        |b: &Batch| b.items.iter().map(|&n| Item { n, log: vec![] }).collect(),
+        |done: Vec<Item>| {
+            BatchUpdate::default().done(
+                done.into_iter()
+                    .map(|i| i.log.join(" / "))
+                    .collect::<Vec<_>>(),
+            )
+        },
+    );
+    let parent = Graph::builder()
+        .node("each", fan_out)
+        .node(
+            "one",
+            Subgraph::new(
+                child,
+                |_: &Batch| Item { n: 1, log: vec![] },
+                |i: Item| BatchUpdate::default().done(vec![format!("sub: {}", i.log.join(" / "))]),
+            ),
+        )
+        .entry("each")
+        .edge("each", "one")
+        .edge("one", END)
+        .build()
+        .unwrap();
+    block_on(async {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let durable = parent.durable(&store);
+        let start = Batch {
+            items: vec![0, 1, 2],
+            done: vec![],
+        };
+        // The fan-out's instance 1 asks; the run suspends.
+        let Outcome::Suspended { interrupts, .. } = durable.start("t", start).await.unwrap() else {
+            panic!("suspended in the fan-out")
+        };
+        assert_eq!(interrupts.len(), 1);
+        assert_eq!(interrupts[0].payload["item"], 1);
+        assert!(
+            interrupts[0].id.starts_with("confirm:"),
+            "{}",
+            interrupts[0].id
+        );
+        let paid_before = paid.load(Ordering::SeqCst);
+        assert!(paid_before >= 2, "instance 1 paid before asking");
+        // Answered: the instances run again, but no payment is made twice.
+        let answers = Answers::new().answer(&interrupts[0].id, "yes");
+        let Outcome::Suspended {
+            interrupts: second, ..
+        } = durable.resume_with("t", answers).await.unwrap()
+        else {
+            panic!("then suspended in the subgraph")
+        };
+        assert_ne!(
+            second[0].id, interrupts[0].id,
+            "the subgraph's question is another one"
+        );
+        assert_eq!(
+            paid.load(Ordering::SeqCst),
+            4,
+            "three instances and the subgraph paid once each"
+        );
+        let answers = Answers::new().answer(&second[0].id, "ok");
+        let Outcome::Finished { state, .. } = durable.resume_with("t", answers).await.unwrap()
+        else {
+            panic!("finished")
+        };
+        assert_eq!(paid.load(Ordering::SeqCst), 4);
+        assert_eq!(state.done.len(), 4);
+        assert!(
+            state.done[1].ends_with("confirmed: \"yes\""),
+            "{:?}",
+            state.done
+        );
+        assert!(state.done[3].starts_with("sub: paid 1"), "{:?}", state.done);
+        assert!(
+            state.done[3].ends_with("confirmed: \"ok\""),
+            "{:?}",
+            state.done
+        );
+    });
+}

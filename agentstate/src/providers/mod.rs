@@ -164,6 +164,7 @@ pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+pub mod stream;
 pub mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};

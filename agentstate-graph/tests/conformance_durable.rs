@@ -1261,14 +1261,34 @@ async fn invocations_case(setup: &Setup, case: &Value) -> Checked {
                             &format!("{name}: descriptor metadata"),
                             &metadata,
                             &includes,
-                        )?;
+                        )
+                        .map_err(|e| format!("{e}; the interrupt: {first:?}"))?;
                     }
                     check_fields(&format!("{name}: descriptor"), &first.payload, &want)?;
                 }
                 if let Some(node) = expected.get("suspending_node") {
-                    if json!(first.node) != *node {
+                    // OpenArmature names the outer graph's node whose execution is suspended;
+                    // an interrupt names the node that asked, which may be inside it (a
+                    // subgraph's node): then the suspended step's node must be the one named.
+                    let outer = match durable.status(&thread).await {
+                        Ok(RunStatus::Suspended { .. }) => {
+                            let checkpoints = durable
+                                .checkpoints(&thread)
+                                .await
+                                .map_err(|e| e.to_string())?;
+                            checkpoints
+                                .last()
+                                .map(|c| c.next.clone())
+                                .unwrap_or_default()
+                        }
+                        _ => Vec::new(),
+                    };
+                    let inner = !top_level(&setup.def).contains(&first.node);
+                    let named = json!(first.node) == *node
+                        || (inner && outer.iter().any(|n| json!(n) == *node));
+                    if !named {
                         return Err(format!(
-                            "{name}: suspended by `{}`, expected {node}",
+                            "{name}: suspended by `{}` in a step of {outer:?}, expected {node}",
                             first.node
                         ));
                     }

@@ -161,6 +161,32 @@ impl<'de> serde::Deserialize<'de> for JsonState {
 /// order through the schema's reducers (an `append` field's lists joined, a `last_write_wins`
 /// field's last value), or, for an update read back (which has no schema), each field's last
 /// write.
+///
+/// ```
+/// use agentstate::schema::Schema;
+/// use agentstate::State;
+/// use agentstate_graph::json::{JsonState, JsonUpdate};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// let schema = Arc::new(Schema::from_json(&json!({"fields": {
+///     "log": {"type": "list<string>", "reducer": "append", "default": []},
+///     "v": {"type": "int", "default": 0}
+/// }}))?);
+/// let state = JsonState::new(Arc::clone(&schema));
+/// let both = JsonState::compose(
+///     state.update(json!({"log": ["a"], "v": 1})),
+///     state.update(json!({"log": ["b"], "v": 2})),
+///     agentstate::update::Combine::Sequence,
+/// )?;
+/// let stored = serde_json::to_value(&both)?;
+/// assert_eq!(stored, json!({"log": ["a", "b"], "v": 2}));
+/// // Read back, it merges as the two did.
+/// let mut replayed = state.clone();
+/// replayed.merge(serde_json::from_value::<JsonUpdate>(stored)?)?;
+/// assert_eq!(replayed.to_json(), json!({"log": ["a", "b"], "v": 2}));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 impl serde::Serialize for JsonUpdate {
     fn serialize<Ser: serde::Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
         match self.writes.as_slice() {

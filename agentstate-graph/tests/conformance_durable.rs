@@ -31,7 +31,10 @@
 //!   resume is made by another worker once the first one's lease has expired. A fan-out's
 //!   `abort_after_instance` is such a crash after that instance.
 //! - **`suspend(descriptor)`** — [`Context::interrupt`] with the descriptor as its payload; the
-//!   run ends [`Outcome::Suspended`] with the interrupt, whose `node` is the suspending node.
+//!   run ends [`Outcome::Suspended`] with the interrupt. Its `node` is the node that asked;
+//!   OpenArmature's `suspending_node` is the outer graph's node, so for a node inside a
+//!   subgraph the suspended step's node ([`DurableGraph::status`], the last checkpoint's
+//!   `next`) is compared instead.
 //!   **Resume with a signal payload** — [`DurableGraph::resume_with`] answering every pending
 //!   interrupt with the payload: the asking node runs again from its start, its `interrupt`
 //!   call returns the payload and the node returns it as its update (so it merges through the

@@ -310,6 +310,36 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
         RunError::new(kind, self.step, unwrap_state(state))
     }
 
+    /// [`complete`](Run::complete) for a run nested in a durable task: each of its tasks gets
+    /// a scope under `base` in `journal`.
+    pub(crate) async fn complete_nested(
+        mut self,
+        state: S,
+        journal: Arc<dyn crate::effect::Journal>,
+        base: String,
+    ) -> Result<S, RunError<S>> {
+        let mut state = Arc::new(state);
+        loop {
+            let step = self.step + 1;
+            let begun = self.begin_with(&state, None, |index, _| Setup {
+                scope: Some(Arc::new(Scope::new(
+                    Arc::clone(&journal),
+                    format!("{base}/{step}.{index}"),
+                ))),
+                done: None,
+            });
+            let tasks = match begun {
+                Ok(Some(tasks)) => tasks,
+                Ok(None) => return Ok(unwrap_state(state)),
+                Err(kind) => return Err(self.fail(kind, state)),
+            };
+            let results = tasks.await;
+            if let Err(kind) = self.finish(&mut state, results, None) {
+                return Err(self.fail(kind, state));
+            }
+        }
+    }
+
     /// Runs to the end from `state`, awaiting each step's nodes.
     pub(crate) async fn complete(mut self, state: S) -> Result<S, RunError<S>> {
         let mut state = Arc::new(state);

@@ -3,7 +3,8 @@
 //!
 //! The example's binary is the one `cargo test` builds next to this test's
 //! (`target/debug/examples/approval`); `cargo test --test approval_example` alone does not build
-//! examples, so then these tests fail saying to run `cargo build --example approval` first.
+//! examples, so then these tests fail, if it is missing or older than its source, saying to run
+//! `cargo build --example approval` first.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,12 +20,20 @@ fn example() -> PathBuf {
     let path = dir
         .join("examples")
         .join(format!("approval{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "the `approval` example is not built at {}: `cargo test --workspace` builds it, or run `cargo build --example approval` first",
-        path.display()
-    );
-    path
+    let built = std::fs::metadata(&path).and_then(|m| m.modified());
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/approval.rs");
+    let edited = std::fs::metadata(source).and_then(|m| m.modified());
+    match (built, edited) {
+        (Err(_), _) => panic!(
+            "the `approval` example is not built at {}: `cargo test --workspace` builds it, or run `cargo build --example approval` first",
+            path.display()
+        ),
+        (Ok(built), Ok(edited)) if built < edited => panic!(
+            "the `approval` example at {} is older than examples/approval.rs: run `cargo build --example approval` first",
+            path.display()
+        ),
+        _ => path,
+    }
 }
 
 /// A fresh working directory for one test's processes (its `agentstate.db`, `refunds.txt`).

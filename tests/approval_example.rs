@@ -212,7 +212,7 @@ fn killed_mid_step_continues_and_pays_once() {
     assert_eq!(journal.matches(":effect").count(), 1, "{journal}");
 }
 
-/// An unknown command is refused before anything runs.
+/// An unknown command is refused before anything runs; an answer with no run, too.
 #[test]
 fn unknown_command_is_refused() {
     let dir = Dir::new("usage");
@@ -220,4 +220,12 @@ fn unknown_command_is_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown command `approv`"), "{err}");
     assert!(!dir.0.join("agentstate.db").exists());
+
+    // An answer before any run asked anything names the missing thread.
+    let (code, _, err) = dir.run(&["approve"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("error (thread_not_found): thread `refund-1042` does not exist"),
+        "{err}"
+    );
 }

@@ -268,7 +268,11 @@
 //! appends at the version a writer read (a stale writer gets a conflict and writes nothing),
 //! time travel, forks, snapshots, migrations. Its documentation
 //! (<https://docs.rs/agentstate-store>, and its `_guide` module) has the running examples;
-//! `cargo run --example durable_chat` keeps a chat across runs.
+//! `cargo run --example durable_chat` keeps a chat across runs. A whole graph run kept on such a
+//! thread, resumed after a crash, suspended for a person's answer and running its side effects
+//! once, is a *durable run*: `agentstate_graph::durable` (feature `store` of `agentstate-graph`,
+//! <https://docs.rs/agentstate-graph/latest/agentstate_graph/durable/index.html>), and
+//! `cargo run --example approval`.
 //!
 //! ## 8. The context window
 //!

@@ -11,6 +11,10 @@
 //! (made a user turn when it is the only one), as AgentFlow does.
 
 use super::report::{Action, Issue, Report};
+use super::request::{
+    invalid_for, CacheAt, CacheControl, Conversation, Effort, ModelRequest, Param, RequestError,
+    ToolChoice,
+};
 use super::{
     calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
     note_annotations, note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string,
@@ -21,6 +25,7 @@ use super::{
 use crate::message::{
     ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
 };
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// Converts a conversation to an Anthropic Messages request's `system` and `messages`.
@@ -50,6 +55,30 @@ use serde_json::{json, Map, Value};
 /// assert!(converted.report.is_empty());
 /// ```
 pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
+    let parts = conversation(messages, context_summary);
+    let mut request = Map::new();
+    if !parts.system.is_empty() {
+        request.insert("system".into(), Value::Array(parts.system));
+    }
+    request.insert("messages".into(), Value::Array(parts.turns));
+    Converted {
+        request: Value::Object(request),
+        report: parts.report,
+        tool_ids: parts.ids,
+    }
+}
+
+/// A conversation in Anthropic's shape.
+struct Parts {
+    system: Vec<Value>,
+    turns: Vec<Value>,
+    /// The index of the first message of each turn.
+    firsts: Vec<Option<usize>>,
+    report: Report,
+    ids: ToolIds,
+}
+
+fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
     let mut report = Report::default();
     check_pairing(messages, &mut report);
     let ids = ToolIds::anthropic(messages, &mut report);
@@ -68,8 +97,12 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
                     system.push(json!({"type": "text", "text": text}));
                 }
             }
-            Role::Tool => tool(message, index, &mut turns, &ids, &mut report),
+            Role::Tool => {
+                turns.first.get_or_insert(index);
+                tool(message, index, &mut turns, &ids, &mut report);
+            }
             Role::User => {
+                turns.first.get_or_insert(index);
                 for (block, content) in message.content.iter().enumerate() {
                     match content {
                         ContentBlock::ToolResult(_) => {
@@ -120,18 +153,14 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
         }
     }
     note_empty_conversation(out.len(), &mut report);
-    let mut request = Map::new();
-    if !system.is_empty() {
-        request.insert("system".into(), Value::Array(system));
-    }
-    request.insert(
-        "messages".into(),
-        Value::Array(out.into_iter().map(|(_, turn)| turn).collect()),
-    );
-    Converted {
-        request: Value::Object(request),
+    let mut firsts = turns.firsts;
+    firsts.truncate(out.len());
+    Parts {
+        system,
+        turns: out.into_iter().map(|(_, turn)| turn).collect(),
+        firsts,
         report,
-        tool_ids: ids,
+        ids,
     }
 }
 
@@ -146,6 +175,10 @@ fn summary(system: &mut Vec<Value>, context_summary: Option<&str>) {
 #[derive(Default)]
 struct Turns {
     out: Vec<(Option<usize>, Value)>,
+    /// The index of the first message of each turn of `out`.
+    firsts: Vec<Option<usize>>,
+    /// The first message of the user turn being gathered.
+    first: Option<usize>,
     results: Vec<Value>,
     after: Vec<Value>,
     user_from: Option<usize>,
@@ -156,6 +189,7 @@ struct Turns {
 impl Turns {
     fn flush(&mut self, report: &mut Report) {
         if self.results.is_empty() && self.after.is_empty() {
+            self.first = None;
             if let Some(index) = self.user_from.take() {
                 report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
             }
@@ -165,7 +199,9 @@ impl Turns {
         blocks.append(&mut self.after);
         let from = self.user_from.take();
         let list = std::mem::take(&mut self.list);
+        let first = self.first.take().or(from);
         self.push_blocks(from, "user", blocks, list);
+        self.firsts.push(first);
     }
 
     fn push(&mut self, index: usize, role: &str, blocks: Vec<Value>, report: &mut Report) {
@@ -173,6 +209,7 @@ impl Turns {
             report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
         } else {
             self.push_blocks(Some(index), role, blocks, false);
+            self.firsts.push(Some(index));
         }
     }
 
@@ -604,4 +641,299 @@ pub fn from_anthropic(
         },
     );
     Ok(Converted::new(message, report))
+}
+
+/// A whole Anthropic Messages request body, from [`ModelRequest::to_anthropic`]: in the API
+/// reference's order (`max_tokens`, `messages`, `model`, then the optional parameters
+/// alphabetically), each optional one written only when set. The turns and system blocks are
+/// JSON values (their keys in alphabetical order).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicBody<'a> {
+    /// `max_tokens` (required: Anthropic has no default).
+    pub max_tokens: u32,
+    /// The conversation's turns.
+    pub messages: Vec<Value>,
+    /// The model.
+    pub model: &'a str,
+    /// `output_config`: the effort and the structured output's format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_config: Option<AnthropicOutputConfig<'a>>,
+    /// `stop_sequences`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<&'a [String]>,
+    /// The system prompt's text blocks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub system: Vec<Value>,
+    /// `thinking`: `{"type": "enabled", "budget_tokens"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<AnthropicThinking>,
+    /// `tool_choice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<AnthropicToolChoice<'a>>,
+    /// `tools`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<AnthropicTool<'a>>,
+}
+
+/// `{"effort"?, "format"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicOutputConfig<'a> {
+    /// The effort (`low` to `max`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    /// `{"type": "json_schema", "schema"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<AnthropicFormat<'a>>,
+}
+
+/// `{"type": "json_schema", "schema"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicFormat<'a> {
+    /// Always `"json_schema"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The schema.
+    pub schema: &'a Value,
+}
+
+/// `{"type": "enabled", "budget_tokens"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicThinking {
+    /// Always `"enabled"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The thinking budget.
+    pub budget_tokens: u32,
+}
+
+/// `{"type": "auto" | "none" | "any"}` or `{"type": "tool", "name"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicToolChoice<'a> {
+    /// `auto`, `none`, `any` or `tool`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The tool, for `tool`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
+}
+
+/// A tool: `{"name", "description", "input_schema", "cache_control"?, "strict"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicTool<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub input_schema: &'a Value,
+    /// A cache breakpoint (on the last tool, when asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+    /// `true` when the tool is strict (absent otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+}
+
+const ANTHROPIC: &str = "Anthropic Messages";
+
+impl ModelRequest {
+    /// The whole Anthropic Messages body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused), with
+    /// the tool call ids rewritten for Anthropic in the result's `tool_ids`. Refused without
+    /// [`max_output_tokens`](super::request::ModelRequestBuilder::max_output_tokens), which
+    /// Anthropic requires and has no default for.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{CacheAt, ModelRequest};
+    /// use serde_json::json;
+    ///
+    /// let messages = [
+    ///     Message::text_message("Be brief.", Role::System),
+    ///     Message::text_message("A long document...", Role::User),
+    /// ];
+    /// let request = ModelRequest::builder("claude-sonnet-4-5").cache_message(CacheAt::Last).build()?;
+    /// let error = request.to_anthropic(&messages).unwrap_err();
+    /// assert_eq!(error.to_string(),
+    ///     "Anthropic Messages requires `max_tokens` and has no default; set it with `max_output_tokens`");
+    ///
+    /// let request = ModelRequest::builder("claude-sonnet-4-5")
+    ///     .max_output_tokens(1024)
+    ///     .cache_message(CacheAt::Last)
+    ///     .build()?;
+    /// let body = serde_json::to_value(request.to_anthropic(&messages)?.request).unwrap();
+    /// assert_eq!(body["messages"][0]["content"], json!([{"type": "text", "text": "A long document...",
+    ///     "cache_control": {"type": "ephemeral"}}]));
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_anthropic<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<AnthropicBody<'a>>, RequestError> {
+        self.refuse(
+            ANTHROPIC,
+            &[
+                Param::Temperature,
+                Param::TopP,
+                Param::TopK,
+                Param::Seed,
+                Param::FrequencyPenalty,
+                Param::PresencePenalty,
+            ],
+        )?;
+        let max_tokens = self.max_output_tokens().ok_or(RequestError::Missing {
+            provider: ANTHROPIC,
+            parameter: "max_tokens",
+            setter: "max_output_tokens",
+        })?;
+        let effort = match self.reasoning_effort() {
+            Some(effort @ (Effort::Off | Effort::Minimal)) => {
+                return Err(invalid_for(
+                    ANTHROPIC,
+                    "reasoning_effort",
+                    format_args!(
+                        "`{}` is not one of low, medium, high, xhigh, max",
+                        effort.as_str()
+                    ),
+                ))
+            }
+            effort => effort,
+        };
+        let thinking = match self.thinking_budget() {
+            Some(budget) if budget < 1024 => {
+                return Err(invalid_for(
+                    ANTHROPIC,
+                    "thinking_budget",
+                    format_args!("{budget} tokens is under the minimum of 1024"),
+                ))
+            }
+            Some(budget) if budget >= max_tokens => {
+                return Err(invalid_for(
+                    ANTHROPIC,
+                    "thinking_budget",
+                    format_args!("{budget} tokens is not under max_tokens ({max_tokens})"),
+                ))
+            }
+            Some(_)
+                if matches!(
+                    self.tool_choice(),
+                    Some(ToolChoice::Required | ToolChoice::Tool(_))
+                ) =>
+            {
+                return Err(invalid_for(
+                    ANTHROPIC,
+                    "tool_choice",
+                    "thinking takes only `auto` or `none`: a forced tool call is refused",
+                ))
+            }
+            budget => budget.map(|budget_tokens| AnthropicThinking {
+                kind: "enabled",
+                budget_tokens,
+            }),
+        };
+        let conversation = conversation.into();
+        let mut parts = self::conversation(conversation.messages, conversation.summary);
+        let cache = self.cache();
+        let mark = json!({"type": "ephemeral"});
+        if cache.system {
+            match parts.system.last_mut() {
+                Some(block) => block["cache_control"] = mark.clone(),
+                None => parts.report.push(
+                    None,
+                    None,
+                    super::report::Issue::NotApplicable {
+                        parameter: "cache_breakpoints.system",
+                        reason: "the request has no system prompt",
+                    },
+                    Action::Dropped,
+                ),
+            }
+        }
+        if let Some(at) = cache.message {
+            let turn = match at {
+                CacheAt::Last => parts.turns.len().checked_sub(1),
+                CacheAt::Message(i) => parts.firsts.iter().rposition(|f| f.is_some_and(|f| f <= i)),
+            };
+            if let Some(turn) = turn {
+                mark_turn(&mut parts.turns[turn], &mark);
+            }
+        }
+        let tools_len = self.tools().len();
+        if cache.tools && tools_len == 0 {
+            parts.report.push(
+                None,
+                None,
+                super::report::Issue::NotApplicable {
+                    parameter: "cache_breakpoints.tools",
+                    reason: "the request has no tools",
+                },
+                Action::Dropped,
+            );
+        }
+        let body = AnthropicBody {
+            max_tokens,
+            messages: parts.turns,
+            model: self.model(),
+            output_config: (effort.is_some() || self.output_schema().is_some()).then(|| {
+                AnthropicOutputConfig {
+                    effort,
+                    format: self.output_schema().map(|output| AnthropicFormat {
+                        kind: "json_schema",
+                        schema: &output.schema,
+                    }),
+                }
+            }),
+            stop_sequences: (!self.sampling().stop.is_empty())
+                .then_some(self.sampling().stop.as_slice()),
+            system: parts.system,
+            thinking,
+            tool_choice: self.tool_choice().map(|choice| match choice {
+                ToolChoice::Auto => AnthropicToolChoice {
+                    kind: "auto",
+                    name: None,
+                },
+                ToolChoice::None => AnthropicToolChoice {
+                    kind: "none",
+                    name: None,
+                },
+                ToolChoice::Required => AnthropicToolChoice {
+                    kind: "any",
+                    name: None,
+                },
+                ToolChoice::Tool(name) => AnthropicToolChoice {
+                    kind: "tool",
+                    name: Some(name),
+                },
+            }),
+            tools: self
+                .tools()
+                .iter()
+                .enumerate()
+                .map(|(i, tool)| AnthropicTool {
+                    name: &tool.name,
+                    description: &tool.description,
+                    input_schema: &tool.parameters,
+                    cache_control: (cache.tools && i + 1 == tools_len)
+                        .then_some(CacheControl::EPHEMERAL),
+                    strict: tool.strict,
+                })
+                .collect(),
+        };
+        Ok(Converted {
+            request: body,
+            report: parts.report,
+            tool_ids: parts.ids,
+        })
+    }
+}
+
+/// Puts a cache breakpoint on a turn's last block (a string content becomes one text block).
+fn mark_turn(turn: &mut Value, mark: &Value) {
+    let content = &mut turn["content"];
+    if let Value::String(text) = content {
+        *content = json!([{"type": "text", "text": std::mem::take(text)}]);
+    }
+    if let Some(last) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
+        last["cache_control"] = mark.clone();
+    }
 }

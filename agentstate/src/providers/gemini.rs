@@ -12,6 +12,7 @@
 //! is dropped with a note.
 
 use super::report::{Action, Issue, Report};
+use super::request::{Conversation, ModelRequest, Param, RequestError, ToolChoice};
 use super::{
     blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
@@ -22,6 +23,7 @@ use super::{
 use crate::message::{
     ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
 };
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
@@ -56,6 +58,20 @@ const SKIP_SIGNATURE: &str = "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I=";
 ///     json!({"id": "c2", "name": "get_weather", "response": {"result": "Rain"}}));
 /// ```
 pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
+    let (contents, system, report) = conversation(messages, context_summary);
+    let mut request = Map::new();
+    request.insert("contents".into(), Value::Array(contents));
+    if let Some(system) = system {
+        request.insert("system_instruction".into(), system);
+    }
+    Converted::new(Value::Object(request), report)
+}
+
+/// A conversation's `contents` and `system_instruction`.
+fn conversation(
+    messages: &[Message],
+    context_summary: Option<&str>,
+) -> (Vec<Value>, Option<Value>, Report) {
     let mut report = Report::default();
     check_pairing(messages, &mut report);
     let names: HashMap<&str, &str> = messages
@@ -116,15 +132,8 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
     }
     turn.flush(&mut contents, &mut report);
     super::note_empty_conversation(contents.len(), &mut report);
-    let mut request = Map::new();
-    request.insert("contents".into(), Value::Array(contents));
-    if !system.is_empty() {
-        request.insert(
-            "system_instruction".into(),
-            json!({"parts": [{"text": system.join("\n")}]}),
-        );
-    }
-    Converted::new(Value::Object(request), report)
+    let system = (!system.is_empty()).then(|| json!({"parts": [{"text": system.join("\n")}]}));
+    (contents, system, report)
 }
 
 /// The user turn being gathered: function responses first, then the rest.
@@ -538,4 +547,212 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
         },
     );
     Ok(Converted::new(message, report))
+}
+
+/// A whole Gemini `generateContent` body, from [`ModelRequest::to_gemini`], with the REST
+/// API's proto field names in the order of its `GenerateContentRequest` (`model`, `contents`,
+/// `tools`, `tool_config`, `system_instruction`, `generation_config`), each optional one
+/// written only when set. `model` is also the URL's (`models/{model}:generateContent`); the
+/// turns are JSON values (their keys in alphabetical order).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiBody<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The conversation's turns.
+    pub contents: Vec<Value>,
+    /// `[{"function_declarations": [...]}]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<GeminiTools<'a>>,
+    /// `{"function_calling_config": {"mode", "allowed_function_names"?}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<GeminiToolConfig<'a>>,
+    /// `{"parts": [{"text"}]}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_instruction: Option<Value>,
+    /// Sampling, output and thinking parameters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_config: Option<GenerationConfig<'a>>,
+}
+
+/// `{"function_declarations"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiTools<'a> {
+    /// The functions.
+    pub function_declarations: Vec<FunctionDeclaration<'a>>,
+}
+
+/// `{"name", "description", "parameters_json_schema"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDeclaration<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub parameters_json_schema: &'a Value,
+}
+
+/// `{"function_calling_config"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiToolConfig<'a> {
+    /// The mode and the allowed functions.
+    pub function_calling_config: FunctionCallingConfig<'a>,
+}
+
+/// `{"mode": "AUTO" | "NONE" | "ANY", "allowed_function_names"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCallingConfig<'a> {
+    /// The mode.
+    pub mode: &'static str,
+    /// The one tool a named tool choice allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_function_names: Option<[&'a str; 1]>,
+}
+
+/// `generation_config`, in the proto's field order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GenerationConfig<'a> {
+    /// `stop_sequences`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<&'a [String]>,
+    /// `max_output_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// `temperature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// `seed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// `presence_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// `frequency_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// `"application/json"` with a structured output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_mime_type: Option<&'static str>,
+    /// The structured output's JSON Schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_json_schema: Option<&'a Value>,
+    /// `{"thinking_budget"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<ThinkingConfig>,
+}
+
+/// `{"thinking_budget"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThinkingConfig {
+    /// The budget in tokens.
+    pub thinking_budget: u32,
+}
+
+const GEMINI: &str = "Gemini generateContent";
+
+impl ModelRequest {
+    /// The whole Gemini `generateContent` body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused: Gemini
+    /// has no strict tools, and takes reasoning as a thinking budget only).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use serde_json::json;
+    ///
+    /// let request = ModelRequest::builder("gemini-2.5-flash")
+    ///     .tool(Tool::new("now", "The time.", json!({"type": "object"})))
+    ///     .tool_choice(ToolChoice::Tool("now".into()))
+    ///     .temperature(0.5)
+    ///     .thinking_budget(512)
+    ///     .build()?;
+    /// let messages = [Message::text_message("Time?", Role::User)];
+    /// let body = serde_json::to_value(request.to_gemini(&messages)?.request).unwrap();
+    /// assert_eq!(body["tool_config"], json!({"function_calling_config": {"mode": "ANY", "allowed_function_names": ["now"]}}));
+    /// assert_eq!(body["generation_config"], json!({"temperature": 0.5, "thinking_config": {"thinking_budget": 512}}));
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_gemini<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<GeminiBody<'a>>, RequestError> {
+        self.refuse(GEMINI, &[Param::ToolStrict])?;
+        let thinking_config = match (self.reasoning_effort(), self.thinking_budget()) {
+            (Some(_), None) => {
+                return Err(RequestError::Unsupported {
+                    provider: GEMINI,
+                    parameter: "reasoning_effort",
+                    hint: "Gemini takes a thinking budget: set `thinking_budget`",
+                })
+            }
+            (_, budget) => budget.map(|thinking_budget| ThinkingConfig { thinking_budget }),
+        };
+        let conversation = conversation.into();
+        let (contents, system_instruction, mut report) =
+            self::conversation(conversation.messages, conversation.summary);
+        self.note_cache(&mut report);
+        let s = self.sampling();
+        let output = self.output_schema();
+        let config = GenerationConfig {
+            stop_sequences: (!s.stop.is_empty()).then_some(s.stop.as_slice()),
+            max_output_tokens: self.max_output_tokens(),
+            temperature: s.temperature,
+            top_p: s.top_p,
+            top_k: s.top_k,
+            seed: s.seed,
+            presence_penalty: s.presence_penalty,
+            frequency_penalty: s.frequency_penalty,
+            response_mime_type: output.map(|_| "application/json"),
+            response_json_schema: output.map(|o| &o.schema),
+            thinking_config,
+        };
+        let tools = self.tools();
+        let body = GeminiBody {
+            model: self.model(),
+            contents,
+            tools: if tools.is_empty() {
+                Vec::new()
+            } else {
+                vec![GeminiTools {
+                    function_declarations: tools
+                        .iter()
+                        .map(|tool| FunctionDeclaration {
+                            name: &tool.name,
+                            description: &tool.description,
+                            parameters_json_schema: &tool.parameters,
+                        })
+                        .collect(),
+                }]
+            },
+            tool_config: self.tool_choice().map(|choice| GeminiToolConfig {
+                function_calling_config: match choice {
+                    ToolChoice::Auto => FunctionCallingConfig {
+                        mode: "AUTO",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::None => FunctionCallingConfig {
+                        mode: "NONE",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::Required => FunctionCallingConfig {
+                        mode: "ANY",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::Tool(name) => FunctionCallingConfig {
+                        mode: "ANY",
+                        allowed_function_names: Some([name.as_str()]),
+                    },
+                },
+            }),
+            system_instruction,
+            generation_config: (config != GenerationConfig::default()).then_some(config),
+        };
+        Ok(Converted::new(body, report))
+    }
 }

@@ -164,12 +164,14 @@ pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+pub mod request;
 pub mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
 pub use gemini::{from_gemini, to_gemini};
 pub use openai_chat::{from_openai_chat, to_openai_chat};
 pub use openai_responses::{from_openai_responses, to_openai_responses};
+pub use request::{ModelRequest, RequestError};
 pub use tool_ids::ToolIds;
 
 use crate::message::python_json;

@@ -9,8 +9,12 @@
 //! `reasoning` item with its `encrypted_content` (the block's `signature`). Responses takes no
 //! audio input: audio is dropped with a note.
 
-use super::openai_chat::{convert, ChatContent, ChatMessage, ChatPart};
+use super::openai_chat::{
+    convert, json_schema_format, openai_effort, openai_mode, ChatContent, ChatMessage, ChatPart,
+    JsonSchemaFormat,
+};
 use super::report::{Action, Issue, Report};
+use super::request::{Conversation, Effort, ModelRequest, Param, RequestError, ToolChoice};
 use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
     Converted, Provider, Reply, ResponseError,
@@ -18,6 +22,7 @@ use super::{
 use crate::message::{
     AnnotationRef, ContentBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolCallBlock,
 };
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// Converts a conversation to a Responses request's `instructions` and `input`.
@@ -46,6 +51,20 @@ pub fn to_openai_responses(
     messages: &[Message],
     context_summary: Option<&str>,
 ) -> Converted<Value> {
+    let (instructions, input, report) = conversation(messages, context_summary);
+    let mut request = Map::new();
+    if let Some(instructions) = instructions {
+        request.insert("instructions".into(), Value::from(instructions));
+    }
+    request.insert("input".into(), Value::Array(input));
+    Converted::new(Value::Object(request), report)
+}
+
+/// A conversation's `instructions` and `input` items.
+fn conversation(
+    messages: &[Message],
+    context_summary: Option<&str>,
+) -> (Option<String>, Vec<Value>, Report) {
     let (out, mut report) = convert(messages, context_summary, true);
     let mut instructions: Vec<String> = Vec::new();
     let mut input = Vec::with_capacity(out.messages.len());
@@ -133,12 +152,8 @@ pub fn to_openai_responses(
             }
         }
     }
-    let mut request = Map::new();
-    if !instructions.is_empty() {
-        request.insert("instructions".into(), Value::from(instructions.join("\n")));
-    }
-    request.insert("input".into(), Value::Array(input));
-    Converted::new(Value::Object(request), report)
+    let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
+    (instructions, input, report)
 }
 
 /// A user message's content as Responses input content. Responses takes no audio: an audio
@@ -362,4 +377,179 @@ fn output_text(part: &Value) -> ContentBlock {
         annotations,
         ..TextBlock::new(str_at(part, "text").unwrap_or(""))
     })
+}
+
+/// A whole Responses request body, from [`ModelRequest::to_openai_responses`]: `model`,
+/// `input` and `instructions` first, then the optional parameters alphabetically, each
+/// written only when set. The input items are JSON values (their keys in alphabetical
+/// order).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesBody<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The conversation's items.
+    pub input: Vec<Value>,
+    /// The system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// `max_output_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// `reasoning`: `{"effort"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ResponsesReasoning>,
+    /// `temperature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `text`: `{"format": {"type": "json_schema", ...}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<ResponsesText<'a>>,
+    /// `tool_choice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ResponsesToolChoice<'a>>,
+    /// `tools`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ResponsesTool<'a>>,
+    /// `top_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+}
+
+/// `{"effort"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesReasoning {
+    /// The effort.
+    pub effort: Effort,
+}
+
+/// `{"format"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesText<'a> {
+    /// `{"type": "json_schema", "name", "description"?, "schema", "strict"}`.
+    pub format: JsonSchemaFormat<'a>,
+}
+
+/// A Responses function tool: `{"type": "function", "name", "description", "parameters",
+/// "strict"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesTool<'a> {
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub parameters: &'a Value,
+    /// Whether the arguments must follow the schema exactly (written always: Responses
+    /// makes a tool without it strict).
+    pub strict: bool,
+}
+
+/// A Responses `tool_choice`: `"auto"`, `"none"`, `"required"` or `{"type": "function",
+/// "name"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponsesToolChoice<'a> {
+    /// `"auto"`, `"none"` or `"required"`.
+    Mode(&'static str),
+    /// `{"type": "function", "name"}`.
+    Function {
+        /// Always `"function"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The tool.
+        name: &'a str,
+    },
+}
+
+const RESPONSES: &str = "OpenAI Responses";
+
+impl ModelRequest {
+    /// The whole OpenAI Responses body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused:
+    /// Responses has no `stop`, `seed`, penalties or `top_k`).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{Effort, ModelRequest, OutputSchema};
+    /// use serde_json::json;
+    ///
+    /// let request = ModelRequest::builder("o4-mini")
+    ///     .reasoning_effort(Effort::Low)
+    ///     .output_schema(OutputSchema::new("answer", json!({"type": "object"})))
+    ///     .build()?;
+    /// let messages = [Message::text_message("Hi", Role::User)];
+    /// let body = serde_json::to_value(request.to_openai_responses(&messages)?.request).unwrap();
+    /// assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    /// assert_eq!(body["text"]["format"],
+    ///     json!({"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}));
+    ///
+    /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
+    /// assert!(stopped.to_openai_responses(&messages).is_err());
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_openai_responses<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<ResponsesBody<'a>>, RequestError> {
+        self.refuse(
+            RESPONSES,
+            &[
+                Param::TopK,
+                Param::Stop,
+                Param::Seed,
+                Param::FrequencyPenalty,
+                Param::PresencePenalty,
+            ],
+        )?;
+        let effort = openai_effort(self, RESPONSES)?;
+        let conversation = conversation.into();
+        let (instructions, input, mut report) =
+            self::conversation(conversation.messages, conversation.summary);
+        self.note_cache(&mut report);
+        let s = self.sampling();
+        let body = ResponsesBody {
+            model: self.model(),
+            input,
+            instructions,
+            max_output_tokens: self.max_output_tokens(),
+            reasoning: effort.map(|effort| ResponsesReasoning { effort }),
+            temperature: s.temperature,
+            text: self.output_schema().map(|output| ResponsesText {
+                format: json_schema_format(output, Some("json_schema")),
+            }),
+            tool_choice: self.tool_choice().map(|choice| match choice {
+                ToolChoice::Tool(name) => ResponsesToolChoice::Function {
+                    kind: "function",
+                    name,
+                },
+                other => ResponsesToolChoice::Mode(openai_mode(other)),
+            }),
+            tools: self
+                .tools()
+                .iter()
+                .map(|tool| ResponsesTool {
+                    kind: "function",
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                    strict: tool.strict,
+                })
+                .collect(),
+            top_p: s.top_p,
+        };
+        Ok(Converted::new(body, report))
+    }
+}
+
+#[cfg(feature = "async-openai")]
+impl TryFrom<&ResponsesBody<'_>> for async_openai::types::responses::CreateResponse {
+    type Error = serde_json::Error;
+
+    /// The body as async-openai's request (feature `async-openai`), to send with its client.
+    fn try_from(body: &ResponsesBody<'_>) -> Result<Self, Self::Error> {
+        serde_json::from_value(serde_json::to_value(body)?)
+    }
 }

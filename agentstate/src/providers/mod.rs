@@ -3,10 +3,17 @@
 //! provider's (non-streaming) response body back into a [`Message`], with a report of what
 //! the message cannot keep (a web search call, a server tool's result...).
 //!
-//! Each `to_*` function returns a [`Converted`]: the request body (the conversation part of
-//! it; add `model`, `tools`, `max_tokens`... yourself) and a [`Report`] that lists, with
-//! message and block indices, everything the provider could not take as it was and what was
-//! done with it. Nothing is dropped without a note. The same messages always give the same
+//! A whole request is a [`ModelRequest`] ([`request`]: model, tools, tool choice, structured
+//! output, sampling, maximum output tokens, reasoning, prompt-cache breakpoints) converted with
+//! the conversation by [`ModelRequest::to_openai_chat`], [`to_openai_responses`](ModelRequest::to_openai_responses),
+//! [`to_anthropic`](ModelRequest::to_anthropic) or [`to_gemini`](ModelRequest::to_gemini)
+//! into the provider's typed body, ready to serialize and send; a parameter the provider
+//! lacks is refused with a [`RequestError`], not dropped. The `to_*` functions of each module
+//! convert the conversation alone (its `messages`, `input` or `contents` and system prompt).
+//!
+//! Both return a [`Converted`]: the body and a [`Report`] that lists, with message and block
+//! indices, everything the provider could not take as it was and what was done with it.
+//! Nothing is dropped without a note. The same request and messages always give the same
 //! bytes (provider prompt caches depend on it).
 //!
 //! The rules every converter follows:

@@ -21,10 +21,10 @@
 //!   A `Result` cannot be ignored; a note can.
 //! - **Something of the conversation** (a video for OpenAI, reasoning another provider made) and
 //!   **a setting that does not apply** (cache breakpoints where caching is automatic): the body
-//!   is built and the [`Report`](super::report::Report) says what was done, as the message
+//!   is built and the [`Report`] says what was done, as the message
 //!   conversion always did. A cache breakpoint where it does not apply is a
 //!   [`Severity::Info`](super::report::Severity::Info) note
-//!   ([`Issue::NotApplicable`](super::report::Issue::NotApplicable)): OpenAI and Gemini cache
+//!   ([`Issue::NotApplicable`]): OpenAI and Gemini cache
 //!   prompt prefixes by themselves.
 //!
 //! A request that no provider would take (a tool choice naming a tool the request does not

@@ -16,17 +16,18 @@ use super::request::{
     ToolChoice,
 };
 use super::{
-    calls_of, check_pairing, has_media, is_call, leading_system, media_of, merge_texts,
-    note_annotations, note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string,
-    note_signature, note_system_moved, out_of_place, output_blocks, output_text, parse_data_url,
-    placeholder, provider_extra, reasoning_provider, response_message, source, str_at, system_text,
-    usages, Converted, Provider, Reply, ResponseError, Source, ToolIds,
+    calls_of, check_pairing, has_media, is_call, leading_system, media_of, note_annotations,
+    note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string, note_signature,
+    note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, placeholder,
+    provider_extra, reasoning_provider, response_message, source, str_at, system_text, usages,
+    Converted, Provider, Reply, ResponseError, Source, ToolIds,
 };
 use crate::message::{
     ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
 };
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Converts a conversation to an Anthropic Messages request's `system` and `messages`.
 ///
@@ -58,9 +59,9 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
     let parts = conversation(messages, context_summary);
     let mut request = Map::new();
     if !parts.system.is_empty() {
-        request.insert("system".into(), Value::Array(parts.system));
+        request.insert("system".into(), to_value(&parts.system));
     }
-    request.insert("messages".into(), Value::Array(parts.turns));
+    request.insert("messages".into(), to_value(&parts.turns));
     Converted {
         request: Value::Object(request),
         report: parts.report,
@@ -68,21 +69,255 @@ pub fn to_anthropic(messages: &[Message], context_summary: Option<&str>) -> Conv
     }
 }
 
+/// A typed part of a body as a JSON value (serializing these types cannot fail).
+fn to_value<T: Serialize>(part: &T) -> Value {
+    serde_json::to_value(part).unwrap_or_default()
+}
+
+/// A turn: `{"role", "content"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AnthropicTurn<'a> {
+    /// `"user"` or `"assistant"`.
+    pub role: &'static str,
+    /// A string, or blocks.
+    pub content: AnthropicContent<'a>,
+}
+
+/// A turn's or a tool result's `content`: one string when it is all text (as AgentFlow sends
+/// it), else blocks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AnthropicContent<'a> {
+    /// A string.
+    Text(Cow<'a, str>),
+    /// Content blocks.
+    Blocks(Vec<AnthropicBlock<'a>>),
+}
+
+/// A content block, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AnthropicBlock<'a> {
+    /// `{"type": "text", "text"}`.
+    Text {
+        /// The text.
+        text: Cow<'a, str>,
+        /// A cache breakpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// `{"type": "image", "source"}`.
+    Image {
+        /// Where the image is.
+        source: AnthropicSource<'a>,
+        /// A cache breakpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// `{"type": "document", "source"}`.
+    Document {
+        /// Where the document is.
+        source: AnthropicSource<'a>,
+        /// A cache breakpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// `{"type": "tool_use", "id", "name", "input"}`.
+    ToolUse {
+        /// The call id (rewritten when Anthropic would refuse it).
+        id: Cow<'a, str>,
+        /// The tool.
+        name: &'a str,
+        /// The arguments, an object.
+        input: Value,
+        /// A cache breakpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// `{"type": "tool_result", "tool_use_id", "content", "is_error"?}`.
+    ToolResult {
+        /// The call it answers.
+        tool_use_id: Cow<'a, str>,
+        /// The result.
+        content: AnthropicContent<'a>,
+        /// `true` for a failed call (absent otherwise).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        /// A cache breakpoint.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    /// `{"type": "thinking", "thinking", "signature"}`.
+    Thinking {
+        /// The thinking text.
+        thinking: &'a str,
+        /// Anthropic's signature.
+        signature: &'a str,
+    },
+    /// `{"type": "redacted_thinking", "data"}`.
+    RedactedThinking {
+        /// The encrypted thinking.
+        data: &'a str,
+    },
+}
+
+/// A media source, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AnthropicSource<'a> {
+    /// `{"type": "base64", "media_type", "data"}`.
+    Base64 {
+        /// The MIME type.
+        media_type: Cow<'a, str>,
+        /// The bytes, base64.
+        data: Cow<'a, str>,
+    },
+    /// `{"type": "url", "url"}`.
+    Url {
+        /// The URL.
+        url: Cow<'a, str>,
+    },
+    /// `{"type": "file", "file_id"}`.
+    File {
+        /// An uploaded file's id.
+        file_id: Cow<'a, str>,
+    },
+}
+
+fn own(text: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(text.into_owned())
+}
+
+impl AnthropicSource<'_> {
+    fn into_owned(self) -> AnthropicSource<'static> {
+        match self {
+            AnthropicSource::Base64 { media_type, data } => AnthropicSource::Base64 {
+                media_type: own(media_type),
+                data: own(data),
+            },
+            AnthropicSource::Url { url } => AnthropicSource::Url { url: own(url) },
+            AnthropicSource::File { file_id } => AnthropicSource::File {
+                file_id: own(file_id),
+            },
+        }
+    }
+}
+
+impl<'a> AnthropicBlock<'a> {
+    /// A text block without cache breakpoint.
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        AnthropicBlock::Text {
+            text: text.into(),
+            cache_control: None,
+        }
+    }
+
+    /// The text of a plain text block (without cache breakpoint).
+    fn plain_text(&self) -> Option<&str> {
+        match self {
+            AnthropicBlock::Text {
+                text,
+                cache_control: None,
+            } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A block of a user turn, owning its text (the blocks of a tool's output, which are
+    /// read from its JSON, are media and text only).
+    fn into_owned(self) -> AnthropicBlock<'static> {
+        match self {
+            AnthropicBlock::Text {
+                text,
+                cache_control,
+            } => AnthropicBlock::Text {
+                text: own(text),
+                cache_control,
+            },
+            AnthropicBlock::Image {
+                source,
+                cache_control,
+            } => AnthropicBlock::Image {
+                source: source.into_owned(),
+                cache_control,
+            },
+            AnthropicBlock::Document {
+                source,
+                cache_control,
+            } => AnthropicBlock::Document {
+                source: source.into_owned(),
+                cache_control,
+            },
+            // Not in a user turn: sent as empty text (never met).
+            _ => AnthropicBlock::text(""),
+        }
+    }
+
+    /// Puts a cache breakpoint on the block, where Anthropic takes one (not on thinking).
+    fn set_cache(&mut self) {
+        match self {
+            AnthropicBlock::Text { cache_control, .. }
+            | AnthropicBlock::Image { cache_control, .. }
+            | AnthropicBlock::Document { cache_control, .. }
+            | AnthropicBlock::ToolUse { cache_control, .. }
+            | AnthropicBlock::ToolResult { cache_control, .. } => {
+                *cache_control = Some(CacheControl::EPHEMERAL);
+            }
+            AnthropicBlock::Thinking { .. } | AnthropicBlock::RedactedThinking { .. } => {}
+        }
+    }
+}
+
+/// Joins adjacent plain text blocks into one, as AgentFlow sends a message's text.
+fn merge_texts(blocks: &mut Vec<AnthropicBlock<'_>>) {
+    blocks.dedup_by(|next, prev| {
+        let (Some(next), Some(_)) = (next.plain_text(), prev.plain_text()) else {
+            return false;
+        };
+        let next = next.to_owned();
+        if let AnthropicBlock::Text { text, .. } = prev {
+            text.to_mut().push_str(&next);
+        }
+        true
+    });
+}
+
+/// One string when all blocks are plain text, else the blocks.
+fn text_or_blocks(blocks: Vec<AnthropicBlock<'_>>) -> AnthropicContent<'_> {
+    if blocks.iter().all(|b| b.plain_text().is_some()) {
+        let mut text = String::new();
+        for block in &blocks {
+            text.push_str(block.plain_text().unwrap_or_default());
+        }
+        AnthropicContent::Text(Cow::Owned(text))
+    } else {
+        AnthropicContent::Blocks(blocks)
+    }
+}
+
+/// A tool call id as sent: borrowed unless rewritten.
+fn sent_id<'a>(ids: &ToolIds, id: &'a str) -> Cow<'a, str> {
+    match ids.sent(id) {
+        sent if sent == id => Cow::Borrowed(id),
+        sent => Cow::Owned(sent.to_owned()),
+    }
+}
+
 /// A conversation in Anthropic's shape.
-struct Parts {
-    system: Vec<Value>,
-    turns: Vec<Value>,
+struct Parts<'a> {
+    system: Vec<AnthropicBlock<'a>>,
+    turns: Vec<AnthropicTurn<'a>>,
     /// The index of the first message of each turn.
     firsts: Vec<Option<usize>>,
     report: Report,
     ids: ToolIds,
 }
 
-fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
+fn conversation<'a>(messages: &'a [Message], context_summary: Option<&'a str>) -> Parts<'a> {
     let mut report = Report::default();
     check_pairing(messages, &mut report);
     let ids = ToolIds::anthropic(messages, &mut report);
-    let mut system: Vec<Value> = Vec::new();
+    let mut system: Vec<AnthropicBlock<'a>> = Vec::new();
     let mut turns = Turns::default();
     let leading = leading_system(messages);
     for (index, message) in messages.iter().enumerate() {
@@ -94,7 +329,7 @@ fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
                 note_system_moved(index, leading, &mut report);
                 let text = system_text(message, index, &mut report);
                 if !text.is_empty() {
-                    system.push(json!({"type": "text", "text": text}));
+                    system.push(AnthropicBlock::text(text));
                 }
             }
             Role::Tool => {
@@ -108,7 +343,7 @@ fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
                         ContentBlock::ToolResult(_) => {
                             let result =
                                 tool_result(message, index, block, None, &ids, &mut report);
-                            turns.results.push(result);
+                            turns.results.extend(result);
                         }
                         other => {
                             if let Some(part) = user_block(other, index, block, &mut report) {
@@ -124,7 +359,7 @@ fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
             Role::Assistant => {
                 turns.flush(&mut report);
                 let mut blocks = assistant(message, index, &ids, &mut report);
-                merge_texts(&mut blocks, 2);
+                merge_texts(&mut blocks);
                 turns.push(index, "assistant", blocks, &mut report);
             }
         }
@@ -134,22 +369,20 @@ fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
     }
     turns.flush(&mut report);
     let mut out = turns.out;
-    if out
-        .last()
-        .is_some_and(|(_, turn)| turn["role"] == "assistant")
-    {
-        let (index, mut turn) = out.pop().unwrap_or_default();
-        if out.is_empty() {
-            report.push(
-                index,
-                None,
-                Issue::TrailingAssistant,
-                Action::SentAsUserMessage,
-            );
-            turn["role"] = Value::from("user");
-            out.push((index, turn));
-        } else {
-            report.push(index, None, Issue::TrailingAssistant, Action::Dropped);
+    if out.last().is_some_and(|(_, turn)| turn.role == "assistant") {
+        if let Some((index, mut turn)) = out.pop() {
+            if out.is_empty() {
+                report.push(
+                    index,
+                    None,
+                    Issue::TrailingAssistant,
+                    Action::SentAsUserMessage,
+                );
+                turn.role = "user";
+                out.push((index, turn));
+            } else {
+                report.push(index, None, Issue::TrailingAssistant, Action::Dropped);
+            }
         }
     }
     note_empty_conversation(out.len(), &mut report);
@@ -164,29 +397,29 @@ fn conversation(messages: &[Message], context_summary: Option<&str>) -> Parts {
     }
 }
 
-fn summary(system: &mut Vec<Value>, context_summary: Option<&str>) {
+fn summary<'a>(system: &mut Vec<AnthropicBlock<'a>>, context_summary: Option<&'a str>) {
     if let Some(summary) = context_summary.filter(|s| !s.is_empty()) {
-        system.push(json!({"type": "text", "text": summary}));
+        system.push(AnthropicBlock::text(summary));
     }
 }
 
 /// The turns built so far, and the user turn being gathered: tool results first, then the
 /// rest.
 #[derive(Default)]
-struct Turns {
-    out: Vec<(Option<usize>, Value)>,
+struct Turns<'a> {
+    out: Vec<(Option<usize>, AnthropicTurn<'a>)>,
     /// The index of the first message of each turn of `out`.
     firsts: Vec<Option<usize>>,
     /// The first message of the user turn being gathered.
     first: Option<usize>,
-    results: Vec<Value>,
-    after: Vec<Value>,
+    results: Vec<AnthropicBlock<'a>>,
+    after: Vec<AnthropicBlock<'a>>,
     user_from: Option<usize>,
     /// Whether the user turn's content must be a list (a user message with media).
     list: bool,
 }
 
-impl Turns {
+impl<'a> Turns<'a> {
     fn flush(&mut self, report: &mut Report) {
         if self.results.is_empty() && self.after.is_empty() {
             self.first = None;
@@ -204,7 +437,13 @@ impl Turns {
         self.firsts.push(first);
     }
 
-    fn push(&mut self, index: usize, role: &str, blocks: Vec<Value>, report: &mut Report) {
+    fn push(
+        &mut self,
+        index: usize,
+        role: &'static str,
+        blocks: Vec<AnthropicBlock<'a>>,
+        report: &mut Report,
+    ) {
         if blocks.is_empty() {
             report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
         } else {
@@ -214,41 +453,57 @@ impl Turns {
     }
 
     /// A turn; text-only content is one string (unless `list`), as AgentFlow sends it.
-    fn push_blocks(&mut self, index: Option<usize>, role: &str, blocks: Vec<Value>, list: bool) {
-        let content = if !list && blocks.iter().all(|b| b["type"] == "text") {
-            let text: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
-            Value::from(text)
+    fn push_blocks(
+        &mut self,
+        index: Option<usize>,
+        role: &'static str,
+        blocks: Vec<AnthropicBlock<'a>>,
+        list: bool,
+    ) {
+        let content = if list {
+            AnthropicContent::Blocks(blocks)
         } else {
-            Value::Array(blocks)
+            text_or_blocks(blocks)
         };
-        self.out
-            .push((index, json!({"role": role, "content": content})));
+        self.out.push((index, AnthropicTurn { role, content }));
     }
 }
 
 /// A media source: `{"type": "base64" | "url" | "file", ...}`.
-fn media_source(media: Source<'_>, mime: Option<&str>, default_mime: &str) -> Option<Value> {
+fn media_source<'a>(
+    media: Source<'a>,
+    mime: Option<&'a str>,
+    default_mime: &'static str,
+) -> Option<AnthropicSource<'a>> {
     Some(match media {
         Source::Url(url) => match parse_data_url(url) {
-            Some((mime, data)) => json!({"type": "base64", "media_type": mime, "data": data}),
-            None => json!({"type": "url", "url": url}),
+            Some((mime, data)) => AnthropicSource::Base64 {
+                media_type: Cow::Borrowed(mime),
+                data: Cow::Borrowed(data),
+            },
+            None => AnthropicSource::Url {
+                url: Cow::Borrowed(url),
+            },
         },
-        Source::Data(data) => {
-            json!({"type": "base64", "media_type": mime.unwrap_or(default_mime), "data": data})
-        }
-        Source::FileId(id) => json!({"type": "file", "file_id": id}),
+        Source::Data(data) => AnthropicSource::Base64 {
+            media_type: Cow::Borrowed(mime.unwrap_or(default_mime)),
+            data: Cow::Borrowed(data),
+        },
+        Source::FileId(id) => AnthropicSource::File {
+            file_id: Cow::Borrowed(id),
+        },
         Source::Missing => return None,
     })
 }
 
 /// A block of a user turn (or of a tool result's content); `None`, with a note, when
 /// Anthropic has no block for it.
-fn user_block(
-    content: &ContentBlock,
+fn user_block<'a>(
+    content: &'a ContentBlock,
     index: usize,
     block: usize,
     report: &mut Report,
-) -> Option<Value> {
+) -> Option<AnthropicBlock<'a>> {
     let unsupported = |report: &mut Report, action: Action| {
         report.push(
             Some(index),
@@ -262,17 +517,25 @@ fn user_block(
     match content {
         ContentBlock::Text(t) => {
             note_annotations(t, index, block, report);
-            (!t.text.is_empty()).then(|| json!({"type": "text", "text": t.text}))
+            (!t.text.is_empty()).then(|| AnthropicBlock::text(t.text.as_str()))
         }
         ContentBlock::Image(_) | ContentBlock::Document(_) => {
             let media = media_of(content)?;
-            let default = if content.kind() == "image" {
+            let image = content.kind() == "image";
+            let default = if image {
                 "image/png"
             } else {
                 "application/pdf"
             };
             match media_source(source(media), media.mime_type.as_deref(), default) {
-                Some(source) => Some(json!({"type": content.kind(), "source": source})),
+                Some(source) if image => Some(AnthropicBlock::Image {
+                    source,
+                    cache_control: None,
+                }),
+                Some(source) => Some(AnthropicBlock::Document {
+                    source,
+                    cache_control: None,
+                }),
                 None => {
                     unsupported(report, Action::Dropped);
                     None
@@ -299,7 +562,7 @@ fn user_block(
             } else {
                 let text = placeholder(content.kind(), media);
                 unsupported(report, Action::ReplacedWithText(text.clone()));
-                Some(json!({"type": "text", "text": text}))
+                Some(AnthropicBlock::text(text))
             }
         }
         ContentBlock::Reasoning(r) => {
@@ -317,27 +580,28 @@ fn user_block(
 /// `extra` (the media of a tool message with one result), its content is the message's whole
 /// text (as AgentFlow sends it) and that media. An output of content blocks is sent as
 /// blocks (text, images and documents; other media as [`user_block`] sends them).
-fn tool_result(
-    message: &Message,
+fn tool_result<'a>(
+    message: &'a Message,
     index: usize,
     block: usize,
-    extra: Option<Vec<Value>>,
+    extra: Option<Vec<AnthropicBlock<'a>>>,
     ids: &ToolIds,
     report: &mut Report,
-) -> Value {
+) -> Option<AnthropicBlock<'a>> {
     let ContentBlock::ToolResult(result) = &message.content[block] else {
-        return Value::Null;
+        return None;
     };
     let content = match (output_blocks(&result.output), extra) {
         (Some(parts), extra) => {
-            let mut blocks: Vec<Value> = parts
+            let mut blocks: Vec<AnthropicBlock<'a>> = parts
                 .iter()
                 .filter_map(|part| user_block(part, index, block, report))
+                .map(AnthropicBlock::into_owned)
                 .collect();
             if let Some(media) = extra {
                 let beside = message.content.iter().filter_map(|b| match b {
                     ContentBlock::Text(t) if !t.text.is_empty() => {
-                        Some(json!({"type": "text", "text": t.text}))
+                        Some(AnthropicBlock::text(t.text.as_str()))
                     }
                     _ => None,
                 });
@@ -348,41 +612,33 @@ fn tool_result(
         }
         (None, Some(mut blocks)) => {
             let text = message.text();
-            if !text.is_empty() {
-                blocks.insert(0, json!({"type": "text", "text": text}));
-            }
-            if blocks.iter().all(|b| b["type"] == "text") {
-                Value::from(text)
+            if blocks.iter().all(|b| b.plain_text().is_some()) {
+                AnthropicContent::Text(Cow::Owned(text))
             } else {
-                Value::Array(blocks)
+                if !text.is_empty() {
+                    blocks.insert(0, AnthropicBlock::text(text));
+                }
+                AnthropicContent::Blocks(blocks)
             }
         }
-        (None, None) => Value::from(output_text(&result.output).into_owned()),
+        (None, None) => AnthropicContent::Text(output_text(&result.output)),
     };
-    let id = ids.sent(&result.call_id);
-    let mut out = json!({"type": "tool_result", "tool_use_id": id, "content": content});
-    if result.is_error {
-        out["is_error"] = Value::Bool(true);
-    }
-    out
-}
-
-/// A tool result's content: one string when all blocks are text, else the blocks.
-fn text_or_blocks(blocks: Vec<Value>) -> Value {
-    if blocks.iter().all(|b| b["type"] == "text") {
-        Value::from(
-            blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<String>(),
-        )
-    } else {
-        Value::Array(blocks)
-    }
+    Some(AnthropicBlock::ToolResult {
+        tool_use_id: sent_id(ids, &result.call_id),
+        content,
+        is_error: result.is_error,
+        cache_control: None,
+    })
 }
 
 /// A tool message: its results into the user turn being gathered.
-fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, report: &mut Report) {
+fn tool<'a>(
+    message: &'a Message,
+    index: usize,
+    turns: &mut Turns<'a>,
+    ids: &ToolIds,
+    report: &mut Report,
+) {
     let results: Vec<usize> = message
         .content
         .iter()
@@ -405,7 +661,7 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, repor
             ContentBlock::Text(t) if results.len() <= 1 => {
                 note_annotations(t, index, block, report);
                 if results.is_empty() && !t.text.is_empty() {
-                    turns.after.push(json!({"type": "text", "text": t.text}));
+                    turns.after.push(AnthropicBlock::text(t.text.as_str()));
                 }
             }
             ContentBlock::Text(t) => {
@@ -416,7 +672,7 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, repor
                     Action::MovedToUserMessage,
                 );
                 if !t.text.is_empty() {
-                    turns.after.push(json!({"type": "text", "text": t.text}));
+                    turns.after.push(AnthropicBlock::text(t.text.as_str()));
                 }
             }
             ContentBlock::Image(_) | ContentBlock::Document(_) if results.len() == 1 => {
@@ -440,12 +696,12 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, repor
         [] => {}
         [only] => {
             let result = tool_result(message, index, *only, Some(media), ids, report);
-            turns.results.push(result);
+            turns.results.extend(result);
         }
         several => {
             for &block in several {
                 let result = tool_result(message, index, block, None, ids, report);
-                turns.results.push(result);
+                turns.results.extend(result);
             }
         }
     }
@@ -455,7 +711,12 @@ fn tool(message: &Message, index: usize, turns: &mut Turns, ids: &ToolIds, repor
 }
 
 /// An assistant turn's blocks: thinking made by Anthropic, text, then `tool_use` blocks.
-fn assistant(message: &Message, index: usize, ids: &ToolIds, report: &mut Report) -> Vec<Value> {
+fn assistant<'a>(
+    message: &'a Message,
+    index: usize,
+    ids: &ToolIds,
+    report: &mut Report,
+) -> Vec<AnthropicBlock<'a>> {
     note_reasoning_string(message, index, report);
     let mut blocks = Vec::with_capacity(message.content.len());
     for (block, content) in message.content.iter().enumerate() {
@@ -463,7 +724,7 @@ fn assistant(message: &Message, index: usize, ids: &ToolIds, report: &mut Report
             ContentBlock::Text(t) => {
                 note_annotations(t, index, block, report);
                 if !t.text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": t.text}));
+                    blocks.push(AnthropicBlock::text(t.text.as_str()));
                 }
             }
             ContentBlock::Reasoning(r) => match thinking(r) {
@@ -472,13 +733,13 @@ fn assistant(message: &Message, index: usize, ids: &ToolIds, report: &mut Report
             },
             ContentBlock::ToolResult(result) => {
                 let text = out_of_place(result, index, block, report);
-                blocks.push(json!({"type": "text", "text": text}));
+                blocks.push(AnthropicBlock::text(text));
             }
             c if is_call(c) => {}
             other => match super::refusal_of(other) {
                 Some(refusal) => {
                     super::note_refusal(index, block, report);
-                    blocks.push(json!({"type": "text", "text": refusal}));
+                    blocks.push(AnthropicBlock::text(refusal));
                 }
                 None => note_dropped(other.kind(), index, block, report),
             },
@@ -487,14 +748,18 @@ fn assistant(message: &Message, index: usize, ids: &ToolIds, report: &mut Report
     for call in calls_of(message) {
         note_signature(&call, index, report);
         let input = call.object(index, report);
-        let id = ids.sent(call.id);
-        blocks.push(json!({"type": "tool_use", "id": id, "name": call.name, "input": input}));
+        blocks.push(AnthropicBlock::ToolUse {
+            id: sent_id(ids, call.id),
+            name: call.name,
+            input,
+            cache_control: None,
+        });
     }
     blocks
 }
 
 /// A `thinking` or `redacted_thinking` block, for reasoning Anthropic made and signed.
-fn thinking(reasoning: &ReasoningBlock) -> Option<Value> {
+fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
     if reasoning_provider(reasoning) != Some(Provider::Anthropic.as_str()) {
         return None;
     }
@@ -506,9 +771,12 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<Value> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     Some(if redacted {
-        json!({"type": "redacted_thinking", "data": signature})
+        AnthropicBlock::RedactedThinking { data: signature }
     } else {
-        json!({"type": "thinking", "thinking": reasoning.summary, "signature": signature})
+        AnthropicBlock::Thinking {
+            thinking: &reasoning.summary,
+            signature,
+        }
     })
 }
 
@@ -645,14 +913,14 @@ pub fn from_anthropic(
 
 /// A whole Anthropic Messages request body, from [`ModelRequest::to_anthropic`]: in the API
 /// reference's order (`max_tokens`, `messages`, `model`, then the optional parameters
-/// alphabetically), each optional one written only when set. The turns and system blocks are
-/// JSON values (their keys in alphabetical order).
+/// alphabetically), each optional one written only when set, and every block with its `type`
+/// first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AnthropicBody<'a> {
     /// `max_tokens` (required: Anthropic has no default).
     pub max_tokens: u32,
     /// The conversation's turns.
-    pub messages: Vec<Value>,
+    pub messages: Vec<AnthropicTurn<'a>>,
     /// The model.
     pub model: &'a str,
     /// `output_config`: the effort and the structured output's format.
@@ -663,7 +931,7 @@ pub struct AnthropicBody<'a> {
     pub stop_sequences: Option<&'a [String]>,
     /// The system prompt's text blocks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub system: Vec<Value>,
+    pub system: Vec<AnthropicBlock<'a>>,
     /// `thinking`: `{"type": "enabled", "budget_tokens"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<AnthropicThinking>,
@@ -834,10 +1102,9 @@ impl ModelRequest {
         let conversation = conversation.into();
         let mut parts = self::conversation(conversation.messages, conversation.summary);
         let cache = self.cache();
-        let mark = json!({"type": "ephemeral"});
         if cache.system {
             match parts.system.last_mut() {
-                Some(block) => block["cache_control"] = mark.clone(),
+                Some(block) => block.set_cache(),
                 None => parts.report.push(
                     None,
                     None,
@@ -855,7 +1122,7 @@ impl ModelRequest {
                 CacheAt::Message(i) => parts.firsts.iter().rposition(|f| f.is_some_and(|f| f <= i)),
             };
             if let Some(turn) = turn {
-                mark_turn(&mut parts.turns[turn], &mark);
+                mark_turn(&mut parts.turns[turn]);
             }
         }
         let tools_len = self.tools().len();
@@ -928,12 +1195,14 @@ impl ModelRequest {
 }
 
 /// Puts a cache breakpoint on a turn's last block (a string content becomes one text block).
-fn mark_turn(turn: &mut Value, mark: &Value) {
-    let content = &mut turn["content"];
-    if let Value::String(text) = content {
-        *content = json!([{"type": "text", "text": std::mem::take(text)}]);
+fn mark_turn(turn: &mut AnthropicTurn<'_>) {
+    if let AnthropicContent::Text(text) = &mut turn.content {
+        let text = std::mem::take(text);
+        turn.content = AnthropicContent::Blocks(vec![AnthropicBlock::text(text)]);
     }
-    if let Some(last) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
-        last["cache_control"] = mark.clone();
+    if let AnthropicContent::Blocks(blocks) = &mut turn.content {
+        if let Some(last) = blocks.last_mut() {
+            last.set_cache();
+        }
     }
 }

@@ -859,27 +859,6 @@ fn has_media(message: &Message) -> bool {
     message.content.iter().any(|b| media_of(b).is_some())
 }
 
-/// Joins adjacent plain text parts (objects of `keys` keys, one a string `"text"`: Anthropic's
-/// `{"type": "text", "text"}`, Gemini's `{"text"}`) into one, as AgentFlow sends a message's
-/// text.
-fn merge_texts(parts: &mut Vec<Value>, keys: usize) {
-    let plain = |v: &Value| {
-        v.as_object().is_some_and(|o| o.len() == keys)
-            && v.get("text").is_some_and(Value::is_string)
-            && (keys == 1 || v.get("type").and_then(Value::as_str) == Some("text"))
-    };
-    parts.dedup_by(|next, prev| {
-        if !(plain(prev) && plain(next)) {
-            return false;
-        }
-        let next = next["text"].as_str().unwrap_or_default().to_owned();
-        if let Some(Value::String(text)) = prev.get_mut("text") {
-            text.push_str(&next);
-        }
-        true
-    });
-}
-
 /// Token usage from the counts a provider reports.
 fn usages(
     prompt: i64,

@@ -164,7 +164,8 @@
 //! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
-//! it). `cargo run --example providers` prints the four bodies of one conversation.
+//! it); with the feature `async-openai`, [`ChatBody`](openai_chat::ChatBody) and
+//! [`ResponsesBody`](openai_responses::ResponsesBody) convert into them (`TryFrom`). `cargo run --example providers` prints the four bodies of one conversation.
 
 pub mod anthropic;
 pub mod gemini;

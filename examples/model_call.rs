@@ -171,7 +171,12 @@ fn model(endpoint: Endpoint) -> Result<impl agentstate_graph::Node<AgentState>, 
                     .into_iter()
                     .map(|m| m.into_owned())
                     .collect();
-                serde_json::to_value(request.to_openai_chat(&messages)?.request)?
+                let converted = request.to_openai_chat(&messages)?;
+                if !converted.report.is_empty() {
+                    // What the provider could not take of the conversation (a video...).
+                    eprintln!("[model call {}] {}", cx.step(), converted.report);
+                }
+                serde_json::to_value(converted.request)?
             };
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});

@@ -283,12 +283,14 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     }
 
     /// The index of the node named `name`.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
         self.inner.nodes.iter().position(|n| &*n.name == name)
     }
 
     /// Checks that a step's updates compose as parallel writes (the error names the field and
     /// both nodes), without merging them.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn check_parallel(
         &self,
         active: &[usize],

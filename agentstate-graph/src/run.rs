@@ -298,12 +298,14 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     }
 
     /// The next step's nodes (the current step's, between `begin` and `advance`).
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn active(&self) -> &[usize] {
         &self.active
     }
 
     /// Puts the run after step `step`, its next step's nodes `active` (with the inputs of
     /// their `Send` tasks): where a stored run stands.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn resume_at(&mut self, step: u64, active: Vec<usize>, inputs: Vec<Option<Arc<S>>>) {
         self.step = step;
         self.active = active;
@@ -311,6 +313,7 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     }
 
     /// The graph the run runs.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn graph(&self) -> &Graph<S, K> {
         &self.graph
     }

@@ -215,10 +215,17 @@ pub struct Interrupt {
     pub id: String,
     /// The node that asked.
     pub node: String,
+    /// The node of the run's step it was asked in (the asking node itself, or the subgraph,
+    /// fan-out or parallel-branches node it runs inside).
+    pub step_node: String,
     /// The step it was asked in.
     pub step: u64,
     /// What it asked.
     pub payload: Value,
+    /// Where inside the step's node it was asked: `fan_out_index` (the fan-out instance) and
+    /// `branch_name` (the parallel branch), when it was asked inside one (the innermost).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
 }
 
 /// Answers to interrupts, by id, for [`DurableGraph::resume_with`].
@@ -489,7 +496,9 @@ where
 
     /// Resumes a suspended run with `answers` (some or all of its interrupts, by id): the
     /// answers are committed, then the step runs again; a node whose question is still
-    /// unanswered suspends the run again.
+    /// unanswered suspends the run again. An answer already given is refused
+    /// (`interrupt_answered`), unless every question of the step was answered and the step
+    /// then failed (on an answer that does not fit the state, say: give a better one).
     pub async fn resume_with(
         &self,
         thread: &str,
@@ -524,9 +533,17 @@ where
                     reason: "its run is not suspended: there is nothing to answer".to_owned(),
                 });
             };
+            // Once every question was answered and the step still did not commit (its run
+            // failed on an answer, or was cut short), the answers may be given again: the
+            // newest are used.
+            let retry = position.failed_last
+                && suspended
+                    .interrupts
+                    .iter()
+                    .all(|i| position.answers.contains_key(&i.id));
             let mut given = Map::new();
             for (id, value) in answers.0 {
-                if position.answers.contains_key(&id) || given.contains_key(&id) {
+                if (position.answers.contains_key(&id) && !retry) || given.contains_key(&id) {
                     return Err(DurableError::AlreadyAnswered {
                         thread: thread.to_owned(),
                         id,
@@ -857,7 +874,8 @@ where
                 .take()
                 .expect("the handle comes back after the step");
             // Interrupts end the step suspended; the finished nodes' outputs are kept.
-            let (results, interrupts) = split_interrupts(results, run.step);
+            let step_nodes = run.graph().names(run.active());
+            let (results, interrupts) = split_interrupts(results, run.step, &step_nodes);
             if !interrupts.is_empty() {
                 let mut kept = Map::new();
                 if results.len() > 1 {
@@ -978,7 +996,33 @@ where
         if let Err(error) = handle.flush().await {
             return error.into();
         }
-        DurableError::Run(run.fail(kind, Arc::new(handle.into_state())))
+        // The failure is journaled (with the state's `ExecutionState` marked failed, if it has
+        // one): a resume runs the step again, and answers it failed on may be given anew.
+        let error = run.fail(kind, Arc::new(handle.state().clone()));
+        let meta = run_meta(
+            &run.run_id,
+            None,
+            json!({"entry": "failed", "step": run.step, "category": error.category(), "error": error.to_string()}),
+        );
+        let message = error.to_string();
+        let execution = execution_update(handle.state(), handle.id(), |e| {
+            e.insert("status".into(), json!("error"));
+            let mut internal = e
+                .get("internal_data")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            internal.insert("error".into(), Value::String(message));
+            e.insert("internal_data".into(), Value::Object(internal));
+        });
+        let written = match execution {
+            Some(execution) => handle.merge(execution, meta).await,
+            None => handle.merge((), meta).await,
+        };
+        if let Err(error) = written {
+            return error.into();
+        }
+        DurableError::Run(error)
     }
 
     /// Reads where the thread's run stands from the newest entries of its journal.
@@ -1052,6 +1096,8 @@ where
                         }
                     }
                     Some("suspend") => suspensions.push((entry.seq, meta.clone())),
+                    // A failure newer than every answer: the answers may be given anew.
+                    Some("failed") if position.answers.is_empty() => position.failed_last = true,
                     _ => {}
                 }
                 if position.run_id.is_none() {
@@ -1126,16 +1172,30 @@ async fn with_heartbeat<T, B: Backend>(
 fn split_interrupts<U>(
     results: Results<U>,
     step: u64,
+    nodes: &[String],
 ) -> (Vec<Option<crate::run::NodeResult<U>>>, Vec<Interrupt>) {
     let mut interrupts = Vec::new();
-    let mut take = |result: crate::run::NodeResult<U>| match result {
+    let mut take = |(index, result): (usize, crate::run::NodeResult<U>)| match result {
         Err(error) => match error.downcast::<Interrupted>() {
             Ok(asked) => {
+                let mut metadata = Map::new();
+                for segment in asked.task.split('/') {
+                    if let Some(n) = segment
+                        .strip_prefix('i')
+                        .and_then(|n| n.parse::<u64>().ok())
+                    {
+                        metadata.insert("fan_out_index".into(), json!(n));
+                    } else if let Some(name) = segment.strip_prefix("b:") {
+                        metadata.insert("branch_name".into(), json!(name));
+                    }
+                }
                 interrupts.push(Interrupt {
                     id: asked.id,
                     node: asked.node,
+                    step_node: nodes.get(index).cloned().unwrap_or_default(),
                     step,
                     payload: asked.payload,
+                    metadata,
                 });
                 None
             }
@@ -1144,8 +1204,8 @@ fn split_interrupts<U>(
         ok => Some(ok),
     };
     let results = match results {
-        Results::One(r) => vec![take(r)],
-        Results::Many(rs) => rs.into_iter().map(take).collect(),
+        Results::One(r) => vec![take((0, r))],
+        Results::Many(rs) => rs.into_iter().enumerate().map(take).collect(),
     };
     (results, interrupts)
 }
@@ -1219,6 +1279,8 @@ fn step_meta<S: DurableState, K: NodeKey>(
 struct Position {
     /// Whether a run was ever started on the thread (its journal holds an input or a step).
     started: bool,
+    /// Whether the step in flight failed after its last answers were given.
+    failed_last: bool,
     /// The entry of the last committed step.
     seq: u64,
     step: u64,

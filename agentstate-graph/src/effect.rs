@@ -77,6 +77,10 @@ pub struct Interrupted {
     pub id: String,
     /// The node that asked.
     pub node: String,
+    /// Where it asked: the task's place in the run (`"{step}.{task}"`, then for each nested
+    /// run its segment: `i{n}` for fan-out instance n, `b:{name}` for a parallel branch,
+    /// `sub` for a subgraph, and the nested step's `"{step}.{task}"`).
+    pub task: String,
     /// What the node asked, for the person who answers.
     pub payload: Value,
 }
@@ -92,6 +96,30 @@ impl std::fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// A question asked where a run cannot be suspended: inside a fan-out instance or a parallel
+/// branch whose errors are collected ([`ErrorPolicy::Collect`](crate::parallel::ErrorPolicy)),
+/// where the other instances' results would be merged without the asking one's
+/// (OpenArmature's `suspension_in_unsupported_context`). The node fails with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnsupportedSuspension {
+    /// The fan-out or parallel-branches node.
+    pub node: String,
+    /// The question that was asked.
+    pub interrupt: Interrupted,
+}
+
+impl std::fmt::Display for UnsupportedSuspension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node `{}` collects its instances' errors, so the question `{}` asked inside it cannot suspend the run; use the fail-fast error policy to ask questions there",
+            self.node, self.interrupt.id
+        )
+    }
+}
+
+impl std::error::Error for UnsupportedSuspension {}
 
 /// Why [`Context::effect`](crate::Context::effect) failed.
 #[derive(Debug, thiserror::Error)]

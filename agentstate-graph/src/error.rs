@@ -271,9 +271,15 @@ impl<S> RunError<S> {
     }
 
     /// The OpenArmature category: `node_exception`, `edge_exception`, `reducer_error`,
-    /// `routing_error`, `state_validation_error`, or `recursion_limit`.
+    /// `routing_error`, `state_validation_error`, `recursion_limit`, or
+    /// `suspension_in_unsupported_context` (a question asked where the run cannot suspend).
     pub fn category(&self) -> &'static str {
         match &self.0.kind {
+            RunErrorKind::Node { error, .. }
+                if error.is::<crate::effect::UnsupportedSuspension>() =>
+            {
+                "suspension_in_unsupported_context"
+            }
             RunErrorKind::Node { .. } => "node_exception",
             RunErrorKind::Edge { .. } => "edge_exception",
             RunErrorKind::Merge { error, .. } => error.category(),

@@ -25,6 +25,19 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::fmt;
 use std::sync::Arc;
 
+/// A question from an instance or a branch: passed up as it is (the run suspends), or, when
+/// the node collects errors, an [`UnsupportedSuspension`](crate::effect::UnsupportedSuspension).
+fn unsupported(cx: &Context, error: BoxError, collects: bool) -> BoxError {
+    match error.downcast::<crate::effect::Interrupted>() {
+        Ok(interrupt) if collects => Box::new(crate::effect::UnsupportedSuspension {
+            node: cx.node().to_owned(),
+            interrupt: *interrupt,
+        }),
+        Ok(interrupt) => interrupt,
+        Err(error) => error,
+    }
+}
+
 /// What a fan-out or a parallel-branches node does when a branch fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ErrorPolicy {
@@ -310,8 +323,15 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
             running.extend(pending.by_ref().take(limit).map(start));
             while let Some((index, result)) = running.next().await {
                 let result = match result {
-                    // An instance's question suspends the durable run (whatever the policy).
-                    Err(error) if error.is_interrupt() => return Err(error.into_node_error()),
+                    // An instance's question suspends the durable run, unless the others'
+                    // results would be merged without it (collect).
+                    Err(error) if error.is_interrupt() => {
+                        return Err(unsupported(
+                            &cx,
+                            error.into_node_error(),
+                            on_errors.is_some(),
+                        ))
+                    }
                     // Returning drops `running`, which cancels the other instances.
                     Err(error) if on_errors.is_none() => {
                         return Err(Box::new(FanOutError::InstanceFailed {
@@ -432,9 +452,9 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             .iter()
             .enumerate()
             .filter(|(_, (_, _, when))| when.as_ref().is_none_or(|when| when(&state)))
-            .map(|(index, (_, node, _))| {
-                // Each branch's effects and questions are its own (`b{index}`).
-                let future = node.call(Arc::clone(&state), cx.nested(&format!("b{index}")));
+            .map(|(index, (name, node, _))| {
+                // Each branch's effects and questions are its own (`b:{name}`).
+                let future = node.call(Arc::clone(&state), cx.nested(&format!("b:{name}")));
                 async move { (index, future.await) }
             })
             .collect();
@@ -450,9 +470,10 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
                 std::iter::repeat_with(|| None).take(names.len()).collect();
             while let Some((index, result)) = running.next().await {
                 match (result, &on_errors) {
-                    // A branch's question suspends the durable run (whatever the policy).
-                    (Err(error), _) if error.is::<crate::effect::Interrupted>() => {
-                        return Err(error)
+                    // A branch's question suspends the durable run, unless the others'
+                    // results would be merged without it (collect).
+                    (Err(error), policy) if error.is::<crate::effect::Interrupted>() => {
+                        return Err(unsupported(&cx, error, policy.is_some()))
                     }
                     (Err(error), None) => {
                         return Err(Box::new(FanOutError::BranchFailed {

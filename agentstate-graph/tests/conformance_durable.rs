@@ -1259,7 +1259,13 @@ async fn invocations_case(setup: &Setup, case: &Value) -> Checked {
                         .as_object_mut()
                         .and_then(|d| d.remove("metadata_includes"))
                     {
-                        let metadata = first.payload.get("metadata").cloned().unwrap_or(json!({}));
+                        // The descriptor's own metadata, with where it was asked (the fan-out
+                        // instance, the parallel branch) from the interrupt's metadata.
+                        let mut metadata =
+                            first.payload.get("metadata").cloned().unwrap_or(json!({}));
+                        if let Some(object) = metadata.as_object_mut() {
+                            object.extend(first.metadata.clone());
+                        }
                         check_fields(
                             &format!("{name}: descriptor metadata"),
                             &metadata,
@@ -1287,7 +1293,8 @@ async fn invocations_case(setup: &Setup, case: &Value) -> Checked {
                         _ => Vec::new(),
                     };
                     let inner = !top_level(&setup.def).contains(&first.node);
-                    let named = json!(first.node) == *node
+                    let named = json!(first.step_node) == *node
+                        || json!(first.node) == *node
                         || (inner && outer.iter().any(|n| json!(n) == *node));
                     if !named {
                         return Err(format!(

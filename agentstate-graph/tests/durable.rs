@@ -369,8 +369,10 @@ async fn one_interrupt<B: Backend>(store: Store<B>, t: String) {
         [Interrupt {
             id: "ask:1.0:0".into(),
             node: "ask".into(),
+            step_node: "ask".into(),
             step: 1,
             payload: json!({"question": "ok?"}),
+            metadata: Default::default(),
         }]
     );
     assert_eq!(
@@ -435,14 +437,18 @@ fn parallel_interrupts() -> Vec<Interrupt> {
         Interrupt {
             id: "p:2.0:0".into(),
             node: "p".into(),
+            step_node: "p".into(),
             step: 2,
             payload: json!("p?"),
+            metadata: Default::default(),
         },
         Interrupt {
             id: "q:2.1:0".into(),
             node: "q".into(),
+            step_node: "q".into(),
             step: 2,
             payload: json!("q?"),
+            metadata: Default::default(),
         },
     ]
 }
@@ -1521,8 +1527,10 @@ async fn send_tasks_interrupt_and_resume<B: Backend>(store: Store<B>, t: String)
         [Interrupt {
             id: "work:2.1:0".into(),
             node: "work".into(),
+            step_node: "work".into(),
             step: 2,
             payload: json!({"subject": "y"}),
+            metadata: Default::default(),
         }]
     );
     assert_eq!(calls.of("work"), 3);

@@ -194,12 +194,12 @@ fn bench_steps<B: Backend>(
     durable: &DurableGraph<AgentState, &'static str, B>,
     thread: &str,
 ) {
-    bencher
-        .counter(ItemsCount::new(STEPS))
-        .bench_local(|| match rt.block_on(durable.run(thread, ())) {
+    bencher.counter(ItemsCount::new(STEPS)).bench_local(|| {
+        match rt.block_on(durable.run(thread, ())) {
             Ok(Outcome::Finished { version, .. }) => version,
             other => panic!("the run finishes: {other:?}"),
-        });
+        }
+    });
 }
 
 #[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 30, sample_size = 1)]
@@ -242,10 +242,7 @@ fn sqlite_durability(bencher: Bencher, mode: &str) {
         "async" => Durability::Async,
         _ => Durability::Exit,
     };
-    let durable = graph
-        .durable(&store)
-        .worker("bench")
-        .durability(durability);
+    let durable = graph.durable(&store).worker("bench").durability(durability);
     bench_steps(bencher, &rt, &durable, "chat");
     stamps.report(&format!("sqlite_durability({mode})"));
     drop(durable);
@@ -366,7 +363,7 @@ fn sqlite_resume_10k_steps(bencher: Bencher) {
             // A run that fails in its step: the thread stands after its input, `work` next.
             fail.store(true, Ordering::Relaxed);
             let failed = rt.block_on(durable.run("long", ()));
-            assert_eq!(failed.err().map(|e| e.category()), Some("node_failed"));
+            assert_eq!(failed.err().map(|e| e.category()), Some("node_exception"));
             fail.store(false, Ordering::Relaxed);
         })
         .bench_local_values(|()| match rt.block_on(durable.resume("long")) {
@@ -517,28 +514,30 @@ mod postgres {
         let workers: Vec<_> = (0..8)
             .map(|w| graph.durable(&store).worker(format!("worker-{w}")))
             .collect();
-        bencher.counter(ItemsCount::new(1_000usize)).bench_local(|| {
-            rt.block_on(async {
-                let tasks: Vec<_> = workers
-                    .iter()
-                    .enumerate()
-                    .map(|(w, durable)| {
-                        let durable = durable.clone();
-                        tokio::spawn(async move {
-                            for t in (w..100).step_by(8) {
-                                match durable.run(&format!("t{t}"), ()).await {
-                                    Ok(Outcome::Finished { .. }) => {}
-                                    other => panic!("the run finishes: {other:?}"),
+        bencher
+            .counter(ItemsCount::new(1_000usize))
+            .bench_local(|| {
+                rt.block_on(async {
+                    let tasks: Vec<_> = workers
+                        .iter()
+                        .enumerate()
+                        .map(|(w, durable)| {
+                            let durable = durable.clone();
+                            tokio::spawn(async move {
+                                for t in (w..100).step_by(8) {
+                                    match durable.run(&format!("t{t}"), ()).await {
+                                        Ok(Outcome::Finished { .. }) => {}
+                                        other => panic!("the run finishes: {other:?}"),
+                                    }
                                 }
-                            }
+                            })
                         })
-                    })
-                    .collect();
-                for task in tasks {
-                    task.await.unwrap();
-                }
-            })
-        });
+                        .collect();
+                    for task in tasks {
+                        task.await.unwrap();
+                    }
+                })
+            });
         drop(workers);
         drop(store);
         drop_schema(&rt, &url, "throughput");

@@ -472,14 +472,20 @@ mod postgres {
         drop_schema(&rt, &url, "steps");
     }
 
-    /// The store's own append on the same server, for the runner's share.
-    #[divan::bench(sample_count = 300, sample_size = 1)]
-    fn postgres_store_append(bencher: Bencher) {
+    /// The store's own append on the same server, for the runner's share; `leased`: while the
+    /// thread's lease is held (as in a durable run).
+    #[divan::bench(args = ["free", "leased"], sample_count = 300, sample_size = 1)]
+    fn postgres_store_append(bencher: Bencher, lease: &str) {
         let rt = runtime();
-        let Some((store, url)) = store(&rt, "append") else {
+        let name = format!("append_{lease}");
+        let Some((store, url)) = store(&rt, &name) else {
             return;
         };
         let mut thread = rt.block_on(chat(&store, "chat", 1_000, false));
+        let _lease = (lease == "leased").then(|| {
+            rt.block_on(store.lease("chat", "bench", Duration::from_secs(60)))
+                .unwrap()
+        });
         let mut i = 1_000;
         bencher.bench_local(|| {
             i += 1;
@@ -487,7 +493,7 @@ mod postgres {
         });
         drop(thread);
         drop(store);
-        drop_schema(&rt, &url, "append");
+        drop_schema(&rt, &url, &name);
     }
 
     /// 100 threads, 8 workers; worker `w` runs threads `w`, `w + 8`, ... one run of 10 steps

@@ -95,3 +95,74 @@ fn responses_requests_are_async_openai_requests() {
         assert_eq!(back, body);
     }
 }
+
+/// Typed requests with every parameter OpenAI takes: their bodies convert into async-openai's
+/// request types (feature `async-openai`, `TryFrom`), which serialize back to the same JSON.
+#[cfg(feature = "async-openai")]
+#[test]
+fn typed_bodies_convert_into_async_openai_requests() {
+    use agentstate::providers::request::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
+
+    let tools = [
+        Tool::new(
+            "get_weather",
+            "The weather.",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        ),
+        Tool::new("now", "", json!({"type": "object"})).strict(true),
+    ];
+    let output = OutputSchema {
+        description: Some("The answer.".into()),
+        ..OutputSchema::new("answer", json!({"type": "object"}))
+    };
+    let choices = [
+        ToolChoice::Auto,
+        ToolChoice::None,
+        ToolChoice::Required,
+        ToolChoice::Tool("now".into()),
+    ];
+    for (i, choice) in choices.into_iter().enumerate() {
+        let chat = ModelRequest::builder("gpt-4o")
+            .tools(tools.clone())
+            .tool_choice(choice.clone())
+            .output_schema(output.clone())
+            .temperature(0.5)
+            .top_p(0.5)
+            .stop("END")
+            .seed(3)
+            .frequency_penalty(0.5)
+            .presence_penalty(0.5)
+            .max_output_tokens(100)
+            .reasoning_effort([Effort::Low, Effort::High, Effort::Minimal, Effort::Off][i])
+            .build()
+            .unwrap();
+        let responses = ModelRequest::builder("o4-mini")
+            .tools(tools.clone())
+            .tool_choice(choice)
+            .output_schema(output.clone())
+            .temperature(0.5)
+            .max_output_tokens(100)
+            .reasoning_effort(Effort::Medium)
+            .build()
+            .unwrap();
+        for messages in conversations() {
+            let body = chat.to_openai_chat(&messages).unwrap().request;
+            let typed = CreateChatCompletionRequest::try_from(&body)
+                .unwrap_or_else(|e| panic!("{e}: {}", serde_json::to_string(&body).unwrap()));
+            assert_eq!(
+                serde_json::to_value(&typed).unwrap(),
+                serde_json::to_value(&body).unwrap()
+            );
+            let body = responses.to_openai_responses(&messages).unwrap().request;
+            let typed = CreateResponse::try_from(&body)
+                .unwrap_or_else(|e| panic!("{e}: {}", serde_json::to_string(&body).unwrap()));
+            let mut back = serde_json::to_value(&typed).unwrap();
+            for item in back["input"].as_array_mut().unwrap() {
+                if item.get("role").is_some() && item["type"] == "message" {
+                    item.as_object_mut().unwrap().remove("type");
+                }
+            }
+            assert_eq!(back, serde_json::to_value(&body).unwrap());
+        }
+    }
+}

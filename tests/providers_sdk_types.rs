@@ -6,7 +6,10 @@
 //!
 //! The bodies: every conversation of the differential fixture and 500 random conversations
 //! (every block kind, media by URL, bytes and file id, tool results whose output is content
-//! blocks, ids other providers make), each converted for the four providers; and a few
+//! blocks, ids other providers make), each converted for the four providers; the whole bodies
+//! of typed requests (`ModelRequest`: tools, every tool choice, structured output, sampling,
+//! maximum tokens, reasoning effort and thinking budget, cache breakpoints) with the fixture's
+//! conversations and 50 random ones, for each provider that takes the request; and a few
 //! deliberately broken bodies, which the validator must reject (so that a validator that
 //! accepts everything cannot pass).
 //!
@@ -17,6 +20,9 @@
 use agentstate::message::{
     AudioBlock, ContentBlock, DataBlock, DocumentBlock, ErrorBlock, MediaRef, Message,
     ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock, VideoBlock,
+};
+use agentstate::providers::request::{
+    CacheAt, Effort, ModelRequest, OutputSchema, Sampling, Tool, ToolChoice,
 };
 use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
 use serde_json::{json, Map, Value};
@@ -151,6 +157,166 @@ fn bodies(messages: &[Message]) -> [(&'static str, Value); 4] {
     ]
 }
 
+/// Typed requests that together set every parameter each provider takes.
+fn requests() -> Vec<ModelRequest> {
+    let tools = || {
+        vec![
+            Tool::new(
+                "get_weather",
+                "The weather in a city.",
+                json!({"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"], "additionalProperties": false}),
+            ),
+            Tool::new("now", "", json!({"type": "object", "properties": {}})),
+        ]
+    };
+    let strict = || Tool::new("strict_one", "Strict.", json!({"type": "object"})).strict(true);
+    let output = OutputSchema {
+        description: Some("The answer.".into()),
+        ..OutputSchema::new(
+            "answer",
+            json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}),
+        )
+    };
+    let all_sampling = Sampling {
+        temperature: Some(0.3),
+        top_p: Some(0.9),
+        top_k: Some(40),
+        stop: vec!["END".into(), "STOP".into()],
+        seed: Some(7),
+        frequency_penalty: Some(0.1),
+        presence_penalty: Some(-0.1),
+    };
+    let mut requests: Vec<ModelRequest> = [
+        ToolChoice::Auto,
+        ToolChoice::None,
+        ToolChoice::Required,
+        ToolChoice::Tool("now".into()),
+    ]
+    .into_iter()
+    .map(|choice| {
+        ModelRequest::builder("model-1")
+            .tools(tools())
+            .tool_choice(choice)
+            .max_output_tokens(1024)
+            .build()
+            .unwrap()
+    })
+    .collect();
+    // OpenAI Chat: every parameter it has.
+    requests.push(
+        ModelRequest::builder("gpt-4o")
+            .tools(tools())
+            .tool(strict())
+            .tool_choice(ToolChoice::Tool("get_weather".into()))
+            .output_schema(output.clone())
+            .sampling(Sampling {
+                top_k: None,
+                ..all_sampling.clone()
+            })
+            .max_output_tokens(500)
+            .reasoning_effort(Effort::High)
+            .build()
+            .unwrap(),
+    );
+    // OpenAI Responses.
+    requests.push(
+        ModelRequest::builder("o4-mini")
+            .tools(tools())
+            .tool(strict())
+            .tool_choice(ToolChoice::Required)
+            .output_schema(output.clone())
+            .temperature(1.0)
+            .top_p(0.5)
+            .max_output_tokens(500)
+            .reasoning_effort(Effort::Minimal)
+            .cache_message(CacheAt::Last)
+            .build()
+            .unwrap(),
+    );
+    // Anthropic: thinking, effort, structured output, every cache breakpoint.
+    requests.push(
+        ModelRequest::builder("claude-sonnet-4-5")
+            .tools(tools())
+            .tool(strict())
+            .tool_choice(ToolChoice::Auto)
+            .output_schema(output.clone())
+            .stop("END")
+            .max_output_tokens(4096)
+            .reasoning_effort(Effort::XHigh)
+            .thinking_budget(2048)
+            .cache_system(true)
+            .cache_tools(true)
+            .cache_message(CacheAt::Message(3))
+            .build()
+            .unwrap(),
+    );
+    requests.push(
+        ModelRequest::builder("claude-sonnet-4-5")
+            .tools(tools())
+            .max_output_tokens(100)
+            .cache_message(CacheAt::Last)
+            .build()
+            .unwrap(),
+    );
+    // Gemini: every sampling parameter, thinking, structured output.
+    requests.push(
+        ModelRequest::builder("gemini-2.5-flash")
+            .tools(tools())
+            .tool_choice(ToolChoice::Tool("get_weather".into()))
+            .output_schema(output)
+            .sampling(all_sampling)
+            .max_output_tokens(800)
+            .thinking_budget(0)
+            .build()
+            .unwrap(),
+    );
+    requests
+}
+
+/// The whole bodies of a typed request with a conversation, for each provider that takes it.
+fn request_bodies(request: &ModelRequest, messages: &[Message]) -> Vec<(&'static str, Value)> {
+    let value = |body: Result<Value, _>| body.ok();
+    let summary = || agentstate::providers::request::Conversation::new(messages).summary("summary");
+    [
+        (
+            "openai_chat",
+            value(
+                request
+                    .to_openai_chat(summary())
+                    .map(|c| serde_json::to_value(c.request).unwrap()),
+            ),
+        ),
+        (
+            "openai_responses",
+            value(
+                request
+                    .to_openai_responses(summary())
+                    .map(|c| serde_json::to_value(c.request).unwrap()),
+            ),
+        ),
+        (
+            "anthropic",
+            value(
+                request
+                    .to_anthropic(summary())
+                    .map(|c| serde_json::to_value(c.request).unwrap()),
+            ),
+        ),
+        (
+            "gemini",
+            value(
+                request
+                    .to_gemini(summary())
+                    .map(|c| serde_json::to_value(c.request).unwrap()),
+            ),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(provider, body)| Some((provider, body?)))
+    .collect()
+}
+
 /// Bodies the SDK types must reject: each breaks one rule of its type.
 fn broken() -> Vec<(&'static str, &'static str, Value)> {
     vec![
@@ -176,6 +342,39 @@ fn broken() -> Vec<(&'static str, &'static str, Value)> {
             "anthropic",
             json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [
                 {"type": "image"}]}]}),
+        ),
+        (
+            "an Anthropic tool without input_schema",
+            "anthropic",
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
+                   "tools": [{"name": "f", "description": "d"}]}),
+        ),
+        (
+            "an Anthropic tool choice of OpenAI's shape",
+            "anthropic",
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
+                   "tool_choice": "required"}),
+        ),
+        (
+            "a Chat tool without its function wrapper",
+            "openai_chat",
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                   "tools": [{"type": "function", "name": "f", "parameters": {}}]}),
+        ),
+        (
+            "a Responses function tool without strict",
+            "openai_responses",
+            json!({"model": "m", "input": [], "tools": [{"type": "function", "name": "f", "parameters": {}}]}),
+        ),
+        (
+            "a Gemini function calling config key that does not exist",
+            "gemini",
+            json!({"model": "m", "contents": [], "tool_config": {"function_calling_config": {"mode": "ANY", "allowed_functions": ["f"]}}}),
+        ),
+        (
+            "a Gemini generation_config key that does not exist",
+            "gemini",
+            json!({"model": "m", "contents": [], "generation_config": {"max_tokens": 10}}),
         ),
         (
             "a key Gemini's part does not have",
@@ -209,6 +408,17 @@ fn bodies_are_valid_for_the_official_sdk_types() {
             line(name, provider, &body, true);
         }
     }
+    let requests = requests();
+    let mut whole = 0;
+    for (name, messages) in conversations.iter().take(conversations.len() - 450) {
+        for (r, request) in requests.iter().enumerate() {
+            for (provider, body) in request_bodies(request, messages) {
+                line(&format!("{name} / request {r}"), provider, &body, true);
+                whole += 1;
+            }
+        }
+    }
+    assert!(whole > 1000, "only {whole} whole bodies");
     for (name, provider, body) in broken() {
         line(name, provider, &body, false);
     }

@@ -14,7 +14,7 @@ use crate::code::{lit, respan, tuple, Code};
 use proc_macro2::{Delimiter, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 use std::fmt::Write as _;
-use syn::{DeriveInput, Ident};
+use syn::{DeriveInput, Ident, Type};
 
 /// Expands `#[derive(AgentState)]`.
 pub fn derive(input: &DeriveInput) -> TokenStream {
@@ -1218,7 +1218,43 @@ impl<'a> Gen<'a> {
                 b.s("__p::schema")
                     .g(Delimiter::Parenthesis, |a| tuple(a, describes));
             });
+            if let Some(execution) = self.execution() {
+                g.s("#[inline] fn execution(&self) -> __p::Option<(&'static str, &::agentstate::state::ExecutionState)>");
+                g.g(Delimiter::Brace, |b| {
+                    b.s(&execution);
+                });
+            }
         });
+    }
+
+    /// The body of `State::execution`: the first field whose type is named `ExecutionState`,
+    /// else the base's; `None` (the trait's default) if there is neither.
+    fn execution(&self) -> Option<String> {
+        let own = self
+            .fields
+            .iter()
+            .find_map(|(field, _)| match (&field.role, field.ty) {
+                (Role::Reduced(_), Type::Path(path))
+                    if path
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.ident == "ExecutionState") =>
+                {
+                    Some(format!(
+                        "__p::Option::Some(({}, &self.{}))",
+                        lit(&field.json_name),
+                        field.ident
+                    ))
+                }
+                _ => None,
+            });
+        own.or_else(|| {
+            self.fields.iter().find_map(|(field, _)| match field.role {
+                Role::Base => Some(format!("__p::State::execution(&self.{})", field.ident)),
+                _ => None,
+            })
+        })
     }
 
     /// `#[agent_state(deserialize)]`: the struct's `Deserialize` and `DeserializeFields`,

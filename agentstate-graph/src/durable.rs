@@ -255,6 +255,25 @@ impl Answers {
     }
 }
 
+/// A committed step of a thread's runs ([`DurableGraph::checkpoints`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The thread's version after it: read the state there with
+    /// [`state_at`](DurableGraph::state_at), or fork there with
+    /// [`fork_at`](DurableGraph::fork_at).
+    pub version: u64,
+    /// The step (0: a run's input).
+    pub step: u64,
+    /// The run it belongs to.
+    pub run_id: Option<String>,
+    /// The nodes that ran (none for an input).
+    pub nodes: Vec<String>,
+    /// The nodes that were to run next (none: the run ended there).
+    pub next: Vec<String>,
+    /// When it was committed, in milliseconds since the Unix epoch.
+    pub time_ms: i64,
+}
+
 /// Where a thread's run stands ([`DurableGraph::status`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -427,7 +446,7 @@ where
     ) -> Result<Outcome<S>, DurableError<S>> {
         let mut handle = self.store.thread::<S>(thread).await?;
         let position = self.position(thread).await?;
-        if !position.next.is_empty() || position.suspended.is_some() {
+        if !position.next.is_empty() || !position.sends.is_empty() || position.suspended.is_some() {
             return Err(DurableError::State {
                 thread: thread.to_owned(),
                 reason: format!(
@@ -492,6 +511,12 @@ where
     ) -> Result<Outcome<S>, DurableError<S>> {
         let mut handle = self.store.thread::<S>(thread).await?;
         let mut position = self.position(thread).await?;
+        if !position.started && answers.is_empty() {
+            // No run was started on the thread (a `start` cut short between creating the
+            // thread and its run's input): start it now.
+            drop(handle);
+            return self.run_leased(thread, NodeOutput::Nothing, lease).await;
+        }
         if !answers.is_empty() {
             let Some(suspended) = &position.suspended else {
                 return Err(DurableError::State {
@@ -542,13 +567,13 @@ where
                 .collect();
             if !open.is_empty() {
                 return Ok(Outcome::Suspended {
-                    state: handle.state().clone(),
                     version: handle.version(),
+                    state: handle.into_state(),
                     interrupts: open,
                 });
             }
         }
-        if position.next.is_empty() {
+        if position.next.is_empty() && position.sends.is_empty() {
             return Ok(Outcome::Finished {
                 version: handle.version(),
                 state: handle.into_state(),
@@ -597,19 +622,24 @@ where
     /// Where thread `thread`'s run stands.
     pub async fn status(&self, thread: &str) -> Result<RunStatus, DurableError<S>> {
         let position = self.position(thread).await?;
-        Ok(match position.suspended {
-            Some(suspended) => RunStatus::Suspended {
-                step: position.step + 1,
-                interrupts: suspended
-                    .interrupts
+        let open: Vec<Interrupt> = position
+            .suspended
+            .map(|s| {
+                s.interrupts
                     .into_iter()
                     .filter(|i| !position.answers.contains_key(&i.id))
-                    .collect(),
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(match open.is_empty() {
+            false => RunStatus::Suspended {
+                step: position.step + 1,
+                interrupts: open,
             },
-            None if position.next.is_empty() && position.sends.is_empty() => RunStatus::Idle {
+            true if position.next.is_empty() && position.sends.is_empty() => RunStatus::Idle {
                 step: position.step,
             },
-            None => RunStatus::Running {
+            true => RunStatus::Running {
                 step: position.step,
                 next: position
                     .next
@@ -618,6 +648,129 @@ where
                     .collect(),
             },
         })
+    }
+
+    /// The committed steps of thread `thread`'s runs, oldest first: each run's input and each
+    /// step, with the version to read its state at ([`state_at`](DurableGraph::state_at)) and
+    /// the nodes that were to run next (a fork at that version resumes there).
+    pub async fn checkpoints(&self, thread: &str) -> Result<Vec<Checkpoint>, DurableError<S>> {
+        let mut checkpoints = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self
+                .store
+                .history(thread, HistoryQuery::oldest(1000).after(after))
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for entry in &page {
+                let Some(meta) = entry.extra.get(META_KEY) else {
+                    continue;
+                };
+                let kind = meta.get("entry").and_then(Value::as_str);
+                if !matches!(kind, Some("step" | "input")) {
+                    continue;
+                }
+                let mut next = names(meta.get("next")).unwrap_or_default();
+                if let Some(sends) = meta.get("sends").and_then(Value::as_array) {
+                    next.extend(
+                        sends
+                            .iter()
+                            .filter_map(|s| s.get("node").and_then(Value::as_str))
+                            .map(str::to_owned),
+                    );
+                }
+                checkpoints.push(Checkpoint {
+                    version: entry.seq,
+                    step: meta.get("step").and_then(Value::as_u64).unwrap_or(0),
+                    run_id: entry.run_id.clone(),
+                    nodes: names(meta.get("nodes")).unwrap_or_default(),
+                    next,
+                    time_ms: entry.time_ms,
+                });
+            }
+            if page.len() < 1000 {
+                break;
+            }
+        }
+        Ok(checkpoints)
+    }
+
+    /// The state of thread `thread` at `version` (a [`Checkpoint`]'s).
+    pub async fn state_at(&self, thread: &str, version: u64) -> Result<S, DurableError<S>> {
+        Ok(self.store.load_at::<S>(thread, version).await?.state)
+    }
+
+    /// Forks thread `thread` at `version` (a [`Checkpoint`]'s) into `new_thread`, whose run
+    /// then stands where it stood at that step: [`resume`](DurableGraph::resume) it to run on
+    /// from there. The original thread and its history stay as they are.
+    pub async fn fork_at(
+        &self,
+        thread: &str,
+        version: u64,
+        new_thread: &str,
+    ) -> Result<RunStatus, DurableError<S>> {
+        self.store.fork(thread, version, new_thread).await?;
+        self.status(new_thread).await
+    }
+
+    /// Applies `update` to thread `thread` as if node `node` had produced it, as a step of the
+    /// thread's run, which then continues from `node`'s outgoing edge (routed on the updated
+    /// state): LangGraph's `update_state(as_node=...)`. A suspended run's pending step is
+    /// replaced (its interrupts are dropped). Returns the run's status after it;
+    /// [`resume`](DurableGraph::resume) continues.
+    pub async fn update_as(
+        &self,
+        thread: &str,
+        node: K,
+        update: impl Into<NodeOutput<S::Update>>,
+    ) -> Result<RunStatus, DurableError<S>> {
+        let Some(at) = self.graph.index_of(node.name()) else {
+            return Err(DurableError::State {
+                thread: thread.to_owned(),
+                reason: format!("the graph has no node `{}`", node.name()),
+            });
+        };
+        let lease = self
+            .store
+            .lease(thread, &self.worker, self.lease_ttl)
+            .await?;
+        let result = async {
+            let mut handle = self.store.thread::<S>(thread).await?;
+            let position = self.position(thread).await?;
+            let mut run = Run::new(
+                &self.graph,
+                RunConfig {
+                    run_id: position.run_id.clone(),
+                    ..self.config.clone()
+                },
+                None,
+            );
+            run.resume_at(position.step + 1, vec![at], vec![None]);
+            let active = [at];
+            let mut routed = None;
+            handle.stage(update, |state: &S| {
+                let route = self.graph.route(state, &active);
+                let meta = match &route {
+                    Ok((next, inputs)) => step_meta(&run, &active, next, inputs),
+                    Err(_) => step_meta(&run, &active, &[], &[]),
+                };
+                routed = Some(route);
+                meta
+            })?;
+            if let Some(Err(kind)) = routed {
+                return Err(DurableError::Run(
+                    run.fail(kind, Arc::new(handle.state().clone())),
+                ));
+            }
+            handle.flush().await?;
+            Ok::<_, DurableError<S>>(())
+        }
+        .await;
+        let released = lease.release().await;
+        result?;
+        released?;
+        self.status(thread).await
     }
 
     /// Runs steps until the end, a suspension or a failure, committing as the durability mode
@@ -658,6 +811,14 @@ where
             let tasks = match begun {
                 Ok(Some(tasks)) => tasks,
                 Ok(None) => {
+                    let execution = execution_update(handle.state(), &thread_id, |e| {
+                        e.insert("status".into(), json!("completed"));
+                    });
+                    if let Some(execution) = execution {
+                        let meta =
+                            run_meta(&run.run_id, None, json!({"entry": "end", "step": run.step}));
+                        handle.stage(execution, |_| meta)?;
+                    }
                     handle.flush().await?;
                     return Ok(Outcome::Finished {
                         version: handle.version(),
@@ -674,15 +835,19 @@ where
             // The nodes run; meanwhile the lease is renewed, and (Async) the last step is
             // appended, by the thread's handle lent to the effects' journal.
             *writer.lock().await = Some(handle);
-            let flush_first = self.durability == Durability::Async;
+            let in_background = self.durability == Durability::Async;
             let results = {
                 let work = async {
-                    if flush_first {
-                        if let Some(h) = writer.lock().await.as_mut() {
-                            h.flush().await?;
+                    let flush = async {
+                        if in_background {
+                            if let Some(h) = writer.lock().await.as_mut() {
+                                h.flush().await?;
+                            }
                         }
-                    }
-                    Ok::<_, StoreError>(tasks.await)
+                        Ok::<_, StoreError>(())
+                    };
+                    let (flushed, results) = futures_util::future::join(flush, tasks).await;
+                    flushed.map(|()| results)
                 };
                 with_heartbeat(work, &mut lease, self.lease_ttl).await?
             };
@@ -709,10 +874,24 @@ where
                     None,
                     json!({"entry": "suspend", "step": run.step, "interrupts": interrupts, "done": kept}),
                 );
-                handle.merge((), meta).await?;
+                let first = &interrupts[0];
+                let execution = execution_update(handle.state(), &thread_id, |e| {
+                    e.insert("current_node".into(), Value::String(first.node.clone()));
+                    e.insert("status".into(), json!("interrupted_before"));
+                    e.insert("interrupted_node".into(), Value::String(first.node.clone()));
+                    e.insert(
+                        "interrupt_reason".into(),
+                        Value::String(format!("interrupt {}", first.id)),
+                    );
+                    e.insert("interrupt_data".into(), json!({"interrupts": interrupts}));
+                });
+                match execution {
+                    Some(execution) => handle.merge(execution, meta).await?,
+                    None => handle.merge((), meta).await?,
+                };
                 return Ok(Outcome::Suspended {
-                    state: handle.state().clone(),
                     version: handle.version(),
+                    state: handle.into_state(),
                     interrupts,
                 });
             }
@@ -741,17 +920,29 @@ where
                 routed = Some(route);
                 meta
             };
-            let staged = if active.len() == 1 {
-                let update = updates.into_iter().next().flatten();
-                handle.stage(
-                    update.map_or(NodeOutput::Nothing, NodeOutput::from),
-                    describe,
-                )
+            // The state's `ExecutionState`, if it has one, follows the run (as AgentFlow's).
+            let names = run.graph().names(&active);
+            let step = run.step;
+            let execution = execution_update(handle.state(), &thread_id, |e| {
+                e.insert("current_node".into(), Value::String(names.join(",")));
+                e.insert("step".into(), json!(step));
+                e.insert("status".into(), json!("running"));
+                for key in ["interrupted_node", "interrupt_reason", "interrupt_data"] {
+                    e.insert(key.into(), Value::Null);
+                }
+            });
+            let mut outputs: Vec<NodeOutput<S::Update>> = updates
+                .into_iter()
+                .map(|u| u.map_or(NodeOutput::Nothing, NodeOutput::from))
+                .collect();
+            let staged = if outputs.len() == 1 {
+                let output = outputs.pop().expect("one output");
+                match execution {
+                    Some(execution) => handle.stage(vec![output, execution.into()], describe),
+                    None => handle.stage(output, describe),
+                }
             } else {
-                let outputs: Vec<NodeOutput<S::Update>> = updates
-                    .into_iter()
-                    .map(|u| u.map_or(NodeOutput::Nothing, NodeOutput::from))
-                    .collect();
+                outputs.extend(execution.map(NodeOutput::from));
                 handle.stage_parallel(outputs, FanIn::Strict, describe)
             };
             if let Err(error) = staged {
@@ -774,7 +965,6 @@ where
             let state = handle.shared_state();
             run.advance(&state, next, inputs, None);
             drop(state);
-            let _ = &thread_id;
         }
     }
 
@@ -818,6 +1008,7 @@ where
                 match meta.get("entry").and_then(Value::as_str) {
                     Some("step") | Some("input") => {
                         position.seq = entry.seq;
+                        position.started = true;
                         position.step = meta
                             .get("step")
                             .and_then(Value::as_u64)
@@ -959,6 +1150,26 @@ fn split_interrupts<U>(
     (results, interrupts)
 }
 
+/// An update of the state's `ExecutionState` field (none if it has none): its current value
+/// as JSON, with the thread's id, changed by `change`.
+fn execution_update<S: DurableState>(
+    state: &S,
+    thread: &str,
+    change: impl FnOnce(&mut Map<String, Value>),
+) -> Option<S::Update> {
+    let (name, current) = state.execution()?;
+    let Ok(Value::Object(mut execution)) = serde_json::to_value(current) else {
+        return None;
+    };
+    if execution.get("thread_id").is_none_or(Value::is_null) {
+        execution.insert("thread_id".into(), Value::String(thread.to_owned()));
+    }
+    change(&mut execution);
+    let mut update = Map::new();
+    update.insert(name.to_owned(), Value::Object(execution));
+    serde_json::from_value(Value::Object(update)).ok()
+}
+
 /// A finished node's output as the JSON of its update (kept across a suspension).
 fn output_json<S: DurableState>(output: &NodeOutput<S::Update>) -> Option<Value> {
     let update = output.clone().into_update(S::compose).ok()?;
@@ -1006,6 +1217,8 @@ fn step_meta<S: DurableState, K: NodeKey>(
 /// Where a thread's run stands, read from its journal.
 #[derive(Debug, Default)]
 struct Position {
+    /// Whether a run was ever started on the thread (its journal holds an input or a step).
+    started: bool,
     /// The entry of the last committed step.
     seq: u64,
     step: u64,

@@ -233,6 +233,28 @@ impl<S> RunError<S> {
         self.0.state
     }
 
+    /// Whether a node's question ([`Interrupted`](crate::effect::Interrupted)) stopped the run.
+    pub(crate) fn is_interrupt(&self) -> bool {
+        matches!(&self.0.kind, RunErrorKind::Node { error, .. } if error.is::<crate::effect::Interrupted>())
+    }
+
+    /// The run's error as the error of the node that ran it (a subgraph, a fan-out): a child
+    /// node's question ([`Interrupted`](crate::effect::Interrupted)) passes up as it is, so
+    /// that the parent's durable run suspends on it; any other error is this `RunError`.
+    pub(crate) fn into_node_error(self) -> crate::node::BoxError
+    where
+        S: Send + Sync + 'static,
+    {
+        if let RunErrorKind::Node { error, .. } = &self.0.kind {
+            if error.is::<crate::effect::Interrupted>() {
+                if let RunErrorKind::Node { error, .. } = self.0.kind {
+                    return error;
+                }
+            }
+        }
+        Box::new(self)
+    }
+
     /// The node the error comes from, when there is one.
     pub fn node(&self) -> Option<&str> {
         match &self.0.kind {

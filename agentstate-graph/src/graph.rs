@@ -256,13 +256,41 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         })
     }
 
+    /// Runs the graph as part of the node whose context is `parent` (a subgraph, a fan-out
+    /// instance: `segment` names it among the node's runs): in a durable run, the child's
+    /// nodes journal their effects and ask their questions under the parent task's key, so
+    /// that they are not repeated, and are answered, when the parent node runs again. A child
+    /// node's interrupt fails the child run with it as the node's error
+    /// ([`RunError::into_interrupt`]).
+    pub(crate) async fn invoke_nested(
+        &self,
+        state: S,
+        parent: &crate::Context,
+        segment: &str,
+    ) -> Result<S, RunError<S>> {
+        let config = RunConfig {
+            run_id: Some(parent.run_id().to_owned()),
+            ..RunConfig::default()
+        };
+        let run = crate::run::Run::new(self, config, None);
+        match parent.scope_base() {
+            None => run.complete(state).await,
+            Some((journal, base)) => {
+                run.complete_nested(state, journal, format!("{base}/{segment}"))
+                    .await
+            }
+        }
+    }
+
     /// The index of the node named `name`.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
         self.inner.nodes.iter().position(|n| &*n.name == name)
     }
 
     /// Checks that a step's updates compose as parallel writes (the error names the field and
     /// both nodes), without merging them.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn check_parallel(
         &self,
         active: &[usize],

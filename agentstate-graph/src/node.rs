@@ -124,6 +124,25 @@ impl Context {
         self
     }
 
+    /// Where runs nested in this node keep their effects and questions: the durable journal
+    /// and this task's key.
+    pub(crate) fn scope_base(&self) -> Option<(Arc<dyn crate::effect::Journal>, String)> {
+        self.scope
+            .as_ref()
+            .map(|scope| (Arc::clone(&scope.journal), scope.task.clone()))
+    }
+
+    /// This context for a part of the node that runs concurrently with others (a parallel
+    /// branch): in a durable run its effects and questions are keyed under `segment`, apart
+    /// from the other parts'.
+    pub(crate) fn nested(&self, segment: &str) -> Context {
+        let mut cx = self.clone();
+        if let Some((journal, base)) = self.scope_base() {
+            cx.scope = Some(Arc::new(Scope::new(journal, format!("{base}/{segment}"))));
+        }
+        cx
+    }
+
     /// Whether the node runs in a durable run (effects are journaled, interrupts suspend the
     /// run).
     pub fn is_durable(&self) -> bool {

@@ -14,7 +14,7 @@
 //! wins, §11.4); between parallel nodes of a superstep it follows LangGraph (an error).
 
 use crate::error::RunError;
-use crate::graph::{Graph, RunConfig};
+use crate::graph::Graph;
 use crate::name::NodeKey;
 use crate::node::{BoxError, Context, Node, NodeFuture};
 use crate::GraphState;
@@ -276,26 +276,26 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
             if count == 0 && on_empty == OnEmpty::Raise {
                 return Err(Box::new(FanOutError::Empty) as BoxError);
             }
-            let run_id = cx.run_id().to_owned();
             let mut pending = instances.into_iter().enumerate();
             let mut running = FuturesUnordered::new();
             let mut slots: Vec<Option<Result<C, RunError<C>>>> =
                 std::iter::repeat_with(|| None).take(count).collect();
+            let cx = &cx;
             let start = |(index, child): (usize, C)| {
                 let graph = graph.clone();
-                let config = RunConfig {
-                    run_id: Some(run_id.clone()),
-                    ..RunConfig::default()
-                };
                 let retry = retry.clone();
                 async move {
+                    // Each instance's effects and questions are its own (`i{index}`).
+                    let segment = format!("i{index}");
                     let Some(policy) = retry else {
-                        return (index, graph.invoke_with(child, config).await);
+                        return (index, graph.invoke_nested(child, cx, &segment).await);
                     };
                     let mut attempt = 0;
                     loop {
-                        let error = match graph.invoke_with(child.clone(), config.clone()).await {
+                        let error = match graph.invoke_nested(child.clone(), cx, &segment).await {
                             Ok(done) => return (index, Ok(done)),
+                            // A question is not a failure to retry.
+                            Err(error) if error.is_interrupt() => return (index, Err(error)),
                             Err(error) => Box::new(error) as BoxError,
                         };
                         if !policy.should_retry(attempt, &error, &child) {
@@ -310,6 +310,8 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
             running.extend(pending.by_ref().take(limit).map(start));
             while let Some((index, result)) = running.next().await {
                 let result = match result {
+                    // An instance's question suspends the durable run (whatever the policy).
+                    Err(error) if error.is_interrupt() => return Err(error.into_node_error()),
                     // Returning drops `running`, which cancels the other instances.
                     Err(error) if on_errors.is_none() => {
                         return Err(Box::new(FanOutError::InstanceFailed {
@@ -431,7 +433,8 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             .enumerate()
             .filter(|(_, (_, _, when))| when.as_ref().is_none_or(|when| when(&state)))
             .map(|(index, (_, node, _))| {
-                let future = node.call(Arc::clone(&state), cx.clone());
+                // Each branch's effects and questions are its own (`b{index}`).
+                let future = node.call(Arc::clone(&state), cx.nested(&format!("b{index}")));
                 async move { (index, future.await) }
             })
             .collect();
@@ -447,6 +450,10 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
                 std::iter::repeat_with(|| None).take(names.len()).collect();
             while let Some((index, result)) = running.next().await {
                 match (result, &on_errors) {
+                    // A branch's question suspends the durable run (whatever the policy).
+                    (Err(error), _) if error.is::<crate::effect::Interrupted>() => {
+                        return Err(error)
+                    }
                     (Err(error), None) => {
                         return Err(Box::new(FanOutError::BranchFailed {
                             branch: names[index].to_string(),

@@ -115,6 +115,16 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
         }
     }
 
+    /// Whether the run writes the events of `filter`.
+    pub(crate) fn wants(&self, filter: EventFilter) -> bool {
+        self.filter.contains(filter)
+    }
+
+    /// Sends nodes' emissions to `sink` from the next step on.
+    pub(crate) fn set_sink(&mut self, sink: Sink) {
+        self.sink = Some(sink);
+    }
+
     /// Writes only the events of `filter` from now on (and drops nodes' emissions unless it
     /// has [`EventFilter::EMITTED`]).
     pub(crate) fn filter(&mut self, filter: EventFilter) {
@@ -288,12 +298,14 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     }
 
     /// The next step's nodes (the current step's, between `begin` and `advance`).
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn active(&self) -> &[usize] {
         &self.active
     }
 
     /// Puts the run after step `step`, its next step's nodes `active` (with the inputs of
     /// their `Send` tasks): where a stored run stands.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn resume_at(&mut self, step: u64, active: Vec<usize>, inputs: Vec<Option<Arc<S>>>) {
         self.step = step;
         self.active = active;
@@ -301,6 +313,7 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     }
 
     /// The graph the run runs.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn graph(&self) -> &Graph<S, K> {
         &self.graph
     }
@@ -308,6 +321,36 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
     /// The run's error `kind`, at its current step, with `state`.
     pub(crate) fn fail(&self, kind: RunErrorKind, state: Arc<S>) -> RunError<S> {
         RunError::new(kind, self.step, unwrap_state(state))
+    }
+
+    /// [`complete`](Run::complete) for a run nested in a durable task: each of its tasks gets
+    /// a scope under `base` in `journal`.
+    pub(crate) async fn complete_nested(
+        mut self,
+        state: S,
+        journal: Arc<dyn crate::effect::Journal>,
+        base: String,
+    ) -> Result<S, RunError<S>> {
+        let mut state = Arc::new(state);
+        loop {
+            let step = self.step + 1;
+            let begun = self.begin_with(&state, None, |index, _| Setup {
+                scope: Some(Arc::new(Scope::new(
+                    Arc::clone(&journal),
+                    format!("{base}/{step}.{index}"),
+                ))),
+                done: None,
+            });
+            let tasks = match begun {
+                Ok(Some(tasks)) => tasks,
+                Ok(None) => return Ok(unwrap_state(state)),
+                Err(kind) => return Err(self.fail(kind, state)),
+            };
+            let results = tasks.await;
+            if let Err(kind) = self.finish(&mut state, results, None) {
+                return Err(self.fail(kind, state));
+            }
+        }
     }
 
     /// Runs to the end from `state`, awaiting each step's nodes.

@@ -125,7 +125,9 @@ pub struct RunStream<S: GraphState, K: NodeKey> {
     tasks: Option<Tasks<S::Update>>,
     /// The events not handed out yet, written by the run without a lock.
     events: VecDeque<Event<S, K>>,
-    emissions: Arc<Emissions<S, K>>,
+    /// Where nodes' emissions wait: made when the first step begins, if the stream carries
+    /// them.
+    emissions: Option<Arc<Emissions<S, K>>>,
 }
 
 impl<S: GraphState, K: NodeKey> Graph<S, K> {
@@ -137,24 +139,14 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// [`stream`](Graph::stream) with `config`.
     pub fn stream_with(&self, state: S, config: RunConfig) -> RunStream<S, K> {
-        let emissions = Arc::new(Emissions {
-            queue: Mutex::new(Pending {
-                events: VecDeque::new(),
-                waker: None,
-            }),
-            any: AtomicBool::new(false),
-        });
-        let to = Arc::clone(&emissions);
-        let sink: Sink =
-            Arc::new(move |node: &Arc<str>, step, emitted| to.push(node, step, emitted));
-        let run = Run::new(self, config, Some(sink));
+        let run = Run::new(self, config, None);
         let mut events = VecDeque::with_capacity(8);
         events.push_back(run.started());
         RunStream {
             run: Some((run, Arc::new(state))),
             tasks: None,
             events,
-            emissions,
+            emissions: None,
         }
     }
 }
@@ -234,7 +226,9 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
             if let Some(tasks) = this.tasks.as_mut() {
                 match Pin::new(tasks).poll(cx) {
                     Poll::Pending => {
-                        this.emissions.take(&mut this.events, Some(cx.waker()));
+                        if let Some(emissions) = &this.emissions {
+                            emissions.take(&mut this.events, Some(cx.waker()));
+                        }
                         if this.events.is_empty() {
                             return Poll::Pending;
                         }
@@ -242,7 +236,9 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
                     Poll::Ready(results) => {
                         this.tasks = None;
                         // What the nodes emitted goes out before they finish.
-                        this.emissions.take(&mut this.events, None);
+                        if let Some(emissions) = &this.emissions {
+                            emissions.take(&mut this.events, None);
+                        }
                         if let Err(kind) = run.finish(state, results, Some(&mut this.events)) {
                             this.fail(kind);
                         }
@@ -251,6 +247,20 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
                 continue;
             }
             // The consumer took every event of the last step: the next one begins.
+            if run.step == 0 && this.emissions.is_none() && run.wants(EventFilter::EMITTED) {
+                let emissions = Arc::new(Emissions {
+                    queue: Mutex::new(Pending {
+                        events: VecDeque::new(),
+                        waker: None,
+                    }),
+                    any: AtomicBool::new(false),
+                });
+                let to = Arc::clone(&emissions);
+                let sink: Sink =
+                    Arc::new(move |node: &Arc<str>, step, emitted| to.push(node, step, emitted));
+                run.set_sink(sink);
+                this.emissions = Some(emissions);
+            }
             match run.begin(state, Some(&mut this.events)) {
                 Ok(Some(tasks)) => this.tasks = Some(tasks),
                 Ok(None) => {

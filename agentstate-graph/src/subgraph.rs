@@ -22,10 +22,10 @@
 //! as the source.
 
 use crate::error::{CompileError, CompileWarning, RunError};
-use crate::graph::{Graph, RunConfig};
+use crate::graph::Graph;
 use crate::json::{JsonState, JsonUpdate};
 use crate::name::NodeKey;
-use crate::node::{BoxError, Context, Node, NodeFuture};
+use crate::node::{Context, Node, NodeFuture};
 use crate::GraphState;
 use agentstate::output::NodeOutput;
 use agentstate::schema::Schema;
@@ -97,13 +97,9 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for Subgraph<P, C, KC> {
         let graph = self.graph.clone();
         let output = Arc::clone(&self.output);
         Box::pin(async move {
-            let config = RunConfig {
-                run_id: Some(cx.run_id().to_owned()),
-                ..RunConfig::default()
-            };
-            match graph.invoke_with(child, config).await {
+            match graph.invoke_nested(child, &cx, "sub").await {
                 Ok(done) => Ok(NodeOutput::Update(output(done))),
-                Err(error) => Err(Box::new(error) as BoxError),
+                Err(error) => Err(error.into_node_error()),
             }
         })
     }
@@ -276,14 +272,10 @@ impl<KC: NodeKey> Node<JsonState> for JsonSubgraph<KC> {
         let graph = self.graph.clone();
         let projection = Arc::clone(&self.projection);
         Box::pin(async move {
-            let config = RunConfig {
-                run_id: Some(cx.run_id().to_owned()),
-                ..RunConfig::default()
-            };
             let done = graph
-                .invoke_with(child, config)
+                .invoke_nested(child, &cx, "sub")
                 .await
-                .map_err(|e: RunError<JsonState>| Box::new(e) as BoxError)?;
+                .map_err(|e: RunError<JsonState>| e.into_node_error())?;
             let out = projection.project_out(&parent_schema, &done);
             Ok(NodeOutput::Update(JsonUpdate::new(
                 parent_schema,

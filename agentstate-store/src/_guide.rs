@@ -105,6 +105,9 @@
 //! clock on PostgreSQL, so workers on several machines need not agree on the time, and by the
 //! local clock on SQLite. The lease is kept in the thread's row: deleting the thread deletes
 //! it. It does not stop appends by itself: it is the runner's rule for who runs a thread.
+//! `agentstate-graph`'s durable runs (its `durable` module, feature `store`) follow it: a run
+//! takes the lease before any node runs, renews it while a step runs and releases it when the
+//! run ends or waits for an answer.
 //!
 //! ```
 //! use agentstate::state::AgentState;

@@ -130,6 +130,7 @@ pub(crate) fn check_lookup(id: &str) -> Result<(), StoreError> {
 /// A new thread's incarnation: a random non-zero number that tells this thread from an earlier
 /// one of the same id (deleted since). Threads created before incarnations were recorded
 /// have 0.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn new_incarnation() -> i64 {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -298,8 +298,19 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         output: impl Into<NodeOutput<S::Update>>,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
-        self.stage(output, |_| meta)?;
-        self.flush().await
+        if !self.staged.is_empty() {
+            self.stage(output, |_| meta)?;
+            return self.flush().await;
+        }
+        // Appended first, merged locally only once committed: a refused append leaves the
+        // handle as it was.
+        let (body, plan) = self.prepare(output)?;
+        let step = Staged {
+            kind: EntryKind::Update,
+            body,
+            meta,
+        };
+        self.commit(step, true, plan).await
     }
 
     /// Merges the outputs of a step's parallel branches (see `State::merge_parallel`; each an
@@ -334,8 +345,13 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         mode: FanIn,
         meta: StepMeta,
     ) -> Result<u64, StoreError> {
-        self.stage_parallel(outputs, mode, |_| meta)?;
-        self.flush().await
+        if !self.staged.is_empty() {
+            self.stage_parallel(outputs, mode, |_| meta)?;
+            return self.flush().await;
+        }
+        let (kind, body, plan) = self.prepare_parallel(outputs, mode)?;
+        self.commit(Staged { kind, body, meta }, true, Some(plan))
+            .await
     }
 
     /// Merges a step's output into the handle's state now and appends it at the next
@@ -370,16 +386,11 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         output: impl Into<NodeOutput<S::Update>>,
         meta: impl FnOnce(&S) -> StepMeta,
     ) -> Result<(), StoreError> {
-        let body = match output.into().into_update(S::compose)? {
-            Some(update) => {
-                let body = to_json(&self.id, &update)?;
-                let plan = self.state.plan(update)?;
-                self.state_mut().apply(plan);
-                body
-            }
-            // Nothing to merge: the state is left alone (not even copied from its readers).
-            None => to_json(&self.id, &S::Update::default())?,
-        };
+        let (body, plan) = self.prepare(output)?;
+        // Nothing to merge: the state is left alone (not even copied from its readers).
+        if let Some(plan) = plan {
+            self.state_mut().apply(plan);
+        }
         let meta = meta(&self.state);
         self.staged.push(Staged {
             kind: EntryKind::Update,
@@ -397,6 +408,34 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         mode: FanIn,
         meta: impl FnOnce(&S) -> StepMeta,
     ) -> Result<(), StoreError> {
+        let (kind, body, plan) = self.prepare_parallel(outputs, mode)?;
+        self.state_mut().apply(plan);
+        let meta = meta(&self.state);
+        self.staged.push(Staged { kind, body, meta });
+        Ok(())
+    }
+
+    /// A step's entry body and its merge plan on the current state (none for an output of
+    /// nothing); nothing changes yet.
+    fn prepare(
+        &self,
+        output: impl Into<NodeOutput<S::Update>>,
+    ) -> Result<(String, Option<S::Plan>), StoreError> {
+        Ok(match output.into().into_update(S::compose)? {
+            Some(update) => {
+                let body = to_json(&self.id, &update)?;
+                (body, Some(self.state.plan(update)?))
+            }
+            None => (to_json(&self.id, &S::Update::default())?, None),
+        })
+    }
+
+    /// [`prepare`](Thread::prepare) for a parallel step's outputs.
+    fn prepare_parallel(
+        &self,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
+        mode: FanIn,
+    ) -> Result<(EntryKind, String, S::Plan), StoreError> {
         let mut updates = Vec::new();
         for output in outputs {
             updates.extend(output.into().into_update(S::compose)?);
@@ -410,14 +449,11 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             });
         }
         let plan = self.state.plan(combined.unwrap_or_default())?;
-        self.state_mut().apply(plan);
         let kind = match mode {
             FanIn::Ordered => EntryKind::Parallel,
             FanIn::Strict => EntryKind::ParallelStrict,
         };
-        let meta = meta(&self.state);
-        self.staged.push(Staged { kind, body, meta });
-        Ok(())
+        Ok((kind, body, plan))
     }
 
     /// The steps staged and not appended yet.
@@ -433,7 +469,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         let staged = std::mem::take(&mut self.staged);
         let last = staged.len();
         for (i, step) in staged.into_iter().enumerate() {
-            if let Err(err) = self.commit(step, i + 1 == last).await {
+            if let Err(err) = self.commit(step, i + 1 == last, None).await {
                 let unshare = self.unshare;
                 if let Ok(fresh) = self.store.load_state::<S>(&self.id, None).await {
                     let retry = self.retry;
@@ -615,9 +651,15 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         Ok(())
     }
 
-    /// Appends one staged step at the handle's version; with `last`, takes a snapshot if one
-    /// is due (the state is the journal's only after the last staged step).
-    async fn commit(&mut self, step: Staged, last: bool) -> Result<u64, StoreError> {
+    /// Appends one step at the handle's version, then merges `plan` (a step not staged:
+    /// merged only once committed); with `last`, takes a snapshot if one is due (the state is
+    /// the journal's only after the last staged step).
+    async fn commit(
+        &mut self,
+        step: Staged,
+        last: bool,
+        plan: Option<S::Plan>,
+    ) -> Result<u64, StoreError> {
         let Staged { kind, body, meta } = step;
         let bytes = body.len() as u64;
         let entry = NewEntry {
@@ -636,6 +678,9 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             .backend
             .append(&self.id, self.version, entry)
             .await?;
+        if let Some(plan) = plan {
+            self.state_mut().apply(plan);
+        }
         self.version = seq;
         self.since_snapshot += 1;
         self.bytes_since += bytes;

@@ -268,7 +268,11 @@
 //! appends at the version a writer read (a stale writer gets a conflict and writes nothing),
 //! time travel, forks, snapshots, migrations. Its documentation
 //! (<https://docs.rs/agentstate-store>, and its `_guide` module) has the running examples;
-//! `cargo run --example durable_chat` keeps a chat across runs.
+//! `cargo run --example durable_chat` keeps a chat across runs. A whole graph run kept on such a
+//! thread, resumed after a crash, suspended for a person's answer and running its side effects
+//! once, is a *durable run*: `agentstate_graph::durable` (feature `store` of `agentstate-graph`,
+//! <https://docs.rs/agentstate-graph/latest/agentstate_graph/durable/index.html>), and
+//! `cargo run --example approval`.
 //!
 //! ## 8. The context window
 //!
@@ -323,15 +327,17 @@
 //!
 //! ## 9. Providers
 //!
-//! [`providers`](crate::providers) turns a conversation into the request body of OpenAI Chat,
-//! OpenAI Responses, Anthropic or Gemini (the conversation part: add `model`, `tools`, ...), with
-//! a report of everything a provider could not take as it was, and reads a response back into a
-//! [`Message`](crate::message::Message). agentstate makes no HTTP call: send the body with the
-//! client you use.
+//! [`providers`](crate::providers) turns a [`ModelRequest`](crate::providers::ModelRequest)
+//! (model, tools, tool choice, structured output, sampling, reasoning, cache breakpoints) and a
+//! conversation into the whole request body of OpenAI Chat, OpenAI Responses, Anthropic or
+//! Gemini, with a report of everything a provider could not take as it was, and reads a
+//! response back into a [`Message`](crate::message::Message). A parameter a provider lacks is
+//! refused with an error rather than dropped. agentstate makes no HTTP call: send the body with
+//! the client you use.
 //!
 //! ```
 //! use agentstate::message::{Message, Role, ToolCall};
-//! use agentstate::providers::to_openai_chat;
+//! use agentstate::providers::request::{Conversation, ModelRequest, Tool};
 //! use serde_json::json;
 //!
 //! let messages = vec![
@@ -340,13 +346,22 @@
 //!         .with_tool_calls(vec![ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))]),
 //!     Message::tool_result("call_1", "Sunny"),
 //! ];
-//! let converted = to_openai_chat(&messages, Some("The user prefers Celsius."));
+//! let request = ModelRequest::builder("gpt-4o")
+//!     .tool(Tool::new("get_weather", "The weather in a city.", json!({"type": "object"})))
+//!     .build()?;
+//! let conversation = Conversation::new(&messages).summary("The user prefers Celsius.");
+//! let converted = request.to_openai_chat(conversation)?;
 //! assert!(converted.report.is_empty());
 //! let body = serde_json::to_value(&converted.request)?;
+//! assert_eq!(body["model"], "gpt-4o");
+//! assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
 //! assert_eq!(body["messages"][0]["role"], "system"); // the summary goes into the system prompt
 //! assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["name"], "get_weather");
 //! assert_eq!(body["messages"][3]["tool_call_id"], "call_1");
-//! # Ok::<(), serde_json::Error>(())
+//!
+//! // Anthropic requires a maximum of output tokens: refused, not defaulted.
+//! assert!(request.to_anthropic(conversation).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## 10. AG-UI and runtime schemas

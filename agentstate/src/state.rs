@@ -105,6 +105,23 @@ pub trait State {
     /// Each field's name, reducer, parameters and round-trip idempotence.
     fn schema() -> Schema;
 
+    /// The field that holds AgentFlow's [`ExecutionState`] (its JSON name and value), if the
+    /// state has one: what a graph runner keeps up to date (the current node, the step, an
+    /// interrupt). `#[derive(AgentState)]` finds it: the first field whose type is named
+    /// `ExecutionState`, else the base's ([`AgentState`]'s `execution_meta`).
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate::State;
+    ///
+    /// let state = AgentState::default();
+    /// let (name, execution) = state.execution().expect("AgentState has one");
+    /// assert_eq!((name, execution.step), ("execution_meta", 0));
+    /// ```
+    fn execution(&self) -> Option<(&'static str, &ExecutionState)> {
+        None
+    }
+
     /// Prepares `update` for merging, as
     /// [`Update::prepare`](crate::update::Update::prepare) does: what the derive calls on the
     /// part of an update that belongs to a base or a nested state, so that their JSON messages

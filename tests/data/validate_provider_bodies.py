@@ -13,9 +13,11 @@ passes when the SDK's type takes it without an error and without ignoring a key:
 - OpenAI Chat: `openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming`;
 - OpenAI Responses: `openai.types.responses.response_create_params.ResponseCreateParamsNonStreaming`;
 - Anthropic: `anthropic.types.MessageCreateParamsNonStreaming`;
-- Gemini: `contents` as `list[google.genai.types.Content]` and `system_instruction` as
-  `google.genai.types.GenerateContentConfig.system_instruction` (`generate_content`'s
-  parameters type is private in google-genai).
+- Gemini: `contents` as `list[google.genai.types.Content]`; `system_instruction`, `tools` and
+  `tool_config` as those fields of `google.genai.types.GenerateContentConfig`, and
+  `generation_config` as the rest of it (the REST API's `GenerationConfig` fields, which the
+  SDK's config holds beside those three; `generate_content`'s parameters type is private in
+  google-genai).
 
 The first three are TypedDicts, which pydantic validates leniently: keys they do not define
 are dropped, and `Iterable` fields are validated only when iterated. So the validated value is
@@ -57,14 +59,23 @@ def check(provider, body):
     """None when the body is valid, else the reason."""
     try:
         if provider == "gemini":
-            extra = set(body) - {"model", "contents", "system_instruction"}
+            extra = set(body) - {
+                "model", "contents", "system_instruction", "tools", "tool_config",
+                "generation_config",
+            }
             if extra:
                 return f"keys a generateContent request does not have: {sorted(extra)}"
             GEMINI_CONTENTS.validate_python(body["contents"])
-            if "system_instruction" in body:
-                genai.GenerateContentConfig.model_validate(
-                    {"system_instruction": body["system_instruction"]}
-                )
+            config = {
+                key: body[key]
+                for key in ("system_instruction", "tools", "tool_config")
+                if key in body
+            }
+            generation = body.get("generation_config", {})
+            if set(generation) & {"system_instruction", "tools", "tool_config"}:
+                return "generation_config holds a key of the request"
+            config.update(generation)
+            genai.GenerateContentConfig.model_validate(config)
             return None
         validated = plain(ADAPTERS[provider].validate_python(body))
     except ValidationError as error:

@@ -532,6 +532,10 @@ const _: () = {
                 __p::Describe("title", __p::LastWriteWins),
             ))
         }
+        #[inline]
+        fn execution(&self) -> __p::Option<(&'static str, &::agentstate::state::ExecutionState)> {
+            __p::State::execution(&self.base)
+        }
     }
     #[doc(hidden)]
     #[derive(__p :: Default)]

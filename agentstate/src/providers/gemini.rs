@@ -12,8 +12,9 @@
 //! is dropped with a note.
 
 use super::report::{Action, Issue, Report};
+use super::request::{Conversation, ModelRequest, Param, RequestError, ToolChoice};
 use super::{
-    blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system, merge_texts,
+    blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
     note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, provider_extra,
     reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
@@ -22,7 +23,9 @@ use super::{
 use crate::message::{
     ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
 };
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Google's documented placeholder signature, base64 (`skip_thought_signature_validator`).
@@ -56,6 +59,182 @@ const SKIP_SIGNATURE: &str = "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I=";
 ///     json!({"id": "c2", "name": "get_weather", "response": {"result": "Rain"}}));
 /// ```
 pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Converted<Value> {
+    let (contents, system, report) = conversation(messages, context_summary);
+    let mut request = Map::new();
+    request.insert("contents".into(), to_value(&contents));
+    if let Some(system) = system {
+        request.insert("system_instruction".into(), to_value(&system));
+    }
+    Converted::new(Value::Object(request), report)
+}
+
+/// A typed part of a body as a JSON value (serializing these types cannot fail).
+fn to_value<T: Serialize>(part: &T) -> Value {
+    serde_json::to_value(part).unwrap_or_default()
+}
+
+/// A turn: `{"role": "user" | "model", "parts"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiContent<'a> {
+    /// `"user"` or `"model"`.
+    pub role: &'static str,
+    /// The parts.
+    pub parts: Vec<GeminiPart<'a>>,
+}
+
+/// The system prompt: `{"parts": [{"text"}]}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SystemInstruction<'a> {
+    /// One text part.
+    pub parts: Vec<GeminiPart<'a>>,
+}
+
+/// A part: one of `text` (with `thought` for a thought), `inline_data`, `file_data`,
+/// `function_call` and `function_response`, and a `thought_signature`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GeminiPart<'a> {
+    /// Text (or a thought's summary).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<Cow<'a, str>>,
+    /// `true` for a thought.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub thought: bool,
+    /// Bytes: `{"mime_type", "data"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline_data: Option<Blob<'a>>,
+    /// A file: `{"mime_type", "file_uri"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_data: Option<FileData<'a>>,
+    /// A function call: `{"id", "name", "args"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<FunctionCall<'a>>,
+    /// A function's response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_response: Option<FunctionResponse<'a>>,
+    /// Gemini's signature of the part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<Cow<'a, str>>,
+}
+
+/// `{"mime_type", "data"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Blob<'a> {
+    /// The MIME type.
+    pub mime_type: Cow<'a, str>,
+    /// The bytes, base64.
+    pub data: Cow<'a, str>,
+}
+
+/// `{"mime_type", "file_uri"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileData<'a> {
+    /// The MIME type.
+    pub mime_type: Cow<'a, str>,
+    /// The file's URI.
+    pub file_uri: Cow<'a, str>,
+}
+
+/// `{"id", "name", "args"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCall<'a> {
+    /// The call id.
+    pub id: &'a str,
+    /// The function.
+    pub name: &'a str,
+    /// The arguments, an object.
+    pub args: Value,
+}
+
+/// `{"id", "name", "response": {"result" | "error": text}, "parts"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionResponse<'a> {
+    /// The call id.
+    pub id: &'a str,
+    /// The function.
+    pub name: &'a str,
+    /// The result or the error.
+    pub response: ResponseText<'a>,
+    /// The result's media.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<GeminiPart<'a>>,
+}
+
+/// `{"result": text}` or `{"error": text}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponseText<'a> {
+    /// The result of a call that succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Cow<'a, str>>,
+    /// The error of a failed call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Cow<'a, str>>,
+}
+
+fn own(text: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(text.into_owned())
+}
+
+impl<'a> GeminiPart<'a> {
+    fn text(text: impl Into<Cow<'a, str>>) -> Self {
+        GeminiPart {
+            text: Some(text.into()),
+            ..GeminiPart::default()
+        }
+    }
+
+    /// Whether it is a text part and nothing else.
+    fn is_plain_text(&self) -> bool {
+        self.text.is_some()
+            && !self.thought
+            && self.inline_data.is_none()
+            && self.file_data.is_none()
+            && self.function_call.is_none()
+            && self.function_response.is_none()
+            && self.thought_signature.is_none()
+    }
+
+    /// A media part owning its data (the media of a tool's output, read from its JSON).
+    fn into_owned(self) -> GeminiPart<'static> {
+        GeminiPart {
+            text: self.text.map(own),
+            thought: self.thought,
+            inline_data: self.inline_data.map(|b| Blob {
+                mime_type: own(b.mime_type),
+                data: own(b.data),
+            }),
+            file_data: self.file_data.map(|f| FileData {
+                mime_type: own(f.mime_type),
+                file_uri: own(f.file_uri),
+            }),
+            function_call: None,
+            function_response: None,
+            thought_signature: self.thought_signature.map(own),
+        }
+    }
+}
+
+/// Joins adjacent plain text parts into one, as AgentFlow sends a message's text.
+fn merge_texts(parts: &mut Vec<GeminiPart<'_>>) {
+    parts.dedup_by(|next, prev| {
+        if !(next.is_plain_text() && prev.is_plain_text()) {
+            return false;
+        }
+        if let (Some(text), Some(next)) = (prev.text.as_mut(), next.text.as_deref()) {
+            text.to_mut().push_str(next);
+        }
+        true
+    });
+}
+
+/// A conversation's `contents` and `system_instruction`.
+fn conversation<'a>(
+    messages: &'a [Message],
+    context_summary: Option<&'a str>,
+) -> (
+    Vec<GeminiContent<'a>>,
+    Option<SystemInstruction<'a>>,
+    Report,
+) {
     let mut report = Report::default();
     check_pairing(messages, &mut report);
     let names: HashMap<&str, &str> = messages
@@ -65,7 +244,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
         .map(|call| (call.id, call.name))
         .collect();
     let mut system: Vec<String> = Vec::new();
-    let mut contents: Vec<Value> = Vec::new();
+    let mut contents: Vec<GeminiContent<'a>> = Vec::new();
     let mut turn = UserTurn::default();
     let leading = leading_system(messages);
     for (index, message) in messages.iter().enumerate() {
@@ -93,7 +272,7 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
                     }
                 }
                 if !has_media(message) {
-                    merge_texts(&mut parts, 1);
+                    merge_texts(&mut parts);
                 }
                 turn.after.append(&mut parts);
                 turn.from = Some(index);
@@ -102,11 +281,14 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
             Role::Assistant => {
                 turn.flush(&mut contents, &mut report);
                 let mut parts = model_parts(message, index, &mut report);
-                merge_texts(&mut parts, 1);
+                merge_texts(&mut parts);
                 if parts.is_empty() {
                     report.push(Some(index), None, Issue::EmptyMessage, Action::Dropped);
                 } else {
-                    contents.push(json!({"role": "model", "parts": parts}));
+                    contents.push(GeminiContent {
+                        role: "model",
+                        parts,
+                    });
                 }
             }
         }
@@ -116,27 +298,22 @@ pub fn to_gemini(messages: &[Message], context_summary: Option<&str>) -> Convert
     }
     turn.flush(&mut contents, &mut report);
     super::note_empty_conversation(contents.len(), &mut report);
-    let mut request = Map::new();
-    request.insert("contents".into(), Value::Array(contents));
-    if !system.is_empty() {
-        request.insert(
-            "system_instruction".into(),
-            json!({"parts": [{"text": system.join("\n")}]}),
-        );
-    }
-    Converted::new(Value::Object(request), report)
+    let system = (!system.is_empty()).then(|| SystemInstruction {
+        parts: vec![GeminiPart::text(system.join("\n"))],
+    });
+    (contents, system, report)
 }
 
 /// The user turn being gathered: function responses first, then the rest.
 #[derive(Default)]
-struct UserTurn {
-    responses: Vec<Value>,
-    after: Vec<Value>,
+struct UserTurn<'a> {
+    responses: Vec<GeminiPart<'a>>,
+    after: Vec<GeminiPart<'a>>,
     from: Option<usize>,
 }
 
-impl UserTurn {
-    fn flush(&mut self, contents: &mut Vec<Value>, report: &mut Report) {
+impl<'a> UserTurn<'a> {
+    fn flush(&mut self, contents: &mut Vec<GeminiContent<'a>>, report: &mut Report) {
         let from = self.from.take();
         if self.responses.is_empty() && self.after.is_empty() {
             if let Some(index) = from {
@@ -146,19 +323,22 @@ impl UserTurn {
         }
         let mut parts = std::mem::take(&mut self.responses);
         parts.append(&mut self.after);
-        contents.push(json!({"role": "user", "parts": parts}));
+        contents.push(GeminiContent {
+            role: "user",
+            parts,
+        });
     }
 }
 
 /// `{"function_response": {"id", "name", "response": {"result" | "error": text}, "parts"?}}`;
 /// the name is the call's (the call id when no call has it, as AgentFlow does).
-fn response_part(
-    call_id: &str,
+fn response_part<'a>(
+    call_id: &'a str,
     is_error: bool,
-    text: &str,
-    names: &HashMap<&str, &str>,
-    parts: Vec<Value>,
-) -> Value {
+    text: Cow<'a, str>,
+    names: &HashMap<&'a str, &'a str>,
+    parts: Vec<GeminiPart<'a>>,
+) -> GeminiPart<'a> {
     let name = names
         .get(call_id)
         .copied()
@@ -167,32 +347,46 @@ fn response_part(
         } else {
             call_id
         });
-    let key = if is_error { "error" } else { "result" };
-    let mut response = json!({"id": call_id, "name": name, "response": {key: text}});
-    if !parts.is_empty() {
-        response["parts"] = Value::Array(parts);
+    let response = if is_error {
+        ResponseText {
+            result: None,
+            error: Some(text),
+        }
+    } else {
+        ResponseText {
+            result: Some(text),
+            error: None,
+        }
+    };
+    GeminiPart {
+        function_response: Some(FunctionResponse {
+            id: call_id,
+            name,
+            response,
+            parts,
+        }),
+        ..GeminiPart::default()
     }
-    json!({ "function_response": response })
 }
 
 /// The function response of a tool result at `block` of message `index`: its output as
 /// text (with `single`, the tool message holding only this result: the message's whole
 /// text, as AgentFlow sends it). An output of content blocks gives their text, and their
 /// media as the response's `parts` (inline data or file data).
-fn result_part(
-    result: &ToolResultBlock,
-    single: Option<&Message>,
+fn result_part<'a>(
+    result: &'a ToolResultBlock,
+    single: Option<&'a Message>,
     index: usize,
     block: usize,
-    names: &HashMap<&str, &str>,
+    names: &HashMap<&'a str, &'a str>,
     report: &mut Report,
-) -> Value {
+) -> GeminiPart<'a> {
     let Some(blocks) = output_blocks(&result.output) else {
         let text = match single {
-            Some(message) => std::borrow::Cow::Owned(message.text()),
+            Some(message) => Cow::Owned(message.text()),
             None => output_text(&result.output),
         };
-        return response_part(&result.call_id, result.is_error, &text, names, Vec::new());
+        return response_part(&result.call_id, result.is_error, text, names, Vec::new());
     };
     let mut text = blocks_text(&blocks);
     for content in single.into_iter().flat_map(|m| &m.content) {
@@ -204,20 +398,41 @@ fn result_part(
         .iter()
         .filter(|b| !matches!(b, ContentBlock::Text(_)))
         .filter_map(|b| part(b, index, block, report))
+        .map(GeminiPart::into_owned)
         .collect();
-    response_part(&result.call_id, result.is_error, &text, names, media)
+    response_part(
+        &result.call_id,
+        result.is_error,
+        Cow::Owned(text),
+        names,
+        media,
+    )
 }
 
 /// `inline_data` for bytes, `file_data` for a URI or file id.
-fn media_part(media: &MediaRef, default_mime: &str) -> Option<Value> {
+fn media_part<'a>(media: &'a MediaRef, default_mime: &'a str) -> Option<GeminiPart<'a>> {
     let mime = media.mime_type.as_deref().unwrap_or(default_mime);
+    let inline = |mime: &'a str, data: &'a str| GeminiPart {
+        inline_data: Some(Blob {
+            mime_type: Cow::Borrowed(mime),
+            data: Cow::Borrowed(data),
+        }),
+        ..GeminiPart::default()
+    };
+    let file = |uri: &'a str| GeminiPart {
+        file_data: Some(FileData {
+            mime_type: Cow::Borrowed(mime),
+            file_uri: Cow::Borrowed(uri),
+        }),
+        ..GeminiPart::default()
+    };
     Some(match source(media) {
-        Source::Data(data) => json!({"inline_data": {"mime_type": mime, "data": data}}),
+        Source::Data(data) => inline(mime, data),
         Source::Url(url) => match parse_data_url(url) {
-            Some((mime, data)) => json!({"inline_data": {"mime_type": mime, "data": data}}),
-            None => json!({"file_data": {"mime_type": mime, "file_uri": url}}),
+            Some((mime, data)) => inline(mime, data),
+            None => file(url),
         },
-        Source::FileId(id) => json!({"file_data": {"mime_type": mime, "file_uri": id}}),
+        Source::FileId(id) => file(id),
         Source::Missing => return None,
     })
 }
@@ -239,20 +454,29 @@ fn is_uri(reference: &str) -> bool {
 }
 
 /// One part of a user or model turn; `None`, with a note, when Gemini has no part for it.
-fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report) -> Option<Value> {
+fn part<'a>(
+    content: &'a ContentBlock,
+    index: usize,
+    block: usize,
+    report: &mut Report,
+) -> Option<GeminiPart<'a>> {
     let media = match content {
         ContentBlock::Text(t) => {
             note_annotations(t, index, block, report);
-            return (!t.text.is_empty()).then(|| json!({"text": t.text}));
+            return (!t.text.is_empty()).then(|| GeminiPart::text(t.text.as_str()));
         }
         ContentBlock::Image(image) => media_part(&image.media, "image/png"),
         ContentBlock::Audio(audio) => media_part(&audio.media, "audio/wav"),
         ContentBlock::Video(video) => media_part(&video.media, "video/mp4"),
         ContentBlock::Document(doc) => media_part(&doc.media, "application/pdf"),
         ContentBlock::Data(data) => match (&data.data_base64, &data.media) {
-            (Some(bytes), _) => {
-                Some(json!({"inline_data": {"mime_type": data.mime_type, "data": bytes}}))
-            }
+            (Some(bytes), _) => Some(GeminiPart {
+                inline_data: Some(Blob {
+                    mime_type: Cow::Borrowed(&data.mime_type),
+                    data: Cow::Borrowed(bytes),
+                }),
+                ..GeminiPart::default()
+            }),
             (None, Some(media)) => media_part(media, &data.mime_type),
             (None, None) => None,
         },
@@ -267,7 +491,7 @@ fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report)
     };
     let file_uri = media
         .as_ref()
-        .and_then(|m| m.get("file_data")?.get("file_uri")?.as_str());
+        .and_then(|m| Some(m.file_data.as_ref()?.file_uri.as_ref()));
     if let Some(id) = file_uri.filter(|uri| !is_uri(uri)) {
         report.push(
             Some(index),
@@ -291,11 +515,11 @@ fn part(content: &ContentBlock, index: usize, block: usize, report: &mut Report)
 
 /// A tool message: its results as function responses of the user turn being gathered, its
 /// other content after them.
-fn tool(
-    message: &Message,
+fn tool<'a>(
+    message: &'a Message,
     index: usize,
-    names: &HashMap<&str, &str>,
-    turn: &mut UserTurn,
+    names: &HashMap<&'a str, &'a str>,
+    turn: &mut UserTurn<'a>,
     report: &mut Report,
 ) {
     let results = message.tool_results().count();
@@ -335,20 +559,17 @@ fn tool(
 }
 
 /// A model turn's parts: thoughts made by Gemini, text and media, then function calls.
-fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Value> {
+fn model_parts<'a>(message: &'a Message, index: usize, report: &mut Report) -> Vec<GeminiPart<'a>> {
     note_reasoning_string(message, index, report);
-    let mut parts: Vec<Value> = Vec::with_capacity(message.content.len());
+    let mut parts: Vec<GeminiPart<'a>> = Vec::with_capacity(message.content.len());
     for (block, content) in message.content.iter().enumerate() {
         match content {
             ContentBlock::Reasoning(r) => match thought(r) {
                 // An empty signed thought after a text part is that part's signature.
                 Some(thought) if r.summary.is_empty() && r.signature.is_some() => {
                     match parts.last_mut() {
-                        Some(last)
-                            if last.get("text").is_some()
-                                && last.get("thought_signature").is_none() =>
-                        {
-                            last["thought_signature"] = thought["thought_signature"].clone();
+                        Some(last) if last.text.is_some() && last.thought_signature.is_none() => {
+                            last.thought_signature = thought.thought_signature;
                         }
                         _ => parts.push(thought),
                     }
@@ -358,13 +579,13 @@ fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Valu
             },
             ContentBlock::ToolResult(result) => {
                 let text = out_of_place(result, index, block, report);
-                parts.push(json!({"text": text}));
+                parts.push(GeminiPart::text(text));
             }
             c if is_call(c) => {}
             other => match super::refusal_of(other) {
                 Some(refusal) => {
                     super::note_refusal(index, block, report);
-                    parts.push(json!({"text": refusal}));
+                    parts.push(GeminiPart::text(refusal));
                 }
                 None => parts.extend(part(other, index, block, report)),
             },
@@ -377,27 +598,35 @@ fn model_parts(message: &Message, index: usize, report: &mut Report) -> Vec<Valu
             note_signature(&call, index, report);
         }
         let args = call.object(index, report);
-        let mut part = json!({"function_call": {"id": call.id, "name": call.name, "args": args}});
-        match call.signature.filter(|_| gemini) {
-            Some(signature) => part["thought_signature"] = Value::from(signature),
-            None if i == 0 => part["thought_signature"] = Value::from(SKIP_SIGNATURE),
-            None => {}
-        }
-        parts.push(part);
+        let thought_signature = match call.signature.clone().filter(|_| gemini) {
+            Some(signature) => Some(signature),
+            None if i == 0 => Some(Cow::Borrowed(SKIP_SIGNATURE)),
+            None => None,
+        };
+        parts.push(GeminiPart {
+            function_call: Some(FunctionCall {
+                id: call.id,
+                name: call.name,
+                args,
+            }),
+            thought_signature,
+            ..GeminiPart::default()
+        });
     }
     parts
 }
 
 /// A `thought` part, for reasoning Gemini made.
-fn thought(reasoning: &ReasoningBlock) -> Option<Value> {
+fn thought(reasoning: &ReasoningBlock) -> Option<GeminiPart<'_>> {
     if reasoning_provider(reasoning) != Some(Provider::Gemini.as_str()) {
         return None;
     }
-    let mut part = json!({"text": reasoning.summary, "thought": true});
-    if let Some(signature) = &reasoning.signature {
-        part["thought_signature"] = Value::from(&**signature);
-    }
-    Some(part)
+    Some(GeminiPart {
+        text: Some(Cow::Borrowed(&reasoning.summary)),
+        thought: true,
+        thought_signature: reasoning.signature.as_deref().map(Cow::Borrowed),
+        ..GeminiPart::default()
+    })
 }
 
 /// A key in the REST API's camelCase or the proto's snake_case.
@@ -538,4 +767,211 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
         },
     );
     Ok(Converted::new(message, report))
+}
+
+/// A whole Gemini `generateContent` body, from [`ModelRequest::to_gemini`], with the REST
+/// API's proto field names in the order of its `GenerateContentRequest` (`model`, `contents`,
+/// `tools`, `tool_config`, `system_instruction`, `generation_config`), each optional one
+/// written only when set. `model` is also the URL's (`models/{model}:generateContent`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiBody<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The conversation's turns.
+    pub contents: Vec<GeminiContent<'a>>,
+    /// `[{"function_declarations": [...]}]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<GeminiTools<'a>>,
+    /// `{"function_calling_config": {"mode", "allowed_function_names"?}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<GeminiToolConfig<'a>>,
+    /// `{"parts": [{"text"}]}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_instruction: Option<SystemInstruction<'a>>,
+    /// Sampling, output and thinking parameters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_config: Option<GenerationConfig<'a>>,
+}
+
+/// `{"function_declarations"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiTools<'a> {
+    /// The functions.
+    pub function_declarations: Vec<FunctionDeclaration<'a>>,
+}
+
+/// `{"name", "description", "parameters_json_schema"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionDeclaration<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub parameters_json_schema: &'a Value,
+}
+
+/// `{"function_calling_config"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeminiToolConfig<'a> {
+    /// The mode and the allowed functions.
+    pub function_calling_config: FunctionCallingConfig<'a>,
+}
+
+/// `{"mode": "AUTO" | "NONE" | "ANY", "allowed_function_names"?}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionCallingConfig<'a> {
+    /// The mode.
+    pub mode: &'static str,
+    /// The one tool a named tool choice allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_function_names: Option<[&'a str; 1]>,
+}
+
+/// `generation_config`, in the proto's field order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct GenerationConfig<'a> {
+    /// `stop_sequences`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<&'a [String]>,
+    /// `max_output_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// `temperature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `top_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `top_k`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// `seed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// `presence_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// `frequency_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// `"application/json"` with a structured output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_mime_type: Option<&'static str>,
+    /// The structured output's JSON Schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_json_schema: Option<&'a Value>,
+    /// `{"thinking_budget"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<ThinkingConfig>,
+}
+
+/// `{"thinking_budget"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThinkingConfig {
+    /// The budget in tokens.
+    pub thinking_budget: u32,
+}
+
+const GEMINI: &str = "Gemini generateContent";
+
+impl ModelRequest {
+    /// The whole Gemini `generateContent` body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused: Gemini
+    /// has no strict tools, and takes reasoning as a thinking budget only).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use serde_json::json;
+    ///
+    /// let request = ModelRequest::builder("gemini-2.5-flash")
+    ///     .tool(Tool::new("now", "The time.", json!({"type": "object"})))
+    ///     .tool_choice(ToolChoice::Tool("now".into()))
+    ///     .temperature(0.5)
+    ///     .thinking_budget(512)
+    ///     .build()?;
+    /// let messages = [Message::text_message("Time?", Role::User)];
+    /// let body = serde_json::to_value(request.to_gemini(&messages)?.request).unwrap();
+    /// assert_eq!(body["tool_config"], json!({"function_calling_config": {"mode": "ANY", "allowed_function_names": ["now"]}}));
+    /// assert_eq!(body["generation_config"], json!({"temperature": 0.5, "thinking_config": {"thinking_budget": 512}}));
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_gemini<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<GeminiBody<'a>>, RequestError> {
+        self.refuse(GEMINI, &[Param::ToolStrict])?;
+        let thinking_config = match (self.reasoning_effort(), self.thinking_budget()) {
+            (Some(_), None) => {
+                return Err(RequestError::Unsupported {
+                    provider: GEMINI,
+                    parameter: "reasoning_effort",
+                    hint: "Gemini takes a thinking budget: set `thinking_budget`",
+                })
+            }
+            (_, budget) => budget.map(|thinking_budget| ThinkingConfig { thinking_budget }),
+        };
+        let conversation = conversation.into();
+        let (contents, system_instruction, mut report) =
+            self::conversation(conversation.messages, conversation.summary);
+        self.note_cache(&mut report);
+        let s = self.sampling();
+        let output = self.output_schema();
+        let config = GenerationConfig {
+            stop_sequences: (!s.stop.is_empty()).then_some(s.stop.as_slice()),
+            max_output_tokens: self.max_output_tokens(),
+            temperature: s.temperature,
+            top_p: s.top_p,
+            top_k: s.top_k,
+            seed: s.seed,
+            presence_penalty: s.presence_penalty,
+            frequency_penalty: s.frequency_penalty,
+            response_mime_type: output.map(|_| "application/json"),
+            response_json_schema: output.map(|o| &o.schema),
+            thinking_config,
+        };
+        let tools = self.tools();
+        let body = GeminiBody {
+            model: self.model(),
+            contents,
+            tools: if tools.is_empty() {
+                Vec::new()
+            } else {
+                vec![GeminiTools {
+                    function_declarations: tools
+                        .iter()
+                        .map(|tool| FunctionDeclaration {
+                            name: &tool.name,
+                            description: &tool.description,
+                            parameters_json_schema: &tool.parameters,
+                        })
+                        .collect(),
+                }]
+            },
+            tool_config: self.tool_choice().map(|choice| GeminiToolConfig {
+                function_calling_config: match choice {
+                    ToolChoice::Auto => FunctionCallingConfig {
+                        mode: "AUTO",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::None => FunctionCallingConfig {
+                        mode: "NONE",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::Required => FunctionCallingConfig {
+                        mode: "ANY",
+                        allowed_function_names: None,
+                    },
+                    ToolChoice::Tool(name) => FunctionCallingConfig {
+                        mode: "ANY",
+                        allowed_function_names: Some([name.as_str()]),
+                    },
+                },
+            }),
+            system_instruction,
+            generation_config: (config != GenerationConfig::default()).then_some(config),
+        };
+        Ok(Converted::new(body, report))
+    }
 }

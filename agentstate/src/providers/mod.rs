@@ -3,10 +3,17 @@
 //! provider's (non-streaming) response body back into a [`Message`], with a report of what
 //! the message cannot keep (a web search call, a server tool's result...).
 //!
-//! Each `to_*` function returns a [`Converted`]: the request body (the conversation part of
-//! it; add `model`, `tools`, `max_tokens`... yourself) and a [`Report`] that lists, with
-//! message and block indices, everything the provider could not take as it was and what was
-//! done with it. Nothing is dropped without a note. The same messages always give the same
+//! A whole request is a [`ModelRequest`] ([`request`]: model, tools, tool choice, structured
+//! output, sampling, maximum output tokens, reasoning, prompt-cache breakpoints) converted with
+//! the conversation by [`ModelRequest::to_openai_chat`], [`to_openai_responses`](ModelRequest::to_openai_responses),
+//! [`to_anthropic`](ModelRequest::to_anthropic) or [`to_gemini`](ModelRequest::to_gemini)
+//! into the provider's typed body, ready to serialize and send; a parameter the provider
+//! lacks is refused with a [`RequestError`], not dropped. The `to_*` functions of each module
+//! convert the conversation alone (its `messages`, `input` or `contents` and system prompt).
+//!
+//! Both return a [`Converted`]: the body and a [`Report`] that lists, with message and block
+//! indices, everything the provider could not take as it was and what was done with it.
+//! Nothing is dropped without a note. The same request and messages always give the same
 //! bytes (provider prompt caches depend on it).
 //!
 //! The rules every converter follows:
@@ -157,19 +164,23 @@
 //! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
-//! it). `cargo run --example providers` prints the four bodies of one conversation.
+//! it); with the feature `async-openai`, [`ChatBody`](openai_chat::ChatBody) and
+//! [`ResponsesBody`](openai_responses::ResponsesBody) convert into them (`TryFrom`). `cargo run --example providers` prints the four bodies of one conversation.
 
 pub mod anthropic;
 pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod report;
+pub mod request;
+pub mod stream;
 pub mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
 pub use gemini::{from_gemini, to_gemini};
 pub use openai_chat::{from_openai_chat, to_openai_chat};
 pub use openai_responses::{from_openai_responses, to_openai_responses};
+pub use request::{ModelRequest, RequestError};
 pub use tool_ids::ToolIds;
 
 use crate::message::python_json;
@@ -848,27 +859,6 @@ fn openai_usage(response: &Value, keys: [&str; 2], details: [&str; 2]) -> Option
 /// send its content as parts rather than one text.
 fn has_media(message: &Message) -> bool {
     message.content.iter().any(|b| media_of(b).is_some())
-}
-
-/// Joins adjacent plain text parts (objects of `keys` keys, one a string `"text"`: Anthropic's
-/// `{"type": "text", "text"}`, Gemini's `{"text"}`) into one, as AgentFlow sends a message's
-/// text.
-fn merge_texts(parts: &mut Vec<Value>, keys: usize) {
-    let plain = |v: &Value| {
-        v.as_object().is_some_and(|o| o.len() == keys)
-            && v.get("text").is_some_and(Value::is_string)
-            && (keys == 1 || v.get("type").and_then(Value::as_str) == Some("text"))
-    };
-    parts.dedup_by(|next, prev| {
-        if !(plain(prev) && plain(next)) {
-            return false;
-        }
-        let next = next["text"].as_str().unwrap_or_default().to_owned();
-        if let Some(Value::String(text)) = prev.get_mut("text") {
-            text.push_str(&next);
-        }
-        true
-    });
 }
 
 /// Token usage from the counts a provider reports.

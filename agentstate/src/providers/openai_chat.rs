@@ -9,6 +9,9 @@
 //! reasoning back, so reasoning and tool-call signatures are dropped with a note.
 
 use super::report::{Action, Issue, Report};
+use super::request::{
+    Conversation, Effort, ModelRequest, OutputSchema, Param, RequestError, ToolChoice,
+};
 use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
@@ -860,4 +863,249 @@ pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, Response
         },
     );
     Ok(Converted::new(message, report))
+}
+
+/// A whole Chat Completions request body, from [`ModelRequest::to_openai_chat`]: in the API
+/// reference's order (`messages`, `model`, then the optional parameters alphabetically), each
+/// optional one written only when set. It borrows the request and the messages.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatBody<'a> {
+    /// The conversation.
+    pub messages: Vec<ChatMessage<'a>>,
+    /// The model.
+    pub model: &'a str,
+    /// `frequency_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    /// `max_completion_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    /// `presence_penalty`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// `reasoning_effort`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<Effort>,
+    /// `response_format`: a JSON Schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ChatResponseFormat<'a>>,
+    /// `seed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// `stop` sequences.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<&'a [String]>,
+    /// `temperature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `tool_choice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<OpenAiToolChoice<'a>>,
+    /// `tools`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ChatTool<'a>>,
+    /// `top_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+}
+
+/// A Chat tool: `{"type": "function", "function": {"name", "description", "parameters", "strict"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatTool<'a> {
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function.
+    pub function: ChatFunctionDef<'a>,
+}
+
+/// A Chat tool's `function`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatFunctionDef<'a> {
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub parameters: &'a Value,
+    /// Whether the arguments must follow the schema exactly.
+    pub strict: bool,
+}
+
+/// An OpenAI `tool_choice` (Chat's; the Responses body has its own shape of the named one):
+/// `"auto"`, `"none"`, `"required"` or a named function.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum OpenAiToolChoice<'a> {
+    /// `"auto"`, `"none"` or `"required"`.
+    Mode(&'static str),
+    /// `{"type": "function", "function": {"name"}}`.
+    Function {
+        /// Always `"function"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The tool.
+        function: NamedFunction<'a>,
+    },
+}
+
+/// A named function: `{"name"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedFunction<'a> {
+    /// The tool's name.
+    pub name: &'a str,
+}
+
+/// `{"type": "json_schema", "json_schema": {"name", "description"?, "schema", "strict"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatResponseFormat<'a> {
+    /// Always `"json_schema"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The schema.
+    pub json_schema: JsonSchemaFormat<'a>,
+}
+
+/// A structured output's schema in OpenAI's shape: `{"name", "description"?, "schema",
+/// "strict"}` (Responses' `text.format` adds `"type": "json_schema"` first).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonSchemaFormat<'a> {
+    /// `"json_schema"` in Responses' `text.format`; absent in Chat's `json_schema`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// The schema's name.
+    pub name: &'a str,
+    /// What the answer is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<&'a str>,
+    /// The JSON Schema.
+    pub schema: &'a Value,
+    /// Whether the answer must follow it exactly.
+    pub strict: bool,
+}
+
+/// The schema of a request's structured output in OpenAI's shape.
+pub(super) fn json_schema_format<'a>(
+    output: &'a OutputSchema,
+    kind: Option<&'static str>,
+) -> JsonSchemaFormat<'a> {
+    JsonSchemaFormat {
+        kind,
+        name: &output.name,
+        description: output.description.as_deref(),
+        schema: &output.schema,
+        strict: output.strict,
+    }
+}
+
+/// OpenAI takes an effort, not a budget: the request's effort, refused when it has only a
+/// budget.
+pub(super) fn openai_effort(
+    request: &ModelRequest,
+    provider: &'static str,
+) -> Result<Option<Effort>, RequestError> {
+    match (request.reasoning_effort(), request.thinking_budget()) {
+        (None, Some(_)) => Err(RequestError::Unsupported {
+            provider,
+            parameter: "thinking_budget",
+            hint: "OpenAI takes a reasoning effort: set `reasoning_effort`",
+        }),
+        (effort, _) => Ok(effort),
+    }
+}
+
+const CHAT: &str = "OpenAI Chat Completions";
+
+impl ModelRequest {
+    /// The whole OpenAI Chat Completions body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use serde_json::json;
+    ///
+    /// let request = ModelRequest::builder("gpt-4o")
+    ///     .tool(Tool::new("now", "The time.", json!({"type": "object", "properties": {}})))
+    ///     .tool_choice(ToolChoice::Tool("now".into()))
+    ///     .seed(7)
+    ///     .build()?;
+    /// let messages = [Message::text_message("Time?", Role::User)];
+    /// let body = request.to_openai_chat(&messages)?.request;
+    /// assert_eq!(serde_json::to_string(&body).unwrap(), concat!(
+    ///     r#"{"messages":[{"role":"user","content":"Time?"}],"model":"gpt-4o","seed":7,"#,
+    ///     r#""tool_choice":{"type":"function","function":{"name":"now"}},"#,
+    ///     r#""tools":[{"type":"function","function":{"name":"now","description":"The time.","#,
+    ///     r#""parameters":{"properties":{},"type":"object"},"strict":false}}]}"#));
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_openai_chat<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<ChatBody<'a>>, RequestError> {
+        self.refuse(CHAT, &[Param::TopK])?;
+        let reasoning_effort = openai_effort(self, CHAT)?;
+        let conversation = conversation.into();
+        let converted = to_openai_chat(conversation.messages, conversation.summary);
+        let mut report = converted.report;
+        self.note_cache(&mut report);
+        let s = self.sampling();
+        let body = ChatBody {
+            messages: converted.request.messages,
+            model: self.model(),
+            frequency_penalty: s.frequency_penalty,
+            max_completion_tokens: self.max_output_tokens(),
+            presence_penalty: s.presence_penalty,
+            reasoning_effort,
+            response_format: self.output_schema().map(|output| ChatResponseFormat {
+                kind: "json_schema",
+                json_schema: json_schema_format(output, None),
+            }),
+            seed: s.seed,
+            stop: (!s.stop.is_empty()).then_some(s.stop.as_slice()),
+            temperature: s.temperature,
+            tool_choice: self.tool_choice().map(|choice| match choice {
+                ToolChoice::Tool(name) => OpenAiToolChoice::Function {
+                    kind: "function",
+                    function: NamedFunction { name },
+                },
+                other => OpenAiToolChoice::Mode(openai_mode(other)),
+            }),
+            tools: self
+                .tools()
+                .iter()
+                .map(|tool| ChatTool {
+                    kind: "function",
+                    function: ChatFunctionDef {
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters: &tool.parameters,
+                        strict: tool.strict,
+                    },
+                })
+                .collect(),
+            top_p: s.top_p,
+        };
+        Ok(Converted::new(body, report))
+    }
+}
+
+/// OpenAI's name of a tool choice other than a named tool.
+pub(super) fn openai_mode(choice: &ToolChoice) -> &'static str {
+    match choice {
+        ToolChoice::Auto | ToolChoice::Tool(_) => "auto",
+        ToolChoice::None => "none",
+        ToolChoice::Required => "required",
+    }
+}
+
+#[cfg(feature = "async-openai")]
+impl TryFrom<&ChatBody<'_>> for async_openai::types::chat::CreateChatCompletionRequest {
+    type Error = serde_json::Error;
+
+    /// The body as async-openai's request (feature `async-openai`), to send with its client.
+    /// It fails only where async-openai's type lacks something the body has.
+    fn try_from(body: &ChatBody<'_>) -> Result<Self, Self::Error> {
+        serde_json::from_value(serde_json::to_value(body)?)
+    }
 }

@@ -9,8 +9,12 @@
 //! `reasoning` item with its `encrypted_content` (the block's `signature`). Responses takes no
 //! audio input: audio is dropped with a note.
 
-use super::openai_chat::{convert, ChatContent, ChatMessage, ChatPart};
+use super::openai_chat::{
+    convert, json_schema_format, openai_effort, openai_mode, ChatContent, ChatMessage, ChatPart,
+    JsonSchemaFormat,
+};
 use super::report::{Action, Issue, Report};
+use super::request::{Conversation, Effort, ModelRequest, Param, RequestError, ToolChoice};
 use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
     Converted, Provider, Reply, ResponseError,
@@ -18,7 +22,9 @@ use super::{
 use crate::message::{
     AnnotationRef, ContentBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolCallBlock,
 };
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Converts a conversation to a Responses request's `instructions` and `input`.
 ///
@@ -46,6 +52,124 @@ pub fn to_openai_responses(
     messages: &[Message],
     context_summary: Option<&str>,
 ) -> Converted<Value> {
+    let (instructions, input, report) = conversation(messages, context_summary);
+    let mut request = Map::new();
+    if let Some(instructions) = instructions {
+        request.insert("instructions".into(), Value::from(instructions));
+    }
+    request.insert(
+        "input".into(),
+        serde_json::to_value(&input).unwrap_or_default(),
+    );
+    Converted::new(Value::Object(request), report)
+}
+
+/// An input item: a message, a reasoning item, a function call or its output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponsesItem<'a> {
+    /// `{"role": "user" | "assistant", "content"}`.
+    Message {
+        /// `"user"` or `"assistant"`.
+        role: &'static str,
+        /// A string, or input parts.
+        content: ResponsesContent<'a>,
+    },
+    /// `{"type": "reasoning", "id", "summary": [...], "encrypted_content"?}`.
+    Reasoning {
+        /// Always `"reasoning"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The item id.
+        id: &'a str,
+        /// The summary texts.
+        summary: Vec<SummaryText<'a>>,
+        /// The encrypted reasoning (the block's signature).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<&'a str>,
+    },
+    /// `{"type": "function_call", "call_id", "name", "arguments", "id"?}`.
+    FunctionCall {
+        /// Always `"function_call"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The call id.
+        call_id: &'a str,
+        /// The tool.
+        name: &'a str,
+        /// The arguments as a JSON string.
+        arguments: Cow<'a, str>,
+        /// The item id, for calls OpenAI made.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+    },
+    /// `{"type": "function_call_output", "call_id", "output"}`.
+    FunctionCallOutput {
+        /// Always `"function_call_output"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The call it answers.
+        call_id: &'a str,
+        /// A string, or input parts.
+        output: ResponsesContent<'a>,
+    },
+}
+
+/// `{"type": "summary_text", "text"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryText<'a> {
+    /// Always `"summary_text"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The text.
+    pub text: &'a str,
+}
+
+/// A message's content or a function call's output: a string, or input parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponsesContent<'a> {
+    /// A string.
+    Text(Cow<'a, str>),
+    /// Input parts.
+    Parts(Vec<InputPart<'a>>),
+}
+
+/// An input part, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum InputPart<'a> {
+    /// `{"type": "input_text", "text"}`.
+    InputText {
+        /// The text.
+        text: Cow<'a, str>,
+    },
+    /// `{"type": "input_image", "image_url", "detail": "auto"}`.
+    InputImage {
+        /// A URL or a `data:` URL.
+        image_url: Cow<'a, str>,
+        /// Always `"auto"` (the API's default, which the SDK's type requires).
+        detail: &'static str,
+    },
+    /// `{"type": "input_file", "file_data"?, "file_id"?, "filename"?}`.
+    InputFile {
+        /// A `data:` URL of the bytes.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_data: Option<String>,
+        /// An uploaded file's id.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file_id: Option<Cow<'a, str>>,
+        /// The file name.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filename: Option<Cow<'a, str>>,
+    },
+}
+
+/// A conversation's `instructions` and `input` items.
+fn conversation<'a>(
+    messages: &'a [Message],
+    context_summary: Option<&'a str>,
+) -> (Option<String>, Vec<ResponsesItem<'a>>, Report) {
     let (out, mut report) = convert(messages, context_summary, true);
     let mut instructions: Vec<String> = Vec::new();
     let mut input = Vec::with_capacity(out.messages.len());
@@ -68,7 +192,10 @@ pub fn to_openai_responses(
             ChatMessage::User { content } => {
                 started = true;
                 let content = input_content(content, origin, &mut report);
-                input.push(json!({"role": "user", "content": content}));
+                input.push(ResponsesItem::Message {
+                    role: "user",
+                    content,
+                });
             }
             ChatMessage::Assistant {
                 mut content,
@@ -95,16 +222,13 @@ pub fn to_openai_responses(
                     }
                 }
                 if !content.is_empty() || tool_calls.is_empty() {
-                    input.push(json!({"role": "assistant", "content": content}));
+                    input.push(ResponsesItem::Message {
+                        role: "assistant",
+                        content: ResponsesContent::Text(content),
+                    });
                 }
                 let calls = source.map(calls_of).unwrap_or_default();
                 for call in tool_calls {
-                    let mut item = json!({
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.function.name,
-                        "arguments": call.function.arguments,
-                    });
                     let item_id = calls
                         .iter()
                         .find(|c| c.id == call.id)
@@ -112,10 +236,13 @@ pub fn to_openai_responses(
                             extra_str(c.extra, "provider") == Some(Provider::OpenAi.as_str())
                         })
                         .and_then(|c| extra_str(c.extra, "id"));
-                    if let Some(id) = item_id {
-                        item["id"] = Value::from(id);
-                    }
-                    input.push(item);
+                    input.push(ResponsesItem::FunctionCall {
+                        kind: "function_call",
+                        call_id: call.id,
+                        name: call.function.name,
+                        arguments: call.function.arguments,
+                        id: item_id,
+                    });
                 }
             }
             ChatMessage::Tool {
@@ -125,37 +252,38 @@ pub fn to_openai_responses(
                 started = true;
                 // A string, or (for a result with media) input_text/input_image/input_file.
                 let output = input_content(content, origin, &mut report);
-                input.push(json!({
-                    "type": "function_call_output",
-                    "call_id": tool_call_id,
-                    "output": output,
-                }));
+                input.push(ResponsesItem::FunctionCallOutput {
+                    kind: "function_call_output",
+                    call_id: tool_call_id,
+                    output,
+                });
             }
         }
     }
-    let mut request = Map::new();
-    if !instructions.is_empty() {
-        request.insert("instructions".into(), Value::from(instructions.join("\n")));
-    }
-    request.insert("input".into(), Value::Array(input));
-    Converted::new(Value::Object(request), report)
+    let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
+    (instructions, input, report)
 }
 
 /// A user message's content as Responses input content. Responses takes no audio: an audio
 /// part is dropped with a note.
-fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut Report) -> Value {
+fn input_content<'a>(
+    content: ChatContent<'a>,
+    origin: Option<usize>,
+    report: &mut Report,
+) -> ResponsesContent<'a> {
     let parts = match content {
-        ChatContent::Text(text) => return Value::from(text.into_owned()),
+        ChatContent::Text(text) => return ResponsesContent::Text(text),
         ChatContent::Parts(parts) => parts,
     };
-    parts
+    let parts = parts
         .into_iter()
         .filter_map(|part| match part {
-            ChatPart::Text { text } => Some(json!({"type": "input_text", "text": text})),
-            ChatPart::ImageUrl { image_url } => {
-                // `detail` is required by the SDK's type; `auto` is the API's default.
-                Some(json!({"type": "input_image", "image_url": image_url.url, "detail": "auto"}))
-            }
+            ChatPart::Text { text } => Some(InputPart::InputText { text }),
+            // `detail` is required by the SDK's type; `auto` is the API's default.
+            ChatPart::ImageUrl { image_url } => Some(InputPart::InputImage {
+                image_url: image_url.url,
+                detail: "auto",
+            }),
             ChatPart::InputAudio { .. } => {
                 report.push(
                     origin,
@@ -165,39 +293,35 @@ fn input_content(content: ChatContent<'_>, origin: Option<usize>, report: &mut R
                 );
                 None
             }
-            ChatPart::File { file } => {
-                let mut part = json!({"type": "input_file"});
-                if let Some(data) = file.file_data {
-                    part["file_data"] = Value::from(data);
-                }
-                if let Some(id) = file.file_id {
-                    part["file_id"] = Value::from(id.into_owned());
-                }
-                if let Some(name) = file.filename {
-                    part["filename"] = Value::from(name.into_owned());
-                }
-                Some(part)
-            }
+            ChatPart::File { file } => Some(InputPart::InputFile {
+                file_data: file.file_data,
+                file_id: file.file_id,
+                filename: file.filename,
+            }),
         })
-        .collect()
+        .collect();
+    ResponsesContent::Parts(parts)
 }
 
 /// A reasoning item: `{"type": "reasoning", "id", "summary": [...], "encrypted_content"?}`.
-fn reasoning_item(id: &str, reasoning: &ReasoningBlock) -> Value {
+fn reasoning_item<'a>(id: &'a str, reasoning: &'a ReasoningBlock) -> ResponsesItem<'a> {
     let texts: Vec<&str> = match &reasoning.details {
         Some(details) => details.iter().map(String::as_str).collect(),
         None if reasoning.summary.is_empty() => Vec::new(),
         None => vec![reasoning.summary.as_str()],
     };
-    let summary: Vec<Value> = texts
-        .into_iter()
-        .map(|text| json!({"type": "summary_text", "text": text}))
-        .collect();
-    let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
-    if let Some(signature) = &reasoning.signature {
-        item["encrypted_content"] = Value::from(&**signature);
+    ResponsesItem::Reasoning {
+        kind: "reasoning",
+        id,
+        summary: texts
+            .into_iter()
+            .map(|text| SummaryText {
+                kind: "summary_text",
+                text,
+            })
+            .collect(),
+        encrypted_content: reasoning.signature.as_deref(),
     }
-    item
 }
 
 /// Reads a Responses API `response` object into an assistant message: `reasoning` items as
@@ -362,4 +486,178 @@ fn output_text(part: &Value) -> ContentBlock {
         annotations,
         ..TextBlock::new(str_at(part, "text").unwrap_or(""))
     })
+}
+
+/// A whole Responses request body, from [`ModelRequest::to_openai_responses`]: `model`,
+/// `input` and `instructions` first, then the optional parameters alphabetically, each
+/// written only when set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesBody<'a> {
+    /// The model.
+    pub model: &'a str,
+    /// The conversation's items.
+    pub input: Vec<ResponsesItem<'a>>,
+    /// The system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// `max_output_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// `reasoning`: `{"effort"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ResponsesReasoning>,
+    /// `temperature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `text`: `{"format": {"type": "json_schema", ...}}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<ResponsesText<'a>>,
+    /// `tool_choice`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ResponsesToolChoice<'a>>,
+    /// `tools`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ResponsesTool<'a>>,
+    /// `top_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+}
+
+/// `{"effort"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesReasoning {
+    /// The effort.
+    pub effort: Effort,
+}
+
+/// `{"format"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesText<'a> {
+    /// `{"type": "json_schema", "name", "description"?, "schema", "strict"}`.
+    pub format: JsonSchemaFormat<'a>,
+}
+
+/// A Responses function tool: `{"type": "function", "name", "description", "parameters",
+/// "strict"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResponsesTool<'a> {
+    /// Always `"function"`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The name.
+    pub name: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// The arguments' JSON Schema.
+    pub parameters: &'a Value,
+    /// Whether the arguments must follow the schema exactly (written always: Responses
+    /// makes a tool without it strict).
+    pub strict: bool,
+}
+
+/// A Responses `tool_choice`: `"auto"`, `"none"`, `"required"` or `{"type": "function",
+/// "name"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponsesToolChoice<'a> {
+    /// `"auto"`, `"none"` or `"required"`.
+    Mode(&'static str),
+    /// `{"type": "function", "name"}`.
+    Function {
+        /// Always `"function"`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The tool.
+        name: &'a str,
+    },
+}
+
+const RESPONSES: &str = "OpenAI Responses";
+
+impl ModelRequest {
+    /// The whole OpenAI Responses body of this request and a conversation (see
+    /// [`request`](super::request) for where each parameter goes and what is refused:
+    /// Responses has no `stop`, `seed`, penalties or `top_k`).
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::request::{Effort, ModelRequest, OutputSchema};
+    /// use serde_json::json;
+    ///
+    /// let request = ModelRequest::builder("o4-mini")
+    ///     .reasoning_effort(Effort::Low)
+    ///     .output_schema(OutputSchema::new("answer", json!({"type": "object"})))
+    ///     .build()?;
+    /// let messages = [Message::text_message("Hi", Role::User)];
+    /// let body = serde_json::to_value(request.to_openai_responses(&messages)?.request).unwrap();
+    /// assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    /// assert_eq!(body["text"]["format"],
+    ///     json!({"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}));
+    ///
+    /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
+    /// assert!(stopped.to_openai_responses(&messages).is_err());
+    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// ```
+    pub fn to_openai_responses<'a>(
+        &'a self,
+        conversation: impl Into<Conversation<'a>>,
+    ) -> Result<Converted<ResponsesBody<'a>>, RequestError> {
+        self.refuse(
+            RESPONSES,
+            &[
+                Param::TopK,
+                Param::Stop,
+                Param::Seed,
+                Param::FrequencyPenalty,
+                Param::PresencePenalty,
+            ],
+        )?;
+        let effort = openai_effort(self, RESPONSES)?;
+        let conversation = conversation.into();
+        let (instructions, input, mut report) =
+            self::conversation(conversation.messages, conversation.summary);
+        self.note_cache(&mut report);
+        let s = self.sampling();
+        let body = ResponsesBody {
+            model: self.model(),
+            input,
+            instructions,
+            max_output_tokens: self.max_output_tokens(),
+            reasoning: effort.map(|effort| ResponsesReasoning { effort }),
+            temperature: s.temperature,
+            text: self.output_schema().map(|output| ResponsesText {
+                format: json_schema_format(output, Some("json_schema")),
+            }),
+            tool_choice: self.tool_choice().map(|choice| match choice {
+                ToolChoice::Tool(name) => ResponsesToolChoice::Function {
+                    kind: "function",
+                    name,
+                },
+                other => ResponsesToolChoice::Mode(openai_mode(other)),
+            }),
+            tools: self
+                .tools()
+                .iter()
+                .map(|tool| ResponsesTool {
+                    kind: "function",
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                    strict: tool.strict,
+                })
+                .collect(),
+            top_p: s.top_p,
+        };
+        Ok(Converted::new(body, report))
+    }
+}
+
+#[cfg(feature = "async-openai")]
+impl TryFrom<&ResponsesBody<'_>> for async_openai::types::responses::CreateResponse {
+    type Error = serde_json::Error;
+
+    /// The body as async-openai's request (feature `async-openai`), to send with its client.
+    fn try_from(body: &ResponsesBody<'_>) -> Result<Self, Self::Error> {
+        serde_json::from_value(serde_json::to_value(body)?)
+    }
 }

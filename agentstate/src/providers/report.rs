@@ -66,7 +66,8 @@ impl fmt::Display for Severity {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     /// The index of the message in the converted slice; `None` for the context summary, the
-    /// whole conversation ([`Issue::EmptyConversation`]) and the notes of the `from_*`
+    /// whole conversation ([`Issue::EmptyConversation`]), a request parameter
+    /// ([`Issue::NotApplicable`]) and the notes of the `from_*`
     /// functions (about a response).
     pub message: Option<usize>,
     /// The index of the block in that message's `content`, `None` for the whole message (or
@@ -198,6 +199,15 @@ pub enum Issue {
         /// The item's or block's type.
         kind: String,
     },
+    /// A request parameter that does not apply to the provider and changes nothing there
+    /// (prompt-cache breakpoints, where the provider caches prefixes by itself); the note's
+    /// `message` and `block` are `None`. [`Severity::Info`].
+    NotApplicable {
+        /// The parameter (`"cache_breakpoints"`).
+        parameter: &'static str,
+        /// Why (`"the provider caches prompt prefixes by itself"`).
+        reason: &'static str,
+    },
 }
 
 impl Issue {
@@ -235,7 +245,8 @@ impl Issue {
             | Issue::ToolMessageWithoutResult
             | Issue::ToolCallIdRewritten { .. }
             | Issue::EmptyMessage
-            | Issue::Refusal => Severity::Info,
+            | Issue::Refusal
+            | Issue::NotApplicable { .. } => Severity::Info,
         }
     }
 }
@@ -344,6 +355,9 @@ impl fmt::Display for Issue {
             Issue::UnsupportedOutput { kind } => {
                 write!(f, "a message has no block for the response's `{kind}`")
             }
+            Issue::NotApplicable { parameter, reason } => {
+                write!(f, "`{parameter}` does not apply ({reason})")
+            }
         }
     }
 }
@@ -419,6 +433,9 @@ impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.message, self.block) {
             (None, _) if self.issue == Issue::EmptyConversation => f.write_str("conversation")?,
+            (None, _) if matches!(self.issue, Issue::NotApplicable { .. }) => {
+                f.write_str("request")?
+            }
             (None, Some(item)) => write!(f, "response item {item}")?,
             (None, None) => f.write_str("context summary")?,
             (Some(m), None) => write!(f, "message {m}")?,

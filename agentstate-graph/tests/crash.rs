@@ -1,0 +1,268 @@
+//! Crash tests of durable runs, on a SQLite file and on PostgreSQL (when
+//! `AGENTSTATE_POSTGRES_URL` is set; under `CI` it must be).
+//!
+//! The trip graph (8 steps, two of them parallel, 11 effects: see `procs/mod.rs`) runs in a
+//! child process (this binary run again with `AGENTSTATE_GRAPH_CHILD` set), which the test kills
+//! with SIGKILL at a random moment; a new child resumes the thread, and is killed in turn, until
+//! one finishes the run. Threads are run so until at least 50 kills were made per backend, in
+//! the three durability modes in turn. Then, for every thread:
+//! - its final state equals the state of an uninterrupted run;
+//! - its journal has contiguous versions, one run, and each step number once, in order (no
+//!   fork, no step committed twice), each effect journaled once;
+//! - every effect's outside work was done exactly once: the work is an idempotent insert into a
+//!   ledger (a thread of the same store per effect, its id the effect's idempotency key), and
+//!   the ledger's keys are exactly the journal's effect keys.
+//!
+//! Each execution of an effect's work is counted too (a line in a file, before the work). A
+//! kill between an effect's work and its result's journal entry runs the work again in the
+//! next child with the same idempotency key: that window is expected (it is why
+//! [`Context::effect`](agentstate_graph::Context::effect) hands out the key), the ledger's
+//! insert absorbs it, and the test reports how often a kill hit it.
+//!
+//! `AGENTSTATE_CRASH_KILLS=<n>` makes more kills than the 50 per backend (a longer soak).
+//!
+//! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.
+
+mod procs;
+
+use agentstate_graph::durable::RunStatus;
+use procs::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The lease ttl of the children: a killed child holds the thread this long at most.
+const TTL: Duration = Duration::from_millis(250);
+/// Kills per backend, at least (`AGENTSTATE_CRASH_KILLS` sets another number, for a longer soak).
+fn kills_wanted() -> usize {
+    std::env::var("AGENTSTATE_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50)
+}
+const MODES: [&str; 3] = ["sync", "async", "exit"];
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if let Ok(spec) = std::env::var(CHILD) {
+        runtime.block_on(child(&spec));
+        return;
+    }
+    let seed = seed("crash");
+    let dir = scratch("crash");
+    let dbs = databases("crash", &dir);
+    for db in &dbs {
+        let started = Instant::now();
+        let report = runtime.block_on(crashes(db, &dir, seed));
+        println!(
+            "crash {:<8} ... ok ({:.1?}): {report}",
+            db.backend(),
+            started.elapsed()
+        );
+    }
+    // After the kills, so that their report is printed whatever this finds.
+    for db in &dbs {
+        runtime.block_on(a_start_cut_short_is_not_finished(db, &dir, seed));
+        println!("crash {:<8} a start cut short ... ok", db.backend());
+        db.remove();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs threads under kills until [`kills_wanted`] kills, checking each thread; a line of numbers.
+async fn crashes(db: &Db, dir: &std::path::Path, seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ db.backend().len() as u64);
+    let store = db.open().await;
+    let tag = format!("crash-{}-{}", std::process::id(), now_ms());
+    let raw = dir.join(format!("raw-{}.log", db.backend()));
+
+    // Twice: the second run, on a warm store, times a run.
+    let (expected, _) = reference(&store, &format!("{tag}-cold"), &raw, seed).await;
+    let (again, run_time) = reference(&store, &tag, &raw, seed).await;
+    assert_eq!(again, expected, "two uninterrupted runs end differently");
+
+    // Kills at a random moment of the run (measured from when the child starts it).
+    // The kill comes within `most` ms of the child's start: from the run's time, then made
+    // shorter after each child that finished and longer after each kill (about 2 kills per
+    // finished child, however fast this machine is at the moment).
+    let mut most = run_time.as_millis() as f64 + 5.0;
+    let (mut kills, mut spawns, mut threads, mut windows) = (0, 0, 0, 0);
+    let mut per_mode = [0usize; 3];
+    // The kills by the last step the thread had committed (0: none, or not created yet).
+    let mut at_step = [0usize; 9];
+    let wanted = kills_wanted();
+    while kills < wanted || threads < MODES.len() {
+        let thread = format!("{tag}-trip-{threads}");
+        let mode = threads % MODES.len();
+        let mut attempts = 0;
+        loop {
+            spawns += 1;
+            assert!(
+                spawns < 1_000,
+                "{spawns} children and the runs are not done"
+            );
+            let mut child = ChildGuard::spawn(
+                &format!(
+                    "{thread}|{}|{}|{}",
+                    MODES[mode],
+                    raw.display(),
+                    db.describe()
+                ),
+                &[("AGENTSTATE_TEST_SEED", rng.next().to_string())],
+            );
+            child.expect_line("go", Duration::from_secs(60));
+            // A run that keeps being killed before it ends (in `exit` mode nothing but its
+            // effects is kept until it ends) gets more time.
+            let bound = if attempts >= 12 { 3.0 * most } else { most };
+            attempts += 1;
+            let delay = Duration::from_millis(rng.below(bound as u64));
+            match child.wait_for(delay) {
+                Some(status) => {
+                    assert!(status.success(), "child {} failed: {status}", child.id());
+                    most = (most * 0.85).max(10.0);
+                    break;
+                }
+                None => {
+                    child.kill();
+                    most = (most * 1.07).min(5_000.0);
+                    kills += 1;
+                    per_mode[mode] += 1;
+                    at_step[committed_step(&store, &thread).await as usize] += 1;
+                }
+            }
+        }
+        // The thread is done: check it.
+        let state = store.load::<Trip>(&thread).await.unwrap().state;
+        assert_eq!(
+            state, expected,
+            "thread `{thread}` ({} mode) does not end as an uninterrupted run",
+            MODES[mode]
+        );
+        let journal = check_journal(&store, &thread).await;
+        let raws = raw_executions(&raw);
+        windows += check_effects(&store, &thread, &journal, &raws[&thread]).await;
+        clean(&store, &thread).await;
+        threads += 1;
+    }
+    let _ = std::fs::remove_file(&raw);
+    format!(
+        "{threads} runs, {kills} kills (sync {}, async {}, exit {}; by the last step committed 0..=8: {at_step:?}), {windows} effects ran again after a kill between their work and their journal entry, uninterrupted run {run_time:.0?}",
+        per_mode[0], per_mode[1], per_mode[2]
+    )
+}
+
+/// `start` creates the thread, then runs the graph on it: a crash between the two leaves a
+/// thread on which no run was made. Resuming it must not report a finished run with the state
+/// the thread was created with (nothing ran): it runs the graph, or says there is no run to
+/// resume (`run_state_invalid`).
+async fn a_start_cut_short_is_not_finished(db: &Db, dir: &std::path::Path, seed: u64) {
+    let store = db.open().await;
+    let thread = format!("crash-{}-{}-cut", std::process::id(), now_ms());
+    // What `start` did before the crash.
+    store.create(&thread, Trip::default()).await.unwrap();
+    let outside = Arc::new(Outside {
+        store: store.clone(),
+        thread: thread.clone(),
+        raw: dir.join("raw-cut.log"),
+        nodes: None,
+        worker: "cut".into(),
+        call: Arc::new(AtomicU64::new(0)),
+        fail_per_mille: 0,
+        hang: None,
+        pause: None,
+        rng: Mutex::new(Rng::new(seed)),
+    });
+    let graph = trip(outside, TTL, durability("sync"));
+    let resumed = graph.resume(&thread).await;
+    clean(&store, &thread).await;
+    match resumed {
+        Ok(outcome) => assert!(
+            finished(&outcome),
+            "thread `{thread}` was created by a `start` that crashed before its run began; `resume` reports its run finished, with the state it was created with, though no node ran: {outcome:?}"
+        ),
+        Err(e) => assert_eq!(e.category(), "run_state_invalid", "{e}"),
+    }
+}
+
+/// The number of the last step the thread's journal holds (0 if none or no thread).
+async fn committed_step(store: &agentstate_store::AnyStore, thread: &str) -> u64 {
+    let Ok(entries) = store
+        .history(thread, agentstate_store::HistoryQuery::newest(64))
+        .await
+    else {
+        return 0;
+    };
+    entries
+        .iter()
+        .filter_map(|e| e.extra.get("agentstate_graph"))
+        .filter(|m| m["entry"] == "step")
+        .filter_map(|m| m["step"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A child: resumes (or starts) the thread once the dead children's lease has lapsed, prints
+/// `go` when it begins and `finished` at the end.
+async fn child(spec: &str) {
+    let mut parts = spec.splitn(4, '|');
+    let (thread, mode, raw, db) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        Db::parse(parts.next().unwrap()),
+    );
+    let seed: u64 = std::env::var("AGENTSTATE_TEST_SEED")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = db.open().await;
+    let outside = Arc::new(Outside {
+        store: store.clone(),
+        thread: thread.to_owned(),
+        raw: raw.into(),
+        nodes: None,
+        worker: format!("crash-child-{}", std::process::id()),
+        call: Arc::new(AtomicU64::new(0)),
+        fail_per_mille: 0,
+        hang: None,
+        pause: None,
+        rng: Mutex::new(Rng::new(seed)),
+    });
+    let graph = trip(outside, TTL, durability(mode));
+    // The killed child's lease lapses within the ttl.
+    loop {
+        match store.lease_info(thread).await {
+            Ok(Some(info)) => {
+                tokio::time::sleep(info.expires_in() + Duration::from_millis(2)).await
+            }
+            Ok(None) => break,
+            Err(e) if e.category() == "thread_not_found" => break,
+            Err(e) => panic!("lease_info: {e}"),
+        }
+    }
+    say("go");
+    loop {
+        let result = match store.info(thread).await {
+            Err(e) if e.category() == "thread_not_found" => {
+                graph.start(thread, Trip::default()).await
+            }
+            Err(e) => panic!("info: {e}"),
+            // Killed after the thread was created and before its run's input entry.
+            Ok(_) => match graph.status(thread).await.unwrap() {
+                RunStatus::Idle { step: 0 } => graph.run(thread, ()).await,
+                _ => graph.resume(thread).await,
+            },
+        };
+        match result {
+            Ok(outcome) if finished(&outcome) => break,
+            Ok(outcome) => panic!("thread `{thread}`: the run ended unfinished: {outcome:?}"),
+            Err(e) if leased(&e) => tokio::time::sleep(Duration::from_millis(5)).await,
+            Err(e) => panic!("thread `{thread}`: {e} ({})", e.category()),
+        }
+    }
+    say("finished");
+}

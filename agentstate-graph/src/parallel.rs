@@ -327,7 +327,7 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
                     // results would be merged without it (collect).
                     Err(error) if error.is_interrupt() => {
                         return Err(unsupported(
-                            &cx,
+                            cx,
                             error.into_node_error(),
                             on_errors.is_some(),
                         ))

@@ -153,6 +153,8 @@ pub async fn call_model(
 fn model(endpoint: Endpoint) -> Result<impl agentstate_graph::Node<AgentState>, Error> {
     let request = Arc::new(model_request(&endpoint.model)?);
     let endpoint = Arc::new(endpoint);
+    // TLS through rustls with its `ring` provider (installed once per process).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let index = Arc::new(Mutex::new(ContextIndex::default()));
     Ok(move |state: Arc<AgentState>, cx: Context| {

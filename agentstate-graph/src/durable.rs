@@ -777,7 +777,7 @@ where
             })?;
             if let Some(Err(kind)) = routed {
                 return Err(DurableError::Run(
-                    run.fail(kind, Arc::new(handle.state().clone())),
+                    run.fail(kind, Arc::new(handle.into_state())),
                 ));
             }
             handle.flush().await?;
@@ -998,7 +998,8 @@ where
         }
         // The failure is journaled (with the state's `ExecutionState` marked failed, if it has
         // one): a resume runs the step again, and answers it failed on may be given anew.
-        let error = run.fail(kind, Arc::new(handle.state().clone()));
+        // The error is described before the state it carries is taken out of the handle.
+        let error = RunError::new(kind, run.step, ());
         let meta = run_meta(
             &run.run_id,
             None,
@@ -1022,7 +1023,7 @@ where
         if let Err(error) = written {
             return error.into();
         }
-        DurableError::Run(error)
+        DurableError::Run(error.with_state(handle.into_state()))
     }
 
     /// Reads where the thread's run stands from the newest entries of its journal.

@@ -212,6 +212,12 @@ impl<S> RunError<S> {
         RunError(Box::new(Failure { kind, step, state }))
     }
 
+    /// The same error with `state` as the state at the failure.
+    pub(crate) fn with_state<T>(self, state: T) -> RunError<T> {
+        let Failure { kind, step, .. } = *self.0;
+        RunError(Box::new(Failure { kind, step, state }))
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> &RunErrorKind {
         &self.0.kind

@@ -73,7 +73,7 @@
 //!
 //! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
 //! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
-//! [`event`] (streaming), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
+//! [`event`] (a run's events), [`stream`] (a run as a stream of them), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
 //! known at run time, for graphs built from configuration), [`error`], [`effect`] (a node's
 //! side effects and questions to a person) and `durable` (feature `store`: runs kept on a
 //! stored thread, resumed after a crash, suspended for an answer; `cargo run --example

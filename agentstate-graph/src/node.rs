@@ -243,7 +243,6 @@ impl Context {
             None => (format!("{}.0", self.step), 0),
         };
         let id = format!("{}:{task}:{n}", self.node);
-        // (`task` is moved into the error below; the id holds a copy.)
         if let Some(answer) = self.scope.as_ref().and_then(|s| s.journal.answer(&id)) {
             return Ok(answer);
         }

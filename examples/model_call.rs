@@ -250,7 +250,9 @@ pub async fn run(
             on_event(&agui);
         }
         match event {
-            Event::RunFinished { state } => outcome = Some(Ok(*state)),
+            Event::RunFinished { state } => {
+                outcome = Some(Ok(std::sync::Arc::unwrap_or_clone(state)))
+            }
             Event::RunFailed { error } => outcome = Some(Err(error.to_string().into())),
             _ => {}
         }

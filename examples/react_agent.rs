@@ -158,7 +158,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 chat.apply(&agui);
             }
             match event {
-                Event::RunFinished { state } => last = Some(Ok(*state)),
+                Event::RunFinished { state } => {
+                    last = Some(Ok(std::sync::Arc::unwrap_or_clone(state)))
+                }
                 Event::RunFailed { error } => last = Some(Err(error.to_string())),
                 _ => {}
             }

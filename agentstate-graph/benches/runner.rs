@@ -108,7 +108,9 @@ async fn consume<S: agentstate_graph::GraphState, K: agentstate_graph::NodeKey>(
     let mut last = None;
     while let Some(event) = events.next().await {
         match event {
-            agentstate_graph::Event::RunFinished { state } => last = Some(*state),
+            agentstate_graph::Event::RunFinished { state } => {
+                last = Some(std::sync::Arc::unwrap_or_clone(state))
+            }
             other => drop(black_box(other)),
         }
     }

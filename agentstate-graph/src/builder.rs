@@ -13,7 +13,7 @@
 //! such an edge is reachable.
 
 use crate::error::{CompileError, CompileWarning};
-use crate::graph::{Edge, Graph, Inner, NodeEntry, RouteFn};
+use crate::graph::{Breakpoints, Edge, Graph, Inner, NodeEntry, RouteFn};
 use crate::json::JsonState;
 use crate::name::{NodeKey, Routes, Target};
 use crate::node::{BoxError, Node};
@@ -43,6 +43,9 @@ pub struct GraphBuilder<S, K> {
     edges: Vec<(K, EdgeDecl<S, K>)>,
     entry: Option<K>,
     recursion_limit: usize,
+    /// The nodes runs suspend before, and after.
+    before: Vec<K>,
+    after: Vec<K>,
     /// The first error found while adding (reported by `build`).
     error: Option<CompileError>,
     warnings: Vec<CompileWarning>,
@@ -55,6 +58,8 @@ impl<S: GraphState, K: NodeKey> Default for GraphBuilder<S, K> {
             edges: Vec::new(),
             entry: None,
             recursion_limit: DEFAULT_RECURSION_LIMIT,
+            before: Vec::new(),
+            after: Vec::new(),
             error: None,
             warnings: Vec::new(),
         }
@@ -175,6 +180,28 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
         self
     }
 
+    /// Static breakpoints: a durable run suspends before each step that would run one of
+    /// `nodes`, with an interrupt per node (id `"{node}:{step}.before"`, payload
+    /// `{"breakpoint": "before"}`); resumed with an answer to it (any value), the step runs
+    /// (LangGraph's `interrupt_before`). Runs in memory cannot suspend: they fail there with
+    /// the interrupt as the node's error. [`DurableGraph::interrupt_before`] adds breakpoints
+    /// for one worker's runs.
+    ///
+    /// [`DurableGraph::interrupt_before`]: crate::durable::DurableGraph::interrupt_before
+    pub fn interrupt_before(mut self, nodes: impl IntoIterator<Item = K>) -> Self {
+        self.before.extend(nodes);
+        self
+    }
+
+    /// Static breakpoints after `nodes`: a durable run suspends after each step that ran one
+    /// of them, before the next step (interrupt id `"{node}:{step}.after"`, payload
+    /// `{"breakpoint": "after"}`), as [`interrupt_before`](GraphBuilder::interrupt_before)
+    /// (LangGraph's `interrupt_after`).
+    pub fn interrupt_after(mut self, nodes: impl IntoIterator<Item = K>) -> Self {
+        self.after.extend(nodes);
+        self
+    }
+
     /// The default recursion limit of the graph's runs ([`DEFAULT_RECURSION_LIMIT`] unless set):
     /// a run that needs `limit` steps or more stops with a `recursion_limit` error after step
     /// `limit`, whose update is merged (LangGraph's rule).
@@ -253,6 +280,21 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
             }
             edges[at] = Some(edge);
         }
+        let mut breakpoints = Breakpoints {
+            before: vec![false; self.nodes.len()],
+            after: vec![false; self.nodes.len()],
+        };
+        for (set, keys, when) in [
+            (&mut breakpoints.before, &self.before, "interrupt_before"),
+            (&mut breakpoints.after, &self.after, "interrupt_after"),
+        ] {
+            for key in keys {
+                let at = *index
+                    .get(key)
+                    .ok_or_else(|| dangling(format!("`{when}`"), key.name()))?;
+                set[at] = true;
+            }
+        }
         // Reachability from the entry.
         let mut reached = vec![false; self.nodes.len()];
         let mut stack = vec![entry];
@@ -299,6 +341,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
             });
         }
         Ok(Graph::from_inner(Inner {
+            breakpoints,
             nodes,
             index,
             entry,

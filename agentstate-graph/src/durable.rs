@@ -6,31 +6,41 @@
 //! [`DurableGraph::resume`] continues a thread's run from where it stands (after a crash, in a
 //! new process or on another machine) or, with [`Answers`], after an interrupt.
 //!
+//! A durable run is the same run loop as [`Graph::invoke`]'s (the same steps, merges, routes
+//! and errors); what differs is that each step is committed to the thread's journal, and the
+//! run streams the same events ([`DurableGraph::stream`]) with what durability adds.
+//!
 //! # What a run stores
-//! Every entry a run appends to the thread's journal carries, in its metadata under the key
-//! `"agentstate_graph"`, what it is:
-//! - `input`: the run's input (its own update, "step 0"), with the run id and the entry node;
-//! - `step`: one completed step: its number, its nodes, its merged update (the entry's body,
-//!   several nodes' updates as one parallel entry) and the nodes of the next step (with the
-//!   inputs of `Send` tasks). A run can always be resumed from its thread alone;
-//! - `effect`: the result of one [`Context::effect`](crate::Context::effect) of the step in
-//!   flight, appended before the node goes on (the entry's update is empty);
-//! - `suspend`: the interrupts of a suspended step (ids and payloads) and the outputs of the
-//!   step's nodes that finished, which are not run again;
-//! - `answers`: the answers a resume gave, appended before any node runs again.
+//! Every entry a run appends to the thread's journal is a [`JournalEntry`] (its input, each
+//! step, each finished task of a parallel step, effects, suspensions, answers, a failure, the
+//! end): the stored contract, documented there. A run is always resumed from its thread alone.
 //!
 //! # One run per thread
 //! A run takes the thread's lease ([`Store::lease`]) before any node body runs, renews it
-//! while the step runs (every third of [`lease_ttl`](DurableGraph::lease_ttl), 30 s by
-//! default), and releases it when the run ends or suspends. A second worker that tries to run
+//! every third of [`lease_ttl`](DurableGraph::lease_ttl) (30 s by default) from a task of its
+//! own (so that a node that blocks its thread does not starve the renewal, on a multi-thread
+//! runtime), and releases it when the run ends or suspends. A second worker that tries to run
 //! the thread meanwhile is refused with `thread_leased` before anything runs; a worker that
-//! died is taken over once its lease expired. Every append is made at the version the run
-//! read, so even a worker that was paused past its lease cannot commit a step (it stops with
-//! `state_write_conflict` or `thread_lease_lost`): the thread's history never forks.
+//! died is taken over once its lease expired.
+//!
+//! Every append a run makes (a step, a task, an effect, a suspension, answers, a failure, the
+//! end) is fenced by the lease in the same statement: it is written only if the run still
+//! holds the lease (owner and expiry, judged by the database's clock on PostgreSQL) and the
+//! thread is at the version the run read. A worker that was paused past its lease (a stop, a
+//! long stall) and taken over commits nothing more: it stops before its next node, or at its
+//! next append, with `lease_lost`, and the thread's history never forks.
 //!
 //! # Resume
-//! Steps committed before a crash are not run again; the step in flight runs again from its
-//! start, and its nodes' recorded effects return their recorded results instead of running.
+//! Steps committed before a crash are not run again. Of the step in flight, the tasks that
+//! finished (in a step of several: parallel nodes, `Send`s) are not run again either, their
+//! updates journaled as they finished (LangGraph's pending writes); the others run again from
+//! their start, and their recorded effects return their recorded results instead of running.
+//!
+//! # Warm workers
+//! A [`DurableGraph`] keeps the handles of the threads it ran last (bounded:
+//! [`keep_threads`](DurableGraph::keep_threads)), so that the next run on one of them (a chat
+//! turn) costs its steps, not a load of the thread: it catches up with what other workers
+//! appended since, if anything.
 //!
 //! # Interrupts
 //! A node that calls [`Context::interrupt`](crate::Context::interrupt) without an answer
@@ -40,6 +50,21 @@
 //! asking nodes run from their start and their `interrupt` call returns the answer. An answer
 //! for an unknown id, or for one already answered, is refused before anything runs
 //! (`interrupt_unknown`, `interrupt_answered`).
+//!
+//! # Breakpoints
+//! Static breakpoints ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before)
+//! and `interrupt_after`, or [`DurableGraph::interrupt_before`] and `interrupt_after` for one
+//! worker's runs) suspend a run before a step that would run one of the nodes, or after a
+//! step that ran one, with an interrupt per node, resumed like any question.
+//!
+//! # Checkpoints, time travel and forks
+//! Each committed step is a checkpoint ([`DurableGraph::checkpoints`]: the thread's version
+//! after it, the step, its nodes and the next ones). [`DurableGraph::state_at`] reads the
+//! state at a checkpoint's version; [`DurableGraph::fork_at`] copies the thread up to it into
+//! a new thread (the original history stays as it is), whose run then stands where it stood
+//! there: [`resume`](DurableGraph::resume) runs on from it, as LangGraph's invoke from a
+//! `checkpoint_id` does. [`DurableGraph::update_as`] writes an update as if a node had made
+//! it (LangGraph's `update_state(as_node=...)`), the run continuing from that node's edge.
 //!
 //! # Durability modes
 //! - [`Durability::Sync`] (the default): each step is committed before the next starts; a
@@ -84,35 +109,42 @@
 //! let Outcome::Finished { state, .. } = durable.resume_with("refund-7", answers).await? else {
 //!     panic!("the run finishes")
 //! };
-//! assert_eq!((state.approved, state.log), (Some(true), vec!["r-1".to_owned()]));
+//! assert_eq!((state.approved, &state.log[..]), (Some(true), &["r-1".to_owned()][..]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::effect::{Interrupted, Journal, Scope};
+pub use crate::effect::Interrupt;
+pub use crate::journal::{JournalEntry, SendRecord, JOURNAL_VERSION, META_KEY};
+
+use crate::effect::{Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
+use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, RunConfig};
+use crate::journal::{Position, ReadError};
 use crate::name::NodeKey;
-use crate::node::BoxError;
-use crate::run::{Results, Run, Setup};
+use crate::node::{BoxError, NodeFuture};
+use crate::run::{drive, Commit, Committed, Run, Setup, Stop};
+use crate::step::Composed;
+use crate::stream::{Driven, Driver, Next};
 use crate::GraphState;
 use agentstate::output::NodeOutput;
-use agentstate::update::FanIn;
+use agentstate::update::Combine;
 use agentstate_store::backend::Backend;
 use agentstate_store::lease::Lease;
 use agentstate_store::store::StoredState;
 use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError, Thread};
+use futures_core::Stream;
 use futures_util::lock::Mutex as AsyncMutex;
-use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// The metadata key of a run's journal entries.
-pub const META_KEY: &str = "agentstate_graph";
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
 
 /// A state a durable run can keep: a [`GraphState`] the store can keep.
 pub trait DurableState: GraphState + StoredState {}
@@ -141,6 +173,11 @@ pub struct DurableGraph<S, K, B> {
     lease_ttl: Duration,
     durability: Durability,
     config: RunConfig,
+    /// Breakpoints of this worker's runs (node indices), beyond the graph's.
+    before: Vec<usize>,
+    after: Vec<usize>,
+    /// The handles of the threads this worker ran last, shared by its clones.
+    warm: Arc<Mutex<Warm<S, B>>>,
 }
 
 impl<S, K, B> Clone for DurableGraph<S, K, B> {
@@ -152,7 +189,20 @@ impl<S, K, B> Clone for DurableGraph<S, K, B> {
             lease_ttl: self.lease_ttl,
             durability: self.durability,
             config: self.config.clone(),
+            before: self.before.clone(),
+            after: self.after.clone(),
+            warm: Arc::clone(&self.warm),
         }
+    }
+}
+
+impl<S, K: NodeKey, B> std::fmt::Debug for DurableGraph<S, K, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableGraph")
+            .field("worker", &self.worker)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
     }
 }
 
@@ -166,6 +216,9 @@ impl<S: DurableState, K: NodeKey> Graph<S, K> {
             lease_ttl: Duration::from_secs(30),
             durability: Durability::Sync,
             config: RunConfig::default(),
+            before: Vec::new(),
+            after: Vec::new(),
+            warm: Arc::new(Mutex::new(Warm::new(DEFAULT_KEEP_THREADS))),
         }
     }
 }
@@ -175,15 +228,16 @@ impl<S: DurableState, K: NodeKey> Graph<S, K> {
 pub enum Outcome<S> {
     /// The run reached `END`.
     Finished {
-        /// The final state.
-        state: S,
+        /// The final state (shared with the worker's handle of the thread: drop it, or
+        /// `Arc::unwrap_or_clone` it, before the thread's next run, or that run copies it).
+        state: Arc<S>,
         /// The thread's version.
         version: u64,
     },
     /// The run waits for answers ([`DurableGraph::resume_with`]).
     Suspended {
         /// The state before the suspended step.
-        state: S,
+        state: Arc<S>,
         /// The thread's version.
         version: u64,
         /// The questions, in the step's node order.
@@ -206,26 +260,6 @@ impl<S> Outcome<S> {
             Outcome::Suspended { interrupts, .. } => interrupts,
         }
     }
-}
-
-/// A question a node asked ([`Context::interrupt`](crate::Context::interrupt)).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Interrupt {
-    /// Its id, which an answer names.
-    pub id: String,
-    /// The node that asked.
-    pub node: String,
-    /// The node of the run's step it was asked in (the asking node itself, or the subgraph,
-    /// fan-out or parallel-branches node it runs inside).
-    pub step_node: String,
-    /// The step it was asked in.
-    pub step: u64,
-    /// What it asked.
-    pub payload: Value,
-    /// Where inside the step's node it was asked: `fan_out_index` (the fan-out instance) and
-    /// `branch_name` (the parallel branch), when it was asked inside one (the innermost).
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub metadata: Map<String, Value>,
 }
 
 /// Answers to interrupts, by id, for [`DurableGraph::resume_with`].
@@ -316,7 +350,7 @@ pub enum DurableError<S> {
     #[error("{0}")]
     Run(#[source] RunError<S>),
     /// The store failed, or refused: `thread_leased` (another worker runs the thread),
-    /// `thread_lease_lost` or `state_write_conflict` (another worker took the thread over),
+    /// `lease_lost` (another worker took the thread over), `state_write_conflict`,
     /// `thread_not_found`...
     #[error("{0}")]
     Store(#[from] StoreError),
@@ -377,6 +411,16 @@ impl<S> DurableError<S> {
     }
 }
 
+/// How many threads' handles a worker keeps warm by default
+/// ([`DurableGraph::keep_threads`]).
+pub const DEFAULT_KEEP_THREADS: usize = 64;
+
+/// How a durable run begins: a new run with an input, or the thread's run resumed.
+enum Begin<U> {
+    Input(NodeOutput<U>),
+    Resume(Answers),
+}
+
 impl<S, K, B> DurableGraph<S, K, B>
 where
     S: DurableState,
@@ -392,7 +436,7 @@ where
     }
 
     /// How long a worker holds a thread without renewing (30 s by default); a worker that died
-    /// is taken over after at most this long. Renewed every third of it while a step runs.
+    /// is taken over after at most this long. Renewed every third of it while a run goes on.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;
@@ -413,6 +457,43 @@ where
         self
     }
 
+    /// Keeps the handles of at most `n` threads this worker ran last
+    /// ([`DEFAULT_KEEP_THREADS`] by default; 0 keeps none), so that the next run on one of
+    /// them does not load the thread again. Applies to this worker's clones too.
+    #[must_use]
+    pub fn keep_threads(self, n: usize) -> Self {
+        lock(&self.warm).resize(n);
+        self
+    }
+
+    /// This worker's runs suspend before each step that would run one of `nodes`, beyond the
+    /// graph's own breakpoints ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before)).
+    /// A node the graph does not have is refused when a run starts (`run_state_invalid`).
+    #[must_use]
+    pub fn interrupt_before(mut self, nodes: impl IntoIterator<Item = K>) -> Self {
+        let indices = self.indices(nodes);
+        self.before.extend(indices);
+        self
+    }
+
+    /// This worker's runs suspend after each step that ran one of `nodes`
+    /// ([`GraphBuilder::interrupt_after`](crate::GraphBuilder::interrupt_after)).
+    #[must_use]
+    pub fn interrupt_after(mut self, nodes: impl IntoIterator<Item = K>) -> Self {
+        let indices = self.indices(nodes);
+        self.after.extend(indices);
+        self
+    }
+
+    fn indices(&self, nodes: impl IntoIterator<Item = K>) -> Vec<usize> {
+        // An unknown node is kept as an index past the graph's nodes, refused when a run
+        // starts (a builder method cannot fail).
+        nodes
+            .into_iter()
+            .map(|k| self.graph.index_of(k.name()).unwrap_or(usize::MAX))
+            .collect()
+    }
+
     /// The graph.
     pub fn graph(&self) -> &Graph<S, K> {
         &self.graph
@@ -431,65 +512,26 @@ where
 
     /// Starts a new run on thread `thread` from the graph's entry, `input` merged first (a
     /// user's message); the thread's last run must have finished. The input is committed as
-    /// the run's first entry.
+    /// the run's first entry, before any node runs (so that the run, and its effects'
+    /// idempotency keys, are the same when it is resumed after a crash).
     pub async fn run(
         &self,
         thread: &str,
         input: impl Into<NodeOutput<S::Update>>,
     ) -> Result<Outcome<S>, DurableError<S>> {
-        let lease = self
-            .store
-            .lease(thread, &self.worker, self.lease_ttl)
-            .await?;
-        let result = self.run_leased(thread, input.into(), &lease).await;
-        finish(lease, result).await
-    }
-
-    async fn run_leased(
-        &self,
-        thread: &str,
-        input: NodeOutput<S::Update>,
-        lease: &Lease<B>,
-    ) -> Result<Outcome<S>, DurableError<S>> {
-        let mut handle = self.store.thread::<S>(thread).await?;
-        let position = self.position(thread).await?;
-        if !position.next.is_empty() || !position.sends.is_empty() || position.suspended.is_some() {
-            return Err(DurableError::State {
-                thread: thread.to_owned(),
-                reason: format!(
-                    "its run is not finished (it stands after step {} with {} next); resume it, or fork the thread",
-                    position.step,
-                    position.next.join(", ")
-                ),
-            });
-        }
-        let run_id = uuid::Uuid::new_v4().to_string();
-        let entry = self.graph.inner().nodes[self.graph.inner().entry]
-            .name
-            .to_string();
-        let meta = run_meta(
-            &run_id,
-            Some("__input__"),
-            json!({"entry": "input", "step": 0, "next": [entry]}),
-        );
-        handle.merge(input, meta).await?;
-        let mut run = Run::new(
-            &self.graph,
-            RunConfig {
-                run_id: Some(run_id),
-                ..self.config.clone()
-            },
-            None,
-        );
-        let journal = StepJournal::new(Default::default(), Default::default());
-        self.drive(&mut run, handle, lease, journal, BTreeMap::new())
-            .await
+        let input = input.into();
+        let run: Driver<'_, _> = Box::pin(async move {
+            self.execute(thread, Begin::Input(input), &mut Outbox::off())
+                .await
+        });
+        run.await
     }
 
     /// Continues thread `thread`'s run from where it stands: after a crash, the step in flight
-    /// runs again (committed steps are not). A suspended run needs answers
-    /// ([`resume_with`](DurableGraph::resume_with)); a finished one has nothing to resume
-    /// (its state is returned as finished).
+    /// runs again (committed steps, and the step's finished tasks, are not). A suspended run
+    /// needs answers ([`resume_with`](DurableGraph::resume_with)): without them its pending
+    /// questions are returned again; a finished one has nothing to resume (its state is
+    /// returned as finished).
     pub async fn resume(&self, thread: &str) -> Result<Outcome<S>, DurableError<S>> {
         self.resume_with(thread, Answers::new()).await
     }
@@ -504,97 +546,178 @@ where
         thread: &str,
         answers: Answers,
     ) -> Result<Outcome<S>, DurableError<S>> {
+        let run: Driver<'_, _> = Box::pin(async move {
+            self.execute(thread, Begin::Resume(answers), &mut Outbox::off())
+                .await
+        });
+        run.await
+    }
+
+    /// [`run`](DurableGraph::run) as a stream of [`Event`]s: the events of a run in memory
+    /// ([`Graph::stream`]), with [`Event::StepCommitted`] after each commit, and as its last
+    /// item [`Event::RunFinished`], [`Event::RunSuspended`] or the run's error. Dropping the
+    /// stream cancels the run as a crash would (the lease expires; a resume continues it).
+    ///
+    /// ```
+    /// use agentstate::{AgentState, State};
+    /// use agentstate_graph::{Context, Event, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Chat { #[reducer(append)] said: Vec<String> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("model", |_: Arc<Chat>, cx: Context| async move {
+    ///         cx.text_delta("m1", "Hel");
+    ///         cx.text_delta("m1", "lo");
+    ///         Ok::<_, std::convert::Infallible>(ChatUpdate::default().said(vec!["Hello".to_owned()]))
+    ///     })
+    ///     .entry("model")
+    ///     .edge("model", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.create("chat-1", Chat::default()).await?;
+    /// let durable = graph.durable(&store);
+    /// let mut kinds = Vec::new();
+    /// let mut run = durable.stream("chat-1", ChatUpdate::default().said(vec!["Hi".to_owned()]));
+    /// while let Some(event) = run.next().await {
+    ///     kinds.push(event?.kind());
+    /// }
+    /// assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
+    ///                    "node_finished", "step_committed", "step_finished", "run_finished"]);
+    /// assert_eq!(store.load::<Chat>("chat-1").await?.state.said, ["Hi", "Hello"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream(
+        &self,
+        thread: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+    ) -> DurableStream<S, K> {
+        self.streamed(thread, Begin::Input(input.into()))
+    }
+
+    /// [`resume_with`](DurableGraph::resume_with) as a stream of [`Event`]s, as
+    /// [`stream`](DurableGraph::stream) gives them (`Answers::new()` to resume after a
+    /// crash).
+    pub fn stream_resume(&self, thread: &str, answers: Answers) -> DurableStream<S, K> {
+        self.streamed(thread, Begin::Resume(answers))
+    }
+
+    fn streamed(&self, thread: &str, begin: Begin<S::Update>) -> DurableStream<S, K> {
+        let this = self.clone();
+        let thread = thread.to_owned();
+        DurableStream {
+            driven: Driven::new(move |mut out| {
+                Box::pin(async move { this.execute(&thread, begin, &mut out).await })
+            }),
+        }
+    }
+
+    /// Every run: takes the lease, opens the thread (warm, or loaded), runs, releases.
+    async fn execute(
+        &self,
+        thread: &str,
+        begin: Begin<S::Update>,
+        out: &mut Outbox<S, K>,
+    ) -> Result<Outcome<S>, DurableError<S>> {
+        if self
+            .before
+            .iter()
+            .chain(&self.after)
+            .any(|&at| at == usize::MAX)
+        {
+            return Err(DurableError::State {
+                thread: thread.to_owned(),
+                reason: "a breakpoint of this worker names a node the graph does not have"
+                    .to_owned(),
+            });
+        }
         let lease = self
             .store
             .lease(thread, &self.worker, self.lease_ttl)
             .await?;
-        let result = self.resume_leased(thread, answers, &lease).await;
-        finish(lease, result).await
+        let heartbeat = Heartbeat::start(&lease);
+        let result = self.leased(thread, begin, &lease, &heartbeat, out).await;
+        heartbeat.stop();
+        let released = lease.release().await;
+        let outcome = result?;
+        released?;
+        Ok(outcome)
     }
 
-    async fn resume_leased(
+    async fn leased(
         &self,
         thread: &str,
-        answers: Answers,
+        begin: Begin<S::Update>,
         lease: &Lease<B>,
+        heartbeat: &Heartbeat,
+        out: &mut Outbox<S, K>,
     ) -> Result<Outcome<S>, DurableError<S>> {
-        let mut handle = self.store.thread::<S>(thread).await?;
-        let mut position = self.position(thread).await?;
-        if !position.started && answers.is_empty() {
-            // No run was started on the thread (a `start` cut short between creating the
-            // thread and its run's input): start it now.
-            drop(handle);
-            return self.run_leased(thread, NodeOutput::Nothing, lease).await;
-        }
-        if !answers.is_empty() {
-            let Some(suspended) = &position.suspended else {
-                return Err(DurableError::State {
-                    thread: thread.to_owned(),
-                    reason: "its run is not suspended: there is nothing to answer".to_owned(),
-                });
-            };
-            // Once every question was answered and the step still did not commit (its run
-            // failed on an answer, or was cut short), the answers may be given again: the
-            // newest are used.
-            let retry = position.failed_last
-                && suspended
-                    .interrupts
-                    .iter()
-                    .all(|i| position.answers.contains_key(&i.id));
-            let mut given = Map::new();
-            for (id, value) in answers.0 {
-                if (position.answers.contains_key(&id) && !retry) || given.contains_key(&id) {
-                    return Err(DurableError::AlreadyAnswered {
+        let (mut handle, position) = self.open(thread).await?;
+        let mut position = match position {
+            Some(position) => position,
+            None => self.position(thread).await?,
+        };
+        let mut started = false;
+        match begin {
+            Begin::Resume(answers) if !position.started && answers.is_empty() => {
+                // No run was started on the thread (a `start` cut short between creating the
+                // thread and its run's input): start it now.
+                self.input(&mut handle, &mut position, NodeOutput::Nothing)
+                    .await?;
+                started = true;
+            }
+            Begin::Input(input) => {
+                if !position.ended() || position.interrupts.is_some() {
+                    return Err(DurableError::State {
                         thread: thread.to_owned(),
-                        id,
+                        reason: format!(
+                            "its run is not finished (it stands after step {} with {} next); resume it, or fork the thread",
+                            position.step,
+                            position.next.join(", ")
+                        ),
                     });
                 }
-                if !suspended.interrupts.iter().any(|i| i.id == id) {
-                    let pending: Vec<&str> = suspended
-                        .interrupts
-                        .iter()
-                        .filter(|i| !position.answers.contains_key(&i.id))
-                        .map(|i| i.id.as_str())
-                        .collect();
-                    return Err(DurableError::UnknownInterrupt {
-                        thread: thread.to_owned(),
-                        id,
-                        pending: if pending.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (pending: {})", pending.join(", "))
-                        },
-                    });
+                self.input(&mut handle, &mut position, input).await?;
+                started = true;
+            }
+            Begin::Resume(answers) => {
+                if !answers.is_empty() {
+                    let given = self.check_answers(thread, &position, answers)?;
+                    let entry = JournalEntry::Answers {
+                        step: position.step + 1,
+                        answers: given.clone(),
+                    };
+                    let meta =
+                        entry_meta(position.run_id.as_deref().unwrap_or_default(), None, &entry);
+                    handle.merge((), meta).await?;
+                    position.answers.extend(given);
+                } else {
+                    let open = position.open();
+                    if !open.is_empty() {
+                        let outcome = Outcome::Suspended {
+                            version: handle.version(),
+                            state: handle.shared_state(),
+                            interrupts: open,
+                        };
+                        self.keep(thread, handle, Some(position));
+                        return Ok(outcome);
+                    }
                 }
-                given.insert(id, value);
+                if position.ended() {
+                    let outcome = Outcome::Finished {
+                        version: handle.version(),
+                        state: handle.shared_state(),
+                    };
+                    self.keep(thread, handle, Some(position));
+                    return Ok(outcome);
+                }
             }
-            let meta = run_meta(
-                position.run_id.as_deref().unwrap_or_default(),
-                None,
-                json!({"entry": "answers", "step": position.step + 1, "answers": given.clone()}),
-            );
-            handle.merge((), meta).await?;
-            position.answers.extend(given);
-        } else if let Some(suspended) = &position.suspended {
-            let open: Vec<Interrupt> = suspended
-                .interrupts
-                .iter()
-                .filter(|i| !position.answers.contains_key(&i.id))
-                .cloned()
-                .collect();
-            if !open.is_empty() {
-                return Ok(Outcome::Suspended {
-                    version: handle.version(),
-                    state: handle.into_state(),
-                    interrupts: open,
-                });
-            }
-        }
-        if position.next.is_empty() && position.sends.is_empty() {
-            return Ok(Outcome::Finished {
-                version: handle.version(),
-                state: handle.into_state(),
-            });
         }
         let mut run = Run::new(
             &self.graph,
@@ -602,58 +725,215 @@ where
                 run_id: position.run_id.clone(),
                 ..self.config.clone()
             },
-            None,
         );
-        let at = |name: &str| {
-            self.graph
-                .index_of(name)
-                .ok_or_else(|| DurableError::Journal {
+        run.breakpoints(self.before.clone(), self.after.clone());
+        if !started {
+            let (active, inputs) = self.tasks_at(thread, &position)?;
+            let last = self.nodes_at(thread, &position, &position.nodes)?;
+            run.resume_at(position.step, active, inputs, last);
+        }
+        let journal = Arc::new(LiveJournal {
+            effects: Mutex::new(std::mem::take(&mut position.effects)),
+            answers: Mutex::new(std::mem::take(&mut position.answers)),
+            writer: AsyncMutex::new(None),
+            run_id: run.run_id.to_string(),
+            lease: heartbeat.clone(),
+        });
+        let mut commit = Durable {
+            handle: Some(handle),
+            reading: None,
+            journal,
+            done: std::mem::take(&mut position.done),
+            durability: self.durability,
+            heartbeat: heartbeat.clone(),
+            store: self.store.clone(),
+            thread: thread.to_owned(),
+            _graph: std::marker::PhantomData,
+        };
+        let outcome = drive(&mut run, &mut commit, out).await;
+        if let (Ok(Outcome::Finished { .. }), Some(handle)) = (&outcome, commit.handle.take()) {
+            let position = Position {
+                started: true,
+                seq: handle.version(),
+                step: run.step,
+                nodes: run.graph().names(&run.last),
+                run_id: Some(run.run_id.to_string()),
+                ..Position::default()
+            };
+            self.keep(thread, handle, Some(position));
+        } else if let (Ok(_), Some(handle)) = (&outcome, commit.handle.take()) {
+            self.keep(thread, handle, None);
+        }
+        let _ = lease;
+        outcome
+    }
+
+    /// The thread's handle (warm, caught up with what other workers appended since, or
+    /// loaded) and where its run stands, if known without reading the journal.
+    async fn open(
+        &self,
+        thread: &str,
+    ) -> Result<(Thread<S, B>, Option<Position>), DurableError<S>> {
+        let warm = lock(&self.warm).take(thread);
+        if let Some((mut handle, position)) = warm {
+            let version = handle.version();
+            if handle.reload().await.is_ok() {
+                let position = position.filter(|_| handle.version() == version);
+                return Ok((handle, position));
+            }
+        }
+        Ok((self.store.thread::<S>(thread).await?, None))
+    }
+
+    /// Keeps the thread's handle warm for its next run.
+    fn keep(&self, thread: &str, handle: Thread<S, B>, position: Option<Position>) {
+        if handle.staged() == 0 {
+            lock(&self.warm).put(thread, handle, position);
+        }
+    }
+
+    /// Commits a new run's input, and puts `position` at the run's start.
+    async fn input(
+        &self,
+        handle: &mut Thread<S, B>,
+        position: &mut Position,
+        input: NodeOutput<S::Update>,
+    ) -> Result<(), DurableError<S>> {
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let entry_node = self.graph.inner().nodes[self.graph.inner().entry]
+            .name
+            .to_string();
+        let entry = JournalEntry::Input {
+            step: 0,
+            next: vec![entry_node],
+        };
+        handle
+            .merge(input, entry_meta(&run_id, Some("__input__"), &entry))
+            .await?;
+        *position = Position {
+            started: true,
+            run_id: Some(run_id),
+            ..Position::default()
+        };
+        Ok(())
+    }
+
+    /// Checks answers against the thread's pending questions; the answers to commit.
+    fn check_answers(
+        &self,
+        thread: &str,
+        position: &Position,
+        answers: Answers,
+    ) -> Result<Map<String, Value>, DurableError<S>> {
+        let Some(interrupts) = &position.interrupts else {
+            return Err(DurableError::State {
+                thread: thread.to_owned(),
+                reason: "its run is not suspended: there is nothing to answer".to_owned(),
+            });
+        };
+        // Once every question was answered and the step still did not commit (its run failed
+        // on an answer, or was cut short), the answers may be given again: the newest are used.
+        let retry = position.failed_last
+            && interrupts
+                .iter()
+                .all(|i| position.answers.contains_key(&i.id));
+        let mut given = Map::new();
+        for (id, value) in answers.0 {
+            if (position.answers.contains_key(&id) && !retry) || given.contains_key(&id) {
+                return Err(DurableError::AlreadyAnswered {
+                    thread: thread.to_owned(),
+                    id,
+                });
+            }
+            if !interrupts.iter().any(|i| i.id == id) {
+                let pending: Vec<String> = position.open().into_iter().map(|i| i.id).collect();
+                return Err(DurableError::UnknownInterrupt {
+                    thread: thread.to_owned(),
+                    id,
+                    pending: if pending.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (pending: {})", pending.join(", "))
+                    },
+                });
+            }
+            given.insert(id, value);
+        }
+        Ok(given)
+    }
+
+    /// The node indices of `names`, which the journal at `position` names.
+    fn nodes_at(
+        &self,
+        thread: &str,
+        position: &Position,
+        names: &[String],
+    ) -> Result<Vec<usize>, DurableError<S>> {
+        names
+            .iter()
+            .map(|name| {
+                self.graph
+                    .index_of(name)
+                    .ok_or_else(|| DurableError::Journal {
+                        thread: thread.to_owned(),
+                        seq: position.seq,
+                        reason: format!(
+                            "the run names node `{name}`, which this graph does not have"
+                        ),
+                    })
+            })
+            .collect()
+    }
+
+    /// The tasks of the next step of the run at `position`.
+    #[allow(clippy::type_complexity)]
+    fn tasks_at(
+        &self,
+        thread: &str,
+        position: &Position,
+    ) -> Result<(Vec<usize>, Vec<Option<Arc<S>>>), DurableError<S>> {
+        let mut active = self.nodes_at(thread, position, &position.next)?;
+        let mut inputs: Vec<Option<Arc<S>>> = vec![None; active.len()];
+        for send in &position.sends {
+            active.extend(self.nodes_at(thread, position, std::slice::from_ref(&send.node))?);
+            let input: S =
+                serde_json::from_value(send.input.clone()).map_err(|e| DurableError::Journal {
                     thread: thread.to_owned(),
                     seq: position.seq,
                     reason: format!(
-                        "the run goes next to node `{name}`, which this graph does not have"
+                        "the input of a `Send` to `{}` does not read: {e}",
+                        send.node
                     ),
-                })
-        };
-        let mut active = Vec::new();
-        for name in &position.next {
-            active.push(at(name)?);
-        }
-        let mut inputs: Vec<Option<Arc<S>>> = vec![None; active.len()];
-        for (name, input) in &position.sends {
-            active.push(at(name)?);
-            let input: S =
-                serde_json::from_value(input.clone()).map_err(|e| DurableError::Journal {
-                    thread: thread.to_owned(),
-                    seq: position.seq,
-                    reason: format!("the input of a `Send` to `{name}` does not read: {e}"),
                 })?;
             inputs.push(Some(Arc::new(input)));
         }
-        run.resume_at(position.step, active, inputs);
-        let done = position.suspended.map(|s| s.done).unwrap_or_default();
-        let journal = StepJournal::new(position.effects, position.answers);
-        self.drive(&mut run, handle, lease, journal, done).await
+        Ok((active, inputs))
+    }
+
+    /// Where thread `thread`'s run stands, read from its journal.
+    async fn position(&self, thread: &str) -> Result<Position, DurableError<S>> {
+        Position::read(&self.store, thread)
+            .await
+            .map_err(|error| match error {
+                ReadError::Store(error) => error.into(),
+                ReadError::Entry { seq, reason } => DurableError::Journal {
+                    thread: thread.to_owned(),
+                    seq,
+                    reason,
+                },
+            })
     }
 
     /// Where thread `thread`'s run stands.
     pub async fn status(&self, thread: &str) -> Result<RunStatus, DurableError<S>> {
         let position = self.position(thread).await?;
-        let open: Vec<Interrupt> = position
-            .suspended
-            .map(|s| {
-                s.interrupts
-                    .into_iter()
-                    .filter(|i| !position.answers.contains_key(&i.id))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let open = position.open();
         Ok(match open.is_empty() {
             false => RunStatus::Suspended {
                 step: position.step + 1,
                 interrupts: open,
             },
-            true if position.next.is_empty() && position.sends.is_empty() => RunStatus::Idle {
+            true if position.ended() => RunStatus::Idle {
                 step: position.step,
             },
             true => RunStatus::Running {
@@ -661,7 +941,7 @@ where
                 next: position
                     .next
                     .into_iter()
-                    .chain(position.sends.into_iter().map(|(n, _)| n))
+                    .chain(position.sends.into_iter().map(|s| s.node))
                     .collect(),
             },
         })
@@ -681,27 +961,29 @@ where
             let Some(last) = page.last() else { break };
             after = last.seq;
             for entry in &page {
-                let Some(meta) = entry.extra.get(META_KEY) else {
-                    continue;
+                let read = JournalEntry::of(entry).map_err(|reason| DurableError::Journal {
+                    thread: thread.to_owned(),
+                    seq: entry.seq,
+                    reason,
+                })?;
+                let (step, nodes, next) = match read {
+                    Some(JournalEntry::Input { step, next }) => (step, Vec::new(), next),
+                    Some(JournalEntry::Step {
+                        step,
+                        nodes,
+                        mut next,
+                        sends,
+                    }) => {
+                        next.extend(sends.into_iter().map(|s| s.node));
+                        (step, nodes, next)
+                    }
+                    _ => continue,
                 };
-                let kind = meta.get("entry").and_then(Value::as_str);
-                if !matches!(kind, Some("step" | "input")) {
-                    continue;
-                }
-                let mut next = names(meta.get("next")).unwrap_or_default();
-                if let Some(sends) = meta.get("sends").and_then(Value::as_array) {
-                    next.extend(
-                        sends
-                            .iter()
-                            .filter_map(|s| s.get("node").and_then(Value::as_str))
-                            .map(str::to_owned),
-                    );
-                }
                 checkpoints.push(Checkpoint {
                     version: entry.seq,
-                    step: meta.get("step").and_then(Value::as_u64).unwrap_or(0),
+                    step,
                     run_id: entry.run_id.clone(),
-                    nodes: names(meta.get("nodes")).unwrap_or_default(),
+                    nodes,
                     next,
                     time_ms: entry.time_ms,
                 });
@@ -753,34 +1035,28 @@ where
             .lease(thread, &self.worker, self.lease_ttl)
             .await?;
         let result = async {
-            let mut handle = self.store.thread::<S>(thread).await?;
+            let (mut handle, _) = self.open(thread).await?;
             let position = self.position(thread).await?;
-            let mut run = Run::new(
-                &self.graph,
-                RunConfig {
-                    run_id: position.run_id.clone(),
-                    ..self.config.clone()
-                },
-                None,
-            );
-            run.resume_at(position.step + 1, vec![at], vec![None]);
+            let step = position.step + 1;
             let active = [at];
             let mut routed = None;
+            let graph = &self.graph;
+            let run_id = position.run_id.clone().unwrap_or_default();
             handle.stage(update, |state: &S| {
-                let route = self.graph.route(state, &active);
-                let meta = match &route {
-                    Ok((next, inputs)) => step_meta(&run, &active, next, inputs),
-                    Err(_) => step_meta(&run, &active, &[], &[]),
-                };
+                let route = graph.route(state, &active);
+                let meta = step_meta(graph, &run_id, step, &active, route.as_ref().ok());
                 routed = Some(route);
                 meta
             })?;
             if let Some(Err(kind)) = routed {
-                return Err(DurableError::Run(
-                    run.fail(kind, Arc::new(handle.into_state())),
-                ));
+                return Err(DurableError::Run(RunError::new(
+                    kind,
+                    step,
+                    handle.into_state(),
+                )));
             }
             handle.flush().await?;
+            self.keep(thread, handle, None);
             Ok::<_, DurableError<S>>(())
         }
         .await;
@@ -789,225 +1065,559 @@ where
         released?;
         self.status(thread).await
     }
+}
 
-    /// Runs steps until the end, a suspension or a failure, committing as the durability mode
-    /// says.
-    async fn drive(
-        &self,
-        run: &mut Run<S, K>,
-        mut handle: Thread<S, B>,
-        lease: &Lease<B>,
-        journal: StepJournal,
-        mut done: BTreeMap<usize, Value>,
-    ) -> Result<Outcome<S>, DurableError<S>> {
-        let journal = Arc::new(journal);
-        let thread_id = handle.id().to_owned();
-        let mut lease = lease.clone();
-        loop {
-            let state = handle.shared_state();
-            // The journal of the step's effects: the thread, for the step's duration.
-            let writer = Arc::new(AsyncMutex::new(None::<Thread<S, B>>));
-            let step_journal = Arc::new(LiveJournal {
-                journal: Arc::clone(&journal),
-                writer: Arc::clone(&writer),
-                run_id: run.run_id.to_string(),
-            });
-            let next_step = run.step + 1;
-            let mut keep = std::mem::take(&mut done);
-            let begun = run.begin_with(&state, None, |index, _node| Setup {
-                scope: Some(Arc::new(Scope::new(
-                    Arc::clone(&step_journal) as Arc<dyn Journal>,
-                    format!("{next_step}.{index}"),
-                ))),
-                done: keep
-                    .remove(&index)
-                    .and_then(|v| serde_json::from_value::<S::Update>(v).ok())
-                    .map(NodeOutput::from),
-            });
-            drop(state);
-            let tasks = match begun {
-                Ok(Some(tasks)) => tasks,
-                Ok(None) => {
-                    let execution = execution_update(handle.state(), &thread_id, |e| {
-                        e.insert("status".into(), json!("completed"));
-                    });
-                    if let Some(execution) = execution {
-                        let meta =
-                            run_meta(&run.run_id, None, json!({"entry": "end", "step": run.step}));
-                        handle.stage(execution, |_| meta)?;
-                    }
-                    handle.flush().await?;
-                    return Ok(Outcome::Finished {
-                        version: handle.version(),
-                        state: handle.into_state(),
-                    });
-                }
-                Err(kind) => {
-                    handle.flush().await?;
-                    return Err(DurableError::Run(
-                        run.fail(kind, Arc::new(handle.into_state())),
-                    ));
-                }
-            };
-            // The nodes run; meanwhile the lease is renewed, and (Async) the last step is
-            // appended, by the thread's handle lent to the effects' journal.
-            *writer.lock().await = Some(handle);
-            let in_background = self.durability == Durability::Async;
-            let results = {
-                let work = async {
-                    let flush = async {
-                        if in_background {
-                            if let Some(h) = writer.lock().await.as_mut() {
-                                h.flush().await?;
-                            }
-                        }
-                        Ok::<_, StoreError>(())
-                    };
-                    let (flushed, results) = futures_util::future::join(flush, tasks).await;
-                    flushed.map(|()| results)
-                };
-                with_heartbeat(work, &mut lease, self.lease_ttl).await?
-            };
-            handle = writer
-                .lock()
-                .await
-                .take()
-                .expect("the handle comes back after the step");
-            // Interrupts end the step suspended; the finished nodes' outputs are kept.
-            let step_nodes = run.graph().names(run.active());
-            let (results, interrupts) = split_interrupts(results, run.step, &step_nodes);
-            if !interrupts.is_empty() {
-                let mut kept = Map::new();
-                if results.len() > 1 {
-                    for (index, result) in results.iter().enumerate() {
-                        if let Some(Ok(output)) = result {
-                            if let Some(update) = output_json::<S>(output) {
-                                kept.insert(index.to_string(), update);
-                            }
-                        }
-                    }
-                }
-                let meta = run_meta(
-                    &run.run_id,
-                    None,
-                    json!({"entry": "suspend", "step": run.step, "interrupts": interrupts, "done": kept}),
-                );
-                let first = &interrupts[0];
-                let execution = execution_update(handle.state(), &thread_id, |e| {
-                    e.insert("current_node".into(), Value::String(first.node.clone()));
-                    e.insert("status".into(), json!("interrupted_before"));
-                    e.insert("interrupted_node".into(), Value::String(first.node.clone()));
-                    e.insert(
-                        "interrupt_reason".into(),
-                        Value::String(format!("interrupt {}", first.id)),
-                    );
-                    e.insert("interrupt_data".into(), json!({"interrupts": interrupts}));
-                });
-                match execution {
-                    Some(execution) => handle.merge(execution, meta).await?,
-                    None => handle.merge((), meta).await?,
-                };
-                return Ok(Outcome::Suspended {
-                    version: handle.version(),
-                    state: handle.into_state(),
-                    interrupts,
-                });
-            }
-            let mut results: Vec<_> = results.into_iter().flatten().collect();
-            let results = if results.len() == 1 {
-                Results::One(results.pop().expect("one result"))
-            } else {
-                Results::Many(results)
-            };
-            let updates = match run.collect(results, None) {
-                Ok(updates) => updates,
-                Err(kind) => return Err(self.failed(run, kind, handle).await),
-            };
-            // A field two nodes wrote that cannot take both: the run's own error, naming both.
-            if let Err(kind) = run.graph().check_parallel(run.active(), &updates) {
-                return Err(self.failed(run, kind, handle).await);
-            }
-            let active = run.active().to_vec();
-            let mut routed = None;
-            let describe = |state: &S| {
-                let route = run.graph().route(state, &active);
-                let meta = match &route {
-                    Ok((next, inputs)) => step_meta(run, &active, next, inputs),
-                    Err(_) => step_meta(run, &active, &[], &[]),
-                };
-                routed = Some(route);
-                meta
-            };
-            // The state's `ExecutionState`, if it has one, follows the run (as AgentFlow's).
-            let names = run.graph().names(&active);
-            let step = run.step;
-            let execution = execution_update(handle.state(), &thread_id, |e| {
-                e.insert("current_node".into(), Value::String(names.join(",")));
-                e.insert("step".into(), json!(step));
-                e.insert("status".into(), json!("running"));
-                for key in ["interrupted_node", "interrupt_reason", "interrupt_data"] {
-                    e.insert(key.into(), Value::Null);
-                }
-            });
-            let mut outputs: Vec<NodeOutput<S::Update>> = updates
-                .into_iter()
-                .map(|u| u.map_or(NodeOutput::Nothing, NodeOutput::from))
-                .collect();
-            let staged = if outputs.len() == 1 {
-                let output = outputs.pop().expect("one output");
-                match execution {
-                    Some(execution) => handle.stage(vec![output, execution.into()], describe),
-                    None => handle.stage(output, describe),
-                }
-            } else {
-                outputs.extend(execution.map(NodeOutput::from));
-                handle.stage_parallel(outputs, FanIn::Strict, describe)
-            };
-            if let Err(error) = staged {
-                let kind = RunErrorKind::Merge {
-                    nodes: run.graph().names(&active),
-                    error: Box::new(match error {
-                        StoreError::Merge(error) => error,
-                        other => return Err(other.into()),
-                    }),
-                };
-                return Err(self.failed(run, kind, handle).await);
-            }
-            let (next, inputs) = match routed.expect("the step was described") {
-                Ok(route) => route,
-                Err(kind) => return Err(self.failed(run, kind, handle).await),
-            };
-            if self.durability == Durability::Sync {
-                handle.flush().await?;
-            }
-            let state = handle.shared_state();
-            run.advance(&state, next, inputs, None);
-            drop(state);
+/// A durable run as a stream of [`Event`]s, its last item the run's end or its error; from
+/// [`DurableGraph::stream`]. Polling it runs the graph; dropping it cancels the run.
+#[must_use = "a stream does nothing unless polled"]
+pub struct DurableStream<S: DurableState, K: NodeKey> {
+    driven: Driven<S, K, Result<Outcome<S>, DurableError<S>>>,
+}
+
+impl<S: DurableState, K: NodeKey> DurableStream<S, K> {
+    /// Carries only the events of `filter` (with the run's start and end); see
+    /// [`RunStream::only`](crate::RunStream::only). Call it before polling.
+    pub fn only(mut self, filter: EventFilter) -> Self {
+        self.driven.only(filter);
+        self
+    }
+}
+
+// The stream never pins its fields (the run's future is boxed).
+impl<S: DurableState, K: NodeKey> Unpin for DurableStream<S, K> {}
+
+impl<S: DurableState, K: NodeKey> Stream for DurableStream<S, K> {
+    type Item = Result<Event<S, K>, DurableError<S>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().driven.poll_next(cx).map(|next| {
+            next.map(|next| match next {
+                Next::Event(event) => Ok(event),
+                Next::End(Ok(Outcome::Finished { state, .. })) => Ok(Event::RunFinished { state }),
+                Next::End(Ok(Outcome::Suspended {
+                    state, interrupts, ..
+                })) => Ok(Event::RunSuspended { state, interrupts }),
+                Next::End(Err(error)) => Err(error),
+            })
+        })
+    }
+}
+
+/// The handles of the threads a worker ran last, each with where its run stood if known: at
+/// most `capacity`, the least recently used dropped first.
+struct Warm<S, B> {
+    capacity: usize,
+    threads: HashMap<String, (Thread<S, B>, Option<Position>)>,
+    order: VecDeque<String>,
+}
+
+impl<S, B> Warm<S, B> {
+    fn new(capacity: usize) -> Self {
+        Warm {
+            capacity,
+            threads: HashMap::new(),
+            order: VecDeque::new(),
         }
     }
 
-    /// Commits what is staged and reports `kind`, with the state at the failure.
-    async fn failed(
+    fn resize(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.evict();
+    }
+
+    fn take(&mut self, thread: &str) -> Option<(Thread<S, B>, Option<Position>)> {
+        let taken = self.threads.remove(thread)?;
+        self.order.retain(|t| t != thread);
+        Some(taken)
+    }
+
+    fn put(&mut self, thread: &str, handle: Thread<S, B>, position: Option<Position>) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self
+            .threads
+            .insert(thread.to_owned(), (handle, position))
+            .is_some()
+        {
+            self.order.retain(|t| t != thread);
+        }
+        self.order.push_back(thread.to_owned());
+        self.evict();
+    }
+
+    fn evict(&mut self) {
+        while self.order.len() > self.capacity {
+            if let Some(oldest) = self.order.pop_front() {
+                self.threads.remove(&oldest);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A run's lease, renewed every third of its ttl by a task of its own (so that a node that
+/// blocks its thread does not starve the renewal), until dropped. Says whether the lease is
+/// still held, by this process's clock: renewed in time, and no renewal refused.
+#[derive(Clone)]
+struct Heartbeat {
+    shared: Arc<Beat>,
+}
+
+struct Beat {
+    /// When this heartbeat began: expiries count from it.
+    origin: Instant,
+    /// When the lease expires, in milliseconds after `origin`.
+    expires_ms: AtomicU64,
+    /// Whether a renewal was refused (another worker took the thread).
+    lost: AtomicBool,
+    /// The renewing task, aborted when the run ends.
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Heartbeat {
+    fn start<B: Backend>(lease: &Lease<B>) -> Self {
+        let origin = Instant::now();
+        let shared = Arc::new(Beat {
+            origin,
+            expires_ms: AtomicU64::new(millis(
+                lease.expires_at().saturating_duration_since(origin),
+            )),
+            lost: AtomicBool::new(false),
+            task: Mutex::new(None),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let mut lease = lease.clone();
+            let beat = Arc::downgrade(&shared);
+            let period = (lease.ttl() / 3).max(Duration::from_millis(1));
+            let task = runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(period).await;
+                    let renewed = lease.renew().await;
+                    let Some(beat) = beat.upgrade() else { return };
+                    match renewed {
+                        Ok(()) => beat.expires_ms.store(
+                            millis(lease.expires_at().saturating_duration_since(beat.origin)),
+                            Ordering::Release,
+                        ),
+                        Err(_) => {
+                            beat.lost.store(true, Ordering::Release);
+                            return;
+                        }
+                    }
+                }
+            });
+            *lock(&shared.task) = Some(task);
+        }
+        Heartbeat { shared }
+    }
+
+    /// Stops renewing (the run ended; a node's context kept past it must not hold the lease).
+    fn stop(&self) {
+        if let Some(task) = lock(&self.shared.task).take() {
+            task.abort();
+        }
+    }
+
+    /// Whether the lease is still this run's.
+    fn held(&self) -> bool {
+        let beat = &self.shared;
+        !beat.lost.load(Ordering::Acquire)
+            && millis(beat.origin.elapsed()) < beat.expires_ms.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Beat {
+    fn drop(&mut self) {
+        if let Some(task) = lock(&self.task).take() {
+            task.abort();
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The error of a run that lost its lease.
+fn lease_lost(thread: &str, worker: &str) -> StoreError {
+    StoreError::LeaseLost {
+        thread: thread.to_owned(),
+        owner: worker.to_owned(),
+        now_held_by: None,
+    }
+}
+
+/// What a step's nodes see of the durable run: the recorded effects and answers of the step in
+/// flight, and the thread's handle, lent while the step runs, to journal new ones.
+struct LiveJournal<S, B> {
+    effects: Mutex<HashMap<String, (String, Value)>>,
+    answers: Mutex<Map<String, Value>>,
+    writer: AsyncMutex<Option<Thread<S, B>>>,
+    run_id: String,
+    lease: Heartbeat,
+}
+
+impl<S: DurableState, B: Backend> LiveJournal<S, B> {
+    /// Appends `entry` (an empty update) with the lent handle, after what is staged.
+    async fn append(&self, entry: &JournalEntry) -> Result<(), BoxError> {
+        let mut writer = self.writer.lock().await;
+        let handle = writer.as_mut().ok_or("the run's thread is not open")?;
+        if !self.lease.held() {
+            return Err(Box::new(lease_lost(handle.id(), "this worker")));
+        }
+        handle
+            .merge((), entry_meta(&self.run_id, None, entry))
+            .await?;
+        Ok(())
+    }
+
+    /// Stages `entry` (an empty update) on the lent handle.
+    async fn stage(&self, entry: &JournalEntry) -> Result<(), BoxError> {
+        let mut writer = self.writer.lock().await;
+        let handle = writer.as_mut().ok_or("the run's thread is not open")?;
+        handle.stage((), |_| entry_meta(&self.run_id, None, entry))?;
+        Ok(())
+    }
+}
+
+impl<S: DurableState, B: Backend> Journal for LiveJournal<S, B> {
+    fn recorded(&self, key: &str) -> Option<(String, Value)> {
+        lock(&self.effects).get(key).cloned()
+    }
+
+    fn record(
         &self,
+        key: String,
+        name: String,
+        value: Value,
+    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + '_>> {
+        Box::pin(async move {
+            let step = key
+                .split('.')
+                .next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+            let entry = JournalEntry::Effect {
+                step,
+                key,
+                name,
+                value,
+            };
+            self.append(&entry).await?;
+            if let JournalEntry::Effect {
+                key, name, value, ..
+            } = entry
+            {
+                lock(&self.effects).insert(key, (name, value));
+            }
+            Ok(())
+        })
+    }
+
+    fn answer(&self, id: &str) -> Option<Value> {
+        lock(&self.answers).get(id).cloned()
+    }
+}
+
+/// The commit of a durable run: each step staged on the thread's handle and flushed as the
+/// durability mode says; its tasks' outputs, effects and questions journaled.
+struct Durable<S, K, B> {
+    /// The thread's handle; lent to the journal while a step runs.
+    handle: Option<Thread<S, B>>,
+    /// The state the running step's nodes read (while the handle is lent).
+    reading: Option<Arc<S>>,
+    journal: Arc<LiveJournal<S, B>>,
+    /// Outputs of the step in flight's tasks that finished before (by index): not run again.
+    done: BTreeMap<usize, Value>,
+    durability: Durability,
+    heartbeat: Heartbeat,
+    store: Store<B>,
+    thread: String,
+    _graph: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
+    /// Takes the handle back from the journal after a step.
+    async fn take_back(&mut self) {
+        if self.handle.is_none() {
+            self.handle = self.journal.writer.lock().await.take();
+        }
+        self.reading = None;
+    }
+
+    fn handle(&mut self) -> &mut Thread<S, B> {
+        self.handle
+            .as_mut()
+            .expect("the handle is back between steps")
+    }
+
+    /// Commits what is staged, if the lease is still held.
+    async fn flush(&mut self) -> Result<Option<u64>, StoreError> {
+        if !self.heartbeat.held() {
+            return Err(lease_lost(&self.thread, "this worker"));
+        }
+        let handle = self.handle();
+        if handle.staged() == 0 {
+            return Ok(None);
+        }
+        handle.flush().await.map(Some)
+    }
+
+    /// The state's `ExecutionState` update, if it has one: its current value with the thread's
+    /// id, changed by `change`.
+    fn execution(&mut self, change: impl FnOnce(&mut Map<String, Value>)) -> Option<S::Update> {
+        let thread = self.thread.clone();
+        let handle = self.handle.as_ref()?;
+        execution_update(handle.state(), &thread, change)
+    }
+}
+
+impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> {
+    type Output = Outcome<S>;
+    type Error = DurableError<S>;
+    const SUSPENDS: bool = true;
+
+    fn state(&mut self) -> Arc<S> {
+        match (&mut self.handle, &self.reading) {
+            (Some(handle), _) => handle.shared_state(),
+            (None, Some(reading)) => Arc::clone(reading),
+            (None, None) => unreachable!("a durable run's state is its handle's or lent"),
+        }
+    }
+
+    fn answered(&self, id: &str) -> bool {
+        self.journal.answer(id).is_some()
+    }
+
+    async fn before_step(&mut self, _: &Run<S, K>) -> Result<(), DurableError<S>> {
+        // A run whose lease was taken over stops before its next node.
+        if !self.heartbeat.held() {
+            return Err(lease_lost(&self.thread, "this worker").into());
+        }
+        // The handle is lent to the step's journal (effects, finished tasks) while it runs.
+        let mut handle = self
+            .handle
+            .take()
+            .expect("the handle is back between steps");
+        self.reading = Some(handle.shared_state());
+        *self.journal.writer.lock().await = Some(handle);
+        Ok(())
+    }
+
+    fn task(&mut self, run: &Run<S, K>, index: usize, _: usize) -> Setup<S::Update> {
+        let journal: Arc<dyn Journal> = Arc::clone(&self.journal) as Arc<dyn Journal>;
+        Setup {
+            scope: Some(Arc::new(Scope::new(
+                journal,
+                format!("{}.{index}", run.step),
+            ))),
+            done: self
+                .done
+                .remove(&index)
+                .and_then(|v| serde_json::from_value::<S::Update>(v).ok())
+                .map(NodeOutput::from),
+        }
+    }
+
+    fn wrap(
+        &mut self,
         run: &Run<S, K>,
-        kind: RunErrorKind,
-        mut handle: Thread<S, B>,
-    ) -> DurableError<S> {
-        if let Err(error) = handle.flush().await {
+        index: usize,
+        task: NodeFuture<S::Update>,
+    ) -> NodeFuture<S::Update> {
+        // A task of a step of several keeps its output as it finishes: a crash then reruns
+        // only the step's unfinished tasks.
+        if run.active.len() < 2 {
+            return task;
+        }
+        let journal = Arc::clone(&self.journal);
+        let step = run.step;
+        let node = run.graph().inner().nodes[run.active[index]]
+            .name
+            .to_string();
+        let at_once = self.durability == Durability::Sync;
+        Box::pin(async move {
+            let output = task.await?;
+            if let Some(update) = output_json::<S>(&output) {
+                let entry = JournalEntry::Task {
+                    step,
+                    index,
+                    node,
+                    update,
+                };
+                if at_once {
+                    journal.append(&entry).await?;
+                } else {
+                    journal.stage(&entry).await?;
+                }
+            }
+            Ok(output)
+        })
+    }
+
+    async fn meanwhile(&mut self) -> Result<Option<u64>, DurableError<S>> {
+        if self.durability != Durability::Async {
+            return Ok(None);
+        }
+        let mut writer = self.journal.writer.lock().await;
+        match writer.as_mut() {
+            Some(handle) if handle.staged() > 0 => Ok(Some(handle.flush().await?)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn commit(
+        &mut self,
+        run: &Run<S, K>,
+        update: Option<Composed<S::Update>>,
+    ) -> Result<Committed<S>, Stop<DurableError<S>>> {
+        self.take_back().await;
+        // The state's `ExecutionState`, if it has one, follows the run (as AgentFlow's).
+        let graph = run.graph();
+        let names = graph.names(&run.active);
+        let step = run.step;
+        let execution = self.execution(|e| {
+            e.insert("current_node".into(), Value::String(names.join(",")));
+            e.insert("step".into(), Value::from(step));
+            e.insert("status".into(), Value::from("running"));
+            for key in ["interrupted_node", "interrupt_reason", "interrupt_data"] {
+                e.insert(key.into(), Value::Null);
+            }
+        });
+        let (update, from) = match update {
+            Some(Composed { update, from }) => (Some(update), from),
+            None => (None, None),
+        };
+        let update = match (update, execution) {
+            (Some(update), Some(execution)) => Some(
+                S::compose(update, execution, Combine::Sequence)
+                    .map_err(|error| Stop::Run(graph.merge_error(&run.active, from, error)))?,
+            ),
+            (update, execution) => update.or(execution),
+        };
+        // A step whose edges may fail to route is staged alone (what is staged before it is
+        // committed first), so that a routing failure can drop it by reading the thread afresh.
+        if graph.routing_may_fail(&run.active) {
+            self.flush().await.map_err(|e| Stop::Commit(e.into()))?;
+        }
+        let run_id = run.run_id.to_string();
+        let mut routed = None;
+        let staged = self.handle().stage(
+            update.map_or(NodeOutput::Nothing, NodeOutput::from),
+            |state: &S| {
+                let route = graph.route(state, &run.active);
+                let meta = step_meta(graph, &run_id, step, &run.active, route.as_ref().ok());
+                routed = Some(route);
+                meta
+            },
+        );
+        if let Err(error) = staged {
+            return Err(match error {
+                StoreError::Merge(error) => Stop::Run(graph.merge_error(&run.active, from, error)),
+                other => Stop::Commit(other.into()),
+            });
+        }
+        let next = match routed.expect("the step was described") {
+            Ok(next) => next,
+            Err(kind) => {
+                // Nothing of the step may stay: what is committed is read afresh.
+                self.forget_step().await.map_err(Stop::Commit)?;
+                return Err(Stop::Run(kind));
+            }
+        };
+        let version = match self.durability {
+            Durability::Sync => self.flush().await.map_err(|e| Stop::Commit(e.into()))?,
+            Durability::Async | Durability::Exit => None,
+        };
+        lock(&self.journal.effects).clear();
+        lock(&self.journal.answers).clear();
+        Ok(Committed { next, version })
+    }
+
+    async fn finish(&mut self, run: &Run<S, K>) -> Result<Outcome<S>, DurableError<S>> {
+        self.take_back().await;
+        let execution = self.execution(|e| {
+            e.insert("status".into(), Value::from("completed"));
+        });
+        let handle = self.handle();
+        if let Some(execution) = execution {
+            let entry = JournalEntry::End { step: run.step };
+            let meta = entry_meta(&run.run_id, None, &entry);
+            handle.stage(execution, |_| meta)?;
+        }
+        self.flush().await?;
+        let handle = self.handle();
+        Ok(Outcome::Finished {
+            version: handle.version(),
+            state: handle.shared_state(),
+        })
+    }
+
+    async fn suspend(
+        &mut self,
+        run: &Run<S, K>,
+        interrupts: Vec<Interrupt>,
+    ) -> Result<Outcome<S>, DurableError<S>> {
+        self.take_back().await;
+        let first = &interrupts[0];
+        let (node, id) = (first.node.clone(), first.id.clone());
+        let data = serde_json::json!({ "interrupts": interrupts });
+        let execution = self.execution(|e| {
+            e.insert("current_node".into(), Value::String(node.clone()));
+            e.insert("status".into(), Value::from("interrupted_before"));
+            e.insert("interrupted_node".into(), Value::String(node));
+            e.insert(
+                "interrupt_reason".into(),
+                Value::String(format!("interrupt {id}")),
+            );
+            e.insert("interrupt_data".into(), data);
+        });
+        // The suspended step: the one whose nodes asked, or the next for a breakpoint.
+        let step = interrupts.iter().map(|i| i.step).max().unwrap_or(run.step);
+        let entry = JournalEntry::Suspend {
+            step,
+            interrupts,
+            done: BTreeMap::new(),
+        };
+        let meta = entry_meta(&run.run_id, None, &entry);
+        let handle = self.handle();
+        match execution {
+            Some(execution) => handle.stage(execution, |_| meta)?,
+            None => handle.stage((), |_| meta)?,
+        }
+        self.flush().await?;
+        let JournalEntry::Suspend { interrupts, .. } = entry else {
+            unreachable!("the entry written above")
+        };
+        let handle = self.handle();
+        Ok(Outcome::Suspended {
+            version: handle.version(),
+            state: handle.shared_state(),
+            interrupts,
+        })
+    }
+
+    async fn fail(&mut self, run: &Run<S, K>, kind: RunErrorKind) -> DurableError<S> {
+        self.take_back().await;
+        if let Err(error) = self.flush().await {
             return error.into();
         }
         // The failure is journaled (with the state's `ExecutionState` marked failed, if it has
         // one): a resume runs the step again, and answers it failed on may be given anew.
-        // The error is described before the state it carries is taken out of the handle.
-        let error = RunError::new(kind, run.step, ());
-        let meta = run_meta(
-            &run.run_id,
-            None,
-            json!({"entry": "failed", "step": run.step, "category": error.category(), "error": error.to_string()}),
-        );
+        let error = run.error(kind, ());
         let message = error.to_string();
-        let execution = execution_update(handle.state(), handle.id(), |e| {
-            e.insert("status".into(), json!("error"));
+        let entry = JournalEntry::Failed {
+            step: run.step,
+            category: error.category().to_owned(),
+            error: message.clone(),
+        };
+        let meta = entry_meta(&run.run_id, None, &entry);
+        let execution = self.execution(|e| {
+            e.insert("status".into(), Value::from("error"));
             let mut internal = e
                 .get("internal_data")
                 .and_then(Value::as_object)
@@ -1016,6 +1626,10 @@ where
             internal.insert("error".into(), Value::String(message));
             e.insert("internal_data".into(), Value::Object(internal));
         });
+        if !self.heartbeat.held() {
+            return lease_lost(&self.thread, "this worker").into();
+        }
+        let handle = self.handle();
         let written = match execution {
             Some(execution) => handle.merge(execution, meta).await,
             None => handle.merge((), meta).await,
@@ -1023,192 +1637,60 @@ where
         if let Err(error) = written {
             return error.into();
         }
-        DurableError::Run(error.with_state(handle.into_state()))
-    }
-
-    /// Reads where the thread's run stands from the newest entries of its journal.
-    async fn position(&self, thread: &str) -> Result<Position, DurableError<S>> {
-        let mut position = Position::default();
-        let mut before: Option<u64> = None;
-        let mut suspensions: Vec<(u64, Value)> = Vec::new();
-        'pages: loop {
-            let mut query = HistoryQuery::newest(64);
-            if let Some(b) = before {
-                query = query.before(b);
-            }
-            let page = self.store.history(thread, query).await?;
-            if page.is_empty() {
-                break;
-            }
-            for entry in &page {
-                before = Some(entry.seq);
-                let Some(meta) = entry.extra.get(META_KEY) else {
-                    continue;
-                };
-                let bad = |reason: &str| DurableError::Journal {
-                    thread: thread.to_owned(),
-                    seq: entry.seq,
-                    reason: reason.to_owned(),
-                };
-                match meta.get("entry").and_then(Value::as_str) {
-                    Some("step") | Some("input") => {
-                        position.seq = entry.seq;
-                        position.started = true;
-                        position.step = meta
-                            .get("step")
-                            .and_then(Value::as_u64)
-                            .ok_or_else(|| bad("a step without its number"))?;
-                        position.run_id = entry.run_id.clone();
-                        position.next = names(meta.get("next"))
-                            .ok_or_else(|| bad("a step without its next nodes"))?;
-                        if let Some(sends) = meta.get("sends").and_then(Value::as_array) {
-                            for send in sends {
-                                let node = send
-                                    .get("node")
-                                    .and_then(Value::as_str)
-                                    .ok_or_else(|| bad("a `Send` without its node"))?;
-                                position.sends.push((
-                                    node.to_owned(),
-                                    send.get("input").cloned().unwrap_or(Value::Null),
-                                ));
-                            }
-                        }
-                        break 'pages;
-                    }
-                    Some("effect") => {
-                        if let (Some(key), Some(name)) = (
-                            meta.get("key").and_then(Value::as_str),
-                            meta.get("name").and_then(Value::as_str),
-                        ) {
-                            position.effects.entry(key.to_owned()).or_insert((
-                                name.to_owned(),
-                                meta.get("value").cloned().unwrap_or(Value::Null),
-                            ));
-                        }
-                    }
-                    Some("answers") => {
-                        if let Some(answers) = meta.get("answers").and_then(Value::as_object) {
-                            for (id, value) in answers {
-                                position
-                                    .answers
-                                    .entry(id.clone())
-                                    .or_insert_with(|| value.clone());
-                            }
-                        }
-                    }
-                    Some("suspend") => suspensions.push((entry.seq, meta.clone())),
-                    // A failure newer than every answer: the answers may be given anew.
-                    Some("failed") if position.answers.is_empty() => position.failed_last = true,
-                    _ => {}
-                }
-                if position.run_id.is_none() {
-                    position.run_id = entry.run_id.clone();
-                }
-            }
-            if page.len() < 64 {
-                break;
-            }
-        }
-        // The newest suspension holds the step's interrupts; the outputs kept by every one.
-        if let Some((seq, newest)) = suspensions.first() {
-            let interrupts: Vec<Interrupt> =
-                serde_json::from_value(newest.get("interrupts").cloned().unwrap_or(Value::Null))
-                    .map_err(|e| DurableError::Journal {
-                        thread: thread.to_owned(),
-                        seq: *seq,
-                        reason: format!("its interrupts do not read: {e}"),
-                    })?;
-            let mut done = BTreeMap::new();
-            for (_, suspension) in suspensions.iter().rev() {
-                if let Some(kept) = suspension.get("done").and_then(Value::as_object) {
-                    for (index, update) in kept {
-                        if let Ok(index) = index.parse::<usize>() {
-                            done.insert(index, update.clone());
-                        }
-                    }
-                }
-            }
-            position.suspended = Some(Suspension { interrupts, done });
-        }
-        Ok(position)
+        DurableError::Run(error.with_state(handle.state().clone()))
     }
 }
 
-/// Releases the lease after a run (whatever its result), keeping the run's result.
-async fn finish<S, B: Backend>(
-    lease: Lease<B>,
-    result: Result<Outcome<S>, DurableError<S>>,
-) -> Result<Outcome<S>, DurableError<S>> {
-    let released = lease.release().await;
-    let outcome = result?;
-    released?;
-    Ok(outcome)
-}
-
-/// Runs `work` while renewing `lease` every third of `ttl`; a failed renewal stops the work
-/// (dropping it cancels the step's nodes).
-async fn with_heartbeat<T, B: Backend>(
-    work: impl Future<Output = Result<T, StoreError>>,
-    lease: &mut Lease<B>,
-    ttl: Duration,
-) -> Result<T, StoreError> {
-    let beat = async {
-        loop {
-            tokio::time::sleep(ttl / 3).await;
-            lease.renew().await?;
-        }
-    };
-    futures_util::pin_mut!(work);
-    futures_util::pin_mut!(beat);
-    match futures_util::future::select(work, beat).await {
-        futures_util::future::Either::Left((result, _)) => result,
-        futures_util::future::Either::Right((Err(error), _)) => Err(error),
-        futures_util::future::Either::Right((Ok(()), _)) => unreachable!("the heartbeat loops"),
+impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
+    /// After a step that failed to route: the handle read afresh, so that nothing of the
+    /// step stays in it (the steps before it were committed before it was staged).
+    async fn forget_step(&mut self) -> Result<(), DurableError<S>> {
+        self.handle = None;
+        self.handle = Some(self.store.thread::<S>(&self.thread).await?);
+        Ok(())
     }
 }
 
-/// A step's results in node order, `None` in place of a node that asked a question, and the
-/// questions.
-#[allow(clippy::type_complexity)]
-fn split_interrupts<U>(
-    results: Results<U>,
+/// Journal metadata of `entry`, of run `run_id`, naming `node`.
+fn entry_meta(run_id: &str, node: Option<&str>, entry: &JournalEntry) -> StepMeta {
+    let mut meta = StepMeta::default()
+        .run_id(run_id)
+        .with(META_KEY, entry.to_meta());
+    meta.node = node.map(str::to_owned);
+    meta
+}
+
+/// The metadata of step `step` of `active`, routed to `next` (none if routing failed).
+fn step_meta<S: DurableState, K: NodeKey>(
+    graph: &Graph<S, K>,
+    run_id: &str,
     step: u64,
-    nodes: &[String],
-) -> (Vec<Option<crate::run::NodeResult<U>>>, Vec<Interrupt>) {
-    let mut interrupts = Vec::new();
-    let mut take = |(index, result): (usize, crate::run::NodeResult<U>)| match result {
-        Err(error) => match error.downcast::<Interrupted>() {
-            Ok(asked) => {
-                let mut metadata = Map::new();
-                for segment in asked.task.split('/') {
-                    if let Some(n) = segment
-                        .strip_prefix('i')
-                        .and_then(|n| n.parse::<u64>().ok())
-                    {
-                        metadata.insert("fan_out_index".into(), json!(n));
-                    } else if let Some(name) = segment.strip_prefix("b:") {
-                        metadata.insert("branch_name".into(), json!(name));
-                    }
-                }
-                interrupts.push(Interrupt {
-                    id: asked.id,
-                    node: asked.node,
-                    step_node: nodes.get(index).cloned().unwrap_or_default(),
-                    step,
-                    payload: asked.payload,
-                    metadata,
-                });
-                None
+    active: &[usize],
+    next: Option<&crate::step::Next<S>>,
+) -> StepMeta {
+    let nodes = graph.names(active);
+    let mut plain = Vec::new();
+    let mut sends = Vec::new();
+    if let Some((next, inputs)) = next {
+        for (&at, input) in next.iter().zip(inputs) {
+            let name = graph.inner().nodes[at].name.to_string();
+            match input {
+                None => plain.push(name),
+                Some(input) => sends.push(SendRecord {
+                    node: name,
+                    input: serde_json::to_value(&**input).unwrap_or(Value::Null),
+                }),
             }
-            Err(error) => Some(Err(error)),
-        },
-        ok => Some(ok),
+        }
+    }
+    let node = nodes.join(",");
+    let entry = JournalEntry::Step {
+        step,
+        nodes,
+        next: plain,
+        sends,
     };
-    let results = match results {
-        Results::One(r) => vec![take((0, r))],
-        Results::Many(rs) => rs.into_iter().enumerate().map(take).collect(),
-    };
-    (results, interrupts)
+    entry_meta(run_id, Some(&node), &entry)
 }
 
 /// An update of the state's `ExecutionState` field (none if it has none): its current value
@@ -1231,136 +1713,8 @@ fn execution_update<S: DurableState>(
     serde_json::from_value(Value::Object(update)).ok()
 }
 
-/// A finished node's output as the JSON of its update (kept across a suspension).
+/// A finished node's output as the JSON of its update (kept so that it is not run again).
 fn output_json<S: DurableState>(output: &NodeOutput<S::Update>) -> Option<Value> {
     let update = output.clone().into_update(S::compose).ok()?;
     serde_json::to_value(update.unwrap_or_default()).ok()
-}
-
-fn names(value: Option<&Value>) -> Option<Vec<String>> {
-    value?
-        .as_array()?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned))
-        .collect()
-}
-
-fn run_meta(run_id: &str, node: Option<&str>, entry: Value) -> StepMeta {
-    let mut meta = StepMeta::default().run_id(run_id).with(META_KEY, entry);
-    meta.node = node.map(str::to_owned);
-    meta
-}
-
-fn step_meta<S: DurableState, K: NodeKey>(
-    run: &Run<S, K>,
-    active: &[usize],
-    next: &[usize],
-    inputs: &[Option<Arc<S>>],
-) -> StepMeta {
-    let graph = run.graph();
-    let nodes = graph.names(active);
-    let mut plain = Vec::new();
-    let mut sends = Vec::new();
-    for (&at, input) in next.iter().zip(inputs) {
-        let name = graph.names(&[at]).remove(0);
-        match input {
-            None => plain.push(Value::String(name)),
-            Some(input) => sends.push(json!({"node": name, "input": serde_json::to_value(&**input).unwrap_or(Value::Null)})),
-        }
-    }
-    let mut entry = json!({"entry": "step", "step": run.step, "nodes": nodes, "next": plain});
-    if !sends.is_empty() {
-        entry["sends"] = Value::Array(sends);
-    }
-    run_meta(&run.run_id, Some(&nodes.join(",")), entry)
-}
-
-/// Where a thread's run stands, read from its journal.
-#[derive(Debug, Default)]
-struct Position {
-    /// Whether a run was ever started on the thread (its journal holds an input or a step).
-    started: bool,
-    /// Whether the step in flight failed after its last answers were given.
-    failed_last: bool,
-    /// The entry of the last committed step.
-    seq: u64,
-    step: u64,
-    run_id: Option<String>,
-    next: Vec<String>,
-    sends: Vec<(String, Value)>,
-    effects: HashMap<String, (String, Value)>,
-    answers: Map<String, Value>,
-    suspended: Option<Suspension>,
-}
-
-#[derive(Debug)]
-struct Suspension {
-    interrupts: Vec<Interrupt>,
-    done: BTreeMap<usize, Value>,
-}
-
-/// The step in flight's recorded effects and answers.
-struct StepJournal {
-    effects: Mutex<HashMap<String, (String, Value)>>,
-    answers: Map<String, Value>,
-}
-
-impl StepJournal {
-    fn new(effects: HashMap<String, (String, Value)>, answers: Map<String, Value>) -> Self {
-        StepJournal {
-            effects: Mutex::new(effects),
-            answers,
-        }
-    }
-}
-
-/// The journal a step's nodes see: the recorded effects, and the thread to record new ones.
-struct LiveJournal<S, B> {
-    journal: Arc<StepJournal>,
-    writer: Arc<AsyncMutex<Option<Thread<S, B>>>>,
-    run_id: String,
-}
-
-impl<S: DurableState, B: Backend> Journal for LiveJournal<S, B> {
-    fn recorded(&self, key: &str) -> Option<(String, Value)> {
-        self.journal
-            .effects
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key)
-            .cloned()
-    }
-
-    fn record(
-        &self,
-        key: String,
-        name: String,
-        value: Value,
-    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + '_>> {
-        Box::pin(async move {
-            let step = key
-                .split('.')
-                .next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(0);
-            let meta = run_meta(
-                &self.run_id,
-                None,
-                json!({"entry": "effect", "step": step, "key": key, "name": name, "value": value}),
-            );
-            let mut writer = self.writer.lock().await;
-            let handle = writer.as_mut().ok_or("the run's thread is not open")?;
-            handle.merge((), meta).await?;
-            self.journal
-                .effects
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(key, (name, value));
-            Ok(())
-        })
-    }
-
-    fn answer(&self, id: &str) -> Option<Value> {
-        self.journal.answers.get(id).cloned()
-    }
 }

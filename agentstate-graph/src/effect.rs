@@ -14,7 +14,7 @@
 //! thread to keep the question in).
 
 use crate::node::BoxError;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -96,6 +96,68 @@ impl std::fmt::Display for Interrupted {
 }
 
 impl std::error::Error for Interrupted {}
+
+/// A question a durable run waits for an answer to: a node's
+/// [`Context::interrupt`](crate::Context::interrupt), or a static breakpoint
+/// ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before) and `_after`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interrupt {
+    /// Its id, which an answer names.
+    pub id: String,
+    /// The node that asked.
+    pub node: String,
+    /// The node of the run's step it was asked in (the asking node itself, or the subgraph,
+    /// fan-out or parallel-branches node it runs inside).
+    pub step_node: String,
+    /// The step it was asked in.
+    pub step: u64,
+    /// What it asked (for a breakpoint: `{"breakpoint": "before"}` or `"after"`).
+    pub payload: Value,
+    /// Where inside the step's node it was asked: `fan_out_index` (the fan-out instance) and
+    /// `branch_name` (the parallel branch), when it was asked inside one (the innermost).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+impl Interrupt {
+    /// The interrupt of a node's question, asked in step `step` by the task of node
+    /// `step_node`.
+    pub(crate) fn asked(asked: Interrupted, step: u64, step_node: &str) -> Self {
+        let mut metadata = Map::new();
+        for segment in asked.task.split('/') {
+            if let Some(n) = segment
+                .strip_prefix('i')
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                metadata.insert("fan_out_index".into(), Value::from(n));
+            } else if let Some(name) = segment.strip_prefix("b:") {
+                metadata.insert("branch_name".into(), Value::from(name));
+            }
+        }
+        Interrupt {
+            id: asked.id,
+            node: asked.node,
+            step_node: step_node.to_owned(),
+            step,
+            payload: asked.payload,
+            metadata,
+        }
+    }
+
+    /// A static breakpoint (`when`: `before` or `after`) at node `node` of step `step`.
+    pub(crate) fn breakpoint(node: &str, step: u64, when: &str) -> Self {
+        let mut payload = Map::new();
+        payload.insert("breakpoint".into(), Value::from(when));
+        Interrupt {
+            id: format!("{node}:{step}.{when}"),
+            node: node.to_owned(),
+            step_node: node.to_owned(),
+            step,
+            payload: Value::Object(payload),
+            metadata: Map::new(),
+        }
+    }
+}
 
 /// A question asked where a run cannot be suspended: inside a fan-out instance or a parallel
 /// branch whose errors are collected ([`ErrorPolicy::Collect`](crate::parallel::ErrorPolicy)),

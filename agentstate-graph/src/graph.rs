@@ -8,7 +8,7 @@
 //!    and nothing of the step is merged.
 //! 3. The updates merge at the barrier, atomically, in the step's node order (never completion
 //!    order): one update merges as it is; several compose as parallel writes
-//!    ([`Combine::Parallel`] with [`FanIn::Strict`]), so a field whose reducer keeps one value
+//!    ([`Combine::Parallel`](agentstate::update::Combine::Parallel) with [`FanIn::Strict`](agentstate::update::FanIn::Strict)), so a field whose reducer keeps one value
 //!    written by two nodes is an error naming the field and both nodes, and nothing is merged.
 //!    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
 //! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
@@ -26,11 +26,12 @@
 //! `limit` steps or more stops after step `limit` (its merge applied) with a `recursion_limit`
 //! error naming the last step's nodes and the next ones.
 
-use crate::error::{CompileWarning, RunError, RunErrorKind};
+use crate::error::{CompileWarning, RunError};
+use crate::event::Outbox;
 use crate::name::{NodeKey, Routes};
 use crate::node::{BoxError, Node};
+use crate::run::{drive, unwrap_state, Memory, Run};
 use crate::GraphState;
-use agentstate::update::{Combine, FanIn};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -58,8 +59,17 @@ pub(crate) struct NodeEntry<S, K> {
     pub(crate) edge: Edge<S, K>,
 }
 
+/// The nodes a run suspends before, and after (by node index), as the graph was built with
+/// them ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before)).
+#[derive(Default)]
+pub(crate) struct Breakpoints {
+    pub(crate) before: Vec<bool>,
+    pub(crate) after: Vec<bool>,
+}
+
 pub(crate) struct Inner<S, K> {
     pub(crate) nodes: Vec<NodeEntry<S, K>>,
+    pub(crate) breakpoints: Breakpoints,
     pub(crate) index: HashMap<K, usize>,
     pub(crate) entry: usize,
     pub(crate) recursion_limit: usize,
@@ -232,9 +242,14 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// Runs the graph with `config`.
     pub async fn invoke_with(&self, state: S, config: RunConfig) -> Result<S, RunError<S>> {
-        crate::run::Run::new(self, config, None)
-            .complete(state)
-            .await
+        // Boxed where `K` is still generic, so that the run's future is `Send` for any key
+        // (the compiler cannot prove it for a `&'static str` key through the run loop's
+        // futures otherwise).
+        let run: crate::stream::Driver<Result<Arc<S>, RunError<S>>> = Box::pin(async move {
+            let mut run = Run::new(self, config);
+            drive(&mut run, &mut Memory::new(state), &mut Outbox::off()).await
+        });
+        run.await.map(unwrap_state)
     }
 
     pub(crate) fn names(&self, at: &[usize]) -> Vec<String> {
@@ -272,14 +287,16 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             run_id: Some(parent.run_id().to_owned()),
             ..RunConfig::default()
         };
-        let run = crate::run::Run::new(self, config, None);
-        match parent.scope_base() {
-            None => run.complete(state).await,
-            Some((journal, base)) => {
-                run.complete_nested(state, journal, format!("{base}/{segment}"))
-                    .await
-            }
-        }
+        let mut commit = match parent.scope_base() {
+            None => Memory::new(state),
+            Some((journal, base)) => Memory::nested(state, journal, format!("{base}/{segment}")),
+        };
+        let graph = self.clone();
+        let run: crate::stream::Driver<Result<Arc<S>, RunError<S>>> = Box::pin(async move {
+            let mut run = Run::new(&graph, config);
+            drive(&mut run, &mut commit, &mut Outbox::off()).await
+        });
+        run.await.map(unwrap_state)
     }
 
     /// The index of the node named `name`.
@@ -287,192 +304,4 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
         self.inner.nodes.iter().position(|n| &*n.name == name)
     }
-
-    /// Checks that a step's updates compose as parallel writes (the error names the field and
-    /// both nodes), without merging them.
-    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
-    pub(crate) fn check_parallel(
-        &self,
-        active: &[usize],
-        updates: &[Option<S::Update>],
-    ) -> Result<(), RunErrorKind> {
-        let written: Vec<(usize, S::Update)> = active
-            .iter()
-            .zip(updates)
-            .filter_map(|(&at, u)| u.clone().map(|u| (at, u)))
-            .collect();
-        if written.len() > 1 {
-            combine_parallel::<S, K>(&self.inner.nodes, written)?;
-        }
-        Ok(())
-    }
-
-    /// A node's result as its update: a failure is its `node_exception`, an output that does
-    /// not compose (two updates of one field that cannot take both) a `reducer_error`.
-    pub(crate) fn node_update(
-        &self,
-        at: usize,
-        result: crate::run::NodeResult<S::Update>,
-    ) -> Result<Option<S::Update>, RunErrorKind> {
-        let entry = &self.inner.nodes[at];
-        let output = result.map_err(|error| RunErrorKind::Node {
-            node: entry.name.to_string(),
-            error,
-        })?;
-        output
-            .into_update(S::compose)
-            .map_err(|error| RunErrorKind::Merge {
-                nodes: vec![entry.name.to_string()],
-                error: Box::new(error.from_node(&entry.name)),
-            })
-    }
-
-    /// Merges a step's updates at the barrier, atomically, in node order.
-    pub(crate) fn merge(
-        &self,
-        state: &mut Arc<S>,
-        active: &[usize],
-        updates: Vec<Option<S::Update>>,
-    ) -> Result<(), RunErrorKind> {
-        let nodes = &self.inner.nodes;
-        let written: Vec<(usize, S::Update)> = active
-            .iter()
-            .zip(updates)
-            .filter_map(|(&at, u)| u.map(|u| (at, u)))
-            .collect();
-        let (update, from) = match written.len() {
-            0 => return Ok(()),
-            1 => {
-                let (at, update) = written.into_iter().next().expect("one update");
-                (update, Some(at))
-            }
-            _ => (combine_parallel::<S, K>(nodes, written)?, None),
-        };
-        let merge_error = |error: agentstate::Error| RunErrorKind::Merge {
-            nodes: active.iter().map(|&i| nodes[i].name.to_string()).collect(),
-            error: Box::new(match from {
-                Some(at) => error.from_node(&nodes[at].name),
-                None => error,
-            }),
-        };
-        // Plan on the shared state first: a failing merge must not copy a state a node kept.
-        let plan = state.plan(update).map_err(merge_error)?;
-        Arc::make_mut(state).apply(plan);
-        Ok(())
-    }
-
-    /// The next step's tasks: the targets of the step's nodes' edges, each once, in node
-    /// order, then the `Send`s with their inputs, in the order they were returned.
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn route(
-        &self,
-        state: &S,
-        active: &[usize],
-    ) -> Result<(Vec<usize>, Vec<Option<Arc<S>>>), RunErrorKind> {
-        let inner = &*self.inner;
-        let mut sends: Vec<(usize, Arc<S>)> = Vec::new();
-        let mut next: Vec<usize> = Vec::new();
-        let mut push = |at: usize| {
-            if !next.contains(&at) {
-                next.push(at);
-            }
-        };
-        for &at in active {
-            let entry = &inner.nodes[at];
-            match &entry.edge {
-                Edge::Static(targets) => targets.iter().flatten().for_each(|&t| push(t)),
-                Edge::Send(send) => {
-                    let targets = send(state).map_err(|error| RunErrorKind::Edge {
-                        node: entry.name.to_string(),
-                        error,
-                    })?;
-                    for crate::name::Dispatch { node, input } in targets {
-                        let Some(&t) = inner.index.get(&node) else {
-                            return Err(RunErrorKind::Routing {
-                                node: entry.name.to_string(),
-                                target: node.name().to_owned(),
-                            });
-                        };
-                        sends.push((t, Arc::new(input)));
-                    }
-                }
-                Edge::Conditional { route, declared } => {
-                    let routes = route(state).map_err(|error| RunErrorKind::Edge {
-                        node: entry.name.to_string(),
-                        error,
-                    })?;
-                    for target in routes.targets() {
-                        let crate::name::Target::Node(key) = target else {
-                            continue;
-                        };
-                        let found =
-                            inner.index.get(key).copied().filter(|t| {
-                                declared.as_ref().is_none_or(|d| d.contains(&Some(*t)))
-                            });
-                        match found {
-                            Some(t) => push(t),
-                            None => {
-                                return Err(RunErrorKind::Routing {
-                                    node: entry.name.to_string(),
-                                    target: key.name().to_owned(),
-                                })
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if next.len() > 1 {
-            next.sort_unstable();
-        }
-        let mut inputs: Vec<Option<Arc<S>>> = vec![None; next.len()];
-        for (at, input) in sends {
-            next.push(at);
-            inputs.push(Some(input));
-        }
-        Ok((next, inputs))
-    }
-}
-
-/// Composes parallel updates in node order; a field two nodes wrote that cannot take both is
-/// reported naming both nodes.
-fn combine_parallel<S: GraphState, K>(
-    nodes: &[NodeEntry<S, K>],
-    written: Vec<(usize, S::Update)>,
-) -> Result<S::Update, RunErrorKind> {
-    let how = Combine::Parallel(FanIn::Strict);
-    let mut acc: Option<S::Update> = None;
-    for (i, (at, update)) in written.iter().enumerate() {
-        let combined = match acc.take() {
-            None => Ok(update.clone()),
-            Some(prev) => S::compose(prev, update.clone(), how),
-        };
-        match combined {
-            Ok(c) => acc = Some(c),
-            Err(error) => {
-                // Which earlier node's update clashes with this one.
-                let first = written[..i]
-                    .iter()
-                    .find(|(_, earlier)| S::compose(earlier.clone(), update.clone(), how).is_err());
-                let nodes_named = |at: usize| nodes[at].name.to_string();
-                return Err(match (first, error.field()) {
-                    (Some(&(first, _)), Some(field))
-                        if error.category() == "state_validation_error" =>
-                    {
-                        RunErrorKind::ConcurrentWrite {
-                            field: field.to_owned(),
-                            first: nodes_named(first),
-                            second: nodes_named(*at),
-                            error: Box::new(error),
-                        }
-                    }
-                    _ => RunErrorKind::Merge {
-                        nodes: written.iter().map(|(at, _)| nodes_named(*at)).collect(),
-                        error: Box::new(error.from_node(&nodes[*at].name)),
-                    },
-                });
-            }
-        }
-    }
-    Ok(acc.expect("at least two updates"))
 }

@@ -90,12 +90,15 @@ pub mod effect;
 pub mod error;
 pub mod event;
 pub mod graph;
+#[cfg(feature = "store")]
+mod journal;
 pub mod json;
 pub mod layer;
 pub mod name;
 pub mod node;
 pub mod parallel;
 mod run;
+mod step;
 pub mod stream;
 pub mod subgraph;
 

@@ -1,61 +1,37 @@
-//! A run as a state machine: where it stands (the state, the next step's tasks, the step
-//! number) and the two halves of a step, [`Run::begin`] (start the step's nodes) and
-//! [`Run::finish`] (collect their outputs, merge at the barrier, route).
+//! The run loop, one for every kind of run: [`Graph::invoke`] (in memory), a run nested in a
+//! node (a subgraph, a fan-out instance), a streamed run ([`RunStream`](crate::RunStream)) and
+//! a durable one ([`durable`](crate::durable)) all go through [`drive`].
 //!
-//! [`Graph::invoke`] awaits the nodes between the two halves; the stream
-//! ([`RunStream`](crate::stream::RunStream)) polls them itself and writes the events of each
-//! half straight into a buffer it owns: no lock and no dynamic call per event, and the next
-//! step begins only when the stream is polled after the consumer took the last step's events
-//! (so a consumer that drops a step's state before asking for more never makes the run copy
-//! it).
+//! A step: the run checks its recursion limit and its breakpoints, starts the step's tasks
+//! (each node's future, polled in the run's own task), waits for them, turns their results
+//! into updates (the first failure in node order stops the run, nothing merged), composes
+//! them into the one update of the step ([`step`](crate::step)), commits it and routes, then
+//! hands the step's events to the stream, if any, before the next step begins.
+//!
+//! What differs between kinds of runs is how a step is committed: applied to the run's own
+//! state ([`Memory`]), or staged on a stored thread and flushed by the durability mode (the
+//! durable runs' commit). That is the [`Commit`] a run is driven with.
 
-use crate::effect::Scope;
+use crate::effect::{Interrupt, Interrupted, Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
-use crate::event::{Event, EventFilter};
+use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, Nodes, RunConfig, StepRecord};
 use crate::name::NodeKey;
 use crate::node::{BoxError, Context, NodeFuture, Sink};
+use crate::step::{Composed, Next};
 use crate::GraphState;
 use agentstate::output::NodeOutput;
-use futures_util::future::JoinAll;
-use std::collections::VecDeque;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
 
 /// A node's result, as its future gives it.
 pub(crate) type NodeResult<U> = Result<NodeOutput<U>, BoxError>;
 
-/// The running nodes of a step: one future (most steps), or all of them joined.
-pub(crate) enum Tasks<U> {
-    One(NodeFuture<U>),
-    Many(JoinAll<NodeFuture<U>>),
-}
-
-/// What a step's nodes returned, in node order.
-pub(crate) enum Results<U> {
-    One(NodeResult<U>),
-    Many(Vec<NodeResult<U>>),
-}
-
-impl<U> Future for Tasks<U> {
-    type Output = Results<U>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Results<U>> {
-        // Both variants are `Unpin` (boxed futures, and a join of them).
-        match self.get_mut() {
-            Tasks::One(future) => future.as_mut().poll(cx).map(Results::One),
-            Tasks::Many(join) => Pin::new(join).poll(cx).map(Results::Many),
-        }
-    }
-}
-
-/// How a task of a step is started ([`Run::begin_with`]).
+/// How a task of a step is started.
 pub(crate) struct Setup<U> {
     /// Where its effects and interrupts go (durable runs).
     pub(crate) scope: Option<Arc<Scope>>,
-    /// Its output, if it already ran.
+    /// Its output, if it already ran (a finished task of an unfinished step: not run again).
     pub(crate) done: Option<NodeOutput<U>>,
 }
 
@@ -68,34 +44,121 @@ impl<U> Default for Setup<U> {
     }
 }
 
-/// Where a run's events go: the stream's own buffer (`None` when the run is not streamed).
-pub(crate) type Events<'a, S, K> = Option<&'a mut VecDeque<Event<S, K>>>;
+/// Why a commit did not go through: the run's own error (a merge or routing failure, which the
+/// commit reports with [`Commit::fail`]), or the commit's (a store's).
+pub(crate) enum Stop<E> {
+    Run(RunErrorKind),
+    Commit(E),
+}
 
-/// A run between two steps (or inside one, while its [`Tasks`] run): where it stands, but not
-/// its state, which its driver holds (in memory, or a stored thread's) and passes in.
+impl<E> From<RunErrorKind> for Stop<E> {
+    fn from(kind: RunErrorKind) -> Self {
+        Stop::Run(kind)
+    }
+}
+
+/// A committed step: the next step's tasks, and the thread's version if the commit wrote it.
+pub(crate) struct Committed<S> {
+    pub(crate) next: Next<S>,
+    pub(crate) version: Option<u64>,
+}
+
+/// How a run's steps are committed, and how it ends: the part of a run that differs between
+/// an in-memory run and a durable one. Its futures are `Send`, so that runs are.
+pub(crate) trait Commit<S: GraphState, K: NodeKey>: Send {
+    /// What a run gives when it ends well (finished, or suspended).
+    type Output: Send;
+    /// What it gives when it fails.
+    type Error: Send;
+    /// Whether a node's question suspends the run (durable runs); otherwise it fails the
+    /// node, as any error does.
+    const SUSPENDS: bool;
+
+    /// The state the next step's nodes read (shared with the commit, not copied).
+    fn state(&mut self) -> Arc<S>;
+
+    /// Whether interrupt `id` was answered (a breakpoint then lets the run go on).
+    fn answered(&self, id: &str) -> bool;
+
+    /// Checks that the run may begin its next step (a durable run that lost its lease may
+    /// not).
+    fn before_step(
+        &mut self,
+        run: &Run<S, K>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// How task `index` (node `at`) of the step about to run starts.
+    fn task(&mut self, run: &Run<S, K>, index: usize, at: usize) -> Setup<S::Update>;
+
+    /// The future of a started task (the node's own, or one that also records its output).
+    fn wrap(
+        &mut self,
+        run: &Run<S, K>,
+        index: usize,
+        task: NodeFuture<S::Update>,
+    ) -> NodeFuture<S::Update> {
+        let _ = (run, index);
+        task
+    }
+
+    /// Runs while the step's nodes run (a durable run commits its last step meanwhile);
+    /// gives the thread's version if it committed something.
+    fn meanwhile(&mut self) -> impl Future<Output = Result<Option<u64>, Self::Error>> + Send;
+
+    /// Commits the step's update (`None`: no node wrote) and routes on the committed state. A
+    /// step that fails to merge or route commits nothing.
+    fn commit(
+        &mut self,
+        run: &Run<S, K>,
+        update: Option<Composed<S::Update>>,
+    ) -> impl Future<Output = Result<Committed<S>, Stop<Self::Error>>> + Send;
+
+    /// The run reached its end.
+    fn finish(
+        &mut self,
+        run: &Run<S, K>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+
+    /// The run waits for answers to `interrupts` (only when [`SUSPENDS`](Commit::SUSPENDS)).
+    fn suspend(
+        &mut self,
+        run: &Run<S, K>,
+        interrupts: Vec<Interrupt>,
+    ) -> impl Future<Output = Result<Self::Output, Self::Error>> + Send;
+
+    /// The run failed with `kind` in its current step.
+    fn fail(
+        &mut self,
+        run: &Run<S, K>,
+        kind: RunErrorKind,
+    ) -> impl Future<Output = Self::Error> + Send;
+}
+
+/// Where a run stands: its graph, its id, the next step's tasks and the step number. Its
+/// state is its [`Commit`]'s.
 pub(crate) struct Run<S: GraphState, K> {
     graph: Graph<S, K>,
     pub(crate) run_id: Arc<str>,
     limit: usize,
-    /// The next step's nodes (indices into the graph's nodes).
+    /// The next step's nodes (indices into the graph's nodes): the current step's while it
+    /// runs.
     pub(crate) active: Vec<usize>,
     /// The inputs of the next step's `Send` tasks (`None`: the node reads the state).
     pub(crate) inputs: Vec<Option<Arc<S>>>,
-    /// The last step's nodes (named by a recursion-limit error).
-    last: Vec<usize>,
-    /// The step that ran last (0 before the first).
+    /// The last step's nodes (named by a recursion-limit error, and by breakpoints after).
+    pub(crate) last: Vec<usize>,
+    /// The step that ran last (0 before the first): the current step while it runs.
     pub(crate) step: u64,
-    /// Where nodes' emissions go (streamed runs only).
-    sink: Option<Sink>,
-    /// The current step's node keys, shared by its events and its record (streamed runs only).
+    /// Breakpoints of this run beyond the graph's: nodes to suspend before, and after.
+    before: Vec<usize>,
+    after: Vec<usize>,
+    /// The current step's node keys, shared by its events and its record (streamed runs).
     keys: Option<Nodes<K>>,
-    /// The events a streamed run writes.
-    filter: EventFilter,
 }
 
 impl<S: GraphState, K: NodeKey> Run<S, K> {
     /// A run of `graph` at its entry.
-    pub(crate) fn new(graph: &Graph<S, K>, config: RunConfig, sink: Option<Sink>) -> Self {
+    pub(crate) fn new(graph: &Graph<S, K>, config: RunConfig) -> Self {
         let inner = graph.inner();
         let run_id: Arc<str> = match config.run_id {
             Some(id) => Arc::from(id),
@@ -109,264 +172,409 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
             inputs: vec![None],
             last: Vec::new(),
             step: 0,
-            sink,
+            before: Vec::new(),
+            after: Vec::new(),
             keys: None,
-            filter: EventFilter::ALL,
         }
     }
 
-    /// Whether the run writes the events of `filter`.
-    pub(crate) fn wants(&self, filter: EventFilter) -> bool {
-        self.filter.contains(filter)
-    }
-
-    /// Sends nodes' emissions to `sink` from the next step on.
-    pub(crate) fn set_sink(&mut self, sink: Sink) {
-        self.sink = Some(sink);
-    }
-
-    /// Writes only the events of `filter` from now on (and drops nodes' emissions unless it
-    /// has [`EventFilter::EMITTED`]).
-    pub(crate) fn filter(&mut self, filter: EventFilter) {
-        self.filter = filter;
-        if !filter.contains(EventFilter::EMITTED) {
-            self.sink = None;
-        }
-    }
-
-    /// The run's start event.
-    pub(crate) fn started(&self) -> Event<S, K> {
-        Event::RunStarted {
-            run_id: self.run_id.to_string(),
-        }
-    }
-
-    /// Starts the next step: its nodes' futures, or `None` when the run is at its end. Fails
-    /// on the recursion limit.
-    pub(crate) fn begin(
-        &mut self,
-        state: &Arc<S>,
-        events: Events<'_, S, K>,
-    ) -> Result<Option<Tasks<S::Update>>, RunErrorKind> {
-        self.begin_with(state, events, |_, _| Setup::default())
-    }
-
-    /// [`begin`](Run::begin), with `setup` saying for each task (its index in the step, its
-    /// node's name) where its effects and interrupts go, and whether it already ran (a task of
-    /// a suspended step whose output was kept: it is not called again).
-    pub(crate) fn begin_with(
-        &mut self,
-        state: &Arc<S>,
-        events: Events<'_, S, K>,
-        mut setup: impl FnMut(usize, &Arc<str>) -> Setup<S::Update>,
-    ) -> Result<Option<Tasks<S::Update>>, RunErrorKind> {
-        if self.step as usize >= self.limit {
-            return Err(RunErrorKind::RecursionLimit {
-                limit: self.limit,
-                last: self.graph.names(&self.last),
-                next: self.graph.names(&self.active),
-            });
-        }
-        if self.active.is_empty() {
-            return Ok(None);
-        }
-        self.step += 1;
-        let step = self.step;
-        let nodes = &self.graph.inner().nodes;
-        if let Some(events) = events {
-            if self.filter.contains(EventFilter::STEP_STARTED) {
-                let keys = match self.keys.take() {
-                    Some(keys) => keys,
-                    None => self.graph.keys(&self.active),
-                };
-                events.push_back(Event::StepStarted {
-                    step,
-                    nodes: keys.clone(),
-                });
-                self.keys = Some(keys);
-            }
-            if self.filter.contains(EventFilter::NODE_STARTED) {
-                for &at in &self.active {
-                    events.push_back(Event::NodeStarted {
-                        step,
-                        node: nodes[at].key.clone(),
-                    });
-                }
-            }
-        }
-        let mut index = 0;
-        let mut call = |(&at, input): (&usize, &Option<Arc<S>>)| {
-            let entry = &nodes[at];
-            let Setup { scope, done } = setup(index, &entry.name);
-            index += 1;
-            if let Some(output) = done {
-                let future: NodeFuture<S::Update> = Box::pin(std::future::ready(Ok(output)));
-                return future;
-            }
-            let cx = Context::new(
-                Arc::clone(&self.run_id),
-                Arc::clone(&entry.name),
-                step,
-                self.sink.clone(),
-            )
-            .with_scope(scope);
-            entry
-                .node
-                .call(Arc::clone(input.as_ref().unwrap_or(state)), cx)
-        };
-        Ok(Some(match (&self.active[..], &self.inputs[..]) {
-            ([at], [input]) => Tasks::One(call((at, input))),
-            _ => Tasks::Many(futures_util::future::join_all(
-                self.active.iter().zip(&self.inputs).map(call),
-            )),
-        }))
-    }
-
-    /// Ends the step `begin` started: its nodes' outputs become updates (the first failure in
-    /// node order stops the run, nothing merged), merge into `state` at the barrier in node
-    /// order, and the edges pick the next step's nodes.
-    pub(crate) fn finish(
-        &mut self,
-        state: &mut Arc<S>,
-        results: Results<S::Update>,
-        mut events: Events<'_, S, K>,
-    ) -> Result<(), RunErrorKind> {
-        let updates = self.collect(results, events.as_deref_mut())?;
-        self.graph.merge(state, &self.active, updates)?;
-        let (next, inputs) = self.graph.route(state, &self.active)?;
-        self.advance(state, next, inputs, events);
-        Ok(())
-    }
-
-    /// A step's nodes' outputs as their updates, in node order; the first failure in node
-    /// order is the step's error.
-    pub(crate) fn collect(
-        &mut self,
-        results: Results<S::Update>,
-        mut events: Events<'_, S, K>,
-    ) -> Result<Vec<Option<S::Update>>, RunErrorKind> {
-        let graph = &self.graph;
-        let step = self.step;
-        let node_events = self.filter.contains(EventFilter::NODE_FINISHED);
-        let mut finish = |at: usize, result: NodeResult<S::Update>| {
-            let update = graph.node_update(at, result)?;
-            if let Some(events) = events.as_deref_mut().filter(|_| node_events) {
-                events.push_back(Event::NodeFinished {
-                    step,
-                    node: graph.inner().nodes[at].key.clone(),
-                    update: update.as_ref().map(|update| Box::new(update.clone())),
-                });
-            }
-            Ok::<_, RunErrorKind>(update)
-        };
-        Ok(match results {
-            Results::One(result) => vec![finish(self.active[0], result)?],
-            Results::Many(results) => {
-                let mut updates = Vec::with_capacity(results.len());
-                for (&at, result) in self.active.iter().zip(results) {
-                    updates.push(finish(at, result)?);
-                }
-                updates
-            }
-        })
-    }
-
-    /// Moves the run to its next step (`next`, with the inputs of its `Send` tasks), once the
-    /// step merged into `state`.
-    pub(crate) fn advance(
-        &mut self,
-        state: &Arc<S>,
-        next: Vec<usize>,
-        inputs: Vec<Option<Arc<S>>>,
-        events: Events<'_, S, K>,
-    ) {
-        let keys = self.keys.take();
-        if let Some(events) = events.filter(|_| self.filter.contains(EventFilter::STEP_FINISHED)) {
-            let next_keys = self.graph.keys(&next);
-            self.keys = Some(next_keys.clone());
-            events.push_back(Event::StepFinished {
-                record: StepRecord {
-                    step: self.step,
-                    nodes: keys.unwrap_or_else(|| self.graph.keys(&self.active)),
-                    next: next_keys,
-                },
-                state: Arc::clone(state),
-            });
-        }
-        self.last = std::mem::replace(&mut self.active, next);
-        self.inputs = inputs;
-    }
-
-    /// The next step's nodes (the current step's, between `begin` and `advance`).
+    /// Adds breakpoints (node indices) to this run's.
     #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
-    pub(crate) fn active(&self) -> &[usize] {
-        &self.active
-    }
-
-    /// Puts the run after step `step`, its next step's nodes `active` (with the inputs of
-    /// their `Send` tasks): where a stored run stands.
-    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
-    pub(crate) fn resume_at(&mut self, step: u64, active: Vec<usize>, inputs: Vec<Option<Arc<S>>>) {
-        self.step = step;
-        self.active = active;
-        self.inputs = inputs;
+    pub(crate) fn breakpoints(&mut self, before: Vec<usize>, after: Vec<usize>) {
+        self.before = before;
+        self.after = after;
     }
 
     /// The graph the run runs.
-    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn graph(&self) -> &Graph<S, K> {
         &self.graph
     }
 
+    /// Puts the run after step `step`, its next step's tasks `active` (with the inputs of
+    /// their `Send`s), the step before's nodes `last`: where a stored run stands.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
+    pub(crate) fn resume_at(
+        &mut self,
+        step: u64,
+        active: Vec<usize>,
+        inputs: Vec<Option<Arc<S>>>,
+        last: Vec<usize>,
+    ) {
+        self.step = step;
+        self.active = active;
+        self.inputs = inputs;
+        self.last = last;
+    }
+
     /// The run's error `kind`, at its current step, with `state`.
-    pub(crate) fn fail(&self, kind: RunErrorKind, state: Arc<S>) -> RunError<S> {
-        RunError::new(kind, self.step, unwrap_state(state))
+    pub(crate) fn error<T>(&self, kind: RunErrorKind, state: T) -> RunError<T> {
+        RunError::new(kind, self.step, state)
     }
 
-    /// [`complete`](Run::complete) for a run nested in a durable task: each of its tasks gets
-    /// a scope under `base` in `journal`.
-    pub(crate) async fn complete_nested(
-        mut self,
-        state: S,
-        journal: Arc<dyn crate::effect::Journal>,
-        base: String,
-    ) -> Result<S, RunError<S>> {
-        let mut state = Arc::new(state);
-        loop {
-            let step = self.step + 1;
-            let begun = self.begin_with(&state, None, |index, _| Setup {
-                scope: Some(Arc::new(Scope::new(
-                    Arc::clone(&journal),
-                    format!("{base}/{step}.{index}"),
-                ))),
-                done: None,
+    /// The breakpoints due before the next step (the graph's and the run's), not answered:
+    /// after a node of the last step, before a node of the next.
+    fn breakpoints_due(&self, answered: impl Fn(&str) -> bool) -> Vec<Interrupt> {
+        let inner = self.graph.inner();
+        let mut due = Vec::new();
+        let mut check = |nodes: &[usize], step: u64, set: &[usize], graph_set: &[bool], when| {
+            for &at in nodes {
+                if set.contains(&at) || graph_set.get(at).copied().unwrap_or(false) {
+                    let interrupt = Interrupt::breakpoint(&inner.nodes[at].name, step, when);
+                    if !answered(&interrupt.id)
+                        && !due.iter().any(|d: &Interrupt| d.id == interrupt.id)
+                    {
+                        due.push(interrupt);
+                    }
+                }
+            }
+        };
+        check(
+            &self.last,
+            self.step,
+            &self.after,
+            &inner.breakpoints.after,
+            "after",
+        );
+        check(
+            &self.active,
+            self.step + 1,
+            &self.before,
+            &inner.breakpoints.before,
+            "before",
+        );
+        due
+    }
+
+    /// Moves the run to its next step.
+    fn advance(&mut self, next: Next<S>) {
+        let (next, inputs) = next;
+        self.last = std::mem::replace(&mut self.active, next);
+        self.inputs = inputs;
+    }
+}
+
+/// Runs `run` until it ends, suspends or fails, committing each step with `commit` and writing
+/// its events to `out`; see the [module docs](self).
+pub(crate) async fn drive<S, K, C>(
+    run: &mut Run<S, K>,
+    commit: &mut C,
+    out: &mut Outbox<S, K>,
+) -> Result<C::Output, C::Error>
+where
+    S: GraphState,
+    K: NodeKey,
+    C: Commit<S, K>,
+{
+    let sink: Option<Sink> = out.sink();
+    if out.is_on() {
+        out.push(Event::RunStarted {
+            run_id: run.run_id.to_string(),
+        });
+    }
+    loop {
+        if run.step as usize >= run.limit {
+            let kind = RunErrorKind::RecursionLimit {
+                limit: run.limit,
+                last: run.graph.names(&run.last),
+                next: run.graph.names(&run.active),
+            };
+            return Err(commit.fail(run, kind).await);
+        }
+        if run.active.is_empty() {
+            return commit.finish(run).await;
+        }
+        let due = run.breakpoints_due(|id| commit.answered(id));
+        if !due.is_empty() {
+            return commit.suspend(run, due).await;
+        }
+        commit.before_step(run).await?;
+        run.step += 1;
+        let step = run.step;
+        let inner = run.graph.inner();
+        if out.wants(EventFilter::STEP_STARTED) {
+            let keys = run.graph.keys(&run.active);
+            out.push(Event::StepStarted {
+                step,
+                nodes: keys.clone(),
             });
-            let tasks = match begun {
-                Ok(Some(tasks)) => tasks,
-                Ok(None) => return Ok(unwrap_state(state)),
-                Err(kind) => return Err(self.fail(kind, state)),
+            run.keys = Some(keys);
+        }
+        if out.wants(EventFilter::NODE_STARTED) {
+            for &at in &run.active {
+                out.push(Event::NodeStarted {
+                    step,
+                    node: inner.nodes[at].key.clone(),
+                });
+            }
+        }
+        out.send();
+
+        // The step's tasks, on the state as it stands.
+        let state = commit.state();
+        let mut tasks = Vec::with_capacity(run.active.len());
+        for (index, (&at, input)) in run.active.iter().zip(&run.inputs).enumerate() {
+            let entry = &inner.nodes[at];
+            let Setup { scope, done } = commit.task(run, index, at);
+            let task: NodeFuture<S::Update> = match done {
+                Some(output) => Box::pin(std::future::ready(Ok(output))),
+                None => {
+                    let cx = Context::new(
+                        Arc::clone(&run.run_id),
+                        Arc::clone(&entry.name),
+                        step,
+                        sink.clone(),
+                    )
+                    .with_scope(scope);
+                    let task = entry
+                        .node
+                        .call(Arc::clone(input.as_ref().unwrap_or(&state)), cx);
+                    commit.wrap(run, index, task)
+                }
             };
-            let results = tasks.await;
-            if let Err(kind) = self.finish(&mut state, results, None) {
-                return Err(self.fail(kind, state));
+            tasks.push(task);
+        }
+        drop(state);
+        let results: Vec<NodeResult<S::Update>> = match tasks.len() {
+            1 => {
+                let task = tasks.pop().expect("one task");
+                let (result, meanwhile) =
+                    futures_util::future::join(task, commit.meanwhile()).await;
+                if let Some(version) = meanwhile? {
+                    committed(out, step - 1, version);
+                }
+                vec![result]
+            }
+            _ => {
+                let all = futures_util::future::join_all(tasks);
+                let (results, meanwhile) =
+                    futures_util::future::join(all, commit.meanwhile()).await;
+                if let Some(version) = meanwhile? {
+                    committed(out, step - 1, version);
+                }
+                results
+            }
+        };
+
+        // Questions end the step suspended; the other tasks' outputs are kept by the commit.
+        let results = if C::SUSPENDS {
+            let mut asked = Vec::new();
+            let mut rest = Vec::with_capacity(results.len());
+            for (index, result) in results.into_iter().enumerate() {
+                match result {
+                    Err(error) if error.is::<Interrupted>() => {
+                        let error = error.downcast::<Interrupted>().expect("an interrupt");
+                        let node = &inner.nodes[run.active[index]].name;
+                        asked.push(Interrupt::asked(*error, step, node));
+                        rest.push(None);
+                    }
+                    result => rest.push(Some(result)),
+                }
+            }
+            if !asked.is_empty() {
+                out.send();
+                return commit.suspend(run, asked).await;
+            }
+            rest.into_iter().flatten().collect()
+        } else {
+            results
+        };
+
+        // The nodes' updates, in node order; the first failure is the step's.
+        let node_events = out.wants(EventFilter::NODE_FINISHED);
+        let mut updates = Vec::with_capacity(results.len());
+        for (&at, result) in run.active.iter().zip(results) {
+            let update = match run.graph.node_update(at, result) {
+                Ok(update) => update,
+                Err(kind) => {
+                    out.send();
+                    return Err(commit.fail(run, kind).await);
+                }
+            };
+            if node_events {
+                out.push(Event::NodeFinished {
+                    step,
+                    node: inner.nodes[at].key.clone(),
+                    update: update.as_ref().map(|update| Box::new(update.clone())),
+                });
+            }
+            updates.push(update);
+        }
+        let composed = match run.graph.compose(&run.active, updates) {
+            Ok(composed) => composed,
+            Err(kind) => {
+                out.send();
+                return Err(commit.fail(run, kind).await);
+            }
+        };
+        let Committed { next, version } = match commit.commit(run, composed).await {
+            Ok(committed) => committed,
+            Err(Stop::Run(kind)) => {
+                out.send();
+                return Err(commit.fail(run, kind).await);
+            }
+            Err(Stop::Commit(error)) => return Err(error),
+        };
+        if let Some(version) = version {
+            committed(out, step, version);
+        }
+        if out.wants(EventFilter::STEP_FINISHED) {
+            let nodes = run
+                .keys
+                .take()
+                .unwrap_or_else(|| run.graph.keys(&run.active));
+            out.push(Event::StepFinished {
+                record: StepRecord {
+                    step,
+                    nodes,
+                    next: run.graph.keys(&next.0),
+                },
+                state: commit.state(),
+            });
+        }
+        run.advance(next);
+        out.handed_out().await;
+    }
+}
+
+/// Writes a [`Event::StepCommitted`], if the stream carries them.
+fn committed<S: GraphState, K>(out: &mut Outbox<S, K>, step: u64, version: u64) {
+    if out.wants(EventFilter::STEP_COMMITTED) {
+        out.push(Event::StepCommitted { step, version });
+    }
+}
+
+/// The commit of a run in memory: each step's update merges into the run's own state. A run
+/// nested in a durable task keeps its nodes' effects and questions under that task's key.
+pub(crate) struct Memory<S> {
+    /// The state (taken out when the run fails).
+    state: Option<Arc<S>>,
+    nested: Option<(Arc<dyn Journal>, String)>,
+}
+
+impl<S> Memory<S> {
+    fn shared(&mut self) -> &mut Arc<S> {
+        self.state
+            .as_mut()
+            .expect("a run's state is taken only when it fails")
+    }
+
+    /// A run from `state`.
+    pub(crate) fn new(state: S) -> Self {
+        Memory {
+            state: Some(Arc::new(state)),
+            nested: None,
+        }
+    }
+
+    /// A run from `state` nested in a durable task: its tasks' effects and questions are
+    /// journaled in `journal` under `base`.
+    pub(crate) fn nested(state: S, journal: Arc<dyn Journal>, base: String) -> Self {
+        Memory {
+            state: Some(Arc::new(state)),
+            nested: Some((journal, base)),
+        }
+    }
+}
+
+impl<S: GraphState, K: NodeKey> Commit<S, K> for Memory<S> {
+    type Output = Arc<S>;
+    type Error = RunError<S>;
+    const SUSPENDS: bool = false;
+
+    fn state(&mut self) -> Arc<S> {
+        Arc::clone(self.shared())
+    }
+
+    fn answered(&self, id: &str) -> bool {
+        self.nested
+            .as_ref()
+            .is_some_and(|(journal, _)| journal.answer(id).is_some())
+    }
+
+    async fn before_step(&mut self, _: &Run<S, K>) -> Result<(), RunError<S>> {
+        Ok(())
+    }
+
+    fn task(&mut self, run: &Run<S, K>, index: usize, _: usize) -> Setup<S::Update> {
+        Setup {
+            scope: self.nested.as_ref().map(|(journal, base)| {
+                Arc::new(Scope::new(
+                    Arc::clone(journal),
+                    format!("{base}/{}.{index}", run.step),
+                ))
+            }),
+            done: None,
+        }
+    }
+
+    async fn meanwhile(&mut self) -> Result<Option<u64>, RunError<S>> {
+        Ok(None)
+    }
+
+    async fn commit(
+        &mut self,
+        run: &Run<S, K>,
+        update: Option<Composed<S::Update>>,
+    ) -> Result<Committed<S>, Stop<RunError<S>>> {
+        let graph = run.graph();
+        // A routing failure must leave the state as it was before the step: keep it when the
+        // step's edges run code that may fail (the merge then copies the state).
+        let state = self.shared();
+        let before = graph
+            .routing_may_fail(&run.active)
+            .then(|| Arc::clone(state));
+        if let Some(Composed { update, from }) = update {
+            // Plan on the shared state first: a failing merge must not copy a state a node
+            // kept.
+            let plan = state
+                .plan(update)
+                .map_err(|error| graph.merge_error(&run.active, from, error))?;
+            Arc::make_mut(state).apply(plan);
+        }
+        match graph.route(state, &run.active) {
+            Ok(next) => Ok(Committed {
+                next,
+                version: None,
+            }),
+            Err(kind) => {
+                if let Some(before) = before {
+                    *state = before;
+                }
+                Err(Stop::Run(kind))
             }
         }
     }
 
-    /// Runs to the end from `state`, awaiting each step's nodes.
-    pub(crate) async fn complete(mut self, state: S) -> Result<S, RunError<S>> {
-        let mut state = Arc::new(state);
-        loop {
-            let tasks = match self.begin(&state, None) {
-                Ok(Some(tasks)) => tasks,
-                Ok(None) => return Ok(unwrap_state(state)),
-                Err(kind) => return Err(self.fail(kind, state)),
-            };
-            let results = tasks.await;
-            if let Err(kind) = self.finish(&mut state, results, None) {
-                return Err(self.fail(kind, state));
-            }
-        }
+    async fn finish(&mut self, _: &Run<S, K>) -> Result<Arc<S>, RunError<S>> {
+        Ok(Arc::clone(self.shared()))
+    }
+
+    /// Never called (an in-memory run's questions fail their nodes); fails the run with the
+    /// first question as its node's error.
+    async fn suspend(
+        &mut self,
+        run: &Run<S, K>,
+        interrupts: Vec<Interrupt>,
+    ) -> Result<Arc<S>, RunError<S>> {
+        let first = interrupts.into_iter().next();
+        let kind = RunErrorKind::Node {
+            node: first.as_ref().map(|i| i.node.clone()).unwrap_or_default(),
+            error: match first {
+                Some(i) => Box::new(Interrupted {
+                    id: i.id,
+                    node: i.node,
+                    task: format!("{}.0", i.step),
+                    payload: i.payload,
+                }),
+                None => "the run was asked to suspend with no question".into(),
+            },
+        };
+        Err(Commit::<S, K>::fail(self, run, kind).await)
+    }
+
+    async fn fail(&mut self, run: &Run<S, K>, kind: RunErrorKind) -> RunError<S> {
+        let state = self.state.take().expect("a run fails once");
+        run.error(kind, unwrap_state(state))
     }
 }
 

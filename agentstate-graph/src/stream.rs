@@ -2,10 +2,11 @@
 //! happen.
 //!
 //! The stream drives the run itself (nothing is spawned): polling it runs the graph, dropping it
-//! cancels the run with no partial merge. The run writes each step's events straight into a
-//! buffer the stream owns (no lock, no dynamic call per event; nodes' emissions, which may
-//! come from other threads, are the exception), and the next step begins only when the
-//! consumer has taken every event of the last one. The state after each step is shared with
+//! cancels the run with no partial merge. The run is the one run loop of every kind of run
+//! ([`Graph::invoke`] and durable runs too); it writes each half step's events into a batch
+//! of its own, handed to the stream at once (no lock and no dynamic call per event; nodes'
+//! emissions, which may come from other threads, are the exception), and the next step begins
+//! only when the consumer has taken every event of the last one. The state after each step is shared with
 //! the run (`Arc<S>`, not a copy), so a consumer that drops it before asking for the next event
 //! never makes the run copy the state.
 //!
@@ -13,6 +14,11 @@
 //! ([`EventFilter`]): events left out are never built. Streaming every event costs about four
 //! small events per step (0.1 to 0.2 µs on trivial nodes, nothing next to a model call); the
 //! state after each step alone ([`EventFilter::STEP_FINISHED`]) costs one.
+//!
+//! A durable run streams the same way
+//! ([`DurableGraph::stream`](crate::durable::DurableGraph::stream)), with what durability adds:
+//! [`Event::StepCommitted`] (the thread's version after a commit) and, for a run that waits for
+//! a person, [`Event::RunSuspended`] as its last event.
 //!
 //! ```
 //! use agentstate_graph::{event::Event, node::Context, Graph, END};
@@ -44,90 +50,106 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::event::{Event, EventFilter};
+use crate::error::RunError;
+use crate::event::{Event, EventFilter, Outbox, Queue};
 use crate::graph::{Graph, RunConfig};
 use crate::name::NodeKey;
-use crate::node::{Emitted, Sink};
-use crate::run::{Run, Tasks};
+use crate::run::{drive, Memory, Run};
 use crate::GraphState;
 use agentstate::State;
 use futures_core::Stream;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context as TaskContext, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
 
-/// Nodes' emissions on their way to the stream: they may come from any thread (a node may
-/// hand its context to a task of its own), so they wait behind a lock, which is taken only
-/// when something was emitted (`any`) or the stream is about to wait.
-struct Emissions<S: State, K> {
-    queue: Mutex<Pending<S, K>>,
-    any: AtomicBool,
-}
+/// A run's future, boxed: it owns its run, its commit and its outbox.
+pub(crate) type Driver<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-struct Pending<S: State, K> {
+/// Makes a run's future, given where its events go (called when the stream is first polled,
+/// so that [`only`](RunStream::only) applies from the start).
+type Start<S, K, T> = Box<dyn FnOnce(Outbox<S, K>) -> Driver<'static, T> + Send>;
+
+/// What a streamed run's stream polls: the run's future, and its events on their way out.
+pub(crate) struct Driven<S: State, K, T> {
+    start: Option<Start<S, K, T>>,
+    driver: Option<Driver<'static, T>>,
+    queue: Arc<Queue<S, K>>,
+    /// The events taken from the queue and not handed out yet.
     events: VecDeque<Event<S, K>>,
-    /// The stream's waker while it waits for its nodes.
-    waker: Option<Waker>,
+    filter: EventFilter,
+    /// How the run ended, once it did, handed out after its last events.
+    end: Option<T>,
 }
 
-impl<S: GraphState, K: NodeKey> Emissions<S, K> {
-    fn push(&self, node: &Arc<str>, step: u64, emitted: Emitted) {
-        let waker = {
-            let mut queue = lock(&self.queue);
-            queue.events.push_back(Event::Emitted {
-                step,
-                node: Arc::clone(node),
-                emitted: Box::new(emitted),
-            });
-            self.any.store(true, Ordering::Release);
-            queue.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+/// What [`Driven::poll_next`] gives: an event, then how the run ended.
+pub(crate) enum Next<S: State, K, T> {
+    Event(Event<S, K>),
+    End(T),
+}
+
+impl<S: State, K, T> Driven<S, K, T> {
+    /// A run made by `start`.
+    pub(crate) fn new(
+        start: impl FnOnce(Outbox<S, K>) -> Driver<'static, T> + Send + 'static,
+    ) -> Self {
+        Driven {
+            start: Some(Box::new(start)),
+            driver: None,
+            queue: Queue::new(),
+            events: VecDeque::new(),
+            filter: EventFilter::ALL,
+            end: None,
         }
     }
 
-    /// Moves what was emitted into `events`; with `waker`, when nothing was, registers it.
-    fn take(&self, events: &mut VecDeque<Event<S, K>>, waker: Option<&Waker>) {
-        if waker.is_none() && !self.any.load(Ordering::Acquire) {
-            return;
-        }
-        let mut queue = lock(&self.queue);
-        self.any.store(false, Ordering::Relaxed);
-        if queue.events.is_empty() {
-            if let Some(waker) = waker {
-                if !queue.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                    queue.waker = Some(waker.clone());
+    /// Carries only the events of `filter` (before the run starts).
+    pub(crate) fn only(&mut self, filter: EventFilter) {
+        self.filter = filter;
+    }
+
+    /// The next event, then the run's end, then nothing.
+    pub(crate) fn poll_next(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Next<S, K, T>>> {
+        loop {
+            if let Some(event) = self.events.pop_front() {
+                return Poll::Ready(Some(Next::Event(event)));
+            }
+            self.queue.take(&mut self.events, None);
+            if !self.events.is_empty() {
+                continue;
+            }
+            if let Some(end) = self.end.take() {
+                return Poll::Ready(Some(Next::End(end)));
+            }
+            if let Some(start) = self.start.take() {
+                self.driver = Some(start(Outbox::to(Arc::clone(&self.queue), self.filter)));
+            }
+            let Some(driver) = self.driver.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match driver.as_mut().poll(cx) {
+                Poll::Ready(end) => {
+                    self.driver = None;
+                    self.end = Some(end);
+                }
+                Poll::Pending => {
+                    // Events the run handed out before it waited, or nodes' emissions; if
+                    // none, the waker is registered for emissions from other threads.
+                    self.queue.take(&mut self.events, Some(cx.waker()));
+                    if self.events.is_empty() {
+                        return Poll::Pending;
+                    }
                 }
             }
-        } else {
-            events.append(&mut queue.events);
         }
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while the queue was locked left it consistent (a push either happened or not).
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A run as a stream of [`Event`]s; see the [module docs](self).
+/// A run in memory as a stream of [`Event`]s; see the [module docs](self).
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<S: GraphState, K: NodeKey> {
-    /// The run, between its steps or inside one, with its state; `None` once it ended.
-    run: Option<(Run<S, K>, Arc<S>)>,
-    /// The current step's running nodes.
-    tasks: Option<Tasks<S::Update>>,
-    /// The events not handed out yet, written by the run without a lock.
-    events: VecDeque<Event<S, K>>,
-    /// Where nodes' emissions wait: made when the first step begins, if the stream carries
-    /// them.
-    emissions: Option<Arc<Emissions<S, K>>>,
+    driven: Driven<S, K, Result<Arc<S>, RunError<S>>>,
 }
 
 impl<S: GraphState, K: NodeKey> Graph<S, K> {
@@ -139,25 +161,25 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// [`stream`](Graph::stream) with `config`.
     pub fn stream_with(&self, state: S, config: RunConfig) -> RunStream<S, K> {
-        let run = Run::new(self, config, None);
-        let mut events = VecDeque::with_capacity(8);
-        events.push_back(run.started());
+        let graph = self.clone();
         RunStream {
-            run: Some((run, Arc::new(state))),
-            tasks: None,
-            events,
-            emissions: None,
+            driven: Driven::new(move |mut out| {
+                Box::pin(async move {
+                    let mut run = Run::new(&graph, config);
+                    drive(&mut run, &mut Memory::new(state), &mut out).await
+                })
+            }),
         }
     }
 }
 
-// The stream never pins its fields (the node futures are boxed), so it moves freely whatever
+// The stream never pins its fields (the run's future is boxed), so it moves freely whatever
 // `S` and `K` are.
 impl<S: GraphState, K: NodeKey> Unpin for RunStream<S, K> {}
 
 impl<S: GraphState, K: NodeKey> RunStream<S, K> {
-    /// Carries only the events of `filter` (with the run's start and end), from the next step
-    /// on: call it before polling. Events left out are never built; without
+    /// Carries only the events of `filter` (with the run's start and end), from the start:
+    /// call it before polling. Events left out are never built; without
     /// [`EventFilter::EMITTED`], nodes' emissions are dropped where they are made.
     ///
     /// ```
@@ -194,20 +216,8 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn only(mut self, filter: EventFilter) -> Self {
-        if let Some((run, _)) = self.run.as_mut() {
-            run.filter(filter);
-        }
+        self.driven.only(filter);
         self
-    }
-
-    /// Ends the run with `kind`'s error as its last event.
-    fn fail(&mut self, kind: crate::error::RunErrorKind) {
-        if let Some((run, state)) = self.run.take() {
-            self.events.push_back(Event::RunFailed {
-                error: run.fail(kind, state),
-            });
-        }
-        self.tasks = None;
     }
 }
 
@@ -215,63 +225,12 @@ impl<S: GraphState, K: NodeKey> Stream for RunStream<S, K> {
     type Item = Event<S, K>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Event<S, K>>> {
-        let this = self.get_mut();
-        loop {
-            if let Some(event) = this.events.pop_front() {
-                return Poll::Ready(Some(event));
-            }
-            let Some((run, state)) = this.run.as_mut() else {
-                return Poll::Ready(None);
-            };
-            if let Some(tasks) = this.tasks.as_mut() {
-                match Pin::new(tasks).poll(cx) {
-                    Poll::Pending => {
-                        if let Some(emissions) = &this.emissions {
-                            emissions.take(&mut this.events, Some(cx.waker()));
-                        }
-                        if this.events.is_empty() {
-                            return Poll::Pending;
-                        }
-                    }
-                    Poll::Ready(results) => {
-                        this.tasks = None;
-                        // What the nodes emitted goes out before they finish.
-                        if let Some(emissions) = &this.emissions {
-                            emissions.take(&mut this.events, None);
-                        }
-                        if let Err(kind) = run.finish(state, results, Some(&mut this.events)) {
-                            this.fail(kind);
-                        }
-                    }
-                }
-                continue;
-            }
-            // The consumer took every event of the last step: the next one begins.
-            if run.step == 0 && this.emissions.is_none() && run.wants(EventFilter::EMITTED) {
-                let emissions = Arc::new(Emissions {
-                    queue: Mutex::new(Pending {
-                        events: VecDeque::new(),
-                        waker: None,
-                    }),
-                    any: AtomicBool::new(false),
-                });
-                let to = Arc::clone(&emissions);
-                let sink: Sink =
-                    Arc::new(move |node: &Arc<str>, step, emitted| to.push(node, step, emitted));
-                run.set_sink(sink);
-                this.emissions = Some(emissions);
-            }
-            match run.begin(state, Some(&mut this.events)) {
-                Ok(Some(tasks)) => this.tasks = Some(tasks),
-                Ok(None) => {
-                    if let Some((_, state)) = this.run.take() {
-                        this.events.push_back(Event::RunFinished {
-                            state: Box::new(crate::run::unwrap_state(state)),
-                        });
-                    }
-                }
-                Err(kind) => this.fail(kind),
-            }
-        }
+        self.get_mut().driven.poll_next(cx).map(|next| {
+            next.map(|next| match next {
+                crate::stream::Next::Event(event) => event,
+                crate::stream::Next::End(Ok(state)) => Event::RunFinished { state },
+                crate::stream::Next::End(Err(error)) => Event::RunFailed { error },
+            })
+        })
     }
 }

@@ -112,7 +112,7 @@ fn the_ag_ui_events_fold_back_into_the_final_messages_and_state() {
         while let Some(event) = run.next().await {
             events.extend(adapter.events(&event));
             if let agentstate_graph::Event::RunFinished { state } = event {
-                last = Some(*state);
+                last = Some(std::sync::Arc::unwrap_or_clone(state));
             }
         }
     });

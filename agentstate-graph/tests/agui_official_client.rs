@@ -76,7 +76,7 @@ fn run<S: GraphState + Serialize>(
         while let Some(event) = run.next().await {
             events.extend(adapter.events(&event));
             match event {
-                Event::RunFinished { state } => last = Some(*state),
+                Event::RunFinished { state } => last = Some(std::sync::Arc::unwrap_or_clone(state)),
                 Event::RunFailed { error } => last = Some(error.state().clone()),
                 _ => {}
             }

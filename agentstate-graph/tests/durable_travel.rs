@@ -88,7 +88,7 @@ fn the_execution_state_follows_the_run_as_agentflows_does() {
         assert_eq!((meta.current_node.as_str(), meta.step), ("act", 3));
         assert_eq!(meta.interrupted_node, None);
         // What the run returned is what the thread holds.
-        assert_eq!(store.load::<AgentState>("t").await.unwrap().state, state);
+        assert_eq!(store.load::<AgentState>("t").await.unwrap().state, *state);
     });
 }
 

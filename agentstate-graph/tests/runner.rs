@@ -11,7 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-static CLONES: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// The state's copies made on this test's thread (each test runs its graph on its own
+    /// thread, on a current-thread runtime).
+    static CLONES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 #[derive(AgentState, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Flow {
@@ -24,7 +28,7 @@ struct Flow {
 // Counts copies of the state, to check that steps never copy it.
 impl Clone for Flow {
     fn clone(&self) -> Self {
-        CLONES.fetch_add(1, Ordering::SeqCst);
+        CLONES.set(CLONES.get() + 1);
         Flow {
             n: self.n,
             log: self.log.clone(),
@@ -85,7 +89,7 @@ fn static_edges_run_in_order_and_conditional_edges_read_the_merged_state() {
 
 #[test]
 fn parallel_nodes_merge_in_node_order_not_completion_order_and_a_join_runs_once() {
-    CLONES.store(0, Ordering::SeqCst);
+    CLONES.set(0);
     let graph = Graph::builder()
         .node("start", log("start"))
         .node("slow", log_after("slow", 30))
@@ -100,7 +104,7 @@ fn parallel_nodes_merge_in_node_order_not_completion_order_and_a_join_runs_once(
         .unwrap();
     let state = block_on(graph.invoke(Flow::default())).unwrap();
     assert_eq!(state.log, ["start", "slow", "fast", "join"]);
-    assert_eq!(CLONES.load(Ordering::SeqCst), 0, "no step copied the state");
+    assert_eq!(CLONES.get(), 0, "no step copied the state");
 }
 
 #[test]
@@ -161,7 +165,9 @@ fn a_node_error_stops_the_run_with_its_source_and_the_state_before_the_step() {
 }
 
 #[test]
-fn edge_and_routing_errors_carry_the_merged_state() {
+/// A step whose edge fails merges nothing, as LangGraph (where an edge is part of its node's
+/// task) and the runner's docs say: the error carries the state before the step.
+fn edge_and_routing_errors_carry_the_state_before_the_step() {
     let failing = Graph::builder()
         .node("a", log("a"))
         .entry("a")
@@ -172,7 +178,7 @@ fn edge_and_routing_errors_carry_the_merged_state() {
         .unwrap();
     let err = block_on(failing.invoke(Flow::default())).unwrap_err();
     assert_eq!(err.category(), "edge_exception");
-    assert_eq!(err.state().log, ["a"]);
+    assert!(err.state().log.is_empty(), "{:?}", err.state().log);
     assert!(std::error::Error::source(&err).is_some());
 
     let lost = Graph::builder()
@@ -187,7 +193,7 @@ fn edge_and_routing_errors_carry_the_merged_state() {
         err.to_string(),
         "the conditional edge from node `a` routed to `ghost` in step 1, which is neither a node of the graph nor END"
     );
-    assert_eq!(err.state().log, ["a"]);
+    assert!(err.state().log.is_empty(), "{:?}", err.state().log);
 
     // A declared target set: a node outside it is a routing error even though it exists.
     let declared = Graph::builder()
@@ -424,7 +430,7 @@ fn dropping_a_run_cancels_it_without_a_partial_merge() {
 
 #[test]
 fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
-    CLONES.store(0, Ordering::SeqCst);
+    CLONES.set(0);
     let graph = Graph::builder()
         .node("a", |_: Arc<Flow>, cx: Context| async move {
             cx.custom("progress", serde_json::json!({"done": 1}));
@@ -463,7 +469,7 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
                         }
                     );
                 }
-                Event::RunFinished { state } => last = Some(*state),
+                Event::RunFinished { state } => last = Some(std::sync::Arc::unwrap_or_clone(state)),
                 _ => {}
             }
         }
@@ -492,11 +498,7 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
         ]
     );
     assert_eq!(last.expect("a final state").log, ["a", "b"]);
-    assert_eq!(
-        CLONES.load(Ordering::SeqCst),
-        0,
-        "streaming copied no state"
-    );
+    assert_eq!(CLONES.get(), 0, "streaming copied no state");
 }
 
 #[test]

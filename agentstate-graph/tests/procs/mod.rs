@@ -606,6 +606,8 @@ pub async fn check_journal(store: &AnyStore, thread: &str) -> BTreeSet<String> {
             // A failed attempt of a step (the racers' nodes fail at random): journaled, and
             // the step runs again.
             Some("failed") => {}
+            // A finished task of a parallel step, kept so that a resume does not run it again.
+            Some("task") => {}
             Some("effect") => {
                 let key = meta["key"].as_str().unwrap().to_owned();
                 assert!(

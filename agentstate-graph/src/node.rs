@@ -226,7 +226,9 @@ impl Context {
     /// the node runs again from its start (its recorded effects are not repeated) and this
     /// call returns the answer. A node may ask several questions, one after the other.
     ///
-    /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error.
+    /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error,
+    /// and the run with the category `interrupt_outside_durable_run` and a message saying to
+    /// run the graph durably (`graph.durable(&store)`, feature `store`).
     ///
     /// ```
     /// use agentstate_graph::node::Context;

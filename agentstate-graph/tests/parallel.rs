@@ -327,3 +327,54 @@ fn the_concurrency_limit_can_come_from_the_state_and_instances_retry_whole() {
     assert_eq!(state.results, [1, 2, 3]);
     assert_eq!(runs.load(Ordering::SeqCst), 6);
 }
+
+#[test]
+fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
+    let graph = Graph::builder()
+        .node("approve", |_: Arc<Batch>, cx: Context| async move {
+            let answer = cx.interrupt(serde_json::json!({"refund": 30}))?;
+            Ok::<_, agentstate_graph::BoxError>(
+                BatchUpdate::default().winner(answer.to_string()),
+            )
+        })
+        .entry("approve")
+        .edge("approve", END)
+        .build()
+        .unwrap();
+    let error = block_on(graph.invoke(Batch::default())).unwrap_err();
+    assert_eq!(error.category(), "interrupt_outside_durable_run");
+    assert_eq!(error.node(), Some("approve"));
+    assert_eq!(
+        error.to_string(),
+        "node `approve` asked for an answer (interrupt `approve:1.0:0`) in step 1, but the run is not durable, so nothing can answer it (interrupt_outside_durable_run); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
+    );
+
+    // Inside a fan-out instance whose errors are collected: still the same answer (the
+    // collecting fan-out cannot suspend, but neither could the run).
+    let asking = Graph::builder()
+        .node("ask", |s: Arc<Job>, cx: Context| async move {
+            if s.x == 2 {
+                cx.interrupt("two?")?;
+            }
+            Ok::<_, agentstate_graph::BoxError>(JobUpdate::default().result(s.x))
+        })
+        .entry("ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let fan_out = FanOut::new(
+        asking,
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>()),
+    )
+    .collect_errors(|failed| BatchUpdate::default().errors(vec![format!("{} failed", failed.len())]));
+    let graph = Graph::builder()
+        .node("process", fan_out)
+        .entry("process")
+        .edge("process", END)
+        .build()
+        .unwrap();
+    let error = block_on(graph.invoke(batch(&[1, 2, 3]))).unwrap_err();
+    assert_eq!(error.category(), "interrupt_outside_durable_run", "{error}");
+    assert!(error.to_string().contains("interrupt `ask:"), "{error}");
+}

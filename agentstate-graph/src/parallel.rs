@@ -39,7 +39,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// A question from an instance or a branch: passed up as it is (the run suspends, or, outside
 /// a durable run, fails as `interrupt_outside_durable_run`), or, when the node collects errors
@@ -213,10 +215,32 @@ fn decode_like<T: DeserializeOwned + 'static>(
     }
 }
 
-/// How an instance or a branch ended: its result, or its record could not be made.
-enum Finished<T> {
-    Ran(T),
-    NotRecorded(FanOutError),
+/// What finished next in a fan-out or parallel-branches node: an instance's (branch's) run, or
+/// the journal record of one that finished.
+enum Next<R, D> {
+    Ran(R),
+    Recorded(D),
+}
+
+/// The next of the runs and records to finish (records first); `None` once both are empty.
+async fn next_of<R: Future, D: Future>(
+    running: &mut FuturesUnordered<R>,
+    recording: &mut FuturesUnordered<D>,
+) -> Option<Next<R::Output, D::Output>> {
+    std::future::poll_fn(|task| {
+        if let Poll::Ready(Some(recorded)) = recording.poll_next_unpin(task) {
+            return Poll::Ready(Some(Next::Recorded(recorded)));
+        }
+        if let Poll::Ready(Some(ran)) = running.poll_next_unpin(task) {
+            return Poll::Ready(Some(Next::Ran(ran)));
+        }
+        if running.is_empty() && recording.is_empty() {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 /// What a fan-out or a parallel-branches node does when a branch fails.
@@ -573,51 +597,71 @@ where
             }
             let mut pending = to_run.into_iter();
             let mut running = FuturesUnordered::new();
+            // The journal records of finished instances, made while the others run.
+            let mut recording = FuturesUnordered::new();
             let cx = &cx;
-            let progress = &progress;
             let start = |(index, child): (usize, C)| {
                 let graph = graph.clone();
                 let retry = retry.clone();
-                async move {
-                    let result = run_instance(&graph, child, cx, index, retry).await;
-                    // A finished instance is journaled before it counts as finished.
-                    if let (Ok(done), Some(progress)) = (&result, progress) {
-                        if let Err(error) = progress.record_instance(index, done).await {
-                            return (index, Finished::NotRecorded(error));
-                        }
-                    }
-                    (index, Finished::Ran(result))
-                }
+                async move { (index, run_instance(&graph, child, cx, index, retry).await) }
             };
-            running.extend(pending.by_ref().take(limit).map(start));
-            while let Some((index, finished)) = running.next().await {
-                let result = match finished {
-                    // Returning drops `running`, which cancels the other instances.
-                    Finished::NotRecorded(error) => return Err(Box::new(error) as BoxError),
-                    Finished::Ran(result) => result,
+            let progress = progress.as_ref();
+            let record = |index: usize, done: C| async move {
+                let recorded = match progress {
+                    Some(progress) => progress.record_instance(index, &done).await,
+                    None => Ok(()),
                 };
-                let result = match result {
+                (index, done, recorded)
+            };
+            // The node's error, once an instance failed: the other instances are cancelled
+            // (dropped), but the records under way are finished first, so that a crash does
+            // not run their instances again.
+            let mut failure: Option<BoxError> = None;
+            running.extend(pending.by_ref().take(limit).map(start));
+            while let Some(next) = next_of(&mut running, &mut recording).await {
+                let (index, result) = match next {
+                    Next::Recorded((index, done, Ok(()))) => {
+                        slots[index] = Some(Ok(done));
+                        continue;
+                    }
+                    Next::Recorded((_, _, Err(error))) => {
+                        failure.get_or_insert(Box::new(error));
+                        running.clear();
+                        continue;
+                    }
+                    Next::Ran(ran) => ran,
+                };
+                match result {
+                    // A finished instance counts once it is journaled.
+                    Ok(done) if progress.is_some() => recording.push(record(index, done)),
+                    Ok(done) => slots[index] = Some(Ok(done)),
                     // An instance's question suspends the durable run, unless the others'
                     // results would be merged without it (collect).
                     Err(error) if error.is_interrupt() => {
-                        return Err(unsupported(
+                        failure = Some(unsupported(
                             cx,
                             error.into_node_error(),
                             on_errors.is_some(),
-                        ))
+                        ));
+                        running.clear();
                     }
                     Err(error) if on_errors.is_none() => {
-                        return Err(Box::new(FanOutError::InstanceFailed {
+                        failure = Some(Box::new(FanOutError::InstanceFailed {
                             index,
                             error: Box::new(error),
-                        }) as BoxError)
+                        }));
+                        running.clear();
                     }
-                    result => result,
-                };
-                slots[index] = Some(result);
-                if let Some(next) = pending.next() {
-                    running.push(start(next));
+                    Err(error) => slots[index] = Some(Err(error)),
                 }
+                if failure.is_none() {
+                    if let Some(next) = pending.next() {
+                        running.push(start(next));
+                    }
+                }
+            }
+            if let Some(error) = failure {
+                return Err(error);
             }
             let mut done = Vec::with_capacity(count);
             let mut failed = Vec::new();
@@ -753,7 +797,7 @@ where
     P: GraphState<Update: Serialize + DeserializeOwned>,
 {
     fn call(&self, state: Arc<P>, cx: Context) -> NodeFuture<P::Update> {
-        let progress = Progress::of(&cx).map(Arc::new);
+        let progress = Progress::of(&cx);
         let mut slots: Vec<Option<Result<NodeOutput<P::Update>, BoxError>>> =
             std::iter::repeat_with(|| None).take(self.branches.len()).collect();
         let mut invalid = None;
@@ -779,27 +823,7 @@ where
                 }
             }
             let future = node.call(Arc::clone(&state), cx.nested(&segment));
-            let progress = progress.clone();
-            running.push(async move {
-                let result = future.await;
-                let Some(progress) = progress else {
-                    return (index, Finished::Ran(result));
-                };
-                let update = result.and_then(|output| {
-                    output
-                        .into_update(P::compose)
-                        .map_err(|error| Box::new(error) as BoxError)
-                });
-                let update = match update {
-                    Ok(update) => update,
-                    Err(error) => return (index, Finished::Ran(Err(error))),
-                };
-                if let Err(error) = progress.record_branch(&segment, update.as_ref()).await {
-                    return (index, Finished::NotRecorded(error));
-                }
-                let output = update.map_or(NodeOutput::Nothing, NodeOutput::Update);
-                (index, Finished::Ran(Ok(output)))
-            });
+            running.push(async move { (index, segment, future.await) });
         }
         drop(state);
         let names: Vec<Arc<str>> = self
@@ -812,25 +836,61 @@ where
             if let Some(error) = invalid {
                 return Err(Box::new(error) as BoxError);
             }
-            while let Some((index, finished)) = running.next().await {
-                let result = match finished {
-                    Finished::NotRecorded(error) => return Err(Box::new(error) as BoxError),
-                    Finished::Ran(result) => result,
+            // The journal records of finished branches, made while the others run.
+            let mut recording = FuturesUnordered::new();
+            let progress = progress.as_ref();
+            let record = |index: usize, segment: String, update: Option<P::Update>| async move {
+                let recorded = match progress {
+                    Some(progress) => progress.record_branch(&segment, update.as_ref()).await,
+                    None => Ok(()),
                 };
-                match (result, &on_errors) {
+                (index, update, recorded)
+            };
+            // The node's error, once a branch failed: the other branches are cancelled, but
+            // the records under way are finished first.
+            let mut failure: Option<BoxError> = None;
+            while let Some(next) = next_of(&mut running, &mut recording).await {
+                let (index, segment, result) = match next {
+                    Next::Recorded((index, update, Ok(()))) => {
+                        let output = Option::<P::Update>::map_or(
+                            update,
+                            NodeOutput::Nothing,
+                            NodeOutput::Update,
+                        );
+                        slots[index] = Some(Ok(output));
+                        continue;
+                    }
+                    Next::Recorded((_, _, Err(error))) => {
+                        failure.get_or_insert(Box::new(error));
+                        running.clear();
+                        continue;
+                    }
+                    Next::Ran(ran) => ran,
+                };
+                match (result, &on_errors, progress) {
                     // A branch's question suspends the durable run, unless the others'
                     // results would be merged without it (collect).
-                    (Err(error), policy) if error.is::<crate::effect::Interrupted>() => {
-                        return Err(unsupported(&cx, error, policy.is_some()))
+                    (Err(error), policy, _) if error.is::<crate::effect::Interrupted>() => {
+                        failure = Some(unsupported(&cx, error, policy.is_some()));
+                        running.clear();
                     }
-                    (Err(error), None) => {
-                        return Err(Box::new(FanOutError::BranchFailed {
+                    (Err(error), None, _) => {
+                        failure = Some(Box::new(FanOutError::BranchFailed {
                             branch: names[index].to_string(),
                             error,
-                        }) as BoxError)
+                        }));
+                        running.clear();
                     }
-                    (result, _) => slots[index] = Some(result),
+                    // A finished branch counts once its update is journaled.
+                    (Ok(output), _, Some(_)) => match output.into_update(P::compose) {
+                        Ok(update) => recording.push(record(index, segment, update)),
+                        Err(error) => slots[index] = Some(Err(Box::new(error))),
+                    },
+                    (result, _, _) => slots[index] = Some(result),
                 }
+            }
+            if let Some(error) = failure {
+                return Err(error);
             }
             let mut update: Option<P::Update> = None;
             let mut failed = Vec::new();

@@ -3,16 +3,17 @@
 //! run again with another instance count fails with `checkpoint_record_invalid` before any
 //! instance runs.
 //!
-//! The crash is the run's future dropped while some instances wait forever, as a process that
-//! stops; another worker resumes once the lease (a short ttl) expired. Every case runs on SQLite
+//! The crash is the run's future dropped while some instances wait forever, once the finished
+//! ones are journaled, as a process that stops; another worker resumes once the lease (a short
+//! ttl) expired. Every case runs on SQLite
 //! (in memory) and on PostgreSQL when `AGENTSTATE_POSTGRES_URL` is set.
 
 use agentstate::AgentState;
-use agentstate_graph::durable::{DurableError, Outcome};
+use agentstate_graph::durable::{DurableError, Outcome, META_KEY};
 use agentstate_graph::parallel::{FanOut, FanOutError, ParallelBranches};
 use agentstate_graph::{BoxError, Context, Graph, END};
 use agentstate_store::backend::Backend;
-use agentstate_store::{StepMeta, Store};
+use agentstate_store::{HistoryQuery, StepMeta, Store};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -107,19 +108,42 @@ fn doubling(bodies: &Arc<Bodies>) -> Graph<Batch> {
         .unwrap()
 }
 
-/// Runs `run` until `crashed` holds, and 100 ms more (for the journal records of the bodies
-/// that finished), then drops it (as a process that stopped).
-async fn until<F: std::future::Future>(run: F, crashed: impl Fn() -> bool) {
+/// Runs `run` until `crashed` holds and the thread's journal holds `records` progress records
+/// (of finished instances or branches), then drops it (as a process that stopped).
+async fn until<F: std::future::Future, B: Backend>(
+    run: F,
+    crashed: impl Fn() -> bool,
+    store: &Store<B>,
+    t: &str,
+    records: usize,
+) {
     let watch = async {
-        while !crashed() {
+        loop {
+            if crashed() && progress_records(store, t).await >= records {
+                return;
+            }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
     tokio::select! {
         _ = run => panic!("the run was to crash, and it ended"),
         () = watch => {}
     }
+}
+
+/// The journal entries recording a finished fan-out instance or parallel branch.
+async fn progress_records<B: Backend>(store: &Store<B>, t: &str) -> usize {
+    let Ok(entries) = store.history(t, HistoryQuery::newest(1000)).await else {
+        return 0;
+    };
+    entries
+        .iter()
+        .filter(|e| {
+            e.extra[META_KEY]["name"]
+                .as_str()
+                .is_some_and(|n| n == "fan_out_instance" || n == "parallel_branch")
+        })
+        .count()
 }
 
 async fn finished_instances_do_not_run_again<B: Backend>(store: Store<B>, t: String) {
@@ -134,15 +158,13 @@ async fn finished_instances_do_not_run_again<B: Backend>(store: Store<B>, t: Str
     assert_eq!(expected.results, items.iter().map(|x| x * 2).collect::<Vec<_>>());
 
     // Items 60 and after wait forever in the first run: with 10 instances at a time, once ten
-    // of them started, instances 0..60 have all finished (and were journaled: an instance's
-    // slot frees once its record is).
+    // of them started, instances 0..60 have all finished; the crash comes once they are
+    // journaled.
     let bodies = Bodies::new(100, 60);
     let graph = doubling(&bodies);
     let first = graph.durable(&store).worker("first").lease_ttl(TTL);
-    until(first.start(&t, input), || {
-        bodies.stuck.load(Ordering::SeqCst) == 10
-    })
-    .await;
+    let stuck = || bodies.stuck.load(Ordering::SeqCst) == 10;
+    until(first.start(&t, input), stuck, &store, &t, 60).await;
     let after_crash = bodies.finished();
     assert_eq!(after_crash[..60], [1; 60], "{after_crash:?}");
     assert_eq!(after_crash[60..], [0; 40], "{after_crash:?}");
@@ -167,10 +189,8 @@ async fn a_changed_count_fails_before_any_instance<B: Backend>(store: Store<B>, 
         ..Batch::default()
     };
     let first = graph.durable(&store).worker("first").lease_ttl(TTL);
-    until(first.start(&t, input), || {
-        bodies.stuck.load(Ordering::SeqCst) == 3 && bodies.finished()[..2] == [1, 1]
-    })
-    .await;
+    let stuck = || bodies.stuck.load(Ordering::SeqCst) == 3;
+    until(first.start(&t, input), stuck, &store, &t, 2).await;
     assert_eq!(bodies.finished(), [1, 1, 0, 0, 0]);
     // The input changes meanwhile: three items instead of five.
     let mut thread = store.thread::<Batch>(&t).await.unwrap();
@@ -240,12 +260,8 @@ async fn finished_branches_do_not_run_again<B: Backend>(store: Store<B>, t: Stri
         .build()
         .unwrap();
     let first = graph.durable(&store).worker("first").lease_ttl(TTL);
-    until(first.start(&t, Batch::default()), || {
-        started.load(Ordering::SeqCst) == 1
-            && runs[0].load(Ordering::SeqCst) == 1
-            && runs[1].load(Ordering::SeqCst) == 1
-    })
-    .await;
+    let waiting = || started.load(Ordering::SeqCst) == 1;
+    until(first.start(&t, Batch::default()), waiting, &store, &t, 2).await;
     stuck.store(false, Ordering::SeqCst);
     tokio::time::sleep(TTL + Duration::from_millis(100)).await;
     let second = graph.durable(&store).worker("second");

@@ -14,8 +14,9 @@
 //! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
 //!    merged state. A node reached by several edges runs once; the next step's nodes run in the
 //!    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
-//!    ([`route_send`](crate::GraphBuilder::route_send)), each a task of its own with its own
-//!    input, in the order they were returned (LangGraph merges edge-triggered tasks before
+//!    ([`route_send`](crate::GraphBuilder::route_send),
+//!    [`route_send_to`](crate::GraphBuilder::route_send_to)), each a task of its own with its
+//!    own input, in the order they were returned (LangGraph merges edge-triggered tasks before
 //!    `Send` tasks too).
 //!
 //! LangGraph evaluates a conditional edge after a parallel step on the step's start state plus
@@ -39,7 +40,7 @@ pub(crate) type RouteFn<S, K> = Arc<dyn Fn(&S) -> Result<Routes<K>, BoxError> + 
 
 /// A dynamic fan-out edge's function.
 pub(crate) type SendFn<S, K> =
-    Arc<dyn Fn(&S) -> Result<Vec<crate::name::Dispatch<K, S>>, BoxError> + Send + Sync>;
+    Arc<dyn Fn(&S) -> Result<crate::name::Sends<K, S>, BoxError> + Send + Sync>;
 
 /// A node's outgoing edge, its targets resolved to node indices (`None` is END).
 pub(crate) enum Edge<S, K> {
@@ -48,7 +49,10 @@ pub(crate) enum Edge<S, K> {
         route: RouteFn<S, K>,
         declared: Option<Vec<Option<usize>>>,
     },
-    Send(SendFn<S, K>),
+    Send {
+        send: SendFn<S, K>,
+        declared: Option<Vec<Option<usize>>>,
+    },
 }
 
 pub(crate) struct NodeEntry<S, K> {
@@ -381,19 +385,31 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             let entry = &inner.nodes[at];
             match &entry.edge {
                 Edge::Static(targets) => targets.iter().flatten().for_each(|&t| push(t)),
-                Edge::Send(send) => {
-                    let targets = send(state).map_err(|error| RunErrorKind::Edge {
-                        node: entry.name.to_string(),
-                        error,
-                    })?;
-                    for crate::name::Dispatch { node, input } in targets {
-                        let Some(&t) = inner.index.get(&node) else {
-                            return Err(RunErrorKind::Routing {
+                Edge::Send { send, declared } => {
+                    let (targets, dispatches) = send(state)
+                        .map_err(|error| RunErrorKind::Edge {
+                            node: entry.name.to_string(),
+                            error,
+                        })?
+                        .into_parts();
+                    let resolve = |key: &K| {
+                        inner
+                            .index
+                            .get(key)
+                            .copied()
+                            .filter(|t| declared.as_ref().is_none_or(|d| d.contains(&Some(*t))))
+                            .ok_or_else(|| RunErrorKind::Routing {
                                 node: entry.name.to_string(),
-                                target: node.name().to_owned(),
-                            });
-                        };
-                        sends.push((t, Arc::new(input)));
+                                target: key.name().to_owned(),
+                            })
+                    };
+                    for target in &targets {
+                        if let crate::name::Target::Node(key) = target {
+                            push(resolve(key)?);
+                        }
+                    }
+                    for crate::name::Dispatch { node, input } in dispatches {
+                        sends.push((resolve(&node)?, Arc::new(input)));
                     }
                 }
                 Edge::Conditional { route, declared } => {

@@ -103,7 +103,7 @@ pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, EventFilter};
 pub use graph::{Graph, RunConfig, StepRecord};
-pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
+pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
 pub use node::{BoxError, BoxNode, Context, Node};
 pub use stream::RunStream;
 

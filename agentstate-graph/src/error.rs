@@ -314,7 +314,7 @@ impl<S> RunError<S> {
     /// ```
     pub fn category(&self) -> &'static str {
         match &self.0.kind {
-            RunErrorKind::Node { error, .. } => run_category(error.as_ref()).unwrap_or("node_exception"),
+            RunErrorKind::Node { error, .. } => node_category(error.as_ref()),
             RunErrorKind::Edge { .. } => "edge_exception",
             RunErrorKind::Merge { error, .. } => error.category(),
             RunErrorKind::ConcurrentWrite { .. } => "state_validation_error",
@@ -322,6 +322,12 @@ impl<S> RunError<S> {
             RunErrorKind::RecursionLimit { .. } => "recursion_limit",
         }
     }
+}
+
+/// The category of a node's error: `node_exception`, or that of the first error in its chain
+/// of sources that is the run's doing rather than the node's (see [`RunError::category`]).
+pub(crate) fn node_category(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    run_category(error).unwrap_or("node_exception")
 }
 
 /// The category of a node's error that is the run's doing, not the node's: the first such

@@ -34,6 +34,7 @@ use crate::GraphState;
 use agentstate::update::{Combine, FanIn};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// A conditional edge's function.
 pub(crate) type RouteFn<S, K> = Arc<dyn Fn(&S) -> Result<Routes<K>, BoxError> + Send + Sync>;
@@ -236,9 +237,13 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
 
     /// Runs the graph with `config`.
     pub async fn invoke_with(&self, state: S, config: RunConfig) -> Result<S, RunError<S>> {
-        crate::run::Run::new(self, config, None)
-            .complete(state)
-            .await
+        let run = crate::run::Run::new(self, config, None);
+        let span = crate::trace::run(&run.run_id, None, None);
+        let result = run.complete(state).instrument(span.clone()).await;
+        if let Err(error) = &result {
+            crate::trace::failed(&span, error.category());
+        }
+        result
     }
 
     pub(crate) fn names(&self, at: &[usize]) -> Vec<String> {

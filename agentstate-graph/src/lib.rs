@@ -98,6 +98,7 @@ pub mod parallel;
 mod run;
 pub mod stream;
 pub mod subgraph;
+mod trace;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};

@@ -421,7 +421,9 @@ type OnErrors<P, E> = Arc<dyn Fn(Vec<E>) -> <P as State>::Update + Send + Sync>;
 ///
 /// The instances' state converts to and from JSON (serde): in a durable run each finished
 /// instance's final state is journaled, so that a crash does not run it again (see the
-/// [module docs](self)).
+/// [module docs](self)); an instance keeps its place among those running at once until its
+/// record is made, so a crash catches at most the concurrency limit's worth of instances
+/// finished and not yet journaled.
 ///
 /// ```
 /// use agentstate_graph::parallel::FanOut;
@@ -620,8 +622,13 @@ where
             running.extend(pending.by_ref().take(limit).map(start));
             while let Some(next) = next_of(&mut running, &mut recording).await {
                 let (index, result) = match next {
+                    // A journaled instance frees its place for the next one (so that no more
+                    // than the limit are ever finished and not yet journaled).
                     Next::Recorded((index, done, Ok(()))) => {
                         slots[index] = Some(Ok(done));
+                        if let (None, Some(next)) = (&failure, pending.next()) {
+                            running.push(start(next));
+                        }
                         continue;
                     }
                     Next::Recorded((_, _, Err(error))) => {
@@ -633,7 +640,10 @@ where
                 };
                 match result {
                     // A finished instance counts once it is journaled.
-                    Ok(done) if progress.is_some() => recording.push(record(index, done)),
+                    Ok(done) if progress.is_some() => {
+                        recording.push(record(index, done));
+                        continue;
+                    }
                     Ok(done) => slots[index] = Some(Ok(done)),
                     // An instance's question suspends the durable run, unless the others'
                     // results would be merged without it (collect).

@@ -244,8 +244,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     {
         let send: crate::graph::SendFn<S, K> = Arc::new(move |state: &S| Ok(router(state)));
         let declared = Some(targets.into_iter().map(Into::into).collect());
-        self.edges
-            .push((from, EdgeDecl::Send { send, declared }));
+        self.edges.push((from, EdgeDecl::Send { send, declared }));
         self
     }
 
@@ -351,7 +350,9 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
                         ..
                     },
                 ) => targets,
-                Some(Edge::Conditional { declared: None, .. } | Edge::Send { declared: None, .. }) => {
+                Some(
+                    Edge::Conditional { declared: None, .. } | Edge::Send { declared: None, .. },
+                ) => {
                     open_route = true;
                     &[]
                 }

@@ -48,10 +48,12 @@ use std::task::Poll;
 /// in a durable run, an [`UnsupportedSuspension`](crate::effect::UnsupportedSuspension).
 fn unsupported(cx: &Context, error: BoxError, collects: bool) -> BoxError {
     match error.downcast::<crate::effect::Interrupted>() {
-        Ok(interrupt) if collects && cx.is_durable() => Box::new(crate::effect::UnsupportedSuspension {
-            node: cx.node().to_owned(),
-            interrupt: *interrupt,
-        }),
+        Ok(interrupt) if collects && cx.is_durable() => {
+            Box::new(crate::effect::UnsupportedSuspension {
+                node: cx.node().to_owned(),
+                interrupt: *interrupt,
+            })
+        }
         Ok(interrupt) => interrupt,
         Err(error) => error,
     }
@@ -809,7 +811,9 @@ where
     fn call(&self, state: Arc<P>, cx: Context) -> NodeFuture<P::Update> {
         let progress = Progress::of(&cx);
         let mut slots: Vec<Option<Result<NodeOutput<P::Update>, BoxError>>> =
-            std::iter::repeat_with(|| None).take(self.branches.len()).collect();
+            std::iter::repeat_with(|| None)
+                .take(self.branches.len())
+                .collect();
         let mut invalid = None;
         let mut running = FuturesUnordered::new();
         for (index, (name, node, when)) in self.branches.iter().enumerate() {

@@ -210,7 +210,11 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
                 self.sink.clone(),
             )
             .with_scope(scope);
-            crate::trace::call_node(&*entry.node, Arc::clone(input.as_ref().unwrap_or(state)), cx)
+            crate::trace::call_node(
+                &*entry.node,
+                Arc::clone(input.as_ref().unwrap_or(state)),
+                cx,
+            )
         };
         Ok(Some(match (&self.active[..], &self.inputs[..]) {
             ([at], [input]) => Tasks::One(call((at, input))),

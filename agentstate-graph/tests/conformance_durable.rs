@@ -645,7 +645,9 @@ async fn progress_records(setup: &Setup, thread: &str) -> Result<BTreeMap<String
             continue;
         };
         let is_progress = meta["entry"] == "effect"
-            && meta["name"].as_str().is_some_and(|n| n.starts_with("fan_out_"));
+            && meta["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("fan_out_"));
         if let (true, Some(key)) = (is_progress, meta["key"].as_str()) {
             records.insert(key.to_owned(), meta["value"].clone());
         }
@@ -687,7 +689,9 @@ async fn check_progress(
     let Some(nodes) = progress.as_object() else {
         return match records.is_empty() {
             true => Ok(()),
-            false => Err(format!("fan-out progress records {records:?}, expected none")),
+            false => Err(format!(
+                "fan-out progress records {records:?}, expected none"
+            )),
         };
     };
     for (node, expected) in nodes {
@@ -706,9 +710,15 @@ async fn check_progress(
             .unwrap_or_default();
         let finished = finished_instances(&records);
         let mut told_apart = false;
-        for (index, want) in expected["instances"].as_array().into_iter().flatten().enumerate() {
+        for (index, want) in expected["instances"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             let index = index as i64;
-            let states: Vec<&str> = match (want["state"].as_str(), want["state_one_of"].as_array()) {
+            let states: Vec<&str> = match (want["state"].as_str(), want["state_one_of"].as_array())
+            {
                 (Some(state), _) => vec![state],
                 (None, Some(states)) => states.iter().filter_map(Value::as_str).collect(),
                 (None, None) => vec![],
@@ -1322,7 +1332,10 @@ async fn simple_case(setup: &Setup, case: &Value) -> Checked {
         {
             return Err("the journal has fan-out progress records, expected none".into());
         }
-        notes.push("schema_version (a runtime JsonState declares none) and parent_states (not journaled)".into());
+        notes.push(
+            "schema_version (a runtime JsonState declares none) and parent_states (not journaled)"
+                .into(),
+        );
     }
     if expected.get("every_save_assertions").is_some()
         || case.get("every_save_assertions").is_some()

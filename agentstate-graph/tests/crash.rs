@@ -363,13 +363,20 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     let reference = format!("{tag}-fan-out-reference");
     let started = Instant::now();
     let graph = fan_out_graph(dir.join("fan-out-reference.log"));
-    let expected = match graph.durable(&store).start(&reference, fan_out_input()).await {
+    let expected = match graph
+        .durable(&store)
+        .start(&reference, fan_out_input())
+        .await
+    {
         Ok(Outcome::Finished { state, .. }) => state,
         other => panic!("the uninterrupted fan-out: {other:?}"),
     };
     let run_time = started.elapsed();
     store.delete(&reference).await.unwrap();
-    assert_eq!(expected.results, (0..INSTANCES).map(|x| x * 2).collect::<Vec<_>>());
+    assert_eq!(
+        expected.results,
+        (0..INSTANCES).map(|x| x * 2).collect::<Vec<_>>()
+    );
 
     // Kills within the first three quarters of a run's time, three of them, then a child that
     // finishes; a thread whose children all finished before their kill is run again anew.
@@ -392,7 +399,11 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
             };
             match child.wait_for(delay) {
                 Some(status) => {
-                    assert!(status.success(), "fan-out child {} failed: {status}", child.id());
+                    assert!(
+                        status.success(),
+                        "fan-out child {} failed: {status}",
+                        child.id()
+                    );
                     break;
                 }
                 None => {
@@ -406,9 +417,15 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
         }
         store.delete(&thread).await.unwrap();
     }
-    assert!(kills > 0, "no fan-out child was killed before it finished in {spawns} children");
+    assert!(
+        kills > 0,
+        "no fan-out child was killed before it finished in {spawns} children"
+    );
     let state = store.load::<Batch>(&thread).await.unwrap().state;
-    assert_eq!(state, expected, "the fan-out killed {kills} times does not end as an uninterrupted run");
+    assert_eq!(
+        state, expected,
+        "the fan-out killed {kills} times does not end as an uninterrupted run"
+    );
 
     // Each instance recorded once: an instance whose result was journaled never ran again.
     let entries = store
@@ -416,13 +433,21 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
         .await
         .unwrap();
     let mut records = BTreeMap::new();
-    for meta in entries.iter().filter_map(|e| e.extra.get("agentstate_graph")) {
+    for meta in entries
+        .iter()
+        .filter_map(|e| e.extra.get("agentstate_graph"))
+    {
         if meta["name"] == "fan_out_instance" {
-            *records.entry(meta["key"].as_str().unwrap_or_default().to_owned()).or_insert(0) += 1;
+            *records
+                .entry(meta["key"].as_str().unwrap_or_default().to_owned())
+                .or_insert(0) += 1;
         }
     }
     assert_eq!(records.len(), INSTANCES as usize, "{records:?}");
-    assert!(records.values().all(|n| *n == 1), "an instance recorded twice: {records:?}");
+    assert!(
+        records.values().all(|n| *n == 1),
+        "an instance recorded twice: {records:?}"
+    );
 
     // The bodies: each finished at least once; again only when a kill caught it finished and
     // not yet journaled (an instance holds its place among the 10 running at once until its
@@ -432,7 +457,11 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     for line in text.lines() {
         *runs.entry(line.parse::<u64>().unwrap()).or_insert(0u32) += 1;
     }
-    assert_eq!(runs.len(), INSTANCES as usize, "instances whose body never finished");
+    assert_eq!(
+        runs.len(),
+        INSTANCES as usize,
+        "instances whose body never finished"
+    );
     let again: u32 = runs.values().map(|n| n - 1).sum();
     assert!(
         again as usize <= 10 * kills,
@@ -472,7 +501,9 @@ async fn fan_out_child(spec: &str) {
     say("go");
     loop {
         let result = match store.info(thread).await {
-            Err(e) if e.category() == "thread_not_found" => graph.start(thread, fan_out_input()).await,
+            Err(e) if e.category() == "thread_not_found" => {
+                graph.start(thread, fan_out_input()).await
+            }
             Err(e) => panic!("info: {e}"),
             Ok(_) => match graph.status(thread).await.unwrap() {
                 RunStatus::Idle { step: 0 } => graph.run(thread, ()).await,
@@ -482,9 +513,9 @@ async fn fan_out_child(spec: &str) {
         match result {
             Ok(Outcome::Finished { .. }) => break,
             Ok(_) => panic!("thread `{thread}`: the fan-out ended unfinished"),
-            Err(agentstate_graph::durable::DurableError::Store(agentstate_store::StoreError::Leased { .. })) => {
-                tokio::time::sleep(Duration::from_millis(5)).await
-            }
+            Err(agentstate_graph::durable::DurableError::Store(
+                agentstate_store::StoreError::Leased { .. },
+            )) => tokio::time::sleep(Duration::from_millis(5)).await,
             Err(e) => panic!("thread `{thread}`: {e} ({})", e.category()),
         }
     }

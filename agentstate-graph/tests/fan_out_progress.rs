@@ -87,19 +87,18 @@ fn doubling(bodies: &Arc<Bodies>) -> Graph<Batch> {
         .unwrap();
     let fan_out = FanOut::new(
         job,
-        |b: &Batch| {
-            b.items
-                .iter()
-                .map(|&x| Job { x, result: 0 })
-                .collect()
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
         },
-        |done: Vec<Job>| BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>()),
     )
     .concurrency(Some(10));
     Graph::builder()
         .node("process", fan_out)
         .node("report", |s: Arc<Batch>, _: Context| async move {
-            Ok::<_, BoxError>(BatchUpdate::default().log(vec![format!("{} results", s.results.len())]))
+            Ok::<_, BoxError>(
+                BatchUpdate::default().log(vec![format!("{} results", s.results.len())]),
+            )
         })
         .entry("process")
         .edge("process", "report")
@@ -155,7 +154,10 @@ async fn finished_instances_do_not_run_again<B: Backend>(store: Store<B>, t: Str
     // An uninterrupted run, in memory, for the final state.
     let plain = Bodies::new(100, u64::MAX);
     let expected = doubling(&plain).invoke(input.clone()).await.unwrap();
-    assert_eq!(expected.results, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+    assert_eq!(
+        expected.results,
+        items.iter().map(|x| x * 2).collect::<Vec<_>>()
+    );
 
     // Items 60 and after wait forever in the first run: with 10 instances at a time, once ten
     // of them started, instances 0..60 have all finished; the crash comes once they are
@@ -206,7 +208,10 @@ async fn a_changed_count_fails_before_any_instance<B: Backend>(store: Store<B>, 
     let second = graph.durable(&store).worker("second");
     let error = match second.resume(&t).await {
         Err(DurableError::Run(error)) => error,
-        other => panic!("the resume was to fail: {:?}", other.map(|o| o.state().clone())),
+        other => panic!(
+            "the resume was to fail: {:?}",
+            other.map(|o| o.state().clone())
+        ),
     };
     assert_eq!(error.category(), "checkpoint_record_invalid", "{error}");
     assert_eq!(error.node(), Some("process"));
@@ -214,7 +219,13 @@ async fn a_changed_count_fails_before_any_instance<B: Backend>(store: Store<B>, 
         .and_then(|s| s.downcast_ref::<FanOutError>())
         .expect("a fan-out error");
     assert!(
-        matches!(cause, FanOutError::CountChanged { recorded: 5, count: 3 }),
+        matches!(
+            cause,
+            FanOutError::CountChanged {
+                recorded: 5,
+                count: 3
+            }
+        ),
         "{cause:?}"
     );
     assert!(
@@ -233,7 +244,8 @@ async fn finished_branches_do_not_run_again<B: Backend>(store: Store<B>, t: Stri
     let branch = |index: usize| {
         let (runs, stuck, started) = (Arc::clone(&runs), Arc::clone(&stuck), Arc::clone(&started));
         move |_: Arc<Batch>, _: Context| {
-            let (runs, stuck, started) = (Arc::clone(&runs), Arc::clone(&stuck), Arc::clone(&started));
+            let (runs, stuck, started) =
+                (Arc::clone(&runs), Arc::clone(&stuck), Arc::clone(&started));
             async move {
                 if index == 2 && stuck.load(Ordering::SeqCst) {
                     started.fetch_add(1, Ordering::SeqCst);

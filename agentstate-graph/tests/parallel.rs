@@ -333,9 +333,7 @@ fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
     let graph = Graph::builder()
         .node("approve", |_: Arc<Batch>, cx: Context| async move {
             let answer = cx.interrupt(serde_json::json!({"refund": 30}))?;
-            Ok::<_, agentstate_graph::BoxError>(
-                BatchUpdate::default().winner(answer.to_string()),
-            )
+            Ok::<_, agentstate_graph::BoxError>(BatchUpdate::default().winner(answer.to_string()))
         })
         .entry("approve")
         .edge("approve", END)
@@ -365,9 +363,13 @@ fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
     let fan_out = FanOut::new(
         asking,
         |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
-        |done: Vec<Job>| BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>()),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
+        },
     )
-    .collect_errors(|failed| BatchUpdate::default().errors(vec![format!("{} failed", failed.len())]));
+    .collect_errors(|failed| {
+        BatchUpdate::default().errors(vec![format!("{} failed", failed.len())])
+    });
     let graph = Graph::builder()
         .node("process", fan_out)
         .entry("process")
@@ -381,14 +383,18 @@ fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
 
 /// A graph whose `split` sends each item to `square`, or falls back to `empty` when there is
 /// none; `extra` names a plain target sent along with the tasks.
-fn send_or_fall_back(extra: Option<&'static str>) -> Result<Graph<Batch>, agentstate_graph::CompileError> {
+fn send_or_fall_back(
+    extra: Option<&'static str>,
+) -> Result<Graph<Batch>, agentstate_graph::CompileError> {
     let note = |text: &'static str| {
         move |_: Arc<Batch>, _: Context| async move {
             Ok::<_, Infallible>(BatchUpdate::default().errors(vec![text.to_owned()]))
         }
     };
     Graph::builder()
-        .node("split", |_: Arc<Batch>, _: Context| async { Ok::<_, Infallible>(()) })
+        .node("split", |_: Arc<Batch>, _: Context| async {
+            Ok::<_, Infallible>(())
+        })
         .node("square", |s: Arc<Batch>, _: Context| async move {
             Ok::<_, Infallible>(BatchUpdate::default().results(vec![s.items[0] * s.items[0]]))
         })
@@ -399,8 +405,11 @@ fn send_or_fall_back(extra: Option<&'static str>) -> Result<Graph<Batch>, agents
             if s.items.is_empty() {
                 return "empty".into();
             }
-            let mut sends: agentstate_graph::Sends<_, _> =
-                s.items.iter().map(|&x| Dispatch::to("square", batch(&[x]))).collect();
+            let mut sends: agentstate_graph::Sends<_, _> = s
+                .items
+                .iter()
+                .map(|&x| Dispatch::to("square", batch(&[x])))
+                .collect();
             if let Some(extra) = extra {
                 sends = sends.to(extra);
             }

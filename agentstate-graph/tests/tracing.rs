@@ -214,13 +214,18 @@ fn a_run_s_node_calls_and_effects_are_spans_under_the_run_s() {
             (Some("b"), Some("2"), Some("b"))
         ]
     );
-    assert!(nodes.iter().all(|(_, s)| s.parent == Some(*run_id)
-        && field(s, "agentstate.run.id") == Some("r-1")));
+    assert!(nodes
+        .iter()
+        .all(|(_, s)| s.parent == Some(*run_id) && field(s, "agentstate.run.id") == Some("r-1")));
 
     let effects = capture.spans("agentstate.effect");
     assert_eq!(effects.len(), 1);
     let (_, effect) = &effects[0];
-    assert_eq!(effect.parent, Some(nodes[1].0), "the effect is inside `b`'s span");
+    assert_eq!(
+        effect.parent,
+        Some(nodes[1].0),
+        "the effect is inside `b`'s span"
+    );
     assert_eq!(field(effect, "agentstate.effect.name"), Some("pay"));
     assert_eq!(field(effect, "agentstate.effect.key"), Some("r-1:b/e0"));
     assert_eq!(field(effect, "agentstate.effect.replayed"), Some("false"));
@@ -257,10 +262,16 @@ fn a_failing_node_and_an_interrupt_outside_a_durable_run_mark_their_spans() {
     let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
     assert_eq!(asked.parent, Some(node_id));
     assert_eq!(field(&asked, "agentstate.interrupt.id"), Some("ask:1.0:0"));
-    assert_eq!(field(&asked, "agentstate.interrupt.answered"), Some("false"));
+    assert_eq!(
+        field(&asked, "agentstate.interrupt.answered"),
+        Some("false")
+    );
     assert_eq!(field(&asked, "agentstate.durable"), Some("false"));
     let (_, run) = capture.spans("agentstate.run").remove(0);
-    assert_eq!(field(&run, "error.type"), Some("interrupt_outside_durable_run"));
+    assert_eq!(
+        field(&run, "error.type"),
+        Some("interrupt_outside_durable_run")
+    );
 
     let failing = Graph::builder()
         .node("boom", |_: Arc<Flow>, _: Context| async {
@@ -283,7 +294,9 @@ fn a_durable_interrupt_and_a_replayed_effect_are_spans_too() {
     let graph = Graph::builder()
         .node("approve", |_: Arc<Flow>, cx: Context| async move {
             let receipt: String = cx
-                .effect("reserve", |_| async { Ok::<_, std::io::Error>("r-9".to_owned()) })
+                .effect("reserve", |_| async {
+                    Ok::<_, std::io::Error>("r-9".to_owned())
+                })
                 .await?;
             let answer = cx.interrupt(json!({"receipt": receipt}))?;
             Ok::<_, BoxError>(FlowUpdate::default().log(vec![answer.to_string()]))
@@ -296,9 +309,8 @@ fn a_durable_interrupt_and_a_replayed_effect_are_spans_too() {
     let durable = graph.durable(&store);
 
     let capture = Capture::default();
-    let Outcome::Suspended { interrupts, .. } = capture
-        .run(durable.start("t-1", Flow::default()))
-        .unwrap()
+    let Outcome::Suspended { interrupts, .. } =
+        capture.run(durable.start("t-1", Flow::default())).unwrap()
     else {
         panic!("the run asks")
     };
@@ -317,9 +329,7 @@ fn a_durable_interrupt_and_a_replayed_effect_are_spans_too() {
 
     let capture = Capture::default();
     let answers = Answers::new().answer(&interrupts[0].id, json!("yes"));
-    let Outcome::Finished { state, .. } = capture
-        .run(durable.resume_with("t-1", answers))
-        .unwrap()
+    let Outcome::Finished { state, .. } = capture.run(durable.resume_with("t-1", answers)).unwrap()
     else {
         panic!("the run finishes")
     };

@@ -230,11 +230,15 @@ async fn next_of<R: Future, D: Future>(
     recording: &mut FuturesUnordered<D>,
 ) -> Option<Next<R::Output, D::Output>> {
     std::future::poll_fn(|task| {
-        if let Poll::Ready(Some(recorded)) = recording.poll_next_unpin(task) {
-            return Poll::Ready(Some(Next::Recorded(recorded)));
+        if !recording.is_empty() {
+            if let Poll::Ready(Some(recorded)) = recording.poll_next_unpin(task) {
+                return Poll::Ready(Some(Next::Recorded(recorded)));
+            }
         }
-        if let Poll::Ready(Some(ran)) = running.poll_next_unpin(task) {
-            return Poll::Ready(Some(Next::Ran(ran)));
+        if !running.is_empty() {
+            if let Poll::Ready(Some(ran)) = running.poll_next_unpin(task) {
+                return Poll::Ready(Some(Next::Ran(ran)));
+            }
         }
         if running.is_empty() && recording.is_empty() {
             Poll::Ready(None)
@@ -607,7 +611,28 @@ where
             let start = |(index, child): (usize, C)| {
                 let graph = graph.clone();
                 let retry = retry.clone();
-                async move { (index, run_instance(&graph, child, cx, index, retry).await) }
+                async move {
+                    // Each instance's effects and questions are its own (`i{index}`).
+                    let segment = format!("i{index}");
+                    let Some(policy) = retry else {
+                        return (index, graph.invoke_nested(child, cx, &segment).await);
+                    };
+                    let mut attempt = 0;
+                    loop {
+                        let error = match graph.invoke_nested(child.clone(), cx, &segment).await {
+                            Ok(done) => return (index, Ok(done)),
+                            // A question is not a failure to retry.
+                            Err(error) if error.is_interrupt() => return (index, Err(error)),
+                            Err(error) => Box::new(error) as BoxError,
+                        };
+                        if !policy.should_retry(attempt, &error, &child) {
+                            let error = error.downcast::<RunError<C>>().expect("a run error");
+                            return (index, Err(*error));
+                        }
+                        policy.wait(attempt).await;
+                        attempt += 1;
+                    }
+                }
             };
             let progress = progress.as_ref();
             let record = |index: usize, done: C| async move {
@@ -689,36 +714,6 @@ where
             }
             Ok(NodeOutput::Update(update))
         })
-    }
-}
-
-/// Runs instance `index` of a fan-out (retried as a whole by `retry`), its effects and
-/// questions its own (`i{index}`).
-async fn run_instance<C: GraphState, KC: NodeKey>(
-    graph: &Graph<C, KC>,
-    child: C,
-    cx: &Context,
-    index: usize,
-    retry: Option<crate::layer::RetryPolicy<C>>,
-) -> Result<C, RunError<C>> {
-    let segment = format!("i{index}");
-    let Some(policy) = retry else {
-        return graph.invoke_nested(child, cx, &segment).await;
-    };
-    let mut attempt = 0;
-    loop {
-        let error = match graph.invoke_nested(child.clone(), cx, &segment).await {
-            Ok(done) => return Ok(done),
-            // A question is not a failure to retry.
-            Err(error) if error.is_interrupt() => return Err(error),
-            Err(error) => Box::new(error) as BoxError,
-        };
-        if !policy.should_retry(attempt, &error, &child) {
-            let error = error.downcast::<RunError<C>>().expect("a run error");
-            return Err(*error);
-        }
-        policy.wait(attempt).await;
-        attempt += 1;
     }
 }
 

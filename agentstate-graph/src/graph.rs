@@ -270,7 +270,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     /// nodes journal their effects and ask their questions under the parent task's key, so
     /// that they are not repeated, and are answered, when the parent node runs again. A child
     /// node's interrupt fails the child run with it as the node's error
-    /// ([`RunError::into_interrupt`]).
+    /// ([`RunError::into_node_error`]).
     pub(crate) async fn invoke_nested(
         &self,
         state: S,

@@ -890,10 +890,15 @@ where
                         }));
                         running.clear();
                     }
-                    // A finished branch counts once its update is journaled.
+                    // A finished branch counts once its update is journaled; an output that
+                    // does not fold into one update fails the node (as it does below when it
+                    // is not journaled).
                     (Ok(output), _, Some(_)) => match output.into_update(P::compose) {
                         Ok(update) => recording.push(record(index, segment, update)),
-                        Err(error) => slots[index] = Some(Err(Box::new(error))),
+                        Err(error) => {
+                            failure.get_or_insert(Box::new(error));
+                            running.clear();
+                        }
                     },
                     (result, _, _) => slots[index] = Some(result),
                 }

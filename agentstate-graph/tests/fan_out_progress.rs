@@ -285,6 +285,105 @@ async fn finished_branches_do_not_run_again<B: Backend>(store: Store<B>, t: Stri
     assert_eq!(runs, [1, 1, 1]);
 }
 
+async fn a_failing_sibling_does_not_lose_finished_records<B: Backend>(store: Store<B>, t: String) {
+    // Instance 0 finishes and instance 1 fails at once in the first run: the fan-out fails
+    // (fail-fast), but instance 0's record under way is made first.
+    let runs = Arc::new([(); 2].map(|()| AtomicUsize::new(0)));
+    let failing = Arc::new(AtomicBool::new(true));
+    let (r, f) = (Arc::clone(&runs), Arc::clone(&failing));
+    let job = Graph::builder()
+        .node("double", move |s: Arc<Job>, _: Context| {
+            let (runs, failing) = (Arc::clone(&r), Arc::clone(&f));
+            async move {
+                runs[s.x as usize].fetch_add(1, Ordering::SeqCst);
+                if s.x == 1 && failing.load(Ordering::SeqCst) {
+                    return Err::<JobUpdate, BoxError>("instance 1 fails the first time".into());
+                }
+                Ok(JobUpdate::default().result(s.x * 2))
+            }
+        })
+        .entry("double")
+        .edge("double", END)
+        .build()
+        .unwrap();
+    let fan_out = FanOut::new(
+        job,
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
+        },
+    );
+    // The same with parallel branches: `a` finishes, `b` fails the first time.
+    let (r, f) = (Arc::clone(&runs), Arc::clone(&failing));
+    let branch = move |index: usize| {
+        let (runs, failing) = (Arc::clone(&r), Arc::clone(&f));
+        move |_: Arc<Batch>, _: Context| {
+            let (runs, failing) = (Arc::clone(&runs), Arc::clone(&failing));
+            async move {
+                runs[index].fetch_add(1, Ordering::SeqCst);
+                if index == 1 && failing.load(Ordering::SeqCst) {
+                    return Err::<BatchUpdate, BoxError>("branch b fails the first time".into());
+                }
+                Ok(BatchUpdate::default().log(vec![format!("branch {index}")]))
+            }
+        }
+    };
+    let branches = ParallelBranches::new()
+        .branch("a", branch(0))
+        .branch("b", branch(1));
+    for (case, graph) in [
+        (
+            "fan-out",
+            Graph::builder()
+                .node("n", fan_out)
+                .entry("n")
+                .edge("n", END)
+                .build()
+                .unwrap(),
+        ),
+        (
+            "branches",
+            Graph::builder()
+                .node("n", branches)
+                .entry("n")
+                .edge("n", END)
+                .build()
+                .unwrap(),
+        ),
+    ] {
+        runs.iter().for_each(|n| n.store(0, Ordering::SeqCst));
+        failing.store(true, Ordering::SeqCst);
+        let thread = format!("{t}-{case}");
+        let durable = graph.durable(&store);
+        let input = Batch {
+            items: vec![0, 1],
+            ..Batch::default()
+        };
+        let error = match durable.start(&thread, input).await {
+            Err(DurableError::Run(error)) => error,
+            other => panic!(
+                "{case}: the first run was to fail: {:?}",
+                other.map(|o| o.state().clone())
+            ),
+        };
+        assert_eq!(error.category(), "node_exception", "{case}: {error}");
+        failing.store(false, Ordering::SeqCst);
+        let Outcome::Finished { state, .. } = durable.resume(&thread).await.unwrap() else {
+            panic!("{case}: the resume finishes")
+        };
+        let runs: Vec<usize> = runs.iter().map(|n| n.load(Ordering::SeqCst)).collect();
+        assert_eq!(
+            runs,
+            [1, 2],
+            "{case}: the finished one ran once, the failed one twice"
+        );
+        match case {
+            "fan-out" => assert_eq!(state.results, [0, 2]),
+            _ => assert_eq!(state.log, ["branch 0", "branch 1"]),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
@@ -338,4 +437,5 @@ cases!(
     finished_instances_do_not_run_again,
     a_changed_count_fails_before_any_instance,
     finished_branches_do_not_run_again,
+    a_failing_sibling_does_not_lose_finished_records,
 );

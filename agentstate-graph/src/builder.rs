@@ -7,10 +7,11 @@
 //! enum without a node), `multiple_outgoing_edges`, `unreachable_node`, then `dangling_edge`
 //! again for a node without an outgoing edge.
 //!
-//! Reachability follows static edges and the declared targets of conditional edges
-//! ([`route_to`](GraphBuilder::route_to)); a conditional edge declared without its targets
-//! ([`route`](GraphBuilder::route)) may reach any node, so no node is reported unreachable once
-//! such an edge is reachable.
+//! Reachability follows static edges and the declared targets of conditional and dynamic
+//! fan-out edges ([`route_to`](GraphBuilder::route_to),
+//! [`route_send_to`](GraphBuilder::route_send_to)); an edge declared without its targets
+//! ([`route`](GraphBuilder::route), [`route_send`](GraphBuilder::route_send)) may reach any
+//! node, so no node is reported unreachable once such an edge is reachable.
 
 use crate::error::{CompileError, CompileWarning};
 use crate::graph::{Breakpoints, Edge, Graph, Inner, NodeEntry, RouteFn};
@@ -34,7 +35,10 @@ enum EdgeDecl<S, K> {
         route: RouteFn<S, K>,
         declared: Option<Vec<Target<K>>>,
     },
-    Send(crate::graph::SendFn<S, K>),
+    Send {
+        send: crate::graph::SendFn<S, K>,
+        declared: Option<Vec<Target<K>>>,
+    },
 }
 
 /// Builds a [`Graph`]. See [`Graph::builder`].
@@ -145,7 +149,9 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     /// the state and returns tasks for the next step, each a node with its own input state,
     /// which it reads instead of the graph's state; their updates merge into the graph's state
     /// in the order returned. No task ends this branch (as END). A node that does not exist
-    /// is a `routing_error`.
+    /// is a `routing_error`. To name plain targets too (a node to fall back to when there is
+    /// nothing to send), and to declare the nodes the router may name, use
+    /// [`route_send_to`](GraphBuilder::route_send_to).
     ///
     /// ```
     /// use agentstate_graph::{name::Dispatch, Context, Graph, END};
@@ -175,8 +181,75 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     where
         F: Fn(&S) -> Vec<crate::name::Dispatch<K, S>> + Send + Sync + 'static,
     {
-        let send: crate::graph::SendFn<S, K> = Arc::new(move |state: &S| Ok(sends(state)));
-        self.edges.push((from, EdgeDecl::Send(send)));
+        let send: crate::graph::SendFn<S, K> = Arc::new(move |state: &S| Ok(sends(state).into()));
+        self.edges.push((
+            from,
+            EdgeDecl::Send {
+                send,
+                declared: None,
+            },
+        ));
+        self
+    }
+
+    /// A dynamic fan-out edge whose router may also name plain targets (LangGraph's router
+    /// returning `Send`s or node names): after `from`'s step merged, `router` reads the state
+    /// and returns [`Sends`](crate::Sends): `Send` tasks (each a node with its own input),
+    /// nodes that run on the graph's state, [`END`](crate::END), or any mix (so it can fall
+    /// back to a named node when there is nothing to send). Plain targets run before the
+    /// tasks; nothing at all ends the branch.
+    ///
+    /// `targets` declares every node the router may name, as a task's node or a plain target
+    /// (LangGraph's path map): building checks that they are nodes (`dangling_edge`) and
+    /// counts them as reachable from `from`; at run time a node outside them is a
+    /// `routing_error`.
+    ///
+    /// ```
+    /// use agentstate_graph::{Context, Dispatch, Graph, Sends, END};
+    /// use agentstate::AgentState;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Map { subjects: Vec<String>, subject: String, #[reducer(append)] jokes: Vec<String> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("plan", |_: Arc<Map>, _: Context| async { Ok::<_, std::convert::Infallible>(()) })
+    ///     .node("joke", |s: Arc<Map>, _: Context| async move {
+    ///         Ok::<_, std::convert::Infallible>(MapUpdate::default().jokes(vec![format!("a {} joke", s.subject)]))
+    ///     })
+    ///     .node("apologize", |_: Arc<Map>, _: Context| async {
+    ///         Ok::<_, std::convert::Infallible>(MapUpdate::default().jokes(vec!["no subjects, no jokes".to_owned()]))
+    ///     })
+    ///     .entry("plan")
+    ///     .route_send_to("plan", ["joke", "apologize"], |s: &Map| -> Sends<_, _> {
+    ///         if s.subjects.is_empty() {
+    ///             return "apologize".into(); // nothing to send: fall back to a node
+    ///         }
+    ///         s.subjects.iter().map(|x| Dispatch::to("joke", Map { subject: x.clone(), ..Map::default() })).collect()
+    ///     })
+    ///     .edge("joke", END)
+    ///     .edge("apologize", END)
+    ///     .build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let state = runtime.block_on(graph.invoke(Map { subjects: vec!["cat".into(), "dog".into()], ..Map::default() }))?;
+    /// assert_eq!(state.jokes, ["a cat joke", "a dog joke"]);
+    /// let state = runtime.block_on(graph.invoke(Map::default()))?;
+    /// assert_eq!(state.jokes, ["no subjects, no jokes"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn route_send_to<T, F>(
+        mut self,
+        from: K,
+        targets: impl IntoIterator<Item = T>,
+        router: F,
+    ) -> Self
+    where
+        T: Into<Target<K>>,
+        F: Fn(&S) -> crate::name::Sends<K, S> + Send + Sync + 'static,
+    {
+        let send: crate::graph::SendFn<S, K> = Arc::new(move |state: &S| Ok(router(state)));
+        let declared = Some(targets.into_iter().map(Into::into).collect());
+        self.edges.push((from, EdgeDecl::Send { send, declared }));
         self
     }
 
@@ -271,7 +344,13 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
                     };
                     Edge::Conditional { route, declared }
                 }
-                EdgeDecl::Send(send) => Edge::Send(send),
+                EdgeDecl::Send { send, declared } => {
+                    let declared = match declared {
+                        Some(targets) => Some(resolve(&from, &targets)?),
+                        None => None,
+                    };
+                    Edge::Send { send, declared }
+                }
             };
             if edges[at].is_some() {
                 return Err(CompileError::MultipleOutgoingEdges {
@@ -303,11 +382,19 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
         while let Some(at) = stack.pop() {
             let next: &[Option<usize>] = match &edges[at] {
                 Some(Edge::Static(targets)) => targets,
-                Some(Edge::Conditional {
-                    declared: Some(targets),
-                    ..
-                }) => targets,
-                Some(Edge::Conditional { declared: None, .. } | Edge::Send(_)) => {
+                Some(
+                    Edge::Conditional {
+                        declared: Some(targets),
+                        ..
+                    }
+                    | Edge::Send {
+                        declared: Some(targets),
+                        ..
+                    },
+                ) => targets,
+                Some(
+                    Edge::Conditional { declared: None, .. } | Edge::Send { declared: None, .. },
+                ) => {
                     open_route = true;
                     &[]
                 }

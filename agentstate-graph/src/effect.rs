@@ -10,8 +10,8 @@
 //!   suspended, and when it is resumed with an answer for the interrupt's id the node runs
 //!   again from its start and `interrupt` returns the answer.
 //!
-//! Outside a durable run an effect simply runs, and an interrupt fails the node (there is no
-//! thread to keep the question in).
+//! Outside a durable run an effect simply runs, and an interrupt fails the node, and the run
+//! with `interrupt_outside_durable_run` (there is no thread to keep the question in).
 
 use crate::node::BoxError;
 use serde_json::{Map, Value};

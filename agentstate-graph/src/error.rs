@@ -277,16 +277,44 @@ impl<S> RunError<S> {
     }
 
     /// The OpenArmature category: `node_exception`, `edge_exception`, `reducer_error`,
-    /// `routing_error`, `state_validation_error`, `recursion_limit`, or
-    /// `suspension_in_unsupported_context` (a question asked where the run cannot suspend).
+    /// `routing_error`, `state_validation_error`, `recursion_limit`, or, for a node's error
+    /// that is the run's doing rather than the node's (found anywhere in the node's error's
+    /// chain of sources):
+    /// - `suspension_in_unsupported_context`: a question asked where the run cannot suspend
+    ///   ([`UnsupportedSuspension`](crate::effect::UnsupportedSuspension));
+    /// - `interrupt_outside_durable_run`: a question
+    ///   ([`Context::interrupt`](crate::Context::interrupt)) asked in a run that is not
+    ///   durable, which nothing can answer;
+    /// - `checkpoint_record_invalid`, `checkpoint_save_failed`: a fan-out's or parallel
+    ///   branches' progress in a durable run's journal that does not match, or could not be
+    ///   journaled ([`FanOutError`](crate::parallel::FanOutError)).
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::{Context, Graph, END};
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Refund { approved: Option<bool> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("approve", |_: Arc<Refund>, cx: Context| async move {
+    ///         let answer = cx.interrupt("refund 30?")?;
+    ///         Ok::<_, agentstate_graph::BoxError>(RefundUpdate::default().approved(answer.as_bool()))
+    ///     })
+    ///     .entry("approve")
+    ///     .edge("approve", END)
+    ///     .build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// // In memory, nothing can answer: the run fails and says why.
+    /// let error = runtime.block_on(graph.invoke(Refund::default())).unwrap_err();
+    /// assert_eq!(error.category(), "interrupt_outside_durable_run");
+    /// assert!(error.to_string().contains("graph.durable(&store)"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn category(&self) -> &'static str {
         match &self.0.kind {
-            RunErrorKind::Node { error, .. }
-                if error.is::<crate::effect::UnsupportedSuspension>() =>
-            {
-                "suspension_in_unsupported_context"
-            }
-            RunErrorKind::Node { .. } => "node_exception",
+            RunErrorKind::Node { error, .. } => node_category(error.as_ref()),
             RunErrorKind::Edge { .. } => "edge_exception",
             RunErrorKind::Merge { error, .. } => error.category(),
             RunErrorKind::ConcurrentWrite { .. } => "state_validation_error",
@@ -296,10 +324,49 @@ impl<S> RunError<S> {
     }
 }
 
+/// The category of a node's error: `node_exception`, or that of the first error in its chain
+/// of sources that is the run's doing rather than the node's (see [`RunError::category`]).
+pub(crate) fn node_category(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    run_category(error).unwrap_or("node_exception")
+}
+
+/// The category of a node's error that is the run's doing, not the node's: the first such
+/// error in its chain of sources.
+fn run_category(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error.is::<crate::effect::UnsupportedSuspension>() {
+            return Some("suspension_in_unsupported_context");
+        }
+        if error.is::<crate::effect::Interrupted>() {
+            return Some(INTERRUPT_OUTSIDE_DURABLE_RUN);
+        }
+        if let Some(fan_out) = error.downcast_ref::<crate::parallel::FanOutError>() {
+            let category = fan_out.category();
+            if category.starts_with("checkpoint_") {
+                return Some(category);
+            }
+        }
+        next = error.source();
+    }
+    None
+}
+
+const INTERRUPT_OUTSIDE_DURABLE_RUN: &str = "interrupt_outside_durable_run";
+
 impl<S> fmt::Display for RunError<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let step = self.0.step;
         match &self.0.kind {
+            RunErrorKind::Node { node, error } if error.is::<crate::effect::Interrupted>() => {
+                let id = error
+                    .downcast_ref::<crate::effect::Interrupted>()
+                    .map_or("", |asked| &asked.id);
+                write!(
+                    f,
+                    "node `{node}` asked for an answer (interrupt `{id}`) in step {step}, but the run is not durable, so nothing can answer it ({INTERRUPT_OUTSIDE_DURABLE_RUN}); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
+                )
+            }
             RunErrorKind::Node { node, error } => {
                 write!(f, "node `{node}` failed in step {step}: {error}")
             }

@@ -14,8 +14,9 @@
 //! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
 //!    merged state. A node reached by several edges runs once; the next step's nodes run in the
 //!    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
-//!    ([`route_send`](crate::GraphBuilder::route_send)), each a task of its own with its own
-//!    input, in the order they were returned (LangGraph merges edge-triggered tasks before
+//!    ([`route_send`](crate::GraphBuilder::route_send),
+//!    [`route_send_to`](crate::GraphBuilder::route_send_to)), each a task of its own with its
+//!    own input, in the order they were returned (LangGraph merges edge-triggered tasks before
 //!    `Send` tasks too).
 //!
 //! LangGraph evaluates a conditional edge after a parallel step on the step's start state plus
@@ -34,13 +35,14 @@ use crate::run::{drive, unwrap_state, Memory, Run};
 use crate::GraphState;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// A conditional edge's function.
 pub(crate) type RouteFn<S, K> = Arc<dyn Fn(&S) -> Result<Routes<K>, BoxError> + Send + Sync>;
 
 /// A dynamic fan-out edge's function.
 pub(crate) type SendFn<S, K> =
-    Arc<dyn Fn(&S) -> Result<Vec<crate::name::Dispatch<K, S>>, BoxError> + Send + Sync>;
+    Arc<dyn Fn(&S) -> Result<crate::name::Sends<K, S>, BoxError> + Send + Sync>;
 
 /// A node's outgoing edge, its targets resolved to node indices (`None` is END).
 pub(crate) enum Edge<S, K> {
@@ -49,7 +51,10 @@ pub(crate) enum Edge<S, K> {
         route: RouteFn<S, K>,
         declared: Option<Vec<Option<usize>>>,
     },
-    Send(SendFn<S, K>),
+    Send {
+        send: SendFn<S, K>,
+        declared: Option<Vec<Option<usize>>>,
+    },
 }
 
 pub(crate) struct NodeEntry<S, K> {
@@ -247,7 +252,14 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         // futures otherwise).
         let run: crate::stream::Driver<Result<Arc<S>, RunError<S>>> = Box::pin(async move {
             let mut run = Run::new(self, config);
-            drive(&mut run, &mut Memory::new(state), &mut Outbox::off()).await
+            let span = crate::trace::run(&run.run_id, None, None);
+            let result = drive(&mut run, &mut Memory::new(state), &mut Outbox::off())
+                .instrument(span.clone())
+                .await;
+            if let Err(error) = &result {
+                crate::trace::failed(&span, error.category());
+            }
+            result
         });
         run.await.map(unwrap_state)
     }
@@ -276,7 +288,7 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     /// nodes journal their effects and ask their questions under the parent task's key, so
     /// that they are not repeated, and are answered, when the parent node runs again. A child
     /// node's interrupt fails the child run with it as the node's error
-    /// ([`RunError::into_interrupt`]).
+    /// ([`RunError::into_node_error`]).
     pub(crate) async fn invoke_nested(
         &self,
         state: S,

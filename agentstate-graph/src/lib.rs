@@ -101,12 +101,13 @@ mod run;
 mod step;
 pub mod stream;
 pub mod subgraph;
+mod trace;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, EventFilter};
 pub use graph::{Graph, RunConfig, StepRecord};
-pub use name::{Dispatch, End, NodeKey, Routes, Target, END};
+pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
 pub use node::{BoxError, BoxNode, Context, Node};
 pub use stream::RunStream;
 

@@ -202,3 +202,144 @@ impl<K, S> Dispatch<K, S> {
         Dispatch { node, input }
     }
 }
+
+/// What a send-router returns ([`route_send_to`](crate::GraphBuilder::route_send_to)): `Send`
+/// tasks ([`Dispatch`]es, each a node with its own input), plain targets (nodes that read the
+/// graph's state, or [`END`]), or both, as LangGraph's router returns `Send`s or node names.
+/// Nothing at all ends the branch, as `END` does.
+///
+/// Collect it from [`Dispatch`]es, convert it from a `Vec` of them or from a key, [`END`], a
+/// [`Target`] or [`Routes`], or build it with [`send`](Sends::send) and [`to`](Sends::to).
+///
+/// ```
+/// use agentstate_graph::{Dispatch, Sends, Target, END};
+///
+/// // Fan out over the items, or go to `summarize` when there are none.
+/// fn route(items: &[u32]) -> Sends<&'static str, u32> {
+///     if items.is_empty() {
+///         return "summarize".into();
+///     }
+///     items.iter().map(|&x| Dispatch::to("square", x)).collect()
+/// }
+/// assert_eq!(route(&[]).targets(), [Target::Node("summarize")]);
+/// assert_eq!(route(&[2, 3]).dispatches().len(), 2);
+///
+/// let both = Sends::new().send("square", 4).to("audit").to(END);
+/// assert_eq!(both.targets(), [Target::Node("audit"), Target::End]);
+/// assert!(!both.is_empty() && Sends::<&str, u32>::new().is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sends<K, S> {
+    targets: Vec<Target<K>>,
+    dispatches: Vec<Dispatch<K, S>>,
+}
+
+impl<K, S> Default for Sends<K, S> {
+    fn default() -> Self {
+        Sends {
+            targets: Vec::new(),
+            dispatches: Vec::new(),
+        }
+    }
+}
+
+impl<K, S> Sends<K, S> {
+    /// Nothing yet (as it is, it ends the branch).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a `Send` task: `node` runs in the next step on `input`.
+    pub fn send(mut self, node: K, input: S) -> Self {
+        self.dispatches.push(Dispatch { node, input });
+        self
+    }
+
+    /// Adds a plain target: a node that runs in the next step on the graph's state, or
+    /// [`END`].
+    pub fn to(mut self, target: impl Into<Target<K>>) -> Self {
+        self.targets.push(target.into());
+        self
+    }
+
+    /// The plain targets, in order.
+    pub fn targets(&self) -> &[Target<K>] {
+        &self.targets
+    }
+
+    /// The `Send` tasks, in order.
+    pub fn dispatches(&self) -> &[Dispatch<K, S>] {
+        &self.dispatches
+    }
+
+    /// Whether there is neither a target nor a task (the branch ends).
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty() && self.dispatches.is_empty()
+    }
+
+    /// The targets and the tasks.
+    pub(crate) fn into_parts(self) -> (Vec<Target<K>>, Vec<Dispatch<K, S>>) {
+        (self.targets, self.dispatches)
+    }
+}
+
+impl<K, S> FromIterator<Dispatch<K, S>> for Sends<K, S> {
+    fn from_iter<I: IntoIterator<Item = Dispatch<K, S>>>(iter: I) -> Self {
+        Sends {
+            targets: Vec::new(),
+            dispatches: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl<K, S> From<Vec<Dispatch<K, S>>> for Sends<K, S> {
+    fn from(dispatches: Vec<Dispatch<K, S>>) -> Self {
+        Sends {
+            targets: Vec::new(),
+            dispatches,
+        }
+    }
+}
+
+impl<K, S> From<Dispatch<K, S>> for Sends<K, S> {
+    fn from(dispatch: Dispatch<K, S>) -> Self {
+        Sends {
+            targets: Vec::new(),
+            dispatches: vec![dispatch],
+        }
+    }
+}
+
+impl<K, S> From<Routes<K>> for Sends<K, S> {
+    fn from(routes: Routes<K>) -> Self {
+        let targets = match routes.0 {
+            RoutesInner::One(target) => vec![target],
+            RoutesInner::Many(targets) => targets,
+        };
+        Sends {
+            targets,
+            dispatches: Vec::new(),
+        }
+    }
+}
+
+impl<K, S> From<Target<K>> for Sends<K, S> {
+    fn from(target: Target<K>) -> Self {
+        Sends {
+            targets: vec![target],
+            dispatches: Vec::new(),
+        }
+    }
+}
+
+impl<K, S> From<End> for Sends<K, S> {
+    fn from(End: End) -> Self {
+        Target::End.into()
+    }
+}
+
+impl<K: NodeKey, S> From<K> for Sends<K, S> {
+    fn from(key: K) -> Self {
+        Target::Node(key).into()
+    }
+}

@@ -29,6 +29,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// Any error a node or an edge returns.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -106,6 +107,8 @@ pub struct Context {
     sink: Option<Sink>,
     /// The task's place in a durable run (effects and interrupts).
     scope: Option<Arc<Scope>>,
+    /// The durable run's thread, for the spans of the node, its effects and its questions.
+    thread: Option<Arc<str>>,
 }
 
 impl Context {
@@ -116,7 +119,21 @@ impl Context {
             step,
             sink,
             scope: None,
+            thread: None,
         }
+    }
+
+    /// This context with the durable run's thread (`gen_ai.conversation.id` of the spans of
+    /// the node, its effects and its questions). A nested run's contexts take their parent's.
+    #[allow(dead_code)] // set by the durable run loop (issue 27)
+    pub(crate) fn with_thread(mut self, thread: Option<Arc<str>>) -> Self {
+        self.thread = thread;
+        self
+    }
+
+    /// The durable run's thread, when the run loop gave it.
+    pub(crate) fn thread(&self) -> Option<&str> {
+        self.thread.as_deref()
     }
 
     pub(crate) fn with_scope(mut self, scope: Option<Arc<Scope>>) -> Self {
@@ -183,9 +200,14 @@ impl Context {
     {
         let Some(scope) = &self.scope else {
             let key = format!("{}:{}/e0", self.run_id, self.node);
-            return run(key).await.map_err(|error| EffectError::Failed {
-                name: name.to_owned(),
-                error,
+            let span = crate::trace::effect(self, name, &key, false);
+            let result = run(key).instrument(span.clone()).await;
+            return result.map_err(|error| {
+                crate::trace::failed(&span, "effect_failed");
+                EffectError::Failed {
+                    name: name.to_owned(),
+                    error,
+                }
             });
         };
         let key = scope.next_effect();
@@ -194,6 +216,7 @@ impl Context {
             error,
         };
         if let Some((recorded, value)) = scope.journal.recorded(&key) {
+            let _span = crate::trace::effect(self, name, &key, true).entered();
             if recorded != name {
                 return Err(EffectError::OutOfOrder {
                     name: name.to_owned(),
@@ -202,22 +225,31 @@ impl Context {
             }
             return serde_json::from_value(value).map_err(json_error);
         }
-        let result = run(format!("{}:{key}", self.run_id))
-            .await
-            .map_err(|error| EffectError::Failed {
-                name: name.to_owned(),
-                error,
-            })?;
-        let value = serde_json::to_value(&result).map_err(json_error)?;
-        scope
-            .journal
-            .record(key, name.to_owned(), value)
-            .await
-            .map_err(|error| EffectError::Journal {
-                name: name.to_owned(),
-                error,
-            })?;
-        Ok(result)
+        let span = crate::trace::effect(self, name, &key, false);
+        let outcome: Result<T, EffectError<E>> = async {
+            let result = run(format!("{}:{key}", self.run_id))
+                .await
+                .map_err(|error| EffectError::Failed {
+                    name: name.to_owned(),
+                    error,
+                })?;
+            let value = serde_json::to_value(&result).map_err(json_error)?;
+            scope
+                .journal
+                .record(key, name.to_owned(), value)
+                .await
+                .map_err(|error| EffectError::Journal {
+                    name: name.to_owned(),
+                    error,
+                })?;
+            Ok(result)
+        }
+        .instrument(span.clone())
+        .await;
+        if let Err(error) = &outcome {
+            crate::trace::failed(&span, error.category());
+        }
+        outcome
     }
 
     /// Asks for a person's answer: returns it if the run was resumed with one for this
@@ -226,7 +258,9 @@ impl Context {
     /// the node runs again from its start (its recorded effects are not repeated) and this
     /// call returns the answer. A node may ask several questions, one after the other.
     ///
-    /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error.
+    /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error,
+    /// and the run with the category `interrupt_outside_durable_run` and a message saying to
+    /// run the graph durably (`graph.durable(&store)`, feature `store`).
     ///
     /// ```
     /// use agentstate_graph::node::Context;
@@ -243,7 +277,9 @@ impl Context {
             None => (format!("{}.0", self.step), 0),
         };
         let id = format!("{}:{task}:{n}", self.node);
-        if let Some(answer) = self.scope.as_ref().and_then(|s| s.journal.answer(&id)) {
+        let answer = self.scope.as_ref().and_then(|s| s.journal.answer(&id));
+        let _span = crate::trace::interrupt(self, &id, answer.is_some()).entered();
+        if let Some(answer) = answer {
             return Ok(answer);
         }
         Err(Interrupted {
@@ -319,6 +355,7 @@ impl std::fmt::Debug for Context {
             .field("step", &self.step)
             .field("streamed", &self.sink.is_some())
             .field("durable", &self.scope.is_some())
+            .field("thread", &self.thread)
             .finish()
     }
 }

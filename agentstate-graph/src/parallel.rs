@@ -9,6 +9,19 @@
 //! [`ErrorPolicy::Collect`] every branch runs to its end, the failures are omitted from the
 //! results and given to the error function, whose update is merged after the results'.
 //!
+//! # In a durable run
+//! A fan-out or parallel-branches node runs inside one step, which a crash (or a resume after
+//! an interrupt) runs again. So that finished work is not repeated, each instance's final state
+//! (each branch's update) is journaled as JSON as soon as it finishes, under a key of its own
+//! (`{task}/i{index}/done`, `{task}/b:{name}/done`); when the node runs again, a recorded
+//! instance or branch is not run: its recorded result takes its place, in its place in the
+//! order. A fan-out also journals its instance count when it starts (`{task}/count`); run
+//! again with another count (its input list changed meanwhile), it fails before any instance
+//! runs with [`FanOutError::CountChanged`] (`checkpoint_record_invalid`, OpenArmature §10.11):
+//! the recorded instances cannot be matched to the new ones. Failed instances are not recorded
+//! (they run again). This is why a fan-out's instance state, and a parallel-branches node's
+//! update, must convert to and from JSON.
+//!
 //! OpenArmature and LangGraph disagree on two branches writing a `last_write_wins` field:
 //! inside a [`ParallelBranches`] node this crate follows OpenArmature (the last-listed branch
 //! wins, §11.4); between parallel nodes of a superstep it follows LangGraph (an error).
@@ -22,20 +35,218 @@ use agentstate::output::NodeOutput;
 use agentstate::update::{Combine, FanIn};
 use agentstate::State;
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 
-/// A question from an instance or a branch: passed up as it is (the run suspends), or, when
-/// the node collects errors, an [`UnsupportedSuspension`](crate::effect::UnsupportedSuspension).
+/// A question from an instance or a branch: passed up as it is (the run suspends, or, outside
+/// a durable run, fails as `interrupt_outside_durable_run`), or, when the node collects errors
+/// in a durable run, an [`UnsupportedSuspension`](crate::effect::UnsupportedSuspension).
 fn unsupported(cx: &Context, error: BoxError, collects: bool) -> BoxError {
     match error.downcast::<crate::effect::Interrupted>() {
-        Ok(interrupt) if collects => Box::new(crate::effect::UnsupportedSuspension {
-            node: cx.node().to_owned(),
-            interrupt: *interrupt,
-        }),
+        Ok(interrupt) if collects && cx.is_durable() => {
+            Box::new(crate::effect::UnsupportedSuspension {
+                node: cx.node().to_owned(),
+                interrupt: *interrupt,
+            })
+        }
         Ok(interrupt) => interrupt,
         Err(error) => error,
     }
+}
+
+/// The journal records of a fan-out's or parallel-branches node's progress in a durable run
+/// (see the [module docs](self)): where they go, under the node's task key.
+struct Progress {
+    journal: Arc<dyn crate::effect::Journal>,
+    task: String,
+}
+
+/// The names of the progress records (the `name` a [`Journal`](crate::effect::Journal) keeps
+/// with each record).
+const COUNT_RECORD: &str = "fan_out_count";
+const INSTANCE_RECORD: &str = "fan_out_instance";
+const BRANCH_RECORD: &str = "parallel_branch";
+
+impl Progress {
+    /// The node's progress records, in a durable run.
+    fn of(cx: &Context) -> Option<Progress> {
+        cx.scope_base()
+            .map(|(journal, task)| Progress { journal, task })
+    }
+
+    fn key(&self, part: &str) -> String {
+        format!("{}/{part}", self.task)
+    }
+
+    /// The recorded value of `key`, if it was recorded as a `name` record.
+    fn recorded(&self, key: &str, name: &str) -> Result<Option<Value>, FanOutError> {
+        match self.journal.recorded(key) {
+            None => Ok(None),
+            Some((recorded, value)) if recorded == name => Ok(Some(value)),
+            Some((recorded, _)) => Err(FanOutError::RecordInvalid {
+                key: key.to_owned(),
+                reason: format!(
+                    "it is a `{recorded}` record where a `{name}` record was expected (the graph changed since it was recorded)"
+                ),
+            }),
+        }
+    }
+
+    /// Journals `value` under `key`; the node goes on only once it is.
+    async fn record(&self, key: String, name: &str, value: Value) -> Result<(), FanOutError> {
+        self.journal
+            .record(key.clone(), name.to_owned(), value)
+            .await
+            .map_err(|error| FanOutError::RecordFailed { key, error })
+    }
+
+    /// Journals `value` as JSON under `key`.
+    async fn record_json<T: Serialize>(
+        &self,
+        key: String,
+        name: &str,
+        value: &T,
+    ) -> Result<(), FanOutError> {
+        match serde_json::to_value(value) {
+            Ok(value) => self.record(key, name, value).await,
+            Err(error) => Err(FanOutError::RecordFailed {
+                key,
+                error: Box::new(error),
+            }),
+        }
+    }
+
+    /// The instance count recorded when the fan-out first started.
+    fn count(&self) -> Result<Option<usize>, FanOutError> {
+        let key = self.key("count");
+        let Some(value) = self.recorded(&key, COUNT_RECORD)? else {
+            return Ok(None);
+        };
+        match value.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => Ok(Some(n)),
+            None => Err(FanOutError::RecordInvalid {
+                key,
+                reason: format!("the count {value} is not a number of instances"),
+            }),
+        }
+    }
+
+    /// Journals the instance count.
+    async fn record_count(&self, count: usize) -> Result<(), FanOutError> {
+        self.record_json(self.key("count"), COUNT_RECORD, &count)
+            .await
+    }
+
+    /// The recorded final state of instance `index`, read as `initial` (its initial state)
+    /// was made.
+    fn instance<C: DeserializeOwned + 'static>(
+        &self,
+        index: usize,
+        initial: &C,
+    ) -> Result<Option<C>, FanOutError> {
+        let key = self.key(&format!("i{index}/done"));
+        let Some(value) = self.recorded(&key, INSTANCE_RECORD)? else {
+            return Ok(None);
+        };
+        decode_like(initial, value)
+            .map(Some)
+            .map_err(|error| FanOutError::RecordInvalid {
+                key,
+                reason: format!("the instance's recorded state does not deserialize: {error}"),
+            })
+    }
+
+    /// Journals instance `index`'s final state.
+    async fn record_instance<C: Serialize>(
+        &self,
+        index: usize,
+        done: &C,
+    ) -> Result<(), FanOutError> {
+        self.record_json(self.key(&format!("i{index}/done")), INSTANCE_RECORD, done)
+            .await
+    }
+
+    /// The recorded output of the branch `segment` (`b:{name}`).
+    fn branch<U: DeserializeOwned>(
+        &self,
+        segment: &str,
+    ) -> Result<Option<NodeOutput<U>>, FanOutError> {
+        let key = self.key(&format!("{segment}/done"));
+        let Some(value) = self.recorded(&key, BRANCH_RECORD)? else {
+            return Ok(None);
+        };
+        if value.is_null() {
+            return Ok(Some(NodeOutput::Nothing));
+        }
+        serde_json::from_value(value)
+            .map(|update| Some(NodeOutput::Update(update)))
+            .map_err(|error| FanOutError::RecordInvalid {
+                key,
+                reason: format!("the branch's recorded update does not deserialize: {error}"),
+            })
+    }
+
+    /// Journals the branch `segment`'s update (`None`: it wrote nothing).
+    async fn record_branch<U: Serialize>(
+        &self,
+        segment: &str,
+        update: Option<&U>,
+    ) -> Result<(), FanOutError> {
+        self.record_json(self.key(&format!("{segment}/done")), BRANCH_RECORD, &update)
+            .await
+    }
+}
+
+/// `value` as a `T`, read as `like` was made: a [`JsonState`](crate::json::JsonState)'s JSON
+/// holds only its values, so it is read under `like`'s schema.
+fn decode_like<T: DeserializeOwned + 'static>(
+    like: &T,
+    value: Value,
+) -> Result<T, serde_json::Error> {
+    match (like as &dyn std::any::Any).downcast_ref::<crate::json::JsonState>() {
+        Some(json) => {
+            let schema = Arc::clone(json.schema_ref());
+            crate::json::JsonState::reading(&schema, || serde_json::from_value(value))
+        }
+        None => serde_json::from_value(value),
+    }
+}
+
+/// What finished next in a fan-out or parallel-branches node: an instance's (branch's) run, or
+/// the journal record of one that finished.
+enum Next<R, D> {
+    Ran(R),
+    Recorded(D),
+}
+
+/// The next of the runs and records to finish (records first); `None` once both are empty.
+async fn next_of<R: Future, D: Future>(
+    running: &mut FuturesUnordered<R>,
+    recording: &mut FuturesUnordered<D>,
+) -> Option<Next<R::Output, D::Output>> {
+    std::future::poll_fn(|task| {
+        if !recording.is_empty() {
+            if let Poll::Ready(Some(recorded)) = recording.poll_next_unpin(task) {
+                return Poll::Ready(Some(Next::Recorded(recorded)));
+            }
+        }
+        if !running.is_empty() {
+            if let Poll::Ready(Some(ran)) = running.poll_next_unpin(task) {
+                return Poll::Ready(Some(Next::Ran(ran)));
+            }
+        }
+        if running.is_empty() && recording.is_empty() {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 /// What a fan-out or a parallel-branches node does when a branch fails.
@@ -79,16 +290,66 @@ pub enum FanOutError {
         /// Its error.
         error: BoxError,
     },
+    /// Run again in a durable run (resumed after a crash or an interrupt), the fan-out has
+    /// another number of instances than it recorded when it first started
+    /// (`checkpoint_record_invalid`, OpenArmature §10.11): its input changed meanwhile, and
+    /// the recorded instances' results cannot be matched to the new instances. Nothing ran.
+    CountChanged {
+        /// The count recorded when the fan-out first started.
+        recorded: usize,
+        /// The count now.
+        count: usize,
+    },
+    /// A record of the fan-out's progress in the run's journal does not read back (an
+    /// instance's recorded state does not deserialize, or the key holds another kind of
+    /// record) (`checkpoint_record_invalid`). Nothing ran.
+    RecordInvalid {
+        /// The record's key in the journal.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A finished instance's or branch's result could not be journaled (the run's thread was
+    /// taken over, the database failed, or the result does not serialize)
+    /// (`checkpoint_save_failed`): the node stops rather than go on with work that a crash
+    /// would repeat.
+    RecordFailed {
+        /// The record's key in the journal.
+        key: String,
+        /// Why.
+        error: BoxError,
+    },
 }
 
 impl FanOutError {
     /// The OpenArmature category: `fan_out_empty`, `node_exception` for a failed instance,
-    /// `parallel_branches_branch_failed` for a failed branch.
+    /// `parallel_branches_branch_failed` for a failed branch, `checkpoint_record_invalid` for
+    /// a recorded progress that does not match or read back, `checkpoint_save_failed` for a
+    /// result that could not be journaled.
+    ///
+    /// The node's [`RunError::category`] is `node_exception` for the first three (the node
+    /// failed) and this category for the last two (the run's journal is at fault, not the
+    /// node).
+    ///
+    /// ```
+    /// use agentstate_graph::parallel::FanOutError;
+    ///
+    /// let drift = FanOutError::CountChanged { recorded: 5, count: 3 };
+    /// assert_eq!(drift.category(), "checkpoint_record_invalid");
+    /// assert_eq!(
+    ///     drift.to_string(),
+    ///     "the fan-out recorded 5 instances when it first started, and has 3 now that it runs again: its input changed since, and the recorded instances' results cannot be matched to the new ones (checkpoint_record_invalid); start a new run for the new input"
+    /// );
+    /// ```
     pub fn category(&self) -> &'static str {
         match self {
             FanOutError::Empty => "fan_out_empty",
             FanOutError::InstanceFailed { .. } => "node_exception",
             FanOutError::BranchFailed { .. } => "parallel_branches_branch_failed",
+            FanOutError::CountChanged { .. } | FanOutError::RecordInvalid { .. } => {
+                "checkpoint_record_invalid"
+            }
+            FanOutError::RecordFailed { .. } => "checkpoint_save_failed",
         }
     }
 }
@@ -105,6 +366,18 @@ impl fmt::Display for FanOutError {
             FanOutError::BranchFailed { branch, error } => {
                 write!(f, "branch `{branch}` failed: {error}")
             }
+            FanOutError::CountChanged { recorded, count } => write!(
+                f,
+                "the fan-out recorded {recorded} instances when it first started, and has {count} now that it runs again: its input changed since, and the recorded instances' results cannot be matched to the new ones (checkpoint_record_invalid); start a new run for the new input"
+            ),
+            FanOutError::RecordInvalid { key, reason } => write!(
+                f,
+                "the journal's record `{key}` of the node's progress does not read back: {reason} (checkpoint_record_invalid)"
+            ),
+            FanOutError::RecordFailed { key, error } => write!(
+                f,
+                "the result recorded as `{key}` could not be journaled: {error} (checkpoint_save_failed)"
+            ),
         }
     }
 }
@@ -112,10 +385,12 @@ impl fmt::Display for FanOutError {
 impl std::error::Error for FanOutError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            FanOutError::Empty => None,
-            FanOutError::InstanceFailed { error, .. } | FanOutError::BranchFailed { error, .. } => {
-                Some(error.as_ref())
-            }
+            FanOutError::Empty
+            | FanOutError::CountChanged { .. }
+            | FanOutError::RecordInvalid { .. } => None,
+            FanOutError::InstanceFailed { error, .. }
+            | FanOutError::BranchFailed { error, .. }
+            | FanOutError::RecordFailed { error, .. } => Some(error.as_ref()),
         }
     }
 }
@@ -149,6 +424,12 @@ type OnErrors<P, E> = Arc<dyn Fn(Vec<E>) -> <P as State>::Update + Send + Sync>;
 /// field, or `count` of them); `collect` turns the finished instances into the parent's update,
 /// typically the target field's entry, merged through its reducer (`append`, `concat_flatten`,
 /// `merge_all`, ...).
+///
+/// The instances' state converts to and from JSON (serde): in a durable run each finished
+/// instance's final state is journaled, so that a crash does not run it again (see the
+/// [module docs](self)); an instance keeps its place among those running at once until its
+/// record is made, so a crash catches at most the concurrency limit's worth of instances
+/// finished and not yet journaled.
 ///
 /// ```
 /// use agentstate_graph::parallel::FanOut;
@@ -200,7 +481,12 @@ enum Concurrency<P> {
 /// OpenArmature's default concurrency of a fan-out.
 pub const DEFAULT_CONCURRENCY: usize = 10;
 
-impl<P: GraphState, C: GraphState, KC: NodeKey> FanOut<P, C, KC> {
+impl<P, C, KC> FanOut<P, C, KC>
+where
+    P: GraphState,
+    C: GraphState + Serialize + DeserializeOwned,
+    KC: NodeKey,
+{
     /// A fan-out of `graph` over the instances `instances` makes, collected by `collect`.
     pub fn new(
         graph: Graph<C, KC>,
@@ -269,7 +555,12 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> FanOut<P, C, KC> {
     }
 }
 
-impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
+impl<P, C, KC> Node<P> for FanOut<P, C, KC>
+where
+    P: GraphState,
+    C: GraphState + Serialize + DeserializeOwned,
+    KC: NodeKey,
+{
     fn call(&self, state: Arc<P>, cx: Context) -> NodeFuture<P::Update> {
         let instances = (self.instances)(&state);
         let limit = match &self.concurrency {
@@ -283,16 +574,39 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
         let on_errors = self.on_errors.clone();
         let retry = self.retry.clone();
         let on_empty = self.on_empty;
+        let progress = Progress::of(&cx);
         Box::pin(async move {
             let instances = instances?;
             let count = instances.len();
+            // Run again in a durable run: the count must be the one recorded, and the
+            // instances recorded as finished are not run again.
+            let recorded = match &progress {
+                Some(progress) => progress.count()?,
+                None => None,
+            };
+            if let Some(recorded) = recorded.filter(|&r| r != count) {
+                return Err(Box::new(FanOutError::CountChanged { recorded, count }) as BoxError);
+            }
             if count == 0 && on_empty == OnEmpty::Raise {
                 return Err(Box::new(FanOutError::Empty) as BoxError);
             }
-            let mut pending = instances.into_iter().enumerate();
-            let mut running = FuturesUnordered::new();
             let mut slots: Vec<Option<Result<C, RunError<C>>>> =
                 std::iter::repeat_with(|| None).take(count).collect();
+            let mut to_run = Vec::with_capacity(count);
+            for (index, child) in instances.into_iter().enumerate() {
+                match progress.as_ref().map(|p| p.instance(index, &child)) {
+                    Some(Ok(Some(done))) => slots[index] = Some(Ok(done)),
+                    Some(Err(error)) => return Err(Box::new(error) as BoxError),
+                    Some(Ok(None)) | None => to_run.push((index, child)),
+                }
+            }
+            if let (Some(progress), None, true) = (&progress, recorded, count > 0) {
+                progress.record_count(count).await?;
+            }
+            let mut pending = to_run.into_iter();
+            let mut running = FuturesUnordered::new();
+            // The journal records of finished instances, made while the others run.
+            let mut recording = FuturesUnordered::new();
             let cx = &cx;
             let start = |(index, child): (usize, C)| {
                 let graph = graph.clone();
@@ -320,36 +634,76 @@ impl<P: GraphState, C: GraphState, KC: NodeKey> Node<P> for FanOut<P, C, KC> {
                     }
                 }
             };
+            let progress = progress.as_ref();
+            let record = |index: usize, done: C| async move {
+                let recorded = match progress {
+                    Some(progress) => progress.record_instance(index, &done).await,
+                    None => Ok(()),
+                };
+                (index, done, recorded)
+            };
+            // The node's error, once an instance failed: the other instances are cancelled
+            // (dropped), but the records under way are finished first, so that a crash does
+            // not run their instances again.
+            let mut failure: Option<BoxError> = None;
             running.extend(pending.by_ref().take(limit).map(start));
-            while let Some((index, result)) = running.next().await {
-                let result = match result {
+            while let Some(next) = next_of(&mut running, &mut recording).await {
+                let (index, result) = match next {
+                    // A journaled instance frees its place for the next one (so that no more
+                    // than the limit are ever finished and not yet journaled).
+                    Next::Recorded((index, done, Ok(()))) => {
+                        slots[index] = Some(Ok(done));
+                        if let (None, Some(next)) = (&failure, pending.next()) {
+                            running.push(start(next));
+                        }
+                        continue;
+                    }
+                    Next::Recorded((_, _, Err(error))) => {
+                        failure.get_or_insert(Box::new(error));
+                        running.clear();
+                        continue;
+                    }
+                    Next::Ran(ran) => ran,
+                };
+                match result {
+                    // A finished instance counts once it is journaled.
+                    Ok(done) if progress.is_some() => {
+                        recording.push(record(index, done));
+                        continue;
+                    }
+                    Ok(done) => slots[index] = Some(Ok(done)),
                     // An instance's question suspends the durable run, unless the others'
                     // results would be merged without it (collect).
                     Err(error) if error.is_interrupt() => {
-                        return Err(unsupported(
+                        failure = Some(unsupported(
                             cx,
                             error.into_node_error(),
                             on_errors.is_some(),
-                        ))
+                        ));
+                        running.clear();
                     }
-                    // Returning drops `running`, which cancels the other instances.
                     Err(error) if on_errors.is_none() => {
-                        return Err(Box::new(FanOutError::InstanceFailed {
+                        failure = Some(Box::new(FanOutError::InstanceFailed {
                             index,
                             error: Box::new(error),
-                        }) as BoxError)
+                        }));
+                        running.clear();
                     }
-                    result => result,
-                };
-                slots[index] = Some(result);
-                if let Some(next) = pending.next() {
-                    running.push(start(next));
+                    Err(error) => slots[index] = Some(Err(error)),
                 }
+                if failure.is_none() {
+                    if let Some(next) = pending.next() {
+                        running.push(start(next));
+                    }
+                }
+            }
+            if let Some(error) = failure {
+                return Err(error);
             }
             let mut done = Vec::with_capacity(count);
             let mut failed = Vec::new();
             for (index, slot) in slots.into_iter().enumerate() {
-                match slot.expect("every instance ran") {
+                match slot.expect("every instance ran or was recorded") {
                     Ok(state) => done.push(state),
                     Err(error) => failed.push(InstanceError { index, error }),
                 }
@@ -445,19 +799,41 @@ impl<P: GraphState> ParallelBranches<P> {
     }
 }
 
-impl<P: GraphState> Node<P> for ParallelBranches<P> {
+impl<P> Node<P> for ParallelBranches<P>
+where
+    P: GraphState<Update: Serialize + DeserializeOwned>,
+{
     fn call(&self, state: Arc<P>, cx: Context) -> NodeFuture<P::Update> {
-        let mut running: FuturesUnordered<_> = self
-            .branches
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, _, when))| when.as_ref().is_none_or(|when| when(&state)))
-            .map(|(index, (name, node, _))| {
-                // Each branch's effects and questions are its own (`b:{name}`).
-                let future = node.call(Arc::clone(&state), cx.nested(&format!("b:{name}")));
-                async move { (index, future.await) }
-            })
-            .collect();
+        let progress = Progress::of(&cx);
+        let mut slots: Vec<Option<Result<NodeOutput<P::Update>, BoxError>>> =
+            std::iter::repeat_with(|| None)
+                .take(self.branches.len())
+                .collect();
+        let mut invalid = None;
+        let mut running = FuturesUnordered::new();
+        for (index, (name, node, when)) in self.branches.iter().enumerate() {
+            if !when.as_ref().is_none_or(|when| when(&state)) {
+                continue;
+            }
+            // Each branch's effects and questions are its own (`b:{name}`), and so is its
+            // record in a durable run: a recorded branch is not run again.
+            let segment = format!("b:{name}");
+            if let Some(progress) = &progress {
+                match progress.branch(&segment) {
+                    Ok(Some(output)) => {
+                        slots[index] = Some(Ok(output));
+                        continue;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        invalid.get_or_insert(error);
+                        continue;
+                    }
+                }
+            }
+            let future = node.call(Arc::clone(&state), cx.nested(&segment));
+            running.push(async move { (index, segment, future.await) });
+        }
         drop(state);
         let names: Vec<Arc<str>> = self
             .branches
@@ -466,23 +842,69 @@ impl<P: GraphState> Node<P> for ParallelBranches<P> {
             .collect();
         let on_errors = self.on_errors.clone();
         Box::pin(async move {
-            let mut slots: Vec<Option<Result<NodeOutput<P::Update>, BoxError>>> =
-                std::iter::repeat_with(|| None).take(names.len()).collect();
-            while let Some((index, result)) = running.next().await {
-                match (result, &on_errors) {
+            if let Some(error) = invalid {
+                return Err(Box::new(error) as BoxError);
+            }
+            // The journal records of finished branches, made while the others run.
+            let mut recording = FuturesUnordered::new();
+            let progress = progress.as_ref();
+            let record = |index: usize, segment: String, update: Option<P::Update>| async move {
+                let recorded = match progress {
+                    Some(progress) => progress.record_branch(&segment, update.as_ref()).await,
+                    None => Ok(()),
+                };
+                (index, update, recorded)
+            };
+            // The node's error, once a branch failed: the other branches are cancelled, but
+            // the records under way are finished first.
+            let mut failure: Option<BoxError> = None;
+            while let Some(next) = next_of(&mut running, &mut recording).await {
+                let (index, segment, result) = match next {
+                    Next::Recorded((index, update, Ok(()))) => {
+                        let output = Option::<P::Update>::map_or(
+                            update,
+                            NodeOutput::Nothing,
+                            NodeOutput::Update,
+                        );
+                        slots[index] = Some(Ok(output));
+                        continue;
+                    }
+                    Next::Recorded((_, _, Err(error))) => {
+                        failure.get_or_insert(Box::new(error));
+                        running.clear();
+                        continue;
+                    }
+                    Next::Ran(ran) => ran,
+                };
+                match (result, &on_errors, progress) {
                     // A branch's question suspends the durable run, unless the others'
                     // results would be merged without it (collect).
-                    (Err(error), policy) if error.is::<crate::effect::Interrupted>() => {
-                        return Err(unsupported(&cx, error, policy.is_some()))
+                    (Err(error), policy, _) if error.is::<crate::effect::Interrupted>() => {
+                        failure = Some(unsupported(&cx, error, policy.is_some()));
+                        running.clear();
                     }
-                    (Err(error), None) => {
-                        return Err(Box::new(FanOutError::BranchFailed {
+                    (Err(error), None, _) => {
+                        failure = Some(Box::new(FanOutError::BranchFailed {
                             branch: names[index].to_string(),
                             error,
-                        }) as BoxError)
+                        }));
+                        running.clear();
                     }
-                    (result, _) => slots[index] = Some(result),
+                    // A finished branch counts once its update is journaled; an output that
+                    // does not fold into one update fails the node (as it does below when it
+                    // is not journaled).
+                    (Ok(output), _, Some(_)) => match output.into_update(P::compose) {
+                        Ok(update) => recording.push(record(index, segment, update)),
+                        Err(error) => {
+                            failure.get_or_insert(Box::new(error));
+                            running.clear();
+                        }
+                    },
+                    (result, _, _) => slots[index] = Some(result),
                 }
+            }
+            if let Some(error) = failure {
+                return Err(error);
             }
             let mut update: Option<P::Update> = None;
             let mut failed = Vec::new();

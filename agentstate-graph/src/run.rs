@@ -325,9 +325,11 @@ where
                         sink.clone(),
                     )
                     .with_scope(scope);
-                    let task = entry
-                        .node
-                        .call(Arc::clone(input.as_ref().unwrap_or(&state)), cx);
+                    let task = crate::trace::call_node(
+                        &*entry.node,
+                        Arc::clone(input.as_ref().unwrap_or(&state)),
+                        cx,
+                    );
                     commit.wrap(run, index, task)
                 }
             };

@@ -120,19 +120,31 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             let entry = &inner.nodes[at];
             match &entry.edge {
                 Edge::Static(targets) => targets.iter().flatten().for_each(|&t| push(t)),
-                Edge::Send(send) => {
-                    let targets = send(state).map_err(|error| RunErrorKind::Edge {
-                        node: entry.name.to_string(),
-                        error,
-                    })?;
-                    for crate::name::Dispatch { node, input } in targets {
-                        let Some(&t) = inner.index.get(&node) else {
-                            return Err(RunErrorKind::Routing {
+                Edge::Send { send, declared } => {
+                    let (targets, dispatches) = send(state)
+                        .map_err(|error| RunErrorKind::Edge {
+                            node: entry.name.to_string(),
+                            error,
+                        })?
+                        .into_parts();
+                    let resolve = |key: &K| {
+                        inner
+                            .index
+                            .get(key)
+                            .copied()
+                            .filter(|t| declared.as_ref().is_none_or(|d| d.contains(&Some(*t))))
+                            .ok_or_else(|| RunErrorKind::Routing {
                                 node: entry.name.to_string(),
-                                target: node.name().to_owned(),
-                            });
-                        };
-                        sends.push((t, Arc::new(input)));
+                                target: key.name().to_owned(),
+                            })
+                    };
+                    for target in &targets {
+                        if let crate::name::Target::Node(key) = target {
+                            push(resolve(key)?);
+                        }
+                    }
+                    for crate::name::Dispatch { node, input } in dispatches {
+                        sends.push((resolve(&node)?, Arc::new(input)));
                     }
                 }
                 Edge::Conditional { route, declared } => {

@@ -19,14 +19,24 @@
 //! [`Context::effect`](agentstate_graph::Context::effect) hands out the key), the ledger's
 //! insert absorbs it, and the test reports how often a kill hit it.
 //!
+//! Then a fan-out of 100 instances (10 at a time) runs in children killed at random moments
+//! until one finishes: its final state equals an uninterrupted run's, the journal records each
+//! instance's result exactly once (a recorded instance never ran again), and the instances'
+//! bodies ran again only as often as a kill can catch them finished but not yet journaled.
+//!
 //! `AGENTSTATE_CRASH_KILLS=<n>` makes more kills than the 50 per backend (a longer soak).
 //!
 //! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.
 
 mod procs;
 
-use agentstate_graph::durable::RunStatus;
+use agentstate::AgentState;
+use agentstate_graph::durable::{DurableGraph, Outcome, RunStatus};
+use agentstate_graph::parallel::FanOut;
+use agentstate_graph::{BoxError, Context, Graph, END};
 use procs::*;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -49,7 +59,10 @@ fn main() {
         .build()
         .unwrap();
     if let Ok(spec) = std::env::var(CHILD) {
-        runtime.block_on(child(&spec));
+        match spec.strip_prefix("fan-out|") {
+            Some(spec) => runtime.block_on(fan_out_child(spec)),
+            None => runtime.block_on(child(&spec)),
+        }
         return;
     }
     let seed = seed("crash");
@@ -60,6 +73,15 @@ fn main() {
         let report = runtime.block_on(crashes(db, &dir, seed));
         println!(
             "crash {:<8} ... ok ({:.1?}): {report}",
+            db.backend(),
+            started.elapsed()
+        );
+    }
+    for db in &dbs {
+        let started = Instant::now();
+        let report = runtime.block_on(fan_out_kills(db, &dir, seed));
+        println!(
+            "crash {:<8} fan-out ... ok ({:.1?}): {report}",
             db.backend(),
             started.elapsed()
         );
@@ -261,6 +283,239 @@ async fn child(spec: &str) {
             Ok(outcome) if finished(&outcome) => break,
             Ok(outcome) => panic!("thread `{thread}`: the run ended unfinished: {outcome:?}"),
             Err(e) if leased(&e) => tokio::time::sleep(Duration::from_millis(5)).await,
+            Err(e) => panic!("thread `{thread}`: {e} ({})", e.category()),
+        }
+    }
+    say("finished");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fan-out killed in the middle.
+
+/// The fan-out's instances.
+const INSTANCES: u64 = 100;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Job {
+    x: u64,
+    result: u64,
+}
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Batch {
+    items: Vec<u64>,
+    #[reducer(append)]
+    results: Vec<u64>,
+}
+
+/// A fan-out of 10 instances at a time over the items, each sleeping 1 to 4 ms and then
+/// writing its item to `raw` (one line per finished body) before it returns the item doubled.
+fn fan_out_graph(raw: PathBuf) -> Graph<Batch> {
+    let job = Graph::builder()
+        .node("double", move |s: Arc<Job>, _: Context| {
+            let raw = raw.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1 + s.x % 4)).await;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&raw)?;
+                std::io::Write::write_all(&mut file, format!("{}\n", s.x).as_bytes())?;
+                Ok::<_, BoxError>(JobUpdate::default().result(s.x * 2))
+            }
+        })
+        .entry("double")
+        .edge("double", END)
+        .build()
+        .unwrap();
+    let fan_out = FanOut::new(
+        job,
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
+        },
+    )
+    .concurrency(Some(10));
+    Graph::builder()
+        .node("process", fan_out)
+        .entry("process")
+        .edge("process", END)
+        .build()
+        .unwrap()
+}
+
+fn fan_out_input() -> Batch {
+    Batch {
+        items: (0..INSTANCES).collect(),
+        ..Batch::default()
+    }
+}
+
+/// Runs the fan-out in children killed after a random delay (the first three always within an
+/// uninterrupted run's time), until one finishes; checks the thread. A line of numbers.
+async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ 0xfa);
+    let store = db.open().await;
+    let tag = format!("crash-{}-{}", std::process::id(), now_ms());
+    let raw = dir.join(format!("fan-out-{}.log", db.backend()));
+
+    // An uninterrupted run, for the final state and the time a run takes.
+    let reference = format!("{tag}-fan-out-reference");
+    let started = Instant::now();
+    let graph = fan_out_graph(dir.join("fan-out-reference.log"));
+    let expected = match graph
+        .durable(&store)
+        .start(&reference, fan_out_input())
+        .await
+    {
+        Ok(Outcome::Finished { state, .. }) => state,
+        other => panic!("the uninterrupted fan-out: {other:?}"),
+    };
+    let run_time = started.elapsed();
+    store.delete(&reference).await.unwrap();
+    assert_eq!(
+        expected.results,
+        (0..INSTANCES).map(|x| x * 2).collect::<Vec<_>>()
+    );
+
+    // Kills within the first three quarters of a run's time, three of them, then a child that
+    // finishes; a thread whose children all finished before their kill is run again anew.
+    let (mut thread, mut kills, mut spawns) = (String::new(), 0, 0);
+    for attempt in 0..20 {
+        thread = format!("{tag}-fan-out-{attempt}");
+        kills = 0;
+        let _ = std::fs::remove_file(&raw);
+        loop {
+            spawns += 1;
+            let mut child = ChildGuard::spawn(
+                &format!("fan-out|{thread}|{}|{}", raw.display(), db.describe()),
+                &[],
+            );
+            child.expect_line("go", Duration::from_secs(60));
+            let delay = if kills < 3 {
+                Duration::from_millis(1 + rng.below(run_time.as_millis() as u64 * 3 / 4))
+            } else {
+                Duration::from_secs(120)
+            };
+            match child.wait_for(delay) {
+                Some(status) => {
+                    assert!(
+                        status.success(),
+                        "fan-out child {} failed: {status}",
+                        child.id()
+                    );
+                    break;
+                }
+                None => {
+                    child.kill();
+                    kills += 1;
+                }
+            }
+        }
+        if kills > 0 {
+            break;
+        }
+        store.delete(&thread).await.unwrap();
+    }
+    assert!(
+        kills > 0,
+        "no fan-out child was killed before it finished in {spawns} children"
+    );
+    let state = store.load::<Batch>(&thread).await.unwrap().state;
+    assert_eq!(
+        state, expected,
+        "the fan-out killed {kills} times does not end as an uninterrupted run"
+    );
+
+    // Each instance recorded once: an instance whose result was journaled never ran again.
+    let entries = store
+        .history(&thread, agentstate_store::HistoryQuery::newest(10_000))
+        .await
+        .unwrap();
+    let mut records = BTreeMap::new();
+    for meta in entries
+        .iter()
+        .filter_map(|e| e.extra.get("agentstate_graph"))
+    {
+        if meta["name"] == "fan_out_instance" {
+            *records
+                .entry(meta["key"].as_str().unwrap_or_default().to_owned())
+                .or_insert(0) += 1;
+        }
+    }
+    assert_eq!(records.len(), INSTANCES as usize, "{records:?}");
+    assert!(
+        records.values().all(|n| *n == 1),
+        "an instance recorded twice: {records:?}"
+    );
+
+    // The bodies: each finished at least once; again only when a kill caught it finished and
+    // not yet journaled (an instance holds its place among the 10 running at once until its
+    // record is made: at most 10 per kill).
+    let text = std::fs::read_to_string(&raw).unwrap_or_default();
+    let mut runs = BTreeMap::new();
+    for line in text.lines() {
+        *runs.entry(line.parse::<u64>().unwrap()).or_insert(0u32) += 1;
+    }
+    assert_eq!(
+        runs.len(),
+        INSTANCES as usize,
+        "instances whose body never finished"
+    );
+    let again: u32 = runs.values().map(|n| n - 1).sum();
+    assert!(
+        again as usize <= 10 * kills,
+        "{again} bodies ran again after {kills} kills: finished instances were run again"
+    );
+    store.delete(&thread).await.unwrap();
+    let _ = std::fs::remove_file(&raw);
+    format!(
+        "{kills} kills in {spawns} children, {again} of {INSTANCES} instance bodies ran again (finished, not yet journaled, at a kill), uninterrupted run {run_time:.0?}"
+    )
+}
+
+/// A fan-out child: resumes (or starts) the fan-out's thread once the killed children's lease
+/// has lapsed, prints `go` when it begins and `finished` at the end.
+async fn fan_out_child(spec: &str) {
+    let mut parts = spec.splitn(3, '|');
+    let (thread, raw, db) = (
+        parts.next().unwrap(),
+        PathBuf::from(parts.next().unwrap()),
+        Db::parse(parts.next().unwrap()),
+    );
+    let store = db.open().await;
+    let graph: DurableGraph<Batch, &'static str, _> = fan_out_graph(raw)
+        .durable(&store)
+        .worker(format!("fan-out-child-{}", std::process::id()))
+        .lease_ttl(TTL);
+    loop {
+        match store.lease_info(thread).await {
+            Ok(Some(info)) => {
+                tokio::time::sleep(info.expires_in() + Duration::from_millis(2)).await
+            }
+            Ok(None) => break,
+            Err(e) if e.category() == "thread_not_found" => break,
+            Err(e) => panic!("lease_info: {e}"),
+        }
+    }
+    say("go");
+    loop {
+        let result = match store.info(thread).await {
+            Err(e) if e.category() == "thread_not_found" => {
+                graph.start(thread, fan_out_input()).await
+            }
+            Err(e) => panic!("info: {e}"),
+            Ok(_) => match graph.status(thread).await.unwrap() {
+                RunStatus::Idle { step: 0 } => graph.run(thread, ()).await,
+                _ => graph.resume(thread).await,
+            },
+        };
+        match result {
+            Ok(Outcome::Finished { .. }) => break,
+            Ok(_) => panic!("thread `{thread}`: the fan-out ended unfinished"),
+            Err(agentstate_graph::durable::DurableError::Store(
+                agentstate_store::StoreError::Leased { .. },
+            )) => tokio::time::sleep(Duration::from_millis(5)).await,
             Err(e) => panic!("thread `{thread}`: {e} ({})", e.category()),
         }
     }

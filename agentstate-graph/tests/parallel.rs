@@ -3,7 +3,7 @@
 
 use agentstate::AgentState;
 use agentstate_graph::parallel::{FanOut, FanOutError, OnEmpty, ParallelBranches};
-use agentstate_graph::{Context, Dispatch, Graph, RunErrorKind, END};
+use agentstate_graph::{Context, Dispatch, Graph, RunErrorKind, Sends, END};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -326,4 +326,170 @@ fn the_concurrency_limit_can_come_from_the_state_and_instances_retry_whole() {
     let state = block_on(one_node(node).invoke(batch(&[1, 2, 3]))).unwrap();
     assert_eq!(state.results, [1, 2, 3]);
     assert_eq!(runs.load(Ordering::SeqCst), 6);
+}
+
+#[test]
+fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
+    let graph = Graph::builder()
+        .node("approve", |_: Arc<Batch>, cx: Context| async move {
+            let answer = cx.interrupt(serde_json::json!({"refund": 30}))?;
+            Ok::<_, agentstate_graph::BoxError>(BatchUpdate::default().winner(answer.to_string()))
+        })
+        .entry("approve")
+        .edge("approve", END)
+        .build()
+        .unwrap();
+    let error = block_on(graph.invoke(Batch::default())).unwrap_err();
+    assert_eq!(error.category(), "interrupt_outside_durable_run");
+    assert_eq!(error.node(), Some("approve"));
+    assert_eq!(
+        error.to_string(),
+        "node `approve` asked for an answer (interrupt `approve:1.0:0`) in step 1, but the run is not durable, so nothing can answer it (interrupt_outside_durable_run); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
+    );
+
+    // Inside a fan-out instance whose errors are collected: still the same answer (the
+    // collecting fan-out cannot suspend, but neither could the run).
+    let asking = Graph::builder()
+        .node("ask", |s: Arc<Job>, cx: Context| async move {
+            if s.x == 2 {
+                cx.interrupt("two?")?;
+            }
+            Ok::<_, agentstate_graph::BoxError>(JobUpdate::default().result(s.x))
+        })
+        .entry("ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let fan_out = FanOut::new(
+        asking,
+        |b: &Batch| b.items.iter().map(|&x| Job { x, result: 0 }).collect(),
+        |done: Vec<Job>| {
+            BatchUpdate::default().results(done.into_iter().map(|j| j.result).collect::<Vec<_>>())
+        },
+    )
+    .collect_errors(|failed| {
+        BatchUpdate::default().errors(vec![format!("{} failed", failed.len())])
+    });
+    let graph = Graph::builder()
+        .node("process", fan_out)
+        .entry("process")
+        .edge("process", END)
+        .build()
+        .unwrap();
+    let error = block_on(graph.invoke(batch(&[1, 2, 3]))).unwrap_err();
+    assert_eq!(error.category(), "interrupt_outside_durable_run", "{error}");
+    assert!(error.to_string().contains("interrupt `ask:"), "{error}");
+}
+
+/// A graph whose `split` sends each item to `square`, or falls back to `empty` when there is
+/// none; `extra` names a plain target sent along with the tasks.
+fn send_or_fall_back(
+    extra: Option<&'static str>,
+) -> Result<Graph<Batch>, agentstate_graph::CompileError> {
+    let note = |text: &'static str| {
+        move |_: Arc<Batch>, _: Context| async move {
+            Ok::<_, Infallible>(BatchUpdate::default().errors(vec![text.to_owned()]))
+        }
+    };
+    Graph::builder()
+        .node("split", |_: Arc<Batch>, _: Context| async {
+            Ok::<_, Infallible>(())
+        })
+        .node("square", |s: Arc<Batch>, _: Context| async move {
+            Ok::<_, Infallible>(BatchUpdate::default().results(vec![s.items[0] * s.items[0]]))
+        })
+        .node("empty", note("nothing to square"))
+        .node("audit", note("audited"))
+        .entry("split")
+        .route_send_to("split", ["square", "empty", "audit"], move |s: &Batch| {
+            if s.items.is_empty() {
+                return "empty".into();
+            }
+            let mut sends: agentstate_graph::Sends<_, _> = s
+                .items
+                .iter()
+                .map(|&x| Dispatch::to("square", batch(&[x])))
+                .collect();
+            if let Some(extra) = extra {
+                sends = sends.to(extra);
+            }
+            sends
+        })
+        .edge("square", END)
+        .edge("empty", END)
+        .edge("audit", END)
+        .build()
+}
+
+#[test]
+fn a_send_router_falls_back_to_a_node_when_there_is_nothing_to_send() {
+    let graph = send_or_fall_back(None).unwrap();
+    let state = block_on(graph.invoke(batch(&[2, 3]))).unwrap();
+    assert_eq!((state.results, state.errors), (vec![4, 9], vec![]));
+    let state = block_on(graph.invoke(batch(&[]))).unwrap();
+    assert_eq!(state.results, Vec::<u64>::new());
+    assert_eq!(state.errors, ["nothing to square"]);
+
+    // Plain targets and tasks at once: the plain target's update merges first.
+    let graph = send_or_fall_back(Some("audit")).unwrap();
+    let mut order = Vec::new();
+    let mut stream = graph.stream(batch(&[2]));
+    block_on(async {
+        use futures_util::StreamExt;
+        while let Some(event) = stream.next().await {
+            if let agentstate_graph::Event::StepFinished { record, .. } = event {
+                order.push(record.nodes.to_vec());
+            }
+        }
+    });
+    assert_eq!(order, [vec!["split"], vec!["audit", "square"]]);
+
+    // A target the router did not declare is a routing error, as a task's node or plain.
+    let graph = send_or_fall_back(Some("split")).unwrap();
+    let error = block_on(graph.invoke(batch(&[2]))).unwrap_err();
+    assert_eq!(error.category(), "routing_error");
+    assert_eq!(
+        error.to_string(),
+        "the conditional edge from node `split` routed to `split` in step 1, which is neither a node of the graph nor END"
+    );
+}
+
+#[test]
+fn a_send_router_s_declared_targets_are_checked_when_the_graph_is_built() {
+    let noop = |_: Arc<Batch>, _: Context| async { Ok::<_, Infallible>(()) };
+    let dangling = Graph::builder()
+        .node("split", noop)
+        .node("square", noop)
+        .entry("split")
+        .route_send_to("split", ["square", "sqare"], |_: &Batch| "square".into())
+        .edge("square", END)
+        .build()
+        .unwrap_err();
+    assert_eq!(dangling.category(), "dangling_edge");
+    assert_eq!(
+        dangling.to_string(),
+        "the edge from `split` names node `sqare`, which the graph does not have; did you mean `square`?"
+    );
+    // Declared targets make reachability checkable (an undeclared router reaches anything).
+    let unreachable = Graph::builder()
+        .node("split", noop)
+        .node("square", noop)
+        .node("orphan", noop)
+        .entry("split")
+        .route_send_to("split", ["square"], |_: &Batch| Sends::new())
+        .edge("square", END)
+        .edge("orphan", END)
+        .build()
+        .unwrap_err();
+    assert_eq!(unreachable.category(), "unreachable_node");
+    // Nothing to send and no target: the branch ends.
+    let ends = Graph::builder()
+        .node("split", noop)
+        .node("square", noop)
+        .entry("split")
+        .route_send_to("split", ["square"], |_: &Batch| Sends::new())
+        .edge("square", END)
+        .build()
+        .unwrap();
+    assert_eq!(block_on(ends.invoke(batch(&[1]))).unwrap(), batch(&[1]));
 }

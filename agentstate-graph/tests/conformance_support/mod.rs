@@ -542,6 +542,10 @@ pub fn fan_out_node(
         JsonUpdate::new(Arc::clone(&schema), update)
     };
     let mut node = FanOut::try_new(child.graph, instances, collect);
+    // OpenArmature's serial mode: one instance at a time, in index order.
+    if spec.get("concurrent_mode").and_then(Value::as_str) == Some("serial") {
+        node = node.concurrency(Some(1));
+    }
     if let Some(concurrency) = spec.get("concurrency").cloned() {
         node = node.concurrency_from(move |p: &JsonState| {
             resolve(&concurrency, p).map(|n| n.max(1) as usize)

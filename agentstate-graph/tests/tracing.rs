@@ -1,0 +1,341 @@
+//! The `tracing` spans of runs, node calls, effects and interrupts, seen by a subscriber that
+//! records them (this file's own: no subscriber crate), on a current-thread runtime.
+
+use agentstate::AgentState;
+use agentstate_graph::durable::{Answers, Outcome};
+use agentstate_graph::{BoxError, Context, Graph, RunConfig, END};
+use serde_json::json;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Flow {
+    #[reducer(append)]
+    log: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// A subscriber that records every span and event.
+
+#[derive(Debug, Clone)]
+struct SpanData {
+    name: &'static str,
+    parent: Option<u64>,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+struct EventData {
+    span: Option<u64>,
+    fields: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct Recorded {
+    spans: BTreeMap<u64, SpanData>,
+    events: Vec<EventData>,
+}
+
+#[derive(Clone, Default)]
+struct Capture {
+    recorded: Arc<Mutex<Recorded>>,
+    next: Arc<AtomicU64>,
+}
+
+thread_local! {
+    /// The spans entered on this thread, innermost last.
+    static ENTERED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl Subscriber for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, attributes: &Attributes<'_>) -> Id {
+        let id = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let parent = match attributes.parent() {
+            Some(parent) => Some(parent.into_u64()),
+            None if attributes.is_contextual() => ENTERED.with(|e| e.borrow().last().copied()),
+            None => None,
+        };
+        let mut fields = BTreeMap::new();
+        attributes.record(&mut Fields(&mut fields));
+        let name = attributes.metadata().name();
+        let span = SpanData {
+            name,
+            parent,
+            fields,
+        };
+        self.recorded.lock().unwrap().spans.insert(id, span);
+        Id::from_u64(id)
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut recorded = self.recorded.lock().unwrap();
+        if let Some(span) = recorded.spans.get_mut(&span.into_u64()) {
+            values.record(&mut Fields(&mut span.fields));
+        }
+    }
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let span = ENTERED.with(|e| e.borrow().last().copied());
+        self.recorded
+            .lock()
+            .unwrap()
+            .events
+            .push(EventData { span, fields });
+    }
+
+    fn enter(&self, span: &Id) {
+        ENTERED.with(|e| e.borrow_mut().push(span.into_u64()));
+    }
+
+    fn exit(&self, span: &Id) {
+        ENTERED.with(|e| {
+            let mut entered = e.borrow_mut();
+            if let Some(at) = entered.iter().rposition(|s| *s == span.into_u64()) {
+                entered.remove(at);
+            }
+        });
+    }
+}
+
+impl Capture {
+    /// Runs `future` to its end on a current-thread runtime with this subscriber.
+    fn run<F: std::future::Future>(&self, future: F) -> F::Output {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a runtime");
+        tracing::subscriber::with_default(self.clone(), || runtime.block_on(future))
+    }
+
+    fn spans(&self, name: &str) -> Vec<(u64, SpanData)> {
+        let recorded = self.recorded.lock().unwrap();
+        recorded
+            .spans
+            .iter()
+            .filter(|(_, s)| s.name == name)
+            .map(|(id, s)| (*id, s.clone()))
+            .collect()
+    }
+
+    fn events(&self) -> Vec<EventData> {
+        self.recorded.lock().unwrap().events.clone()
+    }
+}
+
+fn field<'a>(span: &'a SpanData, name: &str) -> Option<&'a str> {
+    span.fields.get(name).map(String::as_str)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases.
+
+fn two_nodes() -> Graph<Flow> {
+    Graph::builder()
+        .node("a", |_: Arc<Flow>, _: Context| async {
+            tracing::info!("node a executing");
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec!["a".to_owned()]))
+        })
+        .node("b", |_: Arc<Flow>, cx: Context| async move {
+            let paid: String = cx
+                .effect("pay", |key| async move { Ok::<_, std::io::Error>(key) })
+                .await?;
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec![paid]))
+        })
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", END)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_run_s_node_calls_and_effects_are_spans_under_the_run_s() {
+    let capture = Capture::default();
+    let config = RunConfig {
+        run_id: Some("r-1".to_owned()),
+        ..RunConfig::default()
+    };
+    let state = capture
+        .run(two_nodes().invoke_with(Flow::default(), config))
+        .unwrap();
+    assert_eq!(state.log, ["a", "r-1:b/e0"]);
+
+    let runs = capture.spans("agentstate.run");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let (run_id, run) = &runs[0];
+    assert_eq!(run.parent, None);
+    assert_eq!(field(run, "gen_ai.operation.name"), Some("invoke_agent"));
+    assert_eq!(field(run, "otel.name"), Some("invoke_agent"));
+    assert_eq!(field(run, "agentstate.run.id"), Some("r-1"));
+    // An in-memory run has no thread, and it did not fail.
+    assert_eq!(field(run, "gen_ai.conversation.id"), None);
+    assert_eq!(field(run, "otel.status_code"), None);
+
+    let nodes = capture.spans("agentstate.node");
+    let named: Vec<(Option<&str>, Option<&str>, Option<&str>)> = nodes
+        .iter()
+        .map(|(_, s)| {
+            (
+                field(s, "agentstate.node"),
+                field(s, "agentstate.step"),
+                field(s, "otel.name"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (Some("a"), Some("1"), Some("a")),
+            (Some("b"), Some("2"), Some("b"))
+        ]
+    );
+    assert!(nodes
+        .iter()
+        .all(|(_, s)| s.parent == Some(*run_id) && field(s, "agentstate.run.id") == Some("r-1")));
+
+    let effects = capture.spans("agentstate.effect");
+    assert_eq!(effects.len(), 1);
+    let (_, effect) = &effects[0];
+    assert_eq!(
+        effect.parent,
+        Some(nodes[1].0),
+        "the effect is inside `b`'s span"
+    );
+    assert_eq!(field(effect, "agentstate.effect.name"), Some("pay"));
+    assert_eq!(field(effect, "agentstate.effect.key"), Some("r-1:b/e0"));
+    assert_eq!(field(effect, "agentstate.effect.replayed"), Some("false"));
+
+    // A node's log record is inside its node's span.
+    let events = capture.events();
+    let logged = events
+        .iter()
+        .find(|e| e.fields.get("message").map(String::as_str) == Some("node a executing"))
+        .expect("node a's log record");
+    assert_eq!(logged.span, Some(nodes[0].0));
+}
+
+#[test]
+fn a_failing_node_and_an_interrupt_outside_a_durable_run_mark_their_spans() {
+    let capture = Capture::default();
+    let graph = Graph::builder()
+        .node("ask", |_: Arc<Flow>, cx: Context| async move {
+            cx.interrupt(json!({"refund": 30}))?;
+            Ok::<_, BoxError>(FlowUpdate::default())
+        })
+        .entry("ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let error = capture.run(graph.invoke(Flow::default())).unwrap_err();
+    assert_eq!(error.category(), "interrupt_outside_durable_run");
+    let (node_id, node) = capture.spans("agentstate.node").remove(0);
+    assert_eq!(field(&node, "otel.status_code"), Some("ERROR"));
+    assert_eq!(
+        field(&node, "error.type"),
+        Some("interrupt_outside_durable_run")
+    );
+    let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
+    assert_eq!(asked.parent, Some(node_id));
+    assert_eq!(field(&asked, "agentstate.interrupt.id"), Some("ask:1.0:0"));
+    assert_eq!(
+        field(&asked, "agentstate.interrupt.answered"),
+        Some("false")
+    );
+    assert_eq!(field(&asked, "agentstate.durable"), Some("false"));
+    let (_, run) = capture.spans("agentstate.run").remove(0);
+    assert_eq!(
+        field(&run, "error.type"),
+        Some("interrupt_outside_durable_run")
+    );
+
+    let failing = Graph::builder()
+        .node("boom", |_: Arc<Flow>, _: Context| async {
+            Err::<(), BoxError>("boom".into())
+        })
+        .entry("boom")
+        .edge("boom", END)
+        .build()
+        .unwrap();
+    let capture = Capture::default();
+    capture.run(failing.invoke(Flow::default())).unwrap_err();
+    let (_, node) = capture.spans("agentstate.node").remove(0);
+    assert_eq!(field(&node, "error.type"), Some("node_exception"));
+    let (_, run) = capture.spans("agentstate.run").remove(0);
+    assert_eq!(field(&run, "otel.status_code"), Some("ERROR"));
+}
+
+#[test]
+fn a_durable_interrupt_and_a_replayed_effect_are_spans_too() {
+    let graph = Graph::builder()
+        .node("approve", |_: Arc<Flow>, cx: Context| async move {
+            let receipt: String = cx
+                .effect("reserve", |_| async {
+                    Ok::<_, std::io::Error>("r-9".to_owned())
+                })
+                .await?;
+            let answer = cx.interrupt(json!({"receipt": receipt}))?;
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec![answer.to_string()]))
+        })
+        .entry("approve")
+        .edge("approve", END)
+        .build()
+        .unwrap();
+    let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+    let durable = graph.durable(&store);
+
+    let capture = Capture::default();
+    let Outcome::Suspended { interrupts, .. } =
+        capture.run(durable.start("t-1", Flow::default())).unwrap()
+    else {
+        panic!("the run asks")
+    };
+    let (_, node) = capture.spans("agentstate.node").remove(0);
+    // A question is not a failure.
+    assert_eq!(field(&node, "agentstate.interrupted"), Some("true"));
+    assert_eq!(field(&node, "otel.status_code"), None);
+    let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
+    assert_eq!(
+        (
+            field(&asked, "agentstate.interrupt.answered"),
+            field(&asked, "agentstate.durable")
+        ),
+        (Some("false"), Some("true"))
+    );
+
+    let capture = Capture::default();
+    let answers = Answers::new().answer(&interrupts[0].id, json!("yes"));
+    let Outcome::Finished { state, .. } = capture.run(durable.resume_with("t-1", answers)).unwrap()
+    else {
+        panic!("the run finishes")
+    };
+    assert_eq!(state.log, ["\"yes\""]);
+    let (_, effect) = capture.spans("agentstate.effect").remove(0);
+    assert_eq!(field(&effect, "agentstate.effect.replayed"), Some("true"));
+    let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
+    assert_eq!(field(&asked, "agentstate.interrupt.answered"), Some("true"));
+}

@@ -423,7 +423,7 @@ async fn fan_out_kills(db: &Db, dir: &std::path::Path, seed: u64) -> String {
     );
     let state = store.load::<Batch>(&thread).await.unwrap().state;
     assert_eq!(
-        state, expected,
+        state, *expected,
         "the fan-out killed {kills} times does not end as an uninterrupted run"
     );
 

@@ -179,7 +179,7 @@ async fn finished_instances_do_not_run_again<B: Backend>(store: Store<B>, t: Str
     };
     // Each instance's body ran to its end once, across both runs.
     assert_eq!(bodies.finished(), [1; 100]);
-    assert_eq!(state, expected);
+    assert_eq!(*state, expected);
     assert_eq!(state.log, ["100 results"]);
 }
 

@@ -145,6 +145,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// A state a durable run can keep: a [`GraphState`] the store can keep.
 pub trait DurableState: GraphState + StoredState {}
@@ -725,7 +726,8 @@ where
                 run_id: position.run_id.clone(),
                 ..self.config.clone()
             },
-        );
+        )
+        .on_thread(Some(Arc::from(thread)));
         run.breakpoints(self.before.clone(), self.after.clone());
         if !started {
             let (active, inputs) = self.tasks_at(thread, &position)?;
@@ -750,7 +752,13 @@ where
             thread: thread.to_owned(),
             _graph: std::marker::PhantomData,
         };
-        let outcome = drive(&mut run, &mut commit, out).await;
+        let span = crate::trace::run(&run.run_id, Some(thread), None);
+        let outcome = drive(&mut run, &mut commit, out)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &outcome {
+            crate::trace::failed(&span, error.category());
+        }
         if let (Ok(Outcome::Finished { .. }), Some(handle)) = (&outcome, commit.handle.take()) {
             let position = Position {
                 started: true,

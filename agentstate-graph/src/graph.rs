@@ -304,8 +304,9 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             Some((journal, base)) => Memory::nested(state, journal, format!("{base}/{segment}")),
         };
         let graph = self.clone();
+        let thread = parent.thread().map(Arc::from);
         let run: crate::stream::Driver<Result<Arc<S>, RunError<S>>> = Box::pin(async move {
-            let mut run = Run::new(&graph, config);
+            let mut run = Run::new(&graph, config).on_thread(thread);
             drive(&mut run, &mut commit, &mut Outbox::off()).await
         });
         run.await.map(unwrap_state)

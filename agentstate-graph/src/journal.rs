@@ -1,18 +1,6 @@
-//! What a durable run writes in its thread's journal: one [`JournalEntry`] per entry, the
-//! stored contract of durable runs, documented here and nowhere else.
-//!
-//! Every entry a run appends carries, in its metadata ([`EntryInfo::extra`]) under the key
-//! [`META_KEY`] (`"agentstate_graph"`), one `JournalEntry` as a JSON object tagged by `entry`
-//! (`{"entry": "step", "step": 3, ...}`), with the format's version `v` ([`JOURNAL_VERSION`];
-//! an entry without one is version 1). The entry's own update (its body) is the state change:
-//! the run's input for [`Input`](JournalEntry::Input), the step's composed update for
-//! [`Step`](JournalEntry::Step), nothing for the others (an entry that changes only the
-//! state's `ExecutionState` field, when it has one, follows the run as AgentFlow's does). The
-//! entry's run id is the run's.
-//!
-//! A run is always resumed from its thread alone: the newest `Input` or `Step` says where it
-//! stands, and the entries after it (effects, finished tasks, a suspension, answers, a
-//! failure) what its step in flight already did. [`Position::read`] reads them.
+//! The stored contract of durable runs: [`JournalEntry`], what each entry a run appends to its
+//! thread says it is (documented there, and nowhere else), and [`Position`], where a run
+//! stands as its journal says.
 
 use crate::effect::Interrupt;
 use agentstate_store::backend::Backend;
@@ -30,7 +18,21 @@ pub const META_KEY: &str = "agentstate_graph";
 /// misread.
 pub const JOURNAL_VERSION: u32 = 1;
 
-/// One entry of a durable run's journal; see the [module docs](self).
+/// One entry of a durable run's journal: the stored contract of durable runs.
+///
+/// Every entry a run appends to its thread carries, in its metadata
+/// ([`EntryInfo::extra`](agentstate_store::record::EntryInfo::extra)) under the key
+/// [`META_KEY`] (`"agentstate_graph"`), one `JournalEntry` as a JSON object tagged by `entry`
+/// (`{"entry": "step", "step": 3, ...}`), with the format's version `v` ([`JOURNAL_VERSION`];
+/// an entry without one is version 1). The entry's own update (its body) is the state change:
+/// the run's input for [`Input`](JournalEntry::Input), the step's composed update for
+/// [`Step`](JournalEntry::Step), nothing for the others (but an update of the state's
+/// `ExecutionState` field, when it has one, which follows the run as AgentFlow's does). The
+/// entry's run id is the run's.
+///
+/// A run is always resumed from its thread alone: the newest `Input` or `Step` says where it
+/// stands, and the entries after it (effects, finished tasks, a suspension, answers, a
+/// failure) what its step in flight already did.
 ///
 /// ```
 /// use agentstate_graph::durable::JournalEntry;

@@ -63,21 +63,28 @@
 //! |---|---|---|---|
 //! | several static edges from one node | `multiple_outgoing_edges` | parallel branches | the error, unless declared at once with [`GraphBuilder::edges`] (parallel branches) |
 //! | a node without an outgoing edge | (every node has one) | the branch ends | `dangling_edge` at build |
+//! | a node no edge reaches from the entry | `unreachable_node` | allowed (it never runs) | `unreachable_node` at build |
 //! | the state a conditional edge reads after a parallel step | (no parallel steps) | the step's start state plus its own node's update | the merged state (no copy per branch) |
-//! | the order of a step's merges | (one node) | edge-triggered tasks by node, then `Send`s as returned | nodes in the order added, then [`Dispatch`]es as returned |
+//! | the order of a step's merges | (one node) | edge-triggered tasks sorted by node name, then `Send`s as returned | nodes in the order they were added to the graph, then [`Dispatch`]es as returned |
 //! | two branches of a step writing a `last_write_wins` field | last-listed branch wins (§11.4) | `InvalidUpdateError` | between a step's nodes: the error, naming the field and both nodes, nothing merged; inside a [`parallel::ParallelBranches`] node: the last-listed branch wins |
 //! | a failing node in a parallel step | (one node) | the error, nothing of the step merged | the first failure in node order, nothing merged |
+//! | a conditional edge that fails, or routes to an unknown node | the error; the recoverable state has the step's writes | the error; nothing of the step is written (the edge is part of its node's task) | LangGraph: the error's state is the state before the step |
+//! | a crash in a step of several tasks | (one node; a fan-out keeps its finished instances) | the finished tasks' writes are kept; only the others run again | LangGraph (and OpenArmature for fan-out instances) |
+//! | static breakpoints | — | `interrupt_before` / `interrupt_after` | the same ([`GraphBuilder::interrupt_before`]), durable runs only |
 //! | recursion limit | — | 25; a run needing L steps or more runs L (merged) then fails | the same (`recursion_limit`, [`DEFAULT_RECURSION_LIMIT`]) |
 //! | a conditional edge returning an unknown node | `routing_error` | `KeyError` if targets were declared, else a warning and the run ends | `routing_error` (for enum names it cannot compile) |
 //! | a subgraph as a node | projections (default: nothing in, same names out) | the parent's whole state in, the whole final state out | OpenArmature ([`subgraph`]) |
 //!
 //! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
 //! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
-//! [`event`] (a run's events), [`stream`] (a run as a stream of them), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
+//! [`event`] (a run's events), [`stream`] (a run as a stream of them; every kind of run goes
+//! through one run loop), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
 //! known at run time, for graphs built from configuration), [`error`], [`effect`] (a node's
 //! side effects and questions to a person) and `durable` (feature `store`: runs kept on a
-//! stored thread, resumed after a crash, suspended for an answer; `cargo run --example
-//! approval` shows one).
+//! stored thread, resumed after a crash, suspended for an answer, streamed; `cargo run
+//! --example approval` shows one). Runs, steps, nodes, effects and questions are `tracing`
+//! spans (target `agentstate_graph`), their fields named as OpenTelemetry's GenAI conventions
+//! name them.
 
 #![warn(missing_docs)]
 

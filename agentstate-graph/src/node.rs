@@ -125,7 +125,6 @@ impl Context {
 
     /// This context with the durable run's thread (`gen_ai.conversation.id` of the spans of
     /// the node, its effects and its questions). A nested run's contexts take their parent's.
-    #[allow(dead_code)] // set by the durable run loop (issue 27)
     pub(crate) fn with_thread(mut self, thread: Option<Arc<str>>) -> Self {
         self.thread = thread;
         self

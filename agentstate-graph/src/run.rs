@@ -23,6 +23,7 @@ use crate::GraphState;
 use agentstate::output::NodeOutput;
 use std::future::Future;
 use std::sync::Arc;
+use tracing::Instrument;
 
 /// A node's result, as its future gives it.
 pub(crate) type NodeResult<U> = Result<NodeOutput<U>, BoxError>;
@@ -149,6 +150,9 @@ pub(crate) struct Run<S: GraphState, K> {
     pub(crate) last: Vec<usize>,
     /// The step that ran last (0 before the first): the current step while it runs.
     pub(crate) step: u64,
+    /// The durable run's thread (on its spans and its nodes' contexts); a nested run's is its
+    /// parent's.
+    pub(crate) thread: Option<Arc<str>>,
     /// Breakpoints of this run beyond the graph's: nodes to suspend before, and after.
     before: Vec<usize>,
     after: Vec<usize>,
@@ -172,10 +176,17 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
             inputs: vec![None],
             last: Vec::new(),
             step: 0,
+            thread: None,
             before: Vec::new(),
             after: Vec::new(),
             keys: None,
         }
+    }
+
+    /// The run of thread `thread` (a durable run's, or a nested run's parent's).
+    pub(crate) fn on_thread(mut self, thread: Option<Arc<str>>) -> Self {
+        self.thread = thread;
+        self
     }
 
     /// Adds breakpoints (node indices) to this run's.
@@ -309,7 +320,14 @@ where
         }
         out.send();
 
-        // The step's tasks, on the state as it stands.
+        // The step's tasks, on the state as it stands, started inside the step's span.
+        let span = crate::trace::step(
+            &run.run_id,
+            run.thread.as_deref(),
+            step,
+            &run.graph.names(&run.active),
+        );
+        let entered = span.enter();
         let state = commit.state();
         let mut tasks = Vec::with_capacity(run.active.len());
         for (index, (&at, input)) in run.active.iter().zip(&run.inputs).enumerate() {
@@ -324,7 +342,8 @@ where
                         step,
                         sink.clone(),
                     )
-                    .with_scope(scope);
+                    .with_scope(scope)
+                    .with_thread(run.thread.clone());
                     let task = crate::trace::call_node(
                         &*entry.node,
                         Arc::clone(input.as_ref().unwrap_or(&state)),
@@ -336,11 +355,13 @@ where
             tasks.push(task);
         }
         drop(state);
+        drop(entered);
         let results: Vec<NodeResult<S::Update>> = match tasks.len() {
             1 => {
                 let task = tasks.pop().expect("one task");
-                let (result, meanwhile) =
-                    futures_util::future::join(task, commit.meanwhile()).await;
+                let (result, meanwhile) = futures_util::future::join(task, commit.meanwhile())
+                    .instrument(span.clone())
+                    .await;
                 if let Some(version) = meanwhile? {
                     committed(out, step - 1, version);
                 }
@@ -348,8 +369,9 @@ where
             }
             _ => {
                 let all = futures_util::future::join_all(tasks);
-                let (results, meanwhile) =
-                    futures_util::future::join(all, commit.meanwhile()).await;
+                let (results, meanwhile) = futures_util::future::join(all, commit.meanwhile())
+                    .instrument(span.clone())
+                    .await;
                 if let Some(version) = meanwhile? {
                     committed(out, step - 1, version);
                 }

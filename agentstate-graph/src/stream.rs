@@ -63,6 +63,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
+use tracing::Instrument;
 
 /// A run's future, boxed: it owns its run, its commit and its outbox.
 pub(crate) type Driver<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -166,7 +167,14 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
             driven: Driven::new(move |mut out| {
                 Box::pin(async move {
                     let mut run = Run::new(&graph, config);
-                    drive(&mut run, &mut Memory::new(state), &mut out).await
+                    let span = crate::trace::run(&run.run_id, None, None);
+                    let result = drive(&mut run, &mut Memory::new(state), &mut out)
+                        .instrument(span.clone())
+                        .await;
+                    if let Err(error) = &result {
+                        crate::trace::failed(&span, error.category());
+                    }
+                    result
                 })
             }),
         }

@@ -55,7 +55,6 @@ pub(crate) fn run(run_id: &str, thread: Option<&str>, graph: Option<&str>) -> Sp
 /// a child of the run's span, the parent of the step's node spans (create it, and start the
 /// step's nodes, inside the run's span; enter it while the nodes run, and mark it [`failed`]
 /// if the step fails).
-#[allow(dead_code)] // called by the run loop (issue 27)
 pub(crate) fn step<N: AsRef<str>>(
     run_id: &str,
     thread: Option<&str>,

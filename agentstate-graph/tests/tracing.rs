@@ -214,9 +214,24 @@ fn a_run_s_node_calls_and_effects_are_spans_under_the_run_s() {
             (Some("b"), Some("2"), Some("b"))
         ]
     );
-    assert!(nodes
+    // Each node's span is inside its step's, inside the run's.
+    let steps = capture.spans("agentstate.step");
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(steps
         .iter()
         .all(|(_, s)| s.parent == Some(*run_id) && field(s, "agentstate.run.id") == Some("r-1")));
+    assert_eq!(
+        steps
+            .iter()
+            .map(|(_, s)| (field(s, "agentstate.step"), field(s, "agentstate.nodes")))
+            .collect::<Vec<_>>(),
+        [(Some("1"), Some("a")), (Some("2"), Some("b"))]
+    );
+    assert!(nodes
+        .iter()
+        .zip(&steps)
+        .all(|((_, s), (step, _))| s.parent == Some(*step)
+            && field(s, "agentstate.run.id") == Some("r-1")));
 
     let effects = capture.spans("agentstate.effect");
     assert_eq!(effects.len(), 1);

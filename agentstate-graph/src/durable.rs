@@ -416,11 +416,17 @@ impl<S> DurableError<S> {
 /// ([`DurableGraph::keep_threads`]).
 pub const DEFAULT_KEEP_THREADS: usize = 64;
 
-/// How a durable run begins: a new run with an input, or the thread's run resumed.
+/// How a durable run begins: a new run with an input (and the run's id, if the caller chose
+/// it), or the thread's run resumed.
 enum Begin<U> {
-    Input(NodeOutput<U>),
+    Input(NodeOutput<U>, Option<String>),
     Resume(Answers),
 }
+
+/// The key of a thread's metadata that names the run [`DurableGraph::start`] created it for,
+/// so that a worker that resumes the thread before its run's input was committed starts that
+/// run, with its id.
+pub const START_RUN_KEY: &str = "agentstate_graph_run";
 
 impl<S, K, B> DurableGraph<S, K, B>
 where
@@ -505,10 +511,86 @@ where
         &self.store
     }
 
-    /// Creates thread `thread` with `state` and runs the graph on it from its entry.
+    /// Creates thread `thread` with `state` and runs the graph on it from its entry. The run's
+    /// id is recorded with the thread when it is created, so the start is one run whoever
+    /// carries it out: a worker that resumes the thread before this call took its lease starts
+    /// that same run. To start a run a caller may retry, give its id:
+    /// [`start_as`](DurableGraph::start_as).
     pub async fn start(&self, thread: &str, state: S) -> Result<Outcome<S>, DurableError<S>> {
-        self.store.create(thread, state).await?;
-        self.run(thread, ()).await
+        self.start_as(thread, &uuid::Uuid::new_v4().to_string(), state)
+            .await
+    }
+
+    /// [`start`](DurableGraph::start) with the run's id `run_id`, chosen by the caller:
+    /// idempotent. If the thread exists and its current run is `run_id`, nothing new starts:
+    /// the run is resumed where it stands (after a crash), or its outcome is returned (it
+    /// finished, or waits for answers). So a caller that lost the answer (a timeout, a
+    /// `thread_leased` while another worker ran it) calls this again safely.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::durable::Outcome;
+    /// use agentstate_graph::{Context, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Job { done: bool }
+    ///
+    /// static RUNS: AtomicUsize = AtomicUsize::new(0);
+    /// let graph = Graph::builder()
+    ///     .node("work", |_: Arc<Job>, _: Context| async move {
+    ///         RUNS.fetch_add(1, Ordering::SeqCst);
+    ///         Ok::<_, std::convert::Infallible>(JobUpdate::default().done(true))
+    ///     })
+    ///     .entry("work")
+    ///     .edge("work", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let durable = graph.durable(&store);
+    /// let first = durable.start_as("job-1", "run-1", Job::default()).await?;
+    /// let again = durable.start_as("job-1", "run-1", Job::default()).await?; // a retry
+    /// assert_eq!(first, again);
+    /// assert_eq!(RUNS.load(Ordering::SeqCst), 1);
+    /// assert_eq!(durable.run_id("job-1").await?.as_deref(), Some("run-1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn start_as(
+        &self,
+        thread: &str,
+        run_id: &str,
+        state: S,
+    ) -> Result<Outcome<S>, DurableError<S>> {
+        let mut metadata = Map::new();
+        metadata.insert(START_RUN_KEY.to_owned(), Value::from(run_id));
+        match self.store.create_with(thread, state, metadata).await {
+            Ok(_) => {}
+            Err(StoreError::ThreadExists { .. })
+                if self.run_id(thread).await?.as_deref() == Some(run_id)
+                    || self.start_run(thread).await?.as_deref() == Some(run_id) => {}
+            Err(error) => return Err(error.into()),
+        }
+        self.run_as(thread, run_id, ()).await
+    }
+
+    /// The id of thread `thread`'s current run (its last, finished or not), if a run started on
+    /// it.
+    pub async fn run_id(&self, thread: &str) -> Result<Option<String>, DurableError<S>> {
+        Ok(self.position(thread).await?.run_id)
+    }
+
+    /// The run [`start`](DurableGraph::start) created thread `thread` for.
+    async fn start_run(&self, thread: &str) -> Result<Option<String>, DurableError<S>> {
+        let info = self.store.info(thread).await?;
+        Ok(info
+            .metadata
+            .get(START_RUN_KEY)
+            .and_then(Value::as_str)
+            .map(str::to_owned))
     }
 
     /// Starts a new run on thread `thread` from the graph's entry, `input` merged first (a
@@ -522,10 +604,55 @@ where
     ) -> Result<Outcome<S>, DurableError<S>> {
         let input = input.into();
         let run: Driver<'_, _> = Box::pin(async move {
-            self.execute(thread, Begin::Input(input), &mut Outbox::off())
+            self.execute(thread, Begin::Input(input, None), &mut Outbox::off())
                 .await
         });
         run.await
+    }
+
+    /// [`run`](DurableGraph::run) with the run's id `run_id`, chosen by the caller: idempotent.
+    /// If the thread's current run is `run_id`, nothing new starts: it is resumed where it
+    /// stands, or its outcome is returned (see [`start_as`](DurableGraph::start_as)).
+    pub async fn run_as(
+        &self,
+        thread: &str,
+        run_id: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+    ) -> Result<Outcome<S>, DurableError<S>> {
+        let begin = Begin::Input(input.into(), Some(run_id.to_owned()));
+        let run: Driver<'_, _> =
+            Box::pin(async move { self.execute(thread, begin, &mut Outbox::off()).await });
+        run.await
+    }
+
+    /// Waits until thread `thread`'s run `run_id` is no longer in progress (no worker holds
+    /// the thread's lease), checking every `every`, and returns where it stands: idle (it
+    /// finished), suspended, or running (it was cut short: a crash; resume it). Fails with
+    /// `run_state_invalid` if the thread's current run is another one (it never started, or a
+    /// newer run followed).
+    pub async fn wait(
+        &self,
+        thread: &str,
+        run_id: &str,
+        every: Duration,
+    ) -> Result<RunStatus, DurableError<S>> {
+        loop {
+            if self.store.lease_info(thread).await?.is_none() {
+                break;
+            }
+            tokio::time::sleep(every).await;
+        }
+        let current = self.run_id(thread).await?;
+        if current.as_deref() != Some(run_id) {
+            return Err(DurableError::State {
+                thread: thread.to_owned(),
+                reason: format!(
+                    "its current run is {}, not `{run_id}`",
+                    current.map_or("none".to_owned(), |c| format!("`{c}`"))
+                ),
+            });
+        }
+        self.status(thread).await
     }
 
     /// Continues thread `thread`'s run from where it stands: after a crash, the step in flight
@@ -599,7 +726,7 @@ where
         thread: &str,
         input: impl Into<NodeOutput<S::Update>>,
     ) -> DurableStream<S, K> {
-        self.streamed(thread, Begin::Input(input.into()))
+        self.streamed(thread, Begin::Input(input.into(), None))
     }
 
     /// [`resume_with`](DurableGraph::resume_with) as a stream of [`Event`]s, as
@@ -665,15 +792,23 @@ where
             None => self.position(thread).await?,
         };
         let mut started = false;
+        // A run the caller names that is already the thread's: resumed, not started again.
+        let begin = match begin {
+            Begin::Input(_, Some(id)) if position.run_id.as_deref() == Some(id.as_str()) => {
+                Begin::Resume(Answers::new())
+            }
+            begin => begin,
+        };
         match begin {
             Begin::Resume(answers) if !position.started && answers.is_empty() => {
                 // No run was started on the thread (a `start` cut short between creating the
-                // thread and its run's input): start it now.
-                self.input(&mut handle, &mut position, NodeOutput::Nothing)
+                // thread and its run's input): start it now, as the run it was created for.
+                let id = self.start_run(thread).await?;
+                self.input(&mut handle, &mut position, NodeOutput::Nothing, id)
                     .await?;
                 started = true;
             }
-            Begin::Input(input) => {
+            Begin::Input(input, id) => {
                 if !position.ended() || position.interrupts.is_some() {
                     return Err(DurableError::State {
                         thread: thread.to_owned(),
@@ -684,7 +819,7 @@ where
                         ),
                     });
                 }
-                self.input(&mut handle, &mut position, input).await?;
+                self.input(&mut handle, &mut position, input, id).await?;
                 started = true;
             }
             Begin::Resume(answers) => {
@@ -806,8 +941,9 @@ where
         handle: &mut Thread<S, B>,
         position: &mut Position,
         input: NodeOutput<S::Update>,
+        run_id: Option<String>,
     ) -> Result<(), DurableError<S>> {
-        let run_id = uuid::Uuid::new_v4().to_string();
+        let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let entry_node = self.graph.inner().nodes[self.graph.inner().entry]
             .name
             .to_string();

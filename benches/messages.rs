@@ -14,7 +14,7 @@
 //!
 //! Run with `cargo bench --bench messages`; `benches/README.md`'s table comes from it.
 
-use agentstate::collections::MessageList;
+use agentstate::MessageList;
 use agentstate::message::{ContentBlock, JsonObject, Message, Role, TokenUsages, ToolCall};
 use agentstate::state::AgentState;
 use divan::{black_box, Bencher};

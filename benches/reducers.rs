@@ -20,7 +20,7 @@
 //!
 //! Run with `cargo bench --bench reducers`; `benches/README.md`'s table comes from it.
 
-use agentstate::collections::{KeyedList, MessageList};
+use agentstate::{KeyedList, MessageList};
 use agentstate::message::{Message, Role};
 use agentstate::reducers::{
     by_field, AddMessages, Append, AppendItems, BoundedAppend, ConcatFlatten, DedupeAppend, HasId,

@@ -10,7 +10,7 @@
 //! Run with `cargo run --example context_window`.
 
 use agentstate::context::{ContextIndex, ContextView, ContextWindow, Estimate, SummaryPolicy};
-use agentstate::journal::Journal;
+use agentstate::Journal;
 use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use serde_json::json;

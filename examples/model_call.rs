@@ -20,7 +20,7 @@
 use agentstate::agui::Event as Agui;
 use agentstate::context::{ContextIndex, ContextWindow};
 use agentstate::message::{Message, Role};
-use agentstate::providers::request::{ModelRequest, Tool};
+use agentstate::providers::{ModelRequest, Tool};
 use agentstate::providers::stream::{Delta, OpenAiChatStream, Sse};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;

@@ -8,8 +8,8 @@
 //! Run with `cargo run --example providers`.
 
 use agentstate::message::{ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall};
-use agentstate::providers::report::Report;
-use agentstate::providers::request::{
+use agentstate::providers::Report;
+use agentstate::providers::{
     CacheAt, Conversation, Effort, ModelRequest, Tool, ToolChoice,
 };
 use serde::Serialize;

@@ -8,7 +8,7 @@
 
 use agentstate::context::{ContextIndex, ContextWindow};
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
+use agentstate::{NodeOutput, ToolResult};
 use agentstate::providers::openai_chat::to_openai_chat;
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;

@@ -4,8 +4,8 @@
 //! Run with `cargo run --example tool_loop`.
 
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
-use agentstate::update::FanIn;
+use agentstate::{NodeOutput, ToolResult};
+use agentstate::FanIn;
 use agentstate::{AgentState, State};
 use serde::Serialize;
 use serde_json::json;

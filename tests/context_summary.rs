@@ -10,7 +10,7 @@ use agentstate::context::{
     ContextError, ContextIndex, ContextWindow, Estimate, SummaryPolicy, SummaryRequest, Threshold,
     TokenCounter,
 };
-use agentstate::journal::Journal;
+use agentstate::Journal;
 use agentstate::message::{Message, MessageId, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;

@@ -3,8 +3,8 @@
 //! does not apply, the bodies' key order and byte stability, and the builder's checks.
 
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::providers::report::{Action, Issue, Severity};
-use agentstate::providers::request::{
+use agentstate::providers::{Action, Issue, Severity};
+use agentstate::providers::{
     CacheAt, CacheBreakpoints, Conversation, Effort, ModelRequest, ModelRequestBuilder,
     OutputSchema, RequestError, Sampling, Tool, ToolChoice,
 };

@@ -5,7 +5,7 @@
 //! The conformance fixtures themselves are run by `tests/conformance.rs` when they are present;
 //! this file stands without them.
 
-use agentstate::collections::{KeyedList, MessageList};
+use agentstate::{KeyedList, MessageList};
 use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::reducers::{
     self, by_field, by_value, remove_tool_messages, AddMessages, Append, AppendItems,

@@ -3,13 +3,13 @@
 //! one behaviour, and where AgentFlow or LangGraph gets it wrong (semantics.md §1 and §3), that
 //! the wrong result does not happen here.
 
-use agentstate::collections::{KeyedList, MessageList};
-use agentstate::journal::Journal;
+use agentstate::{KeyedList, MessageList};
+use agentstate::Journal;
 use agentstate::message::{Message, Role};
-use agentstate::output::{NodeOutput, ToolResult};
+use agentstate::{NodeOutput, ToolResult};
 use agentstate::reducers::{HasId, MessageUpdate};
 use agentstate::state::AgentStateUpdateSetters;
-use agentstate::update::FanIn;
+use agentstate::FanIn;
 use agentstate::{AgentState, State};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};

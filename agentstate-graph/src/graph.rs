@@ -30,7 +30,7 @@ use crate::error::{CompileWarning, RunError, RunErrorKind};
 use crate::name::{NodeKey, Routes};
 use crate::node::{BoxError, Node};
 use crate::GraphState;
-use agentstate::update::{Combine, FanIn};
+use agentstate::{Combine, FanIn};
 use std::collections::HashMap;
 use std::sync::Arc;
 

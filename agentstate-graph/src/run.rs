@@ -16,7 +16,7 @@ use crate::graph::{Graph, Nodes, RunConfig, StepRecord};
 use crate::name::NodeKey;
 use crate::node::{BoxError, Context, NodeFuture, Sink};
 use crate::GraphState;
-use agentstate::output::NodeOutput;
+use agentstate::NodeOutput;
 use futures_util::future::JoinAll;
 use std::collections::VecDeque;
 use std::future::Future;

@@ -27,7 +27,7 @@ use crate::json::{JsonState, JsonUpdate};
 use crate::name::NodeKey;
 use crate::node::{Context, Node, NodeFuture};
 use crate::GraphState;
-use agentstate::output::NodeOutput;
+use agentstate::NodeOutput;
 use agentstate::schema::Schema;
 use agentstate::State;
 use serde_json::{Map, Value};

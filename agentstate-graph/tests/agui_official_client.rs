@@ -24,9 +24,9 @@
 //! ```
 #![cfg(feature = "ag-ui")]
 
-use agentstate::agui::convert::messages_to_agui;
+use agentstate::agui::messages_to_agui;
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
+use agentstate::{NodeOutput, ToolResult};
 use agentstate::state::{AgentState as Chat, AgentStateUpdate};
 use agentstate::AgentState;
 use agentstate::State;

@@ -11,7 +11,7 @@ use crate::record::{
     SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::{RetryPolicy, Thread};
-use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
+use agentstate::{FanIn, Update, OVERWRITE_SUFFIX};
 use agentstate::State;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

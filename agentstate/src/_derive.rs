@@ -104,7 +104,7 @@
 //! ### Keys, your own reducers, nested states, skipped fields
 //!
 //! ```
-//! use agentstate::collections::KeyedList;
+//! use agentstate::KeyedList;
 //! use agentstate::{AgentState, State};
 //! use serde::{Deserialize, Serialize};
 //!

@@ -7,7 +7,7 @@
 //! their index on the first merge after deserializing.
 //!
 //! ```
-//! use agentstate::collections::KeyedList;
+//! use agentstate::KeyedList;
 //! use agentstate::reducers::{by_field, MergeByKey, Reducer};
 //!
 //! #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -445,7 +445,7 @@ impl<T: HasId> KeyedList<T> {
     /// The last item whose [`HasId`] id is `id`, found through the index.
     ///
     /// ```
-    /// use agentstate::collections::MessageList;
+    /// use agentstate::MessageList;
     /// use agentstate::message::{Message, Role};
     ///
     /// let list: MessageList = vec![Message::text_message("hi", Role::User).with_id("m1")].into();

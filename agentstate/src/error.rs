@@ -350,7 +350,7 @@ mod tests {
 /// mean" of this crate's errors, and of the graph runner's.
 ///
 /// ```
-/// use agentstate::error::did_you_mean;
+/// use agentstate::did_you_mean;
 ///
 /// let fields = ["messages", "notes", "merged"];
 /// assert_eq!(did_you_mean("mesages", fields.into_iter()), Some("messages"));

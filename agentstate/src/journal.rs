@@ -5,7 +5,7 @@
 //! equal state.
 //!
 //! ```
-//! use agentstate::journal::Journal;
+//! use agentstate::Journal;
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //!

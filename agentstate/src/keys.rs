@@ -7,12 +7,12 @@
 //! on it; the reducers module re-exports its names.
 //!
 //! ```
-//! use agentstate::keys::{by_field, KeyFn};
+//! use agentstate::reducers::{by_field, KeyFn};
 //!
 //! struct Task { id: u32 }
 //! let key = by_field(|t: &Task| &t.id);
 //! assert_eq!(key.key(&Task { id: 7 })?, &7);
-//! # Ok::<(), agentstate::error::ReduceError>(())
+//! # Ok::<(), agentstate::ReduceError>(())
 //! ```
 
 use crate::error::ReduceError;
@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 /// id lookups in a [`KeyedList`](crate::collections::KeyedList).
 ///
 /// ```
-/// use agentstate::keys::HasId;
+/// use agentstate::reducers::HasId;
 ///
 /// struct Finding { id: u32, text: String }
 ///

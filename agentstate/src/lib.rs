@@ -33,6 +33,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod _derive;
 pub mod _tutorial;
@@ -42,22 +43,28 @@ extern crate self as agentstate;
 
 #[cfg(feature = "ag-ui")]
 pub mod agui;
-pub mod collections;
+mod collections;
 pub mod context;
-pub mod error;
+mod error;
 mod fields;
-pub mod journal;
-pub mod keys;
+mod journal;
+mod keys;
 pub mod message;
-pub mod output;
+mod output;
 pub mod providers;
 pub mod reducers;
 pub mod schema;
 pub mod state;
-pub mod update;
+mod update;
 
-pub use error::Error;
+pub use collections::{KeyedList, MessageList};
+pub use error::{did_you_mean, Cause, Error, ReduceError};
+pub use journal::Journal;
+pub use output::{MessagesUpdate, NodeOutput, ToolResult};
 pub use state::{AgentState, State};
+pub use update::{
+    present, Combine, Extends, Extensible, FanIn, IntoField, Update, MAX_DEPTH, OVERWRITE_SUFFIX,
+};
 
 /// `#[derive(AgentState)]`: implements [`State`] for a struct whose fields declare their
 /// reducers, and generates its `<Name>Update` type. The full reference, with running examples,
@@ -81,7 +88,8 @@ pub mod __private {
     };
     pub use crate::schema::Schema;
     pub use crate::state::{
-        deserialize_state, deserialize_value, missing_field, DeserializeFields, Shape, State,
+        deserialize_state, deserialize_value, missing_field, DeserializeFields, ExecutionState,
+        Shape, State,
     };
     pub use crate::update::{Combine, Extends, Extensible, FieldPlan, IntoField, Update};
     pub use core::clone::Clone;

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
-//! use agentstate::output::{NodeOutput, ToolResult};
+//! use agentstate::{NodeOutput, ToolResult};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //! use agentstate::State;
 //!

@@ -1013,7 +1013,7 @@ impl ModelRequest {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{CacheAt, ModelRequest};
+    /// use agentstate::providers::{CacheAt, ModelRequest};
     /// use serde_json::json;
     ///
     /// let messages = [
@@ -1032,7 +1032,7 @@ impl ModelRequest {
     /// let body = serde_json::to_value(request.to_anthropic(&messages)?.request).unwrap();
     /// assert_eq!(body["messages"][0]["content"], json!([{"type": "text", "text": "A long document...",
     ///     "cache_control": {"type": "ephemeral"}}]));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_anthropic<'a>(
         &'a self,

@@ -882,7 +882,7 @@ impl ModelRequest {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use agentstate::providers::{ModelRequest, Tool, ToolChoice};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("gemini-2.5-flash")
@@ -895,7 +895,7 @@ impl ModelRequest {
     /// let body = serde_json::to_value(request.to_gemini(&messages)?.request).unwrap();
     /// assert_eq!(body["tool_config"], json!({"function_calling_config": {"mode": "ANY", "allowed_function_names": ["now"]}}));
     /// assert_eq!(body["generation_config"], json!({"temperature": 0.5, "thinking_config": {"thinking_budget": 512}}));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_gemini<'a>(
         &'a self,

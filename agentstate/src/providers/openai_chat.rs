@@ -190,7 +190,7 @@ pub struct ChatFunction<'a> {
 /// ```
 /// use agentstate::message::{ContentBlock, MediaRef, Message, Role, ToolCall};
 /// use agentstate::providers::openai_chat::to_openai_chat;
-/// use agentstate::providers::report::{Action, Issue};
+/// use agentstate::providers::{Action, Issue};
 /// use serde_json::json;
 ///
 /// let messages = vec![
@@ -1022,7 +1022,7 @@ impl ModelRequest {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use agentstate::providers::{ModelRequest, Tool, ToolChoice};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("gpt-4o")
@@ -1037,7 +1037,7 @@ impl ModelRequest {
     ///     r#""tool_choice":{"type":"function","function":{"name":"now"}},"#,
     ///     r#""tools":[{"type":"function","function":{"name":"now","description":"The time.","#,
     ///     r#""parameters":{"properties":{},"type":"object"},"strict":false}}]}"#));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_openai_chat<'a>(
         &'a self,

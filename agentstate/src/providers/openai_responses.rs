@@ -581,7 +581,7 @@ impl ModelRequest {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{Effort, ModelRequest, OutputSchema};
+    /// use agentstate::providers::{Effort, ModelRequest, OutputSchema};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("o4-mini")
@@ -596,7 +596,7 @@ impl ModelRequest {
     ///
     /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
     /// assert!(stopped.to_openai_responses(&messages).is_err());
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_openai_responses<'a>(
         &'a self,

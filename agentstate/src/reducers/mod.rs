@@ -69,7 +69,8 @@ pub use json::{JsonField, JsonValue};
 pub use keyed::{DedupeAppend, KeyedPlan, MergeByKey};
 // The key functions and id trait the keyed reducers take, defined in `keys`.
 pub use crate::keys::{
-    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyValue, ListField,
+    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyType, KeyValue,
+    ListField,
 };
 pub use messages::{
     remove_tool_messages, AddMessages, AppendItems, MessageUpdate, ReplaceMessages, UpsertMessages,
@@ -121,7 +122,7 @@ pub trait Merges<T> {
 /// simplest route is a function `fn(&T, U) -> Result<T, E>` wrapped in [`FnReducer`].
 ///
 /// ```
-/// use agentstate::error::ReduceError;
+/// use agentstate::ReduceError;
 /// use agentstate::reducers::{Merges, Reducer, ReducerInfo};
 ///
 /// /// Adds the update to a counter; fails on overflow.
@@ -194,7 +195,7 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
     /// AddMessages.reduce(&mut history, update.clone())?;
     /// AddMessages.reduce(&mut history, update)?; // the same message again: nothing added
     /// assert_eq!(history.as_array().unwrap().len(), 1);
-    /// # Ok::<(), agentstate::error::ReduceError>(())
+    /// # Ok::<(), agentstate::ReduceError>(())
     /// ```
     fn prepare(&self, update: &mut Self::Update) {
         let _ = update;
@@ -263,7 +264,7 @@ pub fn dedupe_append() -> DedupeAppend<Identity> {
 /// by_id.reduce(&mut tasks, vec![Task { id: 2, status: "done" }, Task { id: 3, status: "new" }])?;
 /// assert_eq!(tasks.iter().map(|t| (t.id, t.status)).collect::<Vec<_>>(),
 ///            [(1, "pending"), (2, "done"), (3, "new")]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 pub fn merge_by_key<K>(key: K) -> MergeByKey<K> {
     MergeByKey::new(key)

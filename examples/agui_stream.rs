@@ -13,7 +13,7 @@
 //! `{"messages", "state", "ignored"}`, the shape of the fixtures' `.expected.json` (the message
 //! list the official client would hold, the shared state, the indices of the ignored events).
 
-use agentstate::agui::{ChatMessage, ChatState, Event, ApplyOutcome, StreamStatus};
+use agentstate::agui::{ApplyOutcome, ChatMessage, ChatState, Event, StreamStatus};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
@@ -108,7 +108,9 @@ fn show(file: &Path) -> Result<(), Box<dyn Error>> {
         }
         match outcome {
             ApplyOutcome::Applied => {}
-            ApplyOutcome::Ignored(error) | ApplyOutcome::Dropped(error) => println!("      ! {error}"),
+            ApplyOutcome::Ignored(error) | ApplyOutcome::Dropped(error) => {
+                println!("      ! {error}")
+            }
             ApplyOutcome::Conflict(conflict) => println!("      ! {conflict}"),
             other => println!("      ! {other:?}"),
         }

@@ -9,9 +9,7 @@
 
 use agentstate::message::{ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall};
 use agentstate::providers::Report;
-use agentstate::providers::{
-    CacheAt, Conversation, Effort, ModelRequest, Tool, ToolChoice,
-};
+use agentstate::providers::{CacheAt, Conversation, Effort, ModelRequest, Tool, ToolChoice};
 use serde::Serialize;
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::{
-    AguiMessage, ChatError, ChatState, Event, ApplyOutcome, Phase, StreamStatus, Timeline,
+    AguiMessage, ApplyOutcome, ChatError, ChatState, Event, Phase, StreamStatus, Timeline,
 };
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::{
-    fold_all, AguiMessage, ChatError, ChatState, Event, ApplyOutcome, Phase, StreamStatus,
+    fold_all, AguiMessage, ApplyOutcome, ChatError, ChatState, Event, Phase, StreamStatus,
 };
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::json_patch;
-use agentstate::agui::{fold, fold_all, ChatError, ChatState, Event, ApplyOutcome, Timeline};
+use agentstate::agui::{fold, fold_all, ApplyOutcome, ChatError, ChatState, Event, Timeline};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -1,10 +1,10 @@
 //! Behaviour of `#[derive(AgentState)]`: extension, nested states, custom reducers, keys,
 //! serde renames, atomic merges and introspection.
 
-use agentstate::KeyedList;
 use agentstate::message::{Message, Role};
 use agentstate::schema::Schema;
 use agentstate::state::AgentStateUpdateSetters;
+use agentstate::KeyedList;
 use agentstate::{AgentState, State};
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;

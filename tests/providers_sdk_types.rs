@@ -21,10 +21,10 @@ use agentstate::message::{
     AudioBlock, ContentBlock, DataBlock, DocumentBlock, ErrorBlock, MediaRef, Message,
     ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock, VideoBlock,
 };
+use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
 use agentstate::providers::{
     CacheAt, Effort, ModelRequest, OutputSchema, Sampling, Tool, ToolChoice,
 };
-use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::process::Command;

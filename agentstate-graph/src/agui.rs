@@ -52,9 +52,9 @@ use crate::event::Event;
 use crate::name::NodeKey;
 use crate::node::Emitted;
 use crate::GraphState;
-use agentstate::agui::{MessagesSnapshotEvent, StepFinishedEvent, StepStartedEvent};
 use agentstate::agui::MessageContent;
 use agentstate::agui::{state_delta, AguiMessage, Event as Agui};
+use agentstate::agui::{MessagesSnapshotEvent, StepFinishedEvent, StepStartedEvent};
 use agentstate::message::Message;
 use serde::Serialize;
 use serde_json::Value;
@@ -237,9 +237,9 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
         }
         if snapshot {
             // A user or system message has no streaming event: the whole list, as it is.
-            out.push(messages_snapshot(
-                agentstate::agui::messages_to_agui(messages),
-            ));
+            out.push(messages_snapshot(agentstate::agui::messages_to_agui(
+                messages,
+            )));
         }
     }
 }

@@ -1640,8 +1640,7 @@ async fn check_race<B: Backend>(store: &Store<B>, id: &str, mut won: Vec<(u64, u
     let Versioned { state, version } = store.load::<Tally>(id).await.unwrap();
     assert_eq!(version, n);
     let replay =
-        agentstate::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v)))
-            .unwrap();
+        agentstate::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v))).unwrap();
     assert_eq!(
         state, replay,
         "the stored state is not the replay of the committed appends"

@@ -3,22 +3,45 @@
 //! Typed, compile-time-checked agent state for Rust agent graphs.
 //!
 //! An agent graph's state is a struct whose fields each declare how a node's partial update
-//! merges into them: with a *reducer*. agentstate has the reducers of AgentFlow, OpenArmature
-//! and LangGraph with their exact semantics ([`reducers`]), the error categories of
-//! OpenArmature ([`error`]), AgentFlow's chat [`message`] model with its JSON wire format,
-//! AgentFlow's [`AgentState`](struct@state::AgentState) base, indexed [`collections`] that keep merges
-//! O(k) in long-lived states, runtime [`schema`]s for configuration-driven agents, partial
-//! [`update`]s (JSON, Overwrite, composition, fan-in), node [`output`]s and tool results, a
-//! [`journal`] for replay, the [`context`] window (pairing-safe views of the history for each
-//! model call, token counting, summaries), [`providers`]' request formats (OpenAI Chat and
-//! Responses, Anthropic, Gemini, and their responses back into messages), the [`keys`] items are
-//! compared by, and (feature `ag-ui`) the AG-UI event-stream fold in `agui`.
-//!
-//! `#[derive(AgentState)]` (default feature `derive`) implements [`State`] for a struct whose
-//! fields declare their reducers.
+//! merges into them: with a *reducer*. `#[derive(AgentState)]` (default feature `derive`)
+//! implements [`State`] for such a struct and generates its update type. agentstate has the
+//! reducers of AgentFlow, OpenArmature and LangGraph with their exact semantics, and around the
+//! state: AgentFlow's message model, the context window, the providers' request formats and the
+//! AG-UI event-stream fold.
 //!
 //! Start with the [`_tutorial`]; [`_derive`] is the derive's reference (the attribute grammar,
 //! the reducers and the field types each accepts, the compile-time checks).
+//!
+//! ## What is where
+//!
+//! The root holds the core every state uses:
+//!
+//! - [`State`] and `#[derive(AgentState)]`; [`AgentState`](struct@AgentState), AgentFlow's base
+//!   state (also in [`state`], with its update);
+//! - [`Update`]: partial updates (JSON, Overwrite, composition with [`Combine`], fan-in of
+//!   parallel branches with [`FanIn`]), [`IntoField`] (what a setter takes), [`Extends`] and
+//!   [`Extensible`] (a state that extends a base), [`present`] (a serde helper);
+//! - [`NodeOutput`] and [`ToolResult`]: what a node returns; [`MessagesUpdate`];
+//! - [`Error`] and [`ReduceError`]: errors in OpenArmature's categories;
+//! - [`Journal`]: replay; [`KeyedList`] and [`MessageList`]: indexed lists that keep merges
+//!   O(k) in long-lived states.
+//!
+//! The rest is in namespaces:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`state`] | AgentFlow's state model: [`AgentState`](struct@state::AgentState) and its update, [`ExecutionState`](state::ExecutionState) |
+//! | [`reducers`] | every reducer, and the keys the keyed reducers compare items by |
+//! | [`message`] | AgentFlow's chat [`Message`](message::Message) and its JSON wire format |
+//! | [`schema`] | runtime schemas, for configuration-driven agents |
+//! | [`context`] | the context window: pairing-safe views of the history for each model call, token counts, summaries |
+//! | [`providers`] | a [`ModelRequest`](providers::ModelRequest) and a conversation into OpenAI Chat, OpenAI Responses, Anthropic or Gemini bodies, and responses back; each provider's wire types in its own module |
+//! | [`providers::stream`] | streamed responses: text and tool-call deltas as they arrive, then the message |
+//! | `agui` (feature `ag-ui`) | AG-UI: a chat's state as the fold of an agent run's events, and the server side |
+//! | [`_tutorial`], [`_derive`] | documentation only |
+//!
+//! The public modules are namespaces, not files: the files behind them are private and their
+//! items re-exported, so a file can move without breaking an import.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};

@@ -1,59 +1,4 @@
 //! Partial updates: what a node returns and a state merges.
-//!
-//! An update has one optional entry per state field; `None` leaves the field alone. Beside the
-//! entries, every update has an *overwrite* slot per field (`update.overwrite.<field>`, or the
-//! `overwrite_<field>` setter) that replaces the field's value, bypassing its reducer: clear a
-//! list whose reducer is `append`, reset a bounded buffer, drop the context.
-//!
-//! Updates compose: `a.then(b)` is one update whose effect equals merging `a` then `b`.
-//!
-//! In JSON an absent key leaves the field alone, `null` for an `Option` field sets it to `None`,
-//! and `{"field": {"__overwrite__": value}}` is an Overwrite (LangGraph's form). [`Update::from_json`]
-//! rejects unknown keys with a "did you mean" hint, and names the field and the JSON path of a
-//! value that does not fit.
-//!
-//! ```
-//! use agentstate::state::{AgentState, AgentStateUpdate};
-//! use agentstate::message::{Message, Role};
-//! use agentstate::Update;
-//! use agentstate::State;
-//!
-//! let mut state = AgentState::default();
-//! state.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
-//!
-//! // `add_messages` never removes; an Overwrite does.
-//! state.merge(AgentStateUpdate::from_json(serde_json::json!({"context": {"__overwrite__": []}}))?)?;
-//! assert!(state.context.is_empty());
-//!
-//! let err = AgentStateUpdate::from_json(serde_json::json!({"contxt": []})).unwrap_err();
-//! assert_eq!(err.to_string(), "field `contxt` is not a field of this state; did you mean `context`?");
-//! # Ok::<(), agentstate::Error>(())
-//! ```
-//!
-//! ## Details
-//!
-//! - **JSON errors**: a value that does not fit names the field and the JSON path
-//!   (``field `cart` has a value that does not fit at `cart[1].qty`: ...``; when several values
-//!   fail, the error is one value's); a value nested deeper than [`MAX_DEPTH`] arrays and objects
-//!   is refused without recursing into it; a non-object is rejected. `from_json_lenient` /
-//!   `apply_json_lenient`, chosen explicitly, ignore unknown keys and return them. On any error
-//!   the state is unchanged.
-//! - **Overwrite forms**: typed `update.overwrite_<field>(value)`, JSON
-//!   `{"field": {"__overwrite__": value}}` (LangGraph's) or `"field.__overwrite__": value` (the
-//!   serialized form); both forms for one field in one update is an error. On a field without a
-//!   reducer an Overwrite sets the value; LangGraph (1.2.22) stores the `Overwrite(value=...)`
-//!   wrapper itself there, a departure we keep.
-//! - **Messages in JSON**: an `add_messages` or `replace_messages` update gets its messages' ids
-//!   and timestamps when it is made (setters and `from_json` call
-//!   [`Reducer::prepare`]), not at each merge: merging it twice
-//!   adds nothing the second time, and a journal replays it exactly.
-//! - **Composition**: `a.then(b)` works for every reducer of the crate; a user reducer
-//!   (`with = f`) cannot combine two updates, and `then` says so.
-//! - **Fan-in** ([`State::merge_parallel`]): branches apply
-//!   atomically in branch order; two Overwrites of one field are always an error, and an
-//!   Overwrite wins over other branches' writes to its field. Checked against steps of a real
-//!   LangGraph graph (`tests/data/langgraph_fan_in.json`, made by
-//!   `tests/data/generate_langgraph_fan_in.py`).
 
 use crate::collections::KeyedList;
 use crate::error::{did_you_mean, Error, ReduceError};
@@ -303,6 +248,61 @@ pub trait Extends<U> {
 
 /// The update type of a state: implemented by `#[derive(AgentState)]`. Gives JSON parsing with
 /// field-level errors and composition.
+///
+/// An update has one optional entry per state field; `None` leaves the field alone. Beside the
+/// entries, every update has an *overwrite* slot per field (`update.overwrite.<field>`, or the
+/// `overwrite_<field>` setter) that replaces the field's value, bypassing its reducer: clear a
+/// list whose reducer is `append`, reset a bounded buffer, drop the context.
+///
+/// Updates compose: `a.then(b)` is one update whose effect equals merging `a` then `b`.
+///
+/// In JSON an absent key leaves the field alone, `null` for an `Option` field sets it to `None`,
+/// and `{"field": {"__overwrite__": value}}` is an Overwrite (LangGraph's form). [`Update::from_json`]
+/// rejects unknown keys with a "did you mean" hint, and names the field and the JSON path of a
+/// value that does not fit.
+///
+/// ```
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+/// use agentstate::message::{Message, Role};
+/// use agentstate::Update;
+/// use agentstate::State;
+///
+/// let mut state = AgentState::default();
+/// state.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
+///
+/// // `add_messages` never removes; an Overwrite does.
+/// state.merge(AgentStateUpdate::from_json(serde_json::json!({"context": {"__overwrite__": []}}))?)?;
+/// assert!(state.context.is_empty());
+///
+/// let err = AgentStateUpdate::from_json(serde_json::json!({"contxt": []})).unwrap_err();
+/// assert_eq!(err.to_string(), "field `contxt` is not a field of this state; did you mean `context`?");
+/// # Ok::<(), agentstate::Error>(())
+/// ```
+///
+/// ## Details
+///
+/// - **JSON errors**: a value that does not fit names the field and the JSON path
+///   (``field `cart` has a value that does not fit at `cart[1].qty`: ...``; when several values
+///   fail, the error is one value's); a value nested deeper than [`MAX_DEPTH`] arrays and objects
+///   is refused without recursing into it; a non-object is rejected. `from_json_lenient` /
+///   `apply_json_lenient`, chosen explicitly, ignore unknown keys and return them. On any error
+///   the state is unchanged.
+/// - **Overwrite forms**: typed `update.overwrite_<field>(value)`, JSON
+///   `{"field": {"__overwrite__": value}}` (LangGraph's) or `"field.__overwrite__": value` (the
+///   serialized form); both forms for one field in one update is an error. On a field without a
+///   reducer an Overwrite sets the value; LangGraph (1.2.22) stores the `Overwrite(value=...)`
+///   wrapper itself there, a departure we keep.
+/// - **Messages in JSON**: an `add_messages` or `replace_messages` update gets its messages' ids
+///   and timestamps when it is made (setters and `from_json` call
+///   [`Reducer::prepare`]), not at each merge: merging it twice
+///   adds nothing the second time, and a journal replays it exactly.
+/// - **Composition**: `a.then(b)` works for every reducer of the crate; a user reducer
+///   (`with = f`) cannot combine two updates, and `then` says so.
+/// - **Fan-in** ([`State::merge_parallel`]): branches apply
+///   atomically in branch order; two Overwrites of one field are always an error, and an
+///   Overwrite wins over other branches' writes to its field. Checked against steps of a real
+///   LangGraph graph (`tests/data/langgraph_fan_in.json`, made by
+///   `tests/data/generate_langgraph_fan_in.py`).
 pub trait Update: Sized + Default {
     /// The state this updates.
     type State: State<Update = Self>;

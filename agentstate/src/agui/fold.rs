@@ -187,7 +187,7 @@ fn merge_into(target: &mut Map<String, Value>, incoming: &Map<String, Value>) {
 type Dropped = Option<String>;
 
 impl ChatState {
-    /// Folds one event into the state, in place (see the [module docs](self) for what each
+    /// Folds one event into the state, in place (see [the fold](crate::agui#the-fold) for what each
     /// event does), and says what it did: [`ApplyOutcome::Applied`], or why not entirely. Every
     /// error is also recorded in [`errors`](ChatState::errors), with the event's index.
     ///

@@ -142,7 +142,7 @@
 //!
 //! ## Converting messages
 //!
-//! Conversions between agentstate's (AgentFlow's) [`Message`] and AG-UI messages.
+//! Conversions between agentstate's (AgentFlow's) [`Message`](crate::message::Message) and AG-UI messages.
 //!
 //! | AgentFlow | AG-UI |
 //! |---|---|

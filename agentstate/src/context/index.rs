@@ -32,7 +32,7 @@ pub(crate) struct Entry {
 /// (or none: an orphan); for any other message, its own position. A cut before position `q` is
 /// *safe* when no message at or after `q` links to a message before `q`: no tool result loses
 /// its call and no assistant message loses a result. The index also keeps the running token sum,
-/// which makes the chunk grid of [`Cut::Chunked`](Cut::Chunked) independent of where the
+/// which makes the chunk grid of [`Cut::Chunked`](crate::context::Cut::Chunked) independent of where the
 /// history ends.
 ///
 /// Keep one index per history (for instance next to the state, or in the node that calls the

@@ -788,8 +788,7 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 /// have no block in a message: each is noted in the report, and stays in `raw` only.
 ///
 /// With the [`ToolIds`] of the request ([`Converted::tool_ids`]), a tool call id that
-/// was rewritten for Anthropic is mapped back to the original (see
-/// [`tool_ids`](super::tool_ids)).
+/// was rewritten for Anthropic is mapped back to the original.
 ///
 /// ```
 /// use agentstate::message::ContentBlock;
@@ -1006,7 +1005,7 @@ const ANTHROPIC: &str = "Anthropic Messages";
 
 impl ModelRequest {
     /// The whole Anthropic Messages body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused), with
+    /// [`ModelRequest`] for where each parameter goes and what is refused), with
     /// the tool call ids rewritten for Anthropic in the result's `tool_ids`. Refused without
     /// [`max_output_tokens`](super::request::ModelRequestBuilder::max_output_tokens), which
     /// Anthropic requires and has no default for.

@@ -877,7 +877,7 @@ const GEMINI: &str = "Gemini generateContent";
 
 impl ModelRequest {
     /// The whole Gemini `generateContent` body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused: Gemini
+    /// [`ModelRequest`] for where each parameter goes and what is refused: Gemini
     /// has no strict tools, and takes reasoning as a thinking budget only).
     ///
     /// ```

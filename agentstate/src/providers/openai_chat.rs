@@ -1018,7 +1018,7 @@ const CHAT: &str = "OpenAI Chat Completions";
 
 impl ModelRequest {
     /// The whole OpenAI Chat Completions body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused).
+    /// [`ModelRequest`] for where each parameter goes and what is refused).
     ///
     /// ```
     /// use agentstate::message::{Message, Role};

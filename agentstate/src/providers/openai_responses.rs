@@ -576,7 +576,7 @@ const RESPONSES: &str = "OpenAI Responses";
 
 impl ModelRequest {
     /// The whole OpenAI Responses body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused:
+    /// [`ModelRequest`] for where each parameter goes and what is refused:
     /// Responses has no `stop`, `seed`, penalties or `top_k`).
     ///
     /// ```

@@ -49,9 +49,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`KeyedList<T>`]: crate::collections::KeyedList
-//! [`KeyedList<T: HasId>`]: crate::collections::KeyedList
-//! [`MessageList`]: crate::collections::MessageList
+//! ## Keys
+//!
+//! The keyed reducers and [`KeyedList`](crate::KeyedList) compare items by a key: [`HasId`] (an
+//! item's id, as AgentFlow's `append_items` and `add_messages` use it), [`KeyFn`] (a key
+//! function: [`Identity`], [`ById`], [`by_field`], [`by_value`]), [`KeyLabel`] (how a key
+//! function shows in a schema) and [`ListField`] (a list-shaped field type).
+//!
+//! ```
+//! use agentstate::reducers::{by_field, KeyFn};
+//!
+//! struct Task { id: u32 }
+//! let key = by_field(|t: &Task| &t.id);
+//! assert_eq!(key.key(&Task { id: 7 })?, &7);
+//! # Ok::<(), agentstate::ReduceError>(())
+//! ```
+//!
+//! [`KeyedList<T>`]: crate::KeyedList
+//! [`KeyedList<T: HasId>`]: crate::KeyedList
+//! [`MessageList`]: crate::MessageList
 
 mod basic;
 mod bounded;
@@ -62,16 +78,15 @@ mod messages;
 mod nested;
 mod numeric;
 
+pub use crate::keys::{
+    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyType, KeyValue,
+    ListField,
+};
 pub use basic::{Append, ConcatFlatten, LastWriteWins, Merge, MergeAll, ReplaceValue};
 pub use bounded::BoundedAppend;
 pub use custom::{FnReducer, InOrder, Steps};
 pub use json::{JsonField, JsonValue};
 pub use keyed::{DedupeAppend, KeyedPlan, MergeByKey};
-// The key functions and id trait the keyed reducers take, defined in `keys`.
-pub use crate::keys::{
-    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyType, KeyValue,
-    ListField,
-};
 pub use messages::{
     remove_tool_messages, AddMessages, AppendItems, MessageUpdate, ReplaceMessages, UpsertMessages,
     UpsertPlan, REMOVE_ALL_MESSAGES,

@@ -26,7 +26,7 @@ pub fn state_snapshot<S: Serialize + ?Sized>(state: &S) -> Result<Event, serde_j
 /// The `STATE_DELTA` that takes `old` to `new`: a JSON Patch computed by `json_patch::diff`.
 ///
 /// ```
-/// use agentstate::agui::{server::state_delta, Event};
+/// use agentstate::agui::{state_delta, Event};
 /// use serde_json::json;
 ///
 /// let Event::StateDelta(delta) = state_delta(&json!({"n": 1, "tags": []}), &json!({"n": 2, "tags": ["a"]})) else {
@@ -66,7 +66,7 @@ pub struct StateEvents {
 /// stays and the error is returned.
 ///
 /// ```
-/// use agentstate::agui::{server::merge_with_events, ChatState, Event};
+/// use agentstate::agui::{merge_with_events, ChatState, Event};
 /// use agentstate::state::{AgentState, AgentStateUpdate};
 ///
 /// let mut state = AgentState::default();

@@ -107,7 +107,7 @@ pub struct GeminiPart<'a> {
     pub file_data: Option<FileData<'a>>,
     /// A function call: `{"id", "name", "args"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub function_call: Option<FunctionCall<'a>>,
+    pub function_call: Option<GeminiFunctionCall<'a>>,
     /// A function's response.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function_response: Option<FunctionResponse<'a>>,
@@ -136,7 +136,7 @@ pub struct FileData<'a> {
 
 /// `{"id", "name", "args"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FunctionCall<'a> {
+pub struct GeminiFunctionCall<'a> {
     /// The call id.
     pub id: &'a str,
     /// The function.
@@ -604,7 +604,7 @@ fn model_parts<'a>(message: &'a Message, index: usize, report: &mut Report) -> V
             None => None,
         };
         parts.push(GeminiPart {
-            function_call: Some(FunctionCall {
+            function_call: Some(GeminiFunctionCall {
                 id: call.id,
                 name: call.name,
                 args,

@@ -33,7 +33,7 @@ fn main() {
 /// characters / 4, with their errors.
 #[cfg(feature = "tokenizer")]
 fn accuracy_table() {
-    let real = agentstate::context::bpe::Bpe::o200k_base();
+    let real = agentstate::context::Bpe::o200k_base();
     let error = |n: u32, exact: u32| (f64::from(n) - f64::from(exact)) / f64::from(exact) * 100.0;
     println!("| text | characters | `o200k_base` | `Estimate` | error | characters / 4 | error |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
@@ -208,12 +208,12 @@ mod count {
     #[cfg(feature = "tokenizer")]
     #[divan::bench]
     fn bpe_o200k_base(bencher: Bencher) {
-        bench_count(bencher, &agentstate::context::bpe::Bpe::o200k_base());
+        bench_count(bencher, &agentstate::context::Bpe::o200k_base());
     }
 
     #[cfg(feature = "tokenizer")]
     #[divan::bench]
     fn bpe_cl100k_base(bencher: Bencher) {
-        bench_count(bencher, &agentstate::context::bpe::Bpe::cl100k_base());
+        bench_count(bencher, &agentstate::context::Bpe::cl100k_base());
     }
 }

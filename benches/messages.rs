@@ -14,9 +14,9 @@
 //!
 //! Run with `cargo bench --bench messages`; `benches/README.md`'s table comes from it.
 
-use agentstate::collections::MessageList;
 use agentstate::message::{ContentBlock, JsonObject, Message, Role, TokenUsages, ToolCall};
 use agentstate::state::AgentState;
+use agentstate::MessageList;
 use divan::{black_box, Bencher};
 use serde_json::json;
 use std::alloc::{GlobalAlloc, Layout, System};

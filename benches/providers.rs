@@ -22,7 +22,7 @@ use agentstate::providers::anthropic::to_anthropic;
 use agentstate::providers::gemini::to_gemini;
 use agentstate::providers::openai_chat::to_openai_chat;
 use agentstate::providers::openai_responses::to_openai_responses;
-use agentstate::providers::request::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
+use agentstate::providers::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
 use divan::counter::ItemsCount;
 use divan::{black_box, Bencher};
 use serde_json::json;

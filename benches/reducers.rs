@@ -20,13 +20,13 @@
 //!
 //! Run with `cargo bench --bench reducers`; `benches/README.md`'s table comes from it.
 
-use agentstate::collections::{KeyedList, MessageList};
 use agentstate::message::{Message, Role};
 use agentstate::reducers::{
     by_field, AddMessages, Append, AppendItems, BoundedAppend, ConcatFlatten, DedupeAppend, HasId,
     KeyRef, LastWriteWins, Merge, MergeAll, MergeByKey, MessageUpdate, Reducer, ReplaceMessages,
     ReplaceValue, UpsertMessages,
 };
+use agentstate::{KeyedList, MessageList};
 use divan::Bencher;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 

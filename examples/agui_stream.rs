@@ -13,7 +13,7 @@
 //! `{"messages", "state", "ignored"}`, the shape of the fixtures' `.expected.json` (the message
 //! list the official client would hold, the shared state, the indices of the ignored events).
 
-use agentstate::agui::{ChatMessage, ChatState, Event, Outcome, StreamStatus};
+use agentstate::agui::{ApplyOutcome, ChatMessage, ChatState, Event, StreamStatus};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
@@ -76,7 +76,7 @@ fn show_json(file: &Path) -> Result<(), Box<dyn Error>> {
     let mut chat = ChatState::new();
     let mut ignored = Vec::new();
     for (i, event) in read(file)?.iter().enumerate() {
-        if let Outcome::Ignored(_) = chat.apply(event) {
+        if let ApplyOutcome::Ignored(_) = chat.apply(event) {
             ignored.push(i);
         }
     }
@@ -107,9 +107,11 @@ fn show(file: &Path) -> Result<(), Box<dyn Error>> {
             println!("      {}", line(&chat, message));
         }
         match outcome {
-            Outcome::Applied => {}
-            Outcome::Ignored(error) | Outcome::Dropped(error) => println!("      ! {error}"),
-            Outcome::Conflict(conflict) => println!("      ! {conflict}"),
+            ApplyOutcome::Applied => {}
+            ApplyOutcome::Ignored(error) | ApplyOutcome::Dropped(error) => {
+                println!("      ! {error}")
+            }
+            ApplyOutcome::Conflict(conflict) => println!("      ! {conflict}"),
             other => println!("      ! {other:?}"),
         }
     }

@@ -10,9 +10,9 @@
 //! Run with `cargo run --example context_window`.
 
 use agentstate::context::{ContextIndex, ContextView, ContextWindow, Estimate, SummaryPolicy};
-use agentstate::journal::Journal;
 use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::state::{AgentState, AgentStateUpdate};
+use agentstate::Journal;
 use serde_json::json;
 
 const CITIES: [&str; 8] = [

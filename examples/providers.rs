@@ -8,10 +8,8 @@
 //! Run with `cargo run --example providers`.
 
 use agentstate::message::{ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall};
-use agentstate::providers::report::Report;
-use agentstate::providers::request::{
-    CacheAt, Conversation, Effort, ModelRequest, Tool, ToolChoice,
-};
+use agentstate::providers::Report;
+use agentstate::providers::{CacheAt, Conversation, Effort, ModelRequest, Tool, ToolChoice};
 use serde::Serialize;
 use serde_json::json;
 

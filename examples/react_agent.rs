@@ -8,10 +8,10 @@
 
 use agentstate::context::{ContextIndex, ContextWindow};
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
 use agentstate::providers::openai_chat::to_openai_chat;
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;
+use agentstate::{NodeOutput, ToolResult};
 use agentstate_graph::agui::AguiAdapter;
 use agentstate_graph::{node_names, Context, Dispatch, Event, Graph};
 use futures_util::StreamExt;

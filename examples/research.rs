@@ -1,6 +1,6 @@
 //! Every canonical OpenArmature reducer on one state. Run with `cargo run --example research`.
 
-use agentstate::collections::KeyedList;
+use agentstate::KeyedList;
 use agentstate::{AgentState, State};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};

@@ -4,9 +4,9 @@
 //! Run with `cargo run --example tool_loop`.
 
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
-use agentstate::update::FanIn;
+use agentstate::FanIn;
 use agentstate::{AgentState, State};
+use agentstate::{NodeOutput, ToolResult};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::BTreeMap;

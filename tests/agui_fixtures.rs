@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::{
-    AguiMessage, ChatError, ChatState, Event, Outcome, Phase, StreamStatus, Timeline,
+    AguiMessage, ApplyOutcome, ChatError, ChatState, Event, Phase, StreamStatus, Timeline,
 };
 use serde_json::{json, Value};
 
@@ -66,7 +66,7 @@ fn fold_checking_outcomes(name: &str) -> ChatState {
     let mut chat = ChatState::new();
     for (i, event) in events(name).iter().enumerate() {
         match chat.apply(event) {
-            Outcome::Ignored(error) => {
+            ApplyOutcome::Ignored(error) => {
                 assert!(
                     ignored.contains(&i),
                     "{name}: event {i} was ignored: {error}"
@@ -350,11 +350,11 @@ fn ordering_violations_are_reported_and_ignored() {
         );
         // `apply` says so too, with the event's index.
         match outcome {
-            Outcome::Ignored(error) => {
+            ApplyOutcome::Ignored(error) => {
                 assert!(ignored.contains(&i), "event {i} was ignored: {error}");
                 assert_eq!(error.event_index, i);
             }
-            Outcome::Applied => assert!(!ignored.contains(&i), "event {i} was applied"),
+            ApplyOutcome::Applied => assert!(!ignored.contains(&i), "event {i} was applied"),
             other => panic!("event {i}: {other:?}"),
         }
     }

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::{
-    fold_all, AguiMessage, ChatError, ChatState, Event, Outcome, Phase, StreamStatus,
+    fold_all, AguiMessage, ApplyOutcome, ChatError, ChatState, Event, Phase, StreamStatus,
 };
 use serde_json::{json, Value};
 
@@ -287,7 +287,7 @@ fn unknown_raw_custom_and_subagent_events_change_nothing() {
         ev(json!({"type": "SUBAGENT_STARTED", "subagentRunId": "s", "name": "helper"})),
         ev(json!({"type": "SUBAGENT_FINISHED", "subagentRunId": "s"})),
     ] {
-        assert_eq!(after.apply(&event), Outcome::Applied);
+        assert_eq!(after.apply(&event), ApplyOutcome::Applied);
     }
     assert_eq!(after.to_agui_messages(), before.to_agui_messages());
     assert_eq!(after.messages(), before.messages());
@@ -346,23 +346,23 @@ fn apply_says_what_each_event_did_with_its_index() {
         Event::state_delta(vec![json!({"op": "test", "path": "/n", "value": 2})]),
         Event::text_start("a"),
     ];
-    let outcomes: Vec<Outcome> = events.iter().map(|e| chat.apply(e)).collect();
+    let outcomes: Vec<ApplyOutcome> = events.iter().map(|e| chat.apply(e)).collect();
     assert!(
-        outcomes[..3].iter().all(Outcome::is_applied),
+        outcomes[..3].iter().all(ApplyOutcome::is_applied),
         "{outcomes:?}"
     );
     // Accepted (the message is still open) but it has nowhere to go: dropped.
-    let Outcome::Dropped(dropped) = &outcomes[3] else {
+    let ApplyOutcome::Dropped(dropped) = &outcomes[3] else {
         panic!("{:?}", outcomes[3])
     };
     assert_eq!(dropped.event_index, 3);
     assert_eq!(dropped.event_type, "TEXT_MESSAGE_CONTENT");
-    let Outcome::Conflict(conflict) = &outcomes[4] else {
+    let ApplyOutcome::Conflict(conflict) = &outcomes[4] else {
         panic!("{:?}", outcomes[4])
     };
     assert_eq!((conflict.event_index, conflict.operation), (4, Some(0)));
     assert_eq!(chat.agent_state(), &json!({"n": 1}));
-    let Outcome::Ignored(ignored) = &outcomes[5] else {
+    let ApplyOutcome::Ignored(ignored) = &outcomes[5] else {
         panic!("{:?}", outcomes[5])
     };
     assert_eq!(ignored.event_index, 5);

@@ -3,7 +3,7 @@
 #![cfg(feature = "ag-ui")]
 
 use agentstate::agui::json_patch;
-use agentstate::agui::{fold, fold_all, ChatError, ChatState, Event, Outcome, Timeline};
+use agentstate::agui::{fold, fold_all, ApplyOutcome, ChatError, ChatState, Event, Timeline};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -156,7 +156,7 @@ proptest! {
         for (i, event) in events.iter().enumerate() {
             let before = chat.clone();
             let outcome = chat.apply(event);
-            if let Outcome::Ignored(error) = &outcome {
+            if let ApplyOutcome::Ignored(error) = &outcome {
                 ignored.push(i);
                 prop_assert_eq!(error.event_index, i);
                 prop_assert_eq!(chat.errors().last(), Some(&ChatError::Protocol(error.clone())));
@@ -174,7 +174,7 @@ proptest! {
         let mut valid = ChatState::new();
         for (i, event) in events.iter().enumerate().filter(|(i, _)| !ignored.contains(i)) {
             let outcome = valid.apply(event);
-            prop_assert!(!matches!(outcome, Outcome::Ignored(_)), "event {} ignored only when alone: {:?}", i, outcome);
+            prop_assert!(!matches!(outcome, ApplyOutcome::Ignored(_)), "event {} ignored only when alone: {:?}", i, outcome);
         }
         prop_assert_eq!(valid.to_agui_messages(), chat.to_agui_messages());
         prop_assert_eq!(valid.agent_state(), chat.agent_state());

@@ -2,13 +2,13 @@
 //! folding them on the client reproduces the server's state.
 #![cfg(feature = "ag-ui")]
 
-use agentstate::agui::server::{merge_with_events, state_delta, state_snapshot};
-use agentstate::agui::{ChatState, Event, StateStream, StreamError};
+use agentstate::agui::{merge_with_events, state_delta, state_snapshot};
+use agentstate::agui::{ChatState, Event, StateStream, StateStreamError};
 use agentstate::message::{Message, Role};
 use agentstate::reducers::LastWriteWins;
 use agentstate::schema::{FieldSchema, Schema};
 use agentstate::state::{AgentState, AgentStateUpdate, ExecutionState, ExecutionStatus};
-use agentstate::update::Combine;
+use agentstate::Combine;
 use agentstate::{Error, State};
 use serde::Serialize;
 use serde_json::json;
@@ -169,7 +169,7 @@ fn a_failed_merge_changes_nothing_and_reads_well() {
     let mut server = StateStream::new(Counter::default()).unwrap();
     server.update(Some(3)).unwrap();
     let err = server.update(Some(-1)).unwrap_err();
-    assert!(matches!(err, StreamError::Update(_)));
+    assert!(matches!(err, StateStreamError::Update(_)));
     assert_eq!(
         err.to_string(),
         "the update could not be merged: field `count` expects a non-negative number, got -1"

@@ -7,7 +7,7 @@
 //! shows.
 #![cfg(feature = "tokenizer")]
 
-use agentstate::context::bpe::Bpe;
+use agentstate::context::Bpe;
 use agentstate::context::{CharsOver4, Estimate, TokenCounter};
 use context_support::LANGUAGES;
 

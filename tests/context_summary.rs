@@ -10,9 +10,9 @@ use agentstate::context::{
     ContextError, ContextIndex, ContextWindow, Estimate, SummaryPolicy, SummaryRequest, Threshold,
     TokenCounter,
 };
-use agentstate::journal::Journal;
 use agentstate::message::{Message, MessageId, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
+use agentstate::Journal;
 use agentstate::State;
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 
 mod context_support;
 
-use agentstate::context::bpe::Bpe;
+use agentstate::context::Bpe;
 use agentstate::context::{CharsOver4, ContextIndex, ContextWindow, Estimate, TokenCounter};
 use agentstate::message::{Message, Role, TokenUsages};
 use context_support::{conversation, kind, Kind};

@@ -12,7 +12,7 @@ use agentstate::context::{
     ContextIndex, ContextView, ContextWindow, Cut, TokenCounter, Unanswered,
 };
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::providers::report::{Issue, Report};
+use agentstate::providers::{Issue, Report};
 use serde_json::json;
 use std::collections::HashSet;
 

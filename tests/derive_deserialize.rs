@@ -110,7 +110,7 @@ mod twin {
     #[derive(Debug, serde::Deserialize)]
     #[serde(default, rename = "AgentState")]
     pub struct AgentStateTwin {
-        pub context: agentstate::collections::MessageList,
+        pub context: agentstate::MessageList,
         pub context_summary: Option<String>,
         #[serde(default)]
         pub context_summary_through: Option<agentstate::message::MessageId>,

@@ -1,10 +1,10 @@
 //! Behaviour of `#[derive(AgentState)]`: extension, nested states, custom reducers, keys,
 //! serde renames, atomic merges and introspection.
 
-use agentstate::collections::KeyedList;
 use agentstate::message::{Message, Role};
 use agentstate::schema::Schema;
 use agentstate::state::AgentStateUpdateSetters;
+use agentstate::KeyedList;
 use agentstate::{AgentState, State};
 use serde::{Deserialize, Serialize};
 use std::cell::Cell;
@@ -105,7 +105,7 @@ fn a_generic_extensible_state_is_a_base() {
     page.merge(PageUpdate::from_json(serde_json::json!({"tags": ["a"], "title": "t"})).unwrap())
         .unwrap();
     let mut update = PageUpdate::default();
-    agentstate::update::Extends::base_update(&mut update).tags = Some(vec!["b".to_string()]);
+    agentstate::Extends::base_update(&mut update).tags = Some(vec!["b".to_string()]);
     page.merge(update).unwrap();
     assert_eq!(page.tags, ["a", "b"], "appended through the base's reducer");
     assert_eq!(page.title, "t");

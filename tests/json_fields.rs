@@ -1,8 +1,8 @@
 //! `serde_json::Value` fields of a derived state: they start as `null` and merge from there, and
 //! a JSON messages update gets its ids when it is made, so merges and replays are exact.
 
-use agentstate::journal::Journal;
-use agentstate::update::Update;
+use agentstate::Journal;
+use agentstate::Update;
 use agentstate::{AgentState, State};
 use serde_json::{json, Value};
 

@@ -6,11 +6,11 @@
 //! The tests run with debug assertions, under which every index hit is also checked against the
 //! item's key: a stale index fails here even where the answer happens to be right.
 
-use agentstate::collections::{KeyedList, MessageList};
 use agentstate::message::{Message, MessageId, Role};
 use agentstate::reducers::{
     by_value, AddMessages, DedupeAppend, MergeByKey, MessageUpdate, Reducer, UpsertMessages,
 };
+use agentstate::{KeyedList, MessageList};
 use proptest::prelude::*;
 
 type Pair = (u8, u8);

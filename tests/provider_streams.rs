@@ -4,7 +4,7 @@
 //! concatenate to the final texts and arguments; errors name the provider and the event.
 
 use agentstate::message::{ContentBlock, Message};
-use agentstate::providers::stream::sse::SseDecoder;
+use agentstate::providers::stream::SseDecoder;
 use agentstate::providers::stream::{
     Accumulator, AnthropicStream, Delta, GeminiStream, OpenAiChatStream, OpenAiResponsesStream,
     Sse, StreamError,

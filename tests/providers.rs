@@ -8,7 +8,7 @@ use agentstate::providers::anthropic::{from_anthropic, to_anthropic};
 use agentstate::providers::gemini::{from_gemini, to_gemini};
 use agentstate::providers::openai_chat::{from_openai_chat, to_openai_chat};
 use agentstate::providers::openai_responses::{from_openai_responses, to_openai_responses};
-use agentstate::providers::report::{Action, Issue, Note, Report, Severity};
+use agentstate::providers::{Action, Issue, Note, Report, Severity};
 use serde_json::{json, Map, Value};
 
 fn object(value: Value) -> Map<String, Value> {

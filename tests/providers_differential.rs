@@ -20,7 +20,7 @@ use agentstate::providers::anthropic::to_anthropic;
 use agentstate::providers::gemini::to_gemini;
 use agentstate::providers::openai_chat::to_openai_chat;
 use agentstate::providers::openai_responses::to_openai_responses;
-use agentstate::providers::report::{Issue, Report};
+use agentstate::providers::{Issue, Report};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

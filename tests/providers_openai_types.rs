@@ -101,7 +101,7 @@ fn responses_requests_are_async_openai_requests() {
 #[cfg(feature = "async-openai")]
 #[test]
 fn typed_bodies_convert_into_async_openai_requests() {
-    use agentstate::providers::request::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
+    use agentstate::providers::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
 
     let tools = [
         Tool::new(

@@ -1,14 +1,14 @@
-//! Typed model requests (`agentstate::providers::request`): where each parameter goes in each
+//! Typed model requests (`agentstate::providers::ModelRequest`): where each parameter goes in each
 //! provider's body, what each provider refuses (a `RequestError`, no body), the notes of what
 //! does not apply, the bodies' key order and byte stability, and the builder's checks.
 
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::providers::report::{Action, Issue, Severity};
-use agentstate::providers::request::{
+use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
+use agentstate::providers::{Action, Issue, Severity};
+use agentstate::providers::{
     CacheAt, CacheBreakpoints, Conversation, Effort, ModelRequest, ModelRequestBuilder,
     OutputSchema, RequestError, Sampling, Tool, ToolChoice,
 };
-use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

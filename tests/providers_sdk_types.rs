@@ -21,10 +21,10 @@ use agentstate::message::{
     AudioBlock, ContentBlock, DataBlock, DocumentBlock, ErrorBlock, MediaRef, Message,
     ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock, VideoBlock,
 };
-use agentstate::providers::request::{
+use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
+use agentstate::providers::{
     CacheAt, Effort, ModelRequest, OutputSchema, Sampling, Tool, ToolChoice,
 };
-use agentstate::providers::{to_anthropic, to_gemini, to_openai_chat, to_openai_responses};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::process::Command;
@@ -277,7 +277,7 @@ fn requests() -> Vec<ModelRequest> {
 /// The whole bodies of a typed request with a conversation, for each provider that takes it.
 fn request_bodies(request: &ModelRequest, messages: &[Message]) -> Vec<(&'static str, Value)> {
     let value = |body: Result<Value, _>| body.ok();
-    let summary = || agentstate::providers::request::Conversation::new(messages).summary("summary");
+    let summary = || agentstate::providers::Conversation::new(messages).summary("summary");
     [
         (
             "openai_chat",

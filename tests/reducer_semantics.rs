@@ -5,7 +5,6 @@
 //! The conformance fixtures themselves are run by `tests/conformance.rs` when they are present;
 //! this file stands without them.
 
-use agentstate::collections::{KeyedList, MessageList};
 use agentstate::message::{Message, MessageId, Role, ToolCall};
 use agentstate::reducers::{
     self, by_field, by_value, remove_tool_messages, AddMessages, Append, AppendItems,
@@ -16,6 +15,7 @@ use agentstate::reducers::{
 use agentstate::schema::{Field, Schema};
 use agentstate::state::{AgentState, AgentStateUpdate, ExecutionState, ExecutionStatus};
 use agentstate::{Error, State};
+use agentstate::{KeyedList, MessageList};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 

@@ -3,14 +3,14 @@
 //! one behaviour, and where AgentFlow or LangGraph gets it wrong (semantics.md §1 and §3), that
 //! the wrong result does not happen here.
 
-use agentstate::collections::{KeyedList, MessageList};
-use agentstate::journal::Journal;
 use agentstate::message::{Message, Role};
-use agentstate::output::{NodeOutput, ToolResult};
 use agentstate::reducers::{HasId, MessageUpdate};
 use agentstate::state::AgentStateUpdateSetters;
-use agentstate::update::FanIn;
+use agentstate::FanIn;
+use agentstate::Journal;
 use agentstate::{AgentState, State};
+use agentstate::{KeyedList, MessageList};
+use agentstate::{NodeOutput, ToolResult};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

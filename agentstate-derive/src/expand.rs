@@ -54,12 +54,12 @@ fn stub(input: &DeriveInput) -> TokenStream {
                 fn compose(
                     first: #update,
                     _: #update,
-                    _: ::agentstate::update::Combine,
+                    _: ::agentstate::__private::Combine,
                 ) -> ::core::result::Result<#update, ::agentstate::Error> {
                     ::core::result::Result::Ok(first)
                 }
-                fn schema() -> ::agentstate::schema::Schema {
-                    ::agentstate::schema::Schema::describe(::std::vec::Vec::new())
+                fn schema() -> ::agentstate::__private::Schema {
+                    ::agentstate::__private::Schema::describe(::std::vec::Vec::new())
                 }
             }
         };
@@ -778,7 +778,7 @@ impl<'a> Gen<'a> {
         out.s(
             "{ \
              /// Parses a JSON update strictly: unknown keys and values that do not fit are\n\
-             /// `state_validation_error`s naming the field (see `agentstate::update::Update`).\n\
+             /// `state_validation_error`s naming the field (see `agentstate::Update`).\n\
              #[inline] pub fn from_json(value: __p::serde_json::Value) -> __p::Result<Self, __p::Error> \
              where for<'__agentstate> Self: __p::DeserializeOwned { <Self as __p::Update>::from_json(value) } \
              /// Parses a JSON update, ignoring and returning unknown keys.\n\
@@ -1219,7 +1219,7 @@ impl<'a> Gen<'a> {
                     .g(Delimiter::Parenthesis, |a| tuple(a, describes));
             });
             if let Some(execution) = self.execution() {
-                g.s("#[inline] fn execution(&self) -> __p::Option<(&'static str, &::agentstate::state::ExecutionState)>");
+                g.s("#[inline] fn execution(&self) -> __p::Option<(&'static str, &__p::ExecutionState)>");
                 g.g(Delimiter::Brace, |b| {
                     b.s(&execution);
                 });

@@ -10,7 +10,7 @@
 //! | a node's text delta | `TEXT_MESSAGE_START` (first delta of a message id), `TEXT_MESSAGE_CONTENT`; `TEXT_MESSAGE_END` when the node finishes |
 //! | a node's tool call delta | `TOOL_CALL_START` (first delta), `TOOL_CALL_ARGS`; `TOOL_CALL_END` when the node finishes |
 //! | a node's custom event | `CUSTOM` |
-//! | step finished | the messages the step added that were not streamed (`TEXT_MESSAGE_*`, `TOOL_CALL_*` with the assistant message as parent, `TOOL_CALL_RESULT`; a `MESSAGES_SNAPSHOT` for a user or system message), then `STATE_DELTA` from the state before the step (through [`agentstate::agui::server::state_delta`]) |
+//! | step finished | the messages the step added that were not streamed (`TEXT_MESSAGE_*`, `TOOL_CALL_*` with the assistant message as parent, `TOOL_CALL_RESULT`; a `MESSAGES_SNAPSHOT` for a user or system message), then `STATE_DELTA` from the state before the step (through [`agentstate::agui::state_delta`]) |
 //! | run finished / failed | `RUN_FINISHED` / `RUN_ERROR` (code: the error's category) |
 //!
 //! ```
@@ -52,9 +52,9 @@ use crate::event::Event;
 use crate::name::NodeKey;
 use crate::node::Emitted;
 use crate::GraphState;
-use agentstate::agui::event::{MessagesSnapshotEvent, StepFinishedEvent, StepStartedEvent};
-use agentstate::agui::message::MessageContent;
-use agentstate::agui::{server, AguiMessage, Event as Agui};
+use agentstate::agui::MessageContent;
+use agentstate::agui::{state_delta, AguiMessage, Event as Agui};
+use agentstate::agui::{MessagesSnapshotEvent, StepFinishedEvent, StepStartedEvent};
 use agentstate::message::Message;
 use serde::Serialize;
 use serde_json::Value;
@@ -92,7 +92,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
             run_id: String::new(),
             messages,
             json: serde_json::to_value(initial)?,
-            initial: agentstate::agui::convert::messages_to_agui(initial_messages),
+            initial: agentstate::agui::messages_to_agui(initial_messages),
             seen: initial_messages
                 .iter()
                 .map(|m| m.message_id.to_string())
@@ -141,7 +141,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 self.new_messages(state, &mut out);
                 match serde_json::to_value(&**state) {
                     Ok(json) => {
-                        out.push(server::state_delta(&self.json, &json));
+                        out.push(state_delta(&self.json, &json));
                         self.json = json;
                     }
                     Err(error) => out.push(Agui::run_error(
@@ -202,7 +202,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
             if !self.seen.insert(message.message_id.to_string()) {
                 continue;
             }
-            for agui in agentstate::agui::convert::to_agui(message) {
+            for agui in agentstate::agui::to_agui(message) {
                 match agui {
                     AguiMessage::Assistant(m) => {
                         let text = m.content.unwrap_or_default();
@@ -237,9 +237,9 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
         }
         if snapshot {
             // A user or system message has no streaming event: the whole list, as it is.
-            out.push(messages_snapshot(
-                agentstate::agui::convert::messages_to_agui(messages),
-            ));
+            out.push(messages_snapshot(agentstate::agui::messages_to_agui(
+                messages,
+            )));
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::name::{NodeKey, Routes, Target};
 use crate::node::{BoxError, Node};
 use crate::subgraph::JsonSubgraph;
 use crate::GraphState;
-use agentstate::error::did_you_mean;
+use agentstate::did_you_mean;
 use agentstate::schema::Schema;
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //!    and nothing of the step is merged.
 //! 3. The updates merge at the barrier, atomically, in the step's node order (never completion
 //!    order): one update merges as it is; several compose as parallel writes
-//!    ([`Combine::Parallel`](agentstate::update::Combine::Parallel) with [`FanIn::Strict`](agentstate::update::FanIn::Strict)), so a field whose reducer keeps one value
+//!    ([`Combine::Parallel`](agentstate::Combine::Parallel) with [`FanIn::Strict`](agentstate::FanIn::Strict)), so a field whose reducer keeps one value
 //!    written by two nodes is an error naming the field and both nodes, and nothing is merged.
 //!    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
 //! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the

@@ -29,7 +29,7 @@
 //! ```
 
 use agentstate::schema::Schema;
-use agentstate::update::{Combine, FanIn};
+use agentstate::{Combine, FanIn};
 use agentstate::{Error, State};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -177,7 +177,7 @@ impl<'de> serde::Deserialize<'de> for JsonState {
 /// let both = JsonState::compose(
 ///     state.update(json!({"log": ["a"], "v": 1})),
 ///     state.update(json!({"log": ["b"], "v": 2})),
-///     agentstate::update::Combine::Sequence,
+///     agentstate::Combine::Sequence,
 /// )?;
 /// let stored = serde_json::to_value(&both)?;
 /// assert_eq!(stored, json!({"log": ["a", "b"], "v": 2}));
@@ -316,6 +316,6 @@ impl State for JsonState {
 }
 
 /// Makes a `JsonUpdate` a node's output (`.into()`, or returned as it is).
-impl agentstate::update::Update for JsonUpdate {
+impl agentstate::Update for JsonUpdate {
     type State = JsonState;
 }

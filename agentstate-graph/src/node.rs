@@ -23,7 +23,7 @@
 //! ```
 
 use crate::effect::{EffectError, Interrupted, Scope};
-use agentstate::output::NodeOutput;
+use agentstate::NodeOutput;
 use agentstate::State;
 use serde_json::Value;
 use std::future::Future;

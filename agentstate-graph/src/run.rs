@@ -20,7 +20,7 @@ use crate::name::NodeKey;
 use crate::node::{BoxError, Context, NodeFuture, Sink};
 use crate::step::{Composed, Next};
 use crate::GraphState;
-use agentstate::output::NodeOutput;
+use agentstate::NodeOutput;
 use std::future::Future;
 use std::sync::Arc;
 use tracing::Instrument;

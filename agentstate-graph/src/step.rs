@@ -12,7 +12,7 @@ use crate::graph::{Edge, Graph, NodeEntry};
 use crate::name::NodeKey;
 use crate::run::NodeResult;
 use crate::GraphState;
-use agentstate::update::{Combine, FanIn};
+use agentstate::{Combine, FanIn};
 use std::sync::Arc;
 
 /// The next step's tasks: node indices, and for each the input of its `Send` (`None`: the node

@@ -2,13 +2,13 @@
 //! and state.
 #![cfg(feature = "ag-ui")]
 
-use agentstate::agui::convert::messages_to_agui;
+use agentstate::agui::messages_to_agui;
 use agentstate::agui::{AguiMessage, ChatState, Event as Agui, Phase};
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::NodeOutput;
-use agentstate::output::ToolResult;
 use agentstate::state::{AgentState, AgentStateUpdate};
+use agentstate::NodeOutput;
 use agentstate::State;
+use agentstate::ToolResult;
 use agentstate_graph::agui::AguiAdapter;
 use agentstate_graph::{Context, Graph, END};
 use futures_util::StreamExt;

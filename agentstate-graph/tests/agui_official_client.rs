@@ -5,7 +5,7 @@
 //! AG-UI events are deterministic. They are committed in `tests/data/agui/NAME.json`; the test
 //! checks the run still produces exactly those events (the fixture cannot go stale), then checks
 //! that `NAME.expected.json`, the official client's fold of them, equals the run's final
-//! messages (as AG-UI messages, through `agentstate::agui::convert`) and final state.
+//! messages (as AG-UI messages, through `agentstate::agui::messages_to_agui`) and final state.
 //!
 //! Normalisations, the same as `tests/agui_fixtures.rs`: numbers are compared as JavaScript
 //! writes them (its numbers are all doubles: the run's `1700000000.0` reads `1700000000`), and
@@ -24,12 +24,12 @@
 //! ```
 #![cfg(feature = "ag-ui")]
 
-use agentstate::agui::convert::messages_to_agui;
+use agentstate::agui::messages_to_agui;
 use agentstate::message::{Message, Role, ToolCall};
-use agentstate::output::{NodeOutput, ToolResult};
 use agentstate::state::{AgentState as Chat, AgentStateUpdate};
 use agentstate::AgentState;
 use agentstate::State;
+use agentstate::{NodeOutput, ToolResult};
 use agentstate_graph::agui::{AguiAdapter, MessagesOf};
 use agentstate_graph::node::Emitted;
 use agentstate_graph::{Context, Event, Graph, GraphState, RunConfig, END};

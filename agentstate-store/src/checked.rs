@@ -2,7 +2,7 @@
 //! state: a deserializer that wraps another and checks each key of the outer object as it goes
 //! by, so a journal entry is parsed once (a separate pass over its keys would parse it twice).
 
-use agentstate::update::OVERWRITE_SUFFIX;
+use agentstate::OVERWRITE_SUFFIX;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use std::fmt;
 

@@ -501,7 +501,7 @@ impl Plan {
                 if let Some(map) = value.as_object_mut() {
                     map.retain(|key, _| {
                         let field = key
-                            .strip_suffix(agentstate::update::OVERWRITE_SUFFIX)
+                            .strip_suffix(agentstate::OVERWRITE_SUFFIX)
                             .unwrap_or(key);
                         !dropped.iter().any(|d| d == field)
                     });

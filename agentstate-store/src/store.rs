@@ -11,8 +11,8 @@ use crate::record::{
     SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::{RetryPolicy, Thread};
-use agentstate::update::{FanIn, Update, OVERWRITE_SUFFIX};
 use agentstate::State;
+use agentstate::{FanIn, Update, OVERWRITE_SUFFIX};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -6,8 +6,8 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{fingerprint, now_ms, EntryKind, NewEntry, StepMeta};
 use crate::store::{to_json, CatchUp, LoadedState, Store, StoredState};
-use agentstate::output::NodeOutput;
-use agentstate::update::{Combine, FanIn};
+use agentstate::NodeOutput;
+use agentstate::{Combine, FanIn};
 use serde_json::Value;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
@@ -273,7 +273,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::output::{NodeOutput, ToolResult};
+    /// use agentstate::{NodeOutput, ToolResult};
     /// use agentstate::state::{AgentState, AgentStateUpdate};
     /// use agentstate_store::{SqliteStore, StepMeta};
     ///
@@ -320,9 +320,9 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::output::{NodeOutput, ToolResult};
+    /// use agentstate::{NodeOutput, ToolResult};
     /// use agentstate::state::{AgentState, AgentStateUpdate};
-    /// use agentstate::update::FanIn;
+    /// use agentstate::FanIn;
     /// use agentstate_store::{SqliteStore, StepMeta};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {

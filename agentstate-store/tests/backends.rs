@@ -5,7 +5,7 @@
 //! child processes (`AGENTSTATE_STORE_CHILD=...`).
 
 use agentstate::state::AgentStateUpdate;
-use agentstate::update::FanIn;
+use agentstate::FanIn;
 use agentstate::{AgentState, State};
 use agentstate_store::backend::Backend;
 use agentstate_store::migrate::Migration;
@@ -1640,8 +1640,7 @@ async fn check_race<B: Backend>(store: &Store<B>, id: &str, mut won: Vec<(u64, u
     let Versioned { state, version } = store.load::<Tally>(id).await.unwrap();
     assert_eq!(version, n);
     let replay =
-        agentstate::journal::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v)))
-            .unwrap();
+        agentstate::Journal::replay(Tally::default(), won.iter().map(|(_, v)| step(*v))).unwrap();
     assert_eq!(
         state, replay,
         "the stored state is not the replay of the committed appends"
@@ -1897,7 +1896,7 @@ async fn history_pages_both_ways<B: Open>(db: Db) {
 /// (an empty step), each one entry that replays to the same state.
 async fn node_output_merges_in_one_call<B: Open>(db: Db) {
     use agentstate::message::{Message, Role};
-    use agentstate::output::{NodeOutput, ToolResult};
+    use agentstate::{NodeOutput, ToolResult};
     let store = B::open(&db).await.unwrap();
     let mut chat = store.create("chat", AgentState::default()).await.unwrap();
     let user = Message::text_message("2 + 2?", Role::User);

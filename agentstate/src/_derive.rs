@@ -2,7 +2,7 @@
 //!
 //! The derive implements [`State`](crate::State) for a struct whose fields declare their
 //! reducers, and generates its update type, `<Name>Update`: one optional entry per field, a
-//! setter per field, and an Overwrite per field (see [`update`](crate::update)).
+//! setter per field, and an Overwrite per field (see [`Update`](crate::Update)).
 //!
 //! ```
 //! use agentstate::{AgentState, State};
@@ -53,7 +53,7 @@
 //! |---|---|
 //! | `#[agent_state(update = Name)]` | the update type's name (`<Name>Update` by default) |
 //! | `#[agent_state(crate = path)]` | the path of a re-exported runtime (`::agentstate` by default) |
-//! | `#[agent_state(messages = field)]` | the field that node outputs' messages and tool messages go into ([`output`](crate::output)); an extension of [`AgentState`](struct@crate::state::AgentState) uses `context`. Unmarked, the one `add_messages` field written `Vec<Message>` or `MessageList` is the messages field; two such fields are a compile error asking to name one |
+//! | `#[agent_state(messages = field)]` | the field that node outputs' messages and tool messages go into ([`NodeOutput`](crate::NodeOutput)); an extension of [`AgentState`](struct@crate::state::AgentState) uses `context`. Unmarked, the one `add_messages` field written `Vec<Message>` or `MessageList` is the messages field; two such fields are a compile error asking to name one |
 //! | `#[agent_state(version = N)]` | the schema version (1 and up; 0 when none is declared) a durable store records and keys migrations by: bump it when an edit is not compatible with what was stored (see `agentstate_store::migrate`) |
 //! | `#[agent_state(extensible)]` | other states may extend this one: the derive also generates `<Update>Setters`, the trait that gives the extending states' updates this state's setters (a state that is not marked does not pay for it) |
 //! | `#[agent_state(deserialize)]` | the derive generates the struct's `Deserialize`, reading a base's keys in the same pass (below) |
@@ -86,7 +86,7 @@
 //! | `nested` | agentstate | | a derived state | its update | when all its fields are |
 //!
 //! Each reducer's semantics are on its type in [`reducers`](crate::reducers). "O(k)": the
-//! indexed [`collections`](crate::collections) merge k items in O(k) however long the list is;
+//! indexed collections ([`KeyedList`](crate::KeyedList)) merge k items in O(k) however long the list is;
 //! on a plain `Vec` a keyed merge is O(n). On a `serde_json::Value` field, `null` (what
 //! `Value::default()` is) merges as the empty list or object. LangGraph's
 //! `Annotated[list, operator.add]` concatenates lists: that is `append`.
@@ -104,7 +104,7 @@
 //! ### Keys, your own reducers, nested states, skipped fields
 //!
 //! ```
-//! use agentstate::collections::KeyedList;
+//! use agentstate::KeyedList;
 //! use agentstate::{AgentState, State};
 //! use serde::{Deserialize, Serialize};
 //!

@@ -60,7 +60,7 @@
 //! `a.then(b)` is one update whose merge equals merging `a` then `b`.
 //!
 //! ```
-//! use agentstate::update::Update;
+//! use agentstate::Update;
 //! use agentstate::{AgentState, State};
 //! use serde_json::json;
 //!
@@ -137,7 +137,7 @@
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
-//! use agentstate::output::{NodeOutput, ToolResult};
+//! use agentstate::{NodeOutput, ToolResult};
 //! use agentstate::{AgentState, State};
 //!
 //! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -175,7 +175,7 @@
 //! writing one `last_write_wins` field (LangGraph's `INVALID_CONCURRENT_GRAPH_UPDATE`).
 //!
 //! ```
-//! use agentstate::update::FanIn;
+//! use agentstate::FanIn;
 //! use agentstate::{AgentState, State};
 //! use std::collections::BTreeMap;
 //!
@@ -251,7 +251,7 @@
 //! them.
 //!
 //! ```
-//! use agentstate::journal::Journal;
+//! use agentstate::Journal;
 //! use agentstate::message::{Message, Role};
 //! use agentstate::state::{AgentState, AgentStateUpdate};
 //!
@@ -337,7 +337,7 @@
 //!
 //! ```
 //! use agentstate::message::{Message, Role, ToolCall};
-//! use agentstate::providers::request::{Conversation, ModelRequest, Tool};
+//! use agentstate::providers::{Conversation, ModelRequest, Tool};
 //! use serde_json::json;
 //!
 //! let messages = vec![

@@ -1,36 +1,4 @@
 //! Indexed collections for long-lived states: [`KeyedList`] and [`MessageList`].
-//!
-//! A keyed reducer (`merge_by_key`, `dedupe_append`, `append_items`, `add_messages`,
-//! `upsert_messages`) on a plain `Vec<T>` indexes the whole list on every merge: O(n) for a merge
-//! of a few items into n. These collections keep their key index between merges, so a merge of k
-//! items costs O(k) however long the list grows. They serialize as plain JSON lists and rebuild
-//! their index on the first merge after deserializing.
-//!
-//! ```
-//! use agentstate::collections::KeyedList;
-//! use agentstate::reducers::{by_field, MergeByKey, Reducer};
-//!
-//! #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-//! struct Task { id: u32, status: String }
-//!
-//! let by_id = MergeByKey::new(by_field(|t: &Task| &t.id));
-//! let mut tasks: KeyedList<Task> = KeyedList::new();
-//! // A keyed list's update is a keyed list too; a `Vec` converts with `.into()`.
-//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "pending".into() }].into())?;
-//! by_id.reduce(&mut tasks, vec![Task { id: 1, status: "done".into() }].into())?;
-//! assert_eq!(tasks.len(), 1);
-//! assert_eq!(tasks[0].status, "done");
-//! assert_eq!(serde_json::to_string(&tasks)?, r#"[{"id":1,"status":"done"}]"#);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! The index holds key *fingerprints*: a lookup hashes the key to 128 bits (one randomly keyed
-//! SipHash-1-3-128 pass) and compares that with the index entry, so it never reads the list's
-//! items (at 100k messages each such read is a cache and TLB miss). Two different keys are taken
-//! for one with probability 2⁻¹²⁸; debug builds check every hit against the item's key. An
-//! update's keys are looked up in one batch, so that the probes' cache misses overlap, and
-//! appends go into room the list already has (`Vec` growth is amortized). Figures:
-//! `benches/README.md`.
 
 use crate::error::ReduceError;
 use crate::keys::{ById, HasId, KeyFn, ListField};
@@ -53,6 +21,38 @@ use std::sync::OnceLock;
 pub type MessageList = KeyedList<Message>;
 
 /// A list whose items are indexed by the key of the keyed reducer that merges into it.
+///
+/// A keyed reducer (`merge_by_key`, `dedupe_append`, `append_items`, `add_messages`,
+/// `upsert_messages`) on a plain `Vec<T>` indexes the whole list on every merge: O(n) for a merge
+/// of a few items into n. These collections keep their key index between merges, so a merge of k
+/// items costs O(k) however long the list grows. They serialize as plain JSON lists and rebuild
+/// their index on the first merge after deserializing.
+///
+/// ```
+/// use agentstate::KeyedList;
+/// use agentstate::reducers::{by_field, MergeByKey, Reducer};
+///
+/// #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Task { id: u32, status: String }
+///
+/// let by_id = MergeByKey::new(by_field(|t: &Task| &t.id));
+/// let mut tasks: KeyedList<Task> = KeyedList::new();
+/// // A keyed list's update is a keyed list too; a `Vec` converts with `.into()`.
+/// by_id.reduce(&mut tasks, vec![Task { id: 1, status: "pending".into() }].into())?;
+/// by_id.reduce(&mut tasks, vec![Task { id: 1, status: "done".into() }].into())?;
+/// assert_eq!(tasks.len(), 1);
+/// assert_eq!(tasks[0].status, "done");
+/// assert_eq!(serde_json::to_string(&tasks)?, r#"[{"id":1,"status":"done"}]"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// The index holds key *fingerprints*: a lookup hashes the key to 128 bits (one randomly keyed
+/// SipHash-1-3-128 pass) and compares that with the index entry, so it never reads the list's
+/// items (at 100k messages each such read is a cache and TLB miss). Two different keys are taken
+/// for one with probability 2⁻¹²⁸; debug builds check every hit against the item's key. An
+/// update's keys are looked up in one batch, so that the probes' cache misses overlap, and
+/// appends go into room the list already has (`Vec` growth is amortized). Figures:
+/// `benches/README.md`.
 ///
 /// The index belongs to one key function: the first keyed merge builds it, and later merges with
 /// the same key function keep it up to date. Reading is as cheap as a slice (`Deref<Target =
@@ -445,7 +445,7 @@ impl<T: HasId> KeyedList<T> {
     /// The last item whose [`HasId`] id is `id`, found through the index.
     ///
     /// ```
-    /// use agentstate::collections::MessageList;
+    /// use agentstate::MessageList;
     /// use agentstate::message::{Message, Role};
     ///
     /// let list: MessageList = vec![Message::text_message("hi", Role::User).with_id("m1")].into();

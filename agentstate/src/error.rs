@@ -1,20 +1,4 @@
 //! Errors of agentstate, each in one of the four OpenArmature categories.
-//!
-//! Configuration errors (`conflicting_reducers`, `reducer_configuration_invalid`) happen when a
-//! schema or a reducer is built, before any update is merged. Merge errors (`reducer_error`,
-//! `state_validation_error`) happen while an update is merged; a merge that fails leaves the state
-//! exactly as it was, so the state before the merge is simply the state you still hold.
-//!
-//! ```
-//! use agentstate::reducers::BoundedAppend;
-//!
-//! let err = BoundedAppend::new(0).unwrap_err();
-//! assert_eq!(err.category(), "reducer_configuration_invalid");
-//! assert_eq!(
-//!     err.to_string(),
-//!     "reducer `bounded_append` is misconfigured: max_len must be at least 1, got 0"
-//! );
-//! ```
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +7,22 @@ use std::sync::Arc;
 pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Every error agentstate reports. [`Error::category`] gives its OpenArmature category name.
+///
+/// Configuration errors (`conflicting_reducers`, `reducer_configuration_invalid`) happen when a
+/// schema or a reducer is built, before any update is merged. Merge errors (`reducer_error`,
+/// `state_validation_error`) happen while an update is merged; a merge that fails leaves the state
+/// exactly as it was, so the state before the merge is simply the state you still hold.
+///
+/// ```
+/// use agentstate::reducers::BoundedAppend;
+///
+/// let err = BoundedAppend::new(0).unwrap_err();
+/// assert_eq!(err.category(), "reducer_configuration_invalid");
+/// assert_eq!(
+///     err.to_string(),
+///     "reducer `bounded_append` is misconfigured: max_len must be at least 1, got 0"
+/// );
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -350,7 +350,7 @@ mod tests {
 /// mean" of this crate's errors, and of the graph runner's.
 ///
 /// ```
-/// use agentstate::error::did_you_mean;
+/// use agentstate::did_you_mean;
 ///
 /// let fields = ["messages", "notes", "merged"];
 /// assert_eq!(did_you_mean("mesages", fields.into_iter()), Some("messages"));

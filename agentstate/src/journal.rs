@@ -1,29 +1,29 @@
 //! Replay: a state that records the updates it merged, and rebuilds from them.
-//!
-//! A checkpoint can then store what changed each step (the updates since the last checkpoint)
-//! instead of the whole state; replaying the same updates from the same start always gives an
-//! equal state.
-//!
-//! ```
-//! use agentstate::journal::Journal;
-//! use agentstate::message::{Message, Role};
-//! use agentstate::state::{AgentState, AgentStateUpdate};
-//!
-//! let mut journal = Journal::new(AgentState::default());
-//! journal.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
-//! journal.merge(AgentStateUpdate::default().context_summary(Some("greeting".to_string())))?;
-//!
-//! let saved = serde_json::to_string(journal.updates()).unwrap();
-//! let updates: Vec<AgentStateUpdate> = serde_json::from_str(&saved).unwrap();
-//! let rebuilt = Journal::replay(AgentState::default(), updates)?;
-//! assert_eq!(&rebuilt, journal.state());
-//! # Ok::<(), agentstate::Error>(())
-//! ```
 
 use crate::error::Error;
 use crate::state::State;
 
 /// A state and the updates merged into it since it was wrapped, in order.
+///
+/// A checkpoint can then store what changed each step (the updates since the last checkpoint)
+/// instead of the whole state; replaying the same updates from the same start always gives an
+/// equal state.
+///
+/// ```
+/// use agentstate::Journal;
+/// use agentstate::message::{Message, Role};
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+///
+/// let mut journal = Journal::new(AgentState::default());
+/// journal.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
+/// journal.merge(AgentStateUpdate::default().context_summary(Some("greeting".to_string())))?;
+///
+/// let saved = serde_json::to_string(journal.updates()).unwrap();
+/// let updates: Vec<AgentStateUpdate> = serde_json::from_str(&saved).unwrap();
+/// let rebuilt = Journal::replay(AgentState::default(), updates)?;
+/// assert_eq!(&rebuilt, journal.state());
+/// # Ok::<(), agentstate::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Journal<S: State> {
     state: S,

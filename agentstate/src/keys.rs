@@ -1,19 +1,4 @@
 //! Keys and ids: what the keyed collections and the keyed reducers compare items by.
-//!
-//! [`HasId`] (an item's id, as AgentFlow's `append_items` and `add_messages` use it), [`KeyFn`]
-//! (a key function: [`Identity`], [`ById`], [`by_field`], [`by_value`]), [`KeyLabel`] (how a key
-//! function shows in a schema) and [`ListField`] (a list-shaped field type). This module sits
-//! below [`collections`](crate::collections) and [`reducers`](crate::reducers), which both build
-//! on it; the reducers module re-exports its names.
-//!
-//! ```
-//! use agentstate::keys::{by_field, KeyFn};
-//!
-//! struct Task { id: u32 }
-//! let key = by_field(|t: &Task| &t.id);
-//! assert_eq!(key.key(&Task { id: 7 })?, &7);
-//! # Ok::<(), agentstate::error::ReduceError>(())
-//! ```
 
 use crate::error::ReduceError;
 use crate::message::{Message, MessageId};
@@ -25,7 +10,7 @@ use std::marker::PhantomData;
 /// id lookups in a [`KeyedList`](crate::collections::KeyedList).
 ///
 /// ```
-/// use agentstate::keys::HasId;
+/// use agentstate::reducers::HasId;
 ///
 /// struct Finding { id: u32, text: String }
 ///

@@ -3,22 +3,45 @@
 //! Typed, compile-time-checked agent state for Rust agent graphs.
 //!
 //! An agent graph's state is a struct whose fields each declare how a node's partial update
-//! merges into them: with a *reducer*. agentstate has the reducers of AgentFlow, OpenArmature
-//! and LangGraph with their exact semantics ([`reducers`]), the error categories of
-//! OpenArmature ([`error`]), AgentFlow's chat [`message`] model with its JSON wire format,
-//! AgentFlow's [`AgentState`](struct@state::AgentState) base, indexed [`collections`] that keep merges
-//! O(k) in long-lived states, runtime [`schema`]s for configuration-driven agents, partial
-//! [`update`]s (JSON, Overwrite, composition, fan-in), node [`output`]s and tool results, a
-//! [`journal`] for replay, the [`context`] window (pairing-safe views of the history for each
-//! model call, token counting, summaries), [`providers`]' request formats (OpenAI Chat and
-//! Responses, Anthropic, Gemini, and their responses back into messages), the [`keys`] items are
-//! compared by, and (feature `ag-ui`) the AG-UI event-stream fold in `agui`.
-//!
-//! `#[derive(AgentState)]` (default feature `derive`) implements [`State`] for a struct whose
-//! fields declare their reducers.
+//! merges into them: with a *reducer*. `#[derive(AgentState)]` (default feature `derive`)
+//! implements [`State`] for such a struct and generates its update type. agentstate has the
+//! reducers of AgentFlow, OpenArmature and LangGraph with their exact semantics, and around the
+//! state: AgentFlow's message model, the context window, the providers' request formats and the
+//! AG-UI event-stream fold.
 //!
 //! Start with the [`_tutorial`]; [`_derive`] is the derive's reference (the attribute grammar,
 //! the reducers and the field types each accepts, the compile-time checks).
+//!
+//! ## What is where
+//!
+//! The root holds the core every state uses:
+//!
+//! - [`State`] and `#[derive(AgentState)]`; [`AgentState`](struct@AgentState), AgentFlow's base
+//!   state (also in [`state`], with its update);
+//! - [`Update`]: partial updates (JSON, Overwrite, composition with [`Combine`], fan-in of
+//!   parallel branches with [`FanIn`]), [`IntoField`] (what a setter takes), [`Extends`] and
+//!   [`Extensible`] (a state that extends a base), [`present`] (a serde helper);
+//! - [`NodeOutput`] and [`ToolResult`]: what a node returns; [`MessagesUpdate`];
+//! - [`Error`] and [`ReduceError`]: errors in OpenArmature's categories;
+//! - [`Journal`]: replay; [`KeyedList`] and [`MessageList`]: indexed lists that keep merges
+//!   O(k) in long-lived states.
+//!
+//! The rest is in namespaces:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`state`] | AgentFlow's state model: [`AgentState`](struct@state::AgentState) and its update, [`ExecutionState`](state::ExecutionState) |
+//! | [`reducers`] | every reducer, and the keys the keyed reducers compare items by |
+//! | [`message`] | AgentFlow's chat [`Message`](message::Message) and its JSON wire format |
+//! | [`schema`] | runtime schemas, for configuration-driven agents |
+//! | [`context`] | the context window: pairing-safe views of the history for each model call, token counts, summaries |
+//! | [`providers`] | a [`ModelRequest`](providers::ModelRequest) and a conversation into OpenAI Chat, OpenAI Responses, Anthropic or Gemini bodies, and responses back; each provider's wire types in its own module |
+//! | [`providers::stream`] | streamed responses: text and tool-call deltas as they arrive, then the message |
+//! | `agui` (feature `ag-ui`) | AG-UI: a chat's state as the fold of an agent run's events, and the server side |
+//! | [`_tutorial`], [`_derive`] | documentation only |
+//!
+//! The public modules are namespaces, not files: the files behind them are private and their
+//! items re-exported, so a file can move without breaking an import.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
@@ -33,6 +56,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod _derive;
 pub mod _tutorial;
@@ -42,22 +66,28 @@ extern crate self as agentstate;
 
 #[cfg(feature = "ag-ui")]
 pub mod agui;
-pub mod collections;
+mod collections;
 pub mod context;
-pub mod error;
+mod error;
 mod fields;
-pub mod journal;
-pub mod keys;
+mod journal;
+mod keys;
 pub mod message;
-pub mod output;
+mod output;
 pub mod providers;
 pub mod reducers;
 pub mod schema;
 pub mod state;
-pub mod update;
+mod update;
 
-pub use error::Error;
+pub use collections::{KeyedList, MessageList};
+pub use error::{did_you_mean, Cause, Error, ReduceError};
+pub use journal::Journal;
+pub use output::{MessagesUpdate, NodeOutput, ToolResult};
 pub use state::{AgentState, State};
+pub use update::{
+    present, Combine, Extends, Extensible, FanIn, IntoField, Update, MAX_DEPTH, OVERWRITE_SUFFIX,
+};
 
 /// `#[derive(AgentState)]`: implements [`State`] for a struct whose fields declare their
 /// reducers, and generates its `<Name>Update` type. The full reference, with running examples,
@@ -81,7 +111,8 @@ pub mod __private {
     };
     pub use crate::schema::Schema;
     pub use crate::state::{
-        deserialize_state, deserialize_value, missing_field, DeserializeFields, Shape, State,
+        deserialize_state, deserialize_value, missing_field, DeserializeFields, ExecutionState,
+        Shape, State,
     };
     pub use crate::update::{Combine, Extends, Extensible, FieldPlan, IntoField, Update};
     pub use core::clone::Clone;

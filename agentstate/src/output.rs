@@ -1,32 +1,5 @@
 //! What a node returns: messages, a partial update, a tool result, several of those, or
 //! nothing, as one [`NodeOutput`] that a state applies atomically.
-//!
-//! Messages go into the state's messages field through its reducer (`add_messages` for an
-//! [`AgentState`](crate::state::AgentState) extension), never around it: a [`ToolResult`]'s
-//! update cannot wipe the context, and its tool message is always appended. Giving messages to a
-//! state that has no messages field does not compile.
-//!
-//! ```
-//! use agentstate::message::{Message, Role};
-//! use agentstate::output::{NodeOutput, ToolResult};
-//! use agentstate::state::{AgentState, AgentStateUpdate};
-//! use agentstate::State;
-//!
-//! let mut state = AgentState::default();
-//! let from_messages: NodeOutput<AgentStateUpdate> = vec![Message::text_message("hi", Role::User)].into();
-//! state.apply_output(from_messages)?;
-//! state.apply_output(().into())?; // nothing
-//!
-//! // A tool result whose update says `context: []` still only adds its tool message.
-//! let result = ToolResult::new(
-//!     Message::tool_result("call_1", "42"),
-//!     AgentStateUpdate::default().context(vec![]).context_summary(Some("asked".to_string())),
-//! );
-//! state.apply_output(result.into())?;
-//! assert_eq!(state.context.len(), 2);
-//! assert_eq!(state.context_summary.as_deref(), Some("asked"));
-//! # Ok::<(), agentstate::Error>(())
-//! ```
 
 use crate::error::Error;
 use crate::message::Message;
@@ -122,6 +95,33 @@ impl<U: PartialEq> PartialEq for ToolResult<U> {
 
 /// What a node returns. Build it with `.into()` from an update, a `Vec<Message>` (for a state
 /// with a messages field), a [`ToolResult`], a `Vec` of outputs, or `()` for nothing.
+///
+/// Messages go into the state's messages field through its reducer (`add_messages` for an
+/// [`AgentState`](crate::state::AgentState) extension), never around it: a [`ToolResult`]'s
+/// update cannot wipe the context, and its tool message is always appended. Giving messages to a
+/// state that has no messages field does not compile.
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::{NodeOutput, ToolResult};
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+/// use agentstate::State;
+///
+/// let mut state = AgentState::default();
+/// let from_messages: NodeOutput<AgentStateUpdate> = vec![Message::text_message("hi", Role::User)].into();
+/// state.apply_output(from_messages)?;
+/// state.apply_output(().into())?; // nothing
+///
+/// // A tool result whose update says `context: []` still only adds its tool message.
+/// let result = ToolResult::new(
+///     Message::tool_result("call_1", "42"),
+///     AgentStateUpdate::default().context(vec![]).context_summary(Some("asked".to_string())),
+/// );
+/// state.apply_output(result.into())?;
+/// assert_eq!(state.context.len(), 2);
+/// assert_eq!(state.context_summary.as_deref(), Some("asked"));
+/// # Ok::<(), agentstate::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeOutput<U> {
     /// No change.

@@ -1,59 +1,4 @@
 //! Partial updates: what a node returns and a state merges.
-//!
-//! An update has one optional entry per state field; `None` leaves the field alone. Beside the
-//! entries, every update has an *overwrite* slot per field (`update.overwrite.<field>`, or the
-//! `overwrite_<field>` setter) that replaces the field's value, bypassing its reducer: clear a
-//! list whose reducer is `append`, reset a bounded buffer, drop the context.
-//!
-//! Updates compose: `a.then(b)` is one update whose effect equals merging `a` then `b`.
-//!
-//! In JSON an absent key leaves the field alone, `null` for an `Option` field sets it to `None`,
-//! and `{"field": {"__overwrite__": value}}` is an Overwrite (LangGraph's form). [`Update::from_json`]
-//! rejects unknown keys with a "did you mean" hint, and names the field and the JSON path of a
-//! value that does not fit.
-//!
-//! ```
-//! use agentstate::state::{AgentState, AgentStateUpdate};
-//! use agentstate::message::{Message, Role};
-//! use agentstate::update::Update;
-//! use agentstate::State;
-//!
-//! let mut state = AgentState::default();
-//! state.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
-//!
-//! // `add_messages` never removes; an Overwrite does.
-//! state.merge(AgentStateUpdate::from_json(serde_json::json!({"context": {"__overwrite__": []}}))?)?;
-//! assert!(state.context.is_empty());
-//!
-//! let err = AgentStateUpdate::from_json(serde_json::json!({"contxt": []})).unwrap_err();
-//! assert_eq!(err.to_string(), "field `contxt` is not a field of this state; did you mean `context`?");
-//! # Ok::<(), agentstate::Error>(())
-//! ```
-//!
-//! ## Details
-//!
-//! - **JSON errors**: a value that does not fit names the field and the JSON path
-//!   (``field `cart` has a value that does not fit at `cart[1].qty`: ...``; when several values
-//!   fail, the error is one value's); a value nested deeper than [`MAX_DEPTH`] arrays and objects
-//!   is refused without recursing into it; a non-object is rejected. `from_json_lenient` /
-//!   `apply_json_lenient`, chosen explicitly, ignore unknown keys and return them. On any error
-//!   the state is unchanged.
-//! - **Overwrite forms**: typed `update.overwrite_<field>(value)`, JSON
-//!   `{"field": {"__overwrite__": value}}` (LangGraph's) or `"field.__overwrite__": value` (the
-//!   serialized form); both forms for one field in one update is an error. On a field without a
-//!   reducer an Overwrite sets the value; LangGraph (1.2.22) stores the `Overwrite(value=...)`
-//!   wrapper itself there, a departure we keep.
-//! - **Messages in JSON**: an `add_messages` or `replace_messages` update gets its messages' ids
-//!   and timestamps when it is made (setters and `from_json` call
-//!   [`Reducer::prepare`]), not at each merge: merging it twice
-//!   adds nothing the second time, and a journal replays it exactly.
-//! - **Composition**: `a.then(b)` works for every reducer of the crate; a user reducer
-//!   (`with = f`) cannot combine two updates, and `then` says so.
-//! - **Fan-in** ([`State::merge_parallel`]): branches apply
-//!   atomically in branch order; two Overwrites of one field are always an error, and an
-//!   Overwrite wins over other branches' writes to its field. Checked against steps of a real
-//!   LangGraph graph (`tests/data/langgraph_fan_in.json`, made by
-//!   `tests/data/generate_langgraph_fan_in.py`).
 
 use crate::collections::KeyedList;
 use crate::error::{did_you_mean, Error, ReduceError};
@@ -66,12 +11,12 @@ use std::collections::VecDeque;
 
 /// Deserializes an update entry that is present in the JSON: `null` becomes `Some(None)` for an
 /// `Option` field, where serde alone would read it as "absent". Use it with
-/// `#[serde(default, deserialize_with = "agentstate::update::present")]`.
+/// `#[serde(default, deserialize_with = "agentstate::present")]`.
 ///
 /// ```
 /// #[derive(serde::Deserialize)]
 /// struct Update {
-///     #[serde(default, deserialize_with = "agentstate::update::present")]
+///     #[serde(default, deserialize_with = "agentstate::present")]
 ///     summary: Option<Option<String>>,
 /// }
 /// let cleared: Update = serde_json::from_str(r#"{"summary": null}"#)?;
@@ -86,54 +31,6 @@ where
     T: Deserialize<'de>,
 {
     T::deserialize(deserializer).map(Some)
-}
-
-/// Deserializes an Overwrite entry, which serde reads from a flattened part of the update, as
-/// [`present`] does; for `#[derive(AgentState)]`. See [`flattened`].
-#[doc(hidden)]
-pub fn present_flattened<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    let value = Value::deserialize(deserializer)?;
-    located(value, true)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
-/// Deserializes the base state's update, flattened into an extension's update; for
-/// `#[derive(AgentState)]`.
-///
-/// serde buffers the keys of a flattened part in its own form, from which a map with non-string
-/// keys (`BTreeMap<u8, _>`) cannot be read back, and where the JSON path of an error is lost. So
-/// a flattened value goes through a `serde_json::Value`, and an error names the path inside it:
-/// "at `path`: ...", with a relative path (`[1]`, `.key`) for an Overwrite's value and an
-/// absolute one (`context[1].role`) for a base's field. [`Update::from_json`] puts them together.
-#[doc(hidden)]
-pub fn flattened<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    let value = Value::deserialize(deserializer)?;
-    located(value, false).map_err(serde::de::Error::custom)
-}
-
-/// Deserializes `value`, naming the path of an error inside it (see [`flattened`]).
-fn located<'de, T: Deserialize<'de>>(value: Value, relative: bool) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner().to_string();
-        if path_is_lost(&path) {
-            // At the value itself, or located already by a flattened part further in.
-            inner
-        } else if relative && !path.starts_with('[') {
-            format!("at `.{path}`: {inner}")
-        } else {
-            format!("at `{path}`: {inner}")
-        }
-    })
 }
 
 /// Whether a `serde_path_to_error` path says nothing (the root, or lost in a flattened part).
@@ -190,7 +87,7 @@ fn path_is_lost(path: &str) -> bool {
 #[diagnostic::on_unimplemented(
     message = "a setter of a field of type `{T}` cannot take a `{Self}`",
     label = "expected `{T}`",
-    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList`, and `&str`s for `String`s in a list (see agentstate::update::IntoField)"
+    note = "setters take the field's type; also a `&str` for a `String`, a `T` for an `Option<T>`, a `Vec` or an array for a `Vec`, `VecDeque` or `KeyedList`, and `&str`s for `String`s in a list (see agentstate::IntoField)"
 )]
 pub trait IntoField<T> {
     /// The field's value.
@@ -351,6 +248,61 @@ pub trait Extends<U> {
 
 /// The update type of a state: implemented by `#[derive(AgentState)]`. Gives JSON parsing with
 /// field-level errors and composition.
+///
+/// An update has one optional entry per state field; `None` leaves the field alone. Beside the
+/// entries, every update has an *overwrite* slot per field (`update.overwrite.<field>`, or the
+/// `overwrite_<field>` setter) that replaces the field's value, bypassing its reducer: clear a
+/// list whose reducer is `append`, reset a bounded buffer, drop the context.
+///
+/// Updates compose: `a.then(b)` is one update whose effect equals merging `a` then `b`.
+///
+/// In JSON an absent key leaves the field alone, `null` for an `Option` field sets it to `None`,
+/// and `{"field": {"__overwrite__": value}}` is an Overwrite (LangGraph's form). [`Update::from_json`]
+/// rejects unknown keys with a "did you mean" hint, and names the field and the JSON path of a
+/// value that does not fit.
+///
+/// ```
+/// use agentstate::state::{AgentState, AgentStateUpdate};
+/// use agentstate::message::{Message, Role};
+/// use agentstate::Update;
+/// use agentstate::State;
+///
+/// let mut state = AgentState::default();
+/// state.merge(AgentStateUpdate::default().context(vec![Message::text_message("hi", Role::User)]))?;
+///
+/// // `add_messages` never removes; an Overwrite does.
+/// state.merge(AgentStateUpdate::from_json(serde_json::json!({"context": {"__overwrite__": []}}))?)?;
+/// assert!(state.context.is_empty());
+///
+/// let err = AgentStateUpdate::from_json(serde_json::json!({"contxt": []})).unwrap_err();
+/// assert_eq!(err.to_string(), "field `contxt` is not a field of this state; did you mean `context`?");
+/// # Ok::<(), agentstate::Error>(())
+/// ```
+///
+/// ## Details
+///
+/// - **JSON errors**: a value that does not fit names the field and the JSON path
+///   (``field `cart` has a value that does not fit at `cart[1].qty`: ...``; when several values
+///   fail, the error is one value's); a value nested deeper than [`MAX_DEPTH`] arrays and objects
+///   is refused without recursing into it; a non-object is rejected. `from_json_lenient` /
+///   `apply_json_lenient`, chosen explicitly, ignore unknown keys and return them. On any error
+///   the state is unchanged.
+/// - **Overwrite forms**: typed `update.overwrite_<field>(value)`, JSON
+///   `{"field": {"__overwrite__": value}}` (LangGraph's) or `"field.__overwrite__": value` (the
+///   serialized form); both forms for one field in one update is an error. On a field without a
+///   reducer an Overwrite sets the value; LangGraph (1.2.22) stores the `Overwrite(value=...)`
+///   wrapper itself there, a departure we keep.
+/// - **Messages in JSON**: an `add_messages` or `replace_messages` update gets its messages' ids
+///   and timestamps when it is made (setters and `from_json` call
+///   [`Reducer::prepare`]), not at each merge: merging it twice
+///   adds nothing the second time, and a journal replays it exactly.
+/// - **Composition**: `a.then(b)` works for every reducer of the crate; a user reducer
+///   (`with = f`) cannot combine two updates, and `then` says so.
+/// - **Fan-in** ([`State::merge_parallel`]): branches apply
+///   atomically in branch order; two Overwrites of one field are always an error, and an
+///   Overwrite wins over other branches' writes to its field. Checked against steps of a real
+///   LangGraph graph (`tests/data/langgraph_fan_in.json`, made by
+///   `tests/data/generate_langgraph_fan_in.py`).
 pub trait Update: Sized + Default {
     /// The state this updates.
     type State: State<Update = Self>;
@@ -652,7 +604,7 @@ pub enum FieldPlan<T, P> {
 /// Plans one field: an Overwrite replaces the value, a present entry goes through the reducer
 /// (against the overwritten value when both are given); a failure names the field.
 #[doc(hidden)]
-pub fn plan_field<T, R: Reducer<T>>(
+pub(crate) fn plan_field<T, R: Reducer<T>>(
     field: &str,
     reducer: &R,
     current: &T,
@@ -672,7 +624,11 @@ pub fn plan_field<T, R: Reducer<T>>(
 
 /// Applies one field's plan.
 #[doc(hidden)]
-pub fn apply_field<T, R: Reducer<T>>(reducer: &R, current: &mut T, plan: FieldPlan<T, R::Plan>) {
+pub(crate) fn apply_field<T, R: Reducer<T>>(
+    reducer: &R,
+    current: &mut T,
+    plan: FieldPlan<T, R::Plan>,
+) {
     match plan {
         FieldPlan::Keep => {}
         FieldPlan::Reduce(plan) => reducer.apply(current, plan),
@@ -688,7 +644,7 @@ pub fn apply_field<T, R: Reducer<T>>(reducer: &R, current: &mut T, plan: FieldPl
 /// Plans a nested state field (`#[reducer(nested)]`): the inner state's own merge, with the
 /// inner field names of any error prefixed by the outer field (`research.notes`).
 #[doc(hidden)]
-pub fn plan_nested<S: State>(
+pub(crate) fn plan_nested<S: State>(
     field: &str,
     current: &S,
     overwrite: Option<S>,
@@ -707,7 +663,7 @@ pub fn plan_nested<S: State>(
 
 /// Applies a nested state field's plan.
 #[doc(hidden)]
-pub fn apply_nested<S: State>(current: &mut S, plan: FieldPlan<S, S::Plan>) {
+pub(crate) fn apply_nested<S: State>(current: &mut S, plan: FieldPlan<S, S::Plan>) {
     match plan {
         FieldPlan::Keep => {}
         FieldPlan::Reduce(plan) => current.apply(plan),
@@ -722,11 +678,11 @@ pub fn apply_nested<S: State>(current: &mut S, plan: FieldPlan<S, S::Plan>) {
 
 /// A field's overwrite and ordinary entry, as combined by [`compose_field`].
 #[doc(hidden)]
-pub type Entry<T, U> = (Option<T>, Option<U>);
+pub(crate) type Entry<T, U> = (Option<T>, Option<U>);
 
 /// Combines two updates' entries for one field.
 #[doc(hidden)]
-pub fn compose_field<T, U>(
+pub(crate) fn compose_field<T, U>(
     field: &str,
     reducer: &'static str,
     last_write_wins: bool,
@@ -772,7 +728,7 @@ pub fn compose_field<T, U>(
 
 /// Combines two updates of a field through its reducer.
 #[doc(hidden)]
-pub fn compose_with<'a, T, R: Reducer<T>>(
+pub(crate) fn compose_with<'a, T, R: Reducer<T>>(
     field: &'a str,
     reducer: &'a R,
 ) -> impl FnOnce(R::Update, R::Update) -> Result<R::Update, Error> + 'a {
@@ -788,7 +744,7 @@ pub fn compose_with<'a, T, R: Reducer<T>>(
 
 /// Combines two updates of a nested state field.
 #[doc(hidden)]
-pub fn compose_nested<S: State>(
+pub(crate) fn compose_nested<S: State>(
     field: &str,
     how: Combine,
 ) -> impl FnOnce(S::Update, S::Update) -> Result<S::Update, Error> {

@@ -1,5 +1,5 @@
 use agentstate::message::{Message, Role};
-use agentstate::output::NodeOutput;
+use agentstate::NodeOutput;
 use agentstate::AgentState;
 
 /// No messages field: neither `#[agent_state(messages = ...)]` nor an `AgentState` base.

@@ -7,7 +7,7 @@ pub struct Chat {
     #[reducer(add_messages)]
     messages: Vec<Message>,
     #[reducer(add_messages)]
-    audit: agentstate::collections::MessageList,
+    audit: agentstate::MessageList,
 }
 
 fn main() {}

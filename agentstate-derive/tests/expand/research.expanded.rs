@@ -270,7 +270,7 @@ const _: () = {
         for<'__agentstate> Self: __p::Update,
     {
         #[doc = " Parses a JSON update strictly: unknown keys and values that do not fit are"]
-        #[doc = " `state_validation_error`s naming the field (see `agentstate::update::Update`)."]
+        #[doc = " `state_validation_error`s naming the field (see `agentstate::Update`)."]
         #[inline]
         pub fn from_json(value: __p::serde_json::Value) -> __p::Result<Self, __p::Error>
         where
@@ -533,7 +533,7 @@ const _: () = {
             ))
         }
         #[inline]
-        fn execution(&self) -> __p::Option<(&'static str, &::agentstate::state::ExecutionState)> {
+        fn execution(&self) -> __p::Option<(&'static str, &__p::ExecutionState)> {
             __p::State::execution(&self.base)
         }
     }

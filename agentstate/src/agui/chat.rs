@@ -1,10 +1,4 @@
 //! [`ChatState`]: what a chat UI renders, the fold of an agent run's AG-UI events.
-//!
-//! It holds the conversation (committed messages, and the messages being streamed, visible
-//! mid-stream and committed on their END event), the tool calls built from their streamed
-//! arguments and attached to their assistant message with their result once it arrives, the
-//! agent's shared state (JSON), the run's [`Phase`] and the [`ChatError`]s the fold surfaced.
-//! [`ChatState::apply`] (in `fold.rs`) is the fold.
 
 use super::chunks::Lanes;
 use super::event::RunOutcome;
@@ -168,7 +162,7 @@ pub struct RunInfo {
 pub enum ChatError {
     /// The agent reported `RUN_ERROR`.
     #[error(transparent)]
-    Run(#[from] RunError),
+    Run(#[from] AgentRunError),
     /// A `STATE_DELTA` (or `ACTIVITY_DELTA`) patch could not be applied.
     #[error(transparent)]
     StateConflict(#[from] StateConflict),
@@ -181,7 +175,7 @@ pub enum ChatError {
 /// The agent's own error, from `RUN_ERROR`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the run failed: {message}{}", code.as_ref().map(|c| format!(" (code `{c}`)")).unwrap_or_default())]
-pub struct RunError {
+pub struct AgentRunError {
     /// What went wrong, as the agent said it.
     pub message: String,
     /// The agent's error code.
@@ -226,11 +220,11 @@ pub struct ProtocolError {
 /// What [`ChatState::apply`] did with one event.
 ///
 /// ```
-/// use agentstate::agui::{ChatState, Event, Outcome};
+/// use agentstate::agui::{ChatState, Event, ApplyOutcome};
 ///
 /// let mut chat = ChatState::new();
-/// assert_eq!(chat.apply(&Event::run_started("t", "r")), Outcome::Applied);
-/// let Outcome::Ignored(error) = chat.apply(&Event::text_content("m", "Hi")) else { panic!() };
+/// assert_eq!(chat.apply(&Event::run_started("t", "r")), ApplyOutcome::Applied);
+/// let ApplyOutcome::Ignored(error) = chat.apply(&Event::text_content("m", "Hi")) else { panic!() };
 /// assert_eq!(error.event_index, 1);
 /// assert_eq!(
 ///     error.to_string(),
@@ -239,7 +233,7 @@ pub struct ProtocolError {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Outcome {
+pub enum ApplyOutcome {
     /// The event was folded.
     Applied,
     /// The event broke the protocol's ordering or attribution rules (the official client aborts
@@ -257,10 +251,10 @@ pub enum Outcome {
     Conflict(StateConflict),
 }
 
-impl Outcome {
+impl ApplyOutcome {
     /// True when the event was folded without trouble.
     pub fn is_applied(&self) -> bool {
-        matches!(self, Outcome::Applied)
+        matches!(self, ApplyOutcome::Applied)
     }
 }
 
@@ -276,6 +270,12 @@ pub(crate) enum RunStatus {
 }
 
 /// A chat's state: the fold of an agent run's AG-UI event stream.
+///
+/// It holds the conversation (committed messages, and the messages being streamed, visible
+/// mid-stream and committed on their END event), the tool calls built from their streamed
+/// arguments and attached to their assistant message with their result once it arrives, the
+/// agent's shared state (JSON), the run's [`Phase`] and the [`ChatError`]s the fold surfaced.
+/// [`ChatState::apply`] (in `fold.rs`) is the fold.
 ///
 /// ```
 /// use agentstate::agui::{ChatState, Event, Phase};

@@ -1,9 +1,4 @@
 //! [`ComposedReducer`]: the default fold first, then your reducers over its result.
-//!
-//! Most apps never write a reducer: the default fold handles the whole AG-UI surface. To fold
-//! an application-specific `CUSTOM` event into your own data, add a reducer after the default
-//! one instead of forking the fold. A reducer is any `Fn(ChatState, &Event) -> ChatState`; it
-//! typically keeps its data in [`ChatState::extras_mut`].
 
 use super::chat::ChatState;
 use super::event::Event;
@@ -37,6 +32,11 @@ impl EventReducer for DefaultReducer {
 
 /// Reducers run in order on every event, each over the previous one's result, starting with
 /// the default fold.
+///
+/// Most apps never write a reducer: the default fold handles the whole AG-UI surface. To fold
+/// an application-specific `CUSTOM` event into your own data, add a reducer after the default
+/// one instead of forking the fold. A reducer is any `Fn(ChatState, &Event) -> ChatState`; it
+/// typically keeps its data in [`ChatState::extras_mut`].
 ///
 /// ```
 /// use agentstate::agui::{ChatState, ComposedReducer, Event, EventReducer};

@@ -1,47 +1,4 @@
 //! Conversions between agentstate's (AgentFlow's) [`Message`] and AG-UI messages.
-//!
-//! | AgentFlow | AG-UI |
-//! |---|---|
-//! | `user` / `system` message | `user` / `system` message with the text blocks' text |
-//! | `assistant` message | `assistant` message: text blocks as `content`, `tools_calls` (or, when absent, `tool_call` blocks) as `toolCalls` |
-//! | `tool` message | one `tool` message per `tool_result` block: `toolCallId` = `call_id`, `content` = the output (a string as is, other JSON written as AgentFlow writes it), `error` when `is_error` |
-//!
-//! Back from AG-UI, a `developer` message becomes a `system` message and a `reasoning` message an
-//! `assistant` message holding one reasoning block, both marked with
-//! `metadata["ag_ui_role"]` so that converting back restores the AG-UI role; an `activity`
-//! message has no AgentFlow counterpart and converts to `None`. A tool message's error becomes
-//! `is_error`, status `failed`, and `metadata["ag_ui_error"]`.
-//!
-//! What does not survive the trip: integer ids become strings (`1` and `"1"` meet); media,
-//! annotation and error blocks, `reasoning`, `usages`, `raw` and `parsed_content` have no AG-UI
-//! field and are left out; multimodal AG-UI content parts other than text are left out. Messages
-//! converted from AG-UI carry no timestamp (the conversion is a pure function).
-//!
-//! ```
-//! use agentstate::agui::convert::{from_agui, to_agui};
-//! use agentstate::message::{Message, Role, ToolCall};
-//! use serde_json::json;
-//!
-//! let asked = Message::text_message("Checking.", Role::Assistant)
-//!     .with_id("a1")
-//!     .with_tool_calls(vec![ToolCall::new("c1", "weather", json!({"city": "Oslo"}))]);
-//! let agui = to_agui(&asked);
-//! assert_eq!(
-//!     serde_json::to_value(&agui)?,
-//!     json!([{"id": "a1", "role": "assistant", "content": "Checking.", "toolCalls": [
-//!         {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]}])
-//! );
-//! let back = from_agui(&agui[0]).unwrap();
-//! assert_eq!((back.role, back.text()), (Role::Assistant, "Checking.".to_owned()));
-//! assert_eq!(back.tool_calls(), asked.tool_calls());
-//!
-//! let answered = Message::tool_result("c1", json!({"temp_c": -3})).with_id("t1");
-//! assert_eq!(
-//!     serde_json::to_value(to_agui(&answered))?,
-//!     json!([{"id": "t1", "role": "tool", "toolCallId": "c1", "content": "{\"temp_c\": -3}"}])
-//! );
-//! # Ok::<(), serde_json::Error>(())
-//! ```
 
 use super::chat::ChatState;
 use super::message::{

@@ -1,25 +1,4 @@
 //! Every AG-UI 1.0 event as a serde type: camelCase fields, `type` in SCREAMING_SNAKE_CASE.
-//!
-//! An event whose `type` this crate does not know is kept whole as [`Event::Unknown`] rather
-//! than rejected, and fields an event does not declare are ignored, so a newer server does not
-//! break an older client. An event of a known type with a missing or mistyped required field is
-//! a parse error naming the field.
-//!
-//! ```
-//! use agentstate::agui::Event;
-//!
-//! let event: Event = serde_json::from_str(
-//!     r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hel","timestamp":1700000000000}"#,
-//! )?;
-//! assert_eq!(event.event_type(), "TEXT_MESSAGE_CONTENT");
-//! let Event::TextMessageContent(content) = &event else { unreachable!() };
-//! assert_eq!(content.delta, "Hel");
-//!
-//! let future: Event = serde_json::from_str(r#"{"type":"HOLOGRAM_START","beam":1}"#)?;
-//! assert!(matches!(future, Event::Unknown(_)));
-//! assert_eq!(future.event_type(), "HOLOGRAM_START");
-//! # Ok::<(), serde_json::Error>(())
-//! ```
 
 use super::message::{AguiMessage, MessageContent, TextRole};
 use serde::de::Error as _;

@@ -1,33 +1,8 @@
 //! The fold: `(ChatState, &Event) -> ChatState`, a pure function of the state and the event.
-//!
-//! [`fold`] takes the state by value and returns the next one; [`ChatState::apply`] is the same
-//! step in place. Neither does I/O or reads anything but its arguments, so the same events
-//! always give the same state, and a run can be replayed and stepped through ([`Timeline`]).
-//!
-//! What each event does follows the official AG-UI client (`@ag-ui/client` 1.0: its
-//! `transformChunks`, `verifyEvents` and `defaultApplyEvents`), with three differences the seed
-//! asks for: a `STATE_DELTA` that cannot apply surfaces a [`StateConflict`] instead of a console
-//! warning; a `RUN_ERROR` puts a typed error on the state; and an event that breaks the
-//! ordering or attribution rules (see `order.rs`) is ignored with a [`ProtocolError`] on the
-//! state, where the official client aborts the whole stream. An ignored event changes nothing
-//! else: the stream folds exactly as if it had not been sent. [`ChatState::apply`] returns an
-//! [`Outcome`] saying which of these happened, and every error carries the index of its event.
-//!
-//! Event metadata is kept where the official client keeps it: `TEXT_MESSAGE_*` and
-//! `REASONING_MESSAGE_*` merge theirs into the message, `TOOL_CALL_START` / `ARGS` / `END` into
-//! the tool call (`toolCalls[].metadata`), `TOOL_CALL_RESULT` and `ACTIVITY_*` into the message
-//! they build; key by key, the last write winning. A message created by an event attributed to
-//! a subagent keeps its `subagentRunId`.
-//!
-//! Chunk events expand to START / CONTENT / END as the official client expands them, with one
-//! open chunk stream per subagent (see `chunks.rs`).
-//!
-//! Streaming costs O(delta): `TEXT_MESSAGE_CONTENT` and `TOOL_CALL_ARGS` find their message
-//! through a hash index and append to its `String`.
 
 use super::chat::{
-    ChatError, ChatMessage, ChatState, Outcome, Phase, ProtocolError, RunError, RunInfo, RunStatus,
-    StateConflict, StreamStatus,
+    AgentRunError, ApplyOutcome, ChatError, ChatMessage, ChatState, Phase, ProtocolError, RunInfo,
+    RunStatus, StateConflict, StreamStatus,
 };
 use super::event::*;
 use super::message::{
@@ -212,22 +187,22 @@ fn merge_into(target: &mut Map<String, Value>, incoming: &Map<String, Value>) {
 type Dropped = Option<String>;
 
 impl ChatState {
-    /// Folds one event into the state, in place (see the [module docs](self) for what each
-    /// event does), and says what it did: [`Outcome::Applied`], or why not entirely. Every
+    /// Folds one event into the state, in place (see [the fold](crate::agui#the-fold) for what each
+    /// event does), and says what it did: [`ApplyOutcome::Applied`], or why not entirely. Every
     /// error is also recorded in [`errors`](ChatState::errors), with the event's index.
     ///
     /// ```
-    /// use agentstate::agui::{ChatState, Event, Outcome};
+    /// use agentstate::agui::{ChatState, Event, ApplyOutcome};
     ///
     /// let mut chat = ChatState::new();
     /// assert!(chat.apply(&Event::run_started("t", "r")).is_applied());
     /// assert!(chat.apply(&Event::text_start("m")).is_applied());
     /// // A second START for an open message breaks the protocol: ignored, nothing changed.
     /// let before = chat.messages().to_vec();
-    /// assert!(matches!(chat.apply(&Event::text_start("m")), Outcome::Ignored(_)));
+    /// assert!(matches!(chat.apply(&Event::text_start("m")), ApplyOutcome::Ignored(_)));
     /// assert_eq!(chat.messages(), &before[..]);
     /// ```
-    pub fn apply(&mut self, event: &Event) -> Outcome {
+    pub fn apply(&mut self, event: &Event) -> ApplyOutcome {
         let index = self.events_seen;
         self.events_seen += 1;
         // Streaming, the hot path: a CONTENT or ARGS (or a chunk continuing its stream with
@@ -307,7 +282,7 @@ impl ChatState {
                     return self.ignore(index, event, reason);
                 }
                 self.lanes.commit(expansion.changes);
-                let mut outcome = Outcome::Applied;
+                let mut outcome = ApplyOutcome::Applied;
                 for step in &expansion.events {
                     let result = self.effect(step, event, index);
                     if outcome.is_applied() {
@@ -354,10 +329,10 @@ impl ChatState {
         }
     }
 
-    fn ignore(&mut self, index: usize, event: &Event, reason: String) -> Outcome {
+    fn ignore(&mut self, index: usize, event: &Event, reason: String) -> ApplyOutcome {
         let error = self.protocol_error(index, event, reason);
         self.errors.push(ChatError::Protocol(error.clone()));
-        Outcome::Ignored(error)
+        ApplyOutcome::Ignored(error)
     }
 
     fn interrupt_open_streams(&mut self) {
@@ -386,7 +361,7 @@ impl ChatState {
 
     /// What an admitted event (`event`, possibly expanded from `original`) does to the
     /// conversation and the shared state.
-    fn effect(&mut self, event: &Event, original: &Event, index: usize) -> Outcome {
+    fn effect(&mut self, event: &Event, original: &Event, index: usize) -> ApplyOutcome {
         let dropped: Dropped = match event {
             Event::RunStarted(e) => {
                 self.run_started(e);
@@ -406,7 +381,7 @@ impl ChatState {
             Event::RunError(e) => {
                 self.interrupt_open_streams();
                 self.phase = Phase::Error;
-                self.errors.push(ChatError::Run(RunError {
+                self.errors.push(ChatError::Run(AgentRunError {
                     message: e.message.clone(),
                     code: e.code.clone(),
                 }));
@@ -488,18 +463,18 @@ impl ChatState {
     }
 
     #[inline]
-    fn outcome(&mut self, dropped: Dropped, index: usize, event: &Event) -> Outcome {
+    fn outcome(&mut self, dropped: Dropped, index: usize, event: &Event) -> ApplyOutcome {
         match dropped {
-            None => Outcome::Applied,
+            None => ApplyOutcome::Applied,
             Some(reason) => self.dropped(reason, index, event),
         }
     }
 
     #[cold]
-    fn dropped(&mut self, reason: String, index: usize, event: &Event) -> Outcome {
+    fn dropped(&mut self, reason: String, index: usize, event: &Event) -> ApplyOutcome {
         let error = self.protocol_error(index, event, reason);
         self.errors.push(ChatError::Protocol(error.clone()));
-        Outcome::Dropped(error)
+        ApplyOutcome::Dropped(error)
     }
 
     /// An explicit CONTENT / ARGS while no chunk stream is open.
@@ -512,7 +487,7 @@ impl ChatState {
         id: &str,
         delta: &str,
         base: &EventBase,
-    ) -> Outcome {
+    ) -> ApplyOutcome {
         if let Err(reason) = self
             .order
             .check_continuation(kind, id, &base.subagent_run_id)
@@ -538,9 +513,9 @@ impl ChatState {
         }
     }
 
-    fn conflict(&mut self, conflict: StateConflict) -> Outcome {
+    fn conflict(&mut self, conflict: StateConflict) -> ApplyOutcome {
         self.errors.push(ChatError::StateConflict(conflict.clone()));
-        Outcome::Conflict(conflict)
+        ApplyOutcome::Conflict(conflict)
     }
 
     fn run_started(&mut self, e: &RunStartedEvent) {
@@ -887,7 +862,7 @@ impl ChatState {
         }
     }
 
-    fn activity_delta(&mut self, e: &ActivityDeltaEvent, index: usize) -> Outcome {
+    fn activity_delta(&mut self, e: &ActivityDeltaEvent, index: usize) -> ApplyOutcome {
         let dropped = |reason: String| ProtocolError {
             event_type: "ACTIVITY_DELTA".to_owned(),
             reason,
@@ -899,7 +874,7 @@ impl ChatState {
                 e.message_id
             ));
             self.errors.push(ChatError::Protocol(error.clone()));
-            return Outcome::Dropped(error);
+            return ApplyOutcome::Dropped(error);
         };
         let AguiMessage::Activity(activity) = &mut self.messages[pos].message else {
             let error = dropped(format!(
@@ -907,7 +882,7 @@ impl ChatState {
                 e.message_id
             ));
             self.errors.push(ChatError::Protocol(error.clone()));
-            return Outcome::Dropped(error);
+            return ApplyOutcome::Dropped(error);
         };
         // The metadata does not depend on the patch: the official client merges it first.
         merge_metadata(&mut activity.metadata, &e.base.metadata);
@@ -919,7 +894,7 @@ impl ChatState {
         match apply_patch(&mut activity.content, &e.patch) {
             Ok(()) => {
                 activity.activity_type.clone_from(&e.activity_type);
-                Outcome::Applied
+                ApplyOutcome::Applied
             }
             Err(failure) => {
                 if was_null {

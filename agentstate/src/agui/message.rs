@@ -1,18 +1,5 @@
 //! AG-UI messages as the protocol puts them on the wire (`MESSAGES_SNAPSHOT`, a run's input) and
 //! as the official client holds them: tagged by `role`, camelCase fields.
-//!
-//! ```
-//! use agentstate::agui::message::AguiMessage;
-//!
-//! let json = r#"{"id":"a1","role":"assistant","content":"Let me look.",
-//!   "toolCalls":[{"id":"c1","type":"function","function":{"name":"search","arguments":"{\"q\":\"rust\"}"}}]}"#;
-//! let message: AguiMessage = serde_json::from_str(json)?;
-//! assert_eq!(message.id(), "a1");
-//! assert_eq!(message.text(), "Let me look.");
-//! let AguiMessage::Assistant(assistant) = &message else { unreachable!() };
-//! assert_eq!(assistant.tool_calls.as_ref().unwrap()[0].function.name, "search");
-//! # Ok::<(), serde_json::Error>(())
-//! ```
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -292,7 +279,7 @@ pub struct AguiToolCall {
     #[serde(rename = "type", default = "function_type")]
     pub call_type: String,
     /// The function and its arguments.
-    pub function: FunctionCall,
+    pub function: AguiFunctionCall,
     /// An encrypted payload attached by `REASONING_ENCRYPTED_VALUE`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted_value: Option<String>,
@@ -315,7 +302,7 @@ impl AguiToolCall {
         AguiToolCall {
             id: id.into(),
             call_type: function_type(),
-            function: FunctionCall {
+            function: AguiFunctionCall {
                 name: name.into(),
                 arguments: arguments.into(),
             },
@@ -332,7 +319,7 @@ impl AguiToolCall {
 
 /// The function part of a tool call.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct FunctionCall {
+pub struct AguiFunctionCall {
     /// The tool's name.
     pub name: String,
     /// The arguments as JSON text (possibly partial while streaming).

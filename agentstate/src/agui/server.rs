@@ -1,9 +1,4 @@
 //! The server side: stream a typed agent state to an AG-UI front end.
-//!
-//! A Rust agent merges its nodes' updates into a [`State`]; each merge becomes a `STATE_DELTA`
-//! (the RFC 6902 patch from the state's JSON before to its JSON after), and a `STATE_SNAPSHOT`
-//! carries the whole state when a client (re)connects. Folding those events on the client
-//! ([`ChatState`](super::ChatState)) reproduces the server's state exactly.
 
 use super::event::Event;
 use crate::state::State;
@@ -12,7 +7,7 @@ use serde_json::Value;
 
 /// Why state events could not be produced.
 #[derive(Debug, thiserror::Error)]
-pub enum StreamError {
+pub enum StateStreamError {
     /// The update did not merge (the state is unchanged).
     // Not named `Merge`: a second item of that name in the crate graph makes rustc print the
     // `Merge` reducer by its full path in the derive's diagnostics (tests/ui).
@@ -31,7 +26,7 @@ pub fn state_snapshot<S: Serialize + ?Sized>(state: &S) -> Result<Event, serde_j
 /// The `STATE_DELTA` that takes `old` to `new`: a JSON Patch computed by `json_patch::diff`.
 ///
 /// ```
-/// use agentstate::agui::{server::state_delta, Event};
+/// use agentstate::agui::{state_delta, Event};
 /// use serde_json::json;
 ///
 /// let Event::StateDelta(delta) = state_delta(&json!({"n": 1, "tags": []}), &json!({"n": 2, "tags": ["a"]})) else {
@@ -71,7 +66,7 @@ pub struct StateEvents {
 /// stays and the error is returned.
 ///
 /// ```
-/// use agentstate::agui::{server::merge_with_events, ChatState, Event};
+/// use agentstate::agui::{merge_with_events, ChatState, Event};
 /// use agentstate::state::{AgentState, AgentStateUpdate};
 ///
 /// let mut state = AgentState::default();
@@ -88,7 +83,7 @@ pub struct StateEvents {
 pub fn merge_with_events<S: State + Serialize>(
     state: &mut S,
     update: S::Update,
-) -> Result<StateEvents, StreamError> {
+) -> Result<StateEvents, StateStreamError> {
     let before = serde_json::to_value(&*state)?;
     state.merge(update)?;
     let after = serde_json::to_value(&*state)?;
@@ -140,7 +135,7 @@ impl<S: State + Serialize> StateStream<S> {
     /// On a merge error nothing changes. If the new state cannot be serialized, the merge stays
     /// and the next successful update's delta covers it (deltas always start from what was
     /// sent).
-    pub fn update(&mut self, update: S::Update) -> Result<Event, StreamError> {
+    pub fn update(&mut self, update: S::Update) -> Result<Event, StateStreamError> {
         self.state.merge(update)?;
         let now = serde_json::to_value(&self.state)?;
         let delta = state_delta(&self.sent, &now);

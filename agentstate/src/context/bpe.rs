@@ -1,10 +1,5 @@
 //! OpenAI's BPE token counts (feature `tokenizer`): [`Bpe`] for the `o200k_base` (GPT-4o and
 //! later) and `cl100k_base` (GPT-4, GPT-3.5) encodings.
-//!
-//! Backed by the `tiktoken` crate (4.x), whose vocabularies are compiled into the binary
-//! (compressed, about 1.2 MB for the two): nothing is downloaded or read at run time. Measured
-//! on this project's corpus of prose, code and JSON it counts about 85-115 MB/s, against ~23-28
-//! MB/s for `bpe-openai` and ~17 MB/s for `tiktoken-rs`, with identical counts (`benches/README.md`).
 
 use super::media::MediaTokens;
 use super::tokens::TokenCounter;
@@ -12,8 +7,16 @@ use super::tokens::TokenCounter;
 /// An OpenAI encoding, counting exactly as OpenAI's `tiktoken` does (special tokens in the text
 /// count as ordinary text).
 ///
+/// OpenAI's BPE token counts (feature `tokenizer`): [`Bpe`] for the `o200k_base` (GPT-4o and
+/// later) and `cl100k_base` (GPT-4, GPT-3.5) encodings.
+///
+/// Backed by the `tiktoken` crate (4.x), whose vocabularies are compiled into the binary
+/// (compressed, about 1.2 MB for the two): nothing is downloaded or read at run time. Measured
+/// on this project's corpus of prose, code and JSON it counts about 85-115 MB/s, against ~23-28
+/// MB/s for `bpe-openai` and ~17 MB/s for `tiktoken-rs`, with identical counts (`benches/README.md`).
+///
 /// ```
-/// use agentstate::context::bpe::Bpe;
+/// use agentstate::context::Bpe;
 /// use agentstate::context::TokenCounter;
 ///
 /// let o200k = Bpe::o200k_base();

@@ -1,13 +1,5 @@
 //! [`ContextIndex`]: what a view needs to know of each message, computed once per message and
 //! extended as the history grows.
-//!
-//! For every message the index keeps its token count, whether it starts a turn, and its *link*:
-//! for a tool message, the position of the earliest assistant message whose tool call it answers
-//! (or none: an orphan); for any other message, its own position. A cut before position `q` is
-//! *safe* when no message at or after `q` links to a message before `q`: no tool result loses
-//! its call and no assistant message loses a result. The index also keeps the running token sum,
-//! which makes the chunk grid of [`Cut::Chunked`](super::Cut::Chunked) independent of where the
-//! history ends.
 
 use super::pairing::{self, Unanswered};
 use super::tokens::{Estimate, TokenCounter};
@@ -34,6 +26,14 @@ pub(crate) struct Entry {
 
 /// The token counts and tool-call pairing of a history, kept beside it and extended
 /// incrementally, so that a view costs O(what it keeps), not O(history).
+///
+/// For every message the index keeps its token count, whether it starts a turn, and its *link*:
+/// for a tool message, the position of the earliest assistant message whose tool call it answers
+/// (or none: an orphan); for any other message, its own position. A cut before position `q` is
+/// *safe* when no message at or after `q` links to a message before `q`: no tool result loses
+/// its call and no assistant message loses a result. The index also keeps the running token sum,
+/// which makes the chunk grid of [`Cut::Chunked`](crate::context::Cut::Chunked) independent of where the
+/// history ends.
 ///
 /// Keep one index per history (for instance next to the state, or in the node that calls the
 /// model) and pass it the history each time: [`sync`](ContextIndex::sync) indexes the messages

@@ -1,30 +1,5 @@
 //! The tokens of images, audio, video and documents: [`MediaTokens`], by each provider's
 //! documented rule where there is one, and a documented default otherwise.
-//!
-//! - **Images, OpenAI** (GPT-4o, GPT-4.1, o-series; "Calculating costs" in OpenAI's vision
-//!   guide): `detail: "low"` costs 85 tokens; `"high"` (and `"auto"`, taken as high) scales the
-//!   image to fit in 2048 × 2048, then down so that its shortest side is at most 768 px, and
-//!   costs 85 + 170 per 512 px tile.
-//! - **Images, Anthropic** ("Vision" guide): an image whose long edge is over 1568 px is scaled
-//!   down to it, and costs width × height / 750 tokens, at most about 1,600.
-//! - **Image dimensions**: `width`/`height` of the [`MediaRef`] when set; else read from the
-//!   header of inline base64 data (`data_base64` or a `data:` URL) of a PNG, GIF, JPEG or WebP
-//!   image, decoding only the first bytes (no image crate); else
-//!   [`unknown_image`](MediaTokens::unknown_image) (default 2048 × 2048: a photo or screenshot,
-//!   which the providers scale down to their maximum).
-//! - **Audio**: [`audio_per_second`](MediaTokens::audio_per_second) (default 32, Gemini's
-//!   documented rate; OpenAI's audio models count fewer) times the duration: `duration_ms`, else
-//!   the size at 16 kB per second (128 kbit/s), else
-//!   [`unknown_seconds`](MediaTokens::unknown_seconds) (default 30).
-//! - **Video**: [`video_per_second`](MediaTokens::video_per_second) (default 263, Gemini's
-//!   rate) times the duration, found as for audio.
-//! - **Documents**: [`per_page`](MediaTokens::per_page) (default 1,500, the low end of
-//!   Anthropic's documented 1,500–3,000 per PDF page; Gemini counts 258) times the pages:
-//!   `pages` when listed, else one per 100 kB, else one; or the extracted `text`'s tokens when
-//!   that is more.
-//!
-//! The default image rule, [`ImageRule::Largest`], takes the larger of OpenAI's (high detail)
-//! and Anthropic's: a budget must hold the image whichever provider it goes to.
 
 use crate::message::{ContentBlock, MediaRef};
 
@@ -43,10 +18,35 @@ pub enum ImageRule {
     Largest,
 }
 
-/// How many tokens media blocks take in a prompt (see the [module](self) for the rules).
+/// How many tokens media blocks take in a prompt, by each provider's documented rule where there is one, and a documented default otherwise:
+///
+/// - **Images, OpenAI** (GPT-4o, GPT-4.1, o-series; "Calculating costs" in OpenAI's vision
+///   guide): `detail: "low"` costs 85 tokens; `"high"` (and `"auto"`, taken as high) scales the
+///   image to fit in 2048 × 2048, then down so that its shortest side is at most 768 px, and
+///   costs 85 + 170 per 512 px tile.
+/// - **Images, Anthropic** ("Vision" guide): an image whose long edge is over 1568 px is scaled
+///   down to it, and costs width × height / 750 tokens, at most about 1,600.
+/// - **Image dimensions**: `width`/`height` of the [`MediaRef`] when set; else read from the
+///   header of inline base64 data (`data_base64` or a `data:` URL) of a PNG, GIF, JPEG or WebP
+///   image, decoding only the first bytes (no image crate); else
+///   [`unknown_image`](MediaTokens::unknown_image) (default 2048 × 2048: a photo or screenshot,
+///   which the providers scale down to their maximum).
+/// - **Audio**: [`audio_per_second`](MediaTokens::audio_per_second) (default 32, Gemini's
+///   documented rate; OpenAI's audio models count fewer) times the duration: `duration_ms`, else
+///   the size at 16 kB per second (128 kbit/s), else
+///   [`unknown_seconds`](MediaTokens::unknown_seconds) (default 30).
+/// - **Video**: [`video_per_second`](MediaTokens::video_per_second) (default 263, Gemini's
+///   rate) times the duration, found as for audio.
+/// - **Documents**: [`per_page`](MediaTokens::per_page) (default 1,500, the low end of
+///   Anthropic's documented 1,500–3,000 per PDF page; Gemini counts 258) times the pages:
+///   `pages` when listed, else one per 100 kB, else one; or the extracted `text`'s tokens when
+///   that is more.
+///
+/// The default image rule, [`ImageRule::Largest`], takes the larger of OpenAI's (high detail)
+/// and Anthropic's: a budget must hold the image whichever provider it goes to.
 ///
 /// ```
-/// use agentstate::context::media::{ImageRule, MediaTokens};
+/// use agentstate::context::{ImageRule, MediaTokens};
 ///
 /// let openai = MediaTokens { image: ImageRule::OpenAi { low_detail: false }, ..MediaTokens::default() };
 /// assert_eq!(openai.image(1024, 1024), 765); // 768 × 768: 4 tiles
@@ -183,7 +183,7 @@ fn inline_base64(media: &MediaRef) -> Option<&str> {
 /// inline base64 data (PNG, GIF, JPEG, WebP).
 ///
 /// ```
-/// use agentstate::context::media::image_size;
+/// use agentstate::context::image_size;
 /// use agentstate::message::MediaRef;
 ///
 /// // A 1 × 1 PNG.

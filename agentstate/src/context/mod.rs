@@ -3,16 +3,18 @@
 //! A [`ContextView`] is a view, never a rewrite: it borrows the stored messages and names the
 //! ones to send, within a [`Budget`] of tokens, messages or turns. Every view keeps tool calls
 //! and their results together (no result without its call, no call without its results, no tool
-//! sequence split, unanswered calls closed: [`pairing`]), keeps every system message, sends the
+//! sequence split, unanswered calls closed: [`Unanswered`]), keeps every system message, sends the
 //! state's `context_summary` for
 //! what was cut, and never exceeds its budget. A [`ContextIndex`] kept beside the history caches
 //! each message's token count and pairing, so a view costs O(what it keeps).
 //!
-//! - [`tokens`]: the [`TokenCounter`] trait, the fast default [`Estimate`]; [`media`]: the
-//!   tokens of images, audio, video and documents;
-//! - `bpe` (feature `tokenizer`): OpenAI's `o200k_base` and `cl100k_base` counts;
-//! - [`budget`], [`window`] (the cut), [`view`], [`index`], [`pairing`], [`error`];
-//! - [`summary`]: summaries recorded as state updates, through the reducers and the journal.
+//! - counting: the [`TokenCounter`] trait, the fast default [`Estimate`], [`CharsOver4`]
+//!   (AgentFlow's count), `Bpe` (feature `tokenizer`: OpenAI's `o200k_base` and `cl100k_base`
+//!   counts); [`MediaTokens`]: the tokens of images, audio, video and documents;
+//! - [`Budget`], [`ContextWindow`] (the budget and the [`Cut`]), [`ContextView`] (what is sent),
+//!   [`ContextIndex`], [`Unanswered`] (tool calls without results), [`ContextError`];
+//! - [`SummaryRequest`] and [`SummaryPolicy`]: summaries recorded as state updates, through the
+//!   reducers and the journal.
 //!
 //! ```
 //! use agentstate::context::{ContextIndex, ContextWindow};
@@ -67,7 +69,7 @@
 //!
 //! [`Estimate`] is a one-pass byte classifier fitted to OpenAI's tokenizers (within about 2% of
 //! them on conversations; characters / 4, AgentFlow's count, is 11% off). The feature
-//! `tokenizer` adds `bpe::Bpe` (`o200k_base`, `cl100k_base`), exact, with the vocabularies
+//! `tokenizer` adds `Bpe` (`o200k_base`, `cl100k_base`), exact, with the vocabularies
 //! compiled in (nothing is downloaded). **Calibration** (on by default,
 //! [`ContextWindow::calibrated`]): the last assistant message's `usages.prompt_tokens` is the
 //! exact size of what was sent for it; the index remembers its estimate of that view and scales
@@ -77,21 +79,23 @@
 //! with parallel tool calls, before and after a summary, and under a six-message budget.
 
 #[cfg(feature = "tokenizer")]
-pub mod bpe;
-pub mod budget;
-pub mod error;
-pub mod index;
-pub mod media;
-pub mod pairing;
-pub mod summary;
-pub mod tokens;
-pub mod view;
-pub mod window;
+mod bpe;
+mod budget;
+mod error;
+mod index;
+mod media;
+mod pairing;
+mod summary;
+mod tokens;
+mod view;
+mod window;
 
+#[cfg(feature = "tokenizer")]
+pub use bpe::Bpe;
 pub use budget::Budget;
 pub use error::ContextError;
 pub use index::ContextIndex;
-pub use media::{ImageRule, MediaTokens};
+pub use media::{image_size, ImageRule, MediaTokens};
 pub use pairing::Unanswered;
 pub use summary::{SummaryPolicy, SummaryRequest, Threshold};
 pub use tokens::{CharsOver4, Estimate, TokenCounter, MESSAGE_OVERHEAD};

@@ -1,31 +1,31 @@
 //! Tool calls and results as providers require them: [`Unanswered`], the policy for calls
 //! that never got a result, and the sequence of messages a view sends.
-//!
-//! OpenAI (Chat Completions) requires every assistant message with `tool_calls` to be followed
-//! directly by one `tool` message per call id, and every `tool` message to answer a call of
-//! that assistant message; Anthropic requires every `tool_use` block to be answered by a
-//! `tool_result` block in the very next (user) message, and every `tool_result` to answer a
-//! `tool_use` of the message before. Both reject the request otherwise (HTTP 400). Gemini is
-//! lenient but pairs results by position. So a view sends, for each assistant message with
-//! calls:
-//!
-//! - the message, then right after it the tool messages answering its calls, in the order they
-//!   were stored: also a result stored after an interleaved message (a *late* result: the user
-//!   spoke before the tool answered) is moved up to its call;
-//! - each call answered once: a second result for the same call (a *duplicate*) is left out,
-//!   the first one is sent;
-//! - calls with no result anywhere in the history are *unanswered* once any other message
-//!   follows them, and [`Unanswered`] says what is done: by default each gets a stub result
-//!   saying so ([`Unanswered::Stub`]); [`Unanswered::DropCalls`] sends the assistant message
-//!   without them. Only the newest assistant message's calls may still be *pending* (nothing
-//!   but tool messages after it: its tools are running), and are sent as they are.
 
 use crate::message::{ContentBlock, Message, Role, ToolResultBlock};
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// What a view does with an assistant message's tool calls that never got a result, once the
-/// conversation moved on (see the [module](self) for what providers require).
+/// conversation moved on.
+///
+/// OpenAI (Chat Completions) requires every assistant message with `tool_calls` to be followed
+/// directly by one `tool` message per call id, and every `tool` message to answer a call of
+/// that assistant message; Anthropic requires every `tool_use` block to be answered by a
+/// `tool_result` block in the very next (user) message, and every `tool_result` to answer a
+/// `tool_use` of the message before. Both reject the request otherwise (HTTP 400). Gemini is
+/// lenient but pairs results by position. So a view sends, for each assistant message with
+/// calls:
+///
+/// - the message, then right after it the tool messages answering its calls, in the order they
+///   were stored: also a result stored after an interleaved message (a *late* result: the user
+///   spoke before the tool answered) is moved up to its call;
+/// - each call answered once: a second result for the same call (a *duplicate*) is left out,
+///   the first one is sent;
+/// - calls with no result anywhere in the history are *unanswered* once any other message
+///   follows them, and [`Unanswered`] says what is done: by default each gets a stub result
+///   saying so ([`Unanswered::Stub`]); [`Unanswered::DropCalls`] sends the assistant message
+///   without them. Only the newest assistant message's calls may still be *pending* (nothing
+///   but tool messages after it: its tools are running), and are sent as they are.
 ///
 /// ```
 /// use agentstate::context::{ContextIndex, ContextWindow, Unanswered};
@@ -107,7 +107,7 @@ pub(crate) fn call_ids(message: &Message) -> Vec<&str> {
 }
 
 /// What is sent of the kept `positions` of `messages` (in order, already free of orphans),
-/// paired as the [module](self) describes.
+/// paired as [`Unanswered`] describes.
 pub(crate) fn paired<'a>(
     messages: &'a [Message],
     positions: impl Iterator<Item = usize> + Clone,

@@ -2,12 +2,6 @@
 //! recorded as an [`AgentStateUpdate`] of `context_summary` and `context_summary_through`, so
 //! that it merges through the reducers, goes into the [`Journal`](crate::journal::Journal),
 //! replays, and can be undone.
-//!
-//! The library decides what to summarize: the messages a view leaves out that the current
-//! summary does not cover yet ([`ContextView::unsummarized`]). The summarizer (usually a model
-//! call, often async) is the caller's: it gets the previous summary and those messages, and
-//! returns the new summary, which replaces the old one (a rolling summary, unlike AgentFlow's,
-//! which grows forever) and must fit a token limit.
 
 use super::budget::Budget;
 use super::error::ContextError;
@@ -62,9 +56,15 @@ impl<C: TokenCounter> ContextIndex<C> {
 /// the view leaves out that it does not cover. Made by [`SummaryRequest::new`], answered by
 /// [`record`](SummaryRequest::record) with the summarizer's text.
 ///
+/// The library decides what to summarize: the messages a view leaves out that the current
+/// summary does not cover yet ([`ContextView::unsummarized`]). The summarizer (usually a model
+/// call, often async) is the caller's: it gets the previous summary and those messages, and
+/// returns the new summary, which replaces the old one (a rolling summary, unlike AgentFlow's,
+/// which grows forever) and must fit a token limit.
+///
 /// ```
 /// use agentstate::context::{ContextIndex, ContextWindow, Estimate, SummaryRequest};
-/// use agentstate::journal::Journal;
+/// use agentstate::Journal;
 /// use agentstate::message::{Message, Role};
 /// use agentstate::state::{AgentState, AgentStateUpdate};
 ///

@@ -42,7 +42,7 @@ impl Default for Cut {
 /// A view never sends a tool result without the assistant message that called it, never an
 /// assistant message's tool calls without every result of theirs that the history holds, and
 /// never more than the budget; what it sends is paired as providers require (see
-/// [`pairing`](super::pairing)).
+/// [`Unanswered`](super::Unanswered)).
 ///
 /// **System messages are pinned**: every system message of the history, not only the leading
 /// ones, is always sent and counted first, before the summary and the history, in its order.

@@ -788,8 +788,7 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 /// have no block in a message: each is noted in the report, and stays in `raw` only.
 ///
 /// With the [`ToolIds`] of the request ([`Converted::tool_ids`]), a tool call id that
-/// was rewritten for Anthropic is mapped back to the original (see
-/// [`tool_ids`](super::tool_ids)).
+/// was rewritten for Anthropic is mapped back to the original.
 ///
 /// ```
 /// use agentstate::message::ContentBlock;
@@ -1006,14 +1005,14 @@ const ANTHROPIC: &str = "Anthropic Messages";
 
 impl ModelRequest {
     /// The whole Anthropic Messages body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused), with
+    /// [`ModelRequest`] for where each parameter goes and what is refused), with
     /// the tool call ids rewritten for Anthropic in the result's `tool_ids`. Refused without
     /// [`max_output_tokens`](super::request::ModelRequestBuilder::max_output_tokens), which
     /// Anthropic requires and has no default for.
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{CacheAt, ModelRequest};
+    /// use agentstate::providers::{CacheAt, ModelRequest};
     /// use serde_json::json;
     ///
     /// let messages = [
@@ -1032,7 +1031,7 @@ impl ModelRequest {
     /// let body = serde_json::to_value(request.to_anthropic(&messages)?.request).unwrap();
     /// assert_eq!(body["messages"][0]["content"], json!([{"type": "text", "text": "A long document...",
     ///     "cache_control": {"type": "ephemeral"}}]));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_anthropic<'a>(
         &'a self,

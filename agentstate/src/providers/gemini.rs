@@ -107,7 +107,7 @@ pub struct GeminiPart<'a> {
     pub file_data: Option<FileData<'a>>,
     /// A function call: `{"id", "name", "args"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub function_call: Option<FunctionCall<'a>>,
+    pub function_call: Option<GeminiFunctionCall<'a>>,
     /// A function's response.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function_response: Option<FunctionResponse<'a>>,
@@ -136,7 +136,7 @@ pub struct FileData<'a> {
 
 /// `{"id", "name", "args"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FunctionCall<'a> {
+pub struct GeminiFunctionCall<'a> {
     /// The call id.
     pub id: &'a str,
     /// The function.
@@ -604,7 +604,7 @@ fn model_parts<'a>(message: &'a Message, index: usize, report: &mut Report) -> V
             None => None,
         };
         parts.push(GeminiPart {
-            function_call: Some(FunctionCall {
+            function_call: Some(GeminiFunctionCall {
                 id: call.id,
                 name: call.name,
                 args,
@@ -877,12 +877,12 @@ const GEMINI: &str = "Gemini generateContent";
 
 impl ModelRequest {
     /// The whole Gemini `generateContent` body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused: Gemini
+    /// [`ModelRequest`] for where each parameter goes and what is refused: Gemini
     /// has no strict tools, and takes reasoning as a thinking budget only).
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use agentstate::providers::{ModelRequest, Tool, ToolChoice};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("gemini-2.5-flash")
@@ -895,7 +895,7 @@ impl ModelRequest {
     /// let body = serde_json::to_value(request.to_gemini(&messages)?.request).unwrap();
     /// assert_eq!(body["tool_config"], json!({"function_calling_config": {"mode": "ANY", "allowed_function_names": ["now"]}}));
     /// assert_eq!(body["generation_config"], json!({"temperature": 0.5, "thinking_config": {"thinking_budget": 512}}));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_gemini<'a>(
         &'a self,

@@ -3,7 +3,7 @@
 //! provider's (non-streaming) response body back into a [`Message`], with a report of what
 //! the message cannot keep (a web search call, a server tool's result...).
 //!
-//! A whole request is a [`ModelRequest`] ([`request`]: model, tools, tool choice, structured
+//! A whole request is a [`ModelRequest`] (model, tools, tool choice, structured
 //! output, sampling, maximum output tokens, reasoning, prompt-cache breakpoints) converted with
 //! the conversation by [`ModelRequest::to_openai_chat`], [`to_openai_responses`](ModelRequest::to_openai_responses),
 //! [`to_anthropic`](ModelRequest::to_anthropic) or [`to_gemini`](ModelRequest::to_gemini)
@@ -36,7 +36,7 @@
 //!   the media moves to a user message after the turn's tool results, with a note. Any other
 //!   output is sent as its text (a JSON value as Python's `json.dumps` writes it).
 //! - Tool call ids Anthropic does not accept are rewritten, consistently and both ways
-//!   ([`tool_ids`]).
+//!   ([`ToolIds`]).
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
 //!   [`ReasoningBlock::extra`]`["provider"]` by the `from_*` functions); elsewhere it is
 //!   dropped with a note.
@@ -82,7 +82,7 @@
 //!   sent as what each provider takes (see the rules above). AgentFlow sends the blocks' JSON
 //!   text, base64 and all.
 //! - `anthropic_tool_id`: a tool call id Anthropic does not accept (`functions.get_weather:0`)
-//!   is rewritten ([`tool_ids`]). AgentFlow sends it unchanged, which Anthropic refuses.
+//!   is rewritten ([`ToolIds`]). AgentFlow sends it unchanged, which Anthropic refuses.
 //!
 //! Three more are normalised away before comparing, so the rest of those bodies is still
 //! compared: Anthropic `tool_result` blocks carry `is_error` (AgentFlow reads it from a key its
@@ -171,16 +171,20 @@ pub mod anthropic;
 pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
-pub mod report;
-pub mod request;
+mod report;
+mod request;
 pub mod stream;
-pub mod tool_ids;
+mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
 pub use gemini::{from_gemini, to_gemini};
 pub use openai_chat::{from_openai_chat, to_openai_chat};
 pub use openai_responses::{from_openai_responses, to_openai_responses};
-pub use request::{ModelRequest, RequestError};
+pub use report::{Action, Issue, Note, Report, Severity};
+pub use request::{
+    CacheAt, CacheBreakpoints, CacheControl, Conversation, Effort, ModelRequest,
+    ModelRequestBuilder, OutputSchema, RequestError, Sampling, Tool, ToolChoice,
+};
 pub use tool_ids::ToolIds;
 
 use crate::message::python_json;
@@ -188,7 +192,6 @@ use crate::message::{
     AnnotationRef, ContentBlock, ErrorBlock, Json, JsonObject, MediaKind, MediaRef, Message,
     ReasoningBlock, Role, TextBlock, TokenUsages, ToolCall, ToolCallBlock, ToolResultBlock,
 };
-use report::{Action, Issue, Report};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 

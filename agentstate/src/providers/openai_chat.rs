@@ -29,13 +29,13 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest<'a> {
     /// The messages, in order.
-    pub messages: Vec<ChatMessage<'a>>,
+    pub messages: Vec<ChatRequestMessage<'a>>,
 }
 
 /// One Chat Completions message, tagged by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
-pub enum ChatMessage<'a> {
+pub enum ChatRequestMessage<'a> {
     /// `{"role": "system", "content"}`.
     System {
         /// The text.
@@ -190,7 +190,7 @@ pub struct ChatFunction<'a> {
 /// ```
 /// use agentstate::message::{ContentBlock, MediaRef, Message, Role, ToolCall};
 /// use agentstate::providers::openai_chat::to_openai_chat;
-/// use agentstate::providers::report::{Action, Issue};
+/// use agentstate::providers::{Action, Issue};
 /// use serde_json::json;
 ///
 /// let messages = vec![
@@ -226,7 +226,7 @@ pub fn to_openai_chat<'a>(
 /// The Chat messages being built, with the index of the message each came from (`None` for
 /// the context summary), which the Responses converter reads.
 pub(super) struct Out<'a> {
-    pub(super) messages: Vec<ChatMessage<'a>>,
+    pub(super) messages: Vec<ChatRequestMessage<'a>>,
     pub(super) origins: Vec<Option<usize>>,
     at: Option<usize>,
     moved: Vec<ChatPart<'a>>,
@@ -240,7 +240,7 @@ pub(super) struct Out<'a> {
 }
 
 impl<'a> Out<'a> {
-    fn push(&mut self, message: ChatMessage<'a>) {
+    fn push(&mut self, message: ChatRequestMessage<'a>) {
         self.messages.push(message);
         self.origins.push(self.at);
     }
@@ -248,7 +248,7 @@ impl<'a> Out<'a> {
     fn summary(&mut self, summary: Option<&'a str>) {
         if let Some(summary) = summary {
             let at = self.at.take();
-            self.push(ChatMessage::System {
+            self.push(ChatRequestMessage::System {
                 content: ChatContent::Text(Cow::Borrowed(summary)),
             });
             self.at = at;
@@ -325,7 +325,7 @@ impl<'a> Out<'a> {
         if !self.moved.is_empty() {
             let at = std::mem::replace(&mut self.at, self.moved_from);
             let parts = std::mem::take(&mut self.moved);
-            self.push(ChatMessage::User {
+            self.push(ChatRequestMessage::User {
                 content: ChatContent::Parts(parts),
             });
             self.at = at;
@@ -360,7 +360,7 @@ pub(super) fn convert<'a>(
             Role::System => {
                 out.flush();
                 let content = content(message, index, Role::System, &mut report);
-                out.push(ChatMessage::System { content });
+                out.push(ChatRequestMessage::System { content });
             }
             Role::User => {
                 tool_messages(message, index, &mut out, &mut report);
@@ -371,7 +371,7 @@ pub(super) fn convert<'a>(
                     .any(|b| !matches!(b, ContentBlock::ToolResult(_)))
                 {
                     let content = content(message, index, Role::User, &mut report);
-                    out.push(ChatMessage::User { content });
+                    out.push(ChatRequestMessage::User { content });
                 }
             }
             Role::Assistant => {
@@ -567,7 +567,7 @@ fn assistant<'a>(
     index: usize,
     keep_reasoning: bool,
     report: &mut Report,
-) -> ChatMessage<'a> {
+) -> ChatRequestMessage<'a> {
     let mut refusal = None;
     let content = match message.content.as_slice() {
         [ContentBlock::Text(text)] => {
@@ -625,7 +625,7 @@ fn assistant<'a>(
     } else {
         Vec::new()
     };
-    ChatMessage::Assistant {
+    ChatRequestMessage::Assistant {
         content,
         refusal,
         tool_calls,
@@ -638,7 +638,7 @@ fn tool_messages<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, repo
         if let ContentBlock::ToolResult(result) = content {
             note_error_flag(result, index, block, report);
             let content = out.result_content(result, None, index, block, report);
-            out.push(ChatMessage::Tool {
+            out.push(ChatRequestMessage::Tool {
                 content,
                 tool_call_id: &result.call_id,
             });
@@ -653,7 +653,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
     if let [ContentBlock::ToolResult(result)] = message.content.as_slice() {
         note_error_flag(result, index, 0, report);
         let content = out.result_content(result, None, index, 0, report);
-        out.push(ChatMessage::Tool {
+        out.push(ChatRequestMessage::Tool {
             content,
             tool_call_id: &result.call_id,
         });
@@ -673,7 +673,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
         );
         out.flush();
         let content = content(message, index, Role::User, report);
-        out.push(ChatMessage::User { content });
+        out.push(ChatRequestMessage::User { content });
         return;
     }
     // With one result, its content is the message's text (AgentFlow's): the result's and
@@ -688,7 +688,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
                     single = Some((result, block, beside.len()));
                 } else {
                     let content = out.result_content(result, None, index, block, report);
-                    out.push(ChatMessage::Tool {
+                    out.push(ChatRequestMessage::Tool {
                         content,
                         tool_call_id: &result.call_id,
                     });
@@ -744,7 +744,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
             }
             content => content,
         };
-        out.push(ChatMessage::Tool {
+        out.push(ChatRequestMessage::Tool {
             content,
             tool_call_id: &result.call_id,
         });
@@ -871,7 +871,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, Response
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatBody<'a> {
     /// The conversation.
-    pub messages: Vec<ChatMessage<'a>>,
+    pub messages: Vec<ChatRequestMessage<'a>>,
     /// The model.
     pub model: &'a str,
     /// `frequency_penalty`.
@@ -1018,11 +1018,11 @@ const CHAT: &str = "OpenAI Chat Completions";
 
 impl ModelRequest {
     /// The whole OpenAI Chat Completions body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused).
+    /// [`ModelRequest`] for where each parameter goes and what is refused).
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{ModelRequest, Tool, ToolChoice};
+    /// use agentstate::providers::{ModelRequest, Tool, ToolChoice};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("gpt-4o")
@@ -1037,7 +1037,7 @@ impl ModelRequest {
     ///     r#""tool_choice":{"type":"function","function":{"name":"now"}},"#,
     ///     r#""tools":[{"type":"function","function":{"name":"now","description":"The time.","#,
     ///     r#""parameters":{"properties":{},"type":"object"},"strict":false}}]}"#));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_openai_chat<'a>(
         &'a self,

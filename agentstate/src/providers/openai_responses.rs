@@ -10,8 +10,8 @@
 //! audio input: audio is dropped with a note.
 
 use super::openai_chat::{
-    convert, json_schema_format, openai_effort, openai_mode, ChatContent, ChatMessage, ChatPart,
-    JsonSchemaFormat,
+    convert, json_schema_format, openai_effort, openai_mode, ChatContent, ChatPart,
+    ChatRequestMessage, JsonSchemaFormat,
 };
 use super::report::{Action, Issue, Report};
 use super::request::{Conversation, Effort, ModelRequest, Param, RequestError, ToolChoice};
@@ -176,7 +176,7 @@ fn conversation<'a>(
     let mut started = false;
     for (message, origin) in out.messages.into_iter().zip(out.origins) {
         match message {
-            ChatMessage::System { content } => {
+            ChatRequestMessage::System { content } => {
                 if started {
                     report.push(
                         origin,
@@ -189,7 +189,7 @@ fn conversation<'a>(
                     instructions.push(text.into_owned());
                 }
             }
-            ChatMessage::User { content } => {
+            ChatRequestMessage::User { content } => {
                 started = true;
                 let content = input_content(content, origin, &mut report);
                 input.push(ResponsesItem::Message {
@@ -197,7 +197,7 @@ fn conversation<'a>(
                     content,
                 });
             }
-            ChatMessage::Assistant {
+            ChatRequestMessage::Assistant {
                 mut content,
                 refusal,
                 tool_calls,
@@ -245,7 +245,7 @@ fn conversation<'a>(
                     });
                 }
             }
-            ChatMessage::Tool {
+            ChatRequestMessage::Tool {
                 content,
                 tool_call_id,
             } => {
@@ -576,12 +576,12 @@ const RESPONSES: &str = "OpenAI Responses";
 
 impl ModelRequest {
     /// The whole OpenAI Responses body of this request and a conversation (see
-    /// [`request`](super::request) for where each parameter goes and what is refused:
+    /// [`ModelRequest`] for where each parameter goes and what is refused:
     /// Responses has no `stop`, `seed`, penalties or `top_k`).
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{Effort, ModelRequest, OutputSchema};
+    /// use agentstate::providers::{Effort, ModelRequest, OutputSchema};
     /// use serde_json::json;
     ///
     /// let request = ModelRequest::builder("o4-mini")
@@ -596,7 +596,7 @@ impl ModelRequest {
     ///
     /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
     /// assert!(stopped.to_openai_responses(&messages).is_err());
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn to_openai_responses<'a>(
         &'a self,

@@ -1,25 +1,4 @@
 //! What a conversion to a provider's request could not express, and what it did instead.
-//!
-//! Every converter returns a [`Report`] next to the request body: one [`Note`] per block or
-//! message that was dropped, moved, rewritten or sent although the provider will likely reject
-//! it. Nothing is dropped without a note. Each note has a [`Severity`]: whether the model
-//! still sees everything ([`Severity::Info`]), something it would have seen is lost
-//! ([`Severity::Warning`]), or the provider will refuse the request ([`Severity::Refused`]).
-//! Notes, reports and severities serialize to JSON (for logs and traces).
-//!
-//! ```
-//! use agentstate::message::{Message, Role};
-//! use agentstate::providers::anthropic::to_anthropic;
-//! use agentstate::providers::report::Severity;
-//! use serde_json::json;
-//!
-//! // Only a system prompt: Anthropic refuses a request without messages.
-//! let converted = to_anthropic(&[Message::text_message("Be brief.", Role::System)], None);
-//! assert_eq!(converted.report.worst(), Some(Severity::Refused));
-//! assert_eq!(serde_json::to_value(&converted.report)?, json!([{"message": null, "block": null,
-//!     "issue": "empty_conversation", "action": "sent_as_is", "severity": "refused"}]));
-//! # Ok::<(), serde_json::Error>(())
-//! ```
 
 use serde::Serialize;
 use std::fmt;
@@ -28,7 +7,7 @@ use std::fmt;
 /// the request. Ordered: `Info < Warning < Refused`.
 ///
 /// ```
-/// use agentstate::providers::report::{Issue, Severity};
+/// use agentstate::providers::{Issue, Severity};
 ///
 /// assert_eq!(Issue::EmptyConversation.severity(), Severity::Refused);
 /// assert_eq!(Issue::SystemInConversation.severity(), Severity::Info);
@@ -214,7 +193,7 @@ impl Issue {
     /// How much this kind of issue matters (given in each variant's doc).
     ///
     /// ```
-    /// use agentstate::providers::report::{Issue, Severity};
+    /// use agentstate::providers::{Issue, Severity};
     ///
     /// assert_eq!(Issue::UnansweredToolCall { id: "c1".into() }.severity(), Severity::Refused);
     /// assert_eq!(Issue::UnsupportedBlock { kind: "video" }.severity(), Severity::Warning);
@@ -385,7 +364,7 @@ impl Note {
     /// The severity of the note's issue ([`Issue::severity`]).
     ///
     /// ```
-    /// use agentstate::providers::report::{Action, Issue, Note, Severity};
+    /// use agentstate::providers::{Action, Issue, Note, Severity};
     ///
     /// let note = Note { message: Some(3), block: Some(1), issue: Issue::UnsupportedBlock { kind: "video" }, action: Action::Dropped };
     /// assert_eq!(note.severity(), Severity::Warning);
@@ -425,7 +404,7 @@ impl fmt::Display for Note {
     /// `message 3, block 1: <issue>; <action>`.
     ///
     /// ```
-    /// use agentstate::providers::report::{Action, Issue, Note};
+    /// use agentstate::providers::{Action, Issue, Note};
     ///
     /// let note = Note { message: Some(3), block: Some(1), issue: Issue::UnsupportedBlock { kind: "video" }, action: Action::Dropped };
     /// assert_eq!(note.to_string(), "message 3, block 1: the provider has no `video` block here; dropped");
@@ -447,6 +426,27 @@ impl fmt::Display for Note {
 
 /// Everything a conversion could not express, in the order met. Serialized as the list of
 /// its notes.
+///
+/// Every converter returns a [`Report`] next to the request body: one [`Note`] per block or
+/// message that was dropped, moved, rewritten or sent although the provider will likely reject
+/// it. Nothing is dropped without a note. Each note has a [`Severity`]: whether the model
+/// still sees everything ([`Severity::Info`]), something it would have seen is lost
+/// ([`Severity::Warning`]), or the provider will refuse the request ([`Severity::Refused`]).
+/// Notes, reports and severities serialize to JSON (for logs and traces).
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::providers::anthropic::to_anthropic;
+/// use agentstate::providers::Severity;
+/// use serde_json::json;
+///
+/// // Only a system prompt: Anthropic refuses a request without messages.
+/// let converted = to_anthropic(&[Message::text_message("Be brief.", Role::System)], None);
+/// assert_eq!(converted.report.worst(), Some(Severity::Refused));
+/// assert_eq!(serde_json::to_value(&converted.report)?, json!([{"message": null, "block": null,
+///     "issue": "empty_conversation", "action": "sent_as_is", "severity": "refused"}]));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Report {
@@ -469,7 +469,7 @@ impl Report {
     /// ```
     /// use agentstate::message::{Message, Role, ToolCall};
     /// use agentstate::providers::openai_chat::to_openai_chat;
-    /// use agentstate::providers::report::Severity;
+    /// use agentstate::providers::Severity;
     /// use serde_json::json;
     ///
     /// let unanswered = [

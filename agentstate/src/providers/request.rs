@@ -7,121 +7,6 @@
 //! [`GeminiBody`](super::gemini::GeminiBody)), serialized in the provider's documented key
 //! order (its required keys first, in its reference's order, then the optional ones) and byte
 //! for byte the same for equal inputs.
-//!
-//! # What a provider cannot take
-//!
-//! Two kinds, handled differently:
-//!
-//! - **A parameter you set that the provider lacks, or a request it would refuse** (a `seed`
-//!   for Anthropic, `top_k` for OpenAI, no `max_tokens` for Anthropic, a thinking budget larger
-//!   than `max_tokens`...): the conversion returns a [`RequestError`] naming the provider and
-//!   the parameter, and no body. These are your choices, not your data: dropping one would
-//!   change what the model does without a word (OpenArmature's llm-provider spec rejects such
-//!   parameters rather than dropping them), and sending it would only get an HTTP 400 later.
-//!   A `Result` cannot be ignored; a note can.
-//! - **Something of the conversation** (a video for OpenAI, reasoning another provider made) and
-//!   **a setting that does not apply** (cache breakpoints where caching is automatic): the body
-//!   is built and the [`Report`] says what was done, as the message
-//!   conversion always did. A cache breakpoint where it does not apply is a
-//!   [`Severity::Info`](super::report::Severity::Info) note
-//!   ([`Issue::NotApplicable`]): OpenAI and Gemini cache
-//!   prompt prefixes by themselves.
-//!
-//! A request that no provider would take (a tool choice naming a tool the request does not
-//! have, a temperature of 5, two tools of one name) is refused when it is built
-//! ([`ModelRequestBuilder::build`]).
-//!
-//! # Reasoning
-//!
-//! Providers take reasoning in two forms: an effort (OpenAI's `reasoning_effort`, Anthropic's
-//! `output_config.effort`) and a token budget (Anthropic's `thinking.budget_tokens`, Gemini's
-//! `thinking_config.thinking_budget`). Set one or both; a provider writes the ones it takes
-//! and refuses the request only when it takes neither of those you set (OpenAI given only a
-//! budget, Gemini given only an effort). One request with both goes to all four.
-//!
-//! # Where each parameter goes
-//!
-//! "refused": the conversion returns [`RequestError::Unsupported`].
-//!
-//! | parameter | OpenAI Chat | OpenAI Responses | Anthropic | Gemini |
-//! |---|---|---|---|---|
-//! | model | `model` | `model` | `model` | `model` (the URL's, in the body for SDKs) |
-//! | tools | `tools` (`function`) | `tools` (`function`) | `tools` (`input_schema`) | `tools[0].function_declarations` (`parameters_json_schema`) |
-//! | tool choice | `tool_choice` | `tool_choice` | `tool_choice` (`auto`, `none`, `any`, `tool`) | `tool_config.function_calling_config` (`AUTO`, `NONE`, `ANY`, `allowed_function_names`) |
-//! | structured output | `response_format` (`json_schema`) | `text.format` | `output_config.format` (no name; always strict) | `generation_config.response_json_schema` (no name; JSON mime type) |
-//! | temperature, top_p | `temperature`, `top_p` | `temperature`, `top_p` | refused | `generation_config` |
-//! | top_k | refused | refused | refused | `generation_config.top_k` |
-//! | stop | `stop` | refused | `stop_sequences` | `generation_config.stop_sequences` |
-//! | seed | `seed` | refused | refused | `generation_config.seed` |
-//! | frequency, presence penalty | `frequency_penalty`, `presence_penalty` | refused | refused | `generation_config` |
-//! | max output tokens | `max_completion_tokens` | `max_output_tokens` | `max_tokens` (required) | `generation_config.max_output_tokens` |
-//! | reasoning effort | `reasoning_effort` | `reasoning.effort` | `output_config.effort` (low to max) | not taken (a budget is needed) |
-//! | thinking budget | not taken (an effort is needed) | not taken | `thinking` (`enabled`, `budget_tokens`) | `generation_config.thinking_config.thinking_budget` |
-//! | cache breakpoints | noted: automatic | noted: automatic | `cache_control` on the last system block, the last tool, the chosen message's last block | noted: implicit |
-//!
-//! Anthropic's column follows the Messages API as the pinned official SDK types define it
-//! (`anthropic` 2.14.0's `MessageCreateParams`, which `tests/providers_sdk_types.rs` validates
-//! against): it has no `temperature`, `top_p`, `top_k`, `seed` or penalties. Anthropic also
-//! refuses thinking with a forced tool choice (`any`, `tool`), and a budget under 1,024 tokens
-//! or not under `max_tokens`: refused here too.
-//!
-//! # Example
-//!
-//! ```
-//! use agentstate::message::{Message, Role};
-//! use agentstate::providers::request::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
-//! use agentstate::providers::request::RequestError;
-//! use serde_json::json;
-//!
-//! let weather = Tool::new(
-//!     "get_weather",
-//!     "The weather in a city today.",
-//!     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-//! );
-//! let request = ModelRequest::builder("claude-sonnet-4-5")
-//!     .tool(weather)
-//!     .tool_choice(ToolChoice::Auto)
-//!     .max_output_tokens(2048)
-//!     .thinking_budget(1024)
-//!     .reasoning_effort(Effort::Medium)
-//!     .cache_system(true)
-//!     .build()?;
-//! let messages = vec![
-//!     Message::text_message("Be brief.", Role::System),
-//!     Message::text_message("Weather in Paris?", Role::User),
-//! ];
-//!
-//! // Anthropic: the tools, the thinking budget, a breakpoint on the system prompt.
-//! let converted = request.to_anthropic(&messages)?;
-//! assert!(converted.report.is_empty(), "{}", converted.report);
-//! let body = serde_json::to_value(&converted.request)?;
-//! assert_eq!(body["max_tokens"], 2048);
-//! assert_eq!(body["tools"][0]["input_schema"]["required"], json!(["city"]));
-//! assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 1024}));
-//! assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
-//!
-//! // OpenAI Chat: the effort; the cache breakpoint does not apply (a note, not an error).
-//! let converted = request.to_openai_chat(&messages)?;
-//! let body = serde_json::to_value(&converted.request)?;
-//! assert_eq!(body["reasoning_effort"], "medium");
-//! assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
-//! assert_eq!(converted.report.to_string(),
-//!     "request: `cache_breakpoints` does not apply (the provider caches prompt prefixes by itself); dropped");
-//!
-//! // A parameter a provider lacks is refused, not dropped.
-//! let seeded = ModelRequest::builder("claude-sonnet-4-5").seed(7).max_output_tokens(512).build()?;
-//! let error = seeded.to_anthropic(&messages).unwrap_err();
-//! assert_eq!(error.to_string(), "Anthropic Messages has no `seed` parameter; leave it unset for this provider");
-//! assert_eq!(error.category(), "provider_parameter_unsupported");
-//!
-//! // Structured output, for Gemini.
-//! let request = ModelRequest::builder("gemini-2.5-flash")
-//!     .output_schema(OutputSchema::new("answer", json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})))
-//!     .build()?;
-//! let body = serde_json::to_value(request.to_gemini(&messages)?.request)?;
-//! assert_eq!(body["generation_config"]["response_mime_type"], "application/json");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use super::report::{Action, Issue, Report};
 use crate::message::Message;
@@ -131,7 +16,132 @@ use std::fmt;
 
 /// A model request's parameters, built by [`ModelRequest::builder`] (which checks them), and
 /// converted with a conversation by `to_openai_chat`, `to_openai_responses`, `to_anthropic`
-/// and `to_gemini` (see the [module docs](self)).
+/// and `to_gemini`.
+///
+/// A whole model request, described once beside the conversation: the model, tools, tool
+/// choice, structured output, sampling, maximum output tokens, reasoning and prompt-cache
+/// breakpoints. Each provider's converter writes it in its shape as a typed body
+/// ([`ChatBody`](super::openai_chat::ChatBody),
+/// [`ResponsesBody`](super::openai_responses::ResponsesBody),
+/// [`AnthropicBody`](super::anthropic::AnthropicBody),
+/// [`GeminiBody`](super::gemini::GeminiBody)), serialized in the provider's documented key
+/// order (its required keys first, in its reference's order, then the optional ones) and byte
+/// for byte the same for equal inputs.
+///
+/// # What a provider cannot take
+///
+/// Two kinds, handled differently:
+///
+/// - **A parameter you set that the provider lacks, or a request it would refuse** (a `seed`
+///   for Anthropic, `top_k` for OpenAI, no `max_tokens` for Anthropic, a thinking budget larger
+///   than `max_tokens`...): the conversion returns a [`RequestError`] naming the provider and
+///   the parameter, and no body. These are your choices, not your data: dropping one would
+///   change what the model does without a word (OpenArmature's llm-provider spec rejects such
+///   parameters rather than dropping them), and sending it would only get an HTTP 400 later.
+///   A `Result` cannot be ignored; a note can.
+/// - **Something of the conversation** (a video for OpenAI, reasoning another provider made) and
+///   **a setting that does not apply** (cache breakpoints where caching is automatic): the body
+///   is built and the [`Report`] says what was done, as the message
+///   conversion always did. A cache breakpoint where it does not apply is a
+///   [`Severity::Info`](super::report::Severity::Info) note
+///   ([`Issue::NotApplicable`]): OpenAI and Gemini cache
+///   prompt prefixes by themselves.
+///
+/// A request that no provider would take (a tool choice naming a tool the request does not
+/// have, a temperature of 5, two tools of one name) is refused when it is built
+/// ([`ModelRequestBuilder::build`]).
+///
+/// # Reasoning
+///
+/// Providers take reasoning in two forms: an effort (OpenAI's `reasoning_effort`, Anthropic's
+/// `output_config.effort`) and a token budget (Anthropic's `thinking.budget_tokens`, Gemini's
+/// `thinking_config.thinking_budget`). Set one or both; a provider writes the ones it takes
+/// and refuses the request only when it takes neither of those you set (OpenAI given only a
+/// budget, Gemini given only an effort). One request with both goes to all four.
+///
+/// # Where each parameter goes
+///
+/// "refused": the conversion returns [`RequestError::Unsupported`].
+///
+/// | parameter | OpenAI Chat | OpenAI Responses | Anthropic | Gemini |
+/// |---|---|---|---|---|
+/// | model | `model` | `model` | `model` | `model` (the URL's, in the body for SDKs) |
+/// | tools | `tools` (`function`) | `tools` (`function`) | `tools` (`input_schema`) | `tools[0].function_declarations` (`parameters_json_schema`) |
+/// | tool choice | `tool_choice` | `tool_choice` | `tool_choice` (`auto`, `none`, `any`, `tool`) | `tool_config.function_calling_config` (`AUTO`, `NONE`, `ANY`, `allowed_function_names`) |
+/// | structured output | `response_format` (`json_schema`) | `text.format` | `output_config.format` (no name; always strict) | `generation_config.response_json_schema` (no name; JSON mime type) |
+/// | temperature, top_p | `temperature`, `top_p` | `temperature`, `top_p` | refused | `generation_config` |
+/// | top_k | refused | refused | refused | `generation_config.top_k` |
+/// | stop | `stop` | refused | `stop_sequences` | `generation_config.stop_sequences` |
+/// | seed | `seed` | refused | refused | `generation_config.seed` |
+/// | frequency, presence penalty | `frequency_penalty`, `presence_penalty` | refused | refused | `generation_config` |
+/// | max output tokens | `max_completion_tokens` | `max_output_tokens` | `max_tokens` (required) | `generation_config.max_output_tokens` |
+/// | reasoning effort | `reasoning_effort` | `reasoning.effort` | `output_config.effort` (low to max) | not taken (a budget is needed) |
+/// | thinking budget | not taken (an effort is needed) | not taken | `thinking` (`enabled`, `budget_tokens`) | `generation_config.thinking_config.thinking_budget` |
+/// | cache breakpoints | noted: automatic | noted: automatic | `cache_control` on the last system block, the last tool, the chosen message's last block | noted: implicit |
+///
+/// Anthropic's column follows the Messages API as the pinned official SDK types define it
+/// (`anthropic` 2.14.0's `MessageCreateParams`, which `tests/providers_sdk_types.rs` validates
+/// against): it has no `temperature`, `top_p`, `top_k`, `seed` or penalties. Anthropic also
+/// refuses thinking with a forced tool choice (`any`, `tool`), and a budget under 1,024 tokens
+/// or not under `max_tokens`: refused here too.
+///
+/// # Example
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::providers::{Effort, ModelRequest, OutputSchema, Tool, ToolChoice};
+/// use agentstate::providers::RequestError;
+/// use serde_json::json;
+///
+/// let weather = Tool::new(
+///     "get_weather",
+///     "The weather in a city today.",
+///     json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+/// );
+/// let request = ModelRequest::builder("claude-sonnet-4-5")
+///     .tool(weather)
+///     .tool_choice(ToolChoice::Auto)
+///     .max_output_tokens(2048)
+///     .thinking_budget(1024)
+///     .reasoning_effort(Effort::Medium)
+///     .cache_system(true)
+///     .build()?;
+/// let messages = vec![
+///     Message::text_message("Be brief.", Role::System),
+///     Message::text_message("Weather in Paris?", Role::User),
+/// ];
+///
+/// // Anthropic: the tools, the thinking budget, a breakpoint on the system prompt.
+/// let converted = request.to_anthropic(&messages)?;
+/// assert!(converted.report.is_empty(), "{}", converted.report);
+/// let body = serde_json::to_value(&converted.request)?;
+/// assert_eq!(body["max_tokens"], 2048);
+/// assert_eq!(body["tools"][0]["input_schema"]["required"], json!(["city"]));
+/// assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 1024}));
+/// assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+///
+/// // OpenAI Chat: the effort; the cache breakpoint does not apply (a note, not an error).
+/// let converted = request.to_openai_chat(&messages)?;
+/// let body = serde_json::to_value(&converted.request)?;
+/// assert_eq!(body["reasoning_effort"], "medium");
+/// assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
+/// assert_eq!(converted.report.to_string(),
+///     "request: `cache_breakpoints` does not apply (the provider caches prompt prefixes by itself); dropped");
+///
+/// // A parameter a provider lacks is refused, not dropped.
+/// let seeded = ModelRequest::builder("claude-sonnet-4-5").seed(7).max_output_tokens(512).build()?;
+/// let error = seeded.to_anthropic(&messages).unwrap_err();
+/// assert_eq!(error.to_string(), "Anthropic Messages has no `seed` parameter; leave it unset for this provider");
+/// assert_eq!(error.category(), "provider_parameter_unsupported");
+///
+/// // Structured output, for Gemini.
+/// let request = ModelRequest::builder("gemini-2.5-flash")
+///     .output_schema(OutputSchema::new("answer", json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})))
+///     .build()?;
+/// let body = serde_json::to_value(request.to_gemini(&messages)?.request)?;
+/// assert_eq!(body["generation_config"]["response_mime_type"], "application/json");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
     model: String,
@@ -170,7 +180,7 @@ impl Tool {
     /// A tool, not strict.
     ///
     /// ```
-    /// use agentstate::providers::request::Tool;
+    /// use agentstate::providers::Tool;
     /// use serde_json::json;
     ///
     /// let tool = Tool::new("now", "The current time.", json!({"type": "object", "properties": {}}));
@@ -196,7 +206,7 @@ impl Tool {
     ///
     /// ```
     /// # #[cfg(feature = "schemars")] {
-    /// use agentstate::providers::request::Tool;
+    /// use agentstate::providers::Tool;
     ///
     /// #[derive(schemars::JsonSchema)]
     /// #[allow(dead_code)]
@@ -266,7 +276,7 @@ impl OutputSchema {
     ///
     /// ```
     /// # #[cfg(feature = "schemars")] {
-    /// use agentstate::providers::request::OutputSchema;
+    /// use agentstate::providers::OutputSchema;
     ///
     /// #[derive(schemars::JsonSchema)]
     /// #[allow(dead_code)]
@@ -447,13 +457,13 @@ impl<'a> Conversation<'a> {
     ///
     /// ```
     /// use agentstate::message::{Message, Role};
-    /// use agentstate::providers::request::{Conversation, ModelRequest};
+    /// use agentstate::providers::{Conversation, ModelRequest};
     ///
     /// let messages = [Message::text_message("Hi", Role::User)];
     /// let request = ModelRequest::builder("gpt-4o").build()?;
     /// let body = request.to_openai_responses(Conversation::new(&messages).summary("Earlier: nothing."))?.request;
     /// assert_eq!(body.instructions.as_deref(), Some("Earlier: nothing."));
-    /// # Ok::<(), agentstate::providers::request::RequestError>(())
+    /// # Ok::<(), agentstate::providers::RequestError>(())
     /// ```
     pub fn new(messages: &'a [Message]) -> Self {
         Conversation {
@@ -758,7 +768,7 @@ impl ModelRequestBuilder {
     /// maximum of 0 output tokens.
     ///
     /// ```
-    /// use agentstate::providers::request::{ModelRequest, ToolChoice};
+    /// use agentstate::providers::{ModelRequest, ToolChoice};
     ///
     /// let error = ModelRequest::builder("gpt-4o").tool_choice(ToolChoice::Tool("search".into())).build().unwrap_err();
     /// assert_eq!(error.to_string(), "`tool_choice` is invalid: it names the tool `search`, which the request does not have");

@@ -1,54 +1,54 @@
 //! Tool call ids rewritten for a provider that does not accept them, and back.
-//!
-//! Anthropic takes tool call ids matching `^[a-zA-Z0-9_-]+$` only, while other providers make
-//! ids such as `functions.get_weather:0` (Kimi, some OpenAI-compatible servers). [`ToolIds`]
-//! is the mapping one conversion used:
-//!
-//! - an id the provider accepts is sent unchanged;
-//! - any other id is sent as itself with each character outside `[a-zA-Z0-9_-]` replaced by
-//!   `_` (an empty id is `call`), followed by `_2`, `_3`... if that id is taken (by an id of
-//!   the conversation or by an earlier rewritten one), so two ids never become one;
-//! - the same id is sent the same way everywhere in the conversation (its call and its
-//!   result), and the mapping depends only on the conversation, so the request's bytes are
-//!   stable.
-//!
-//! [`to_anthropic`](super::to_anthropic) returns the mapping in
-//! [`Converted::tool_ids`](super::Converted::tool_ids), with one
-//! [`Issue::ToolCallIdRewritten`] note per rewritten id;
-//! [`from_anthropic`](super::from_anthropic) maps the ids of a response back when given it.
-//!
-//! ```
-//! use agentstate::message::{Message, Role, ToolCall};
-//! use agentstate::providers::anthropic::{from_anthropic, to_anthropic};
-//! use serde_json::json;
-//!
-//! let messages = vec![
-//!     Message::text_message("Weather?", Role::User),
-//!     Message::text_message("", Role::Assistant)
-//!         .with_tool_calls(vec![ToolCall::new("functions.get_weather:0", "get_weather", json!({}))]),
-//!     Message::tool_result("functions.get_weather:0", "Sunny"),
-//! ];
-//! let converted = to_anthropic(&messages, None);
-//! let body = &converted.request;
-//! assert_eq!(body["messages"][1]["content"][0]["id"], "functions_get_weather_0");
-//! assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "functions_get_weather_0");
-//! assert_eq!(converted.tool_ids.sent("functions.get_weather:0"), "functions_get_weather_0");
-//! assert_eq!(converted.tool_ids.original("functions_get_weather_0"), "functions.get_weather:0");
-//!
-//! // A response that uses a sent id (the turn sent back) gets the original one.
-//! let response = json!({"content": [{"type": "tool_use", "id": "functions_get_weather_0",
-//!                                    "name": "get_weather", "input": {}}]});
-//! let back = from_anthropic(&response, Some(&converted.tool_ids))?.request;
-//! assert_eq!(back.tool_calls()[0].id, "functions.get_weather:0");
-//! # Ok::<(), agentstate::providers::ResponseError>(())
-//! ```
 
 use super::report::{Action, Issue, Report};
 use crate::message::{ContentBlock, Message};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The tool call ids a conversion rewrote, both ways (see the [module docs](self)). Empty
+/// The tool call ids a conversion rewrote, both ways Empty
 /// when every id was sent unchanged.
+///
+/// Anthropic takes tool call ids matching `^[a-zA-Z0-9_-]+$` only, while other providers make
+/// ids such as `functions.get_weather:0` (Kimi, some OpenAI-compatible servers). [`ToolIds`]
+/// is the mapping one conversion used:
+///
+/// - an id the provider accepts is sent unchanged;
+/// - any other id is sent as itself with each character outside `[a-zA-Z0-9_-]` replaced by
+///   `_` (an empty id is `call`), followed by `_2`, `_3`... if that id is taken (by an id of
+///   the conversation or by an earlier rewritten one), so two ids never become one;
+/// - the same id is sent the same way everywhere in the conversation (its call and its
+///   result), and the mapping depends only on the conversation, so the request's bytes are
+///   stable.
+///
+/// [`to_anthropic`](super::to_anthropic) returns the mapping in
+/// [`Converted::tool_ids`](super::Converted::tool_ids), with one
+/// [`Issue::ToolCallIdRewritten`] note per rewritten id;
+/// [`from_anthropic`](super::from_anthropic) maps the ids of a response back when given it.
+///
+/// ```
+/// use agentstate::message::{Message, Role, ToolCall};
+/// use agentstate::providers::anthropic::{from_anthropic, to_anthropic};
+/// use serde_json::json;
+///
+/// let messages = vec![
+///     Message::text_message("Weather?", Role::User),
+///     Message::text_message("", Role::Assistant)
+///         .with_tool_calls(vec![ToolCall::new("functions.get_weather:0", "get_weather", json!({}))]),
+///     Message::tool_result("functions.get_weather:0", "Sunny"),
+/// ];
+/// let converted = to_anthropic(&messages, None);
+/// let body = &converted.request;
+/// assert_eq!(body["messages"][1]["content"][0]["id"], "functions_get_weather_0");
+/// assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "functions_get_weather_0");
+/// assert_eq!(converted.tool_ids.sent("functions.get_weather:0"), "functions_get_weather_0");
+/// assert_eq!(converted.tool_ids.original("functions_get_weather_0"), "functions.get_weather:0");
+///
+/// // A response that uses a sent id (the turn sent back) gets the original one.
+/// let response = json!({"content": [{"type": "tool_use", "id": "functions_get_weather_0",
+///                                    "name": "get_weather", "input": {}}]});
+/// let back = from_anthropic(&response, Some(&converted.tool_ids))?.request;
+/// assert_eq!(back.tool_calls()[0].id, "functions.get_weather:0");
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolIds {
     /// Original id to sent id.

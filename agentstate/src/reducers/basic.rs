@@ -13,7 +13,7 @@ use std::hash::{BuildHasher, Hash};
 /// let mut title = String::from("draft");
 /// LastWriteWins.reduce(&mut title, "final".to_string())?;
 /// assert_eq!(title, "final");
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LastWriteWins;
@@ -63,7 +63,7 @@ replacing_reducer!(ReplaceValue, "replace_value");
 /// let mut notes = vec!["a".to_string()];
 /// Append.reduce(&mut notes, vec!["b".to_string()])?;
 /// assert_eq!(notes, ["a", "b"]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Append;
@@ -126,7 +126,7 @@ impl<T> Reducer<VecDeque<T>> for Append {
 /// let mut meta = BTreeMap::from([("source".to_string(), "seed".to_string())]);
 /// Merge.reduce(&mut meta, BTreeMap::from([("stage".to_string(), "draft".to_string())]))?;
 /// assert_eq!(meta.len(), 2);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Merge;
@@ -148,7 +148,7 @@ impl ReducerInfo for Merge {
 /// let mut registry = BTreeMap::from([("a", 1)]);
 /// MergeAll.reduce(&mut registry, vec![BTreeMap::from([("b", 2)]), BTreeMap::from([("a", 3)])])?;
 /// assert_eq!(registry, BTreeMap::from([("a", 3), ("b", 2)]));
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MergeAll;
@@ -215,7 +215,7 @@ map_reducers!(serde_json::Map<String, serde_json::Value>, [], []);
 /// let mut items = vec!["a"];
 /// ConcatFlatten.reduce(&mut items, vec![vec!["b", "c"], vec![], vec!["d"]])?;
 /// assert_eq!(items, ["a", "b", "c", "d"]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConcatFlatten;

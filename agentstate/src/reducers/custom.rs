@@ -25,7 +25,7 @@ use std::marker::PhantomData;
 /// high_water.reduce(&mut peak, 7)?;
 /// high_water.reduce(&mut peak, 5)?;
 /// assert_eq!(peak, 7);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 pub struct FnReducer<F, U> {
     name: &'static str,
@@ -237,7 +237,7 @@ impl<'de, U: serde::de::DeserializeOwned> Deserialize<'de> for Steps<U> {
 /// let err = reducer.reduce(&mut value, Steps::from(5)).unwrap_err();
 /// assert_eq!(err.to_string(), "13 is over the cap of 10");
 /// assert_eq!(value, 8);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct InOrder<R>(pub R);

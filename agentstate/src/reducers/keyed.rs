@@ -31,7 +31,7 @@ use std::fmt::Debug;
 /// by_url.reduce(&mut sources, vec![Source { url: "a".into(), title: "again".into() }])?;
 /// assert_eq!(sources.len(), 1);
 /// assert_eq!(sources[0].title, "first");
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct DedupeAppend<K = Identity> {
@@ -74,7 +74,7 @@ impl<K> DedupeAppend<K> {
 /// let mut records = vec![(1, "pending"), (2, "pending")];
 /// by_id.reduce(&mut records, vec![(1, "done"), (3, "running"), (2, "errored"), (3, "queued")])?;
 /// assert_eq!(records, [(1, "done"), (2, "errored"), (3, "queued")]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct MergeByKey<K> {

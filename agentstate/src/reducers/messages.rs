@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 /// AddMessages.reduce(&mut context, vec![edited, answer])?;
 /// assert_eq!(context.len(), 2);
 /// assert_eq!(context[0], hi, "an existing id is never updated");
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AddMessages;
@@ -53,7 +53,7 @@ pub struct AddMessages;
 /// let mut findings = vec![Finding { id: 1 }];
 /// AppendItems.reduce(&mut findings, vec![Finding { id: 2 }, Finding { id: 1 }])?;
 /// assert_eq!(findings, [Finding { id: 1 }, Finding { id: 2 }]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AppendItems;
@@ -94,7 +94,7 @@ pub struct ReplaceMessages;
 ///
 /// let err = UpsertMessages.reduce(&mut context, vec![MessageUpdate::Remove("zzz".into())]);
 /// assert!(err.is_err());
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct UpsertMessages;

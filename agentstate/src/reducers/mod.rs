@@ -49,9 +49,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`KeyedList<T>`]: crate::collections::KeyedList
-//! [`KeyedList<T: HasId>`]: crate::collections::KeyedList
-//! [`MessageList`]: crate::collections::MessageList
+//! ## Keys
+//!
+//! The keyed reducers and [`KeyedList`](crate::KeyedList) compare items by a key: [`HasId`] (an
+//! item's id, as AgentFlow's `append_items` and `add_messages` use it), [`KeyFn`] (a key
+//! function: [`Identity`], [`ById`], [`by_field`], [`by_value`]), [`KeyLabel`] (how a key
+//! function shows in a schema) and [`ListField`] (a list-shaped field type).
+//!
+//! ```
+//! use agentstate::reducers::{by_field, KeyFn};
+//!
+//! struct Task { id: u32 }
+//! let key = by_field(|t: &Task| &t.id);
+//! assert_eq!(key.key(&Task { id: 7 })?, &7);
+//! # Ok::<(), agentstate::ReduceError>(())
+//! ```
+//!
+//! [`KeyedList<T>`]: crate::KeyedList
+//! [`KeyedList<T: HasId>`]: crate::KeyedList
+//! [`MessageList`]: crate::MessageList
 
 mod basic;
 mod bounded;
@@ -62,15 +78,15 @@ mod messages;
 mod nested;
 mod numeric;
 
+pub use crate::keys::{
+    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyType, KeyValue,
+    ListField,
+};
 pub use basic::{Append, ConcatFlatten, LastWriteWins, Merge, MergeAll, ReplaceValue};
 pub use bounded::BoundedAppend;
 pub use custom::{FnReducer, InOrder, Steps};
 pub use json::{JsonField, JsonValue};
 pub use keyed::{DedupeAppend, KeyedPlan, MergeByKey};
-// The key functions and id trait the keyed reducers take, defined in `keys`.
-pub use crate::keys::{
-    by_field, by_value, ById, HasId, Identity, KeyFn, KeyLabel, KeyRef, KeyValue, ListField,
-};
 pub use messages::{
     remove_tool_messages, AddMessages, AppendItems, MessageUpdate, ReplaceMessages, UpsertMessages,
     UpsertPlan, REMOVE_ALL_MESSAGES,
@@ -121,7 +137,7 @@ pub trait Merges<T> {
 /// simplest route is a function `fn(&T, U) -> Result<T, E>` wrapped in [`FnReducer`].
 ///
 /// ```
-/// use agentstate::error::ReduceError;
+/// use agentstate::ReduceError;
 /// use agentstate::reducers::{Merges, Reducer, ReducerInfo};
 ///
 /// /// Adds the update to a counter; fails on overflow.
@@ -194,7 +210,7 @@ pub trait Reducer<T>: ReducerInfo + Merges<T> {
     /// AddMessages.reduce(&mut history, update.clone())?;
     /// AddMessages.reduce(&mut history, update)?; // the same message again: nothing added
     /// assert_eq!(history.as_array().unwrap().len(), 1);
-    /// # Ok::<(), agentstate::error::ReduceError>(())
+    /// # Ok::<(), agentstate::ReduceError>(())
     /// ```
     fn prepare(&self, update: &mut Self::Update) {
         let _ = update;
@@ -263,7 +279,7 @@ pub fn dedupe_append() -> DedupeAppend<Identity> {
 /// by_id.reduce(&mut tasks, vec![Task { id: 2, status: "done" }, Task { id: 3, status: "new" }])?;
 /// assert_eq!(tasks.iter().map(|t| (t.id, t.status)).collect::<Vec<_>>(),
 ///            [(1, "pending"), (2, "done"), (3, "new")]);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 pub fn merge_by_key<K>(key: K) -> MergeByKey<K> {
     MergeByKey::new(key)

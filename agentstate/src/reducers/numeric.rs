@@ -33,7 +33,7 @@ use serde_json::{Number, Value};
 /// let mut cost = 0.5_f64;
 /// Add.reduce(&mut cost, 0.25)?;
 /// assert_eq!(cost, 0.75);
-/// # Ok::<(), agentstate::error::ReduceError>(())
+/// # Ok::<(), agentstate::ReduceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Add;

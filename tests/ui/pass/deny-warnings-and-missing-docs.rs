@@ -22,7 +22,7 @@ pub struct Research {
     pub recent: std::collections::VecDeque<u32>,
     /// Findings by id.
     #[reducer(merge_by_key(key = id))]
-    pub findings: agentstate::collections::KeyedList<Finding>,
+    pub findings: agentstate::KeyedList<Finding>,
     /// Tags.
     #[reducer(dedupe_append)]
     pub tags: Vec<String>,

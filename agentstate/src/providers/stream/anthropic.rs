@@ -1,39 +1,6 @@
 //! The Anthropic Messages stream: `message_start`, `content_block_start` / `_delta` / `_stop`,
 //! `message_delta` and `message_stop` into the message [`from_anthropic`] gives for the same
 //! answer.
-//!
-//! A block's deltas build it: `text_delta` its text, `thinking_delta` its thinking and
-//! `signature_delta` its signature, `input_json_delta` a tool call's input as JSON text (read
-//! when the block stops: an empty text is `{}`), `citations_delta` a text's citations. The
-//! usage of `message_start` is updated by each `message_delta`'s (its counts are cumulative).
-//! `ping` is skipped; `error` is an error. Blocks of server tools (`server_tool_use`,
-//! `web_search_tool_result`...) are kept whole, as [`from_anthropic`] notes them.
-//!
-//! Give the accumulator the [`ToolIds`] of the request (from
-//! [`to_anthropic`](crate::providers::to_anthropic)) to map rewritten tool call ids back, in
-//! the deltas as in the message.
-//!
-//! ```
-//! use agentstate::providers::stream::{Accumulator, AnthropicStream, Delta};
-//!
-//! let mut stream = AnthropicStream::new(None);
-//! let mut deltas = Vec::new();
-//! for (event, data) in [
-//!     ("message_start", r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-opus-4-6","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}"#),
-//!     ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
-//!     ("ping", r#"{"type": "ping"}"#),
-//!     ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello!"}}"#),
-//!     ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
-//!     ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}"#),
-//!     ("message_stop", r#"{"type":"message_stop"}"#),
-//! ] {
-//!     stream.push_event(event, data, &mut deltas)?;
-//! }
-//! assert_eq!(deltas, [Delta::Text { message_id: "msg_1".into(), delta: "Hello!".into() }]);
-//! let message = stream.finish()?.request;
-//! assert_eq!(message.usages.as_ref().unwrap().completion_tokens, 15);
-//! # Ok::<(), agentstate::providers::stream::StreamError>(())
-//! ```
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
 use crate::message::{Message, MessageId};
@@ -44,7 +11,44 @@ use std::borrow::Cow;
 
 const PROVIDER: &str = "Anthropic";
 
-/// The accumulator of an Anthropic Messages stream (see the [module docs](self)).
+/// The accumulator of an Anthropic Messages stream.
+///
+/// The Anthropic Messages stream: `message_start`, `content_block_start` / `_delta` / `_stop`,
+/// `message_delta` and `message_stop` into the message [`from_anthropic`] gives for the same
+/// answer.
+///
+/// A block's deltas build it: `text_delta` its text, `thinking_delta` its thinking and
+/// `signature_delta` its signature, `input_json_delta` a tool call's input as JSON text (read
+/// when the block stops: an empty text is `{}`), `citations_delta` a text's citations. The
+/// usage of `message_start` is updated by each `message_delta`'s (its counts are cumulative).
+/// `ping` is skipped; `error` is an error. Blocks of server tools (`server_tool_use`,
+/// `web_search_tool_result`...) are kept whole, as [`from_anthropic`] notes them.
+///
+/// Give the accumulator the [`ToolIds`] of the request (from
+/// [`to_anthropic`](crate::providers::to_anthropic)) to map rewritten tool call ids back, in
+/// the deltas as in the message.
+///
+/// ```
+/// use agentstate::providers::stream::{Accumulator, AnthropicStream, Delta};
+///
+/// let mut stream = AnthropicStream::new(None);
+/// let mut deltas = Vec::new();
+/// for (event, data) in [
+///     ("message_start", r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-opus-4-6","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}"#),
+///     ("content_block_start", r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#),
+///     ("ping", r#"{"type": "ping"}"#),
+///     ("content_block_delta", r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello!"}}"#),
+///     ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+///     ("message_delta", r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}"#),
+///     ("message_stop", r#"{"type":"message_stop"}"#),
+/// ] {
+///     stream.push_event(event, data, &mut deltas)?;
+/// }
+/// assert_eq!(deltas, [Delta::Text { message_id: "msg_1".into(), delta: "Hello!".into() }]);
+/// let message = stream.finish()?.request;
+/// assert_eq!(message.usages.as_ref().unwrap().completion_tokens, 15);
+/// # Ok::<(), agentstate::providers::stream::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct AnthropicStream {
     events: Events,

@@ -1,32 +1,6 @@
 //! The Gemini stream (`streamGenerateContent?alt=sse`): each event is a
 //! `GenerateContentResponse` holding the next parts of the first candidate, read into the
 //! message [`from_gemini`] gives for the same answer.
-//!
-//! A text part continues the text (or thought) part before it, as the non-streamed response
-//! has one part where the stream sent several; a `thoughtSignature` stays on the part that
-//! carried it. Function calls come whole, each giving one delta with its arguments' JSON text
-//! (as the message's `tools_calls` entry has it). The last `usageMetadata`, `modelVersion`
-//! and `responseId` are kept; a `finishReason` ends the answer. A chunk with an `error` is an
-//! error.
-//!
-//! ```
-//! use agentstate::providers::stream::{Accumulator, Delta, GeminiStream};
-//!
-//! let mut stream = GeminiStream::new();
-//! let mut deltas = Vec::new();
-//! for data in [
-//!     r#"{"candidates": [{"content": {"parts": [{"text": "The sky"}],"role": "model"}}],"responseId": "r1"}"#,
-//!     r#"{"candidates": [{"content": {"parts": [{"text": " is blue."}],"role": "model"},"finishReason": "STOP"}],
-//!         "usageMetadata": {"promptTokenCount": 5,"candidatesTokenCount": 4,"totalTokenCount": 9},"responseId": "r1"}"#,
-//! ] {
-//!     stream.push_event("message", data, &mut deltas)?;
-//! }
-//! assert_eq!(deltas[1], Delta::Text { message_id: "r1".into(), delta: " is blue.".into() });
-//! let message = stream.finish()?.request;
-//! assert_eq!(message.text(), "The sky is blue.");
-//! assert_eq!(message.usages.as_ref().unwrap().total_tokens, 9);
-//! # Ok::<(), agentstate::providers::stream::StreamError>(())
-//! ```
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
 use crate::message::{python_json, Message, MessageId};
@@ -38,7 +12,37 @@ use std::borrow::Cow;
 
 const PROVIDER: &str = "Gemini";
 
-/// The accumulator of a Gemini stream (see the [module docs](self)).
+/// The accumulator of a Gemini stream.
+///
+/// The Gemini stream (`streamGenerateContent?alt=sse`): each event is a
+/// `GenerateContentResponse` holding the next parts of the first candidate, read into the
+/// message [`from_gemini`] gives for the same answer.
+///
+/// A text part continues the text (or thought) part before it, as the non-streamed response
+/// has one part where the stream sent several; a `thoughtSignature` stays on the part that
+/// carried it. Function calls come whole, each giving one delta with its arguments' JSON text
+/// (as the message's `tools_calls` entry has it). The last `usageMetadata`, `modelVersion`
+/// and `responseId` are kept; a `finishReason` ends the answer. A chunk with an `error` is an
+/// error.
+///
+/// ```
+/// use agentstate::providers::stream::{Accumulator, Delta, GeminiStream};
+///
+/// let mut stream = GeminiStream::new();
+/// let mut deltas = Vec::new();
+/// for data in [
+///     r#"{"candidates": [{"content": {"parts": [{"text": "The sky"}],"role": "model"}}],"responseId": "r1"}"#,
+///     r#"{"candidates": [{"content": {"parts": [{"text": " is blue."}],"role": "model"},"finishReason": "STOP"}],
+///         "usageMetadata": {"promptTokenCount": 5,"candidatesTokenCount": 4,"totalTokenCount": 9},"responseId": "r1"}"#,
+/// ] {
+///     stream.push_event("message", data, &mut deltas)?;
+/// }
+/// assert_eq!(deltas[1], Delta::Text { message_id: "r1".into(), delta: " is blue.".into() });
+/// let message = stream.finish()?.request;
+/// assert_eq!(message.text(), "The sky is blue.");
+/// assert_eq!(message.usages.as_ref().unwrap().total_tokens, 9);
+/// # Ok::<(), agentstate::providers::stream::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct GeminiStream {
     events: Events,

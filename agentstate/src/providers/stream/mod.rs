@@ -21,7 +21,7 @@
 //! (`tests/data/streams/`, from their documentation) split at random bytes and events; an
 //! accumulator costs under 1 µs per event, decoding included (`benches/README.md`).
 //!
-//! Bytes go through [`Sse`], which decodes server-sent events ([`sse::SseDecoder`]) from
+//! Bytes go through [`Sse`], which decodes server-sent events ([`SseDecoder`]) from
 //! chunks split anywhere. An `error` event, malformed JSON, or a stream that ends before its
 //! final event is one [`StreamError`] naming the provider and the event.
 //!
@@ -63,16 +63,17 @@
 //! With the `ag-ui` feature, [`AguiDeltas`] turns them into AG-UI's `TEXT_MESSAGE_START` /
 //! `_CONTENT` / `_END`, `TOOL_CALL_START` / `_ARGS` / `_END` and `REASONING_MESSAGE_*` events.
 
-pub mod anthropic;
-pub mod gemini;
-pub mod openai_chat;
-pub mod openai_responses;
-pub mod sse;
+mod anthropic;
+mod gemini;
+mod openai_chat;
+mod openai_responses;
+mod sse;
 
 pub use anthropic::AnthropicStream;
 pub use gemini::GeminiStream;
 pub use openai_chat::OpenAiChatStream;
 pub use openai_responses::OpenAiResponsesStream;
+pub use sse::SseDecoder;
 
 use super::{Converted, ResponseError};
 use crate::message::Message;
@@ -337,7 +338,7 @@ pub use agui::AguiDeltas;
 #[cfg(feature = "ag-ui")]
 mod agui {
     use super::Delta;
-    use crate::agui::event::{
+    use crate::agui::{
         Event, ReasoningMessageContentEvent, ReasoningMessageEndEvent, ReasoningMessageStartEvent,
     };
 

@@ -1,31 +1,5 @@
 //! The OpenAI Chat Completions stream: `chat.completion.chunk`s into the message
 //! [`from_openai_chat`] gives for the same answer.
-//!
-//! Only the first choice (`index` 0) is read, as [`from_openai_chat`] reads the first one.
-//! Tool calls arrive as fragments keyed by their `index`: the first has the id and the name,
-//! the others pieces of the arguments' JSON text. With `stream_options.include_usage`, a last
-//! chunk without choices carries the usage. A refusal is kept (as a refusal block) but gives
-//! no delta.
-//!
-//! ```
-//! use agentstate::providers::stream::{Accumulator, Delta, OpenAiChatStream};
-//!
-//! let mut stream = OpenAiChatStream::new();
-//! let mut deltas = Vec::new();
-//! for data in [
-//!     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
-//!     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]}}]}"#,
-//!     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
-//!     "[DONE]",
-//! ] {
-//!     stream.push_event("message", data, &mut deltas)?;
-//! }
-//! assert_eq!(deltas[1], Delta::ToolCall { message_id: "c1".into(), tool_call_id: "call_1".into(),
-//!     name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
-//! let message = stream.finish()?.request;
-//! assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
-//! # Ok::<(), agentstate::providers::stream::StreamError>(())
-//! ```
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
 use crate::message::{Message, MessageId};
@@ -36,7 +10,36 @@ use std::borrow::Cow;
 
 const PROVIDER: &str = "OpenAI Chat";
 
-/// The accumulator of an OpenAI Chat Completions stream (see the [module docs](self)).
+/// The accumulator of an OpenAI Chat Completions stream.
+///
+/// The OpenAI Chat Completions stream: `chat.completion.chunk`s into the message
+/// [`from_openai_chat`] gives for the same answer.
+///
+/// Only the first choice (`index` 0) is read, as [`from_openai_chat`] reads the first one.
+/// Tool calls arrive as fragments keyed by their `index`: the first has the id and the name,
+/// the others pieces of the arguments' JSON text. With `stream_options.include_usage`, a last
+/// chunk without choices carries the usage. A refusal is kept (as a refusal block) but gives
+/// no delta.
+///
+/// ```
+/// use agentstate::providers::stream::{Accumulator, Delta, OpenAiChatStream};
+///
+/// let mut stream = OpenAiChatStream::new();
+/// let mut deltas = Vec::new();
+/// for data in [
+///     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+///     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]}}]}"#,
+///     r#"{"id":"c1","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+///     "[DONE]",
+/// ] {
+///     stream.push_event("message", data, &mut deltas)?;
+/// }
+/// assert_eq!(deltas[1], Delta::ToolCall { message_id: "c1".into(), tool_call_id: "call_1".into(),
+///     name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
+/// let message = stream.finish()?.request;
+/// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
+/// # Ok::<(), agentstate::providers::stream::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiChatStream {
     events: Events,

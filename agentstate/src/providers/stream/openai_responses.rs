@@ -1,29 +1,5 @@
 //! The OpenAI Responses stream: semantic events into the message
 //! [`from_openai_responses`] gives for the same answer.
-//!
-//! `response.created` gives the response's id; `response.output_item.added` announces each
-//! output item (a tool call's delta starts with its name); `response.output_text.delta`,
-//! `response.reasoning_summary_text.delta` and `response.function_call_arguments.delta` give
-//! the deltas; `response.output_item.done` gives each finished item; `response.completed` (or
-//! `response.incomplete`) carries the whole response, the non-streamed body, which is what
-//! the message is read from. `response.failed` and `error` are errors.
-//!
-//! ```
-//! use agentstate::providers::stream::{Accumulator, Delta, OpenAiResponsesStream};
-//!
-//! let mut stream = OpenAiResponsesStream::new();
-//! let mut deltas = Vec::new();
-//! for (event, data) in [
-//!     ("response.created", r#"{"type":"response.created","response":{"id":"resp_1","object":"response","created_at":1,"status":"in_progress","model":"gpt-4o","output":[]}}"#),
-//!     ("response.output_text.delta", r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#),
-//!     ("response.completed", r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"msg_1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hi","annotations":[]}]}]}}"#),
-//! ] {
-//!     stream.push_event(event, data, &mut deltas)?;
-//! }
-//! assert_eq!(deltas, [Delta::Text { message_id: "resp_1".into(), delta: "Hi".into() }]);
-//! assert_eq!(stream.finish()?.request.text(), "Hi");
-//! # Ok::<(), agentstate::providers::stream::StreamError>(())
-//! ```
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
 use crate::message::{Message, MessageId};
@@ -34,7 +10,34 @@ use std::borrow::Cow;
 
 const PROVIDER: &str = "OpenAI Responses";
 
-/// The accumulator of an OpenAI Responses stream (see the [module docs](self)).
+/// The accumulator of an OpenAI Responses stream.
+///
+/// The OpenAI Responses stream: semantic events into the message
+/// [`from_openai_responses`] gives for the same answer.
+///
+/// `response.created` gives the response's id; `response.output_item.added` announces each
+/// output item (a tool call's delta starts with its name); `response.output_text.delta`,
+/// `response.reasoning_summary_text.delta` and `response.function_call_arguments.delta` give
+/// the deltas; `response.output_item.done` gives each finished item; `response.completed` (or
+/// `response.incomplete`) carries the whole response, the non-streamed body, which is what
+/// the message is read from. `response.failed` and `error` are errors.
+///
+/// ```
+/// use agentstate::providers::stream::{Accumulator, Delta, OpenAiResponsesStream};
+///
+/// let mut stream = OpenAiResponsesStream::new();
+/// let mut deltas = Vec::new();
+/// for (event, data) in [
+///     ("response.created", r#"{"type":"response.created","response":{"id":"resp_1","object":"response","created_at":1,"status":"in_progress","model":"gpt-4o","output":[]}}"#),
+///     ("response.output_text.delta", r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#),
+///     ("response.completed", r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"id":"msg_1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"Hi","annotations":[]}]}]}}"#),
+/// ] {
+///     stream.push_event(event, data, &mut deltas)?;
+/// }
+/// assert_eq!(deltas, [Delta::Text { message_id: "resp_1".into(), delta: "Hi".into() }]);
+/// assert_eq!(stream.finish()?.request.text(), "Hi");
+/// # Ok::<(), agentstate::providers::stream::StreamError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiResponsesStream {
     events: Events,

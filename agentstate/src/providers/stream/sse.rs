@@ -1,35 +1,38 @@
 //! A server-sent events decoder: bytes in, split anywhere, events out, as the WHATWG HTML
 //! standard's "event stream interpretation" reads them.
-//!
-//! Lines end with CRLF, LF or CR (a CRLF split between two chunks is one line end); a line
-//! starting with `:` is a comment; `event:` sets the event's type, `data:` lines are joined
-//! with newlines, `id:` and `retry:` are read and otherwise ignored, one space after the colon
-//! is dropped, a leading byte order mark is skipped, and an empty line dispatches the event
-//! (none when it has no `data`). An event left unfinished when the stream ends is discarded,
-//! as the standard says. Invalid UTF-8 is decoded with replacement characters.
-//!
-//! The crates made for this (`eventsource-stream`, `sse-stream`) read an async `Stream` of
-//! bytes; the accumulators are synchronous and take bytes as the caller gets them, so this
-//! small push decoder stands in.
-//!
-//! ```
-//! use agentstate::providers::stream::sse::SseDecoder;
-//!
-//! let mut decoder = SseDecoder::new();
-//! let mut events = Vec::new();
-//! for chunk in ["event: ping\r", "\ndata: {\"a\"", ":1}\r\n\r\n: comment\n", "data: x\ndata: y\n\n"] {
-//!     decoder.push(chunk.as_bytes(), &mut |event: &str, data: &str| {
-//!         events.push((event.to_owned(), data.to_owned()));
-//!         Ok::<(), ()>(())
-//!     }).unwrap();
-//! }
-//! assert_eq!(events, [("ping".to_owned(), "{\"a\":1}".to_owned()),
-//!                     ("message".to_owned(), "x\ny".to_owned())]);
-//! ```
 
 use std::borrow::Cow;
 
-/// A push decoder of server-sent events (see the [module docs](self)).
+/// A push decoder of server-sent events.
+///
+/// A server-sent events decoder: bytes in, split anywhere, events out, as the WHATWG HTML
+/// standard's "event stream interpretation" reads them.
+///
+/// Lines end with CRLF, LF or CR (a CRLF split between two chunks is one line end); a line
+/// starting with `:` is a comment; `event:` sets the event's type, `data:` lines are joined
+/// with newlines, `id:` and `retry:` are read and otherwise ignored, one space after the colon
+/// is dropped, a leading byte order mark is skipped, and an empty line dispatches the event
+/// (none when it has no `data`). An event left unfinished when the stream ends is discarded,
+/// as the standard says. Invalid UTF-8 is decoded with replacement characters.
+///
+/// The crates made for this (`eventsource-stream`, `sse-stream`) read an async `Stream` of
+/// bytes; the accumulators are synchronous and take bytes as the caller gets them, so this
+/// small push decoder stands in.
+///
+/// ```
+/// use agentstate::providers::stream::SseDecoder;
+///
+/// let mut decoder = SseDecoder::new();
+/// let mut events = Vec::new();
+/// for chunk in ["event: ping\r", "\ndata: {\"a\"", ":1}\r\n\r\n: comment\n", "data: x\ndata: y\n\n"] {
+///     decoder.push(chunk.as_bytes(), &mut |event: &str, data: &str| {
+///         events.push((event.to_owned(), data.to_owned()));
+///         Ok::<(), ()>(())
+///     }).unwrap();
+/// }
+/// assert_eq!(events, [("ping".to_owned(), "{\"a\":1}".to_owned()),
+///                     ("message".to_owned(), "x\ny".to_owned())]);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct SseDecoder {
     /// The start of a line whose end has not arrived yet.
@@ -55,7 +58,7 @@ impl SseDecoder {
     /// The last `id:` field seen, as a client would send it in `Last-Event-ID`.
     ///
     /// ```
-    /// use agentstate::providers::stream::sse::SseDecoder;
+    /// use agentstate::providers::stream::SseDecoder;
     ///
     /// let mut decoder = SseDecoder::new();
     /// decoder.push(b"id: 7\ndata: x\n\n", &mut |_: &str, _: &str| Ok::<(), ()>(())).unwrap();

@@ -89,7 +89,7 @@ pub use error::StoreError;
 pub use lease::Lease;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-pub use record::{StepMeta, ThreadQuery};
+pub use record::{Head, StepMeta, ThreadQuery};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{HistoryQuery, SnapshotPolicy, Store, Versioned};

@@ -19,6 +19,11 @@
 //! - `postgres_append`: as `sqlite_append`, on a thread of 1k messages, with the server's
 //!   `synchronous_commit=on` (each commit waits for the WAL's flush to disk) and with the store's
 //!   opt-in `synchronous_commit=off`. Goal: median at most 1 ms.
+//! - `sqlite_append_created`: as `sqlite_append`, on a thread *created* with 1k, 10k and 100k
+//!   messages (its initial state; the journal starts empty). Goal: 100k within 1.5x of 1k.
+//! - `sqlite_lease_cycle`: a lease taken and released on a thread created with 1k, 10k and 100k
+//!   messages. Goal: at most 100 µs at any size.
+//! - `postgres_append_created`, `postgres_lease_cycle`: the same two on PostgreSQL.
 //! - `postgres_throughput`: 800 appends by 8 workers spread over 100 threads (each worker owns
 //!   its handles, so each append is at a fresh version); appends per second = 800 / time.
 //!

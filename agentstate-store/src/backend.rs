@@ -36,8 +36,9 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Appends `entries` as versions `expected + 1 ..= expected + n`, in order, in one
     /// transaction: each is checked as [`append`](Backend::append) checks it (its fingerprint,
     /// incarnation and lease fence, at the version the one before it made), and either all are
-    /// written or, on the first refusal, none. Returns the thread's new version (`expected`
-    /// for no entries, after checking that the thread exists).
+    /// written or, on the first refusal, none. Returns the thread's new version (with no
+    /// entries: writes nothing and returns the thread's version; a missing thread is
+    /// [`StoreError::ThreadNotFound`]).
     fn append_all(
         &self,
         thread: &str,

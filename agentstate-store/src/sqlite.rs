@@ -533,8 +533,8 @@ const V6_TABLES: &str = "
     CREATE VIEW agentstate_leases (tid, owner, expires_ms) AS
         SELECT key, body, fingerprint FROM agentstate_snapshots WHERE key > 0 AND key < 4294967296;";
 
-/// Brings version 5's tables to version 6 (the initial states as version-0 snapshots, the
-/// leases in their own table, a small thread row), inside the caller's transaction.
+/// Brings version 5's tables to version 6 (the initial states as version-0 snapshots, each
+/// lease a row of its own, a small thread row), inside the caller's transaction.
 fn migrate_v5(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     let doing = "migrating the store's tables from version 5";
     // A `tid` below 1 (never given by SQLite, only by hand) would have its snapshots' keys
@@ -906,11 +906,19 @@ impl Backend for Sqlite {
             )
             .map_err(db_err(format!("creating thread `{id}`")))?;
             let row = thread_row(&tx, &id)?;
-            if row.tid >= MAX_TID || row.tid < 1 {
+            if row.tid >= MAX_TID {
                 return Err(StoreError::backend(
                     BACKEND,
                     format!("creating thread `{id}`"),
                     "the database holds the most threads it can (2^31 row ids)",
+                ));
+            }
+            // Row ids below 1 exist only if written by hand; their keys would be the leases'.
+            if row.tid < 1 {
+                return Err(StoreError::backend(
+                    BACKEND,
+                    format!("creating thread `{id}`"),
+                    format!("SQLite gave it the row id {}, below 1 (a row was written by hand)", row.tid),
                 ));
             }
             // The initial state is the thread's snapshot at version 0, out of its row.

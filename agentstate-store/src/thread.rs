@@ -286,14 +286,14 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let store = SqliteStore::open_in_memory()?;
     /// let mut chat = store.create("chat", AgentState::default()).await?;
-    /// let lease = store.lease("chat", "worker-1", Duration::from_millis(20)).await?;
+    /// let lease = store.lease("chat", "worker-1", Duration::from_millis(300)).await?;
     /// chat.fence(&lease);
     /// assert_eq!(chat.fenced_by(), Some("worker-1"));
     /// chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
     ///
     /// // worker-1 stalls past its ttl, and worker-2 takes the thread over: worker-1's next
     /// // append is refused, and nothing is written.
-    /// tokio::time::sleep(Duration::from_millis(30)).await;
+    /// tokio::time::sleep(Duration::from_millis(400)).await;
     /// let _theirs = store.lease("chat", "worker-2", Duration::from_secs(30)).await?;
     /// let err = chat
     ///     .merge(Message::text_message("late", Role::Assistant), StepMeta::node("bot"))

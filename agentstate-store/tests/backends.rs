@@ -2456,7 +2456,7 @@ fn lost_to(err: &StoreError) -> Option<&str> {
 /// any of the handle's ways of appending, and is told who holds the thread now.
 async fn fenced_appends_need_the_lease<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
-    let short = Duration::from_millis(150);
+    let short = Duration::from_millis(400);
     let mut a = store.create("f", Tally::default()).await.unwrap();
     let lease_a = store.lease("f", "a", short).await.unwrap();
     a.fence(&lease_a);
@@ -2464,7 +2464,7 @@ async fn fenced_appends_need_the_lease<B: Open>(db: Db) {
     assert_eq!(a.merge(step(1), StepMeta::default()).await.unwrap(), 1);
 
     // `a` stalls past its ttl; `b` takes the thread over, reads it and appends, fenced.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let lease_b = store.lease("f", "b", LONG).await.unwrap();
     assert_eq!(lease_b.version(), 1);
     let mut b = store.thread::<Tally>("f").await.unwrap();
@@ -2540,12 +2540,12 @@ async fn fenced_appends_need_the_lease<B: Open>(db: Db) {
     // An expired lease no one took fences nothing in: renewed, it appends again.
     store.create("g", Tally::default()).await.unwrap();
     let mut lease = store
-        .lease("g", "c", Duration::from_millis(50))
+        .lease("g", "c", Duration::from_millis(400))
         .await
         .unwrap();
     let mut c = store.thread::<Tally>("g").await.unwrap();
     c.fence(&lease);
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let err = c.merge(step(1), StepMeta::default()).await.unwrap_err();
     assert_eq!(lost_to(&err), None);
     assert!(err.to_string().contains("no worker holds it now"), "{err}");
@@ -2576,13 +2576,13 @@ async fn a_stalled_worker_commits_nothing<B: Open>(db: Db) {
     let (one, two) = (B::open(&db).await.unwrap(), B::open(&db).await.unwrap());
     for (round, wake_mid_run) in [(0, true), (1, false)] {
         let id = format!("s{round}");
-        let ttl = Duration::from_millis(100);
+        let ttl = Duration::from_millis(400);
         let mut first = one.create(&id, Tally::default()).await.unwrap();
         let lease = one.lease(&id, "first", ttl).await.unwrap();
         first.fence(&lease);
         first.merge(step(1), StepMeta::default()).await.unwrap();
         // The stall.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
         let mut lease2 = two.lease(&id, "second", ttl).await.unwrap();
         let mut second = two.thread::<Tally>(&id).await.unwrap();
         second.fence(&lease2);
@@ -2615,6 +2615,73 @@ async fn a_stalled_worker_commits_nothing<B: Open>(db: Db) {
             one.load::<Tally>(&id).await.unwrap().state.log,
             [1, 2, 3],
             "round {round}"
+        );
+    }
+}
+
+/// A worker appends, fenced, as fast as it can while its lease runs out and another worker
+/// (another store: another connection or pool) takes the thread over: every append the first
+/// committed is at or before the version the takeover saw, and none after.
+async fn a_takeover_races_fenced_appends<B: Open>(db: Db) {
+    let (one, two) = (B::open(&db).await.unwrap(), B::open(&db).await.unwrap());
+    for round in 0..3 {
+        let id = format!("t{round}");
+        let mut first = one.create(&id, Tally::default()).await.unwrap();
+        let lease = one
+            .lease(&id, "first", Duration::from_millis(60))
+            .await
+            .unwrap();
+        first.fence(&lease);
+        let appender = tokio::spawn(async move {
+            let mut committed = Vec::new();
+            let started = Instant::now();
+            let mut value = 0;
+            loop {
+                value += 1;
+                match first.merge(step(value), StepMeta::default()).await {
+                    Ok(seq) => committed.push(seq),
+                    Err(StoreError::LeaseLost {
+                        now_held_by: Some(by),
+                        ..
+                    }) => return (committed, by),
+                    Err(StoreError::LeaseLost { .. }) => {
+                        // Expired, not taken yet: keep trying, as a stalled worker would.
+                        tokio::task::yield_now().await;
+                    }
+                    Err(err) => panic!("round {round}: {err}"),
+                }
+                assert!(started.elapsed() < Duration::from_secs(20), "round {round}");
+            }
+        });
+        let takeover = loop {
+            match two.lease(&id, "second", LONG).await {
+                Ok(lease) => break lease,
+                Err(StoreError::Leased { .. }) => tokio::task::yield_now().await,
+                Err(err) => panic!("round {round}: {err}"),
+            }
+        };
+        let (committed, by) = appender.await.unwrap();
+        assert_eq!(by, "second");
+        let seen = takeover.version();
+        assert!(
+            committed.iter().all(|seq| *seq <= seen),
+            "round {round}: committed {:?} after the takeover at {seen}",
+            committed
+                .iter()
+                .filter(|seq| **seq > seen)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            committed.last().copied().unwrap_or(0),
+            seen,
+            "round {round}"
+        );
+        let mut second = two.thread::<Tally>(&id).await.unwrap();
+        second.fence(&takeover);
+        assert!(second.is_current(&takeover));
+        assert_eq!(
+            second.merge(step(0), StepMeta::default()).await.unwrap(),
+            seen + 1
         );
     }
 }
@@ -2885,6 +2952,7 @@ where
         racing_for_a_lease,
         fenced_appends_need_the_lease,
         a_stalled_worker_commits_nothing,
+        a_takeover_races_fenced_appends,
         releasing_a_lease_not_held_is_an_error,
         a_lease_tells_a_handle_if_it_is_current,
         a_flush_is_one_transaction,

@@ -19,6 +19,11 @@
 //! - `postgres_append`: as `sqlite_append`, on a thread of 1k messages, with the server's
 //!   `synchronous_commit=on` (each commit waits for the WAL's flush to disk) and with the store's
 //!   opt-in `synchronous_commit=off`. Goal: median at most 1 ms.
+//! - `sqlite_append_created`: as `sqlite_append`, on a thread *created* with 1k, 10k and 100k
+//!   messages (its initial state; the journal starts empty). Goal: 100k within 1.5x of 1k.
+//! - `sqlite_lease_cycle`: a lease taken and released on a thread created with 1k, 10k and 100k
+//!   messages. Goal: at most 100 µs at any size.
+//! - `postgres_append_created`, `postgres_lease_cycle`: the same two on PostgreSQL.
 //! - `postgres_throughput`: 800 appends by 8 workers spread over 100 threads (each worker owns
 //!   its handles, so each append is at a fresh version); appends per second = 800 / time.
 //!
@@ -150,6 +155,68 @@ fn sqlite_append(bencher: Bencher, n: usize) {
     remove_db(&path);
 }
 
+/// A state of `n` messages: the initial state of a thread created with them.
+fn messages(n: usize) -> AgentState {
+    let mut state = AgentState::default();
+    agentstate::State::merge(
+        &mut state,
+        AgentStateUpdate::default().context((0..n).map(message).collect::<Vec<_>>()),
+    )
+    .unwrap();
+    state
+}
+
+/// Appends to a thread created with `n` messages (its initial state), one message a step.
+fn append_created<B: Backend>(rt: &Runtime, store: &Store<B>, bencher: Bencher, n: usize) {
+    let mut thread = rt.block_on(store.create("created", messages(n))).unwrap();
+    let mut i = n;
+    bencher
+        .with_inputs(|| {
+            i += 1;
+            step(i)
+        })
+        .bench_local_values(|update| {
+            rt.block_on(thread.merge(update, StepMeta::node("chat")))
+                .unwrap()
+        });
+}
+
+/// A lease taken and released on a thread created with `n` messages.
+fn lease_cycle<B: Backend>(rt: &Runtime, store: &Store<B>, bencher: Bencher, n: usize) {
+    let ttl = std::time::Duration::from_secs(60);
+    rt.block_on(store.create("leased", messages(n))).unwrap();
+    bencher.bench_local(|| {
+        rt.block_on(async {
+            let lease = store.lease("leased", "worker-1", ttl).await.unwrap();
+            lease.release().await.unwrap();
+        })
+    });
+}
+
+/// One step appended to a thread created with 1k, 10k and 100k messages (its initial state;
+/// the journal starts empty). Goal: flat (100k within 1.5x of 1k).
+#[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 300, sample_size = 1)]
+fn sqlite_append_created(bencher: Bencher, n: usize) {
+    let rt = runtime();
+    let path = temp_db(&format!("append-created-{n}"));
+    let store = SqliteStore::open(&path).unwrap();
+    append_created(&rt, &store, bencher, n);
+    drop(store);
+    remove_db(&path);
+}
+
+/// A lease taken and released (two transactions) on a thread created with 1k, 10k and 100k
+/// messages. Goal: at most 100 µs at any size.
+#[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 300, sample_size = 1)]
+fn sqlite_lease_cycle(bencher: Bencher, n: usize) {
+    let rt = runtime();
+    let path = temp_db(&format!("lease-cycle-{n}"));
+    let store = SqliteStore::open(&path).unwrap();
+    lease_cycle(&rt, &store, bencher, n);
+    drop(store);
+    remove_db(&path);
+}
+
 /// A lease renewal (one transaction on the connection's thread), and a refused acquisition
 /// (the same, plus the read of who holds it).
 #[divan::bench(args = ["renew", "refused"], sample_count = 300, sample_size = 1)]
@@ -186,7 +253,7 @@ fn report_file(path: &Path, label: &str) {
     let file = std::fs::metadata(path).map(|m| m.len() as i64).unwrap_or(0);
     let journal = query("SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_entries");
     let snapshots = query(
-        "SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_snapshots WHERE key >= 0",
+        "SELECT coalesce(sum(octet_length(body)), 0) FROM agentstate_snapshots WHERE key >= 4294967296",
     );
     println!(
         "{label}: file {:.1} MB for {:.1} MB of journal and {:.1} MB of kept snapshots ({} free pages)",
@@ -320,6 +387,36 @@ mod postgres {
             return;
         };
         lease_bench(&rt, &store, bencher, what);
+        drop(store);
+        drop_schema(&rt, &url, &name);
+    }
+
+    /// As `sqlite_append_created`: one step appended to a thread created with 1k, 10k and
+    /// 100k messages.
+    #[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 300, sample_size = 1)]
+    fn postgres_append_created(bencher: Bencher, n: usize) {
+        let rt = runtime();
+        let name = format!("append_created_{n}");
+        let Some((store, url)) = store(&rt, &name, true) else {
+            eprintln!("postgres benchmarks skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        append_created(&rt, &store, bencher, n);
+        drop(store);
+        drop_schema(&rt, &url, &name);
+    }
+
+    /// As `sqlite_lease_cycle`: a lease taken and released (two statements) on a thread
+    /// created with 1k, 10k and 100k messages.
+    #[divan::bench(args = [1_000, 10_000, 100_000], sample_count = 300, sample_size = 1)]
+    fn postgres_lease_cycle(bencher: Bencher, n: usize) {
+        let rt = runtime();
+        let name = format!("lease_cycle_{n}");
+        let Some((store, url)) = store(&rt, &name, true) else {
+            eprintln!("postgres benchmarks skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        lease_cycle(&rt, &store, bencher, n);
         drop(store);
         drop_schema(&rt, &url, &name);
     }

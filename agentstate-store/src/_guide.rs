@@ -96,17 +96,26 @@
 //! by worker `w` (its lease expires in 4.2 s); ..."); once the lease has expired (its holder
 //! died), the next worker to ask takes the thread over. The holder renews it while it runs
 //! ([`Lease::renew`](crate::Lease::renew), e.g. every third of the ttl: a lease does not renew
-//! itself), stops when renewing fails with `thread_lease_lost` (it expired and was taken), and
-//! [`release`](crate::Lease::release)s it when done; a dropped lease just expires.
+//! itself), stops when renewing fails with `lease_lost` (it expired and was taken), and
+//! [`release`](crate::Lease::release)s it when done (releasing a lease that is no longer the
+//! owner's is `lease_lost` too); a dropped lease just expires.
 //! [`lease_info`](crate::Store::lease_info) says who holds it and for how long.
 //!
 //! Each call is one statement (PostgreSQL) or one transaction (SQLite), so tasks, processes
 //! and machines sharing a database agree on the holder; expiry is judged by the database's
 //! clock on PostgreSQL, so workers on several machines need not agree on the time, and by the
-//! local clock on SQLite. The lease is kept in the thread's row: deleting the thread deletes
-//! it. It does not stop appends by itself: it is the runner's rule for who runs a thread.
-//! `agentstate-graph`'s durable runs (its `durable` module, feature `store`) follow it: a run
-//! takes the lease before any node runs, renews it while a step runs and releases it when the
+//! local clock on SQLite. Deleting the thread deletes its lease.
+//!
+//! A lease also fences writes: [`Thread::fence`](crate::Thread::fence)`(&lease)` makes every
+//! later append of the handle check, in the append's own statement or transaction, that the
+//! lease is still its owner's and has not expired; otherwise nothing is written and the append
+//! fails with `lease_lost`. So a worker that stalled past its ttl (a long pause, a node that
+//! blocked its thread) while another took the thread over commits nothing, even if it did not
+//! notice. Each acquisition and renewal also reports the thread's head (version, incarnation,
+//! schema) as the database saw it: a worker that keeps a handle between runs knows from
+//! [`Thread::is_current`](crate::Thread::is_current) whether to reload it.
+//! `agentstate-graph`'s durable runs (its `durable` module, feature `store`) follow the lease:
+//! a run takes it before any node runs, renews it while a step runs and releases it when the
 //! run ends or waits for an answer.
 //!
 //! ```
@@ -126,7 +135,7 @@
 //! // worker-a stalls past its ttl; worker-b takes the thread over, and worker-a learns it.
 //! tokio::time::sleep(Duration::from_millis(60)).await;
 //! let theirs = store.lease("job-7", "worker-b", ttl).await?;
-//! assert_eq!(mine.renew().await.unwrap_err().category(), "thread_lease_lost");
+//! assert_eq!(mine.renew().await.unwrap_err().category(), "lease_lost");
 //! assert_eq!(store.lease_info("job-7").await?.unwrap().owner, "worker-b");
 //! theirs.release().await?;
 //! assert!(store.lease_info("job-7").await?.is_none());
@@ -154,8 +163,11 @@
 //! A thread is also stored as plain JSON text, readable with `sqlite3` or `psql`: three tables
 //! (`agentstate_threads`, `agentstate_entries`, `agentstate_snapshots`) and the store's version
 //! (`agentstate_meta`). A thread row holds its id, version, the state type's schema fingerprint
-//! (a stable hash of `State::schema()`), its initial state, a parent and fork version for a fork,
-//! user metadata, and its lease (owner and expiry, if held). An entry holds its version, kind (one update, or a parallel step: the
+//! (a stable hash of `State::schema()`), a parent and fork version for a fork, and user
+//! metadata; on PostgreSQL also its initial state and its lease (owner and expiry, if held).
+//! SQLite keeps the row small, so that appends and lease changes cost the same whatever the
+//! thread's size: the initial state is the thread's snapshot at version 0, and the lease a row
+//! of its own (shown by the view `agentstate_leases`). An entry holds its version, kind (one update, or a parallel step: the
 //! branch updates and the fan-in mode, replayed with `merge_parallel`), time, node, run id, user
 //! metadata and the update. In SQLite an entry's key is one integer, `tid * 2^32 + seq` (`tid`
 //! and `seq` are virtual columns beside it, so `SELECT seq, node, body FROM agentstate_entries

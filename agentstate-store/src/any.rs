@@ -85,6 +85,15 @@ impl Backend for AnyBackend {
         dispatch!(self, b => b.append(thread, expected, entry).await)
     }
 
+    async fn append_all(
+        &self,
+        thread: &str,
+        expected: u64,
+        entries: Vec<NewEntry>,
+    ) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.append_all(thread, expected, entries).await)
+    }
+
     async fn put_snapshot(
         &self,
         thread: &str,

@@ -21,14 +21,29 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
 
     /// Appends `entry` as version `expected + 1` if the thread is at version `expected`, has
     /// the fingerprint `entry.thread_fingerprint` and the incarnation
-    /// `entry.thread_incarnation`, and returns the new version; otherwise writes nothing and
-    /// fails with [`StoreError::Conflict`] (or [`StoreError::Migrated`],
-    /// [`StoreError::Recreated`]).
+    /// `entry.thread_incarnation`, and (if `entry.lease` names an owner) its lease is that
+    /// owner's and has not expired, all checked in the append's own statement or transaction;
+    /// returns the new version. Otherwise it writes nothing and fails with, in this order of
+    /// precedence, [`StoreError::LeaseLost`], [`StoreError::Recreated`],
+    /// [`StoreError::Conflict`] or [`StoreError::Migrated`] (the same answer on every backend).
     fn append(
         &self,
         thread: &str,
         expected: u64,
         entry: NewEntry,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
+    /// Appends `entries` as versions `expected + 1 ..= expected + n`, in order, in one
+    /// transaction: each is checked as [`append`](Backend::append) checks it (its fingerprint,
+    /// incarnation and lease fence, at the version the one before it made), and either all are
+    /// written or, on the first refusal, none. Returns the thread's new version (with no
+    /// entries: writes nothing and returns the thread's version; a missing thread is
+    /// [`StoreError::ThreadNotFound`]).
+    fn append_all(
+        &self,
+        thread: &str,
+        expected: u64,
+        entries: Vec<NewEntry>,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Stores the state of version `seq` (a committed version) as a snapshot (an existing one
@@ -116,10 +131,12 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
 
     /// Acquires, renews or releases the thread's lease for `owner` (see [`LeaseOp`]), in one
     /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
-    /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held
-    /// (`None` for a release). A missing thread is [`StoreError::ThreadNotFound`] (a release
-    /// of one does nothing); a lease held by another is [`StoreError::Leased`] (acquire) or
-    /// [`StoreError::LeaseLost`] (renew).
+    /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held,
+    /// with the thread's [`Head`](crate::record::Head) as the same statement or transaction
+    /// saw it (`None` for a release). A missing thread is [`StoreError::ThreadNotFound`]; a
+    /// lease that is not the owner's is [`StoreError::Leased`] (acquire: another holds it) or
+    /// [`StoreError::LeaseLost`] (renew, release: another holds it or none is recorded for the
+    /// owner).
     fn lease(
         &self,
         thread: &str,
@@ -128,7 +145,7 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         op: LeaseOp,
     ) -> impl Future<Output = Result<Option<LeaseInfo>, StoreError>> + Send;
 
-    /// The thread's lease, if one is held and not expired.
+    /// The thread's lease, if one is held and not expired, with the thread's head.
     fn lease_info(
         &self,
         thread: &str,

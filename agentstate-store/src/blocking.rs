@@ -45,11 +45,33 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio::runtime::Runtime;
 
-/// A [`Store`] with blocking methods. Cheap to clone; clones share the database and the runtime.
-#[derive(Debug, Clone)]
+/// A [`Store`] with blocking methods. Cheap to clone (for any backend, as [`Store`]); clones
+/// share the database and the runtime.
+///
+/// ```
+/// use agentstate::state::AgentState;
+/// use agentstate_store::blocking::BlockingStore;
+///
+/// let store = BlockingStore::open_in_memory()?;
+/// let other = store.clone();
+/// let worker = std::thread::spawn(move || other.create("t", AgentState::default()).map(|_| ()));
+/// worker.join().unwrap()?;
+/// assert_eq!(store.load::<AgentState>("t")?.version, 0);
+/// # Ok::<(), agentstate_store::StoreError>(())
+/// ```
+#[derive(Debug)]
 pub struct BlockingStore<B> {
     store: Store<B>,
     runtime: Arc<OwnedRuntime>,
+}
+
+impl<B> Clone for BlockingStore<B> {
+    fn clone(&self) -> Self {
+        BlockingStore {
+            store: self.store.clone(),
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
 }
 
 /// A [`Thread`] handle with blocking methods, from [`BlockingStore`].
@@ -328,10 +350,19 @@ impl<B: Backend> BlockingStore<B> {
 
 /// A [`Lease`] with blocking methods, from [`BlockingStore::lease`]. As a `Lease`, it does not
 /// renew itself, and dropping it does nothing (the lease expires).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BlockingLease<B> {
     lease: Lease<B>,
     runtime: Arc<OwnedRuntime>,
+}
+
+impl<B> Clone for BlockingLease<B> {
+    fn clone(&self) -> Self {
+        BlockingLease {
+            lease: self.lease.clone(),
+            runtime: Arc::clone(&self.runtime),
+        }
+    }
 }
 
 impl<B: Backend> BlockingLease<B> {
@@ -358,6 +389,16 @@ impl<B: Backend> BlockingLease<B> {
     /// See [`Lease::remaining`].
     pub fn remaining(&self) -> std::time::Duration {
         self.lease.remaining()
+    }
+
+    /// See [`Lease::head`].
+    pub fn head(&self) -> crate::record::Head {
+        self.lease.head()
+    }
+
+    /// See [`Lease::version`].
+    pub fn version(&self) -> u64 {
+        self.lease.version()
     }
 
     /// See [`Lease::renew`].
@@ -427,6 +468,41 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
         O: Into<NodeOutput<S::Update>>,
     {
         run(&self.runtime, self.thread.merge_with_sync(meta, step))?
+    }
+
+    /// See [`Thread::fence`].
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::blocking::BlockingStore;
+    /// use agentstate_store::StepMeta;
+    /// use std::time::Duration;
+    ///
+    /// let store = BlockingStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default())?;
+    /// let lease = store.lease("chat", "worker-1", Duration::from_secs(30))?;
+    /// chat.fence(&lease);
+    /// assert!(chat.is_current(&lease));
+    /// chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user"))?;
+    /// lease.release()?;
+    /// // Released: the fenced handle writes nothing.
+    /// let err = chat.merge(Message::text_message("again", Role::User), StepMeta::node("user")).unwrap_err();
+    /// assert_eq!(err.category(), "lease_lost");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn fence(&mut self, lease: &BlockingLease<B>) {
+        self.thread.fence(&lease.lease);
+    }
+
+    /// See [`Thread::unfence`].
+    pub fn unfence(&mut self) {
+        self.thread.unfence();
+    }
+
+    /// See [`Thread::is_current`].
+    pub fn is_current(&self, lease: &BlockingLease<B>) -> bool {
+        self.thread.is_current(&lease.lease)
     }
 
     /// See [`Thread::retry_policy`].

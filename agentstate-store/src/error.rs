@@ -221,13 +221,15 @@ pub enum StoreError {
         expires_in_ms: u64,
     },
 
-    /// A worker renewed a lease that is no longer its own: it expired and another worker took
-    /// it, or it was released (`thread_lease_lost`). The worker must stop running the thread.
-    #[error("worker `{owner}` no longer holds the lease on thread `{thread}`: {}; stop running the thread", lost(.now_held_by))]
+    /// A worker renewed or released a lease that is no longer its own (it expired and another
+    /// worker took it, or it was released), or appended fenced by a lease it does not hold any
+    /// more (another worker's, released, or expired) (`lease_lost`). Nothing was written; the
+    /// worker must stop running the thread.
+    #[error("worker `{owner}` no longer holds the lease on thread `{thread}`: {}; nothing was written, stop running the thread", lost(.now_held_by))]
     LeaseLost {
         /// The thread.
         thread: String,
-        /// The worker that renewed.
+        /// The worker that renewed, released or appended.
         owner: String,
         /// The worker holding the lease now, if any.
         now_held_by: Option<String>,
@@ -261,7 +263,7 @@ impl StoreError {
     /// `state_schema_mismatch`, `state_migration_missing`, `state_migration_chain_ambiguous`,
     /// `thread_id_invalid`, `store_version_unsupported`, `store_corrupt_data`,
     /// `thread_version_out_of_range`, `thread_has_forks`, `state_migration_failed`,
-    /// `thread_leased`, `thread_lease_lost`, `lease_owner_invalid`, `store_backend_error`, or a
+    /// `thread_leased`, `lease_lost`, `lease_owner_invalid`, `store_backend_error`, or a
     /// merge error's own category.
     ///
     /// ```
@@ -296,7 +298,7 @@ impl StoreError {
             StoreError::Merge(err) => err.category(),
             StoreError::Migration { .. } => "state_migration_failed",
             StoreError::Leased { .. } => "thread_leased",
-            StoreError::LeaseLost { .. } => "thread_lease_lost",
+            StoreError::LeaseLost { .. } => "lease_lost",
             StoreError::InvalidLeaseOwner { .. } => "lease_owner_invalid",
             StoreError::Backend { .. } => "store_backend_error",
         }
@@ -349,6 +351,6 @@ fn duration(ms: &u64) -> String {
 fn lost(now_held_by: &Option<String>) -> String {
     match now_held_by {
         Some(other) => format!("worker `{other}` holds it now"),
-        None => "it was released, or it expired and was taken over since".to_owned(),
+        None => "no worker holds it now (it was released, or it expired)".to_owned(),
     }
 }

@@ -9,7 +9,9 @@
 //!   lost and the history never forks, with any number of tasks or processes.
 //! - One worker runs a thread at a time: [`Store::lease`] gives a run [`Lease`] that others
 //!   are refused (`thread_leased`) until it is released or expires (a dead worker's thread is
-//!   taken over), judged by the database's clock.
+//!   taken over), judged by the database's clock. A handle [`fence`](Thread::fence)d by a
+//!   lease appends only while the lease is still its owner's (`lease_lost` otherwise, and
+//!   nothing is written), so a worker that stalled past its lease commits nothing.
 //! - Backends: SQLite (feature `sqlite`, default, bundled) and PostgreSQL (feature `postgres`).
 //! - Async on tokio: every future is `Send`, and dropping one cancels it without writing half
 //!   a step. [`blocking::BlockingStore`] wraps the store for synchronous programs.
@@ -89,7 +91,7 @@ pub use error::StoreError;
 pub use lease::Lease;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-pub use record::{StepMeta, ThreadQuery};
+pub use record::{Head, StepMeta, ThreadQuery};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{HistoryQuery, SnapshotPolicy, Store, Versioned};

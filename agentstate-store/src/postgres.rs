@@ -7,9 +7,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object, Base,
-    Entries, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
-    Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object,
+    refusal, Base, Entries, Found, Head, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry,
+    NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -29,6 +29,12 @@ use tokio_postgres::{IsolationLevel, NoTls, Row};
 /// Version 3 adds each thread's lease, two columns of its row: `lease_owner` and
 /// `lease_expires_ms` (milliseconds since the Unix epoch by the server's clock, so workers on
 /// several machines agree), both `NULL` when no worker holds it (see [`Store::lease`]).
+///
+/// The thread row also holds the thread's initial state, which an append (it moves the row's
+/// `head` on) and a lease change rewrite the row around: PostgreSQL keeps a value of more than
+/// about 2 kB out of the row (TOAST), and an update that does not change it copies only its
+/// pointer, so both cost the same at any size of the initial state (measured at 1k to 100k
+/// messages: see the store's benchmarks).
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// A [`Store`] in a PostgreSQL database.
@@ -108,6 +114,8 @@ struct Sql {
     meta: String,
     schemas: String,
     append: String,
+    append_all: String,
+    head: String,
     catch_up: String,
     thread: String,
     acquire: String,
@@ -125,40 +133,76 @@ impl Sql {
         let q = format!("\"{}\"", schema.replace('"', "\"\""));
         let threads = format!("{q}.agentstate_threads");
         let entries = format!("{q}.agentstate_entries");
-        // A lease change, in one statement: the expiry it wrote (none if the lease is another's),
-        // the thread's lease as the statement's snapshot saw it, and the server's time. No row:
-        // no thread.
-        let lease = |set: &str, when: &str| {
+        // A lease change, in one statement: what it wrote (none if the lease is another's),
+        // the thread's lease as the statement's snapshot saw it, the server's time, and the
+        // thread's head (as the update left it, or as the snapshot saw it). No row: no thread.
+        let lease = |set: &str, when: &str, written: &str| {
             format!(
                 "WITH now AS (SELECT {NOW_MS} AS ms),
                  done AS (UPDATE {threads} t SET {set} FROM now WHERE t.id = $1 AND ({when})
-                          RETURNING t.lease_expires_ms)
-                 SELECT (SELECT lease_expires_ms FROM done), t.lease_owner, t.lease_expires_ms,
-                        (SELECT ms FROM now)
+                          RETURNING {written} AS written, t.head, t.incarnation, t.fingerprint)
+                 SELECT (SELECT written FROM done), t.lease_owner, t.lease_expires_ms,
+                        (SELECT ms FROM now), coalesce((SELECT head FROM done), t.head),
+                        coalesce((SELECT incarnation FROM done), t.incarnation),
+                        coalesce((SELECT fingerprint FROM done), t.fingerprint)
                  FROM {threads} t WHERE t.id = $1"
             )
         };
+        // An append's condition: the version, schema and incarnation the writer read, and the
+        // lease fence (`$12`: the owner, or `NULL` for none), judged by the server's clock.
+        let guard = "t.id = $1 AND t.head = $2 AND t.fingerprint = $10 AND t.incarnation = $11
+                     AND ($12::text IS NULL OR (t.lease_owner = $12 AND t.lease_expires_ms > now.ms))";
+        // After an append: the thread as the statement's snapshot saw it, to say why nothing
+        // was written. No row: no thread.
+        let found = format!(
+            "t.head, t.fingerprint, t.incarnation, t.lease_owner, t.lease_expires_ms,
+             (SELECT ms FROM now) FROM {threads} t WHERE t.id = $1"
+        );
         Sql {
             acquire: lease(
                 "lease_owner = $2, lease_expires_ms = now.ms + $3",
                 "t.lease_owner IS NULL OR t.lease_owner = $2 OR t.lease_expires_ms <= now.ms",
+                "t.lease_expires_ms",
             ),
-            renew: lease("lease_expires_ms = now.ms + $3", "t.lease_owner = $2"),
-            release: format!(
-                "UPDATE {threads} SET lease_owner = NULL, lease_expires_ms = NULL
-                 WHERE id = $1 AND lease_owner = $2"
+            renew: lease(
+                "lease_expires_ms = now.ms + $3",
+                "t.lease_owner = $2",
+                "t.lease_expires_ms",
+            ),
+            release: lease(
+                "lease_owner = NULL, lease_expires_ms = NULL",
+                "t.lease_owner = $2",
+                "now.ms",
             ),
             lease: format!(
-                "SELECT lease_owner, lease_expires_ms, {NOW_MS} FROM {threads} WHERE id = $1"
+                "SELECT lease_owner, lease_expires_ms, {NOW_MS}, head, incarnation, fingerprint
+                 FROM {threads} WHERE id = $1"
             ),
-            // The new version, or (nothing written) the thread's version as the statement saw
-            // it, which may still be `$2` if the winner committed while this one waited.
+            // The new version, or (nothing written) the thread as the statement saw it, which
+            // may still look right if the winner committed while this one waited.
             append: format!(
-                "WITH bump AS (UPDATE {threads} SET head = head + 1 WHERE id = $1 AND head = $2 AND fingerprint = $10 AND incarnation = $11 RETURNING head),
+                "WITH now AS (SELECT {NOW_MS} AS ms),
+                 bump AS (UPDATE {threads} t SET head = t.head + 1 FROM now WHERE {guard} RETURNING t.head),
                  ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
                          SELECT $1, head, $3, $4, $5, $6, $7::text::jsonb, $9, $8::text::json FROM bump
                          RETURNING seq)
-                 SELECT (SELECT seq FROM ins), (SELECT head FROM {threads} WHERE id = $1)"
+                 SELECT (SELECT seq FROM ins), {found}"
+            ),
+            // As `append`, for `$13` entries given as arrays, in order, in one statement.
+            append_all: format!(
+                "WITH now AS (SELECT {NOW_MS} AS ms),
+                 bump AS (UPDATE {threads} t SET head = t.head + $13 FROM now WHERE {guard} RETURNING t.head),
+                 ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
+                         SELECT $1, $2 + e.n, e.kind, e.time_ms, e.node, e.run_id, e.extra::jsonb,
+                                e.fingerprint, e.body::json
+                         FROM bump, unnest($3::smallint[], $4::bigint[], $5::text[], $6::text[],
+                                           $7::text[], $8::text[], $9::bigint[])
+                              WITH ORDINALITY AS e(kind, time_ms, node, run_id, extra, body, fingerprint, n)
+                         RETURNING seq)
+                 SELECT (SELECT max(seq) FROM ins), {found}"
+            ),
+            head: format!(
+                "WITH now AS (SELECT {NOW_MS} AS ms) SELECT NULL::bigint, {found}"
             ),
             catch_up: format!(
                 "SELECT t.id, t.fingerprint, t.head, t.oldest, t.parent, t.fork_seq, t.metadata::text,
@@ -178,6 +222,45 @@ impl Sql {
             entries,
         }
     }
+}
+
+/// The thread as an append statement's columns 1 to 6 give it (head, fingerprint,
+/// incarnation, lease owner and expiry, the server's time).
+fn found(row: &Row) -> Found {
+    Found {
+        head: Head {
+            version: row.get::<_, i64>(1) as u64,
+            fingerprint: row.get::<_, i64>(2) as u64,
+            incarnation: row.get(3),
+        },
+        lease: (row.get(4), row.get(5)),
+        now_ms: row.get(6),
+    }
+}
+
+/// The first of `entries` (appended after `expected`, each at the version the one before made)
+/// that the thread as `found` refuses, and why.
+fn first_refusal(
+    thread: &str,
+    expected: u64,
+    entries: &[NewEntry],
+    found: &Found,
+) -> Option<StoreError> {
+    let mut at = Found {
+        head: found.head,
+        lease: found.lease.clone(),
+        now_ms: found.now_ms,
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        let version = expected + i as u64;
+        if i > 0 {
+            at.head.version = version;
+        }
+        if let Some(refused) = refusal(thread, version, entry, &at) {
+            return Some(refused);
+        }
+    }
+    None
 }
 
 fn read_thread(row: &Row) -> Result<ThreadInfo, StoreError> {
@@ -221,6 +304,58 @@ impl Postgres {
                 thread: thread.to_owned(),
             })?;
         read_thread(&row)
+    }
+
+    /// An append's outcome from the row its statement returned: the new version, or why
+    /// nothing was written.
+    async fn appended(
+        &self,
+        client: &deadpool_postgres::Object,
+        thread: &str,
+        expected: u64,
+        entries: &[NewEntry],
+        row: Option<Row>,
+    ) -> Result<u64, StoreError> {
+        let Some(row) = row else {
+            return Err(StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            });
+        };
+        if let Some(seq) = row.get::<_, Option<i64>>(0) {
+            return Ok(seq as u64);
+        }
+        let seen = found(&row);
+        if let Some(refused) = first_refusal(thread, expected, entries, &seen) {
+            return Err(refused);
+        }
+        // Nothing was written although the thread looked right: another writer changed it
+        // while this statement waited for its row (read committed). Read it again.
+        let row = client
+            .query_opt(&self.sql.head, &[&thread])
+            .await
+            .map_err(db_err(format!("appending to thread `{thread}`")))?;
+        Err(self.refused(thread, expected, entries, row))
+    }
+
+    /// Why the thread (`row`, read after the append) refuses `entries`.
+    fn refused(
+        &self,
+        thread: &str,
+        expected: u64,
+        entries: &[NewEntry],
+        row: Option<Row>,
+    ) -> StoreError {
+        let Some(row) = row else {
+            return StoreError::ThreadNotFound {
+                thread: thread.to_owned(),
+            };
+        };
+        let seen = found(&row);
+        first_refusal(thread, expected, entries, &seen).unwrap_or(StoreError::Conflict {
+            thread: thread.to_owned(),
+            expected,
+            actual: seen.head.version,
+        })
     }
 
     /// The schema table (version 2).
@@ -425,7 +560,7 @@ impl Backend for Postgres {
             .await
             .map_err(db_err(&doing))?;
         let row = client
-            .query_one(
+            .query_opt(
                 &statement,
                 &[
                     &thread,
@@ -439,59 +574,83 @@ impl Backend for Postgres {
                     &entry.fingerprint.map(|f| f as i64),
                     &(entry.thread_fingerprint as i64),
                     &entry.thread_incarnation,
+                    &entry.lease,
                 ],
             )
             .await
             .map_err(db_err(&doing))?;
-        if let Some(seq) = row.get::<_, Option<i64>>(0) {
-            return Ok(seq as u64);
-        }
-        let mut head: Option<i64> = row.get(1);
-        let (mut fingerprint, mut incarnation) = (None, None);
-        if head == Some(expected as i64) {
-            // Nothing was written although the version looked right: the winner committed
-            // while this statement waited, or the thread was migrated or created again.
-            let now = client
-                .query_opt(
-                    &format!(
-                        "SELECT head, fingerprint, incarnation FROM {} WHERE id = $1",
-                        self.sql.threads
-                    ),
-                    &[&thread],
-                )
+        self.appended(&client, thread, expected, std::slice::from_ref(&entry), row)
+            .await
+    }
+
+    async fn append_all(
+        &self,
+        thread: &str,
+        expected: u64,
+        entries: Vec<NewEntry>,
+    ) -> Result<u64, StoreError> {
+        let doing = format!("appending to thread `{thread}`");
+        let client = self.client(&doing).await?;
+        let Some(first) = entries.first() else {
+            let row = client
+                .query_opt(&self.sql.head, &[&thread])
                 .await
                 .map_err(db_err(&doing))?;
-            head = now.as_ref().map(|r| r.get(0));
-            fingerprint = now.as_ref().map(|r| r.get::<_, i64>(1) as u64);
-            incarnation = now.map(|r| r.get::<_, i64>(2));
-        }
-        match (head, fingerprint) {
-            (None, _) => Err(StoreError::ThreadNotFound {
-                thread: thread.to_owned(),
-            }),
-            (Some(actual), _)
-                if actual == expected as i64
-                    && incarnation.is_some_and(|i| i != entry.thread_incarnation) =>
-            {
-                Err(StoreError::Recreated {
+            return match row {
+                Some(row) => Ok(found(&row).head.version),
+                None => Err(StoreError::ThreadNotFound {
                     thread: thread.to_owned(),
-                })
-            }
-            (Some(actual), Some(now))
-                if actual == expected as i64 && now != entry.thread_fingerprint =>
-            {
-                Err(StoreError::Migrated {
-                    thread: thread.to_owned(),
-                    read: entry.thread_fingerprint,
-                    now,
-                })
-            }
-            (Some(actual), _) => Err(StoreError::Conflict {
-                thread: thread.to_owned(),
-                expected,
-                actual: actual as u64,
-            }),
+                }),
+            };
+        };
+        // One statement checks one guard for all: the schema and incarnation read (entries
+        // that differ in them cannot all be taken), and the one owner any entry is fenced by
+        // (if two are, one of them does not hold the lease).
+        let guard = |e: &NewEntry| (e.thread_fingerprint, e.thread_incarnation);
+        let mut owners = entries.iter().filter_map(|e| e.lease.as_ref());
+        let fence = owners.next();
+        if entries.iter().any(|e| guard(e) != guard(first)) || owners.any(|o| Some(o) != fence) {
+            let row = client
+                .query_opt(&self.sql.head, &[&thread])
+                .await
+                .map_err(db_err(&doing))?;
+            return Err(self.refused(thread, expected, &entries, row));
         }
+        let column = |f: fn(&NewEntry) -> Option<String>| entries.iter().map(f).collect::<Vec<_>>();
+        let kinds: Vec<i16> = entries.iter().map(|e| e.kind.code() as i16).collect();
+        let times: Vec<i64> = entries.iter().map(|e| e.time_ms).collect();
+        let fingerprints: Vec<Option<i64>> = entries
+            .iter()
+            .map(|e| e.fingerprint.map(|f| f as i64))
+            .collect();
+        let bodies: Vec<&str> = entries.iter().map(|e| e.body.as_str()).collect();
+        let statement = client
+            .prepare_cached(&self.sql.append_all)
+            .await
+            .map_err(db_err(&doing))?;
+        let row = client
+            .query_opt(
+                &statement,
+                &[
+                    &thread,
+                    &(expected as i64),
+                    &kinds,
+                    &times,
+                    &column(|e| e.node.clone()),
+                    &column(|e| e.run_id.clone()),
+                    &column(|e| e.extra.clone()),
+                    &bodies,
+                    &fingerprints,
+                    &(first.thread_fingerprint as i64),
+                    &first.thread_incarnation,
+                    &fence,
+                    &(entries.len() as i64),
+                ],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        self.appended(&client, thread, expected, &entries, row)
+            .await
     }
 
     async fn put_snapshot(
@@ -1047,19 +1206,14 @@ impl Backend for Postgres {
         let sql = match op {
             LeaseOp::Acquire => &self.sql.acquire,
             LeaseOp::Renew => &self.sql.renew,
-            LeaseOp::Release => {
-                let statement = client
-                    .prepare_cached(&self.sql.release)
-                    .await
-                    .map_err(db_err(&doing))?;
-                client
-                    .execute(&statement, &[&thread, &owner])
-                    .await
-                    .map_err(db_err(&doing))?;
-                return Ok(None);
-            }
+            LeaseOp::Release => &self.sql.release,
         };
         let statement = client.prepare_cached(sql).await.map_err(db_err(&doing))?;
+        let with_ttl: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&thread, &owner, &ttl];
+        let params = match op {
+            LeaseOp::Release => &with_ttl[..2],
+            _ => &with_ttl[..],
+        };
         // Read committed: the update waits for a concurrent change of the row and then sees
         // it, but the statement's read of the row is from before. When that read says the
         // update should have happened, the row changed in between: ask again (rare).
@@ -1067,7 +1221,7 @@ impl Backend for Postgres {
         loop {
             tries += 1;
             let row = client
-                .query_opt(&statement, &[&thread, &owner, &ttl])
+                .query_opt(&statement, params)
                 .await
                 .map_err(db_err(&doing))?
                 .ok_or_else(|| StoreError::ThreadNotFound {
@@ -1076,10 +1230,15 @@ impl Backend for Postgres {
             let written: Option<i64> = row.get(0);
             let found: (Option<String>, Option<i64>) = (row.get(1), row.get(2));
             let now: i64 = row.get(3);
+            let head = Head {
+                version: row.get::<_, i64>(4) as u64,
+                incarnation: row.get(5),
+                fingerprint: row.get::<_, i64>(6) as u64,
+            };
             if written.is_none() && tries < 5 && lease_raced(owner, op, &found, now) {
                 continue;
             }
-            return lease_outcome(thread, owner, op, written, found, now);
+            return lease_outcome(thread, owner, op, written, found, now, head);
         }
     }
 
@@ -1097,6 +1256,11 @@ impl Backend for Postgres {
             .ok_or_else(|| StoreError::ThreadNotFound {
                 thread: thread.to_owned(),
             })?;
-        Ok(held((row.get(0), row.get(1)), row.get(2)))
+        let head = Head {
+            version: row.get::<_, i64>(3) as u64,
+            incarnation: row.get(4),
+            fingerprint: row.get::<_, i64>(5) as u64,
+        };
+        Ok(held((row.get(0), row.get(1)), row.get(2), head))
     }
 }

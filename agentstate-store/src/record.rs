@@ -257,6 +257,31 @@ pub struct NewEntry {
     /// The thread's incarnation as the writer read it ([`ThreadInfo::incarnation`]): the append
     /// is refused ([`StoreError::Recreated`]) if the thread was deleted and created again since.
     pub thread_incarnation: i64,
+    /// The lease owner the append is fenced by, if any: the append is refused
+    /// ([`StoreError::LeaseLost`]) unless the thread's lease is this owner's and has not expired
+    /// (by the database's clock on PostgreSQL, the local clock on SQLite), checked in the
+    /// append's own statement or transaction. `None`: the lease is not looked at.
+    pub lease: Option<String>,
+}
+
+/// A thread's head as the database saw it: its version, the incarnation of its id and the
+/// fingerprint of its schema. A handle that read the thread at this head is current (see
+/// [`Thread::is_current`](crate::thread::Thread::is_current)).
+///
+/// ```
+/// use agentstate_store::record::Head;
+///
+/// let head = Head { version: 7, incarnation: 42, fingerprint: 0xabc };
+/// assert_eq!(head, Head { version: 7, ..head });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Head {
+    /// The thread's version.
+    pub version: u64,
+    /// Which life of the id the thread is ([`ThreadInfo::incarnation`]).
+    pub incarnation: i64,
+    /// The fingerprint of the thread's schema ([`ThreadInfo::fingerprint`]).
+    pub fingerprint: u64,
 }
 
 /// One stored row of a thread, as a rewrite ([`Backend::rewrite`](crate::backend::Backend))
@@ -718,17 +743,24 @@ pub enum LeaseOp {
     /// Extend the owner's lease to `ttl_ms` from now if it is still the owner's (also after it
     /// expired, as long as no one else took it); otherwise [`StoreError::LeaseLost`].
     Renew,
-    /// Give the lease up if it is the owner's; nothing otherwise.
+    /// Give the lease up if it is the owner's (also after it expired, as long as no one else
+    /// took it); otherwise [`StoreError::LeaseLost`].
     Release,
 }
 
-/// A thread's lease as the database holds it: who runs the thread, and until when.
+/// A thread's lease as the database holds it: who runs the thread, and until when; with the
+/// thread's head as the same statement saw it.
 ///
 /// ```
-/// use agentstate_store::record::LeaseInfo;
+/// use agentstate_store::record::{Head, LeaseInfo};
 /// use std::time::Duration;
 ///
-/// let info = LeaseInfo { owner: "worker-1".into(), expires_at_ms: 1_700_000_004_200, expires_in_ms: 4_200 };
+/// let info = LeaseInfo {
+///     owner: "worker-1".into(),
+///     expires_at_ms: 1_700_000_004_200,
+///     expires_in_ms: 4_200,
+///     head: Head { version: 12, incarnation: 7, fingerprint: 0xabc },
+/// };
 /// assert_eq!(info.expires_in(), Duration::from_millis(4_200));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -741,6 +773,9 @@ pub struct LeaseInfo {
     pub expires_at_ms: i64,
     /// How long it still had when the database answered, by the same clock.
     pub expires_in_ms: u64,
+    /// The thread's head when the database answered (read in the same statement or
+    /// transaction as the lease).
+    pub head: Head,
 }
 
 impl LeaseInfo {
@@ -775,29 +810,37 @@ pub(crate) fn check_owner(owner: &str) -> Result<(), StoreError> {
     })
 }
 
+/// A thread's lease as its row holds it: the owner and the expiry (milliseconds since the
+/// Unix epoch), each `None` when no lease is recorded.
+pub(crate) type FoundLease = (Option<String>, Option<i64>);
+
 /// The outcome of a lease operation, from what the database saw: the expiry it wrote (`None`:
-/// the statement changed nothing), and the thread's lease owner and expiry as it found them,
-/// at its clock's `now_ms`. Shared by the backends.
+/// the statement changed nothing; for a release, any `Some` says it released), and the
+/// thread's lease owner and expiry as it found them, at its clock's `now_ms`, and the thread's
+/// head. Shared by the backends.
 #[allow(dead_code)] // used by whichever backends are compiled in
 pub(crate) fn lease_outcome(
     thread: &str,
     owner: &str,
     op: LeaseOp,
     written: Option<i64>,
-    found: (Option<String>, Option<i64>),
+    found: FoundLease,
     now_ms: i64,
+    head: Head,
 ) -> Result<Option<LeaseInfo>, StoreError> {
-    if op == LeaseOp::Release {
-        return Ok(None);
+    match (op, written) {
+        (LeaseOp::Release, Some(_)) => return Ok(None),
+        (_, Some(expires_at_ms)) => {
+            return Ok(Some(LeaseInfo {
+                owner: owner.to_owned(),
+                expires_at_ms,
+                expires_in_ms: expires_at_ms.saturating_sub(now_ms).max(0) as u64,
+                head,
+            }))
+        }
+        _ => {}
     }
-    if let Some(expires_at_ms) = written {
-        return Ok(Some(LeaseInfo {
-            owner: owner.to_owned(),
-            expires_at_ms,
-            expires_in_ms: expires_at_ms.saturating_sub(now_ms).max(0) as u64,
-        }));
-    }
-    let holder = held(found, now_ms);
+    let holder = held(found, now_ms, head);
     Err(match (op, holder) {
         (LeaseOp::Acquire, Some(info)) => StoreError::Leased {
             thread: thread.to_owned(),
@@ -809,41 +852,95 @@ pub(crate) fn lease_outcome(
             owner: "(another worker)".to_owned(),
             expires_in_ms: 0,
         },
-        (_, holder) => StoreError::LeaseLost {
-            thread: thread.to_owned(),
-            owner: owner.to_owned(),
-            now_held_by: holder.map(|info| info.owner).filter(|o| o != owner),
-        },
+        (_, holder) => lease_lost(thread, owner, holder),
     })
+}
+
+/// [`StoreError::LeaseLost`] for `owner`, given who holds the lease now.
+fn lease_lost(thread: &str, owner: &str, holder: Option<LeaseInfo>) -> StoreError {
+    StoreError::LeaseLost {
+        thread: thread.to_owned(),
+        owner: owner.to_owned(),
+        now_held_by: holder.map(|info| info.owner).filter(|o| o != owner),
+    }
 }
 
 /// The lease a thread row holds at `now_ms`: `None` if it has none or it has expired.
 #[allow(dead_code)] // used by whichever backends are compiled in
-pub(crate) fn held(found: (Option<String>, Option<i64>), now_ms: i64) -> Option<LeaseInfo> {
+pub(crate) fn held(found: FoundLease, now_ms: i64, head: Head) -> Option<LeaseInfo> {
     match found {
         (Some(owner), Some(expires_at_ms)) if expires_at_ms > now_ms => Some(LeaseInfo {
             owner,
             expires_at_ms,
             expires_in_ms: (expires_at_ms - now_ms) as u64,
+            head,
         }),
         _ => None,
     }
+}
+
+/// A thread as an append finds it: its head and its lease at the database's `now_ms`.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) struct Found {
+    pub(crate) head: Head,
+    pub(crate) lease: FoundLease,
+    pub(crate) now_ms: i64,
+}
+
+/// Why the thread as `found` refuses `entry` appended at version `expected`; `None` if it
+/// takes it. In this order: a fenced append whose lease is not its owner's or has expired
+/// ([`StoreError::LeaseLost`], so that a worker that lost its thread stops at once instead of
+/// reloading and retrying), a thread created again ([`StoreError::Recreated`]), another version
+/// ([`StoreError::Conflict`]), another schema ([`StoreError::Migrated`]). Shared by the
+/// backends, so that both give one answer.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn refusal(
+    thread: &str,
+    expected: u64,
+    entry: &NewEntry,
+    found: &Found,
+) -> Option<StoreError> {
+    let head = found.head;
+    if let Some(owner) = &entry.lease {
+        let holder = held(found.lease.clone(), found.now_ms, head);
+        if holder.as_ref().is_none_or(|h| &h.owner != owner) {
+            return Some(lease_lost(thread, owner, holder));
+        }
+    }
+    if head.incarnation != entry.thread_incarnation {
+        return Some(StoreError::Recreated {
+            thread: thread.to_owned(),
+        });
+    }
+    if head.version != expected {
+        return Some(StoreError::Conflict {
+            thread: thread.to_owned(),
+            expected,
+            actual: head.version,
+        });
+    }
+    if head.fingerprint != entry.thread_fingerprint {
+        return Some(StoreError::Migrated {
+            thread: thread.to_owned(),
+            read: entry.thread_fingerprint,
+            now: head.fingerprint,
+        });
+    }
+    None
 }
 
 /// Whether a statement that changed nothing saw a row that would have let it: another
 /// transaction changed the lease between the statement's snapshot and its update, and the
 /// statement should run again to see who holds it now (PostgreSQL's read committed).
 #[allow(dead_code)] // used by whichever backends are compiled in
-pub(crate) fn lease_raced(
-    owner: &str,
-    op: LeaseOp,
-    found: &(Option<String>, Option<i64>),
-    now_ms: i64,
-) -> bool {
+pub(crate) fn lease_raced(owner: &str, op: LeaseOp, found: &FoundLease, now_ms: i64) -> bool {
     let mine = found.0.as_deref() == Some(owner);
+    let free = match found {
+        (Some(_), Some(expires_at_ms)) => *expires_at_ms <= now_ms,
+        _ => true,
+    };
     match op {
-        LeaseOp::Acquire => mine || held(found.clone(), now_ms).is_none(),
-        LeaseOp::Renew => mine,
-        LeaseOp::Release => false,
+        LeaseOp::Acquire => mine || free,
+        LeaseOp::Renew | LeaseOp::Release => mine,
     }
 }

@@ -9,9 +9,10 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, Base,
-    Entries, EntryBatch, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
-    SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, refusal,
+    Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseInfo, LeaseOp, Loaded,
+    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
+    ThreadQuery,
 };
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
@@ -196,13 +197,13 @@ impl Sqlite {
         })
     }
 
-    /// Runs `entry`'s append on the caller's thread if the connection is free and the write
+    /// Runs the append of `entries` on the caller's thread if the connection is free and the write
     /// lock can be had at once; `None` (to be sent to the thread) otherwise.
     fn append_inline(
         &self,
         id: &str,
         expected: u64,
-        entry: &NewEntry,
+        entries: &[NewEntry],
     ) -> Option<Result<u64, StoreError>> {
         // While a checkpoint is queued, appends queue behind it (as they would wait for the
         // checkpoint in the commit that filled the WAL, had SQLite run it there).
@@ -219,7 +220,7 @@ impl Sqlite {
         if conn.busy_timeout(Duration::ZERO).is_err() {
             return None;
         }
-        let done = append_entry(&mut conn, id, expected, entry);
+        let done = append_entries(&mut conn, id, expected, entries);
         let _ = conn.busy_timeout(BUSY_TIMEOUT);
         drop(conn);
         if CHECKPOINT_DUE.take() && !self.checkpoint_queued.swap(true, Ordering::AcqRel) {
@@ -303,10 +304,27 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// `PRAGMA auto_vacuum=INCREMENTAL; VACUUM;` on it once, with `sqlite3`, while no process has
 /// it open).
 ///
-/// Version 5 adds each thread's lease, two columns of its row: `lease_owner` and
-/// `lease_expires_ms` (milliseconds since the Unix epoch, by the local clock), both `NULL`
-/// when no worker holds it (see [`Store::lease`]).
-pub const SCHEMA_VERSION: i64 = 5;
+/// Version 5 added each thread's lease, two columns of its row (`lease_owner`,
+/// `lease_expires_ms`).
+///
+/// Version 6 keeps the thread row small, so that an append (which reads it) and a lease change
+/// cost the same whatever the thread's size (in version 5, a thread created with a large state,
+/// 100k messages, had it in its row: every append read past it and every lease change rewrote
+/// it):
+/// - a thread's initial state is its snapshot at version 0 (a row of the snapshots table,
+///   which the snapshot policy keeps and a compaction drops like any snapshot before the
+///   thread's oldest version);
+/// - its lease is a row of its own, present only while a lease is recorded (see
+///   [`Store::lease`]): a row of the snapshots table keyed by the thread's `tid` alone (a key
+///   below 2^32, which no thread's snapshot has, since `tid`s start at 1), the owner in `body`
+///   and the expiry (milliseconds since the Unix epoch by the local clock) in `fingerprint`,
+///   so that it takes no page of its own (as the schema records). The view `agentstate_leases`
+///   (`tid`, `owner`, `expires_ms`) shows them.
+///
+/// A version-5 file is migrated when it is opened: the initial state of each thread not
+/// compacted past it becomes its version-0 snapshot (one written there already is kept), each
+/// recorded lease a row of its own, and the thread row's three columns are dropped.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
 /// newest entry's key is found by one B-tree seek.
@@ -393,7 +411,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .map_err(db_err("reading the store's version"))?;
         return match found {
             Some(SCHEMA_VERSION) => Ok(()),
-            Some(found @ 1..=4) => {
+            Some(found @ 1..=5) => {
                 if found == 1 {
                     migrate_v1(&tx)?;
                 }
@@ -401,10 +419,13 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
                 if found <= 3 {
                     migrate_v3(&tx)?;
                 }
-                migrate_v4(&tx)?;
-                tx.commit().map_err(db_err(format!(
-                    "migrating the store's tables to version {SCHEMA_VERSION}"
-                )))
+                if found <= 4 {
+                    migrate_v4(&tx)?;
+                }
+                migrate_v5(&tx)?;
+                let doing = format!("migrating the store's tables to version {SCHEMA_VERSION}");
+                reclaim(&tx, &doing)?;
+                tx.commit().map_err(db_err(doing))
             }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
@@ -421,15 +442,13 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
              oldest INTEGER NOT NULL,
              parent INTEGER REFERENCES agentstate_threads (tid),
              fork_seq INTEGER,
-             initial TEXT,
              metadata TEXT NOT NULL,
              created_ms INTEGER NOT NULL,
-             incarnation INTEGER NOT NULL DEFAULT 0,
-             lease_owner TEXT,
-             lease_expires_ms INTEGER
+             incarnation INTEGER NOT NULL DEFAULT 0
          );
          {TABLES}
          {V4_TABLES}
+         {V6_TABLES}
          {}",
         version_view(SCHEMA_VERSION)
     ))
@@ -503,9 +522,54 @@ fn migrate_v4(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
          ALTER TABLE agentstate_threads ADD COLUMN lease_expires_ms INTEGER;
          DROP VIEW agentstate_meta;
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(5)
     ))
     .map_err(db_err("migrating the store's tables from version 4"))
+}
+
+/// What version 6 adds (see [`SCHEMA_VERSION`]): the view of the leases, kept as rows of the
+/// snapshots table, one per thread while one is recorded.
+const V6_TABLES: &str = "
+    CREATE VIEW agentstate_leases (tid, owner, expires_ms) AS
+        SELECT key, body, fingerprint FROM agentstate_snapshots WHERE key > 0 AND key < 4294967296;";
+
+/// Brings version 5's tables to version 6 (the initial states as version-0 snapshots, each
+/// lease a row of its own, a small thread row), inside the caller's transaction.
+fn migrate_v5(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let doing = "migrating the store's tables from version 5";
+    // A `tid` below 1 (never given by SQLite, only by hand) would have its snapshots' keys
+    // where the leases are.
+    let odd: Option<String> = tx
+        .query_row(
+            "SELECT id FROM agentstate_threads WHERE tid < 1 LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(db_err(doing))?;
+    if let Some(id) = odd {
+        return Err(StoreError::backend(
+            BACKEND,
+            doing,
+            format!("thread `{id}` has a row id below 1, which version 6 does not allow"),
+        ));
+    }
+    tx.execute_batch(&format!(
+        "{V6_TABLES}
+         INSERT OR REPLACE INTO agentstate_snapshots (key, fingerprint, body)
+             SELECT tid, lease_expires_ms, lease_owner FROM agentstate_threads
+             WHERE lease_owner IS NOT NULL AND lease_expires_ms IS NOT NULL;
+         INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
+             SELECT tid << 32, fingerprint, initial FROM agentstate_threads
+             WHERE initial IS NOT NULL AND oldest = 0 ORDER BY tid;
+         ALTER TABLE agentstate_threads DROP COLUMN initial;
+         ALTER TABLE agentstate_threads DROP COLUMN lease_owner;
+         ALTER TABLE agentstate_threads DROP COLUMN lease_expires_ms;
+         DROP VIEW agentstate_meta;
+         {}",
+        version_view(SCHEMA_VERSION)
+    ))
+    .map_err(db_err(doing))
 }
 
 /// Gives the file's free pages back to the file system (a file with incremental auto-vacuum;
@@ -569,77 +633,93 @@ fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
     Ok(Row { tid, info })
 }
 
-/// Appends `entry` to thread `id` at version `expected`, in one transaction that takes the write
-/// lock first: `Ok(Err(_))` when the thread refused it (missing, at another version, migrated
-/// since the writer read it, or full), `Err(_)` when SQLite failed (nothing is written either
-/// way). The thread's row is only read: the new entry is its new version.
-fn append_entry(
+/// A thread's key and head, and its lease, for a row of the threads table `t` left-joined with
+/// its lease's row `l` of the snapshots table (see [`SCHEMA_VERSION`]).
+const HEAD_COLUMNS: &str = concat!(
+    "t.tid, t.fingerprint, ",
+    version_of!("t"),
+    ", t.incarnation, l.body, l.fingerprint"
+);
+
+/// Reads [`HEAD_COLUMNS`].
+fn read_head(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Head, FoundLease)> {
+    Ok((
+        r.get(0)?,
+        Head {
+            fingerprint: r.get::<_, i64>(1)? as u64,
+            version: r.get::<_, i64>(2)? as u64,
+            incarnation: r.get(3)?,
+        },
+        (r.get(4)?, r.get(5)?),
+    ))
+}
+
+/// The thread's key, head and lease (`None`: no such thread).
+fn thread_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<(i64, Head, FoundLease)>> {
+    conn.prepare_cached(&format!(
+        "SELECT {HEAD_COLUMNS} FROM agentstate_threads t
+         LEFT JOIN agentstate_snapshots l ON l.key = t.tid WHERE t.id = ?1"
+    ))?
+    .query_row([id], read_head)
+    .optional()
+}
+
+/// Appends `entries` to thread `id` as the versions after `expected`, in one transaction that
+/// takes the write lock first: `Ok(Err(_))` when the thread refused one (missing, at another
+/// version, migrated or created again since the writer read it, its lease not the fence's, or
+/// full) and nothing was written, `Err(_)` when SQLite failed (nothing is written either way).
+/// The thread's row is only read: the new entries are its new versions.
+fn append_entries(
     conn: &mut Connection,
     id: &str,
     expected: u64,
-    entry: &NewEntry,
+    entries: &[NewEntry],
 ) -> rusqlite::Result<Result<u64, StoreError>> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let found: Option<(i64, i64, i64, i64)> = tx
-        .prepare_cached(concat!(
-            "SELECT t.tid, t.fingerprint, ",
-            version_of!("t"),
-            ", t.incarnation FROM agentstate_threads t WHERE t.id = ?1"
-        ))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .optional()?;
-    let Some((tid, fingerprint, version, incarnation)) = found else {
+    let Some((tid, head, lease)) = thread_head(&tx, id)? else {
         return Ok(Err(StoreError::ThreadNotFound {
             thread: id.to_owned(),
         }));
     };
-    if incarnation != entry.thread_incarnation {
-        return Ok(Err(StoreError::Recreated {
-            thread: id.to_owned(),
-        }));
+    let mut found = Found {
+        head,
+        lease,
+        now_ms: now_ms(),
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        let at = expected + i as u64;
+        if let Some(refused) = refusal(id, at, entry, &found) {
+            return Ok(Err(refused));
+        }
+        if at >= MAX_SEQ {
+            return Ok(Err(StoreError::backend(
+                BACKEND,
+                format!("appending to thread `{id}`"),
+                format!("it has {at} versions, the most an SQLite thread holds"),
+            )));
+        }
+        let seq = at + 1;
+        tx.prepare_cached(
+            "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            key(tid, seq),
+            entry.kind.code(),
+            entry.time_ms,
+            entry.node,
+            entry.run_id,
+            entry.extra,
+            entry.fingerprint.map(|f| f as i64),
+            entry.body
+        ])?;
+        found.head.version = seq;
     }
-    let (fingerprint, version) = (fingerprint as u64, version as u64);
-    if version != expected {
-        return Ok(Err(StoreError::Conflict {
-            thread: id.to_owned(),
-            expected,
-            actual: version,
-        }));
-    }
-    if fingerprint != entry.thread_fingerprint {
-        return Ok(Err(StoreError::Migrated {
-            thread: id.to_owned(),
-            read: entry.thread_fingerprint,
-            now: fingerprint,
-        }));
-    }
-    if version >= MAX_SEQ {
-        return Ok(Err(StoreError::backend(
-            BACKEND,
-            format!("appending to thread `{id}`"),
-            format!("it has {version} versions, the most an SQLite thread holds"),
-        )));
-    }
-    let seq = version + 1;
-    tx.prepare_cached(
-        "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        key(tid, seq),
-        entry.kind.code(),
-        entry.time_ms,
-        entry.node,
-        entry.run_id,
-        entry.extra,
-        entry.fingerprint.map(|f| f as i64),
-        entry.body
-    ])?;
     tx.commit()?;
-    Ok(Ok(seq))
+    Ok(Ok(found.head.version))
 }
 
-/// [`append_entry`]'s outcome as the store reports it.
+/// [`append_entries`]'s outcome as the store reports it.
 fn flatten_append(
     id: &str,
     done: rusqlite::Result<Result<u64, StoreError>>,
@@ -679,16 +759,19 @@ fn load_base(
             .map_err(db_err(doing()))?,
     };
     let (base, from) = match start.base(&row.info, snapshot) {
+        // The initial state (see `SCHEMA_VERSION`), named as such.
+        Some((
+            Base::Snapshot {
+                seq: 0,
+                fingerprint,
+                json,
+            },
+            0,
+        )) if fingerprint == row.info.fingerprint && row.info.parent.is_none() => {
+            (Base::Initial(json), 0)
+        }
         Some(found) => found,
-        None => Start::initial(
-            id,
-            tx.query_row(
-                "SELECT initial FROM agentstate_threads WHERE tid = ?1",
-                [row.tid],
-                |r| r.get(0),
-            )
-            .map_err(db_err(doing()))?,
-        )?,
+        None => Start::initial(id, None)?,
     };
     Ok((row.info, base, row.tid, from, target))
 }
@@ -808,15 +891,14 @@ impl Backend for Sqlite {
             let start = fork_seq.unwrap_or(0);
             tx.execute(
                 "INSERT INTO agentstate_threads
-                 (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
-                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (id, fingerprint, head, oldest, parent, fork_seq, metadata, created_ms, incarnation)
+                 VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     id,
                     fingerprint as i64,
                     start,
                     parent,
                     fork_seq,
-                    thread.initial,
                     thread.metadata,
                     thread.created_ms,
                     new_incarnation()
@@ -830,6 +912,22 @@ impl Backend for Sqlite {
                     format!("creating thread `{id}`"),
                     "the database holds the most threads it can (2^31 row ids)",
                 ));
+            }
+            // Row ids below 1 exist only if written by hand; their keys would be the leases'.
+            if row.tid < 1 {
+                return Err(StoreError::backend(
+                    BACKEND,
+                    format!("creating thread `{id}`"),
+                    format!("SQLite gave it the row id {}, below 1 (a row was written by hand)", row.tid),
+                ));
+            }
+            // The initial state is the thread's snapshot at version 0, out of its row.
+            if let (Some(initial), None) = (&thread.initial, parent) {
+                tx.execute(
+                    "INSERT OR REPLACE INTO agentstate_snapshots (key, fingerprint, body) VALUES (?1, ?2, ?3)",
+                    params![key(row.tid, 0), fingerprint as i64, initial],
+                )
+                .map_err(db_err(format!("creating thread `{id}`")))?;
             }
             let info = row.info;
             tx.commit()
@@ -845,11 +943,26 @@ impl Backend for Sqlite {
         expected: u64,
         entry: NewEntry,
     ) -> Result<u64, StoreError> {
-        if let Some(done) = self.append_inline(thread, expected, &entry) {
+        let entries = [entry];
+        if let Some(done) = self.append_inline(thread, expected, &entries) {
             return done;
         }
         let id = thread.to_owned();
-        self.call(move |conn| flatten_append(&id, append_entry(conn, &id, expected, &entry)))
+        self.call(move |conn| flatten_append(&id, append_entries(conn, &id, expected, &entries)))
+            .await
+    }
+
+    async fn append_all(
+        &self,
+        thread: &str,
+        expected: u64,
+        entries: Vec<NewEntry>,
+    ) -> Result<u64, StoreError> {
+        if let Some(done) = self.append_inline(thread, expected, &entries) {
+            return done;
+        }
+        let id = thread.to_owned();
+        self.call(move |conn| flatten_append(&id, append_entries(conn, &id, expected, &entries)))
             .await
     }
 
@@ -1108,6 +1221,7 @@ impl Backend for Sqlite {
             // The thread's row first: the entries' delete trigger then has no row to update.
             tx.execute_batch(&format!(
                 "DELETE FROM agentstate_threads WHERE tid = {tid};
+                 DELETE FROM agentstate_snapshots WHERE key = {tid};
                  DELETE FROM agentstate_entries WHERE key BETWEEN {lo} AND {hi};
                  DELETE FROM agentstate_snapshots WHERE key BETWEEN {lo} AND {hi};",
                 lo = key(row.tid, 0),
@@ -1136,24 +1250,6 @@ impl Backend for Sqlite {
                 .map_err(db_err(doing()))?;
             let row = thread_row(&tx, &id)?;
             let (lo, hi) = (key(row.tid, 0), key(row.tid, MAX_SEQ));
-            let initial: Option<String> = tx
-                .query_row(
-                    "SELECT initial FROM agentstate_threads WHERE tid = ?1",
-                    [row.tid],
-                    |r| r.get(0),
-                )
-                .map_err(db_err(doing()))?;
-            if let Some(json) = initial {
-                let json = rewrite(StoredRow::Initial {
-                    fingerprint: row.info.fingerprint,
-                    json: &json,
-                })?;
-                tx.execute(
-                    "UPDATE agentstate_threads SET initial = ?2 WHERE tid = ?1",
-                    params![row.tid, json],
-                )
-                .map_err(db_err(doing()))?;
-            }
             let entries = tx
                 .prepare("SELECT key, kind, fingerprint, body FROM agentstate_entries WHERE key BETWEEN ?1 AND ?2")
                 .and_then(|mut s| {
@@ -1191,10 +1287,17 @@ impl Backend for Sqlite {
                 })
                 .map_err(db_err(doing()))?;
             for (k, own, json) in snapshots {
-                let json = rewrite(StoredRow::Snapshot {
-                    seq: (k - lo) as u64,
-                    fingerprint: own as u64,
-                    json: &json,
+                // The snapshot at version 0 of a thread that is not a fork is its initial state.
+                let json = rewrite(match (k - lo) as u64 {
+                    0 if row.info.parent.is_none() => StoredRow::Initial {
+                        fingerprint: own as u64,
+                        json: &json,
+                    },
+                    seq => StoredRow::Snapshot {
+                        seq,
+                        fingerprint: own as u64,
+                        json: &json,
+                    },
                 })?;
                 tx.execute(
                     "UPDATE agentstate_snapshots SET body = ?2, fingerprint = ?3 WHERE key = ?1",
@@ -1341,66 +1444,53 @@ impl Backend for Sqlite {
             let doing = || format!("changing the lease on thread `{id}`");
             let now = now_ms();
             let until = now.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
-            // The write lock first: the update and the read of who holds the lease instead are
-            // one view, across connections and processes.
+            // The write lock first: the read of who holds the lease and its change are one
+            // view, across connections and processes.
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err(doing()))?;
-            let written: Option<i64> = match op {
-                LeaseOp::Acquire => tx
+            let (tid, head, found) =
+                thread_head(&tx, &id)
+                    .map_err(db_err(doing()))?
+                    .ok_or_else(|| StoreError::ThreadNotFound {
+                        thread: id.clone(),
+                    })?;
+            let mine = found.0.as_deref() == Some(owner.as_str());
+            let free = held(found.clone(), now, head).is_none();
+            let written = match op {
+                LeaseOp::Acquire if mine || free => tx
                     .prepare_cached(
-                        "UPDATE agentstate_threads SET lease_owner = ?2, lease_expires_ms = ?4
-                         WHERE id = ?1 AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms <= ?3)
-                         RETURNING lease_expires_ms",
+                        "INSERT OR REPLACE INTO agentstate_snapshots (key, body, fingerprint) VALUES (?1, ?2, ?3)",
                     )
-                    .and_then(|mut s| {
-                        s.query_row(params![id, owner, now, until], |r| r.get(0))
-                            .optional()
-                    }),
-                LeaseOp::Renew => tx
-                    .prepare_cached(
-                        "UPDATE agentstate_threads SET lease_expires_ms = ?3
-                         WHERE id = ?1 AND lease_owner = ?2 RETURNING lease_expires_ms",
-                    )
-                    .and_then(|mut s| {
-                        s.query_row(params![id, owner, until], |r| r.get(0)).optional()
-                    }),
-                LeaseOp::Release => tx
-                    .prepare_cached(
-                        "UPDATE agentstate_threads SET lease_owner = NULL, lease_expires_ms = NULL
-                         WHERE id = ?1 AND lease_owner = ?2",
-                    )
-                    .and_then(|mut s| s.execute(params![id, owner]))
-                    .map(|_| None),
+                    .and_then(|mut s| s.execute(params![tid, owner, until]))
+                    .map(|_| Some(until)),
+                LeaseOp::Renew if mine => tx
+                    .prepare_cached("UPDATE agentstate_snapshots SET fingerprint = ?2 WHERE key = ?1")
+                    .and_then(|mut s| s.execute(params![tid, until]))
+                    .map(|_| Some(until)),
+                LeaseOp::Release if mine => tx
+                    .prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")
+                    .and_then(|mut s| s.execute(params![tid]))
+                    .map(|_| Some(now)),
+                _ => Ok(None),
             }
             .map_err(db_err(doing()))?;
-            let found = if written.is_none() && op != LeaseOp::Release {
-                Some(read_lease(&tx, &id)?)
-            } else {
-                None
-            };
-            tx.commit().map_err(db_err(doing()))?;
-            lease_outcome(&id, &owner, op, written, found.unwrap_or_default(), now)
+            if written.is_some() {
+                tx.commit().map_err(db_err(doing()))?;
+            }
+            lease_outcome(&id, &owner, op, written, found, now, head)
         })
         .await
     }
 
     async fn lease_info(&self, thread: &str) -> Result<Option<LeaseInfo>, StoreError> {
         let id = thread.to_owned();
-        self.call(move |conn| Ok(held(read_lease(conn, &id)?, now_ms())))
-            .await
+        self.call(move |conn| {
+            let (_, head, found) = thread_head(conn, &id)
+                .map_err(db_err(format!("reading the lease on thread `{id}`")))?
+                .ok_or_else(|| StoreError::ThreadNotFound { thread: id.clone() })?;
+            Ok(held(found, now_ms(), head))
+        })
+        .await
     }
-}
-
-/// The thread's lease owner and expiry, as its row holds them; a missing thread is
-/// [`StoreError::ThreadNotFound`].
-fn read_lease(conn: &Connection, id: &str) -> Result<(Option<String>, Option<i64>), StoreError> {
-    conn.prepare_cached(
-        "SELECT lease_owner, lease_expires_ms FROM agentstate_threads WHERE id = ?1",
-    )
-    .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-    .map_err(db_err(format!("reading the lease on thread `{id}`")))?
-    .ok_or_else(|| StoreError::ThreadNotFound {
-        thread: id.to_owned(),
-    })
 }

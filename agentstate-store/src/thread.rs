@@ -4,6 +4,7 @@
 
 use crate::backend::Backend;
 use crate::error::StoreError;
+use crate::lease::Lease;
 use crate::record::{fingerprint, now_ms, EntryKind, NewEntry, StepMeta};
 use crate::store::{to_json, CatchUp, LoadedState, Store, StoredState};
 use agentstate::NodeOutput;
@@ -161,6 +162,8 @@ pub struct Thread<S, B> {
     own_fingerprint: Option<u64>,
     /// The thread's incarnation when this handle read it.
     incarnation: i64,
+    /// The lease owner every append is fenced by ([`fence`](Thread::fence)).
+    fence: Option<String>,
 }
 
 /// A staged step: its entry but for the version it will take.
@@ -191,8 +194,19 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             own_fingerprint: Some(fingerprint::<S>()).filter(|f| *f != loaded.fingerprint),
             incarnation: loaded.incarnation,
             retry: store.config.retry,
+            fence: None,
             store,
         }
+    }
+
+    /// Replaces the handle's state and version by a fresh load, keeping its own settings (retry
+    /// policy, fence, how it shares its state).
+    fn refresh(&mut self, loaded: LoadedState<S>) {
+        let mut fresh = Thread::new(self.store.clone(), &self.id, loaded);
+        fresh.retry = self.retry;
+        fresh.unshare = self.unshare;
+        fresh.fence = self.fence.take();
+        *self = fresh;
     }
 
     /// The thread's id.
@@ -249,6 +263,108 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// The state to write: alone, or a copy if a reader holds it.
     fn state_mut(&mut self) -> &mut S {
         (self.unshare)(&mut self.state)
+    }
+
+    /// Fences every later append of this handle ([`merge`](Thread::merge),
+    /// [`merge_parallel`](Thread::merge_parallel), [`merge_with`](Thread::merge_with),
+    /// [`flush`](Thread::flush)) by `lease`: an append is written only if the thread's lease is
+    /// still `lease`'s owner's and has not expired, checked in the append's own statement or
+    /// transaction (by the database's clock on PostgreSQL). Otherwise nothing is written, the
+    /// append fails with [`StoreError::LeaseLost`] (`lease_lost`, naming who holds the lease
+    /// now) and the handle is left as a refused append leaves it. A worker that stalled past its
+    /// lease's ttl while another took the thread over thus commits nothing. The fence is the
+    /// owner's name: renewing the lease (or a clone of it) keeps the fence good. A lease of
+    /// another thread fences by its owner too, so the appends then need this thread's lease
+    /// held by the same owner.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let lease = store.lease("chat", "worker-1", Duration::from_millis(300)).await?;
+    /// chat.fence(&lease);
+    /// assert_eq!(chat.fenced_by(), Some("worker-1"));
+    /// chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
+    ///
+    /// // worker-1 stalls past its ttl, and worker-2 takes the thread over: worker-1's next
+    /// // append is refused, and nothing is written.
+    /// tokio::time::sleep(Duration::from_millis(400)).await;
+    /// let _theirs = store.lease("chat", "worker-2", Duration::from_secs(30)).await?;
+    /// let err = chat
+    ///     .merge(Message::text_message("late", Role::Assistant), StepMeta::node("bot"))
+    ///     .await
+    ///     .unwrap_err();
+    /// assert_eq!(err.category(), "lease_lost");
+    /// assert_eq!((chat.version(), chat.state().context.len()), (1, 1));
+    /// assert_eq!(store.load::<AgentState>("chat").await?.version, 1);
+    ///
+    /// // Unfenced, the handle appends at its version as before (the lease is the runner's rule).
+    /// chat.unfence();
+    /// assert_eq!(chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?, 2);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn fence(&mut self, lease: &Lease<B>) {
+        self.fence = Some(lease.owner().to_owned());
+    }
+
+    /// Removes the [`fence`](Thread::fence): later appends are checked against the thread's
+    /// version only.
+    pub fn unfence(&mut self) {
+        self.fence = None;
+    }
+
+    /// The lease owner this handle's appends are fenced by, if any.
+    pub fn fenced_by(&self) -> Option<&str> {
+        self.fence.as_deref()
+    }
+
+    /// Whether this handle is at the thread's head as `lease` saw it when it was acquired or
+    /// last renewed: same thread, version, incarnation (not deleted and created again since)
+    /// and schema (not migrated since). A worker that keeps handles between runs takes the
+    /// lease, and reuses a handle for which this is true without reading the thread again (no
+    /// one can append meanwhile if every writer is fenced); otherwise it calls
+    /// [`reload`](Thread::reload). Staged steps are not looked at.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut warm = store.create("chat", AgentState::default()).await?;
+    /// let ttl = Duration::from_secs(30);
+    ///
+    /// let lease = store.lease("chat", "worker-1", ttl).await?;
+    /// assert!(warm.is_current(&lease));
+    /// warm.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
+    /// lease.release().await?;
+    ///
+    /// // Another worker runs a turn meanwhile.
+    /// let mut other = store.thread::<AgentState>("chat").await?;
+    /// other.merge(Message::text_message("hello", Role::Assistant), StepMeta::node("bot")).await?;
+    ///
+    /// let lease = store.lease("chat", "worker-1", ttl).await?;
+    /// assert!(!warm.is_current(&lease));
+    /// warm.reload().await?;
+    /// assert!(warm.is_current(&lease));
+    /// assert_eq!(warm.state().context.len(), 2);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn is_current(&self, lease: &Lease<B>) -> bool {
+        let head = lease.head();
+        lease.thread() == self.id
+            && head.version == self.version
+            && head.incarnation == self.incarnation
+            && head.fingerprint == self.thread_fingerprint
     }
 
     /// The retry policy of [`merge_with`](Thread::merge_with) (the store's, unless set here).
@@ -310,7 +426,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             body,
             meta,
         };
-        self.commit(step, true, plan).await
+        self.commit(step, plan).await
     }
 
     /// Merges the outputs of a step's parallel branches (see `State::merge_parallel`; each an
@@ -350,8 +466,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             return self.flush().await;
         }
         let (kind, body, plan) = self.prepare_parallel(outputs, mode)?;
-        self.commit(Staged { kind, body, meta }, true, Some(plan))
-            .await
+        self.commit(Staged { kind, body, meta }, Some(plan)).await
     }
 
     /// Merges a step's output into the handle's state now and appends it at the next
@@ -461,26 +576,51 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         self.staged.len()
     }
 
-    /// Appends the staged steps in order, each at the version the previous one made, and
-    /// returns the thread's version. If an append fails (another writer appended since this
-    /// handle read the thread: [`StoreError::Conflict`]), the steps not appended are dropped
-    /// and the handle reads the thread afresh, so its state is again the journal's.
+    /// Appends the staged steps in order, each at the version the previous one made, in one
+    /// transaction (all of them or none), and returns the thread's version. If the append is
+    /// refused (another writer appended since this handle read the thread:
+    /// [`StoreError::Conflict`]; the [`fence`](Thread::fence)'s lease was lost:
+    /// [`StoreError::LeaseLost`]), no staged step is written, they are dropped, and the handle
+    /// reads the thread afresh, so its state is again the journal's.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let mut stale = store.thread::<AgentState>("chat").await?;
+    /// for (text, node) in [("hi", "user"), ("hello", "bot")] {
+    ///     chat.stage(Message::text_message(text, Role::User), |_| StepMeta::node(node))?;
+    /// }
+    /// assert_eq!(chat.flush().await?, 2); // versions 1 and 2, one transaction
+    ///
+    /// // A stale writer's staged steps are refused together; it then holds the journal's state.
+    /// stale.stage(Message::text_message("a", Role::User), |_| StepMeta::default())?;
+    /// stale.stage(Message::text_message("b", Role::User), |_| StepMeta::default())?;
+    /// assert_eq!(stale.flush().await.unwrap_err().category(), "state_write_conflict");
+    /// assert_eq!((stale.version(), stale.staged(), stale.state().context.len()), (2, 0, 2));
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn flush(&mut self) -> Result<u64, StoreError> {
-        let staged = std::mem::take(&mut self.staged);
-        let last = staged.len();
-        for (i, step) in staged.into_iter().enumerate() {
-            if let Err(err) = self.commit(step, i + 1 == last, None).await {
-                let unshare = self.unshare;
-                if let Ok(fresh) = self.store.load_state::<S>(&self.id, None).await {
-                    let retry = self.retry;
-                    *self = Thread::new(self.store.clone(), &self.id, fresh);
-                    self.retry = retry;
-                    self.unshare = unshare;
-                }
-                return Err(err);
+        let mut staged = std::mem::take(&mut self.staged);
+        let done = match staged.len() {
+            0 => return Ok(self.version),
+            1 => match staged.pop() {
+                Some(step) => self.commit(step, None).await,
+                None => return Ok(self.version),
+            },
+            _ => self.commit_all(staged).await,
+        };
+        if done.is_err() {
+            if let Ok(fresh) = self.store.load_state::<S>(&self.id, None).await {
+                self.refresh(fresh);
             }
         }
-        Ok(self.version)
+        done
     }
 
     /// Runs `step` on the current state and appends the output it returns (as
@@ -599,10 +739,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// Brings the handle to the thread's latest version: replays the entries appended since
     /// its version (or loads the thread afresh if they were compacted away).
     pub async fn reload(&mut self) -> Result<(), StoreError> {
-        let retry = self.retry;
-        let reloaded = self.catch_up().await;
-        self.retry = retry;
-        reloaded
+        self.catch_up().await
     }
 
     async fn catch_up(&mut self) -> Result<(), StoreError> {
@@ -629,11 +766,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 self.since_snapshot += replayed;
                 self.bytes_since += bytes;
             }
-            Ok(CatchUp::Fresh(loaded)) => {
-                let unshare = self.unshare;
-                *self = Thread::new(self.store.clone(), &self.id, loaded);
-                self.unshare = unshare;
-            }
+            Ok(CatchUp::Fresh(loaded)) => self.refresh(loaded),
             Err(err) => {
                 // The state may be part way through the replay: read it afresh, or, if that
                 // fails too, keep the error (appends from this handle then conflict, since its
@@ -643,26 +776,16 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                     .load_state::<S>(&self.id, None)
                     .await
                     .map_err(|_| err)?;
-                let unshare = self.unshare;
-                *self = Thread::new(self.store.clone(), &self.id, fresh);
-                self.unshare = unshare;
+                self.refresh(fresh);
             }
         }
         Ok(())
     }
 
-    /// Appends one step at the handle's version, then merges `plan` (a step not staged:
-    /// merged only once committed); with `last`, takes a snapshot if one is due (the state is
-    /// the journal's only after the last staged step).
-    async fn commit(
-        &mut self,
-        step: Staged,
-        last: bool,
-        plan: Option<S::Plan>,
-    ) -> Result<u64, StoreError> {
+    /// The journal entry of a staged step.
+    fn entry(&self, step: Staged) -> NewEntry {
         let Staged { kind, body, meta } = step;
-        let bytes = body.len() as u64;
-        let entry = NewEntry {
+        NewEntry {
             kind,
             body,
             time_ms: now_ms(),
@@ -672,7 +795,15 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             fingerprint: self.own_fingerprint,
             thread_fingerprint: self.thread_fingerprint,
             thread_incarnation: self.incarnation,
-        };
+            lease: self.fence.clone(),
+        }
+    }
+
+    /// Appends one step at the handle's version, then merges `plan` (a step not staged:
+    /// merged only once committed), and takes a snapshot if one is due.
+    async fn commit(&mut self, step: Staged, plan: Option<S::Plan>) -> Result<u64, StoreError> {
+        let entry = self.entry(step);
+        let bytes = entry.body.len() as u64;
         let seq = self
             .store
             .backend
@@ -681,12 +812,36 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         if let Some(plan) = plan {
             self.state_mut().apply(plan);
         }
+        self.committed(seq, 1, bytes).await;
+        Ok(seq)
+    }
+
+    /// Appends staged steps (already merged into the state) in one transaction, and takes a
+    /// snapshot if one is due.
+    async fn commit_all(&mut self, steps: Vec<Staged>) -> Result<u64, StoreError> {
+        let entries: Vec<NewEntry> = steps.into_iter().map(|step| self.entry(step)).collect();
+        let (n, bytes) = (
+            entries.len() as u64,
+            entries.iter().map(|e| e.body.len() as u64).sum(),
+        );
+        let seq = self
+            .store
+            .backend
+            .append_all(&self.id, self.version, entries)
+            .await?;
+        self.committed(seq, n, bytes).await;
+        Ok(seq)
+    }
+
+    /// Moves the handle to version `seq` after `n` entries of `bytes` bytes were committed,
+    /// and writes a snapshot if the policy says one is due.
+    async fn committed(&mut self, seq: u64, n: u64, bytes: u64) {
         self.version = seq;
-        self.since_snapshot += 1;
+        self.since_snapshot += n;
         self.bytes_since += bytes;
         let policy = self.store.config.policy;
-        if last && policy.is_due(self.since_snapshot, self.bytes_since, self.snapshot_bytes) {
-            // The step is committed whatever happens here: a failed snapshot is retried after
+        if policy.is_due(self.since_snapshot, self.bytes_since, self.snapshot_bytes) {
+            // The steps are committed whatever happens here: a failed snapshot is retried after
             // the next step (the counters are reset only on success).
             if let Ok(json) = to_json(&self.id, &*self.state) {
                 let len = json.len() as u64;
@@ -702,6 +857,5 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 }
             }
         }
-        Ok(seq)
     }
 }

@@ -628,8 +628,10 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
         store.load::<Tally>("k3-fork").await.unwrap().state.log,
         (1..=10).collect::<Vec<_>>()
     );
-    // Spoil every snapshot's body: a read of a snapshot that is still there is refused.
-    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"'").await;
+    // Spoil every snapshot's body (but the initial states, SQLite's snapshots at version 0):
+    // a read of a snapshot that is still there is refused.
+    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"' WHERE seq > 0")
+        .await;
     let spoiled = |result: Result<Tally, StoreError>| {
         let err = result.unwrap_err();
         assert_eq!(err.category(), "store_corrupt_data", "{err}");
@@ -1325,6 +1327,22 @@ async fn openarmature_migration_fixtures<B: Open>(db: Db) {
 // ---------------------------------------------------------------------------------------------
 // Store defects.
 
+/// Turns a version-6 SQLite file into the version-5 file it would have been: each thread's
+/// initial state and lease back in its row (as columns added last, where version 5 had them
+/// in the middle: the store reads them by name), without the version-0 snapshots and the
+/// leases' rows and view.
+const SQLITE_V6_TO_V5: &str = "
+    ALTER TABLE agentstate_threads ADD COLUMN initial TEXT;
+    ALTER TABLE agentstate_threads ADD COLUMN lease_owner TEXT;
+    ALTER TABLE agentstate_threads ADD COLUMN lease_expires_ms INTEGER;
+    UPDATE agentstate_threads SET
+        initial = (SELECT body FROM agentstate_snapshots s WHERE s.key = agentstate_threads.tid << 32),
+        lease_owner = (SELECT owner FROM agentstate_leases l WHERE l.tid = agentstate_threads.tid),
+        lease_expires_ms = (SELECT expires_ms FROM agentstate_leases l WHERE l.tid = agentstate_threads.tid);
+    DELETE FROM agentstate_snapshots WHERE key IN (SELECT tid << 32 FROM agentstate_threads WHERE parent IS NULL);
+    DELETE FROM agentstate_snapshots WHERE key > 0 AND key < 4294967296;
+    DROP VIEW agentstate_leases;";
+
 /// A database of the previous store version (SQLite 3, PostgreSQL 1: no schema table, no
 /// incarnations) opens, is migrated, and its threads load and take appends.
 async fn a_previous_store_version_opens<B: Open>(db: Db) {
@@ -1334,6 +1352,7 @@ async fn a_previous_store_version_opens<B: Open>(db: Db) {
     drop((t, store));
     match &db {
         Db::Sqlite(_) => {
+            db.exec(SQLITE_V6_TO_V5).await;
             db.exec(
                 "DROP TRIGGER agentstate_entry_deleted;
                  DELETE FROM {snapshots} WHERE key < 0;
@@ -1376,6 +1395,7 @@ async fn a_store_without_leases_opens<B: Open>(db: Db) {
     drop((t, store));
     match &db {
         Db::Sqlite(_) => {
+            db.exec(SQLITE_V6_TO_V5).await;
             db.exec(
                 "ALTER TABLE {threads} DROP COLUMN lease_owner;
                  ALTER TABLE {threads} DROP COLUMN lease_expires_ms;",
@@ -1440,6 +1460,24 @@ async fn a_recreated_thread_refuses_stale_handles<B: Open>(db: Db) {
     old.reload().await.unwrap();
     assert_eq!(old.state().log, [100]);
     assert_eq!(old.merge(step(2), StepMeta::default()).await.unwrap(), 2);
+
+    // Created again at a lower version than a stale handle's, or a higher one: `Recreated` on
+    // every backend, never a conflict of versions.
+    let mut stale = store.thread::<Tally>("r").await.unwrap();
+    merge_steps(&mut stale, 3..=5).await;
+    let mut higher = store.thread::<Tally>("r").await.unwrap();
+    assert!(store.delete("r").await.unwrap());
+    let mut new = store.create("r", Tally::default()).await.unwrap();
+    new.merge(step(200), StepMeta::default()).await.unwrap();
+    let err = stale.merge(step(6), StepMeta::default()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Recreated { .. }), "lower: {err}");
+    merge_steps(&mut new, 201..=210).await;
+    let err = higher
+        .merge(step(6), StepMeta::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Recreated { .. }), "higher: {err}");
+    assert_eq!(store.info("r").await.unwrap().version, 11);
 }
 
 async fn thread_ids_are_checked_and_all_listed<B: Open>(db: Db) {
@@ -1464,8 +1502,8 @@ async fn thread_ids_are_checked_and_all_listed<B: Open>(db: Db) {
     match &db {
         Db::Sqlite(_) => {
             db.exec(
-                "INSERT INTO {threads} (id, fingerprint, head, oldest, initial, metadata, created_ms)
-                 SELECT '', fingerprint, 0, 0, initial, '{}', created_ms FROM {threads} WHERE id = 'a'",
+                "INSERT INTO {threads} (id, fingerprint, head, oldest, metadata, created_ms)
+                 SELECT '', fingerprint, 0, 0, '{}', created_ms FROM {threads} WHERE id = 'a'",
             )
             .await
         }
@@ -1506,8 +1544,9 @@ async fn more_bad_data_is_a_named_error<B: Open>(db: Db) {
                WHERE tid = (SELECT tid FROM agentstate_threads WHERE id = 'y3') AND seq = 2;
              UPDATE agentstate_entries SET time_ms = 'noon'
                WHERE tid = (SELECT tid FROM agentstate_threads WHERE id = 'y4') AND seq = 2;
-             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c2'), fork_seq = 1, initial = NULL WHERE id = 'c1';
-             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c1'), fork_seq = 1, initial = NULL WHERE id = 'c2';
+             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c2'), fork_seq = 1 WHERE id = 'c1';
+             UPDATE agentstate_threads SET parent = (SELECT tid FROM agentstate_threads WHERE id = 'c1'), fork_seq = 1 WHERE id = 'c2';
+             DELETE FROM agentstate_snapshots WHERE key IN (SELECT tid << 32 FROM agentstate_threads WHERE id IN ('c1', 'c2'));
              DELETE FROM agentstate_entries WHERE tid IN (SELECT tid FROM agentstate_threads WHERE id IN ('c1', 'c2')) AND seq = 1;",
         )
         .await;
@@ -2212,8 +2251,9 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
     assert_eq!(t.merge(step(1), StepMeta::default()).await.unwrap(), 1);
     assert_eq!(store.info("l").await.unwrap().version, 1);
 
-    // Another owner's release does nothing; the owner's lets the next worker in.
-    store
+    // Another owner's release is refused, naming the holder, and changes nothing; the
+    // owner's lets the next worker in.
+    let err = store
         .backend()
         .lease(
             "l",
@@ -2222,7 +2262,12 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
             agentstate_store::record::LeaseOp::Release,
         )
         .await
-        .unwrap();
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { owner, now_held_by: Some(by), .. }
+            if owner == "worker-b" && by == "worker-a"),
+        "{err}"
+    );
     assert_eq!(
         store.lease_info("l").await.unwrap().unwrap().owner,
         "worker-a"
@@ -2231,9 +2276,10 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
     assert_eq!(store.lease_info("l").await.unwrap(), None);
     let b = store.lease("l", "worker-b", LONG).await.unwrap();
 
-    // The old holder's renewal fails, naming the new one; its release does nothing.
+    // The old holder's renewal fails, naming the new one; so does its release, which changes
+    // nothing.
     let err = a.renew().await.unwrap_err();
-    assert_eq!(err.category(), "thread_lease_lost", "{err}");
+    assert_eq!(err.category(), "lease_lost", "{err}");
     assert!(
         matches!(&err, StoreError::LeaseLost { thread, owner, now_held_by: Some(by) }
             if thread == "l" && owner == "worker-a" && by == "worker-b"),
@@ -2241,14 +2287,20 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
     );
     assert_eq!(
         err.to_string(),
-        "worker `worker-a` no longer holds the lease on thread `l`: worker `worker-b` holds it now; stop running the thread"
+        "worker `worker-a` no longer holds the lease on thread `l`: worker `worker-b` holds it now; nothing was written, stop running the thread"
     );
-    a.clone().release().await.unwrap();
+    let err = a.clone().release().await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { owner, now_held_by: Some(by), .. }
+            if owner == "worker-a" && by == "worker-b"),
+        "{err}"
+    );
     assert_eq!(
         store.lease_info("l").await.unwrap().unwrap().owner,
         "worker-b"
     );
     let mut b_heartbeat = b.clone();
+    let b_again = b.clone();
     b.release().await.unwrap();
     let err = b_heartbeat.renew().await.unwrap_err();
     assert!(
@@ -2261,6 +2313,10 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
         ),
         "{err}"
     );
+    // Released twice: the second release finds no lease of its owner.
+    let err = b_again.release().await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert!(err.to_string().contains("no worker holds it now"), "{err}");
 
     // A missing thread, a bad owner.
     let err = store.lease("nope", "w", LONG).await.unwrap_err();
@@ -2387,6 +2443,471 @@ async fn racing_for_a_lease<B: Open>(db: Db) {
     }
 }
 
+fn lost_to(err: &StoreError) -> Option<&str> {
+    match err {
+        StoreError::LeaseLost { now_held_by, .. } => now_held_by.as_deref(),
+        other => panic!("expected a lease_lost error, got: {other}"),
+    }
+}
+
+/// A handle fenced by a lease appends only while the lease is its owner's and has not expired:
+/// a worker that stalled past its ttl while another took the thread over commits nothing, by
+/// any of the handle's ways of appending, and is told who holds the thread now.
+async fn fenced_appends_need_the_lease<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let short = Duration::from_millis(400);
+    let mut a = store.create("f", Tally::default()).await.unwrap();
+    let lease_a = store.lease("f", "a", short).await.unwrap();
+    a.fence(&lease_a);
+    assert_eq!(a.fenced_by(), Some("a"));
+    assert_eq!(a.merge(step(1), StepMeta::default()).await.unwrap(), 1);
+
+    // `a` stalls past its ttl; `b` takes the thread over, reads it and appends, fenced.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let lease_b = store.lease("f", "b", LONG).await.unwrap();
+    assert_eq!(lease_b.version(), 1);
+    let mut b = store.thread::<Tally>("f").await.unwrap();
+    b.fence(&lease_b);
+    assert!(b.is_current(&lease_b));
+    assert_eq!(b.merge(step(2), StepMeta::default()).await.unwrap(), 2);
+
+    // Every way `a` appends is refused, naming `b`; nothing is written, and a refused merge
+    // leaves `a` as it was (it is also stale: the lease is reported first, so it stops).
+    let err = a.merge(step(10), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert!(!err.is_conflict());
+    assert_eq!(lost_to(&err), Some("b"));
+    assert!(
+        err.to_string()
+            .contains("worker `a` no longer holds the lease on thread `f`"),
+        "{err}"
+    );
+    assert_eq!((a.version(), a.state().log.clone()), (1, vec![1]));
+    let err = a
+        .merge_parallel([step(11), step(12)], FanIn::Ordered, StepMeta::default())
+        .await
+        .unwrap_err();
+    assert_eq!(lost_to(&err), Some("b"));
+    // merge_with does not retry a lost lease: its step ran once.
+    let mut runs = 0;
+    let err = a
+        .merge_with_sync(StepMeta::default(), |_| {
+            runs += 1;
+            Ok(step(13))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!((lost_to(&err), runs), (Some("b"), 1));
+    // Staged steps are refused together (one transaction); the handle then holds the journal's
+    // state, read afresh, and is still fenced.
+    a.stage(step(14), |_| StepMeta::default()).unwrap();
+    a.stage(step(15), |_| StepMeta::default()).unwrap();
+    let err = a.flush().await.unwrap_err();
+    assert_eq!(lost_to(&err), Some("b"));
+    assert_eq!(
+        (a.version(), a.staged(), a.state().log.clone()),
+        (2, 0, vec![1, 2])
+    );
+    assert_eq!(a.fenced_by(), Some("a"));
+    let err = a.merge(step(16), StepMeta::default()).await.unwrap_err();
+    assert_eq!(lost_to(&err), Some("b"));
+    assert_eq!(
+        store.load::<Tally>("f").await.unwrap(),
+        Versioned {
+            state: Tally {
+                log: vec![1, 2],
+                last: Some(2)
+            },
+            version: 2
+        }
+    );
+    assert_eq!(
+        store
+            .history("f", HistoryQuery::oldest(10))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // `b` goes on; unfenced, `a` is checked by version only (a conflict, then it appends).
+    assert_eq!(b.merge(step(3), StepMeta::default()).await.unwrap(), 3);
+    a.unfence();
+    let err = a.merge(step(17), StepMeta::default()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { .. }), "{err}");
+
+    // An expired lease no one took fences nothing in: renewed, it appends again.
+    store.create("g", Tally::default()).await.unwrap();
+    let mut lease = store
+        .lease("g", "c", Duration::from_millis(400))
+        .await
+        .unwrap();
+    let mut c = store.thread::<Tally>("g").await.unwrap();
+    c.fence(&lease);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let err = c.merge(step(1), StepMeta::default()).await.unwrap_err();
+    assert_eq!(lost_to(&err), None);
+    assert!(err.to_string().contains("no worker holds it now"), "{err}");
+    lease.renew().await.unwrap();
+    assert_eq!(c.merge(step(1), StepMeta::default()).await.unwrap(), 1);
+    // Released, or never taken: refused too.
+    lease.release().await.unwrap();
+    let err = c.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(lost_to(&err), None);
+    let other = store.lease("g", "d", LONG).await.unwrap();
+    let err = c.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(lost_to(&err), Some("d"));
+    other.release().await.unwrap();
+    assert_eq!(store.info("g").await.unwrap().version, 1);
+
+    // A missing thread is still `thread_not_found`.
+    let lease = store.lease("g", "c", LONG).await.unwrap();
+    c.fence(&lease);
+    assert!(store.delete("g").await.unwrap());
+    let err = c.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+}
+
+/// Two workers on two stores over one database, both fenced: after the first stalls past its
+/// ttl and the second takes over, only the second's appends are committed, whether the first
+/// wakes while the second is mid-run or after it finished.
+async fn a_stalled_worker_commits_nothing<B: Open>(db: Db) {
+    let (one, two) = (B::open(&db).await.unwrap(), B::open(&db).await.unwrap());
+    for (round, wake_mid_run) in [(0, true), (1, false)] {
+        let id = format!("s{round}");
+        let ttl = Duration::from_millis(400);
+        let mut first = one.create(&id, Tally::default()).await.unwrap();
+        let lease = one.lease(&id, "first", ttl).await.unwrap();
+        first.fence(&lease);
+        first.merge(step(1), StepMeta::default()).await.unwrap();
+        // The stall.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut lease2 = two.lease(&id, "second", ttl).await.unwrap();
+        let mut second = two.thread::<Tally>(&id).await.unwrap();
+        second.fence(&lease2);
+        second.merge(step(2), StepMeta::default()).await.unwrap();
+        if wake_mid_run {
+            let err = first
+                .merge(step(100), StepMeta::default())
+                .await
+                .unwrap_err();
+            assert_eq!(lost_to(&err), Some("second"));
+        }
+        lease2.renew().await.unwrap();
+        second.merge(step(3), StepMeta::default()).await.unwrap();
+        lease2.release().await.unwrap();
+        if !wake_mid_run {
+            let err = first
+                .merge(step(100), StepMeta::default())
+                .await
+                .unwrap_err();
+            assert_eq!(lost_to(&err), None);
+            // Its late release is refused too.
+            assert_eq!(
+                lease.clone().release().await.unwrap_err().category(),
+                "lease_lost"
+            );
+        }
+        let err = first.flush().await;
+        assert!(err.is_ok(), "nothing staged: {err:?}");
+        assert_eq!(
+            one.load::<Tally>(&id).await.unwrap().state.log,
+            [1, 2, 3],
+            "round {round}"
+        );
+    }
+}
+
+/// A worker appends, fenced, as fast as it can while its lease runs out and another worker
+/// (another store: another connection or pool) takes the thread over: every append the first
+/// committed is at or before the version the takeover saw, and none after.
+async fn a_takeover_races_fenced_appends<B: Open>(db: Db) {
+    let (one, two) = (B::open(&db).await.unwrap(), B::open(&db).await.unwrap());
+    for round in 0..3 {
+        let id = format!("t{round}");
+        let mut first = one.create(&id, Tally::default()).await.unwrap();
+        let lease = one
+            .lease(&id, "first", Duration::from_millis(60))
+            .await
+            .unwrap();
+        first.fence(&lease);
+        let appender = tokio::spawn(async move {
+            let mut committed = Vec::new();
+            let started = Instant::now();
+            let mut value = 0;
+            loop {
+                value += 1;
+                match first.merge(step(value), StepMeta::default()).await {
+                    Ok(seq) => committed.push(seq),
+                    Err(StoreError::LeaseLost {
+                        now_held_by: Some(by),
+                        ..
+                    }) => return (committed, by),
+                    Err(StoreError::LeaseLost { .. }) => {
+                        // Expired, not taken yet: keep trying, as a stalled worker would.
+                        tokio::task::yield_now().await;
+                    }
+                    Err(err) => panic!("round {round}: {err}"),
+                }
+                assert!(started.elapsed() < Duration::from_secs(20), "round {round}");
+            }
+        });
+        let takeover = loop {
+            match two.lease(&id, "second", LONG).await {
+                Ok(lease) => break lease,
+                Err(StoreError::Leased { .. }) => tokio::task::yield_now().await,
+                Err(err) => panic!("round {round}: {err}"),
+            }
+        };
+        let (committed, by) = appender.await.unwrap();
+        assert_eq!(by, "second");
+        let seen = takeover.version();
+        assert!(
+            committed.iter().all(|seq| *seq <= seen),
+            "round {round}: committed {:?} after the takeover at {seen}",
+            committed
+                .iter()
+                .filter(|seq| **seq > seen)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            committed.last().copied().unwrap_or(0),
+            seen,
+            "round {round}"
+        );
+        let mut second = two.thread::<Tally>(&id).await.unwrap();
+        second.fence(&takeover);
+        assert!(second.is_current(&takeover));
+        assert_eq!(
+            second.merge(step(0), StepMeta::default()).await.unwrap(),
+            seen + 1
+        );
+    }
+}
+
+/// Releasing a lease that is not the owner's is an error on both backends; one that is, even
+/// just expired, is released.
+async fn releasing_a_lease_not_held_is_an_error<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    store.create("r", Tally::default()).await.unwrap();
+    // Expired, not taken: released.
+    let lease = store
+        .lease("r", "a", Duration::from_millis(20))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    lease.release().await.unwrap();
+    assert_eq!(store.lease_info("r").await.unwrap(), None);
+    // Held by another.
+    let lease = store
+        .lease("r", "a", Duration::from_millis(20))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let b = store.lease("r", "b", LONG).await.unwrap();
+    let err = lease.clone().release().await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert_eq!(lost_to(&err), Some("b"));
+    assert_eq!(store.lease_info("r").await.unwrap().unwrap().owner, "b");
+    // None recorded for the owner.
+    b.release().await.unwrap();
+    let err = lease.clone().release().await.unwrap_err();
+    assert_eq!(lost_to(&err), None);
+    // Another owner's expired lease is not this owner's either.
+    let _c = store
+        .lease("r", "c", Duration::from_millis(20))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let err = lease.clone().release().await.unwrap_err();
+    assert_eq!(lost_to(&err), None);
+    // A deleted thread.
+    assert!(store.delete("r").await.unwrap());
+    let err = lease.release().await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+}
+
+/// A lease reports the thread's head as its statement saw it, so a kept handle is known to be
+/// current or not without reading the thread.
+async fn a_lease_tells_a_handle_if_it_is_current<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut warm = store.create("h", Tally::default()).await.unwrap();
+    merge_steps(&mut warm, 1..=3).await;
+    let mut lease = store.lease("h", "w", LONG).await.unwrap();
+    let info = store.info("h").await.unwrap();
+    assert_eq!(
+        lease.head(),
+        agentstate_store::Head {
+            version: 3,
+            incarnation: info.incarnation,
+            fingerprint: info.fingerprint
+        }
+    );
+    assert_eq!(
+        (lease.version(), lease.incarnation()),
+        (3, info.incarnation)
+    );
+    assert!(warm.is_current(&lease));
+    let held = store.lease_info("h").await.unwrap().unwrap();
+    assert_eq!(held.head, lease.head());
+
+    // Another writer appends: the lease, renewed, sees it; the kept handle is not current.
+    let mut other = store.thread::<Tally>("h").await.unwrap();
+    other.merge(step(4), StepMeta::default()).await.unwrap();
+    assert!(warm.is_current(&lease), "as of the last renewal");
+    lease.renew().await.unwrap();
+    assert_eq!(lease.version(), 4);
+    assert!(!warm.is_current(&lease) && other.is_current(&lease));
+    warm.reload().await.unwrap();
+    assert!(warm.is_current(&lease));
+    lease.release().await.unwrap();
+
+    // Deleted and created again to the same version: another incarnation, not current.
+    assert!(store.delete("h").await.unwrap());
+    let mut again = store.create("h", Tally::default()).await.unwrap();
+    merge_steps(&mut again, 1..=4).await;
+    let lease = store.lease("h", "w", LONG).await.unwrap();
+    assert_eq!(lease.version(), 4);
+    assert!(!warm.is_current(&lease) && again.is_current(&lease));
+    lease.release().await.unwrap();
+
+    // Migrated (same version, another schema): not current.
+    fn rename(mut v: serde_json::Value) -> Result<serde_json::Value, String> {
+        let map = v.as_object_mut().ok_or("not an object")?;
+        if let Some(last) = map.remove("last") {
+            map.insert("latest".into(), last);
+        }
+        Ok(v)
+    }
+    let store = store.with_migration(Migration::new(0, 2, rename, rename));
+    store.migrate_thread::<TallyV2>("h").await.unwrap();
+    let lease = store.lease("h", "w", LONG).await.unwrap();
+    assert_eq!(lease.head().fingerprint, fingerprint::<TallyV2>());
+    assert!(!again.is_current(&lease));
+    // A lease of another thread: not current.
+    store.create("h2", Tally::default()).await.unwrap();
+    let fresh = store.thread::<TallyV2>("h").await.unwrap();
+    assert!(fresh.is_current(&lease));
+    let lease2 = store.lease("h2", "w", LONG).await.unwrap();
+    assert!(!fresh.is_current(&lease2));
+}
+
+/// Staged steps are flushed in one transaction: all of them, or none.
+async fn a_flush_is_one_transaction<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("b", Tally::default()).await.unwrap();
+    let lease = store.lease("b", "w", LONG).await.unwrap();
+    t.fence(&lease);
+    for i in 1..=3 {
+        t.stage(step(i), |s| {
+            StepMeta::node("n").with("seen", json!(s.log.len()))
+        })
+        .unwrap();
+    }
+    t.stage_parallel([step(4), step(5)], FanIn::Ordered, |_| StepMeta::node("p"))
+        .unwrap();
+    assert_eq!(t.flush().await.unwrap(), 4);
+    assert_eq!(t.flush().await.unwrap(), 4, "nothing staged");
+    let history = store.history("b", HistoryQuery::oldest(10)).await.unwrap();
+    assert_eq!(
+        history
+            .iter()
+            .map(|e| (e.seq, e.extra.get("seen").cloned()))
+            .collect::<Vec<_>>(),
+        [
+            (1, Some(json!(1))),
+            (2, Some(json!(2))),
+            (3, Some(json!(3))),
+            (4, None)
+        ]
+    );
+    assert_eq!(store.load::<Tally>("b").await.unwrap().state, *t.state());
+    assert_eq!(t.state().log, [1, 2, 3, 4, 5]);
+
+    // A stale writer's batch: nothing of it is written.
+    let mut stale = store.thread::<Tally>("b").await.unwrap();
+    t.merge(step(6), StepMeta::default()).await.unwrap();
+    stale.stage(step(7), |_| StepMeta::default()).unwrap();
+    stale.stage(step(8), |_| StepMeta::default()).unwrap();
+    let err = stale.flush().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Conflict {
+                expected: 4,
+                actual: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!((stale.version(), stale.staged()), (5, 0));
+    assert_eq!(store.info("b").await.unwrap().version, 5);
+
+    // The backend's batch: checked entry by entry, all or nothing.
+    let info = store.info("b").await.unwrap();
+    let entry = |value: u64, lease: Option<&str>| agentstate_store::record::NewEntry {
+        kind: agentstate_store::record::EntryKind::Update,
+        body: serde_json::to_string(&step(value)).unwrap(),
+        time_ms: 0,
+        node: Some("raw".into()),
+        run_id: None,
+        extra: None,
+        fingerprint: None,
+        thread_fingerprint: info.fingerprint,
+        thread_incarnation: info.incarnation,
+        lease: lease.map(str::to_owned),
+    };
+    let backend = store.backend();
+    assert_eq!(backend.append_all("b", 5, vec![]).await.unwrap(), 5);
+    let err = backend.append_all("nope", 0, vec![]).await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+    let err = backend
+        .append_all("b", 5, vec![entry(9, Some("w")), entry(10, Some("x"))])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::LeaseLost { owner, now_held_by: Some(by), .. } if owner == "x" && by == "w"),
+        "{err}"
+    );
+    let mut migrated = entry(10, Some("w"));
+    migrated.thread_fingerprint ^= 1;
+    let err = backend
+        .append_all("b", 5, vec![entry(9, Some("w")), migrated])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Migrated { .. }), "{err}");
+    let err = backend
+        .append_all("b", 4, vec![entry(9, None), entry(10, None)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { actual: 5, .. }),
+        "{err}"
+    );
+    assert_eq!(store.info("b").await.unwrap().version, 5);
+    assert_eq!(
+        backend
+            .append_all("b", 5, vec![entry(9, Some("w")), entry(10, None)])
+            .await
+            .unwrap(),
+        7
+    );
+    assert_eq!(
+        store.load::<Tally>("b").await.unwrap().state.log,
+        [1, 2, 3, 4, 5, 6, 9, 10]
+    );
+    // A lost lease refuses the whole batch.
+    lease.release().await.unwrap();
+    t.reload().await.unwrap();
+    t.stage(step(11), |_| StepMeta::default()).unwrap();
+    t.stage(step(12), |_| StepMeta::default()).unwrap();
+    let err = t.flush().await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert_eq!(store.info("b").await.unwrap().version, 7);
+    assert_eq!((t.version(), t.staged()), (7, 0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The runner.
 
@@ -2428,6 +2949,12 @@ where
         leases_admit_one_worker,
         an_expired_lease_is_taken_over,
         racing_for_a_lease,
+        fenced_appends_need_the_lease,
+        a_stalled_worker_commits_nothing,
+        a_takeover_races_fenced_appends,
+        releasing_a_lease_not_held_is_an_error,
+        a_lease_tells_a_handle_if_it_is_current,
+        a_flush_is_one_transaction,
         racing_tasks,
         racing_processes,
         crash,

@@ -56,6 +56,46 @@ fn exercise<B: Backend>(store: &BlockingStore<B>) {
     );
     let err = store.load::<Counter>("nope").unwrap_err();
     assert_eq!(err.category(), "thread_not_found");
+
+    // Clones (of a store of any backend) share the database and the runtime, from other
+    // threads too.
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut t = store.create(&format!("w{w}"), Counter::default()).unwrap();
+                t.merge(CounterUpdate::default().log(vec![w]), StepMeta::default())
+                    .unwrap()
+            })
+        })
+        .collect();
+    for worker in workers {
+        assert_eq!(worker.join().unwrap(), 1);
+    }
+    assert_eq!(store.load::<Counter>("w1").unwrap().state.log, [1]);
+
+    // A fenced handle: it appends while its lease holds, and nothing once it is released.
+    let lease = store
+        .lease("w0", "worker", std::time::Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(lease.version(), 1);
+    let mut t = store.thread::<Counter>("w0").unwrap();
+    t.fence(&lease);
+    assert!(t.is_current(&lease));
+    t.merge(CounterUpdate::default().log(vec![2]), StepMeta::default())
+        .unwrap();
+    lease.clone().release().unwrap();
+    let err = t
+        .merge(CounterUpdate::default().log(vec![3]), StepMeta::default())
+        .unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert_eq!(lease.release().unwrap_err().category(), "lease_lost");
+    t.unfence();
+    assert_eq!(
+        t.merge(CounterUpdate::default().log(vec![3]), StepMeta::default())
+            .unwrap(),
+        3
+    );
 }
 
 #[cfg(feature = "sqlite")]

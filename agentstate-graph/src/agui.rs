@@ -177,7 +177,11 @@ pub fn interrupt(asked: &Interrupt) -> Value {
     metadata.extend(asked.metadata.clone());
     let mut object = Map::new();
     object.insert("id".into(), Value::from(asked.id.as_str()));
-    let reason = if breakpoint { "breakpoint" } else { "interrupt" };
+    let reason = if breakpoint {
+        "breakpoint"
+    } else {
+        "interrupt"
+    };
     object.insert("reason".into(), Value::from(reason));
     if let Value::String(message) = &asked.payload {
         object.insert("message".into(), Value::from(message.as_str()));

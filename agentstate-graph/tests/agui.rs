@@ -201,7 +201,7 @@ fn a_failed_run_ends_with_run_error_carrying_the_category() {
 mod durable {
     use super::*;
     use agentstate::agui::event::RunOutcome;
-    use agentstate_graph::durable::{Answers, DurableStream, Durability};
+    use agentstate_graph::durable::{Answers, Durability, DurableStream};
     use agentstate_graph::{BoxError, Event};
     use agentstate_store::SqliteStore;
     use std::collections::HashMap;
@@ -272,7 +272,10 @@ mod durable {
             };
             let count = open.entry((kind, key.clone())).or_default();
             if delta == 0 {
-                assert_eq!(*count, 1, "{kind} `{key}` streamed while not open: {types:?}");
+                assert_eq!(
+                    *count, 1,
+                    "{kind} `{key}` streamed while not open: {types:?}"
+                );
             }
             *count += delta;
             assert!(
@@ -283,7 +286,10 @@ mod durable {
         }
         if types.last() == Some(&"RUN_FINISHED") {
             let still: Vec<_> = open.iter().filter(|(_, n)| **n != 0).collect();
-            assert!(still.is_empty(), "open at RUN_FINISHED: {still:?}\n{types:?}");
+            assert!(
+                still.is_empty(),
+                "open at RUN_FINISHED: {still:?}\n{types:?}"
+            );
         }
     }
 
@@ -307,7 +313,10 @@ mod durable {
     }
 
     fn folded(chat: &ChatState) -> Vec<AguiMessage> {
-        chat.messages().iter().map(|m| m.message().clone()).collect()
+        chat.messages()
+            .iter()
+            .map(|m| m.message().clone())
+            .collect()
     }
 
     /// The react graph run durably gives the in-memory run's AG-UI events (its commits map to
@@ -320,7 +329,12 @@ mod durable {
             let mut out = Vec::new();
             let mut run = react().stream(start.clone());
             while let Some(event) = run.next().await {
-                out.extend(adapter.events(&event).iter().map(|e| e.event_type().to_owned()));
+                out.extend(
+                    adapter
+                        .events(&event)
+                        .iter()
+                        .map(|e| e.event_type().to_owned()),
+                );
             }
             out
         });
@@ -372,7 +386,9 @@ mod durable {
             .node("note", |_: Arc<AgentState>, cx: Context| async move {
                 cx.text_delta("m-note", "Asking a person.");
                 let text = Message::text_message("Asking a person.", Role::Assistant);
-                Ok::<_, Infallible>(AgentStateUpdate::default().context(vec![text.with_id("m-note")]))
+                Ok::<_, Infallible>(
+                    AgentStateUpdate::default().context(vec![text.with_id("m-note")]),
+                )
             })
             .node("reply", |_: Arc<AgentState>, _: Context| async move {
                 let text = Message::text_message("Refunded.", Role::Assistant).with_id("m-2");
@@ -447,7 +463,11 @@ mod durable {
                 assert!(chat.error().is_none(), "{:?}", chat.error());
                 assert_eq!(chat.agent_state(), &serde_json::to_value(&last).unwrap());
                 assert_eq!(folded(&chat), messages_to_agui(last.context.iter()));
-                let ids: Vec<String> = last.context.iter().map(|m| m.message_id.to_string()).collect();
+                let ids: Vec<String> = last
+                    .context
+                    .iter()
+                    .map(|m| m.message_id.to_string())
+                    .collect();
                 assert_eq!(ids, ["u-1", "m-1", "m-note", "m-2"]);
             });
         }
@@ -461,7 +481,8 @@ mod durable {
             let store = SqliteStore::open_in_memory().unwrap();
             let start = AgentState::default();
             let mut adapter = AguiAdapter::new("t-1", &start, messages_of).unwrap();
-            let (events, kinds) = to_agui(react().durable(&store).stream("none", ()), &mut adapter).await;
+            let (events, kinds) =
+                to_agui(react().durable(&store).stream("none", ()), &mut adapter).await;
             assert_eq!(kinds, ["error"]);
             check_balanced(&events);
             let json = serde_json::to_value(&events).unwrap();
@@ -478,7 +499,8 @@ mod durable {
                 .build()
                 .unwrap();
             store.create("t-1", start.clone()).await.unwrap();
-            let (events, _) = to_agui(failing.durable(&store).stream("t-1", ()), &mut adapter).await;
+            let (events, _) =
+                to_agui(failing.durable(&store).stream("t-1", ()), &mut adapter).await;
             check_balanced(&events);
             let json = serde_json::to_value(&events).unwrap();
             let json = json.as_array().unwrap();
@@ -486,7 +508,10 @@ mod durable {
             let last = json.last().unwrap();
             assert_eq!(last["type"], "RUN_ERROR");
             assert_eq!(last["code"], "node_exception");
-            assert_eq!(last["message"], "node `model` failed in step 1: provider down");
+            assert_eq!(
+                last["message"],
+                "node `model` failed in step 1: provider down"
+            );
             // The client keeps what was streamed, marked cut short.
             let chat = fold(&events);
             assert_eq!(chat.phase(), &Phase::Error);

@@ -1,6 +1,6 @@
 //! An agent that asks a person before it calls a tool: a refund. The run is durable, kept in
 //! `./agentstate.db` (SQLite), so it can wait for the answer across processes and survive a
-//! crash:
+//! crash; it is streamed, each step, note, commit and question printed as it happens:
 //!
 //! ```sh
 //! cargo run --example approval              # runs until it waits for a person's approval
@@ -14,9 +14,11 @@
 //! line per idempotency key. See `agentstate_graph::durable` for what a run stores.
 
 use agentstate::AgentState;
-use agentstate_graph::durable::{Answers, DurableError, Outcome, RunStatus, META_KEY};
-use agentstate_graph::{BoxError, CompileError, Context, Graph, END};
+use agentstate_graph::durable::{Answers, DurableError, DurableStream, RunStatus, META_KEY};
+use agentstate_graph::node::Emitted;
+use agentstate_graph::{BoxError, CompileError, Context, Event, Graph, END};
 use agentstate_store::{HistoryQuery, SqliteStore, StoreError};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::io::Write;
@@ -65,15 +67,20 @@ fn pay_refund(key: &str, order: &str, cents: u64) -> std::io::Result<String> {
     Ok(format!("R-{}", n + 1))
 }
 
+/// What a node says about what it does, printed by whoever streams the run (`follow`).
+fn note(cx: &Context, text: String) {
+    cx.custom("note", json!(text));
+}
+
 fn graph() -> Result<Graph<Refund, &'static str>, CompileError> {
     Graph::builder()
         // The "model": reads the request and wants to call the `refund` tool.
         .node("agent", |s: Arc<Refund>, cx: Context| async move {
             let (order, cents) = ("1042", 4999);
-            println!("  step {}: agent reads {:?}", cx.step(), s.request);
-            println!(
-                "          and calls refund(order {order}, {})",
-                euros(cents)
+            note(&cx, format!("reads {:?}", s.request));
+            note(
+                &cx,
+                format!("calls refund(order {order}, {})", euros(cents)),
             );
             Ok::<_, BoxError>(RefundUpdate::default().order(order).amount_cents(cents))
         })
@@ -86,31 +93,31 @@ fn graph() -> Result<Graph<Refund, &'static str>, CompileError> {
             }))?;
             let approved = answer.as_bool() == Some(true);
             let decision = if approved { "approved" } else { "rejected" };
-            println!(
-                "  step {}: approval: a person {decision} the refund",
-                cx.step()
-            );
+            note(&cx, format!("a person {decision} the refund"));
             Ok::<_, BoxError>(RefundUpdate::default().approved(approved))
         })
         // The tool call, run once: its result is journaled before the node goes on.
         .node("refund", |s: Arc<Refund>, cx: Context| async move {
-            let step = cx.step();
             let receipt: String = cx
-                .effect("refund", |key| async move {
-                    println!("  step {step}: refund: paying, idempotency key {key}");
-                    pay_refund(&key, &s.order, s.amount_cents)
+                .effect("refund", |key| {
+                    note(&cx, format!("paying, idempotency key {key}"));
+                    async move { pay_refund(&key, &s.order, s.amount_cents) }
                 })
                 .await?;
-            println!("  step {}: refund: paid, receipt {receipt}", cx.step());
+            note(&cx, format!("paid, receipt {receipt}"));
             if let Some(ms) = std::env::var("APPROVAL_SLOW_MS")
                 .ok()
                 .and_then(|v| v.parse().ok())
             {
-                println!("          (slow: {ms} ms before the step ends; kill me now)");
+                note(
+                    &cx,
+                    format!("slow: {ms} ms before the step ends; kill me now"),
+                );
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
             Ok::<_, BoxError>(RefundUpdate::default().receipt(receipt))
         })
+        // The "model's" answer, streamed word by word as a model streams its tokens.
         .node("reply", |s: Arc<Refund>, cx: Context| async move {
             let answer = match &s.receipt {
                 Some(receipt) => format!(
@@ -120,7 +127,9 @@ fn graph() -> Result<Graph<Refund, &'static str>, CompileError> {
                 ),
                 None => format!("Sorry, the refund for order {} was not approved.", s.order),
             };
-            println!("  step {}: reply", cx.step());
+            for word in answer.split_inclusive(' ') {
+                cx.text_delta("answer", word);
+            }
             Ok::<_, BoxError>(RefundUpdate::default().answer(answer))
         })
         .entry("agent")
@@ -138,23 +147,51 @@ fn graph() -> Result<Graph<Refund, &'static str>, CompileError> {
         .build()
 }
 
-/// Prints how a call ended: the final answer, or what the run waits for.
-fn report(outcome: &Outcome<Refund>) {
-    match outcome {
-        Outcome::Finished { state, version } => {
-            println!("Finished (thread `{THREAD}` at version {version}).");
-            println!("Answer: {}", state.answer.as_deref().unwrap_or("(none)"));
-        }
-        Outcome::Suspended { interrupts, .. } => {
-            for asked in interrupts {
-                println!(
-                    "Waiting at step {} for node `{}`: {}",
-                    asked.step, asked.node, asked.payload
-                );
+/// Streams a run to its end, printing each event as it comes: the steps, what the nodes say,
+/// the answer as it is written, each commit, and how the run ended.
+async fn follow(mut run: DurableStream<Refund, &'static str>) -> Result<(), DurableError<Refund>> {
+    let mut writing = false; // in the middle of a line of text deltas
+    while let Some(event) = run.next().await {
+        match event? {
+            Event::NodeStarted { step, node } => println!("  step {step}: {node}"),
+            Event::NodeFinished { .. } if writing => {
+                println!();
+                writing = false;
             }
-            println!("Answer with `cargo run --example approval -- approve` (or `-- reject`).");
+            Event::Emitted { emitted, .. } => match *emitted {
+                Emitted::Custom { value, .. } => {
+                    println!("          {}", value.as_str().unwrap_or(""))
+                }
+                Emitted::TextDelta { delta, .. } => {
+                    if !writing {
+                        print!("          ");
+                        writing = true;
+                    }
+                    print!("{delta}");
+                    std::io::stdout().flush().ok();
+                }
+                _ => {}
+            },
+            Event::StepCommitted { step, version } => {
+                println!("  step {step} committed: thread `{THREAD}` at version {version}")
+            }
+            Event::RunSuspended { interrupts, .. } => {
+                for asked in interrupts {
+                    println!(
+                        "Waiting at step {} for node `{}` (interrupt `{}`): {}",
+                        asked.step, asked.node, asked.id, asked.payload
+                    );
+                }
+                println!("Answer with `cargo run --example approval -- approve` (or `-- reject`).");
+            }
+            Event::RunFinished { state } => {
+                println!("Finished.");
+                println!("Answer: {}", state.answer.as_deref().unwrap_or("(none)"));
+            }
+            _ => {}
         }
     }
+    Ok(())
 }
 
 async fn main_async(
@@ -179,7 +216,8 @@ async fn main_async(
                 request: request.into(),
                 ..Refund::default()
             };
-            report(&durable.start(THREAD, state).await?);
+            store.create(THREAD, state).await?;
+            follow(durable.stream(THREAD, ())).await?;
             return journal(&store).await;
         }
         (Err(error), _) => return Err(error.into()),
@@ -212,8 +250,8 @@ async fn main_async(
     };
     // One run per thread: while another worker holds the thread's lease (a killed run's
     // lasts until it expires), wait.
-    let outcome = loop {
-        match durable.resume_with(THREAD, answers.clone()).await {
+    loop {
+        match follow(durable.stream_resume(THREAD, answers.clone())).await {
             Err(DurableError::Store(StoreError::Leased {
                 owner,
                 expires_in_ms,
@@ -226,8 +264,7 @@ async fn main_async(
             }
             result => break result?,
         }
-    };
-    report(&outcome);
+    }
     journal(&store).await
 }
 

@@ -87,6 +87,17 @@ impl Drop for Dir {
     }
 }
 
+/// Each of `parts` is in `out`, in this order.
+fn in_order(out: &str, parts: &[&str]) {
+    let mut rest = out;
+    for part in parts {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => panic!("`{part}` is not in the output after the parts before it:\n{out}"),
+        }
+    }
+}
+
 /// The run stops, waiting for an approval; asked again it still waits (nothing runs again);
 /// approved, it pays once and answers; a second approval is refused.
 #[test]
@@ -100,6 +111,17 @@ fn approve_finishes_and_pays_once() {
         "{out}"
     );
     assert!(out.contains("-- approve"), "{out}");
+    // Streamed: the step's commit, then the question with the id an answer names.
+    in_order(
+        &out,
+        &[
+            "  step 1: agent",
+            "reads \"My order #1042",
+            "  step 1 committed: thread `refund-1042` at version 2",
+            "  step 2: approval",
+            "Waiting at step 2 for node `approval` (interrupt `approval:2.0:0`): {",
+        ],
+    );
     assert!(dir.refunds().is_empty(), "nothing is paid before approval");
 
     let (code, out, _) = dir.run(&[]);
@@ -112,7 +134,7 @@ fn approve_finishes_and_pays_once() {
     let (code, out, err) = dir.run(&["approve"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("a person approved"), "{out}");
-    assert!(out.contains("refund: paying"), "{out}");
+    assert!(out.contains("paying, idempotency key"), "{out}");
     assert!(
         out.contains(
             "Answer: Your refund of 49.99 EUR for order 1042 is on its way (receipt R-1)."
@@ -120,6 +142,24 @@ fn approve_finishes_and_pays_once() {
         "{out}"
     );
     assert_eq!(dir.refunds().len(), 1);
+    // Each step as it runs, what its node says, its commit; the answer as it is written.
+    in_order(
+        &out,
+        &[
+            "  step 2: approval",
+            "a person approved the refund",
+            "  step 2 committed: thread `refund-1042` at version 5",
+            "  step 3: refund",
+            "paying, idempotency key",
+            "paid, receipt R-1",
+            "  step 3 committed: thread `refund-1042` at version 7",
+            "  step 4: reply",
+            "\n          Your refund of 49.99 EUR for order 1042 is on its way (receipt R-1).\n",
+            "  step 4 committed: thread `refund-1042` at version 8",
+            "Finished.",
+            "Answer: Your refund",
+        ],
+    );
 
     let (code, out, err) = dir.run(&["approve"]);
     assert_eq!(code, 1, "{out}{err}");
@@ -141,7 +181,7 @@ fn reject_skips_the_refund() {
     let (code, out, err) = dir.run(&["reject"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("a person rejected"), "{out}");
-    assert!(!out.contains("refund: paying"), "{out}");
+    assert!(!out.contains("paying, idempotency key"), "{out}");
     assert!(
         out.contains("Answer: Sorry, the refund for order 1042 was not approved."),
         "{out}"
@@ -199,11 +239,19 @@ fn killed_mid_step_continues_and_pays_once() {
         "{out}"
     );
     assert!(
-        !out.contains("refund: paying"),
+        !out.contains("paying, idempotency key"),
         "the recorded refund is not paid again:\n{out}"
     );
-    assert!(out.contains("refund: paid, receipt R-1"), "{out}");
-    assert!(out.contains("Answer: Your refund"), "{out}");
+    in_order(
+        &out,
+        &[
+            "  step 3: refund",
+            "paid, receipt R-1",
+            "  step 3 committed: thread `refund-1042` at version 7",
+            "  step 4: reply",
+            "Answer: Your refund",
+        ],
+    );
     assert_eq!(dir.refunds().len(), 1, "the refund is paid once");
     let journal = out
         .lines()

@@ -786,7 +786,7 @@ where
         heartbeat: &Heartbeat,
         out: &mut Outbox<S, K>,
     ) -> Result<Outcome<S>, DurableError<S>> {
-        let (mut handle, position) = self.open(thread).await?;
+        let (mut handle, position) = self.open(thread, lease).await?;
         let mut position = match position {
             Some(position) => position,
             None => self.position(thread).await?,
@@ -883,7 +883,9 @@ where
             done: std::mem::take(&mut position.done),
             durability: self.durability,
             heartbeat: heartbeat.clone(),
+            lease: lease.clone(),
             store: self.store.clone(),
+            flushed: None,
             thread: thread.to_owned(),
             _graph: std::marker::PhantomData,
         };
@@ -907,7 +909,6 @@ where
         } else if let (Ok(_), Some(handle)) = (&outcome, commit.handle.take()) {
             self.keep(thread, handle, None);
         }
-        let _ = lease;
         outcome
     }
 
@@ -916,20 +917,29 @@ where
     async fn open(
         &self,
         thread: &str,
+        lease: &Lease<B>,
     ) -> Result<(Thread<S, B>, Option<Position>), DurableError<S>> {
         let warm = lock(&self.warm).take(thread);
-        if let Some((mut handle, position)) = warm {
-            let version = handle.version();
-            if handle.reload().await.is_ok() {
-                let position = position.filter(|_| handle.version() == version);
-                return Ok((handle, position));
-            }
-        }
-        Ok((self.store.thread::<S>(thread).await?, None))
+        let (mut handle, position) = match warm {
+            // What the lease saw of the thread is what the handle holds: nothing to read.
+            Some((handle, position)) if handle.is_current(lease) => (handle, position),
+            // Another worker appended since: catch up with its entries (or read afresh, if
+            // the thread was re-created or migrated).
+            Some((mut handle, _)) => match handle.reload().await {
+                Ok(()) => (handle, None),
+                Err(_) => (self.store.thread::<S>(thread).await?, None),
+            },
+            None => (self.store.thread::<S>(thread).await?, None),
+        };
+        // Every append of the run is fenced by its lease.
+        handle.fence(lease);
+        Ok((handle, position))
     }
 
     /// Keeps the thread's handle warm for its next run.
-    fn keep(&self, thread: &str, handle: Thread<S, B>, position: Option<Position>) {
+    fn keep(&self, thread: &str, mut handle: Thread<S, B>, position: Option<Position>) {
+        // The next run fences it with its own lease.
+        handle.unfence();
         if handle.staged() == 0 {
             lock(&self.warm).put(thread, handle, position);
         }
@@ -1179,7 +1189,7 @@ where
             .lease(thread, &self.worker, self.lease_ttl)
             .await?;
         let result = async {
-            let (mut handle, _) = self.open(thread).await?;
+            let (mut handle, _) = self.open(thread, &lease).await?;
             let position = self.position(thread).await?;
             let step = position.step + 1;
             let active = [at];
@@ -1479,8 +1489,11 @@ struct Durable<S, K, B> {
     done: BTreeMap<usize, Value>,
     durability: Durability,
     heartbeat: Heartbeat,
+    lease: Lease<B>,
     store: Store<B>,
     thread: String,
+    /// The thread's version after the last flush of `finish` or `suspend`, not reported yet.
+    flushed: Option<u64>,
     _graph: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -1535,6 +1548,10 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
 
     fn answered(&self, id: &str) -> bool {
         self.journal.answer(id).is_some()
+    }
+
+    fn take_committed(&mut self) -> Option<u64> {
+        self.flushed.take()
     }
 
     async fn before_step(&mut self, _: &Run<S, K>) -> Result<(), DurableError<S>> {
@@ -1693,7 +1710,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             let meta = entry_meta(&run.run_id, None, &entry);
             handle.stage(execution, |_| meta)?;
         }
-        self.flush().await?;
+        self.flushed = self.flush().await?;
         let handle = self.handle();
         Ok(Outcome::Finished {
             version: handle.version(),
@@ -1733,7 +1750,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             Some(execution) => handle.stage(execution, |_| meta)?,
             None => handle.stage((), |_| meta)?,
         }
-        self.flush().await?;
+        self.flushed = self.flush().await?;
         let JournalEntry::Suspend { interrupts, .. } = entry else {
             unreachable!("the entry written above")
         };
@@ -1790,7 +1807,9 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
     /// step stays in it (the steps before it were committed before it was staged).
     async fn forget_step(&mut self) -> Result<(), DurableError<S>> {
         self.handle = None;
-        self.handle = Some(self.store.thread::<S>(&self.thread).await?);
+        let mut fresh = self.store.thread::<S>(&self.thread).await?;
+        fresh.fence(&self.lease);
+        self.handle = Some(fresh);
         Ok(())
     }
 }

@@ -213,6 +213,7 @@ impl<S> RunError<S> {
     }
 
     /// The same error with `state` as the state at the failure.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     pub(crate) fn with_state<T>(self, state: T) -> RunError<T> {
         let Failure { kind, step, .. } = *self.0;
         RunError(Box::new(Failure { kind, step, state }))

@@ -49,6 +49,7 @@ impl<U> Default for Setup<U> {
 /// commit reports with [`Commit::fail`]), or the commit's (a store's).
 pub(crate) enum Stop<E> {
     Run(RunErrorKind),
+    #[cfg_attr(not(feature = "store"), allow(dead_code))] // durable runs
     Commit(E),
 }
 
@@ -80,6 +81,12 @@ pub(crate) trait Commit<S: GraphState, K: NodeKey>: Send {
 
     /// Whether interrupt `id` was answered (a breakpoint then lets the run go on).
     fn answered(&self, id: &str) -> bool;
+
+    /// The thread's version after what the run's end ([`finish`](Commit::finish),
+    /// [`suspend`](Commit::suspend)) committed, if it committed something not reported yet.
+    fn take_committed(&mut self) -> Option<u64> {
+        None
+    }
 
     /// Checks that the run may begin its next step (a durable run that lost its lease may
     /// not).
@@ -292,11 +299,13 @@ where
             return Err(commit.fail(run, kind).await);
         }
         if run.active.is_empty() {
-            return commit.finish(run).await;
+            let finished = commit.finish(run).await;
+            return ended(run, commit, out, finished);
         }
         let due = run.breakpoints_due(|id| commit.answered(id));
         if !due.is_empty() {
-            return commit.suspend(run, due).await;
+            let suspended = commit.suspend(run, due).await;
+            return ended(run, commit, out, suspended);
         }
         commit.before_step(run).await?;
         run.step += 1;
@@ -395,8 +404,8 @@ where
                 }
             }
             if !asked.is_empty() {
-                out.send();
-                return commit.suspend(run, asked).await;
+                let suspended = commit.suspend(run, asked).await;
+                return ended(run, commit, out, suspended);
             }
             rest.into_iter().flatten().collect()
         } else {
@@ -458,6 +467,20 @@ where
         run.advance(next);
         out.handed_out().await;
     }
+}
+
+/// A run's end: what its end committed, reported before the end itself.
+fn ended<S: GraphState, K: NodeKey, C: Commit<S, K>>(
+    run: &Run<S, K>,
+    commit: &mut C,
+    out: &mut Outbox<S, K>,
+    end: Result<C::Output, C::Error>,
+) -> Result<C::Output, C::Error> {
+    if let Some(version) = commit.take_committed() {
+        committed(out, run.step, version);
+    }
+    out.send();
+    end
 }
 
 /// Writes a [`Event::StepCommitted`], if the stream carries them.

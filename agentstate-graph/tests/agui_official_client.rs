@@ -14,9 +14,9 @@
 //! To regenerate after a deliberate change of the adapter (CI needs no Node):
 //!
 //! ```text
-//! AGUI_WRITE_FIXTURES=1 cargo test -p agentstate-graph --features ag-ui --test agui_official_client
+//! AGUI_WRITE_FIXTURES=1 cargo test -p agentstate-graph --features ag-ui,store --test agui_official_client
 //! cd examples/data/official-client && npm install
-//! for name in react run_error partial_stream state; do
+//! for name in react run_error partial_stream state durable_interrupt; do
 //!   f=../../../agentstate-graph/tests/data/agui/$name
 //!   node fold.js $f.json | node -e 'const fs = require("fs");
 //!     fs.writeFileSync(1, JSON.stringify(JSON.parse(fs.readFileSync(0, "utf8")), null, 2) + "\n")' > $f.expected.json
@@ -364,4 +364,89 @@ fn a_failed_nodes_partial_stream_stays_in_the_client() {
         run("partial_stream", &graph, start, context_of),
         &[partial],
     );
+}
+
+/// A durable run that suspends on a question (its last event `RUN_FINISHED` with the interrupt
+/// outcome), then the run resumed with the answer, as one client receives both: the official
+/// client accepts the outcome and the second run, and ends with the thread's messages and
+/// state. The durable run's id (random) reads `run-durable` in the fixture.
+#[cfg(feature = "store")]
+#[test]
+fn durable_run_suspended_on_a_question_then_resumed() {
+    use agentstate_graph::durable::Answers;
+    use agentstate_graph::BoxError;
+    use agentstate_store::SqliteStore;
+
+    let graph = Graph::builder()
+        .node("ask", |_: Arc<Chat>, cx: Context| async move {
+            cx.text_delta("m-ask", "May I refund ");
+            cx.text_delta("m-ask", "30 EUR?");
+            let ask = msg("May I refund 30 EUR?", Role::Assistant, "m-ask");
+            Ok::<_, Infallible>(AgentStateUpdate::default().context(vec![ask]))
+        })
+        .node("approve", |_: Arc<Chat>, cx: Context| async move {
+            let yes = cx.interrupt(json!({"refund": 30}))?.as_bool() == Some(true);
+            let text = if yes { "Refunded." } else { "Not refunded." };
+            let reply = msg(text, Role::Assistant, "m-reply");
+            Ok::<_, BoxError>(AgentStateUpdate::default().context(vec![reply]))
+        })
+        .entry("ask")
+        .edge("ask", "approve")
+        .edge("approve", END)
+        .build()
+        .unwrap();
+    let start = chat_with(vec![msg("Refund my order.", Role::User, "u-1")]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (events, last) = runtime.block_on(async {
+        let store = SqliteStore::open_in_memory().unwrap();
+        store.create("thread-1", start.clone()).await.unwrap();
+        let durable = graph.durable(&store);
+        let mut adapter = AguiAdapter::new("thread-1", &start, context_of).unwrap();
+        let mut events = Vec::new();
+        let mut asked = Vec::new();
+        let mut run = durable.stream("thread-1", ());
+        while let Some(event) = run.next().await {
+            let event = event.unwrap();
+            if let Event::RunSuspended { interrupts, .. } = &event {
+                asked.clone_from(interrupts);
+            }
+            events.extend(adapter.events(&event));
+        }
+        assert_eq!(asked.len(), 1);
+        let answers = Answers::new().answer(&asked[0].id, true);
+        let mut run = durable.stream_resume("thread-1", answers);
+        while let Some(event) = run.next().await {
+            events.extend(adapter.events(&event.unwrap()));
+        }
+        let last = store.load::<Chat>("thread-1").await.unwrap().state;
+        (events, last)
+    });
+    let mut events = serde_json::to_value(&events).unwrap();
+    let run_id = events[0]["runId"].as_str().unwrap().to_owned();
+    for event in events.as_array_mut().unwrap() {
+        if event["runId"] == run_id.as_str() {
+            event["runId"] = json!("run-durable");
+        }
+    }
+    let finished: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "RUN_FINISHED")
+        .collect();
+    assert_eq!(finished.len(), 2);
+    assert_eq!(finished[0]["outcome"]["type"], "interrupt");
+    assert_eq!(
+        finished[0]["outcome"]["interrupts"][0]["id"],
+        "approve:2.0:0"
+    );
+    let outcome = (
+        events,
+        serde_json::to_value(messages_to_agui(context_of(&last))).unwrap(),
+        serde_json::to_value(&last).unwrap(),
+    );
+    check("durable_interrupt", outcome);
 }

@@ -17,7 +17,7 @@
 //!   lease's ttl has lapsed (not before), and finishes it with its effects done once.
 //! - **Paused worker**: a child is stopped (SIGSTOP) inside a step (`join`, which runs alone),
 //!   after its effect was journaled, so its lease lapses; another process takes the thread over and finishes it; the stopped child,
-//!   continued (SIGCONT), is refused (`thread_lease_lost` or `state_write_conflict`) and appends
+//!   continued (SIGCONT), is refused (`lease_lost`) and appends
 //!   nothing: the journal stays unforked, the state the uninterrupted run's.
 //!
 //! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.

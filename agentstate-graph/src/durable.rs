@@ -883,8 +883,6 @@ where
             done: std::mem::take(&mut position.done),
             durability: self.durability,
             heartbeat: heartbeat.clone(),
-            lease: lease.clone(),
-            store: self.store.clone(),
             flushed: None,
             thread: thread.to_owned(),
             _graph: std::marker::PhantomData,
@@ -1489,8 +1487,6 @@ struct Durable<S, K, B> {
     done: BTreeMap<usize, Value>,
     durability: Durability,
     heartbeat: Heartbeat,
-    lease: Lease<B>,
-    store: Store<B>,
     thread: String,
     /// The thread's version after the last flush of `finish` or `suspend`, not reported yet.
     flushed: Option<u64>,
@@ -1660,11 +1656,6 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             ),
             (update, execution) => update.or(execution),
         };
-        // A step whose edges may fail to route is staged alone (what is staged before it is
-        // committed first), so that a routing failure can drop it by reading the thread afresh.
-        if graph.routing_may_fail(&run.active) {
-            self.flush().await.map_err(|e| Stop::Commit(e.into()))?;
-        }
         let run_id = run.run_id.to_string();
         let mut routed = None;
         let staged = self.handle().stage(
@@ -1685,8 +1676,11 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         let next = match routed.expect("the step was described") {
             Ok(next) => next,
             Err(kind) => {
-                // Nothing of the step may stay: what is committed is read afresh.
-                self.forget_step().await.map_err(Stop::Commit)?;
+                // Nothing of the step may stay (the steps staged before it do).
+                self.handle()
+                    .unstage_last()
+                    .await
+                    .map_err(|e| Stop::Commit(e.into()))?;
                 return Err(Stop::Run(kind));
             }
         };
@@ -1799,18 +1793,6 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             return error.into();
         }
         DurableError::Run(error.with_state(handle.state().clone()))
-    }
-}
-
-impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
-    /// After a step that failed to route: the handle read afresh, so that nothing of the
-    /// step stays in it (the steps before it were committed before it was staged).
-    async fn forget_step(&mut self) -> Result<(), DurableError<S>> {
-        self.handle = None;
-        let mut fresh = self.store.thread::<S>(&self.thread).await?;
-        fresh.fence(&self.lease);
-        self.handle = Some(fresh);
-        Ok(())
     }
 }
 

@@ -10,12 +10,10 @@ use agentstate::message::{Message, Role};
 use agentstate::state::AgentState as Agent;
 use agentstate::AgentState;
 use agentstate_graph::durable::{
-    Answers, Durability, DurableError, DurableStream, Interrupt, JournalEntry,
-    Outcome, RunStatus, META_KEY,
+    Answers, Durability, DurableError, DurableStream, Interrupt, JournalEntry, Outcome, RunStatus,
+    META_KEY,
 };
-use agentstate_graph::{
-    BoxError, Context, Dispatch, Event, EventFilter, Graph, Node, END,
-};
+use agentstate_graph::{BoxError, Context, Dispatch, Event, EventFilter, Graph, Node, END};
 use agentstate_store::backend::Backend;
 use agentstate_store::record::EntryInfo;
 use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError};
@@ -303,7 +301,10 @@ fn streaming_graph(calls: &Calls) -> Graph<Flow> {
 /// A durable stream gives the events of the same graph's stream in memory on the same input
 /// (same kinds, same states after each step, the text deltas as `Emitted`), plus a
 /// `step_committed` after each step, whose version is the thread's when it comes and grows.
-async fn a_durable_stream_is_the_memory_stream_plus_commits<B: Backend>(store: Store<B>, t: String) {
+async fn a_durable_stream_is_the_memory_stream_plus_commits<B: Backend>(
+    store: Store<B>,
+    t: String,
+) {
     let calls = Calls::default();
     let graph = streaming_graph(&calls);
     let memory: Vec<Event<Flow, &str>> = graph
@@ -413,6 +414,12 @@ async fn a_durable_stream_is_the_memory_stream_plus_commits<B: Backend>(store: S
         *states(&memory).last().unwrap()
     );
     assert_eq!(store.info(&t).await.unwrap().version, last_version);
+    // The run's id is its journal's.
+    let Event::RunStarted { run_id } = &events[0] else {
+        unreachable!()
+    };
+    let entries = journal(&store, &t).await;
+    assert!(entries.iter().all(|e| e.run_id.as_ref() == Some(run_id)));
 }
 
 /// A suspended durable run's stream ends with `RunSuspended` and its interrupt ids; streaming
@@ -535,6 +542,30 @@ async fn a_failing_stream_ends_with_its_error<B: Backend>(store: Store<B>, t: St
         last = Some(item.map(|e| e.kind()).map_err(|e| e.category()));
     }
     assert_eq!(last, Some(Ok("run_finished")));
+    // A stream that cannot start gives its error as its only item: a missing thread, and a
+    // new run on a thread whose run is not finished.
+    let mut stream = durable.stream("no-such-thread", ());
+    match stream.next().await {
+        Some(Err(error)) => assert_eq!(error.category(), "thread_not_found"),
+        other => panic!("{:?}", other.map(|i| i.map(|e| e.kind()))),
+    }
+    assert!(stream.next().await.is_none());
+    let thread = format!("{t}-unfinished");
+    store.create(&thread, Flow::default()).await.unwrap();
+    let durable = Graph::builder()
+        .node("x", failing(&calls, "x", usize::MAX))
+        .entry("x")
+        .edge("x", END)
+        .build()
+        .unwrap()
+        .durable(&store);
+    let (_, error) = drain(durable.stream(&thread, ())).await;
+    assert_eq!(error.map(|e| e.category()), Some("node_exception"));
+    let (events, error) = drain(durable.stream(&thread, ())).await;
+    assert_eq!(
+        (kinds_of(&events), error.map(|e| e.category())),
+        (vec![], Some("run_state_invalid"))
+    );
     assert_eq!(
         store.load::<Flow>(&t).await.unwrap().state.log,
         log(&["a", "b"])
@@ -546,8 +577,7 @@ async fn a_filtered_durable_stream<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
     store.create(&t, Flow::default()).await.unwrap();
     let durable = streaming_graph(&calls).durable(&store);
-    let (events, error) =
-        drain(durable.stream(&t, ()).only(EventFilter::STEP_FINISHED)).await;
+    let (events, error) = drain(durable.stream(&t, ()).only(EventFilter::STEP_FINISHED)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(
         kinds_of(&events),
@@ -568,7 +598,11 @@ async fn a_filtered_durable_stream<B: Backend>(store: Store<B>, t: String) {
         .collect();
     assert_eq!(
         logs,
-        [log(&["a"]), log(&["a", "b", "c"]), log(&["a", "b", "c", "d"])]
+        [
+            log(&["a"]),
+            log(&["a", "b", "c"]),
+            log(&["a", "b", "c", "d"])
+        ]
     );
     // The commits alone.
     let thread = format!("{t}-commits");
@@ -644,6 +678,12 @@ async fn dropping_a_durable_stream_is_a_crash<B: Backend>(store: Store<B>, t: St
         })
         .collect();
     assert_eq!(steps, [StepMarker(2), StepMarker(3)]);
+    // The resumed run is the same run: its id is the input's.
+    let Event::RunStarted { run_id } = &events[0] else {
+        unreachable!()
+    };
+    let entries = journal(&store, &t).await;
+    assert_eq!(entries[0].run_id.as_ref(), Some(run_id));
 }
 
 #[derive(Debug, PartialEq)]
@@ -740,9 +780,18 @@ async fn streams_in_each_mode<B: Backend>(store: Store<B>, t: String) {
             let kinds = kinds_of(&events);
             assert_eq!(
                 kinds[at - 3..=at + 1],
-                ["node_started", "emitted", "emitted", "step_committed", "node_finished"]
+                [
+                    "node_started",
+                    "emitted",
+                    "emitted",
+                    "step_committed",
+                    "node_finished"
+                ]
             );
-            assert!(matches!(&events[at - 3], Event::NodeStarted { step: 2, .. }));
+            assert!(matches!(
+                &events[at - 3],
+                Event::NodeStarted { step: 2, .. }
+            ));
         }
     }
 }
@@ -751,8 +800,7 @@ async fn streams_in_each_mode<B: Backend>(store: Store<B>, t: String) {
 /// in Exit mode the whole run's (it has no other).
 async fn the_last_flush_is_streamed<B: Backend>(store: Store<B>, t: String) {
     for (mode, name) in [(Durability::Async, "async"), (Durability::Exit, "exit")] {
-        let (events, commits, version) =
-            stream_in_mode(&store, &format!("{t}-{name}"), mode).await;
+        let (events, commits, version) = stream_in_mode(&store, &format!("{t}-{name}"), mode).await;
         assert_eq!(
             commits.last().copied(),
             Some((3, version)),
@@ -866,19 +914,27 @@ async fn finished_parallel_tasks_do_not_run_again<B: Backend>(store: Store<B>, t
     assert_eq!(steps, [1, 2, 3]);
 }
 
-/// `plan` -> `Send`s to `work` for subjects w, x, y, z; `y` and `z` hang on their first call.
-fn send_graph(calls: &Calls, started: &Gate) -> Graph<Flow> {
+/// How many `Send` tasks the fan-out step has, and from which one they hang on their first
+/// call (while `hang` holds).
+const SENDS: usize = 100;
+const HANG_FROM: usize = 60;
+
+/// `plan` -> `Send`s to `work` for subjects 0..100; `work` logs `work:{subject}`, and from
+/// subject 60 hangs on its first call while `hang` holds. The tasks finish in a scrambled
+/// order (a short sleep by subject).
+fn send_graph(calls: &Calls, hang: &Arc<AtomicBool>) -> Graph<Flow> {
     let work = {
-        let (calls, started) = (calls.clone(), started.clone());
+        let (calls, hang) = (calls.clone(), Arc::clone(hang));
         move |s: Arc<Flow>, _: Context| {
-            let (calls, started) = (calls.clone(), started.clone());
+            let (calls, hang) = (calls.clone(), Arc::clone(&hang));
             async move {
                 let name = format!("work:{}", s.subject);
                 let n = calls.hit(&name);
-                if (s.subject == "y" || s.subject == "z") && n == 1 {
-                    started.open();
+                let i: usize = s.subject.parse().unwrap();
+                if i >= HANG_FROM && n == 1 && hang.load(Ordering::SeqCst) {
                     std::future::pending::<()>().await;
                 }
+                tokio::time::sleep(Duration::from_millis((i * 7 % 5) as u64)).await;
                 Ok::<_, BoxError>(FlowUpdate::default().log(vec![name]))
             }
         }
@@ -888,13 +944,12 @@ fn send_graph(calls: &Calls, started: &Gate) -> Graph<Flow> {
         .node("work", work)
         .entry("plan")
         .route_send("plan", |_: &Flow| {
-            ["w", "x", "y", "z"]
-                .iter()
-                .map(|s| {
+            (0..SENDS)
+                .map(|i| {
                     Dispatch::to(
                         "work",
                         Flow {
-                            subject: s.to_string(),
+                            subject: i.to_string(),
                             ..Flow::default()
                         },
                     )
@@ -906,36 +961,35 @@ fn send_graph(calls: &Calls, started: &Gate) -> Graph<Flow> {
         .unwrap()
 }
 
+/// 100 `Send` tasks, killed once the first 60 finished and are journaled: another worker runs
+/// only the 40 others; each finished task's body ran once, and the state is an uninterrupted
+/// run's (the tasks' updates merge in the order sent, whoever ran them).
 async fn finished_send_tasks_do_not_run_again<B: Backend>(store: Store<B>, t: String) {
-    let (calls, started) = (Calls::default(), Gate::new());
-    let graph = send_graph(&calls, &started);
+    let (calls, hang) = (Calls::default(), Arc::new(AtomicBool::new(true)));
+    let graph = send_graph(&calls, &hang);
     let first = graph.durable(&store).worker("first").lease_ttl(TTL);
     store.create(&t, Flow::default()).await.unwrap();
     crash_when(first.run(&t, ()), || async {
-        task_entries(&store, &t).await >= 2
+        task_entries(&store, &t).await >= HANG_FROM
     })
     .await;
+    hang.store(false, Ordering::SeqCst);
     let second = graph.durable(&store).worker("second");
     tokio::time::sleep(TTL + Duration::from_millis(100)).await;
     let (state, _) = finished(second.resume(&t).await);
-    assert_eq!(
-        state.log,
-        log(&["plan", "work:w", "work:x", "work:y", "work:z"])
-    );
-    assert_eq!(
-        ["w", "x", "y", "z"].map(|s| calls.of(&format!("work:{s}"))),
-        [1, 1, 2, 2]
-    );
+    let runs: Vec<usize> = (0..SENDS).map(|i| calls.of(&format!("work:{i}"))).collect();
+    let expected: Vec<usize> = (0..SENDS)
+        .map(|i| if i < HANG_FROM { 1 } else { 2 })
+        .collect();
+    assert_eq!(runs, expected);
     assert_eq!(calls.of("plan"), 1);
-    let (calls2, gate2) = (Calls::default(), Gate::new());
-    // An uninterrupted run of the same graph (its `y` and `z` already past their first call).
-    calls2.hit("work:y");
-    calls2.hit("work:z");
-    let uninterrupted = send_graph(&calls2, &gate2)
+    let uninterrupted = send_graph(&Calls::default(), &Arc::new(AtomicBool::new(false)))
         .invoke(Flow::default())
         .await
         .unwrap();
     assert_eq!(state, uninterrupted);
+    assert_eq!(state.log.len(), SENDS + 1);
+    assert_eq!(store.load::<Flow>(&t).await.unwrap().state, uninterrupted);
 }
 
 /// A question in a parallel step keeps the other tasks' outputs: they do not run again when
@@ -1053,10 +1107,22 @@ async fn breakpoints_of_the_graph<B: Backend>(store: Store<B>, t: String) {
         durable.status(&t).await.unwrap(),
         RunStatus::Idle { step: 3 }
     );
-    // A new run stops at the same breakpoints again (new step numbers are the same: new ids
-    // of a new run).
+    // A new run stops at the same breakpoints again, with the same ids (its steps count from
+    // 1 again); answered as the first run's were, it goes through.
     let (_, interrupts) = suspended(durable.run(&t, ()).await);
     assert_eq!(ids(&interrupts), ["b:2.before"]);
+    let (_, interrupts) = suspended(
+        durable
+            .resume_with(&t, Answers::new().answer("b:2.before", true))
+            .await,
+    );
+    assert_eq!(ids(&interrupts), ["b:2.after"]);
+    let (state, _) = finished(
+        durable
+            .resume_with(&t, Answers::new().answer("b:2.after", true))
+            .await,
+    );
+    assert_eq!(state.log, log(&["a", "b", "c", "a", "b", "c"]));
 }
 
 /// A worker's own breakpoints (`DurableGraph::interrupt_before`/`_after`), in every mode;
@@ -1076,7 +1142,11 @@ async fn breakpoints_of_a_worker<B: Backend>(store: Store<B>, t: String) {
             .interrupt_before(["c"])
             .interrupt_after(["a"]);
         let (state, interrupts) = suspended(durable.start(&thread, Flow::default()).await);
-        assert_eq!((state.log, ids(&interrupts)), (log(&["a"]), vec!["a:1.after"]), "{name}");
+        assert_eq!(
+            (state.log, ids(&interrupts)),
+            (log(&["a"]), vec!["a:1.after"]),
+            "{name}"
+        );
         // Stored: another worker sees the suspension.
         let other = graph.durable(&store);
         assert!(
@@ -1196,7 +1266,10 @@ async fn a_breakpoint_after_the_last_node<B: Backend>(store: Store<B>, t: String
             .await,
     );
     assert_eq!(state.log, log(&["a", "b", "c"]));
-    assert_eq!(durable.status(&t).await.unwrap(), RunStatus::Idle { step: 3 });
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Idle { step: 3 }
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1384,9 +1457,16 @@ async fn warm_runs_are_cold_runs<B: Backend>(store: Store<B>, t: String) {
         }
         let stored = store.load::<Flow>(&thread).await.unwrap();
         let last = finished(durable.resume(&thread).await);
-        assert_eq!((last.0.clone(), last.1), (stored.state.clone(), stored.version));
+        assert_eq!(
+            (last.0.clone(), last.1),
+            (stored.state.clone(), stored.version)
+        );
         let _ = state;
-        results.push((stored.state, versions, kinds(&journal(&store, &thread).await)));
+        results.push((
+            stored.state,
+            versions,
+            kinds(&journal(&store, &thread).await),
+        ));
     }
     assert_eq!(results[0], results[1]);
     assert_eq!(
@@ -1415,7 +1495,11 @@ async fn a_warm_worker_catches_up<B: Backend>(store: Store<B>, t: String) {
     assert_eq!(version, store.info(&t).await.unwrap().version);
     // Another worker's run left unfinished (cut short): the warm worker resumes it, and
     // refuses a new run until it is.
-    let (calls, started, hang) = (Calls::default(), Gate::new(), Arc::new(AtomicBool::new(false)));
+    let (calls, started, hang) = (
+        Calls::default(),
+        Gate::new(),
+        Arc::new(AtomicBool::new(false)),
+    );
     let two = Graph::builder()
         .node("count", plain(&calls, "count"))
         .node("b", hanging(&calls, "b", &started, &hang))
@@ -1443,7 +1527,11 @@ async fn a_warm_worker_catches_up<B: Backend>(store: Store<B>, t: String) {
 /// A thread deleted and created again between two runs of a warm worker is read afresh: at a
 /// lower version, and at the same version as the worker's handle with a run left unfinished.
 async fn a_recreated_thread_is_not_served_stale<B: Backend>(store: Store<B>, t: String) {
-    let (calls, started, hang) = (Calls::default(), Gate::new(), Arc::new(AtomicBool::new(false)));
+    let (calls, started, hang) = (
+        Calls::default(),
+        Gate::new(),
+        Arc::new(AtomicBool::new(false)),
+    );
     let graph = Graph::builder()
         .node("a", plain(&calls, "a"))
         .node("b", hanging(&calls, "b", &started, &hang))
@@ -1529,7 +1617,9 @@ async fn every_entry_reads_as_a_journal_entry<B: Backend>(store: Store<B>, t: St
         .node("plan", say("plan"))
         .node("pay", |_: Arc<Agent>, cx: Context| async move {
             let receipt: String = cx
-                .effect("charge", |_| async { Ok::<_, std::io::Error>("r-1".to_owned()) })
+                .effect("charge", |_| async {
+                    Ok::<_, std::io::Error>("r-1".to_owned())
+                })
                 .await?;
             Ok::<_, BoxError>(Message::text_message(receipt, Role::Tool))
         })
@@ -1603,7 +1693,10 @@ async fn journal_versions<B: Backend>(store: Store<B>, t: String) {
     let mut thread = store.create(&t, Flow::default()).await.unwrap();
     let entry = |m: Value| StepMeta::default().run_id("run-1").with(META_KEY, m);
     thread
-        .merge((), entry(json!({"entry": "input", "step": 0, "next": ["a"]})))
+        .merge(
+            (),
+            entry(json!({"entry": "input", "step": 0, "next": ["a"]})),
+        )
         .await
         .unwrap();
     thread
@@ -1677,7 +1770,10 @@ async fn journal_versions<B: Backend>(store: Store<B>, t: String) {
         .unwrap();
     let error = durable.status(&t2).await.unwrap_err();
     assert_eq!(error.category(), "run_journal_invalid");
-    assert!(error.to_string().contains(&format!("entry {seq}")), "{error}");
+    assert!(
+        error.to_string().contains(&format!("entry {seq}")),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -961,6 +961,44 @@ async fn finished_parallel_tasks_do_not_run_again<B: Backend>(store: Store<B>, t
     assert_eq!(steps, [1, 2, 3]);
 }
 
+/// The same crash in the Async and Exit modes, where finished tasks are staged with the step
+/// (they may run again): the final state is still an uninterrupted run's, each step committed
+/// once.
+async fn a_parallel_crash_in_each_mode<B: Backend>(store: Store<B>, t: String) {
+    for (mode, name) in [(Durability::Async, "async"), (Durability::Exit, "exit")] {
+        let thread = format!("{t}-{name}");
+        let (calls, started) = (Calls::default(), Gate::new());
+        let graph = parallel_graph(&calls, &started);
+        let first = graph
+            .durable(&store)
+            .worker("first")
+            .lease_ttl(TTL)
+            .durability(mode);
+        store.create(&thread, Flow::default()).await.unwrap();
+        let (a, b) = (calls.clone(), calls.clone());
+        crash_when(first.run(&thread, ()), || {
+            let done = a.of("a") == 1 && b.of("b") == 1 && started.0.is_closed();
+            async move { done }
+        })
+        .await;
+        tokio::time::sleep(TTL + Duration::from_millis(100)).await;
+        let second = graph.durable(&store).worker("second").durability(mode);
+        let (state, _) = finished(second.resume(&thread).await);
+        assert_eq!(state.log, log(&["s", "a", "b", "c", "d", "j"]), "{name}");
+        assert_eq!(
+            store.load::<Flow>(&thread).await.unwrap().state,
+            state,
+            "{name}"
+        );
+        let entries = journal(&store, &thread).await;
+        let steps: Vec<u64> = of_kind(&entries, "step")
+            .iter()
+            .map(|e| meta(e)["step"].as_u64().unwrap())
+            .collect();
+        assert_eq!(steps, [1, 2, 3], "{name}: {:?}", kinds(&entries));
+    }
+}
+
 /// How many `Send` tasks the fan-out step has, and from which one they hang on their first
 /// call (while `hang` holds).
 const SENDS: usize = 100;
@@ -2144,6 +2182,7 @@ cases!(
     the_last_flush_is_streamed,
     finished_parallel_tasks_do_not_run_again,
     finished_send_tasks_do_not_run_again,
+    a_parallel_crash_in_each_mode,
     a_suspended_parallel_step_keeps_finished_tasks,
     breakpoints_of_the_graph,
     breakpoints_of_a_worker,

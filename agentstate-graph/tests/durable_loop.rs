@@ -2050,6 +2050,118 @@ fn a_starved_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, f
     assert_eq!(stored.state.log, log(&["a#2", "b"]));
 }
 
+/// In the Async mode a step's append runs beside the next step's nodes: a worker whose next
+/// node blocks its thread (current-thread runtime) past its lease while a second worker takes
+/// the thread over (and is in its first step, having appended nothing) must not append its
+/// staged step when it goes on; it ends with `lease_lost`, and the second worker's run is
+/// unharmed.
+fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String) {
+    let calls = Calls::default();
+    let (blocked_tx, blocked_rx) = mpsc::channel::<()>();
+    let (took_tx, took_rx) = mpsc::channel::<()>();
+    let blocked_tx = Mutex::new(Some(blocked_tx));
+    let took_tx = Mutex::new(Some(took_tx));
+    let took_rx = Mutex::new(took_rx);
+    let hold = Gate::new();
+    // `a`: quick for the first worker; the second's waits for `hold` (after saying it runs).
+    let a = {
+        let (calls, hold) = (calls.clone(), hold.clone());
+        move |_: Arc<Flow>, _: Context| {
+            let n = calls.hit("a");
+            if n == 2 {
+                if let Some(tx) = took_tx.lock().unwrap().take() {
+                    tx.send(()).unwrap();
+                }
+            }
+            let hold = hold.clone();
+            async move {
+                if n == 2 {
+                    hold.wait().await;
+                }
+                Ok::<_, BoxError>(FlowUpdate::default().log(vec![format!("a#{n}")]))
+            }
+        }
+    };
+    // `b`: the first worker's blocks its thread until the second runs `a`.
+    let b = {
+        let calls = calls.clone();
+        move |_: Arc<Flow>, _: Context| {
+            let n = calls.hit("b");
+            if n == 1 {
+                if let Some(tx) = blocked_tx.lock().unwrap().take() {
+                    tx.send(()).unwrap();
+                }
+                took_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(20))
+                    .expect("the second worker took over");
+            }
+            async move { Ok::<_, BoxError>(FlowUpdate::default().log(vec![format!("b#{n}")])) }
+        }
+    };
+    let graph = Graph::builder()
+        .node("a", a)
+        .node("b", b)
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", END)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = runtime.block_on(make());
+    runtime.block_on(store.create(&t, Flow::default())).unwrap();
+    let second = {
+        let (graph, make, t) = (graph.clone(), Arc::clone(&make), t.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let store = make().await;
+                blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+                let second = graph.durable(&store).worker("second");
+                loop {
+                    match second.resume(&t).await {
+                        Err(DurableError::Store(StoreError::Leased { .. })) => {
+                            tokio::time::sleep(Duration::from_millis(20)).await
+                        }
+                        other => return other,
+                    }
+                }
+            })
+        })
+    };
+    let first = graph
+        .durable(&store)
+        .worker("first")
+        .durability(Durability::Async)
+        .lease_ttl(Duration::from_millis(300));
+    let outcome = runtime.block_on(first.run(&t, ()));
+    let entries = runtime.block_on(async { journal(&store, &t).await });
+    hold.open();
+    let second = second.join().unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Err(DurableError::Store(StoreError::LeaseLost { .. }))
+        ),
+        "the first worker lost its lease: {outcome:?}"
+    );
+    assert_eq!(
+        kinds(&entries),
+        ["input 0"],
+        "the first worker committed nothing after the takeover: {entries:#?}"
+    );
+    let (state, _) = finished(second);
+    assert_eq!(state.log, log(&["a#2", "b#2"]));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
@@ -2110,6 +2222,14 @@ macro_rules! cases {
                 }
             )*
 
+            #[test]
+            fn a_starved_async_worker_commits_nothing() {
+                let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+                let make: super::MakeStore<_> =
+                    std::sync::Arc::new(move || { let s = store.clone(); Box::pin(async move { s }) });
+                super::a_starved_async_worker_commits_nothing(make, super::thread_id("starved-async"));
+            }
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_blocking_node_keeps_its_lease() {
                 let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
@@ -2152,6 +2272,12 @@ macro_rules! cases {
             async fn a_blocking_node_keeps_its_lease() {
                 let Some(store) = super::postgres().await else { return };
                 super::a_blocking_node_keeps_its_lease(store, super::thread_id("blocking")).await;
+            }
+
+            #[test]
+            fn a_starved_async_worker_commits_nothing() {
+                let Some(make) = make() else { return };
+                super::a_starved_async_worker_commits_nothing(make, super::thread_id("starved-async"));
             }
 
             #[test]

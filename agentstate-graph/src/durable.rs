@@ -1620,6 +1620,11 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         if self.durability != Durability::Async {
             return Ok(None);
         }
+        // The last step's append, as any: not once the lease may have been taken over (the
+        // step's nodes run first, and one may have blocked the thread past the lease).
+        if !self.heartbeat.held() {
+            return Err(lease_lost(&self.thread, "this worker").into());
+        }
         let mut writer = self.journal.writer.lock().await;
         match writer.as_mut() {
             Some(handle) if handle.staged() > 0 => Ok(Some(handle.flush().await?)),

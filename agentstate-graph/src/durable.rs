@@ -138,7 +138,7 @@ use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError, Thread};
 use futures_core::Stream;
 use futures_util::lock::Mutex as AsyncMutex;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -179,6 +179,8 @@ pub struct DurableGraph<S, K, B> {
     after: Vec<usize>,
     /// The handles of the threads this worker ran last, shared by its clones.
     warm: Arc<Mutex<Warm<S, B>>>,
+    /// The threads this worker (any of its clones) is running now.
+    running: Arc<Mutex<HashSet<String>>>,
 }
 
 impl<S, K, B> Clone for DurableGraph<S, K, B> {
@@ -193,6 +195,7 @@ impl<S, K, B> Clone for DurableGraph<S, K, B> {
             before: self.before.clone(),
             after: self.after.clone(),
             warm: Arc::clone(&self.warm),
+            running: Arc::clone(&self.running),
         }
     }
 }
@@ -220,6 +223,7 @@ impl<S: DurableState, K: NodeKey> Graph<S, K> {
             before: Vec::new(),
             after: Vec::new(),
             warm: Arc::new(Mutex::new(Warm::new(DEFAULT_KEEP_THREADS))),
+            running: Arc::default(),
         }
     }
 }
@@ -434,8 +438,11 @@ where
     K: NodeKey,
     B: Backend,
 {
-    /// Names this worker (the lease's owner; a new UUID by default). Two `DurableGraph`s with
-    /// the same name are the same worker: give each process or task its own.
+    /// Names this worker (the lease's owner; `worker-{uuid}` by default). Clones of a
+    /// `DurableGraph` are one worker: they never run one thread at once (the second is refused
+    /// with `thread_leased`); a run of theirs cut short in this process (its future dropped) is
+    /// resumed by any of them at once, without waiting for the lease to expire. Give each
+    /// process its own name.
     #[must_use]
     pub fn worker(mut self, id: impl Into<String>) -> Self {
         self.worker = Arc::from(id.into());
@@ -765,6 +772,9 @@ where
                     .to_owned(),
             });
         }
+        // One run of a thread at a time in this worker too (the lease is the worker's, so its
+        // clones would otherwise share it); dropped with the run, cut short or not.
+        let _running = Running::claim(&self.running, thread, &self.worker)?;
         let lease = self
             .store
             .lease(thread, &self.worker, self.lease_ttl)
@@ -1182,6 +1192,7 @@ where
                 reason: format!("the graph has no node `{}`", node.name()),
             });
         };
+        let _running = Running::claim(&self.running, thread, &self.worker)?;
         let lease = self
             .store
             .lease(thread, &self.worker, self.lease_ttl)
@@ -1307,6 +1318,38 @@ impl<S, B> Warm<S, B> {
     }
 }
 
+/// A thread a worker is running, claimed among its clones until dropped.
+struct Running<'a> {
+    running: &'a Mutex<HashSet<String>>,
+    thread: String,
+}
+
+impl<'a> Running<'a> {
+    fn claim(
+        running: &'a Mutex<HashSet<String>>,
+        thread: &str,
+        worker: &str,
+    ) -> Result<Self, StoreError> {
+        if !lock(running).insert(thread.to_owned()) {
+            return Err(StoreError::Leased {
+                thread: thread.to_owned(),
+                owner: format!("{worker} (another run of this worker)"),
+                expires_in_ms: 0,
+            });
+        }
+        Ok(Running {
+            running,
+            thread: thread.to_owned(),
+        })
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        lock(self.running).remove(&self.thread);
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -1320,6 +1363,8 @@ struct Heartbeat {
 }
 
 struct Beat {
+    /// The lease's owner.
+    owner: String,
     /// When this heartbeat began: expiries count from it.
     origin: Instant,
     /// When the lease expires, in milliseconds after `origin`.
@@ -1334,6 +1379,7 @@ impl Heartbeat {
     fn start<B: Backend>(lease: &Lease<B>) -> Self {
         let origin = Instant::now();
         let shared = Arc::new(Beat {
+            owner: lease.owner().to_owned(),
             origin,
             expires_ms: AtomicU64::new(millis(
                 lease.expires_at().saturating_duration_since(origin),
@@ -1372,6 +1418,11 @@ impl Heartbeat {
         if let Some(task) = lock(&self.shared.task).take() {
             task.abort();
         }
+    }
+
+    /// The lease's owner.
+    fn owner(&self) -> &str {
+        &self.shared.owner
     }
 
     /// Whether the lease is still this run's.
@@ -1419,7 +1470,7 @@ impl<S: DurableState, B: Backend> LiveJournal<S, B> {
         let mut writer = self.writer.lock().await;
         let handle = writer.as_mut().ok_or("the run's thread is not open")?;
         if !self.lease.held() {
-            return Err(Box::new(lease_lost(handle.id(), "this worker")));
+            return Err(Box::new(lease_lost(handle.id(), self.lease.owner())));
         }
         handle
             .merge((), entry_meta(&self.run_id, None, entry))
@@ -1511,7 +1562,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
     /// Commits what is staged, if the lease is still held.
     async fn flush(&mut self) -> Result<Option<u64>, StoreError> {
         if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, "this worker"));
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()));
         }
         let handle = self.handle();
         if handle.staged() == 0 {
@@ -1553,7 +1604,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
     async fn before_step(&mut self, _: &Run<S, K>) -> Result<(), DurableError<S>> {
         // A run whose lease was taken over stops before its next node.
         if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, "this worker").into());
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
         }
         // The handle is lent to the step's journal (effects, finished tasks) while it runs.
         let mut handle = self
@@ -1623,7 +1674,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         // The last step's append, as any: not once the lease may have been taken over (the
         // step's nodes run first, and one may have blocked the thread past the lease).
         if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, "this worker").into());
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
         }
         let mut writer = self.journal.writer.lock().await;
         match writer.as_mut() {
@@ -1787,7 +1838,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             e.insert("internal_data".into(), Value::Object(internal));
         });
         if !self.heartbeat.held() {
-            return lease_lost(&self.thread, "this worker").into();
+            return lease_lost(&self.thread, self.heartbeat.owner()).into();
         }
         let handle = self.handle();
         let written = match execution {

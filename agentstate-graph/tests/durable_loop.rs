@@ -451,6 +451,8 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
             "step_finished",
             "step_started",
             "node_started",
+            // The suspension's own commit (its journal entry), with the thread's version.
+            "step_committed",
             "run_suspended",
         ]
     );
@@ -931,10 +933,10 @@ async fn ag_ui_on_a_durable_run<B: Backend>(store: Store<B>, t: String) {
     assert!(!chat.is_running(), "{:?}", chat.phase());
     let stored = serde_json::to_value(store.load::<Agent>(&t).await.unwrap().state).unwrap();
     assert_eq!(chat.agent_state()["context"], stored["context"]);
-    // Not the run's last change: the `ExecutionState` marked completed when the run ended
-    // (after its last step) is not sent (the adapter sends nothing of `RunFinished`'s state).
+    // The run's last change too: the `ExecutionState` marked completed when the run ended
+    // (after its last step), sent with `RunFinished`.
     assert_eq!(stored["execution_meta"]["status"], "completed");
-    assert_eq!(chat.agent_state()["execution_meta"]["status"], "running");
+    assert_eq!(chat.agent_state()["execution_meta"]["status"], "completed");
 }
 
 /// A suspended durable run through the AG-UI adapter: the client is told the run ended waiting
@@ -2437,7 +2439,7 @@ macro_rules! cases {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "reason: on PostgreSQL the runtime's timer and I/O stall while the node blocks a worker: the heartbeat task's first renewal never starts, and the run ends with lease_lost"]
+            #[ignore = "reason: on PostgreSQL, a node that blocks a runtime thread can hold up the connection's own task (tokio's LIFO slot of the blocked worker is not stolen), so the heartbeat's renewal never completes and the run ends with lease_lost; fencing keeps it safe, and blocking work belongs in spawn_blocking"]
             async fn a_blocking_node_keeps_its_lease() {
                 let Some(store) = super::postgres().await else { return };
                 super::a_blocking_node_keeps_its_lease(store, super::thread_id("blocking")).await;
@@ -2473,12 +2475,9 @@ cases!(
     #[cfg(feature = "ag-ui")]
     ag_ui_on_a_durable_run,
     #[cfg(feature = "ag-ui")]
-    #[ignore = "reason: the AG-UI adapter gives nothing for Event::RunSuspended (no RUN_FINISHED with an interrupt outcome, no state delta of the suspension): an AG-UI client of a suspended durable run never sees the run end"]
     ag_ui_on_a_suspended_durable_run,
-    #[ignore = "reason: a nested run (subgraph, fan-out instance) runs with Outbox::off(), so its nodes' emissions are dropped, in memory and durable"]
     a_subgraphs_emissions_are_streamed,
     streams_in_each_mode,
-    #[ignore = "reason: the flushes at a run's end (finish, suspend, fail) and in commit's pre-flush are not streamed: Exit mode streams no step_committed at all, Async none for the last step"]
     the_last_flush_is_streamed,
     finished_parallel_tasks_do_not_run_again,
     finished_send_tasks_do_not_run_again,
@@ -2488,15 +2487,12 @@ cases!(
     breakpoints_of_a_worker,
     breakpoints_in_memory_and_at_build,
     a_breakpoint_before_send_tasks,
-    #[ignore = "reason: a breakpoint after a node that ends the run never fires (the loop checks for the end before the breakpoints); LangGraph's interrupt_after does suspend there"]
     a_breakpoint_after_the_last_node,
     a_failing_step_merges_nothing,
     a_failing_parallel_step_merges_nothing,
     warm_runs_are_cold_runs,
-    #[ignore = "reason: the lease's owner is the worker's name, shared by a DurableGraph's clones: a clone's resume takes the lease (its own) and runs the step in flight a second time, concurrently"]
     clones_of_a_worker_do_not_run_a_thread_twice,
     a_warm_worker_catches_up,
-    #[ignore = "reason: a warm handle reloaded after a delete and re-create at the same version keeps its stale Position (open() compares versions only), so resume calls the other worker's unfinished run finished"]
     a_recreated_thread_is_not_served_stale,
     every_entry_reads_as_a_journal_entry,
     journal_versions,

@@ -67,8 +67,9 @@
 //! it (LangGraph's `update_state(as_node=...)`), the run continuing from that node's edge.
 //!
 //! # Durability modes
-//! - [`Durability::Sync`] (the default): each step is committed before the next starts; a
-//!   crash loses at most the step in flight, which runs again.
+//! - [`Durability::Sync`] (the default): each step is committed before the next starts (the
+//!   run's last step with the run's end, in one transaction); a crash loses at most the step
+//!   in flight, which runs again.
 //! - [`Durability::Async`]: a step's append runs while the next step's nodes run; a crash
 //!   loses at most the last committed step too (it runs again on resume). Effects and
 //!   interrupts are always journaled at once.
@@ -721,8 +722,9 @@ where
     /// while let Some(event) = run.next().await {
     ///     kinds.push(event?.kind());
     /// }
+    /// // The run's one step is committed with its end: `step_committed` comes last.
     /// assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
-    ///                    "node_finished", "step_committed", "step_finished", "run_finished"]);
+    ///                    "node_finished", "step_finished", "step_committed", "run_finished"]);
     /// assert_eq!(store.load::<Chat>("chat-1").await?.state.said, ["Hi", "Hello"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # })?;
@@ -1740,9 +1742,12 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
                 return Err(Stop::Run(kind));
             }
         };
+        // The run's last step (nothing next) is committed with the run's end, in one
+        // transaction: a chat turn of one step is one write.
+        let last = next.0.is_empty();
         let version = match self.durability {
-            Durability::Sync => self.flush().await.map_err(|e| Stop::Commit(e.into()))?,
-            Durability::Async | Durability::Exit => None,
+            Durability::Sync if !last => self.flush().await.map_err(|e| Stop::Commit(e.into()))?,
+            Durability::Sync | Durability::Async | Durability::Exit => None,
         };
         lock(&self.journal.effects).clear();
         lock(&self.journal.answers).clear();

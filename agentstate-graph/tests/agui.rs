@@ -344,11 +344,11 @@ mod durable {
             let durable = react().durable(&store);
             let mut adapter = AguiAdapter::new("t-1", &start, messages_of).unwrap();
             let (events, kinds) = to_agui(durable.stream("t-1", ()), &mut adapter).await;
-            // A commit per step, and one for the run's end (the state's `ExecutionState`
-            // marked completed).
+            // A commit per step, the last one with the run's end (the state's
+            // `ExecutionState` marked completed), in one transaction.
             assert_eq!(
                 kinds.iter().filter(|k| **k == "step_committed").count(),
-                4,
+                3,
                 "{kinds:?}"
             );
             assert_eq!(kinds.last(), Some(&"run_finished"));

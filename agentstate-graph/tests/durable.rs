@@ -11,7 +11,7 @@ use agentstate_graph::durable::{
 };
 use agentstate_graph::{BoxError, Context, Dispatch, Graph, Node, Target, END};
 use agentstate_store::backend::Backend;
-use agentstate_store::record::EntryInfo;
+use agentstate_store::EntryInfo;
 use agentstate_store::{HistoryQuery, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -29,9 +29,10 @@ pub type SqliteStore = Store<Sqlite>;
 /// answers: a caller woken by the answer then finds the connection free for an inline append.
 type Job = Box<dyn FnOnce(&Mutex<Connection>) + Send>;
 
-/// How durable a commit is (SQLite's `synchronous` in WAL mode).
+/// How durable a commit is: SQLite's `synchronous` setting in WAL mode (given to
+/// [`SqliteStore::open_with`](Store::open_with)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
+pub enum Synchronous {
     /// `synchronous=NORMAL`: a commit survives a crash of the process, but the last commits
     /// before a power loss or OS crash may be rolled back (the database stays consistent).
     #[default]
@@ -98,25 +99,26 @@ impl Store<Sqlite> {
     /// # Ok::<(), agentstate_store::StoreError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with(path, Durability::Normal)
+        Self::open_with(path, Synchronous::Normal)
     }
 
-    /// Opens the database file at `path` with the given durability.
-    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
+    /// Opens the database file at `path` with the given `synchronous` setting (how durable a
+    /// commit is).
+    pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let conn =
             Connection::open(path).map_err(db_err(format!("opening `{}`", path.display())))?;
-        Sqlite::start(conn, durability).map(Store::new)
+        Sqlite::start(conn, synchronous).map(Store::new)
     }
 
     /// A private database in memory (for tests and scratch work).
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(db_err("opening a database in memory"))?;
-        Sqlite::start(conn, Durability::Normal).map(Store::new)
+        Sqlite::start(conn, Synchronous::Normal).map(Store::new)
     }
 
     /// Whether an append may run on the calling task's thread (the default with
-    /// [`Durability::Normal`]; off by default with [`Durability::Full`], whose commits wait for
+    /// [`Synchronous::Normal`]; off by default with [`Synchronous::Full`], whose commits wait for
     /// the disk, which would then block the caller's thread).
     ///
     /// An append is one short transaction (a version check and an insert, tens of
@@ -159,12 +161,12 @@ fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
 }
 
 impl Sqlite {
-    fn start(mut conn: Connection, durability: Durability) -> Result<Self, StoreError> {
+    fn start(mut conn: Connection, synchronous: Synchronous) -> Result<Self, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(db_err("setting the busy timeout"))?;
-        let sync = match durability {
-            Durability::Normal => "NORMAL",
-            Durability::Full => "FULL",
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
         };
         // 8 KiB pages (for a new file): a journal row of a chat message is ~0.7 KiB, and a 4 KiB
         // page would leave an eighth of itself empty after its fifth row. A 16 MiB page cache
@@ -192,7 +194,7 @@ impl Sqlite {
         Ok(Sqlite {
             jobs,
             conn,
-            inline: AtomicBool::new(durability == Durability::Normal),
+            inline: AtomicBool::new(synchronous == Synchronous::Normal),
             checkpoint_queued: Arc::new(AtomicBool::new(false)),
         })
     }

@@ -8,7 +8,7 @@
 
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
-use agentstate_store::record::fingerprint;
+use agentstate_store::migrate::fingerprint;
 use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, Versioned};
 
 /// Version 1's tables, as that build created them.

@@ -115,10 +115,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub use crate::effect::Interrupt;
 pub use crate::journal::{JournalEntry, SendRecord, JOURNAL_VERSION, META_KEY};
 
-use crate::effect::{Journal, Scope};
+use crate::effect::{Interrupt, Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
 use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, RunConfig};

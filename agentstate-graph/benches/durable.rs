@@ -18,6 +18,11 @@
 //! - `sqlite_run_1_step`: a whole `run` of a one-step graph on a thread of 1k messages: the
 //!   lease taken and released, the position read from the journal, the input appended, one step.
 //! - `sqlite_durability`: `sqlite_steps_100` on 1k messages in each `Durability` mode.
+//! - `sqlite_steps_100_streamed`: `sqlite_steps_100` on 1k messages streamed
+//!   (`DurableGraph::stream`: every event, or the state after each step) against not streamed.
+//! - `sqlite_chat_turn`: a one-step `run` with a user's message as input, on a thread of 1k and
+//!   10k messages, by a warm worker (the thread's handle kept from its last turn), a cold one
+//!   (`keep_threads(0)`), against `Store::load` of the thread.
 //! - `sqlite_resume_10k_steps` vs `sqlite_load_10k_steps`: `resume` of a thread of 10,000 steps
 //!   (one message each, made by a durable run) whose run failed in its next step (the step
 //!   runs again and ends the run), against `Store::load` of the same thread.
@@ -34,11 +39,12 @@ use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;
 use agentstate_graph::durable::{Durability, DurableGraph, Outcome};
-use agentstate_graph::{BoxError, Context, Graph, END};
+use agentstate_graph::{BoxError, Context, Event, EventFilter, Graph, END};
 use agentstate_store::backend::Backend;
 use agentstate_store::{SqliteStore, StepMeta, Store, Thread};
 use divan::counter::ItemsCount;
 use divan::Bencher;
+use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -225,6 +231,82 @@ fn steps_100(bencher: Bencher, n: usize, created: bool) {
     let label = if created { "_created" } else { "" };
     stamps.report(&format!("sqlite_steps_100{label}({n})"));
     drop(durable);
+    drop(store);
+    remove_db(&path);
+}
+
+/// `sqlite_steps_100` on 1k messages, streamed (`DurableGraph::stream`), every event taken
+/// (`all`) or the state after each step (`values`), against the same runs not streamed
+/// (`none`), in one benchmark so that the three are measured in the same conditions.
+#[divan::bench(args = ["none", "values", "all"], sample_count = 30, sample_size = 1)]
+fn sqlite_steps_100_streamed(bencher: Bencher, events: &str) {
+    let rt = runtime();
+    let path = temp_db(&format!("streamed-{events}"));
+    let store = SqliteStore::open(&path).unwrap();
+    drop(rt.block_on(chat(&store, "chat", 1_000, false)));
+    let graph = looping(STEPS, Stamps::default(), Arc::default());
+    let durable = graph.durable(&store).worker("bench");
+    let filter = match events {
+        "values" => Some(EventFilter::STEP_FINISHED),
+        "all" => Some(EventFilter::ALL),
+        _ => None,
+    };
+    bencher.counter(ItemsCount::new(STEPS)).bench_local(|| {
+        let Some(filter) = filter else {
+            return match rt.block_on(durable.run("chat", ())) {
+                Ok(Outcome::Finished { version, .. }) => version,
+                other => panic!("the run finishes: {other:?}"),
+            };
+        };
+        rt.block_on(async {
+            let mut stream = durable.stream("chat", ()).only(filter);
+            let mut version = 0;
+            while let Some(event) = stream.next().await {
+                if let Event::StepCommitted { version: v, .. } = event.expect("the run streams") {
+                    version = v;
+                }
+            }
+            version
+        })
+    });
+    drop(durable);
+    drop(store);
+    remove_db(&path);
+}
+
+/// A chat turn: a user's message as the run's input, one step whose node answers with one
+/// message, on a thread of `n` messages (growing by two per turn). `warm`: the same worker runs
+/// every turn (it keeps the thread's handle); `cold`: it keeps none (`keep_threads(0)`), so
+/// each turn loads the thread, as a new worker would; `load`: `Store::load` of the thread
+/// alone, what a cold turn is compared with.
+#[divan::bench(args = ["warm", "cold", "load"], consts = [1_000, 10_000], sample_count = 100, sample_size = 1)]
+fn sqlite_chat_turn<const N: usize>(bencher: Bencher, worker: &str) {
+    let rt = runtime();
+    let path = temp_db(&format!("turn-{N}-{worker}"));
+    let store = SqliteStore::open(&path).unwrap();
+    drop(rt.block_on(chat(&store, "chat", N, false)));
+    if worker == "load" {
+        bencher.bench_local(|| {
+            rt.block_on(store.load::<AgentState>("chat"))
+                .unwrap()
+                .version
+        });
+    } else {
+        let graph = looping(1, Stamps::default(), Arc::default());
+        let mut durable = graph.durable(&store).worker("bench");
+        if worker == "cold" {
+            durable = durable.keep_threads(0);
+        }
+        let mut i = N;
+        bencher.bench_local(|| {
+            i += 2;
+            let input = AgentStateUpdate::default().context(vec![message(i)]);
+            match rt.block_on(durable.run("chat", input)) {
+                Ok(Outcome::Finished { version, .. }) => version,
+                other => panic!("the turn finishes: {other:?}"),
+            }
+        });
+    }
     drop(store);
     remove_db(&path);
 }

@@ -135,7 +135,7 @@ use agentstate_store::{HistoryQuery, Lease, StepMeta, Store, StoreError, StoredS
 use futures_core::Stream;
 use futures_util::lock::Mutex as AsyncMutex;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -176,6 +176,8 @@ pub struct DurableGraph<S, K, B> {
     after: Vec<usize>,
     /// The handles of the threads this worker ran last, shared by its clones.
     warm: Arc<Mutex<Warm<S, B>>>,
+    /// The threads this worker (any of its clones) is running now.
+    running: Arc<Mutex<HashSet<String>>>,
 }
 
 impl<S, K, B> Clone for DurableGraph<S, K, B> {
@@ -190,6 +192,7 @@ impl<S, K, B> Clone for DurableGraph<S, K, B> {
             before: self.before.clone(),
             after: self.after.clone(),
             warm: Arc::clone(&self.warm),
+            running: Arc::clone(&self.running),
         }
     }
 }
@@ -217,6 +220,7 @@ impl<S: DurableState, K: NodeKey> Graph<S, K> {
             before: Vec::new(),
             after: Vec::new(),
             warm: Arc::new(Mutex::new(Warm::new(DEFAULT_KEEP_THREADS))),
+            running: Arc::default(),
         }
     }
 }
@@ -431,8 +435,11 @@ where
     K: NodeKey,
     B: Backend,
 {
-    /// Names this worker (the lease's owner; a new UUID by default). Two `DurableGraph`s with
-    /// the same name are the same worker: give each process or task its own.
+    /// Names this worker (the lease's owner; `worker-{uuid}` by default). Clones of a
+    /// `DurableGraph` are one worker: they never run one thread at once (the second is refused
+    /// with `thread_leased`); a run of theirs cut short in this process (its future dropped) is
+    /// resumed by any of them at once, without waiting for the lease to expire. Give each
+    /// process its own name.
     #[must_use]
     pub fn worker(mut self, id: impl Into<String>) -> Self {
         self.worker = Arc::from(id.into());
@@ -762,6 +769,9 @@ where
                     .to_owned(),
             });
         }
+        // One run of a thread at a time in this worker too (the lease is the worker's, so its
+        // clones would otherwise share it); dropped with the run, cut short or not.
+        let _running = Running::claim(&self.running, thread, &self.worker)?;
         let lease = self
             .store
             .lease(thread, &self.worker, self.lease_ttl)
@@ -880,8 +890,6 @@ where
             done: std::mem::take(&mut position.done),
             durability: self.durability,
             heartbeat: heartbeat.clone(),
-            lease: lease.clone(),
-            store: self.store.clone(),
             flushed: None,
             thread: thread.to_owned(),
             _graph: std::marker::PhantomData,
@@ -1181,6 +1189,7 @@ where
                 reason: format!("the graph has no node `{}`", node.name()),
             });
         };
+        let _running = Running::claim(&self.running, thread, &self.worker)?;
         let lease = self
             .store
             .lease(thread, &self.worker, self.lease_ttl)
@@ -1306,6 +1315,38 @@ impl<S, B> Warm<S, B> {
     }
 }
 
+/// A thread a worker is running, claimed among its clones until dropped.
+struct Running<'a> {
+    running: &'a Mutex<HashSet<String>>,
+    thread: String,
+}
+
+impl<'a> Running<'a> {
+    fn claim(
+        running: &'a Mutex<HashSet<String>>,
+        thread: &str,
+        worker: &str,
+    ) -> Result<Self, StoreError> {
+        if !lock(running).insert(thread.to_owned()) {
+            return Err(StoreError::Leased {
+                thread: thread.to_owned(),
+                owner: format!("{worker} (another run of this worker)"),
+                expires_in_ms: 0,
+            });
+        }
+        Ok(Running {
+            running,
+            thread: thread.to_owned(),
+        })
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        lock(self.running).remove(&self.thread);
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -1319,6 +1360,8 @@ struct Heartbeat {
 }
 
 struct Beat {
+    /// The lease's owner.
+    owner: String,
     /// When this heartbeat began: expiries count from it.
     origin: Instant,
     /// When the lease expires, in milliseconds after `origin`.
@@ -1333,6 +1376,7 @@ impl Heartbeat {
     fn start<B: Backend>(lease: &Lease<B>) -> Self {
         let origin = Instant::now();
         let shared = Arc::new(Beat {
+            owner: lease.owner().to_owned(),
             origin,
             expires_ms: AtomicU64::new(millis(
                 lease.expires_at().saturating_duration_since(origin),
@@ -1371,6 +1415,11 @@ impl Heartbeat {
         if let Some(task) = lock(&self.shared.task).take() {
             task.abort();
         }
+    }
+
+    /// The lease's owner.
+    fn owner(&self) -> &str {
+        &self.shared.owner
     }
 
     /// Whether the lease is still this run's.
@@ -1418,7 +1467,7 @@ impl<S: DurableState, B: Backend> LiveJournal<S, B> {
         let mut writer = self.writer.lock().await;
         let handle = writer.as_mut().ok_or("the run's thread is not open")?;
         if !self.lease.held() {
-            return Err(Box::new(lease_lost(handle.id(), "this worker")));
+            return Err(Box::new(lease_lost(handle.id(), self.lease.owner())));
         }
         handle
             .merge((), entry_meta(&self.run_id, None, entry))
@@ -1486,8 +1535,6 @@ struct Durable<S, K, B> {
     done: BTreeMap<usize, Value>,
     durability: Durability,
     heartbeat: Heartbeat,
-    lease: Lease<B>,
-    store: Store<B>,
     thread: String,
     /// The thread's version after the last flush of `finish` or `suspend`, not reported yet.
     flushed: Option<u64>,
@@ -1512,7 +1559,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
     /// Commits what is staged, if the lease is still held.
     async fn flush(&mut self) -> Result<Option<u64>, StoreError> {
         if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, "this worker"));
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()));
         }
         let handle = self.handle();
         if handle.staged() == 0 {
@@ -1554,7 +1601,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
     async fn before_step(&mut self, _: &Run<S, K>) -> Result<(), DurableError<S>> {
         // A run whose lease was taken over stops before its next node.
         if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, "this worker").into());
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
         }
         // The handle is lent to the step's journal (effects, finished tasks) while it runs.
         let mut handle = self
@@ -1621,6 +1668,11 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         if self.durability != Durability::Async {
             return Ok(None);
         }
+        // The last step's append, as any: not once the lease may have been taken over (the
+        // step's nodes run first, and one may have blocked the thread past the lease).
+        if !self.heartbeat.held() {
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
+        }
         let mut writer = self.journal.writer.lock().await;
         match writer.as_mut() {
             Some(handle) if handle.staged() > 0 => Ok(Some(handle.flush().await?)),
@@ -1657,11 +1709,6 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             ),
             (update, execution) => update.or(execution),
         };
-        // A step whose edges may fail to route is staged alone (what is staged before it is
-        // committed first), so that a routing failure can drop it by reading the thread afresh.
-        if graph.routing_may_fail(&run.active) {
-            self.flush().await.map_err(|e| Stop::Commit(e.into()))?;
-        }
         let run_id = run.run_id.to_string();
         let mut routed = None;
         let staged = self.handle().stage(
@@ -1682,8 +1729,11 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         let next = match routed.expect("the step was described") {
             Ok(next) => next,
             Err(kind) => {
-                // Nothing of the step may stay: what is committed is read afresh.
-                self.forget_step().await.map_err(Stop::Commit)?;
+                // Nothing of the step may stay (the steps staged before it do).
+                self.handle()
+                    .unstage_last()
+                    .await
+                    .map_err(|e| Stop::Commit(e.into()))?;
                 return Err(Stop::Run(kind));
             }
         };
@@ -1785,7 +1835,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             e.insert("internal_data".into(), Value::Object(internal));
         });
         if !self.heartbeat.held() {
-            return lease_lost(&self.thread, "this worker").into();
+            return lease_lost(&self.thread, self.heartbeat.owner()).into();
         }
         let handle = self.handle();
         let written = match execution {
@@ -1796,18 +1846,6 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             return error.into();
         }
         DurableError::Run(error.with_state(handle.state().clone()))
-    }
-}
-
-impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
-    /// After a step that failed to route: the handle read afresh, so that nothing of the
-    /// step stays in it (the steps before it were committed before it was staged).
-    async fn forget_step(&mut self) -> Result<(), DurableError<S>> {
-        self.handle = None;
-        let mut fresh = self.store.thread::<S>(&self.thread).await?;
-        fresh.fence(&self.lease);
-        self.handle = Some(fresh);
-        Ok(())
     }
 }
 

@@ -240,6 +240,8 @@ pub(crate) struct Outbox<S: State, K> {
     filter: EventFilter,
     batch: VecDeque<Event<S, K>>,
     queue: Option<Arc<Queue<S, K>>>,
+    /// Where a nested run's nodes' emissions go: its parent node's stream.
+    parent: Option<Sink>,
 }
 
 impl<S: State, K> Outbox<S, K> {
@@ -249,6 +251,16 @@ impl<S: State, K> Outbox<S, K> {
             filter: EventFilter::NONE,
             batch: VecDeque::new(),
             queue: None,
+            parent: None,
+        }
+    }
+
+    /// No events but the nodes' emissions, which go to `parent` (a run nested in a node: a
+    /// subgraph, a fan-out instance, whose nodes' text reaches the parent run's stream).
+    pub(crate) fn nested(parent: Option<Sink>) -> Self {
+        Outbox {
+            parent,
+            ..Outbox::off()
         }
     }
 
@@ -258,6 +270,7 @@ impl<S: State, K> Outbox<S, K> {
             filter,
             batch: VecDeque::with_capacity(8),
             queue: Some(queue),
+            parent: None,
         }
     }
 
@@ -295,6 +308,9 @@ impl<S: State, K> Outbox<S, K> {
         S::Update: Send + Sync,
         K: Send + Sync + 'static,
     {
+        if self.parent.is_some() {
+            return self.parent.clone();
+        }
         let queue = self
             .queue
             .as_ref()

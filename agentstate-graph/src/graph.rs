@@ -308,9 +308,10 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
         };
         let graph = self.clone();
         let thread = parent.thread().map(Arc::from);
+        let mut out = Outbox::nested(parent.sink());
         let run: crate::stream::Driver<Result<Arc<S>, RunError<S>>> = Box::pin(async move {
             let mut run = Run::new(&graph, config).on_thread(thread);
-            drive(&mut run, &mut commit, &mut Outbox::off()).await
+            drive(&mut run, &mut commit, &mut out).await
         });
         run.await.map(unwrap_state)
     }

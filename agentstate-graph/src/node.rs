@@ -158,6 +158,11 @@ impl Context {
         cx
     }
 
+    /// Where the node's emissions go (a nested run's nodes emit there too).
+    pub(crate) fn sink(&self) -> Option<Sink> {
+        self.sink.clone()
+    }
+
     /// Whether the node runs in a durable run (effects are journaled, interrupts suspend the
     /// run).
     pub fn is_durable(&self) -> bool {

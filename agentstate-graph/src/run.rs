@@ -298,14 +298,15 @@ where
             };
             return Err(commit.fail(run, kind).await);
         }
-        if run.active.is_empty() {
-            let finished = commit.finish(run).await;
-            return ended(run, commit, out, finished);
-        }
+        // Breakpoints first: one after a node that ends the run suspends it there too.
         let due = run.breakpoints_due(|id| commit.answered(id));
         if !due.is_empty() {
             let suspended = commit.suspend(run, due).await;
             return ended(run, commit, out, suspended);
+        }
+        if run.active.is_empty() {
+            let finished = commit.finish(run).await;
+            return ended(run, commit, out, finished);
         }
         commit.before_step(run).await?;
         run.step += 1;

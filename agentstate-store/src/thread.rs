@@ -572,6 +572,67 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
         Ok((kind, body, plan))
     }
 
+    /// Drops the last staged step (a step that turned out not to stand: say, the edge after
+    /// it failed): the handle reads the thread afresh and stages the steps before it again, so
+    /// that its state is as if the dropped step had never been staged. Nothing is written; with
+    /// nothing staged, nothing changes.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// chat.stage(Message::text_message("kept", Role::User), |_| StepMeta::node("user"))?;
+    /// chat.stage(Message::text_message("dropped", Role::Assistant), |_| StepMeta::node("agent"))?;
+    /// chat.unstage_last().await?;
+    /// assert_eq!((chat.staged(), chat.state().context.len()), (1, 1));
+    /// assert_eq!(chat.flush().await?, 1);
+    /// assert_eq!(store.load::<AgentState>("chat").await?.state.context[0].text(), "kept");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn unstage_last(&mut self) -> Result<(), StoreError> {
+        let mut staged = std::mem::take(&mut self.staged);
+        if staged.pop().is_none() {
+            return Ok(());
+        }
+        let fresh = self.store.load_state::<S>(&self.id, None).await?;
+        self.refresh(fresh);
+        let id = self.id.clone();
+        let corrupt = |e: serde_json::Error| StoreError::corrupt(&id, "a staged step", e);
+        for step in staged {
+            let update = match step.kind {
+                EntryKind::Update => {
+                    serde_json::from_str::<S::Update>(&step.body).map_err(corrupt)?
+                }
+                EntryKind::Parallel | EntryKind::ParallelStrict => {
+                    let mode = if step.kind == EntryKind::Parallel {
+                        FanIn::Ordered
+                    } else {
+                        FanIn::Strict
+                    };
+                    let updates: Vec<S::Update> =
+                        serde_json::from_str(&step.body).map_err(corrupt)?;
+                    let mut combined: Option<S::Update> = None;
+                    for update in updates {
+                        combined = Some(match combined {
+                            None => update,
+                            Some(acc) => S::compose(acc, update, Combine::Parallel(mode))?,
+                        });
+                    }
+                    combined.unwrap_or_default()
+                }
+            };
+            let plan = self.state.plan(update)?;
+            self.state_mut().apply(plan);
+            self.staged.push(step);
+        }
+        Ok(())
+    }
+
     /// The steps staged and not appended yet.
     pub fn staged(&self) -> usize {
         self.staged.len()

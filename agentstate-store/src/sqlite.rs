@@ -326,9 +326,9 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// A version-5 file is migrated when it is opened: the initial state of each thread not
 /// compacted past it becomes its version-0 snapshot (one written there already is kept), each
 /// recorded lease a row of its own, and the thread row's three columns are dropped.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const TABLES_VERSION: i64 = 6;
 
-/// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
+/// A thread's version, in SQL, for a row `t` of the threads table (see [`TABLES_VERSION`]): the
 /// newest entry's key is found by one B-tree seek.
 macro_rules! version_of {
     ($t:literal) => {
@@ -412,7 +412,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .optional()
             .map_err(db_err("reading the store's version"))?;
         return match found {
-            Some(SCHEMA_VERSION) => Ok(()),
+            Some(TABLES_VERSION) => Ok(()),
             Some(found @ 1..=5) => {
                 if found == 1 {
                     migrate_v1(&tx)?;
@@ -425,13 +425,13 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
                     migrate_v4(&tx)?;
                 }
                 migrate_v5(&tx)?;
-                let doing = format!("migrating the store's tables to version {SCHEMA_VERSION}");
+                let doing = format!("migrating the store's tables to version {TABLES_VERSION}");
                 reclaim(&tx, &doing)?;
                 tx.commit().map_err(db_err(doing))
             }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
-                supported: SCHEMA_VERSION,
+                supported: TABLES_VERSION,
             }),
         };
     }
@@ -452,7 +452,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
          {V4_TABLES}
          {V6_TABLES}
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(TABLES_VERSION)
     ))
     .map_err(db_err("creating the store's tables"))?;
     tx.commit().map_err(db_err("creating the store's tables"))
@@ -496,7 +496,7 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     .map_err(db_err(doing))
 }
 
-/// What version 4 adds to version 3's tables (see [`SCHEMA_VERSION`]).
+/// What version 4 adds to version 3's tables (see [`TABLES_VERSION`]).
 const V4_TABLES: &str = "
     CREATE TRIGGER agentstate_entry_deleted AFTER DELETE ON agentstate_entries
     WHEN (OLD.key & 4294967295) > (SELECT head FROM agentstate_threads WHERE tid = OLD.key >> 32)
@@ -529,7 +529,7 @@ fn migrate_v4(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     .map_err(db_err("migrating the store's tables from version 4"))
 }
 
-/// What version 6 adds (see [`SCHEMA_VERSION`]): the view of the leases, kept as rows of the
+/// What version 6 adds (see [`TABLES_VERSION`]): the view of the leases, kept as rows of the
 /// snapshots table, one per thread while one is recorded.
 const V6_TABLES: &str = "
     CREATE VIEW agentstate_leases (tid, owner, expires_ms) AS
@@ -569,7 +569,7 @@ fn migrate_v5(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
          ALTER TABLE agentstate_threads DROP COLUMN lease_expires_ms;
          DROP VIEW agentstate_meta;
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(TABLES_VERSION)
     ))
     .map_err(db_err(doing))
 }
@@ -636,7 +636,7 @@ fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
 }
 
 /// A thread's key and head, and its lease, for a row of the threads table `t` left-joined with
-/// its lease's row `l` of the snapshots table (see [`SCHEMA_VERSION`]).
+/// its lease's row `l` of the snapshots table (see [`TABLES_VERSION`]).
 const HEAD_COLUMNS: &str = concat!(
     "t.tid, t.fingerprint, ",
     version_of!("t"),
@@ -761,7 +761,7 @@ fn load_base(
             .map_err(db_err(doing()))?,
     };
     let (base, from) = match start.base(&row.info, snapshot) {
-        // The initial state (see `SCHEMA_VERSION`), named as such.
+        // The initial state (see `TABLES_VERSION`), named as such.
         Some((
             Base::Snapshot {
                 seq: 0,

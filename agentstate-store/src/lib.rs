@@ -39,7 +39,7 @@
 //! - [`Thread`] (a handle that writes) with [`StepMeta`] (a step's metadata) and
 //!   [`Versioned`] (a state read at its version);
 //! - [`Lease`] and [`LeaseInfo`]: one worker at a time;
-//! - what reading tells: [`ThreadInfo`], [`Head`], [`EntryInfo`] and its [`EntryKind`],
+//! - what is read back: [`ThreadInfo`], [`Head`], [`EntryInfo`] and its [`EntryKind`],
 //!   [`Compaction`]; the queries [`HistoryQuery`] and [`ThreadQuery`]; [`check_id`] and the
 //!   limits [`MAX_ID_BYTES`], [`MAX_LEASE_TTL_MS`];
 //! - [`StoreError`], each variant with a stable [`category`](StoreError::category).
@@ -50,8 +50,8 @@
 //! |---|---|
 //! | [`blocking`] | the store for synchronous programs: [`BlockingStore`](blocking::BlockingStore), its threads and leases |
 //! | [`migrate`] | schema evolution: [`Migration`](migrate::Migration)s between declared versions, a schema's [`fingerprint`](migrate::fingerprint) and [`SchemaRecord`](migrate::SchemaRecord) |
-//! | `sqlite` (feature `sqlite`) | the SQLite backend: `Sqlite`, its `synchronous` setting (`Synchronous`), its schema version |
-//! | `postgres` (feature `postgres`) | the PostgreSQL backend: `Postgres`, `PostgresOptions`, its schema version |
+//! | `sqlite` (feature `sqlite`) | the SQLite backend: `Sqlite` and `SqliteStore`, its `synchronous` setting (`Synchronous`), the version of its tables |
+//! | `postgres` (feature `postgres`) | the PostgreSQL backend: `Postgres` and `PostgresStore`, `PostgresOptions`, the version of its tables |
 //! | [`backend`] | for implementors of a backend: the [`Backend`](backend::Backend) trait and the rows it moves |
 //! | [`_guide`] | documentation only |
 //!

@@ -15,8 +15,7 @@
 
 use agentstate::AgentState;
 use agentstate_graph::durable::{Answers, DurableError, DurableStream, RunStatus, META_KEY};
-use agentstate_graph::node::Emitted;
-use agentstate_graph::{BoxError, CompileError, Context, Event, Graph, END};
+use agentstate_graph::{BoxError, CompileError, Context, Emitted, Event, Graph, END};
 use agentstate_store::{HistoryQuery, SqliteStore, StoreError};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};

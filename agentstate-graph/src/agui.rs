@@ -152,7 +152,7 @@ use std::collections::HashSet;
 ///
 /// ```
 /// use agentstate_graph::agui::interrupt;
-/// use agentstate_graph::durable::Interrupt;
+/// use agentstate_graph::Interrupt;
 /// use serde_json::json;
 ///
 /// let asked: Interrupt = serde_json::from_value(json!({

@@ -1,17 +1,4 @@
 //! Building a graph: nodes, edges, the entry, and the checks that make a [`Graph`].
-//!
-//! [`GraphBuilder::build`] checks the graph and gives an immutable [`Graph`], with
-//! OpenArmature's compile-error categories ([`CompileError::category`]), checked in this order:
-//! `duplicate_node`, `no_declared_entry`, `dangling_edge` (an edge, the entry or a declared
-//! route target naming a node that was not added, or a variant of a [`node_names!`](crate::node_names)
-//! enum without a node), `multiple_outgoing_edges`, `unreachable_node`, then `dangling_edge`
-//! again for a node without an outgoing edge.
-//!
-//! Reachability follows static edges and the declared targets of conditional and dynamic
-//! fan-out edges ([`route_to`](GraphBuilder::route_to),
-//! [`route_send_to`](GraphBuilder::route_send_to)); an edge declared without its targets
-//! ([`route`](GraphBuilder::route), [`route_send`](GraphBuilder::route_send)) may reach any
-//! node, so no node is reported unreachable once such an edge is reachable.
 
 use crate::error::{CompileError, CompileWarning};
 use crate::graph::{Breakpoints, Edge, Graph, Inner, NodeEntry, RouteFn};
@@ -41,7 +28,23 @@ enum EdgeDecl<S, K> {
     },
 }
 
-/// Builds a [`Graph`]. See [`Graph::builder`].
+/// Builds a [`Graph`]: nodes, edges, the entry, and the checks that make a graph. See
+/// [`Graph::builder`].
+///
+/// # Checks
+///
+/// [`build`](GraphBuilder::build) checks the graph and gives an immutable [`Graph`], with
+/// OpenArmature's compile-error categories ([`CompileError::category`]), checked in this order:
+/// `duplicate_node`, `no_declared_entry`, `dangling_edge` (an edge, the entry or a declared
+/// route target naming a node that was not added, or a variant of a
+/// [`node_names!`](crate::node_names) enum without a node), `multiple_outgoing_edges`,
+/// `unreachable_node`, then `dangling_edge` again for a node without an outgoing edge.
+///
+/// Reachability follows static edges and the declared targets of conditional and dynamic
+/// fan-out edges ([`route_to`](GraphBuilder::route_to),
+/// [`route_send_to`](GraphBuilder::route_send_to)); an edge declared without its targets
+/// ([`route`](GraphBuilder::route), [`route_send`](GraphBuilder::route_send)) may reach any
+/// node, so no node is reported unreachable once such an edge is reachable.
 pub struct GraphBuilder<S, K> {
     nodes: Vec<(K, Arc<dyn Node<S>>)>,
     edges: Vec<(K, EdgeDecl<S, K>)>,
@@ -154,7 +157,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     /// [`route_send_to`](GraphBuilder::route_send_to).
     ///
     /// ```
-    /// use agentstate_graph::{name::Dispatch, Context, Graph, END};
+    /// use agentstate_graph::{Context, Dispatch, Graph, END};
     /// use agentstate::AgentState;
     /// use std::sync::Arc;
     ///
@@ -283,7 +286,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
         self
     }
 
-    /// Checks the graph and compiles it (see the [module docs](self) for the checks).
+    /// Checks the graph and compiles it (see [the checks](GraphBuilder#checks)).
     pub fn build(self) -> Result<Graph<S, K>, CompileError> {
         if let Some(error) = self.error {
             return Err(error);

@@ -116,10 +116,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub use crate::effect::Interrupt;
 pub use crate::journal::{JournalEntry, SendRecord, JOURNAL_VERSION, META_KEY};
 
-use crate::effect::{Journal, Scope};
+use crate::effect::{Interrupt, Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
 use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, RunConfig};
@@ -133,9 +132,7 @@ use crate::GraphState;
 use agentstate::Combine;
 use agentstate::NodeOutput;
 use agentstate_store::backend::Backend;
-use agentstate_store::lease::Lease;
-use agentstate_store::store::StoredState;
-use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError, Thread};
+use agentstate_store::{HistoryQuery, Lease, StepMeta, Store, StoreError, StoredState, Thread};
 use futures_core::Stream;
 use futures_util::lock::Mutex as AsyncMutex;
 use serde_json::{Map, Value};

@@ -1,17 +1,5 @@
-//! Effects and interrupts: what a node asks of a durable run through its
-//! [`Context`](crate::Context).
-//!
-//! - [`Context::effect`](crate::Context::effect) runs a side effect (a payment, an email, a
-//!   model call worth keeping) and, in a durable run, journals its result before the node goes
-//!   on; when the node runs again (after a crash, or on resume after an interrupt) the
-//!   recorded result is returned and the effect does not run again.
-//! - [`Context::interrupt`](crate::Context::interrupt) asks for a person's answer: the first
-//!   time it returns [`Interrupted`], which the node returns with `?`; the durable run then ends
-//!   suspended, and when it is resumed with an answer for the interrupt's id the node runs
-//!   again from its start and `interrupt` returns the answer.
-//!
-//! Outside a durable run an effect simply runs, and an interrupt fails the node, and the run
-//! with `interrupt_outside_durable_run` (there is no thread to keep the question in).
+//! Effects and interrupts: what a node asks of a durable run through its [`Context`](crate::Context)
+//! (told in the crate's documentation).
 
 use crate::node::BoxError;
 use serde_json::{Map, Value};

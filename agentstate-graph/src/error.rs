@@ -1,9 +1,4 @@
-//! Errors of building and running a graph, each with its OpenArmature category
-//! ([`CompileError::category`], [`RunError::category`]).
-//!
-//! A [`RunError`] carries the state at the point of failure ([`RunError::state`]): the state as
-//! it was after the last step that merged, since a step whose nodes, merge or routing fail merges
-//! nothing.
+//! Errors of building and running a graph.
 
 use crate::node::BoxError;
 use std::fmt;
@@ -196,7 +191,10 @@ pub enum RunErrorKind {
     },
 }
 
-/// A run that failed: what went wrong, in which step, and the state at the point of failure.
+/// A run that failed: what went wrong ([`category`](RunError::category): its OpenArmature
+/// category), in which step, and the state at the point of failure ([`state`](RunError::state)):
+/// the state as it was after the last step that merged, since a step whose nodes, merge or
+/// routing fail merges nothing.
 ///
 /// One pointer wide (what it holds is boxed), so that results and events carrying it stay small.
 pub struct RunError<S>(Box<Failure<S>>);
@@ -240,13 +238,13 @@ impl<S> RunError<S> {
         self.0.state
     }
 
-    /// Whether a node's question ([`Interrupted`](crate::effect::Interrupted)) stopped the run.
+    /// Whether a node's question ([`Interrupted`](crate::Interrupted)) stopped the run.
     pub(crate) fn is_interrupt(&self) -> bool {
         matches!(&self.0.kind, RunErrorKind::Node { error, .. } if error.is::<crate::effect::Interrupted>())
     }
 
     /// The run's error as the error of the node that ran it (a subgraph, a fan-out): a child
-    /// node's question ([`Interrupted`](crate::effect::Interrupted)) passes up as it is, so
+    /// node's question ([`Interrupted`](crate::Interrupted)) passes up as it is, so
     /// that the parent's durable run suspends on it; any other error is this `RunError`.
     pub(crate) fn into_node_error(self) -> crate::node::BoxError
     where
@@ -282,7 +280,7 @@ impl<S> RunError<S> {
     /// that is the run's doing rather than the node's (found anywhere in the node's error's
     /// chain of sources):
     /// - `suspension_in_unsupported_context`: a question asked where the run cannot suspend
-    ///   ([`UnsupportedSuspension`](crate::effect::UnsupportedSuspension));
+    ///   ([`UnsupportedSuspension`](crate::UnsupportedSuspension));
     /// - `interrupt_outside_durable_run`: a question
     ///   ([`Context::interrupt`](crate::Context::interrupt)) asked in a run that is not
     ///   durable, which nothing can answer;

@@ -1,6 +1,4 @@
-//! The events of a run, in the order they happen, and the [`EventFilter`] that picks which of
-//! them a stream carries. [`Graph::stream`](crate::Graph::stream) gives them
-//! ([`stream`](crate::stream)).
+//! The events of a run and the filter that picks them.
 
 use crate::effect::Interrupt;
 use crate::error::RunError;
@@ -14,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll, Waker};
 
-/// What happens in a run, in order.
+/// What happens in a run, in order. [`Graph::stream`](crate::Graph::stream) gives them (a
+/// [`RunStream`](crate::RunStream)), as many as its [`EventFilter`] picks.
 #[non_exhaustive]
 pub enum Event<S: State, K> {
     /// The run started.
@@ -182,7 +181,7 @@ where
 /// is false, so it need not build its deltas either.
 ///
 /// ```
-/// use agentstate_graph::event::EventFilter;
+/// use agentstate_graph::EventFilter;
 ///
 /// let values = EventFilter::STEP_FINISHED; // the state after each step (LangGraph's "values")
 /// let ui = EventFilter::NODES | EventFilter::EMITTED;

@@ -1,31 +1,4 @@
-//! The compiled [`Graph`] and its runs: supersteps whose nodes read the state shared and whose
-//! updates merge at the step's barrier, in place, in node order.
-//!
-//! # A step
-//! 1. Every node of the step runs, concurrently, on the same `Arc<S>` (no copy). Their futures
-//!    are polled in the run's own task: dropping the run drops them, and nothing is merged.
-//! 2. If any node failed, the run stops with the first failure in node order (`node_exception`),
-//!    and nothing of the step is merged.
-//! 3. The updates merge at the barrier, atomically, in the step's node order (never completion
-//!    order): one update merges as it is; several compose as parallel writes
-//!    ([`Combine::Parallel`](agentstate::Combine::Parallel) with [`FanIn::Strict`](agentstate::FanIn::Strict)), so a field whose reducer keeps one value
-//!    written by two nodes is an error naming the field and both nodes, and nothing is merged.
-//!    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
-//! 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
-//!    merged state. A node reached by several edges runs once; the next step's nodes run in the
-//!    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
-//!    ([`route_send`](crate::GraphBuilder::route_send),
-//!    [`route_send_to`](crate::GraphBuilder::route_send_to)), each a task of its own with its
-//!    own input, in the order they were returned (LangGraph merges edge-triggered tasks before
-//!    `Send` tasks too).
-//!
-//! LangGraph evaluates a conditional edge after a parallel step on the step's start state plus
-//! its own node's update only; this crate evaluates it on the merged state, as OpenArmature's
-//! "post-update state" says and without copying the state per branch.
-//!
-//! The run ends when a step routes nowhere but [`END`](crate::END). A run that would need
-//! `limit` steps or more stops after step `limit` (its merge applied) with a `recursion_limit`
-//! error naming the last step's nodes and the next ones.
+//! The compiled [`Graph`] and its runs.
 
 use crate::error::{CompileWarning, RunError};
 use crate::event::Outbox;
@@ -84,8 +57,38 @@ pub(crate) struct Inner<S, K> {
 /// A compiled graph: immutable, `Send + Sync`, cheap to clone (an `Arc`), shared by any number
 /// of runs. Build it with [`Graph::builder`].
 ///
+/// A run is a sequence of supersteps whose nodes read the state shared and whose updates merge
+/// at the step's barrier, in place, in node order.
+///
+///
+/// # A step
+/// 1. Every node of the step runs, concurrently, on the same `Arc<S>` (no copy). Their futures
+///    are polled in the run's own task: dropping the run drops them, and nothing is merged.
+/// 2. If any node failed, the run stops with the first failure in node order (`node_exception`),
+///    and nothing of the step is merged.
+/// 3. The updates merge at the barrier, atomically, in the step's node order (never completion
+///    order): one update merges as it is; several compose as parallel writes
+///    ([`Combine::Parallel`](agentstate::Combine::Parallel) with [`FanIn::Strict`](agentstate::FanIn::Strict)), so a field whose reducer keeps one value
+///    written by two nodes is an error naming the field and both nodes, and nothing is merged.
+///    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
+/// 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
+///    merged state. A node reached by several edges runs once; the next step's nodes run in the
+///    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
+///    ([`route_send`](crate::GraphBuilder::route_send),
+///    [`route_send_to`](crate::GraphBuilder::route_send_to)), each a task of its own with its
+///    own input, in the order they were returned (LangGraph merges edge-triggered tasks before
+///    `Send` tasks too).
+///
+/// LangGraph evaluates a conditional edge after a parallel step on the step's start state plus
+/// its own node's update only; this crate evaluates it on the merged state, as OpenArmature's
+/// "post-update state" says and without copying the state per branch.
+///
+/// The run ends when a step routes nowhere but [`END`](crate::END). A run that would need
+/// `limit` steps or more stops after step `limit` (its merge applied) with a `recursion_limit`
+/// error naming the last step's nodes and the next ones.
+///
 /// ```
-/// use agentstate_graph::{node::Context, Graph, END};
+/// use agentstate_graph::{Context, Graph, END};
 /// use agentstate::{AgentState, State};
 /// use std::sync::Arc;
 ///
@@ -162,7 +165,7 @@ pub struct StepRecord<K> {
 /// or counting references in the common case of one node.
 ///
 /// ```
-/// use agentstate_graph::graph::Nodes;
+/// use agentstate_graph::Nodes;
 ///
 /// let one = Nodes::from(vec!["model"]);
 /// let two = Nodes::from(vec!["web", "papers"]);

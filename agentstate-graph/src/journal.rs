@@ -4,7 +4,7 @@
 
 use crate::effect::Interrupt;
 use agentstate_store::backend::Backend;
-use agentstate_store::record::EntryInfo;
+use agentstate_store::EntryInfo;
 use agentstate_store::{HistoryQuery, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,7 +21,7 @@ pub const JOURNAL_VERSION: u32 = 1;
 /// One entry of a durable run's journal: the stored contract of durable runs.
 ///
 /// Every entry a run appends to its thread carries, in its metadata
-/// ([`EntryInfo::extra`](agentstate_store::record::EntryInfo::extra)) under the key
+/// ([`EntryInfo::extra`](agentstate_store::EntryInfo::extra)) under the key
 /// [`META_KEY`] (`"agentstate_graph"`), one `JournalEntry` as a JSON object tagged by `entry`
 /// (`{"entry": "step", "step": 3, ...}`), with the format's version `v` ([`JOURNAL_VERSION`];
 /// an entry without one is version 1). The entry's own update (its body) is the state change:

@@ -6,7 +6,7 @@
 //! error categories, and runs as streams of events.
 //!
 //! ```
-//! use agentstate_graph::{node::Context, node_names, Graph, END};
+//! use agentstate_graph::{node_names, Context, Graph, END};
 //! use agentstate::{AgentState, State};
 //! use std::sync::Arc;
 //!
@@ -22,7 +22,7 @@
 //!     enum Step { Plan = "plan", Web = "web", Papers = "papers", Write = "write" }
 //! }
 //!
-//! fn note(text: &'static str) -> impl agentstate_graph::node::Node<Research> {
+//! fn note(text: &'static str) -> impl agentstate_graph::Node<Research> {
 //!     move |_: Arc<Research>, _: Context| async move {
 //!         Ok::<_, std::convert::Infallible>(ResearchUpdate::default().notes(vec![text.to_owned()]))
 //!     }
@@ -75,47 +75,92 @@
 //! | a conditional edge returning an unknown node | `routing_error` | `KeyError` if targets were declared, else a warning and the run ends | `routing_error` (for enum names it cannot compile) |
 //! | a subgraph as a node | projections (default: nothing in, same names out) | the parent's whole state in, the whole final state out | OpenArmature ([`subgraph`]) |
 //!
-//! Modules: [`name`] (node names, routes, `END`), [`node`] (nodes and their context),
-//! [`builder`] (building and its checks), [`graph`] (the compiled graph and its runs),
-//! [`event`] (a run's events), [`stream`] (a run as a stream of them; every kind of run goes
-//! through one run loop), [`subgraph`] (graphs as nodes, with projections), [`json`] (states
-//! known at run time, for graphs built from configuration), [`error`], [`effect`] (a node's
-//! side effects and questions to a person) and `durable` (feature `store`: runs kept on a
-//! stored thread, resumed after a crash, suspended for an answer, streamed; `cargo run
-//! --example approval` shows one). Runs, steps, nodes, effects and questions are `tracing`
-//! spans (target `agentstate_graph`), their fields named as OpenTelemetry's GenAI conventions
-//! name them.
+//! The steps themselves, in order, are told in [`Graph`]'s documentation.
+//!
+//! # Effects and interrupts
+//!
+//! What a node asks of a durable run through its [`Context`]:
+//!
+//! - [`Context::effect`] runs a side effect (a payment, an email, a model call worth keeping)
+//!   and, in a durable run, journals its result before the node goes on; when the node runs
+//!   again (after a crash, or on resume after an interrupt) the recorded result is returned and
+//!   the effect does not run again.
+//! - [`Context::interrupt`] asks for a person's answer: the first time it returns
+//!   [`Interrupted`], which the node returns with `?`; the durable run then ends suspended, and
+//!   when it is resumed with an answer for the interrupt's id the node runs again from its start
+//!   and `interrupt` returns the answer.
+//!
+//! Outside a durable run an effect simply runs, and an interrupt fails the node, and the run
+//! with `interrupt_outside_durable_run` (there is no thread to keep the question in).
+//!
+//! # What is where
+//!
+//! The root holds the graph and its runs:
+//!
+//! - building: [`Graph::builder`] gives a [`GraphBuilder`], whose checks fail with a
+//!   [`CompileError`] or warn with [`CompileWarning`]s; [`DEFAULT_RECURSION_LIMIT`];
+//!   [`GraphState`] (the states a graph runs);
+//! - names and routes: [`NodeKey`] and [`node_names!`], [`END`] ([`End`]), a route's
+//!   [`Target`] or [`Routes`], a dynamic fan-out's [`Dispatch`]es ([`Sends`]);
+//! - nodes: [`Node`], the [`Context`] a node is given and what it [`Emitted`], [`BoxNode`],
+//!   [`BoxError`], [`NodeFuture`];
+//! - runs: [`Graph::invoke`] with a [`RunConfig`]; [`Graph::stream`] gives a [`RunStream`] of
+//!   [`Event`]s (picked by an [`EventFilter`]; a step's [`StepRecord`] and its [`Nodes`]); a run
+//!   that fails gives a [`RunError`] (its [`RunErrorKind`]) carrying the state at the point of
+//!   failure; errors of building and running each have their OpenArmature category;
+//! - effects and interrupts: [`Interrupt`] (a question a durable run waits for), [`Interrupted`],
+//!   [`EffectError`], [`UnsupportedSuspension`].
+//!
+//! The rest is in namespaces:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`layer`] | nodes that wrap a node, in tower's sense: retries ([`RetryPolicy`](layer::RetryPolicy)) and timeouts |
+//! | [`parallel`] | parallel work inside one node: a [`FanOut`](parallel::FanOut) (a subgraph per item) and [`ParallelBranches`](parallel::ParallelBranches), their error policies and errors |
+//! | [`subgraph`] | graphs as nodes, with projections |
+//! | [`json`] | [`JsonState`](json::JsonState): states known at run time, for graphs built from configuration |
+//! | `durable` (feature `store`) | runs kept on a stored thread, resumed after a crash, suspended for an answer, streamed (`cargo run --example approval` shows one); the journal's stored contract |
+//! | `agui` (feature `ag-ui`) | a run's events as AG-UI events |
+//!
+//! The public modules are namespaces, not files: the files behind them are private and their
+//! items re-exported, so a file can move without breaking an import.
+//!
+//! Every kind of run goes through one run loop. Runs, steps, nodes, effects and questions are
+//! `tracing` spans (target `agentstate_graph`), their fields named as OpenTelemetry's GenAI
+//! conventions name them.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 #[cfg(feature = "ag-ui")]
 pub mod agui;
-pub mod builder;
+mod builder;
 #[cfg(feature = "store")]
 pub mod durable;
-pub mod effect;
-pub mod error;
-pub mod event;
-pub mod graph;
+mod effect;
+mod error;
+mod event;
+mod graph;
 #[cfg(feature = "store")]
 mod journal;
 pub mod json;
 pub mod layer;
-pub mod name;
-pub mod node;
+mod name;
+mod node;
 pub mod parallel;
 mod run;
 mod step;
-pub mod stream;
+mod stream;
 pub mod subgraph;
 mod trace;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
+pub use effect::{EffectError, Interrupt, Interrupted, UnsupportedSuspension};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, EventFilter};
-pub use graph::{Graph, RunConfig, StepRecord};
+pub use graph::{Graph, Nodes, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
-pub use node::{BoxError, BoxNode, Context, Node};
+pub use node::{BoxError, BoxNode, Context, Emitted, Node, NodeFuture};
 pub use stream::RunStream;
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when

@@ -1,16 +1,14 @@
 //! Node names: the [`NodeKey`] a graph names its nodes with, routing [`Target`]s and [`END`].
-//!
-//! A graph names its nodes with any [`NodeKey`]: an enum declared with [`node_names!`](crate::node_names)
-//! (a route to a node that does not exist does not compile, and building the graph checks that
-//! every variant has a node), or strings (`&'static str`, `String`, `Arc<str>`) for graphs built
-//! from configuration, checked when the graph is built (static edges) or when the route is taken
-//! (conditional edges, a `routing_error`).
 
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
 
-/// What a graph names its nodes with.
+/// What a graph names its nodes with: an enum declared with [`node_names!`](crate::node_names)
+/// (a route to a node that does not exist does not compile, and building the graph checks that
+/// every variant has a node), or strings (`&'static str`, `String`, `Arc<str>`) for graphs built
+/// from configuration, checked when the graph is built (static edges) or when the route is taken
+/// (conditional edges, a `routing_error`).
 ///
 /// Implemented for strings and, through [`node_names!`](crate::node_names), for enums. An enum is a *closed* set
 /// of names ([`ALL`](NodeKey::ALL)): building a graph checks that each has a node, so every

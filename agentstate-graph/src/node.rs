@@ -1,26 +1,4 @@
-//! Nodes: async functions of the state that return its update, and the [`Context`] the runner
-//! gives them.
-//!
-//! A node reads the state through an `Arc<S>`: shared, never copied, and impossible to mutate.
-//! It returns `Result<O, E>` where `O` converts into a [`NodeOutput`] (an update, messages, a
-//! tool result, several of those, or `()`), and `E` is any error type; the runner reports it as
-//! a `node_exception` with the error as its `source()`.
-//!
-//! ```
-//! use agentstate_graph::node::{Context, Node};
-//! use agentstate::{AgentState, State};
-//! use std::sync::Arc;
-//!
-//! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-//! struct Counter { n: u32 }
-//!
-//! // An async closure of the state and the context is a node.
-//! let increment = |state: Arc<Counter>, _cx: Context| async move {
-//!     Ok::<_, std::convert::Infallible>(CounterUpdate::default().n(state.n + 1))
-//! };
-//! fn is_node(_: &impl Node<Counter>) {}
-//! is_node(&increment);
-//! ```
+//! Nodes: async functions of the state that return its update, and their [`Context`].
 
 use crate::effect::{EffectError, Interrupted, Scope};
 use agentstate::NodeOutput;
@@ -38,6 +16,27 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub type NodeFuture<U> = Pin<Box<dyn Future<Output = Result<NodeOutput<U>, BoxError>> + Send>>;
 
 /// A unit of work of a graph: reads the state, returns its output.
+///
+/// A node reads the state through an `Arc<S>`: shared, never copied, and impossible to mutate.
+/// It returns `Result<O, E>` where `O` converts into a [`NodeOutput`] (an update, messages, a
+/// tool result, several of those, or `()`), and `E` is any error type; the runner reports it as
+/// a `node_exception` with the error as its `source()`.
+///
+/// ```
+/// use agentstate_graph::{Context, Node};
+/// use agentstate::{AgentState, State};
+/// use std::sync::Arc;
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Counter { n: u32 }
+///
+/// // An async closure of the state and the context is a node.
+/// let increment = |state: Arc<Counter>, _cx: Context| async move {
+///     Ok::<_, std::convert::Infallible>(CounterUpdate::default().n(state.n + 1))
+/// };
+/// fn is_node(_: &impl Node<Counter>) {}
+/// is_node(&increment);
+/// ```
 ///
 /// Implemented for every `Fn(Arc<S>, Context) -> impl Future<Output = Result<O, E>>` with `O:
 /// Into<NodeOutput<S::Update>>` and `E: Into<BoxError>`; implement it yourself for a node that
@@ -182,7 +181,7 @@ impl Context {
     /// API's idempotency key, a unique column) and it is done once.
     ///
     /// ```
-    /// use agentstate_graph::{node::Context, effect::EffectError};
+    /// use agentstate_graph::{Context, EffectError};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let cx = Context::detached("pay");
@@ -267,7 +266,7 @@ impl Context {
     /// run the graph durably (`graph.durable(&store)`, feature `store`).
     ///
     /// ```
-    /// use agentstate_graph::node::Context;
+    /// use agentstate_graph::Context;
     /// use serde_json::json;
     ///
     /// let cx = Context::detached("approve");
@@ -298,7 +297,7 @@ impl Context {
     /// emissions dropped.
     ///
     /// ```
-    /// use agentstate_graph::node::Context;
+    /// use agentstate_graph::Context;
     /// let cx = Context::detached("model");
     /// assert_eq!((cx.node(), cx.step(), cx.is_streamed()), ("model", 0, false));
     /// ```

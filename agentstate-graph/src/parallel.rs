@@ -45,7 +45,7 @@ use std::task::Poll;
 
 /// A question from an instance or a branch: passed up as it is (the run suspends, or, outside
 /// a durable run, fails as `interrupt_outside_durable_run`), or, when the node collects errors
-/// in a durable run, an [`UnsupportedSuspension`](crate::effect::UnsupportedSuspension).
+/// in a durable run, an [`UnsupportedSuspension`](crate::UnsupportedSuspension).
 fn unsupported(cx: &Context, error: BoxError, collects: bool) -> BoxError {
     match error.downcast::<crate::effect::Interrupted>() {
         Ok(interrupt) if collects && cx.is_durable() => {

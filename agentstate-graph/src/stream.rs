@@ -1,54 +1,4 @@
-//! Streaming a run: [`Graph::stream`] gives the run as a [`Stream`] of [`Event`]s, as they
-//! happen.
-//!
-//! The stream drives the run itself (nothing is spawned): polling it runs the graph, dropping it
-//! cancels the run with no partial merge. The run is the one run loop of every kind of run
-//! ([`Graph::invoke`] and durable runs too); it writes each half step's events into a batch
-//! of its own, handed to the stream at once (no lock and no dynamic call per event; nodes'
-//! emissions, which may come from other threads, are the exception), and the next step begins
-//! only when the consumer has taken every event of the last one. The state after each step is shared with
-//! the run (`Arc<S>`, not a copy), so a consumer that drops it before asking for the next event
-//! never makes the run copy the state.
-//!
-//! A stream carries every event unless [`RunStream::only`] picks some
-//! ([`EventFilter`]): events left out are never built. Streaming every event costs about four
-//! small events per step (0.1 to 0.2 µs on trivial nodes, nothing next to a model call); the
-//! state after each step alone ([`EventFilter::STEP_FINISHED`]) costs one.
-//!
-//! A durable run streams the same way
-//! ([`DurableGraph::stream`](crate::durable::DurableGraph::stream)), with what durability adds:
-//! [`Event::StepCommitted`] (the thread's version after a commit) and, for a run that waits for
-//! a person, [`Event::RunSuspended`] as its last event.
-//!
-//! ```
-//! use agentstate_graph::{event::Event, node::Context, Graph, END};
-//! use agentstate::{AgentState, State};
-//! use futures_util::StreamExt;
-//! use std::sync::Arc;
-//!
-//! #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-//! struct Doc { text: String }
-//!
-//! let graph = Graph::builder()
-//!     .node("write", |_: Arc<Doc>, cx: Context| async move {
-//!         cx.text_delta("m1", "Hel");
-//!         cx.text_delta("m1", "lo");
-//!         Ok::<_, std::convert::Infallible>(DocUpdate::default().text("Hello"))
-//!     })
-//!     .entry("write")
-//!     .edge("write", END)
-//!     .build()?;
-//!
-//! let events: Vec<Event<Doc, &str>> = tokio::runtime::Builder::new_current_thread()
-//!     .build()?
-//!     .block_on(graph.stream(Doc::default()).collect());
-//! let kinds: Vec<&str> = events.iter().map(Event::kind).collect();
-//! assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
-//!                    "node_finished", "step_finished", "run_finished"]);
-//! let Some(Event::RunFinished { state }) = events.last() else { unreachable!() };
-//! assert_eq!(state.text, "Hello");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Streaming a run: [`RunStream`].
 
 use crate::error::RunError;
 use crate::event::{Event, EventFilter, Outbox, Queue};
@@ -147,7 +97,56 @@ impl<S: State, K, T> Driven<S, K, T> {
     }
 }
 
-/// A run in memory as a stream of [`Event`]s; see the [module docs](self).
+/// A run as a stream of [`Event`]s, as they happen: [`Graph::stream`] gives one.
+///
+/// The stream drives the run itself (nothing is spawned): polling it runs the graph, dropping it
+/// cancels the run with no partial merge. The run is the one run loop of every kind of run
+/// ([`Graph::invoke`] and durable runs too); it writes each half step's events into a batch
+/// of its own, handed to the stream at once (no lock and no dynamic call per event; nodes'
+/// emissions, which may come from other threads, are the exception), and the next step begins
+/// only when the consumer has taken every event of the last one. The state after each step is
+/// shared with the run (`Arc<S>`, not a copy), so a consumer that drops it before asking for the
+/// next event never makes the run copy the state.
+///
+/// A stream carries every event unless [`RunStream::only`] picks some
+/// ([`EventFilter`]): events left out are never built. Streaming every event costs about four
+/// small events per step (0.1 to 0.2 µs on trivial nodes, nothing next to a model call); the
+/// state after each step alone ([`EventFilter::STEP_FINISHED`]) costs one.
+///
+/// A durable run streams the same way
+/// ([`DurableGraph::stream`](crate::durable::DurableGraph::stream)), with what durability adds:
+/// [`Event::StepCommitted`] (the thread's version after a commit) and, for a run that waits for
+/// a person, [`Event::RunSuspended`] as its last event.
+///
+/// ```
+/// use agentstate_graph::{Context, Event, Graph, END};
+/// use agentstate::{AgentState, State};
+/// use futures_util::StreamExt;
+/// use std::sync::Arc;
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Doc { text: String }
+///
+/// let graph = Graph::builder()
+///     .node("write", |_: Arc<Doc>, cx: Context| async move {
+///         cx.text_delta("m1", "Hel");
+///         cx.text_delta("m1", "lo");
+///         Ok::<_, std::convert::Infallible>(DocUpdate::default().text("Hello"))
+///     })
+///     .entry("write")
+///     .edge("write", END)
+///     .build()?;
+///
+/// let events: Vec<Event<Doc, &str>> = tokio::runtime::Builder::new_current_thread()
+///     .build()?
+///     .block_on(graph.stream(Doc::default()).collect());
+/// let kinds: Vec<&str> = events.iter().map(Event::kind).collect();
+/// assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
+///                    "node_finished", "step_finished", "run_finished"]);
+/// let Some(Event::RunFinished { state }) = events.last() else { unreachable!() };
+/// assert_eq!(state.text, "Hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<S: GraphState, K: NodeKey> {
     driven: Driven<S, K, Result<Arc<S>, RunError<S>>>,
@@ -191,7 +190,7 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
     /// [`EventFilter::EMITTED`], nodes' emissions are dropped where they are made.
     ///
     /// ```
-    /// use agentstate_graph::{event::{Event, EventFilter}, node::Context, Graph, END};
+    /// use agentstate_graph::{Context, Event, EventFilter, Graph, END};
     /// use agentstate::{AgentState, State};
     /// use futures_util::StreamExt;
     /// use std::sync::Arc;

@@ -1349,7 +1349,7 @@ async fn simple_case(setup: &Setup, case: &Value) -> Checked {
 async fn invocations_case(setup: &Setup, case: &Value) -> Checked {
     let mut notes = Vec::new();
     let durable = setup.built.graph.durable(&setup.store);
-    let mut pending: Vec<agentstate_graph::durable::Interrupt> = Vec::new();
+    let mut pending: Vec<agentstate_graph::Interrupt> = Vec::new();
     let mut last_thread = String::from("invocation");
     for invocation in case["invocations"].as_array().into_iter().flatten() {
         let name = invocation

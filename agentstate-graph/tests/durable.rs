@@ -7,11 +7,11 @@
 
 use agentstate::AgentState;
 use agentstate_graph::durable::{
-    Answers, Durability, DurableError, DurableGraph, Interrupt, Outcome, RunStatus, META_KEY,
+    Answers, Durability, DurableError, DurableGraph, Outcome, RunStatus, META_KEY,
 };
-use agentstate_graph::{BoxError, Context, Dispatch, Graph, Node, Target, END};
+use agentstate_graph::{BoxError, Context, Dispatch, Graph, Interrupt, Node, Target, END};
 use agentstate_store::backend::Backend;
-use agentstate_store::record::EntryInfo;
+use agentstate_store::EntryInfo;
 use agentstate_store::{HistoryQuery, Store, StoreError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -10,13 +10,13 @@ use agentstate::message::{Message, Role};
 use agentstate::state::AgentState as Agent;
 use agentstate::AgentState;
 use agentstate_graph::durable::{
-    Answers, Durability, DurableError, DurableStream, Interrupt, JournalEntry, Outcome, RunStatus,
-    META_KEY,
+    Answers, Durability, DurableError, DurableStream, JournalEntry, Outcome, RunStatus, META_KEY,
 };
-use agentstate_graph::{BoxError, Context, Dispatch, Event, EventFilter, Graph, Node, END};
+use agentstate_graph::{
+    BoxError, Context, Dispatch, Event, EventFilter, Graph, Interrupt, Node, END,
+};
 use agentstate_store::backend::Backend;
-use agentstate_store::record::EntryInfo;
-use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError};
+use agentstate_store::{EntryInfo, HistoryQuery, StepMeta, Store, StoreError};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

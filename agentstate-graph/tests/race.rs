@@ -544,7 +544,7 @@ async fn race_thread(
     graph: &agentstate_graph::durable::DurableGraph<
         Trip,
         &'static str,
-        agentstate_store::any::AnyBackend,
+        agentstate_store::AnyBackend,
     >,
     thread: &str,
     worker: &str,

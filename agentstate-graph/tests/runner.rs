@@ -463,7 +463,7 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
                     assert_eq!(&*node, "a");
                     assert_eq!(
                         *emitted,
-                        agentstate_graph::node::Emitted::Custom {
+                        agentstate_graph::Emitted::Custom {
                             name: "progress".into(),
                             value: serde_json::json!({"done": 1})
                         }
@@ -610,7 +610,7 @@ fn emissions_from_another_task_wake_the_stream_and_come_before_the_node_finishes
         .iter()
         .filter_map(|e| match e {
             Event::Emitted { emitted, .. } => match &**emitted {
-                agentstate_graph::node::Emitted::TextDelta { delta, .. } => Some(delta.as_str()),
+                agentstate_graph::Emitted::TextDelta { delta, .. } => Some(delta.as_str()),
                 _ => None,
             },
             _ => None,

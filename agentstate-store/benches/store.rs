@@ -32,8 +32,7 @@
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate_store::backend::Backend;
-use agentstate_store::store::SnapshotPolicy;
-use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, Store, Thread};
+use agentstate_store::{HistoryQuery, SnapshotPolicy, SqliteStore, StepMeta, Store, Thread};
 use divan::Bencher;
 use std::path::{Path, PathBuf};
 use tokio::runtime::Runtime;

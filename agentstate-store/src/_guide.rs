@@ -55,7 +55,7 @@
 //! (a failing merge writes nothing either), appends, and only then applies the merge locally;
 //! [`reload`](crate::Thread::reload) replays just the entries appended since its version, and
 //! [`merge_with`](crate::Thread::merge_with) re-runs an async step on the reloaded state until
-//! it wins, as its [`RetryPolicy`](crate::RetryPolicy) says (default: 32 tries, pauses from 5 ms
+//! it wins, as its [`ConflictRetry`](crate::ConflictRetry) says (default: 32 tries, pauses from 5 ms
 //! doubling to 500 ms with full jitter; with 16 writers on one thread a call needs about 2
 //! tries), then fails with `RetriesExhausted`, naming the thread and the tries. The database enforces the rule (SQLite: `BEGIN IMMEDIATE`, then the
 //! version check and the insert in one transaction; PostgreSQL: one statement that updates the
@@ -218,8 +218,9 @@
 //! SQLite runs in WAL mode with `synchronous=NORMAL` by default: a committed step survives a
 //! crash of the process (a test kills a writer with SIGKILL mid-loop and reopens the thread at
 //! its last committed version) and the database is never corrupted, but the last commits before a
-//! power loss or OS crash may be rolled back. `SqliteStore::open_with(path, Durability::Full)`
-//! syncs every commit. PostgreSQL: an append returns after the server's commit, which with its
+//! power loss or OS crash may be rolled back. `SqliteStore::open_with(path, Synchronous::Full)`
+//! ([`sqlite::Synchronous`](crate::sqlite::Synchronous)) syncs every commit. PostgreSQL: an
+//! append returns after the server's commit, which with its
 //! default `synchronous_commit=on` has flushed the WAL; `PostgresOptions { synchronous_commit:
 //! false, .. }` trades the last fraction of a second of commits on a server crash for latency.
 //!

@@ -1,26 +1,4 @@
-//! One store type for whichever backend a program picks at run time: [`AnyStore`], a
-//! [`Store`] over [`AnyBackend`], which forwards each operation to the SQLite or PostgreSQL
-//! backend it holds (as sqlx's `Any` does). The typed stores (`SqliteStore`, `PostgresStore`)
-//! are unchanged and pay nothing for it; either converts into an `AnyStore` with `.into()`.
-//!
-//! ```
-//! use agentstate::message::{Message, Role};
-//! use agentstate::state::AgentState;
-//! use agentstate_store::any::AnyStore;
-//! use agentstate_store::StepMeta;
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! // From the configuration: `sqlite:path/to/file.db`, `sqlite::memory:`, `postgres://...`.
-//! let url = std::env::var("MY_APP_DATABASE").unwrap_or("sqlite::memory:".into());
-//! let store: AnyStore = AnyStore::open(&url).await?;
-//! assert_eq!(store.backend().name(), "SQLite");
-//!
-//! let mut chat = store.create("chat", AgentState::default()).await?;
-//! chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
-//! assert_eq!(store.load::<AgentState>("chat").await?.version, 1);
-//! # Ok::<(), agentstate_store::StoreError>(())
-//! # }).unwrap();
-//! ```
+//! One store type for whichever backend a program picks at run time.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -31,7 +9,29 @@ use crate::record::{
 use crate::store::Store;
 use std::sync::Arc;
 
-/// A store over whichever backend [`AnyStore::open`] found in its URL.
+/// A store over whichever backend a program picks at run time ([`AnyStore::open`] finds it in
+/// its URL): a [`Store`] over [`AnyBackend`], which forwards each operation to the SQLite or
+/// PostgreSQL backend it holds (as sqlx's `Any` does). The typed stores (`SqliteStore`,
+/// `PostgresStore`) are unchanged and pay nothing for it; either converts into an `AnyStore`
+/// with `.into()`.
+///
+/// ```
+/// use agentstate::message::{Message, Role};
+/// use agentstate::state::AgentState;
+/// use agentstate_store::{AnyStore, StepMeta};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// // From the configuration: `sqlite:path/to/file.db`, `sqlite::memory:`, `postgres://...`.
+/// let url = std::env::var("MY_APP_DATABASE").unwrap_or("sqlite::memory:".into());
+/// let store: AnyStore = AnyStore::open(&url).await?;
+/// assert_eq!(store.backend().name(), "SQLite");
+///
+/// let mut chat = store.create("chat", AgentState::default()).await?;
+/// chat.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
+/// assert_eq!(store.load::<AgentState>("chat").await?.version, 1);
+/// # Ok::<(), agentstate_store::StoreError>(())
+/// # }).unwrap();
+/// ```
 pub type AnyStore = Store<AnyBackend>;
 
 /// The backend of an [`AnyStore`]: one of the backends compiled in (features `sqlite`,
@@ -204,7 +204,7 @@ impl Store<AnyBackend> {
     /// typed store and convert it: `AnyStore::from(PostgresStore::connect_with(..).await?)`.
     ///
     /// ```
-    /// use agentstate_store::any::AnyStore;
+    /// use agentstate_store::AnyStore;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let dir = std::env::temp_dir().join(format!("agentstate-any-{}", std::process::id()));

@@ -1,18 +1,29 @@
-//! The interface every backend implements: moving [`record`](crate::record)s in and out of a
-//! database, each operation in one transaction. The typed API is [`Store`](crate::store::Store).
+//! For implementors of a backend: the [`Backend`] trait every database implements, moving rows
+//! in and out of it, each operation in one transaction, and the rows it moves. The typed API
+//! is [`Store`](crate::Store), which builds the rows and checks types and versions around these
+//! raw operations.
+//!
+//! The rows are threads, journal entries and snapshots as JSON text with their bookkeeping:
+//! [`NewThread`] and [`NewEntry`] (to write), [`Loaded`] (where loading a version starts,
+//! [`Base`], and the [`Entries`] to replay after it, as [`StoredEntry`]s), [`HistoryPage`],
+//! [`StoredRow`] (what a [`Rewriter`] rewrites), [`LeaseOp`]; and, shared with users, the
+//! root's [`ThreadInfo`], [`EntryInfo`](crate::EntryInfo), [`Head`](crate::Head),
+//! [`LeaseInfo`], [`ThreadQuery`] and [`migrate::SchemaRecord`](crate::migrate::SchemaRecord).
+
+pub use crate::record::{
+    Base, Entries, EntryBatch, HistoryPage, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
+    StoredEntry, StoredRow,
+};
 
 use crate::error::StoreError;
-use crate::record::{
-    HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord,
-    ThreadInfo, ThreadQuery,
-};
+use crate::record::{LeaseInfo, SchemaRecord, ThreadInfo, ThreadQuery};
 use std::future::Future;
 
 /// A database holding threads. Implemented by `Sqlite` and `Postgres`; users call
-/// [`Store`](crate::store::Store), which checks types and versions around these raw operations.
+/// [`Store`](crate::Store), which checks types and versions around these raw operations.
 pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Creates a thread (for a fork: after checking its parent has the version it starts at),
-    /// with a new incarnation; an id [`check_id`](crate::record::check_id) refuses is
+    /// with a new incarnation; an id [`check_id`](crate::check_id) refuses is
     /// [`StoreError::InvalidId`].
     fn create(
         &self,
@@ -62,7 +73,7 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// What it takes to build version `seq` (the newest if `None`): the newest snapshot at or
     /// before it (or the initial state, or the parent's version for a fork) and the entries
     /// after that, read in one consistent view. With `after` (the version a caller holds), and
-    /// if the entries after it are still there: [`Base::Continue`](crate::record::Base) and
+    /// if the entries after it are still there: [`Base::Continue`](crate::backend::Base) and
     /// just those entries.
     fn load(
         &self,
@@ -132,7 +143,7 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Acquires, renews or releases the thread's lease for `owner` (see [`LeaseOp`]), in one
     /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
     /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held,
-    /// with the thread's [`Head`](crate::record::Head) as the same statement or transaction
+    /// with the thread's [`Head`](crate::Head) as the same statement or transaction
     /// saw it (`None` for a release). A missing thread is [`StoreError::ThreadNotFound`]; a
     /// lease that is not the owner's is [`StoreError::Leased`] (acquire: another holds it) or
     /// [`StoreError::LeaseLost`] (renew, release: another holds it or none is recorded for the

@@ -37,7 +37,7 @@ use crate::lease::Lease;
 use crate::migrate::Migration;
 use crate::record::{EntryInfo, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery};
 use crate::store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};
-use crate::thread::{RetryPolicy, Thread};
+use crate::thread::{ConflictRetry, Thread};
 use agentstate::FanIn;
 use agentstate::NodeOutput;
 use serde_json::{Map, Value};
@@ -191,10 +191,10 @@ impl<B: Backend> BlockingStore<B> {
         self
     }
 
-    /// See [`Store::with_retry_policy`].
+    /// See [`Store::with_conflict_retry`].
     #[must_use]
-    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
-        self.store = self.store.with_retry_policy(policy);
+    pub fn with_conflict_retry(mut self, policy: ConflictRetry) -> Self {
+        self.store = self.store.with_conflict_retry(policy);
         self
     }
 
@@ -505,14 +505,14 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
         self.thread.is_current(&lease.lease)
     }
 
-    /// See [`Thread::retry_policy`].
-    pub fn retry_policy(&self) -> RetryPolicy {
-        self.thread.retry_policy()
+    /// See [`Thread::conflict_retry`].
+    pub fn conflict_retry(&self) -> ConflictRetry {
+        self.thread.conflict_retry()
     }
 
-    /// See [`Thread::set_retry_policy`].
-    pub fn set_retry_policy(&mut self, policy: RetryPolicy) {
-        self.thread.set_retry_policy(policy);
+    /// See [`Thread::set_conflict_retry`].
+    pub fn set_conflict_retry(&mut self, policy: ConflictRetry) {
+        self.thread.set_conflict_retry(policy);
     }
 
     /// See [`Thread::reload`].

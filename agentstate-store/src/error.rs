@@ -1,14 +1,14 @@
-//! The store's errors: one enum, each variant a readable sentence, [`StoreError::category`] a
-//! stable name.
+//! The store's errors.
 
-/// Everything the store reports. Bad data in the database is always one of these, never a panic
-/// and never a partly loaded state.
+/// Everything the store reports: one enum, each variant a readable sentence,
+/// [`category`](StoreError::category) a stable name. Bad data in the database is always one of
+/// these, never a panic and never a partly loaded state.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// Another writer appended to the thread after this writer read it; nothing was written
     /// (`state_write_conflict`). Reload the thread and merge again (see
-    /// [`Thread::merge_with`](crate::thread::Thread::merge_with)).
+    /// [`Thread::merge_with`](crate::Thread::merge_with)).
     #[error("thread `{thread}` is at version {actual}, not at version {expected} that this writer read; nothing was written (reload and retry)")]
     Conflict {
         /// The thread.
@@ -20,7 +20,7 @@ pub enum StoreError {
     },
 
     /// The thread was migrated to another schema (see
-    /// [`Store::migrate_thread`](crate::store::Store::migrate_thread)) after this writer read
+    /// [`Store::migrate_thread`](crate::Store::migrate_thread)) after this writer read
     /// it; nothing was written (`state_write_conflict`). Reload and retry.
     #[error("thread `{thread}` was migrated to schema {now:016x} after this writer read it at schema {read:016x}; nothing was written (reload and retry)")]
     Migrated {
@@ -32,8 +32,8 @@ pub enum StoreError {
         now: u64,
     },
 
-    /// [`Thread::merge_with`](crate::thread::Thread::merge_with) ran its step the
-    /// [`RetryPolicy`](crate::thread::RetryPolicy)'s number of times, and each time another
+    /// [`Thread::merge_with`](crate::Thread::merge_with) ran its step the
+    /// [`ConflictRetry`](crate::ConflictRetry)'s number of times, and each time another
     /// writer appended first; nothing was written (`state_write_conflict`).
     #[error("gave up writing to thread `{thread}` after {attempts} tries, each refused because another writer appended first; nothing was written (the last refusal: {last})")]
     RetriesExhausted {
@@ -200,7 +200,7 @@ pub enum StoreError {
     },
 
     /// A thread id the store does not accept (`thread_id_invalid`). See
-    /// [`record::check_id`](crate::record::check_id).
+    /// [`check_id`](crate::check_id).
     #[error("thread id {thread:?} is not allowed: {reason}")]
     InvalidId {
         /// The id.
@@ -210,7 +210,7 @@ pub enum StoreError {
     },
 
     /// Another worker holds the thread's lease: it is running the thread (`thread_leased`).
-    /// Nothing was changed. See [`Store::lease`](crate::store::Store::lease).
+    /// Nothing was changed. See [`Store::lease`](crate::Store::lease).
     #[error("thread `{thread}` is being run by worker `{owner}` (its lease expires in {}); try again once it is released or has expired", duration(.expires_in_ms))]
     Leased {
         /// The thread.

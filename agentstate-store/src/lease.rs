@@ -1,24 +1,4 @@
-//! Run leases: one worker at a time runs a thread. A [`Lease`] (from
-//! [`Store::lease`](crate::store::Store::lease)) says that its owner runs the thread until it
-//! expires; another worker asking for it meanwhile is refused with [`StoreError::Leased`], and
-//! takes it over once it has expired (a worker that died).
-//!
-//! The lease (owner, expiry) is changed by one statement or transaction per call, so any
-//! number of tasks, processes and machines sharing the database agree on who holds it. Expiry
-//! is judged by the database's clock on PostgreSQL (workers on several machines need not agree
-//! on the time) and by the local clock on SQLite. A thread deleted while leased takes its lease
-//! with it.
-//!
-//! A lease also fences writes: a [`Thread`](crate::Thread) handle
-//! [`fence`](crate::Thread::fence)d by a lease appends only while that lease is its owner's and
-//! has not expired, checked in the append's own statement or transaction; otherwise nothing is
-//! written and the append fails with [`StoreError::LeaseLost`] (`lease_lost`). So a worker that
-//! stalled past its ttl while another took the thread over commits nothing.
-//!
-//! Each acquisition and renewal also reports the thread's [`Head`] (version, incarnation,
-//! schema) as the same statement saw it: a worker that keeps a thread handle between runs tells
-//! with [`Thread::is_current`](crate::Thread::is_current) whether it is still the thread's
-//! latest, without another query.
+//! Run leases: one worker at a time runs a thread.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -27,7 +7,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A held lease on a thread: its owner runs the thread until
-/// [`expires_at`](Lease::expires_at). From [`Store::lease`](crate::store::Store::lease).
+/// [`expires_at`](Lease::expires_at). From [`Store::lease`](crate::Store::lease).
+///
+/// One worker at a time runs a thread: another worker asking for the lease meanwhile is refused
+/// with [`StoreError::Leased`], and takes it over once it has expired (a worker that died).
+///
+/// The lease (owner, expiry) is changed by one statement or transaction per call, so any
+/// number of tasks, processes and machines sharing the database agree on who holds it. Expiry
+/// is judged by the database's clock on PostgreSQL (workers on several machines need not agree
+/// on the time) and by the local clock on SQLite. A thread deleted while leased takes its lease
+/// with it.
+///
+/// A lease also fences writes: a [`Thread`](crate::Thread) handle
+/// [`fence`](crate::Thread::fence)d by a lease appends only while that lease is its owner's and
+/// has not expired, checked in the append's own statement or transaction; otherwise nothing is
+/// written and the append fails with [`StoreError::LeaseLost`] (`lease_lost`). So a worker that
+/// stalled past its ttl while another took the thread over commits nothing.
+///
+/// Each acquisition and renewal also reports the thread's [`Head`] (version, incarnation,
+/// schema) as the same statement saw it: a worker that keeps a thread handle between runs tells
+/// with [`Thread::is_current`](crate::Thread::is_current) whether it is still the thread's
+/// latest, without another query.
 ///
 /// A `Lease` does not renew itself: a worker that runs longer than its `ttl` calls
 /// [`renew`](Lease::renew) before it expires (a heartbeat, e.g. every third of the `ttl`), and
@@ -103,7 +103,7 @@ fn ttl_ms(ttl: Duration) -> u64 {
 }
 
 impl<B: Backend> Lease<B> {
-    /// Acquires the lease (see [`Store::lease`](crate::store::Store::lease)).
+    /// Acquires the lease (see [`Store::lease`](crate::Store::lease)).
     pub(crate) async fn acquire(
         backend: Arc<B>,
         thread: &str,

@@ -20,7 +20,7 @@
 //!   into it.
 //! - A node's output (an update, messages, a tool result, several) goes into
 //!   [`Thread::merge`] as it is; [`Thread::merge_with`] runs an async step (a model call) on
-//!   the latest state and retries it on a conflict, with backoff ([`RetryPolicy`]).
+//!   the latest state and retries it on a conflict, with backoff ([`ConflictRetry`]).
 //! - States and updates are stored as JSON, with the fingerprint of the state type's schema
 //!   (and the schema itself, once). An edited type loads its old threads when the edit is
 //!   compatible (a field added with a default, removed, a reducer changed); an incompatible
@@ -29,6 +29,34 @@
 //!
 //! The [`_guide`] explains threads, the concurrency rule, leases, reading, snapshots,
 //! migrations and durability, with running examples.
+//!
+//! ## What is where
+//!
+//! The root holds what a program that keeps threads uses:
+//!
+//! - [`Store`], its [`SnapshotPolicy`] and [`ConflictRetry`], [`StoredState`] (the states it
+//!   keeps); [`SqliteStore`], `PostgresStore` and [`AnyStore`] (over [`AnyBackend`]);
+//! - [`Thread`] (a handle that writes) with [`StepMeta`] (a step's metadata) and
+//!   [`Versioned`] (a state read at its version);
+//! - [`Lease`] and [`LeaseInfo`]: one worker at a time;
+//! - what is read back: [`ThreadInfo`], [`Head`], [`EntryInfo`] and its [`EntryKind`],
+//!   [`Compaction`]; the queries [`HistoryQuery`] and [`ThreadQuery`]; [`check_id`] and the
+//!   limits [`MAX_ID_BYTES`], [`MAX_LEASE_TTL_MS`];
+//! - [`StoreError`], each variant with a stable [`category`](StoreError::category).
+//!
+//! The rest is in namespaces:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`blocking`] | the store for synchronous programs: [`BlockingStore`](blocking::BlockingStore), its threads and leases |
+//! | [`migrate`] | schema evolution: [`Migration`](migrate::Migration)s between declared versions, a schema's [`fingerprint`](migrate::fingerprint) and [`SchemaRecord`](migrate::SchemaRecord) |
+//! | `sqlite` (feature `sqlite`) | the SQLite backend: `Sqlite` and `SqliteStore`, its `synchronous` setting (`Synchronous`), the version of its tables |
+//! | `postgres` (feature `postgres`) | the PostgreSQL backend: `Postgres` and `PostgresStore`, `PostgresOptions`, the version of its tables |
+//! | [`backend`] | for implementors of a backend: the [`Backend`](backend::Backend) trait and the rows it moves |
+//! | [`_guide`] | documentation only |
+//!
+//! The public modules are namespaces, not files: the files behind them are private and their
+//! items re-exported, so a file can move without breaking an import.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};
@@ -67,32 +95,36 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod _guide;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub mod any;
+mod any;
 pub mod backend;
 pub mod blocking;
 mod checked;
-pub mod error;
-pub mod lease;
+mod error;
+mod lease;
 pub mod migrate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-pub mod record;
+mod record;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
-pub mod store;
-pub mod thread;
+mod store;
+mod thread;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub use any::AnyStore;
+pub use any::{AnyBackend, AnyStore};
 pub use error::StoreError;
 pub use lease::Lease;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-pub use record::{Head, StepMeta, ThreadQuery};
+pub use record::{
+    check_id, EntryInfo, EntryKind, Head, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery,
+    MAX_ID_BYTES, MAX_LEASE_TTL_MS,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-pub use store::{HistoryQuery, SnapshotPolicy, Store, Versioned};
-pub use thread::{RetryPolicy, Thread};
+pub use store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};
+pub use thread::{ConflictRetry, Thread};

@@ -4,7 +4,7 @@
 //! # What the store records
 //!
 //! Every row (a thread's initial state, each journal entry, each snapshot) records the
-//! *fingerprint* of the schema it was written in ([`fingerprint`](crate::record::fingerprint):
+//! *fingerprint* of the schema it was written in ([`fingerprint`]:
 //! a hash of `State::schema()`, i.e. the fields, their reducers and their parameters, and of
 //! the declared version). The description itself (`State::schema()` as JSON), the type's name,
 //! its fields' Rust types ([`State::FIELD_TYPES`](agentstate::State)) and its declared version
@@ -55,15 +55,15 @@
 //!
 //! A thread's versions are always rebuilt by the type that loads them. An entry written by a
 //! type whose schema is not the thread's records its own fingerprint
-//! ([`EntryInfo::fingerprint`](crate::record::EntryInfo), listed by
-//! [`Store::history`](crate::store::Store::history)): the first entry with a new fingerprint is
+//! ([`EntryInfo::fingerprint`](crate::EntryInfo), listed by
+//! [`Store::history`](crate::Store::history)): the first entry with a new fingerprint is
 //! the point where the schema changed. Loading a version before that point replays the old
 //! entries *under the new schema*: a changed reducer applies to them too (with
 //! `bounded_append(max_len = 50)` in place of 5, a version before the change holds up to 50
 //! items where it held 5 when it was written). A snapshot keeps the state as its own schema
 //! made it, and entries after it are merged by the new reducers. To have every row in the new
 //! schema (and read directly again), write the thread back with
-//! [`Store::migrate_thread`](crate::store::Store::migrate_thread).
+//! [`Store::migrate_thread`](crate::Store::migrate_thread).
 //!
 //! # Example
 //!
@@ -115,8 +115,9 @@
 //! # }).unwrap();
 //! ```
 
+pub use crate::record::{fingerprint, SchemaRecord};
+
 use crate::error::StoreError;
-use crate::record::SchemaRecord;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -240,7 +241,7 @@ impl Migrations {
     /// Registers a step. A second step for the same `(from, to)` pair is
     /// [`StoreError::MigrationAmbiguous`]; the first is kept, and every later
     /// [`resolve`](Self::resolve) reports the duplicate too, so a registration whose error was
-    /// not looked at (as [`Store::with_migration`](crate::store::Store::with_migration)'s) still
+    /// not looked at (as [`Store::with_migration`](crate::Store::with_migration)'s) still
     /// fails before any migration runs.
     pub fn add(&mut self, step: Migration) -> Result<(), StoreError> {
         let pair = (step.from, step.to);

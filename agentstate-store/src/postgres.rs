@@ -35,7 +35,7 @@ use tokio_postgres::{IsolationLevel, NoTls, Row};
 /// about 2 kB out of the row (TOAST), and an update that does not change it copies only its
 /// pointer, so both cost the same at any size of the initial state (measured at 1k to 100k
 /// messages: see the store's benchmarks).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const TABLES_VERSION: i64 = 3;
 
 /// A [`Store`] in a PostgreSQL database.
 pub type PostgresStore = Store<Postgres>;
@@ -402,7 +402,7 @@ impl Postgres {
                 .map_err(db_err(doing))?
                 .map(|r| r.get(0));
             return match found {
-                Some(SCHEMA_VERSION) => Ok(()),
+                Some(TABLES_VERSION) => Ok(()),
                 Some(found @ 1..=2) => {
                     if found == 1 {
                         tx.batch_execute(&format!(
@@ -417,7 +417,7 @@ impl Postgres {
                     tx.batch_execute(&format!(
                         "ALTER TABLE {threads} ADD COLUMN lease_owner TEXT,
                                                ADD COLUMN lease_expires_ms BIGINT;
-                         UPDATE {meta} SET value = {SCHEMA_VERSION} WHERE key = 'schema_version';"
+                         UPDATE {meta} SET value = {TABLES_VERSION} WHERE key = 'schema_version';"
                     ))
                     .await
                     .map_err(db_err(doing))?;
@@ -425,7 +425,7 @@ impl Postgres {
                 }
                 other => Err(StoreError::UnsupportedVersion {
                     found: other.unwrap_or(-1),
-                    supported: SCHEMA_VERSION,
+                    supported: TABLES_VERSION,
                 }),
             };
         }
@@ -468,7 +468,7 @@ impl Postgres {
                  PRIMARY KEY (thread, seq)
              );
              {}
-             INSERT INTO {meta} (key, value) VALUES ('schema_version', {SCHEMA_VERSION});",
+             INSERT INTO {meta} (key, value) VALUES ('schema_version', {TABLES_VERSION});",
             self.schemas_table()
         ))
         .await

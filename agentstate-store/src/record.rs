@@ -1,6 +1,4 @@
-//! What a backend stores and returns: threads, journal entries and snapshots as JSON text with
-//! their bookkeeping. The typed layer ([`store`](crate::store)) builds them; backends only move
-//! them in and out of the database.
+//! What a backend stores and returns (see [`backend`](crate::backend)).
 
 use crate::error::StoreError;
 use serde_json::{Map, Value};
@@ -14,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 ///
 /// ```
 /// use agentstate::state::AgentState;
-/// use agentstate_store::record::fingerprint;
+/// use agentstate_store::migrate::fingerprint;
 ///
 /// assert_eq!(fingerprint::<AgentState>(), fingerprint::<AgentState>());
 /// ```
@@ -37,7 +35,7 @@ pub fn fingerprint<S: agentstate::State>() -> u64 {
 ///
 /// ```
 /// use agentstate::state::AgentState;
-/// use agentstate_store::record::{fingerprint, SchemaRecord};
+/// use agentstate_store::migrate::{fingerprint, SchemaRecord};
 ///
 /// let record = SchemaRecord::of::<AgentState>();
 /// assert_eq!(record.fingerprint, fingerprint::<AgentState>());
@@ -90,7 +88,7 @@ pub const MAX_ID_BYTES: usize = 1024;
 /// is created or forked.
 ///
 /// ```
-/// use agentstate_store::record::check_id;
+/// use agentstate_store::check_id;
 ///
 /// assert!(check_id("user-42/chat 7").is_ok());
 /// assert_eq!(check_id("").unwrap_err().category(), "thread_id_invalid");
@@ -192,7 +190,7 @@ impl EntryKind {
 /// find it by later. The time is added when it is appended.
 ///
 /// ```
-/// use agentstate_store::record::StepMeta;
+/// use agentstate_store::StepMeta;
 /// use serde_json::json;
 ///
 /// let meta = StepMeta::node("chat").run_id("run-1").with("model", json!("small"));
@@ -266,10 +264,10 @@ pub struct NewEntry {
 
 /// A thread's head as the database saw it: its version, the incarnation of its id and the
 /// fingerprint of its schema. A handle that read the thread at this head is current (see
-/// [`Thread::is_current`](crate::thread::Thread::is_current)).
+/// [`Thread::is_current`](crate::Thread::is_current)).
 ///
 /// ```
-/// use agentstate_store::record::Head;
+/// use agentstate_store::Head;
 ///
 /// let head = Head { version: 7, incarnation: 42, fingerprint: 0xabc };
 /// assert_eq!(head, Head { version: 7, ..head });
@@ -470,7 +468,7 @@ pub type EntryBatch = Result<Vec<StoredEntry>, StoreError>;
 /// [`StoreError::Corrupt`], never a shorter state.
 ///
 /// ```
-/// use agentstate_store::record::{Entries, StoredEntry};
+/// use agentstate_store::backend::{Entries, StoredEntry};
 ///
 /// let entry = |seq| StoredEntry { seq, kind: 0, body: "{}".into(), fingerprint: None };
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -734,7 +732,7 @@ impl Start {
 }
 
 /// What [`Backend::lease`](crate::backend::Backend::lease) does to a thread's lease (see
-/// [`Store::lease`](crate::store::Store::lease)).
+/// [`Store::lease`](crate::Store::lease)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseOp {
     /// Take the lease for `ttl_ms` if no one holds it, it has expired, or it is already the
@@ -752,7 +750,7 @@ pub enum LeaseOp {
 /// thread's head as the same statement saw it.
 ///
 /// ```
-/// use agentstate_store::record::{Head, LeaseInfo};
+/// use agentstate_store::{Head, LeaseInfo};
 /// use std::time::Duration;
 ///
 /// let info = LeaseInfo {

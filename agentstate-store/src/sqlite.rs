@@ -29,9 +29,10 @@ pub type SqliteStore = Store<Sqlite>;
 /// answers: a caller woken by the answer then finds the connection free for an inline append.
 type Job = Box<dyn FnOnce(&Mutex<Connection>) + Send>;
 
-/// How durable a commit is (SQLite's `synchronous` in WAL mode).
+/// How durable a commit is: SQLite's `synchronous` setting in WAL mode (given to
+/// [`SqliteStore::open_with`](Store::open_with)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
+pub enum Synchronous {
     /// `synchronous=NORMAL`: a commit survives a crash of the process, but the last commits
     /// before a power loss or OS crash may be rolled back (the database stays consistent).
     #[default]
@@ -98,25 +99,26 @@ impl Store<Sqlite> {
     /// # Ok::<(), agentstate_store::StoreError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_with(path, Durability::Normal)
+        Self::open_with(path, Synchronous::Normal)
     }
 
-    /// Opens the database file at `path` with the given durability.
-    pub fn open_with(path: impl AsRef<Path>, durability: Durability) -> Result<Self, StoreError> {
+    /// Opens the database file at `path` with the given `synchronous` setting (how durable a
+    /// commit is).
+    pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let conn =
             Connection::open(path).map_err(db_err(format!("opening `{}`", path.display())))?;
-        Sqlite::start(conn, durability).map(Store::new)
+        Sqlite::start(conn, synchronous).map(Store::new)
     }
 
     /// A private database in memory (for tests and scratch work).
     pub fn open_in_memory() -> Result<Self, StoreError> {
         let conn = Connection::open_in_memory().map_err(db_err("opening a database in memory"))?;
-        Sqlite::start(conn, Durability::Normal).map(Store::new)
+        Sqlite::start(conn, Synchronous::Normal).map(Store::new)
     }
 
     /// Whether an append may run on the calling task's thread (the default with
-    /// [`Durability::Normal`]; off by default with [`Durability::Full`], whose commits wait for
+    /// [`Synchronous::Normal`]; off by default with [`Synchronous::Full`], whose commits wait for
     /// the disk, which would then block the caller's thread).
     ///
     /// An append is one short transaction (a version check and an insert, tens of
@@ -159,12 +161,12 @@ fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
 }
 
 impl Sqlite {
-    fn start(mut conn: Connection, durability: Durability) -> Result<Self, StoreError> {
+    fn start(mut conn: Connection, synchronous: Synchronous) -> Result<Self, StoreError> {
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(db_err("setting the busy timeout"))?;
-        let sync = match durability {
-            Durability::Normal => "NORMAL",
-            Durability::Full => "FULL",
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
         };
         // 8 KiB pages (for a new file): a journal row of a chat message is ~0.7 KiB, and a 4 KiB
         // page would leave an eighth of itself empty after its fifth row. A 16 MiB page cache
@@ -192,7 +194,7 @@ impl Sqlite {
         Ok(Sqlite {
             jobs,
             conn,
-            inline: AtomicBool::new(durability == Durability::Normal),
+            inline: AtomicBool::new(synchronous == Synchronous::Normal),
             checkpoint_queued: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -324,9 +326,9 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// A version-5 file is migrated when it is opened: the initial state of each thread not
 /// compacted past it becomes its version-0 snapshot (one written there already is kept), each
 /// recorded lease a row of its own, and the thread row's three columns are dropped.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const TABLES_VERSION: i64 = 6;
 
-/// A thread's version, in SQL, for a row `t` of the threads table (see [`SCHEMA_VERSION`]): the
+/// A thread's version, in SQL, for a row `t` of the threads table (see [`TABLES_VERSION`]): the
 /// newest entry's key is found by one B-tree seek.
 macro_rules! version_of {
     ($t:literal) => {
@@ -410,7 +412,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .optional()
             .map_err(db_err("reading the store's version"))?;
         return match found {
-            Some(SCHEMA_VERSION) => Ok(()),
+            Some(TABLES_VERSION) => Ok(()),
             Some(found @ 1..=5) => {
                 if found == 1 {
                     migrate_v1(&tx)?;
@@ -423,13 +425,13 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
                     migrate_v4(&tx)?;
                 }
                 migrate_v5(&tx)?;
-                let doing = format!("migrating the store's tables to version {SCHEMA_VERSION}");
+                let doing = format!("migrating the store's tables to version {TABLES_VERSION}");
                 reclaim(&tx, &doing)?;
                 tx.commit().map_err(db_err(doing))
             }
             other => Err(StoreError::UnsupportedVersion {
                 found: other.unwrap_or(-1),
-                supported: SCHEMA_VERSION,
+                supported: TABLES_VERSION,
             }),
         };
     }
@@ -450,7 +452,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
          {V4_TABLES}
          {V6_TABLES}
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(TABLES_VERSION)
     ))
     .map_err(db_err("creating the store's tables"))?;
     tx.commit().map_err(db_err("creating the store's tables"))
@@ -494,7 +496,7 @@ fn migrate_v1(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     .map_err(db_err(doing))
 }
 
-/// What version 4 adds to version 3's tables (see [`SCHEMA_VERSION`]).
+/// What version 4 adds to version 3's tables (see [`TABLES_VERSION`]).
 const V4_TABLES: &str = "
     CREATE TRIGGER agentstate_entry_deleted AFTER DELETE ON agentstate_entries
     WHEN (OLD.key & 4294967295) > (SELECT head FROM agentstate_threads WHERE tid = OLD.key >> 32)
@@ -527,7 +529,7 @@ fn migrate_v4(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     .map_err(db_err("migrating the store's tables from version 4"))
 }
 
-/// What version 6 adds (see [`SCHEMA_VERSION`]): the view of the leases, kept as rows of the
+/// What version 6 adds (see [`TABLES_VERSION`]): the view of the leases, kept as rows of the
 /// snapshots table, one per thread while one is recorded.
 const V6_TABLES: &str = "
     CREATE VIEW agentstate_leases (tid, owner, expires_ms) AS
@@ -567,7 +569,7 @@ fn migrate_v5(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
          ALTER TABLE agentstate_threads DROP COLUMN lease_expires_ms;
          DROP VIEW agentstate_meta;
          {}",
-        version_view(SCHEMA_VERSION)
+        version_view(TABLES_VERSION)
     ))
     .map_err(db_err(doing))
 }
@@ -634,7 +636,7 @@ fn thread_row(conn: &Connection, id: &str) -> Result<Row, StoreError> {
 }
 
 /// A thread's key and head, and its lease, for a row of the threads table `t` left-joined with
-/// its lease's row `l` of the snapshots table (see [`SCHEMA_VERSION`]).
+/// its lease's row `l` of the snapshots table (see [`TABLES_VERSION`]).
 const HEAD_COLUMNS: &str = concat!(
     "t.tid, t.fingerprint, ",
     version_of!("t"),
@@ -759,7 +761,7 @@ fn load_base(
             .map_err(db_err(doing()))?,
     };
     let (base, from) = match start.base(&row.info, snapshot) {
-        // The initial state (see `SCHEMA_VERSION`), named as such.
+        // The initial state (see `TABLES_VERSION`), named as such.
         Some((
             Base::Snapshot {
                 seq: 0,

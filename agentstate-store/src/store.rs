@@ -1,6 +1,4 @@
-//! The typed store: threads of a state type `S`, created, loaded (latest or at any version),
-//! forked, listed, snapshotted, compacted and deleted. Writing goes through a
-//! [`Thread`] handle.
+//! The typed store: threads of a state type, created, loaded, forked, listed and deleted.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -10,7 +8,7 @@ use crate::record::{
     fingerprint, now_ms, Base, EntryInfo, EntryKind, LeaseInfo, Loaded, NewThread, Rewriter,
     SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
-use crate::thread::{RetryPolicy, Thread};
+use crate::thread::{ConflictRetry, Thread};
 use agentstate::State;
 use agentstate::{FanIn, Update, OVERWRITE_SUFFIX};
 use serde::de::DeserializeOwned;
@@ -57,7 +55,7 @@ impl<S> StoredState for S where
 /// its fork point).
 ///
 /// ```
-/// use agentstate_store::store::SnapshotPolicy;
+/// use agentstate_store::SnapshotPolicy;
 ///
 /// let policy = SnapshotPolicy::every(100).when_journal_outgrows(true);
 /// assert!(policy.is_due(100, 10, 1_000));
@@ -132,7 +130,7 @@ impl SnapshotPolicy {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Config {
     pub(crate) policy: SnapshotPolicy,
-    pub(crate) retry: RetryPolicy,
+    pub(crate) retry: ConflictRetry,
     pub(crate) migrations: Migrations,
     /// Shared by the store's clones and by stores derived with another policy or migration.
     pub(crate) schemas: Arc<SchemaCache>,
@@ -169,7 +167,7 @@ pub struct Versioned<S> {
 /// (newest first) with [`before`](HistoryQuery::before) it.
 ///
 /// ```
-/// use agentstate_store::store::HistoryQuery;
+/// use agentstate_store::HistoryQuery;
 ///
 /// let first = HistoryQuery::oldest(50);              // versions 1, 2, ... 50
 /// let next = HistoryQuery::oldest(50).after(50);     // 51 ... 100
@@ -233,8 +231,9 @@ impl HistoryQuery {
 }
 
 /// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`, or
-/// [`AnyStore`](crate::any::AnyStore) for a backend chosen at run time). Cheap to clone; clones
-/// share the database. Every operation's future is `Send`; dropping it cancels the operation,
+/// [`AnyStore`](crate::AnyStore) for a backend chosen at run time): created, loaded (latest or
+/// at any version), forked, listed, snapshotted, compacted and deleted; writing goes through a
+/// [`Thread`] handle. Cheap to clone; clones share the database. Every operation's future is `Send`; dropping it cancels the operation,
 /// and each write is one transaction, so a cancelled write is either whole or absent.
 #[derive(Debug)]
 pub struct Store<B> {
@@ -309,15 +308,15 @@ impl<B: Backend> Store<B> {
     }
 
     /// Uses `policy` for [`Thread::merge_with`] on this store's thread handles (see
-    /// [`RetryPolicy`]; a handle can override it with [`Thread::set_retry_policy`]).
+    /// [`ConflictRetry`]; a handle can override it with [`Thread::set_conflict_retry`]).
     #[must_use]
-    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+    pub fn with_conflict_retry(mut self, policy: ConflictRetry) -> Self {
         Arc::make_mut(&mut self.config).retry = policy;
         self
     }
 
-    /// The retry policy of [`Thread::merge_with`].
-    pub fn retry_policy(&self) -> RetryPolicy {
+    /// How [`Thread::merge_with`] retries on a conflict on this store's handles.
+    pub fn conflict_retry(&self) -> ConflictRetry {
         self.config.retry
     }
 
@@ -601,7 +600,7 @@ impl<B: Backend> Store<B> {
 
     /// Takes the run lease on thread `id` for `owner` (a string naming the worker or run) for
     /// `ttl`, in one statement: one worker at a time runs a thread (see
-    /// [`lease`](crate::lease)). Succeeds if no one holds the lease, it has expired (its holder
+    /// [`Lease`]). Succeeds if no one holds the lease, it has expired (its holder
     /// died: this takes it over), or it is already `owner`'s (then it is extended to `ttl` from
     /// now). Otherwise fails with [`StoreError::Leased`] (`thread_leased`), naming the holder
     /// and how long its lease still has. A missing thread is [`StoreError::ThreadNotFound`]; an
@@ -746,8 +745,7 @@ impl<B: Backend> Store<B> {
     ///
     /// ```
     /// use agentstate::AgentState;
-    /// use agentstate_store::migrate::Migration;
-    /// use agentstate_store::record::fingerprint;
+    /// use agentstate_store::migrate::{fingerprint, Migration};
     /// use agentstate_store::{SqliteStore, StepMeta};
     /// use serde::{Deserialize, Serialize};
     ///

@@ -1,6 +1,4 @@
-//! A thread handle: a typed state at a known version, written one step at a time. Each step is
-//! checked against the local state, appended at the version the handle read (so a stale writer
-//! gets [`StoreError::Conflict`] and writes nothing), and only then merged locally.
+//! A thread handle: a typed state at a known version, written one step at a time.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -16,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How [`Thread::merge_with`] retries after a conflict: at most
-/// [`max_attempts`](RetryPolicy::max_attempts) runs of the step, and before each retry a pause
+/// [`max_attempts`](ConflictRetry::max_attempts) runs of the step, and before each retry a pause
 /// that doubles from an initial one up to a cap, with full jitter (a random fraction of it), so
 /// that writers racing on one thread spread out instead of colliding again.
 ///
@@ -25,14 +23,14 @@ use std::time::Duration;
 /// writers appending to one thread as fast as they can, a call needs about 2 attempts on
 /// average and 12 at most on PostgreSQL, 5 at most on SQLite; without the pauses, up to 64).
 /// Pauses sleep on tokio's timer, which the runtime must have enabled (`#[tokio::main]`,
-/// `Runtime::new` and `enable_all` do); with [`no_backoff`](RetryPolicy::no_backoff) nothing
+/// `Runtime::new` and `enable_all` do); with [`no_backoff`](ConflictRetry::no_backoff) nothing
 /// sleeps.
 ///
 /// ```
-/// use agentstate_store::thread::RetryPolicy;
+/// use agentstate_store::ConflictRetry;
 /// use std::time::Duration;
 ///
-/// let policy = RetryPolicy::default()
+/// let policy = ConflictRetry::default()
 ///     .max_attempts(5)
 ///     .backoff(Duration::from_millis(10), Duration::from_millis(40));
 /// assert_eq!(policy.attempts(), 5);
@@ -42,19 +40,19 @@ use std::time::Duration;
 /// let exact = policy.jitter(false);
 /// assert_eq!(exact.pause_before_retry(2), Duration::from_millis(20));
 /// assert_eq!(exact.pause_before_retry(4), Duration::from_millis(40));
-/// assert_eq!(RetryPolicy::default().no_backoff().pause_before_retry(3), Duration::ZERO);
+/// assert_eq!(ConflictRetry::default().no_backoff().pause_before_retry(3), Duration::ZERO);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub struct ConflictRetry {
     attempts: u32,
     initial: Duration,
     cap: Duration,
     jitter: bool,
 }
 
-impl Default for RetryPolicy {
+impl Default for ConflictRetry {
     fn default() -> Self {
-        RetryPolicy {
+        ConflictRetry {
             attempts: 32,
             initial: Duration::from_millis(5),
             cap: Duration::from_millis(500),
@@ -63,7 +61,7 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl ConflictRetry {
     /// Runs the step at most `n` times (at least 1: then a conflict is not retried).
     #[must_use]
     pub fn max_attempts(mut self, n: u32) -> Self {
@@ -115,8 +113,11 @@ impl RetryPolicy {
     }
 }
 
-/// A thread's state at a version, and the way to append to it. Get one from
+/// A thread's state at a version, and the way to append to it, one step at a time. Get one from
 /// [`Store::create`], [`Store::thread`] or [`Store::thread_or_create`].
+///
+/// Each step is checked against the local state, appended at the version the handle read (so a
+/// stale writer gets [`StoreError::Conflict`] and writes nothing), and only then merged locally.
 ///
 /// ```
 /// use agentstate::message::{Message, Role};
@@ -157,7 +158,7 @@ pub struct Thread<S, B> {
     snapshot_bytes: u64,
     /// The thread's fingerprint when this handle read it.
     thread_fingerprint: u64,
-    retry: RetryPolicy,
+    retry: ConflictRetry,
     /// `S`'s fingerprint, if it is not the thread's (then each entry records it).
     own_fingerprint: Option<u64>,
     /// The thread's incarnation when this handle read it.
@@ -367,13 +368,13 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             && head.fingerprint == self.thread_fingerprint
     }
 
-    /// The retry policy of [`merge_with`](Thread::merge_with) (the store's, unless set here).
-    pub fn retry_policy(&self) -> RetryPolicy {
+    /// How [`merge_with`](Thread::merge_with) retries on a conflict (the store's, unless set here).
+    pub fn conflict_retry(&self) -> ConflictRetry {
         self.retry
     }
 
     /// Uses `policy` for this handle's [`merge_with`](Thread::merge_with).
-    pub fn set_retry_policy(&mut self, policy: RetryPolicy) {
+    pub fn set_conflict_retry(&mut self, policy: ConflictRetry) {
         self.retry = policy;
     }
 
@@ -686,8 +687,8 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
 
     /// Runs `step` on the current state and appends the output it returns (as
     /// [`merge`](Thread::merge)); on a conflict, pauses, reloads the thread and runs `step`
-    /// again, as the [`RetryPolicy`] says ([`Store::with_retry_policy`],
-    /// [`set_retry_policy`](Thread::set_retry_policy)). After the last attempt it fails with
+    /// again, as the [`ConflictRetry`] says ([`Store::with_conflict_retry`],
+    /// [`set_conflict_retry`](Thread::set_conflict_retry)). After the last attempt it fails with
     /// [`StoreError::RetriesExhausted`], naming the thread and the number of attempts; a step's
     /// own error ends it at once. `step` must decide from the state it is given, since it may
     /// see a newer one each time.
@@ -703,8 +704,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// ```
     /// use agentstate::message::{Message, Role};
     /// use agentstate::state::{AgentState, AgentStateUpdate};
-    /// use agentstate_store::thread::RetryPolicy;
-    /// use agentstate_store::{SqliteStore, StepMeta, StoreError};
+    /// use agentstate_store::{ConflictRetry, SqliteStore, StepMeta, StoreError};
     ///
     /// /// The "model": a reply to the messages it is given.
     /// async fn model(messages: &[Message]) -> Result<Message, StoreError> {
@@ -719,7 +719,7 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// other.merge(Message::text_message("hi", Role::User), StepMeta::node("user")).await?;
     ///
     /// // `chat` is stale: its first attempt conflicts, the second sees the user's message.
-    /// chat.set_retry_policy(RetryPolicy::default().max_attempts(3));
+    /// chat.set_conflict_retry(ConflictRetry::default().max_attempts(3));
     /// let version = chat
     ///     .merge_with(StepMeta::node("agent"), |state| {
     ///         let messages = state.context.clone();

@@ -4,8 +4,8 @@
 
 use agentstate::message::{Message, Role};
 use agentstate::state::AgentState;
-use agentstate_store::any::AnyBackend;
 use agentstate_store::blocking::BlockingStore;
+use agentstate_store::AnyBackend;
 use agentstate_store::{AnyStore, HistoryQuery, SqliteStore, StepMeta, ThreadQuery};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -72,15 +72,15 @@ fn a_url_naming_no_backend_is_a_named_error_without_its_password() {
 
 #[test]
 fn a_typed_store_converts_with_its_settings() {
-    use agentstate_store::{RetryPolicy, SnapshotPolicy};
-    let policy = RetryPolicy::default().max_attempts(3);
+    use agentstate_store::{ConflictRetry, SnapshotPolicy};
+    let policy = ConflictRetry::default().max_attempts(3);
     let typed = SqliteStore::open_in_memory()
         .unwrap()
         .with_snapshot_policy(SnapshotPolicy::every(7))
-        .with_retry_policy(policy);
+        .with_conflict_retry(policy);
     let any: AnyStore = typed.clone().into();
     assert_eq!(any.snapshot_policy(), SnapshotPolicy::every(7));
-    assert_eq!(any.retry_policy(), policy);
+    assert_eq!(any.conflict_retry(), policy);
     runtime().block_on(async {
         // The same database.
         typed.create("t", AgentState::default()).await.unwrap();

@@ -8,11 +8,10 @@ use agentstate::state::AgentStateUpdate;
 use agentstate::FanIn;
 use agentstate::{AgentState, State};
 use agentstate_store::backend::Backend;
-use agentstate_store::migrate::Migration;
-use agentstate_store::record::fingerprint;
-use agentstate_store::store::SnapshotPolicy;
-use agentstate_store::thread::Thread;
-use agentstate_store::{HistoryQuery, StepMeta, Store, StoreError, ThreadQuery, Versioned};
+use agentstate_store::migrate::{fingerprint, Migration};
+use agentstate_store::{
+    HistoryQuery, SnapshotPolicy, StepMeta, Store, StoreError, Thread, ThreadQuery, Versioned,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
 use std::collections::BTreeSet;
@@ -208,7 +207,7 @@ impl Open for agentstate_store::postgres::Postgres {
 
 /// The store for a backend chosen at run time, over either database: the suite's cases run
 /// on it too (but the races, whose child processes open the typed stores).
-impl Open for agentstate_store::any::AnyBackend {
+impl Open for agentstate_store::AnyBackend {
     async fn open(db: &Db) -> Result<Store<Self>, StoreError> {
         match db {
             Db::Sqlite(path) => {
@@ -333,10 +332,7 @@ async fn parallel_steps_replay_exactly<B: Open>(db: Db) {
     );
     let history = store.history("p", HistoryQuery::oldest(10)).await.unwrap();
     assert_eq!(history.len(), 2);
-    assert_eq!(
-        history[0].kind,
-        agentstate_store::record::EntryKind::Parallel
-    );
+    assert_eq!(history[0].kind, agentstate_store::EntryKind::Parallel);
     assert_eq!(history[0].node.as_deref(), Some("fan"));
 }
 
@@ -458,7 +454,7 @@ async fn fork_starts_from_its_parent<B: Open>(db: Db) {
     );
     // History of a fork: the parent's entries up to the fork point, then its own, paged
     // straight through the fork point; each inherited entry names the thread holding it.
-    let seqs_from = |page: &[agentstate_store::record::EntryInfo]| {
+    let seqs_from = |page: &[agentstate_store::EntryInfo]| {
         page.iter()
             .map(|e| (e.seq, e.inherited_from.clone().unwrap_or_default()))
             .collect::<Vec<_>>()
@@ -563,7 +559,7 @@ async fn snapshots_and_compaction<B: Open>(db: Db) {
     let done = store.compact::<Tally>("s").await.unwrap();
     assert_eq!(
         done,
-        agentstate_store::store::Compaction {
+        agentstate_store::Compaction {
             snapshot: 50,
             dropped: 50
         }
@@ -1492,7 +1488,7 @@ async fn thread_ids_are_checked_and_all_listed<B: Open>(db: Db) {
     assert_eq!(err.category(), "thread_id_invalid", "{err}");
     let err = store.info("a\0b").await.unwrap_err();
     assert_eq!(err.category(), "thread_id_invalid", "{err}");
-    let long = "x".repeat(agentstate_store::record::MAX_ID_BYTES + 1);
+    let long = "x".repeat(agentstate_store::MAX_ID_BYTES + 1);
     let err = store.create(&long, Tally::default()).await.unwrap_err();
     assert!(err.to_string().contains("1025 bytes"), "{err}");
     store.create("a", Tally::default()).await.unwrap();
@@ -1850,7 +1846,7 @@ async fn history_pages_both_ways<B: Open>(db: Db) {
             .await
             .unwrap();
     }
-    let nodes = |page: &[agentstate_store::record::EntryInfo]| {
+    let nodes = |page: &[agentstate_store::EntryInfo]| {
         page.iter()
             .map(|e| e.node.clone().unwrap())
             .collect::<Vec<_>>()
@@ -2001,7 +1997,7 @@ async fn node_output_merges_in_one_call<B: Open>(db: Db) {
 /// last try fails naming the thread and the tries, having written nothing; a step's own error
 /// ends it at once; its future is `Send`.
 async fn merge_with_async_steps_and_retries<B: Open>(db: Db) {
-    use agentstate_store::RetryPolicy;
+    use agentstate_store::ConflictRetry;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
     let store = B::open(&db).await.unwrap();
@@ -2025,8 +2021,8 @@ async fn merge_with_async_steps_and_retries<B: Open>(db: Db) {
         store.thread::<Tally>("t").await.unwrap(),
     ));
     let tries = Arc::new(AtomicU32::new(0));
-    t.set_retry_policy(
-        RetryPolicy::default()
+    t.set_conflict_retry(
+        ConflictRetry::default()
             .max_attempts(3)
             .backoff(Duration::from_millis(1), Duration::from_millis(2)),
     );
@@ -2085,10 +2081,10 @@ async fn merge_with_async_steps_and_retries<B: Open>(db: Db) {
     // A handle's policy survives a reload that reads the thread afresh.
     store.compact::<Tally>("t").await.unwrap();
     t.reload().await.unwrap();
-    assert_eq!(t.retry_policy().attempts(), 3);
+    assert_eq!(t.conflict_retry().attempts(), 3);
     assert_eq!(
-        store.thread::<Tally>("t").await.unwrap().retry_policy(),
-        store.retry_policy()
+        store.thread::<Tally>("t").await.unwrap().conflict_retry(),
+        store.conflict_retry()
     );
 }
 
@@ -2177,7 +2173,7 @@ async fn sixteen_writers_with_the_default_policy<B: Open>(db: Db) {
     assert_eq!(values, expected, "an update was lost or written twice");
     let most = *tries.iter().max().unwrap();
     let mean = tries.iter().sum::<u32>() as f64 / tries.len() as f64;
-    assert!(most <= store.retry_policy().attempts());
+    assert!(most <= store.conflict_retry().attempts());
     // About 2 on PostgreSQL, 1.3 on SQLite (5.7 and 2.5 without the pauses).
     assert!(mean < 4.0, "{mean} tries on average");
     println!(
@@ -2259,7 +2255,7 @@ async fn leases_admit_one_worker<B: Open>(db: Db) {
             "l",
             "worker-b",
             0,
-            agentstate_store::record::LeaseOp::Release,
+            agentstate_store::backend::LeaseOp::Release,
         )
         .await
         .unwrap_err();
@@ -2846,8 +2842,8 @@ async fn a_flush_is_one_transaction<B: Open>(db: Db) {
 
     // The backend's batch: checked entry by entry, all or nothing.
     let info = store.info("b").await.unwrap();
-    let entry = |value: u64, lease: Option<&str>| agentstate_store::record::NewEntry {
-        kind: agentstate_store::record::EntryKind::Update,
+    let entry = |value: u64, lease: Option<&str>| agentstate_store::backend::NewEntry {
+        kind: agentstate_store::EntryKind::Update,
         body: serde_json::to_string(&step(value)).unwrap(),
         time_ms: 0,
         node: Some("raw".into()),
@@ -2961,11 +2957,11 @@ where
     ]
 }
 
-/// The cases [`AnyBackend`](agentstate_store::any::AnyBackend) runs: all but the races and the
+/// The cases [`AnyBackend`](agentstate_store::AnyBackend) runs: all but the races and the
 /// crash (their child processes use the typed stores).
 fn any_cases() -> Vec<(&'static str, Case)> {
     let skip = ["racing_tasks", "racing_processes", "crash"];
-    all_cases::<agentstate_store::any::AnyBackend>()
+    all_cases::<agentstate_store::AnyBackend>()
         .into_iter()
         .filter(|(name, _)| !skip.contains(name))
         .collect()

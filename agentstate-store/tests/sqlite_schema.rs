@@ -8,7 +8,7 @@
 
 use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
-use agentstate_store::record::fingerprint;
+use agentstate_store::migrate::fingerprint;
 use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, Versioned};
 
 /// Version 1's tables, as that build created them.
@@ -150,7 +150,7 @@ fn a_version_1_database_is_migrated_when_opened() {
     });
     assert_eq!(
         stored_version(&path),
-        agentstate_store::sqlite::SCHEMA_VERSION
+        agentstate_store::sqlite::TABLES_VERSION
     );
     let conn = rusqlite::Connection::open(&path).unwrap();
     let v1_tables: i64 = conn
@@ -237,7 +237,7 @@ fn a_version_2_database_is_migrated_when_opened() {
     });
     assert_eq!(
         stored_version(&path),
-        agentstate_store::sqlite::SCHEMA_VERSION
+        agentstate_store::sqlite::TABLES_VERSION
     );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -303,7 +303,7 @@ fn a_version_3_database_is_migrated_when_opened() {
     });
     assert_eq!(
         stored_version(&path),
-        agentstate_store::sqlite::SCHEMA_VERSION
+        agentstate_store::sqlite::TABLES_VERSION
     );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -555,7 +555,7 @@ fn a_version_5_database_is_migrated_when_opened() {
     });
     assert_eq!(
         stored_version(&path),
-        agentstate_store::sqlite::SCHEMA_VERSION
+        agentstate_store::sqlite::TABLES_VERSION
     );
     // The thread row holds neither the initial state nor the lease any more.
     let conn = rusqlite::Connection::open(&path).unwrap();

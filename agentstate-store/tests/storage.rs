@@ -79,7 +79,7 @@ fn a_300_turn_chat_takes_under_half_a_megabyte() {
 /// journal and the kept snapshot, not every snapshot ever written.
 #[test]
 fn freed_pages_go_back_to_the_file_system() {
-    use agentstate_store::store::SnapshotPolicy;
+    use agentstate_store::SnapshotPolicy;
     let path = std::env::temp_dir().join(format!("agentstate-reclaim-{}.db", std::process::id()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()

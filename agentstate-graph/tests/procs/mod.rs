@@ -8,7 +8,7 @@
 use agentstate::AgentState;
 use agentstate_graph::durable::{Durability, DurableError, DurableGraph, Outcome};
 use agentstate_graph::{BoxError, Context, Graph, Routes, END};
-use agentstate_store::any::AnyBackend;
+use agentstate_store::AnyBackend;
 use agentstate_store::{AnyStore, HistoryQuery, StoreError, ThreadQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
@@ -571,10 +571,7 @@ pub async fn check_journal(store: &AnyStore, thread: &str) -> BTreeSet<String> {
     let mut entries = Vec::new();
     loop {
         let mut query = HistoryQuery::oldest(500);
-        if let Some(last) = entries
-            .last()
-            .map(|e: &agentstate_store::record::EntryInfo| e.seq)
-        {
+        if let Some(last) = entries.last().map(|e: &agentstate_store::EntryInfo| e.seq) {
             query = query.after(last);
         }
         let page = store.history(thread, query).await.unwrap();

@@ -537,9 +537,10 @@ async fn child(spec: &str) {
     }
 }
 
-/// How a racing worker treats a thread: `start` it; if another created it, `resume` until it is
-/// finished; the creator refused by a resumer retries `run` (only the creator ever starts the
-/// run, so the thread gets one run).
+/// How a racing worker treats a thread: `start_as` it with a run id of its own; if another
+/// created it, `resume` until it is finished; the creator refused by a resumer (which may have
+/// started the creator's run itself: the run's id is recorded with the thread) retries
+/// `run_as` with the same id, which never starts a second run.
 async fn race_thread(
     graph: &agentstate_graph::durable::DurableGraph<
         Trip,
@@ -559,11 +560,15 @@ async fn race_thread(
         Resumer,
     }
     let mut role = Role::First;
+    let run_id = format!("{worker}:{thread}");
     for _ in 0..10_000 {
         let n = call.fetch_add(1, Ordering::SeqCst) + 1;
         let (what, result) = match role {
-            Role::First => ("start", graph.start(thread, Trip::default()).await),
-            Role::Creator => ("run", graph.run(thread, ()).await),
+            Role::First => (
+                "start",
+                graph.start_as(thread, &run_id, Trip::default()).await,
+            ),
+            Role::Creator => ("run", graph.run_as(thread, &run_id, ()).await),
             Role::Resumer => ("resume", graph.resume(thread).await),
         };
         let result = match result {

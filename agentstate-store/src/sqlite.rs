@@ -245,6 +245,39 @@ impl Sqlite {
         }
     }
 
+    /// Runs `f` (one transaction) on the caller's thread if the connection is free and the
+    /// write lock can be had at once; `None` (to be sent to the thread) otherwise, or when `f`
+    /// found the database busy.
+    fn inline<R>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<R>,
+    ) -> Option<rusqlite::Result<R>> {
+        if !self.inline.load(Ordering::Relaxed) || self.checkpoint_queued.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(conn)) => conn.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        if conn.busy_timeout(Duration::ZERO).is_err() {
+            return None;
+        }
+        let done = f(&mut conn);
+        let _ = conn.busy_timeout(BUSY_TIMEOUT);
+        match done {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) =>
+            {
+                None
+            }
+            done => Some(done),
+        }
+    }
+
     /// Runs `f` on the connection's thread and waits for it without blocking the executor.
     async fn call<R: Send + 'static>(
         &self,
@@ -657,6 +690,50 @@ fn read_head(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, Head, FoundLease)>
 }
 
 /// The thread's key, head and lease (`None`: no such thread).
+/// Acquires, renews or releases thread `id`'s lease for `owner`, in one immediate transaction
+/// (the read of who holds it and its change are one view, across connections and processes).
+/// The outer error is the database's (a busy one sends an inline call to the connection's
+/// thread); the inner one the lease's outcome.
+fn change_lease(
+    conn: &mut Connection,
+    id: &str,
+    owner: &str,
+    ttl_ms: u64,
+    op: LeaseOp,
+) -> rusqlite::Result<Result<Option<LeaseInfo>, StoreError>> {
+    let now = now_ms();
+    let until = now.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let Some((tid, head, found)) = thread_head(&tx, id)? else {
+        return Ok(Err(StoreError::ThreadNotFound {
+            thread: id.to_owned(),
+        }));
+    };
+    let mine = found.0.as_deref() == Some(owner);
+    let free = held(found.clone(), now, head).is_none();
+    let written = match op {
+        LeaseOp::Acquire if mine || free => tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO agentstate_snapshots (key, body, fingerprint) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![tid, owner, until]))
+            .map(|_| Some(until)),
+        LeaseOp::Renew if mine => tx
+            .prepare_cached("UPDATE agentstate_snapshots SET fingerprint = ?2 WHERE key = ?1")
+            .and_then(|mut s| s.execute(params![tid, until]))
+            .map(|_| Some(until)),
+        LeaseOp::Release if mine => tx
+            .prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")
+            .and_then(|mut s| s.execute(params![tid]))
+            .map(|_| Some(now)),
+        _ => Ok(None),
+    }?;
+    if written.is_some() {
+        tx.commit()?;
+    }
+    Ok(lease_outcome(id, owner, op, written, found, now, head))
+}
+
 fn thread_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<(i64, Head, FoundLease)>> {
     conn.prepare_cached(&format!(
         "SELECT {HEAD_COLUMNS} FROM agentstate_threads t
@@ -1441,46 +1518,14 @@ impl Backend for Sqlite {
         ttl_ms: u64,
         op: LeaseOp,
     ) -> Result<Option<LeaseInfo>, StoreError> {
+        let doing = |id: &str| format!("changing the lease on thread `{id}`");
+        // On the caller's thread when the connection is free (as appends), else on its thread.
+        if let Some(done) = self.inline(|conn| change_lease(conn, thread, owner, ttl_ms, op)) {
+            return done.map_err(db_err(doing(thread)))?;
+        }
         let (id, owner) = (thread.to_owned(), owner.to_owned());
         self.call(move |conn| {
-            let doing = || format!("changing the lease on thread `{id}`");
-            let now = now_ms();
-            let until = now.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
-            // The write lock first: the read of who holds the lease and its change are one
-            // view, across connections and processes.
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err(doing()))?;
-            let (tid, head, found) =
-                thread_head(&tx, &id)
-                    .map_err(db_err(doing()))?
-                    .ok_or_else(|| StoreError::ThreadNotFound {
-                        thread: id.clone(),
-                    })?;
-            let mine = found.0.as_deref() == Some(owner.as_str());
-            let free = held(found.clone(), now, head).is_none();
-            let written = match op {
-                LeaseOp::Acquire if mine || free => tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO agentstate_snapshots (key, body, fingerprint) VALUES (?1, ?2, ?3)",
-                    )
-                    .and_then(|mut s| s.execute(params![tid, owner, until]))
-                    .map(|_| Some(until)),
-                LeaseOp::Renew if mine => tx
-                    .prepare_cached("UPDATE agentstate_snapshots SET fingerprint = ?2 WHERE key = ?1")
-                    .and_then(|mut s| s.execute(params![tid, until]))
-                    .map(|_| Some(until)),
-                LeaseOp::Release if mine => tx
-                    .prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")
-                    .and_then(|mut s| s.execute(params![tid]))
-                    .map(|_| Some(now)),
-                _ => Ok(None),
-            }
-            .map_err(db_err(doing()))?;
-            if written.is_some() {
-                tx.commit().map_err(db_err(doing()))?;
-            }
-            lease_outcome(&id, &owner, op, written, found, now, head)
+            change_lease(conn, &id, &owner, ttl_ms, op).map_err(db_err(doing(&id)))?
         })
         .await
     }

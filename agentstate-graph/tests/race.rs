@@ -560,7 +560,8 @@ async fn race_thread(
         Resumer,
     }
     let mut role = Role::First;
-    let run_id = format!("{worker}:{thread}");
+    // No `:` in it: an effect's key is `{run_id}:{place}`, which the nodes split at the first one.
+    let run_id = format!("{worker}-{thread}").replace(':', "-");
     for _ in 0..10_000 {
         let n = call.fetch_add(1, Ordering::SeqCst) + 1;
         let (what, result) = match role {

@@ -207,47 +207,15 @@ impl Sqlite {
         expected: u64,
         entries: &[NewEntry],
     ) -> Option<Result<u64, StoreError>> {
-        // While a checkpoint is queued, appends queue behind it (as they would wait for the
-        // checkpoint in the commit that filled the WAL, had SQLite run it there).
-        if !self.inline.load(Ordering::Relaxed) || self.checkpoint_queued.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut conn = match self.conn.try_lock() {
-            Ok(conn) => conn,
-            Err(TryLockError::Poisoned(conn)) => conn.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        // Never wait here: a lock held by another connection sends the append to the thread,
-        // which waits for it.
-        if conn.busy_timeout(Duration::ZERO).is_err() {
-            return None;
-        }
-        let done = append_entries(&mut conn, id, expected, entries);
-        let _ = conn.busy_timeout(BUSY_TIMEOUT);
-        drop(conn);
-        if CHECKPOINT_DUE.take() && !self.checkpoint_queued.swap(true, Ordering::AcqRel) {
-            let queued = Arc::clone(&self.checkpoint_queued);
-            let _ = self.jobs.send(Box::new(move |conn| {
-                let _ = lock(conn).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                queued.store(false, Ordering::Release);
-            }));
-        }
-        match done {
-            Err(e)
-                if matches!(
-                    e.sqlite_error_code(),
-                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-                ) =>
-            {
-                None
-            }
-            done => Some(flatten_append(id, done)),
-        }
+        let done = self.inline(|conn| append_entries(conn, id, expected, entries))?;
+        Some(flatten_append(id, done))
     }
 
     /// Runs `f` (one transaction) on the caller's thread if the connection is free and the
     /// write lock can be had at once; `None` (to be sent to the thread) otherwise, or when `f`
-    /// found the database busy.
+    /// found the database busy. While a checkpoint is queued, writes queue behind it (as they
+    /// would wait for the checkpoint in the commit that filled the WAL, had SQLite run it
+    /// there).
     fn inline<R>(
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<R>,
@@ -265,6 +233,15 @@ impl Sqlite {
         }
         let done = f(&mut conn);
         let _ = conn.busy_timeout(BUSY_TIMEOUT);
+        drop(conn);
+        // A commit that filled the WAL queues a checkpoint on the connection's thread.
+        if CHECKPOINT_DUE.take() && !self.checkpoint_queued.swap(true, Ordering::AcqRel) {
+            let queued = Arc::clone(&self.checkpoint_queued);
+            let _ = self.jobs.send(Box::new(move |conn| {
+                let _ = lock(conn).query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                queued.store(false, Ordering::Release);
+            }));
+        }
         match done {
             Err(e)
                 if matches!(

@@ -6,9 +6,10 @@
 //! (under `CI` it must be), each on a fresh thread id. A crash is the run's future (or stream)
 //! dropped, as a process that stops.
 
+mod durable_support;
+
 use agentstate::message::{Message, Role};
 use agentstate::state::AgentState as Agent;
-use agentstate::AgentState;
 use agentstate_graph::durable::{
     Answers, Durability, DurableError, DurableStream, JournalEntry, Outcome, RunStatus, META_KEY,
 };
@@ -17,72 +18,14 @@ use agentstate_graph::{
 };
 use agentstate_store::backend::Backend;
 use agentstate_store::{EntryInfo, HistoryQuery, StepMeta, Store, StoreError};
+use durable_support::*;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::time::Duration;
-use tokio::sync::Semaphore;
-
-#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Flow {
-    #[reducer(append)]
-    log: Vec<String>,
-    subject: String,
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tools of the cases.
-
-/// How many times each node's body ran.
-#[derive(Clone, Default)]
-struct Calls(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl Calls {
-    fn hit(&self, node: &str) -> usize {
-        let mut calls = self.0.lock().unwrap();
-        let n = calls.entry(node.to_owned()).or_default();
-        *n += 1;
-        *n
-    }
-
-    fn of(&self, node: &str) -> usize {
-        self.0.lock().unwrap().get(node).copied().unwrap_or(0)
-    }
-}
-
-/// A one-way gate: `wait` returns once `open` was called (before or after).
-#[derive(Clone)]
-struct Gate(Arc<Semaphore>);
-
-impl Gate {
-    fn new() -> Self {
-        Gate(Arc::new(Semaphore::new(0)))
-    }
-
-    fn open(&self) {
-        self.0.close();
-    }
-
-    async fn wait(&self) {
-        let _ = self.0.acquire().await;
-    }
-}
-
-/// A node that counts its calls and logs its name.
-fn plain(calls: &Calls, name: &'static str) -> impl Node<Flow> {
-    let calls = calls.clone();
-    move |_: Arc<Flow>, _: Context| {
-        let calls = calls.clone();
-        async move {
-            calls.hit(name);
-            Ok::<_, BoxError>(FlowUpdate::default().log(vec![name.to_owned()]))
-        }
-    }
-}
 
 /// A node that counts its calls, streams two text deltas, and logs its name.
 fn chatty(calls: &Calls, name: &'static str) -> impl Node<Flow> {
@@ -108,22 +51,6 @@ fn asking(calls: &Calls, name: &'static str) -> impl Node<Flow> {
             let answer = cx.interrupt(json!({"from": name}))?;
             let answer = answer.as_str().unwrap_or("?").to_owned();
             Ok::<_, BoxError>(FlowUpdate::default().log(vec![format!("{name}:{answer}")]))
-        }
-    }
-}
-
-/// A node that never ends on its first call (after opening `started`): the run is cut short
-/// there by dropping its future.
-fn stuck_once(calls: &Calls, name: &'static str, started: &Gate) -> impl Node<Flow> {
-    let (calls, started) = (calls.clone(), started.clone());
-    move |_: Arc<Flow>, _: Context| {
-        let (calls, started) = (calls.clone(), started.clone());
-        async move {
-            if calls.hit(name) == 1 {
-                started.open();
-                std::future::pending::<()>().await;
-            }
-            Ok::<_, BoxError>(FlowUpdate::default().log(vec![name.to_owned()]))
         }
     }
 }
@@ -161,26 +88,6 @@ fn failing(calls: &Calls, name: &'static str, n: usize) -> impl Node<Flow> {
             Ok(FlowUpdate::default().log(vec![name.to_owned()]))
         }
     }
-}
-
-fn log(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-/// The thread's journal, oldest first.
-async fn journal<B: Backend>(store: &Store<B>, thread: &str) -> Vec<EntryInfo> {
-    store
-        .history(thread, HistoryQuery::oldest(1000))
-        .await
-        .unwrap()
-}
-
-/// An entry's run metadata (`extra["agentstate_graph"]`).
-fn meta(entry: &EntryInfo) -> &Value {
-    entry
-        .extra
-        .get(META_KEY)
-        .unwrap_or_else(|| panic!("entry {} has no run metadata: {entry:?}", entry.seq))
 }
 
 /// The journal's entries of one kind (`"step"`, `"task"`...).
@@ -2341,20 +2248,6 @@ fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: Str
 
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
-
-/// A thread id no other case (or earlier test run on the same database) uses.
-fn thread_id(case: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "{case}-{}-{nanos}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    )
-}
 
 /// The PostgreSQL store at `AGENTSTATE_POSTGRES_URL`; `None` (said once) without it, unless
 /// under CI.

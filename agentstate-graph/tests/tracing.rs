@@ -354,3 +354,90 @@ fn a_durable_interrupt_and_a_replayed_effect_are_spans_too() {
     let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
     assert_eq!(field(&asked, "agentstate.interrupt.answered"), Some("true"));
 }
+
+/// OpenArmature sessions 012's rule, for durable runs: every span of a run bound to a thread
+/// (run, steps, nodes, effects, including those of a nested run) carries the thread's id
+/// (`gen_ai.conversation.id`), and every log record a node writes is inside such a span; an
+/// in-memory run's spans carry none.
+#[test]
+fn a_durable_run_s_spans_all_carry_its_thread() {
+    let child = Graph::builder()
+        .node("inner", |_: Arc<Flow>, _: Context| async {
+            tracing::info!("inner node");
+            Ok::<_, std::convert::Infallible>(FlowUpdate::default().log(vec!["inner".to_owned()]))
+        })
+        .entry("inner")
+        .edge("inner", END)
+        .build()
+        .unwrap();
+    let sub = agentstate_graph::parallel::FanOut::new(
+        child,
+        |_: &Flow| vec![Flow::default(), Flow::default()],
+        |done: Vec<Flow>| {
+            FlowUpdate::default().log(done.into_iter().flat_map(|f| f.log).collect::<Vec<_>>())
+        },
+    );
+    let graph = Graph::builder()
+        .node("a", |_: Arc<Flow>, cx: Context| async move {
+            tracing::info!("node a");
+            let paid: String = cx
+                .effect("pay", |_| async { Ok::<_, std::io::Error>("p".to_owned()) })
+                .await?;
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec![paid]))
+        })
+        .node("fan", sub)
+        .entry("a")
+        .edge("a", "fan")
+        .edge("fan", END)
+        .build()
+        .unwrap();
+
+    let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+    let durable = graph.durable(&store);
+    let capture = Capture::default();
+    let outcome = capture.run(durable.start("s12", Flow::default())).unwrap();
+    assert_eq!(outcome.state().log, ["p", "inner", "inner"]);
+    let recorded = capture.recorded.lock().unwrap();
+    let names: Vec<&str> = recorded.spans.values().map(|s| s.name).collect();
+    for name in [
+        "agentstate.run",
+        "agentstate.step",
+        "agentstate.node",
+        "agentstate.effect",
+    ] {
+        assert!(names.contains(&name), "no {name} span: {names:?}");
+    }
+    for span in recorded.spans.values() {
+        assert_eq!(
+            field(span, "gen_ai.conversation.id"),
+            Some("s12"),
+            "span {} has no thread: {span:?}",
+            span.name
+        );
+    }
+    let logs: Vec<&EventData> = recorded
+        .events
+        .iter()
+        .filter(|e| e.fields.get("message").is_some_and(|m| m.contains("node")))
+        .collect();
+    assert_eq!(logs.len(), 3, "{logs:?}");
+    for log in logs {
+        let span = log.span.and_then(|id| recorded.spans.get(&id));
+        assert_eq!(
+            span.and_then(|s| field(s, "gen_ai.conversation.id")),
+            Some("s12"),
+            "a log record outside the thread's spans: {log:?}"
+        );
+    }
+    drop(recorded);
+
+    // In memory: no thread, no attribute.
+    let capture = Capture::default();
+    capture.run(graph.invoke(Flow::default())).unwrap();
+    let recorded = capture.recorded.lock().unwrap();
+    assert!(!recorded.spans.is_empty());
+    assert!(recorded
+        .spans
+        .values()
+        .all(|s| field(s, "gen_ai.conversation.id").is_none()));
+}

@@ -60,7 +60,6 @@ pub(crate) struct Inner<S, K> {
 /// A run is a sequence of supersteps whose nodes read the state shared and whose updates merge
 /// at the step's barrier, in place, in node order.
 ///
-///
 /// # A step
 /// 1. Every node of the step runs, concurrently, on the same `Arc<S>` (no copy). Their futures
 ///    are polled in the run's own task: dropping the run drops them, and nothing is merged.
@@ -70,9 +69,13 @@ pub(crate) struct Inner<S, K> {
 ///    order): one update merges as it is; several compose as parallel writes
 ///    ([`Combine::Parallel`](agentstate::Combine::Parallel) with [`FanIn::Strict`](agentstate::FanIn::Strict)), so a field whose reducer keeps one value
 ///    written by two nodes is an error naming the field and both nodes, and nothing is merged.
-///    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`).
+///    The state is mutated in place (`Arc::make_mut`: it copies only if a node kept its `Arc`,
+///    or, in memory, when the step has a conditional or `Send` edge, whose failure must leave
+///    the state as it was before the step; a durable run drops the step from its thread's
+///    handle instead of copying).
 /// 4. Each node's outgoing edge picks the next step's nodes, conditional edges reading the
-///    merged state. A node reached by several edges runs once; the next step's nodes run in the
+///    merged state; an edge that fails, or names a node the graph lacks, fails the step, and
+///    nothing of it is merged (as in LangGraph). A node reached by several edges runs once; the next step's nodes run in the
 ///    graph's node order (the order they were added), then the `Send`s of dynamic fan-out edges
 ///    ([`route_send`](crate::GraphBuilder::route_send),
 ///    [`route_send_to`](crate::GraphBuilder::route_send_to)), each a task of its own with its

@@ -17,7 +17,7 @@ use agentstate_store::{Store, StoreError};
 use durable_support::*;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A node that counts its calls, opens `started`, waits for `release`, and logs its name.
@@ -1654,36 +1654,9 @@ async fn a_long_step_keeps_its_lease<B: Backend>(store: Store<B>, t: String) {
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
-/// The PostgreSQL store at `AGENTSTATE_POSTGRES_URL`; `None` (said once) without it, unless
-/// under CI.
+/// The PostgreSQL store, if there is one (`durable_support::postgres`).
 async fn postgres() -> Option<agentstate_store::PostgresStore> {
-    static SKIPPED: Once = Once::new();
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    match std::env::var("AGENTSTATE_POSTGRES_URL") {
-        Err(_) if ci => panic!(
-            "CI=true but AGENTSTATE_POSTGRES_URL is not set: the PostgreSQL tests must run in CI"
-        ),
-        Err(_) => {
-            SKIPPED.call_once(|| {
-                use std::io::Write;
-                // Past the test harness's capture, so that the line is seen.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "durable: postgres cases skipped: AGENTSTATE_POSTGRES_URL is not set"
-                );
-            });
-            None
-        }
-        Ok(url) => Some(
-            agentstate_store::PostgresStore::connect(&url)
-                .await
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "the PostgreSQL server at AGENTSTATE_POSTGRES_URL cannot be reached: {e}"
-                    )
-                }),
-        ),
-    }
+    durable_support::postgres("durable").await
 }
 
 macro_rules! cases {

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex, Once};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 /// A node that counts its calls, streams two text deltas, and logs its name.
@@ -2249,35 +2249,9 @@ fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: Str
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
-/// The PostgreSQL store at `AGENTSTATE_POSTGRES_URL`; `None` (said once) without it, unless
-/// under CI.
+/// The PostgreSQL store, if there is one (`durable_support::postgres`).
 async fn postgres() -> Option<agentstate_store::PostgresStore> {
-    static SKIPPED: Once = Once::new();
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    match std::env::var("AGENTSTATE_POSTGRES_URL") {
-        Err(_) if ci => panic!(
-            "CI=true but AGENTSTATE_POSTGRES_URL is not set: the PostgreSQL tests must run in CI"
-        ),
-        Err(_) => {
-            SKIPPED.call_once(|| {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "durable_loop: postgres cases skipped: AGENTSTATE_POSTGRES_URL is not set"
-                );
-            });
-            None
-        }
-        Ok(url) => Some(
-            agentstate_store::PostgresStore::connect(&url)
-                .await
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "the PostgreSQL server at AGENTSTATE_POSTGRES_URL cannot be reached: {e}"
-                    )
-                }),
-        ),
-    }
+    durable_support::postgres("durable_loop").await
 }
 
 macro_rules! cases {

@@ -11,7 +11,7 @@ use agentstate_store::{EntryInfo, HistoryQuery, Store};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use tokio::sync::Semaphore;
 
 #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -114,4 +114,36 @@ pub fn thread_id(case: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
     )
+}
+
+/// The PostgreSQL store at `AGENTSTATE_POSTGRES_URL`; `None` (said once) without it, unless
+/// under CI; `test` names the test file in the line said.
+pub async fn postgres(test: &str) -> Option<agentstate_store::PostgresStore> {
+    static SKIPPED: Once = Once::new();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    match std::env::var("AGENTSTATE_POSTGRES_URL") {
+        Err(_) if ci => panic!(
+            "CI=true but AGENTSTATE_POSTGRES_URL is not set: the PostgreSQL tests must run in CI"
+        ),
+        Err(_) => {
+            SKIPPED.call_once(|| {
+                use std::io::Write;
+                // Past the test harness's capture, so that the line is seen.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{test}: postgres cases skipped: AGENTSTATE_POSTGRES_URL is not set"
+                );
+            });
+            None
+        }
+        Ok(url) => Some(
+            agentstate_store::PostgresStore::connect(&url)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "the PostgreSQL server at AGENTSTATE_POSTGRES_URL cannot be reached: {e}"
+                    )
+                }),
+        ),
+    }
 }

@@ -285,27 +285,30 @@ fn sqlite_chat_turn<const N: usize>(bencher: Bencher, worker: &str) {
     let path = temp_db(&format!("turn-{N}-{worker}"));
     let store = SqliteStore::open(&path).unwrap();
     drop(rt.block_on(chat(&store, "chat", N, false)));
+    let graph = looping(1, Stamps::default(), Arc::default());
+    let mut durable = graph.durable(&store).worker("bench");
+    if worker != "warm" {
+        durable = durable.keep_threads(0);
+    }
+    let i = std::cell::Cell::new(N);
+    let turn = || {
+        i.set(i.get() + 2);
+        let input = AgentStateUpdate::default().context(vec![message(i.get())]);
+        match rt.block_on(durable.run("chat", input)) {
+            Ok(Outcome::Finished { version, .. }) => version,
+            other => panic!("the turn finishes: {other:?}"),
+        }
+    };
     if worker == "load" {
-        bencher.bench_local(|| {
+        // The same thread as the cold turns load, grown as they grow it (a cold turn, untimed,
+        // before each load): what a plain load of it costs at that point.
+        bencher.with_inputs(turn).bench_local_values(|_| {
             rt.block_on(store.load::<AgentState>("chat"))
                 .unwrap()
                 .version
         });
     } else {
-        let graph = looping(1, Stamps::default(), Arc::default());
-        let mut durable = graph.durable(&store).worker("bench");
-        if worker == "cold" {
-            durable = durable.keep_threads(0);
-        }
-        let mut i = N;
-        bencher.bench_local(|| {
-            i += 2;
-            let input = AgentStateUpdate::default().context(vec![message(i)]);
-            match rt.block_on(durable.run("chat", input)) {
-                Ok(Outcome::Finished { version, .. }) => version,
-                other => panic!("the turn finishes: {other:?}"),
-            }
-        });
+        bencher.bench_local(turn);
     }
     drop(store);
     remove_db(&path);
@@ -479,19 +482,41 @@ fn profile(steps: usize) {
         .unwrap_or(1_000);
     let created = std::env::var_os("AGENTSTATE_DURABLE_PROFILE_CREATED").is_some();
     drop(rt.block_on(chat(&store, "chat", messages, created)));
-    let graph = looping(STEPS, Stamps::default(), Arc::default());
-    let durable = graph.durable(&store).worker("bench");
-    let start = Instant::now();
-    for _ in 0..steps.div_ceil(STEPS) {
-        rt.block_on(durable.run("chat", ())).unwrap();
+    // `AGENTSTATE_DURABLE_PROFILE_TURNS`: `steps` one-step chat turns instead.
+    if std::env::var_os("AGENTSTATE_DURABLE_PROFILE_TURNS").is_some() {
+        // No snapshot meanwhile: the profile is of the turns alone.
+        let store = store
+            .clone()
+            .with_snapshot_policy(agentstate_store::SnapshotPolicy::every(u64::MAX));
+        let graph = looping(1, Stamps::default(), Arc::default());
+        let mut durable = graph.durable(&store).worker("bench");
+        // `=cold`: a worker that keeps no thread warm.
+        if std::env::var("AGENTSTATE_DURABLE_PROFILE_TURNS").as_deref() == Ok("cold") {
+            durable = durable.keep_threads(0);
+        }
+        let start = Instant::now();
+        for i in 0..steps {
+            let input = AgentStateUpdate::default().context(vec![message(messages + 2 * i)]);
+            rt.block_on(durable.run("chat", input)).unwrap();
+        }
+        println!(
+            "{steps} turns: {:?} per turn",
+            start.elapsed() / steps as u32
+        );
+    } else {
+        let graph = looping(STEPS, Stamps::default(), Arc::default());
+        let durable = graph.durable(&store).worker("bench");
+        let start = Instant::now();
+        for _ in 0..steps.div_ceil(STEPS) {
+            rt.block_on(durable.run("chat", ())).unwrap();
+        }
+        let elapsed = start.elapsed();
+        println!(
+            "{} steps in {elapsed:?}: {:?} per step",
+            steps.div_ceil(STEPS) * STEPS,
+            elapsed / (steps.div_ceil(STEPS) * STEPS) as u32
+        );
     }
-    let elapsed = start.elapsed();
-    println!(
-        "{} steps in {elapsed:?}: {:?} per step",
-        steps.div_ceil(STEPS) * STEPS,
-        elapsed / (steps.div_ceil(STEPS) * STEPS) as u32
-    );
-    drop(durable);
     drop(store);
     remove_db(&path);
 }

@@ -425,6 +425,13 @@ enum Begin<U> {
     Resume(Answers),
 }
 
+/// A run with its lease taken: begun warm (its input committed with the lease, the thread's
+/// handle and the run's start at hand), or to begin from the thread as it is.
+enum Begun<S: agentstate::State, B> {
+    Warm(Box<(Thread<S, B>, Position)>),
+    Cold(Begin<<S as agentstate::State>::Update>),
+}
+
 /// The key of a thread's metadata that names the run [`DurableGraph::start`] created it for,
 /// so that a worker that resumes the thread before its run's input was committed starts that
 /// run, with its id.
@@ -774,31 +781,117 @@ where
         // One run of a thread at a time in this worker too (the lease is the worker's, so its
         // clones would otherwise share it); dropped with the run, cut short or not.
         let _running = Running::claim(&self.running, thread, &self.worker)?;
-        let lease = self
-            .store
-            .lease(thread, &self.worker, self.lease_ttl)
-            .await?;
+        let (lease, begun) = match self.begin_warm(thread, begin).await? {
+            Ok(begun) => begun,
+            Err(begin) => {
+                let lease = self
+                    .store
+                    .lease(thread, &self.worker, self.lease_ttl)
+                    .await?;
+                (lease, Begun::Cold(begin))
+            }
+        };
         let heartbeat = Heartbeat::start(&lease);
-        let result = self.leased(thread, begin, &lease, &heartbeat, out).await;
+        // The run's last commit releases the lease with it, when it can (then `None`).
+        let mut lease = Some(lease);
+        let result = self
+            .leased(thread, begun, &mut lease, &heartbeat, out)
+            .await;
         heartbeat.stop();
-        let released = lease.release().await;
+        let released = match lease {
+            Some(lease) => lease.release().await,
+            None => Ok(()),
+        };
         let outcome = result?;
         released?;
         Ok(outcome)
     }
 
-    async fn leased(
+    /// A new run on a thread this worker ran last, whose run it knows to be over: its input
+    /// is committed and the lease taken in one write. `Ok(Err(begin))`: not such a run, or the
+    /// thread moved since (another worker wrote): begin it the usual way.
+    #[allow(clippy::type_complexity)]
+    async fn begin_warm(
         &self,
         thread: &str,
         begin: Begin<S::Update>,
-        lease: &Lease<B>,
+    ) -> Result<Result<(Lease<B>, Begun<S, B>), Begin<S::Update>>, DurableError<S>> {
+        let Begin::Input(input, id) = begin else {
+            return Ok(Err(begin));
+        };
+        let warm = lock(&self.warm).take(thread);
+        let (mut handle, position) = match warm {
+            Some((handle, Some(position)))
+                if position.started
+                    && position.ended()
+                    && position.interrupts.is_none()
+                    && (id.is_none() || position.run_id != id) =>
+            {
+                (handle, position)
+            }
+            Some((handle, position)) => {
+                lock(&self.warm).put(thread, handle, position);
+                return Ok(Err(Begin::Input(input, id)));
+            }
+            None => return Ok(Err(Begin::Input(input, id))),
+        };
+        let run_id = id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let meta = self.input_meta(&run_id);
+        match handle
+            .merge_leasing(input.clone(), meta, &self.worker, self.lease_ttl)
+            .await
+        {
+            Ok(lease) => {
+                let position = Position {
+                    started: true,
+                    run_id: Some(run_id),
+                    ..Position::default()
+                };
+                Ok(Ok((lease, Begun::Warm(Box::new((handle, position))))))
+            }
+            // Another worker wrote since: the usual way catches up with it.
+            Err(
+                StoreError::Conflict { .. }
+                | StoreError::Recreated { .. }
+                | StoreError::Migrated { .. },
+            ) => {
+                self.keep(thread, handle, None);
+                Ok(Err(Begin::Input(input, id)))
+            }
+            Err(error) => {
+                self.keep(thread, handle, Some(position));
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn leased(
+        &self,
+        thread: &str,
+        begun: Begun<S, B>,
+        lease_slot: &mut Option<Lease<B>>,
         heartbeat: &Heartbeat,
         out: &mut Outbox<S, K>,
     ) -> Result<Outcome<S>, DurableError<S>> {
-        let (mut handle, position) = self.open(thread, lease).await?;
-        let mut position = match position {
-            Some(position) => position,
-            None => self.position(thread).await?,
+        let lease = lease_slot.as_ref().expect("the run holds its lease");
+        let (mut handle, mut position, begin) = match begun {
+            Begun::Warm(warm) => (warm.0, warm.1, None),
+            Begun::Cold(begin) => {
+                let (handle, position) = self.open(thread, lease).await?;
+                let position = match position {
+                    Some(position) => position,
+                    None => self.position(thread).await?,
+                };
+                (handle, position, Some(begin))
+            }
+        };
+        // Begun warm: the input is committed.
+        let Some(begin) = begin else {
+            return self
+                .drive_leased(thread, handle, position, true, lease_slot, heartbeat, out)
+                .await;
         };
         let mut started = false;
         // A run the caller names that is already the thread's: resumed, not started again.
@@ -864,6 +957,24 @@ where
                 }
             }
         }
+        self.drive_leased(
+            thread, handle, position, started, lease_slot, heartbeat, out,
+        )
+        .await
+    }
+
+    /// Runs the thread's run from `position` under its lease (`started`: from its input).
+    #[allow(clippy::too_many_arguments)]
+    async fn drive_leased(
+        &self,
+        thread: &str,
+        handle: Thread<S, B>,
+        mut position: Position,
+        started: bool,
+        lease_slot: &mut Option<Lease<B>>,
+        heartbeat: &Heartbeat,
+        out: &mut Outbox<S, K>,
+    ) -> Result<Outcome<S>, DurableError<S>> {
         let mut run = Run::new(
             &self.graph,
             RunConfig {
@@ -892,6 +1003,7 @@ where
             done: std::mem::take(&mut position.done),
             durability: self.durability,
             heartbeat: heartbeat.clone(),
+            lease: lease_slot.take(),
             flushed: None,
             thread: thread.to_owned(),
             _graph: std::marker::PhantomData,
@@ -900,6 +1012,7 @@ where
         let outcome = drive(&mut run, &mut commit, out)
             .instrument(span.clone())
             .await;
+        *lease_slot = commit.lease.take();
         if let Err(error) = &outcome {
             crate::trace::failed(&span, error.category());
         }
@@ -952,6 +1065,18 @@ where
         }
     }
 
+    /// The metadata of run `run_id`'s input entry.
+    fn input_meta(&self, run_id: &str) -> StepMeta {
+        let entry_node = self.graph.inner().nodes[self.graph.inner().entry]
+            .name
+            .to_string();
+        let entry = JournalEntry::Input {
+            step: 0,
+            next: vec![entry_node],
+        };
+        entry_meta(run_id, Some("__input__"), &entry)
+    }
+
     /// Commits a new run's input, and puts `position` at the run's start.
     async fn input(
         &self,
@@ -961,16 +1086,8 @@ where
         run_id: Option<String>,
     ) -> Result<(), DurableError<S>> {
         let run_id = run_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let entry_node = self.graph.inner().nodes[self.graph.inner().entry]
-            .name
-            .to_string();
-        let entry = JournalEntry::Input {
-            step: 0,
-            next: vec![entry_node],
-        };
-        handle
-            .merge(input, entry_meta(&run_id, Some("__input__"), &entry))
-            .await?;
+        let meta = self.input_meta(&run_id);
+        handle.merge(input, meta).await?;
         *position = Position {
             started: true,
             run_id: Some(run_id),
@@ -1537,6 +1654,8 @@ struct Durable<S, K, B> {
     done: BTreeMap<usize, Value>,
     durability: Durability,
     heartbeat: Heartbeat,
+    /// The run's lease, until its last commit released it.
+    lease: Option<Lease<B>>,
     thread: String,
     /// The thread's version after the last flush of `finish` or `suspend`, not reported yet.
     flushed: Option<u64>,
@@ -1556,6 +1675,30 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
         self.handle
             .as_mut()
             .expect("the handle is back between steps")
+    }
+
+    /// The run's last commit: what is staged, releasing the lease in the same write.
+    async fn flush_last(&mut self) -> Result<Option<u64>, StoreError> {
+        if !self.heartbeat.held() {
+            return Err(lease_lost(&self.thread, self.heartbeat.owner()));
+        }
+        let Some(lease) = self.lease.take() else {
+            return self.flush().await;
+        };
+        // Renewals stop first: the lease is about to be given up.
+        self.heartbeat.stop();
+        let handle = self
+            .handle
+            .as_mut()
+            .expect("the handle is back between steps");
+        let staged = handle.staged();
+        match handle.flush_releasing(&lease).await {
+            Ok(version) => Ok((staged > 0).then_some(version)),
+            Err(error) => {
+                self.lease = Some(lease);
+                Err(error)
+            }
+        }
     }
 
     /// Commits what is staged, if the lease is still held.
@@ -1762,7 +1905,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             let meta = entry_meta(&run.run_id, None, &entry);
             handle.stage(execution, |_| meta)?;
         }
-        self.flushed = self.flush().await?;
+        self.flushed = self.flush_last().await?;
         let handle = self.handle();
         Ok(Outcome::Finished {
             version: handle.version(),
@@ -1802,7 +1945,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             Some(execution) => handle.stage(execution, |_| meta)?,
             None => handle.stage((), |_| meta)?,
         }
-        self.flushed = self.flush().await?;
+        self.flushed = self.flush_last().await?;
         let JournalEntry::Suspend { interrupts, .. } = entry else {
             unreachable!("the entry written above")
         };

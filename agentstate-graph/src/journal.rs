@@ -207,12 +207,16 @@ impl Position {
         store: &Store<B>,
         thread: &str,
     ) -> Result<Position, ReadError> {
-        const PAGE: u32 = 64;
+        // A run's newest entries say where it stands (its last step, then its end): a small
+        // first page, larger ones after it.
+        let mut page_size: u32 = 4;
         let mut position = Position::default();
         let mut before: Option<u64> = None;
         let mut suspensions: Vec<Vec<Interrupt>> = Vec::new();
         'pages: loop {
-            let mut query = HistoryQuery::newest(PAGE);
+            let asked = page_size;
+            page_size = (page_size * 4).min(256);
+            let mut query = HistoryQuery::newest(asked);
             if let Some(b) = before {
                 query = query.before(b);
             }
@@ -271,7 +275,7 @@ impl Position {
                     JournalEntry::Failed { .. } | JournalEntry::End { .. } => {}
                 }
             }
-            if page.len() < PAGE as usize {
+            if page.len() < asked as usize {
                 break;
             }
         }

@@ -1693,6 +1693,49 @@ async fn a_warm_worker_catches_up<B: Backend>(store: Store<B>, t: String) {
     assert_eq!((calls.of("count"), calls.of("b")), (2, 3));
 }
 
+/// A warm worker's new run takes the lease with its input and gives it back with its last
+/// step (one write each): free after the run, and a run while another holds it writes nothing.
+async fn a_warm_run_takes_the_lease_with_its_input<B: Backend>(store: Store<B>, t: String) {
+    let graph = counting();
+    let warm = graph.durable(&store).worker("warm");
+    finished(warm.start(&t, Flow::default()).await);
+    let before = store.info(&t).await.unwrap().version;
+    let (state, version) = finished(
+        warm.run(&t, FlowUpdate::default().log(vec!["in".into()]))
+            .await,
+    );
+    assert_eq!(state.log, log(&["n0", "in", "n2"]));
+    // The input and the step with the run's end: two entries more, the lease free again.
+    assert_eq!(version, before + 2);
+    assert_eq!(store.lease_info(&t).await.unwrap(), None);
+    // Held by another: refused, nothing written, the handle still warm and current after.
+    let theirs = store
+        .lease(&t, "other", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let err = warm.run(&t, ()).await.unwrap_err();
+    assert_eq!(err.category(), "thread_leased", "{err}");
+    assert_eq!(store.info(&t).await.unwrap().version, version);
+    theirs.release().await.unwrap();
+    let (state, _) = finished(warm.run(&t, ()).await);
+    assert_eq!(state.log, log(&["n0", "in", "n2", "n3"]));
+    assert_eq!(store.lease_info(&t).await.unwrap(), None);
+    // A suspended run gives the lease back too.
+    let asks = Graph::builder()
+        .node("ask", |_: Arc<Flow>, cx: Context| async move {
+            let answer = cx.interrupt("ok?")?;
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec![answer.to_string()]))
+        })
+        .entry("ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let warm = asks.durable(&store).worker("warm");
+    let asked = format!("{t}-ask");
+    suspended(warm.start(&asked, Flow::default()).await);
+    assert_eq!(store.lease_info(&asked).await.unwrap(), None);
+}
+
 /// A thread deleted and created again between two runs of a warm worker is read afresh: at a
 /// lower version, and at the same version as the worker's handle with a run left unfinished.
 async fn a_recreated_thread_is_not_served_stale<B: Backend>(store: Store<B>, t: String) {
@@ -2366,6 +2409,7 @@ cases!(
     warm_runs_are_cold_runs,
     clones_of_a_worker_do_not_run_a_thread_twice,
     a_warm_worker_catches_up,
+    a_warm_run_takes_the_lease_with_its_input,
     a_recreated_thread_is_not_served_stale,
     every_entry_reads_as_a_journal_entry,
     journal_versions,

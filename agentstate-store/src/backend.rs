@@ -6,13 +6,13 @@
 //! The rows are threads, journal entries and snapshots as JSON text with their bookkeeping:
 //! [`NewThread`] and [`NewEntry`] (to write), [`Loaded`] (where loading a version starts,
 //! [`Base`], and the [`Entries`] to replay after it, as [`StoredEntry`]s), [`HistoryPage`],
-//! [`StoredRow`] (what a [`Rewriter`] rewrites), [`LeaseOp`]; and, shared with users, the
+//! [`StoredRow`] (what a [`Rewriter`] rewrites), [`LeaseOp`], [`LeaseChange`]; and, shared with users, the
 //! root's [`ThreadInfo`], [`EntryInfo`](crate::EntryInfo), [`Head`](crate::Head),
 //! [`LeaseInfo`], [`ThreadQuery`] and [`migrate::SchemaRecord`](crate::migrate::SchemaRecord).
 
 pub use crate::record::{
-    Base, Entries, EntryBatch, HistoryPage, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
-    StoredEntry, StoredRow,
+    Base, Entries, EntryBatch, HistoryPage, LeaseChange, LeaseOp, Loaded, NewEntry, NewThread,
+    Rewriter, StoredEntry, StoredRow,
 };
 
 use crate::error::StoreError;
@@ -37,6 +37,9 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// returns the new version. Otherwise it writes nothing and fails with, in this order of
     /// precedence, [`StoreError::LeaseLost`], [`StoreError::Recreated`],
     /// [`StoreError::Conflict`] or [`StoreError::Migrated`] (the same answer on every backend).
+    /// With a [`LeaseChange`] in `entry.lease_change`, the same statement or transaction takes
+    /// the lease first (refused with [`StoreError::Leased`] if another holds it) or releases it
+    /// after.
     fn append(
         &self,
         thread: &str,

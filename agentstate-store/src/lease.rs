@@ -125,6 +125,31 @@ impl<B: Backend> Lease<B> {
         })
     }
 
+    /// The lease an append took ([`Thread::merge_leasing`](crate::Thread::merge_leasing)),
+    /// asked for at `asked`, leaving the thread at `head`.
+    pub(crate) fn taken(
+        backend: Arc<B>,
+        thread: &str,
+        owner: &str,
+        ttl_ms: u64,
+        asked: Instant,
+        head: Head,
+    ) -> Self {
+        Lease {
+            backend,
+            thread: thread.to_owned(),
+            owner: owner.to_owned(),
+            ttl: Duration::from_millis(ttl_ms),
+            expires_at: asked + Duration::from_millis(ttl_ms),
+            head,
+        }
+    }
+
+    /// A lease's ttl in whole milliseconds, as it is recorded (at most a year).
+    pub(crate) fn ttl_ms(ttl: Duration) -> u64 {
+        ttl_ms(ttl)
+    }
+
     /// The thread.
     pub fn thread(&self) -> &str {
         &self.thread

@@ -8,8 +8,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object,
-    refusal, Base, Entries, Found, Head, HistoryPage, LeaseInfo, LeaseOp, Loaded, NewEntry,
-    NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    refusal, Base, Entries, Found, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded,
+    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
+    ThreadQuery,
 };
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
@@ -152,6 +153,12 @@ impl Sql {
         // lease fence (`$12`: the owner, or `NULL` for none), judged by the server's clock.
         let guard = "t.id = $1 AND t.head = $2 AND t.fingerprint = $10 AND t.incarnation = $11
                      AND ($12::text IS NULL OR (t.lease_owner = $12 AND t.lease_expires_ms > now.ms))";
+        // `append_all`'s: as `guard`, but a batch that takes the lease (`$14`: its ttl, or
+        // `NULL`) needs only that no one else holds it.
+        let guard_all = "t.id = $1 AND t.head = $2 AND t.fingerprint = $10 AND t.incarnation = $11
+                     AND ($12::text IS NULL OR (t.lease_owner = $12 AND t.lease_expires_ms > now.ms)
+                          OR ($14::bigint IS NOT NULL AND (t.lease_owner IS NULL OR t.lease_owner = $12
+                                                           OR t.lease_expires_ms <= now.ms)))";
         // After an append: the thread as the statement's snapshot saw it, to say why nothing
         // was written. No row: no thread.
         let found = format!(
@@ -188,10 +195,18 @@ impl Sql {
                          RETURNING seq)
                  SELECT (SELECT seq FROM ins), {found}"
             ),
-            // As `append`, for `$13` entries given as arrays, in order, in one statement.
+            // As `append`, for `$13` entries given as arrays, in order, in one statement; with
+            // the lease taken first (`$14`: its ttl) or released after (`$15`), if asked.
             append_all: format!(
                 "WITH now AS (SELECT {NOW_MS} AS ms),
-                 bump AS (UPDATE {threads} t SET head = t.head + $13 FROM now WHERE {guard} RETURNING t.head),
+                 bump AS (UPDATE {threads} t SET head = t.head + $13,
+                                 lease_owner = CASE WHEN $15 AND $12::text IS NOT NULL THEN NULL
+                                                    WHEN $14::bigint IS NOT NULL THEN $12
+                                                    ELSE t.lease_owner END,
+                                 lease_expires_ms = CASE WHEN $15 AND $12::text IS NOT NULL THEN NULL
+                                                         WHEN $14::bigint IS NOT NULL THEN now.ms + $14
+                                                         ELSE t.lease_expires_ms END
+                          FROM now WHERE {guard_all} RETURNING t.head),
                  ins AS (INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
                          SELECT $1, $2 + e.n, e.kind, e.time_ms, e.node, e.run_id, e.extra::jsonb,
                                 e.fingerprint, e.body::json
@@ -258,6 +273,13 @@ fn first_refusal(
         }
         if let Some(refused) = refusal(thread, version, entry, &at) {
             return Some(refused);
+        }
+        // The entries after one that takes the lease are fenced by what it took.
+        if let (Some(LeaseChange::Take { ttl_ms }), Some(owner)) =
+            (entry.lease_change, &entry.lease)
+        {
+            let until = at.now_ms.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
+            at.lease = (Some(owner.clone()), Some(until));
         }
     }
     None
@@ -553,6 +575,9 @@ impl Backend for Postgres {
         expected: u64,
         entry: NewEntry,
     ) -> Result<u64, StoreError> {
+        if entry.lease.is_some() && entry.lease_change.is_some() {
+            return self.append_all(thread, expected, vec![entry]).await;
+        }
         let doing = format!("appending to thread `{thread}`");
         let client = self.client(&doing).await?;
         let statement = client
@@ -616,6 +641,15 @@ impl Backend for Postgres {
                 .map_err(db_err(&doing))?;
             return Err(self.refused(thread, expected, &entries, row));
         }
+        let change =
+            |c: LeaseChange| fence.is_some() && entries.iter().any(|e| e.lease_change == Some(c));
+        let take = entries.iter().find_map(|e| match e.lease_change {
+            Some(LeaseChange::Take { ttl_ms }) if fence.is_some() => {
+                Some(ttl_ms.min(i64::MAX as u64) as i64)
+            }
+            _ => None,
+        });
+        let release = change(LeaseChange::Release);
         let column = |f: fn(&NewEntry) -> Option<String>| entries.iter().map(f).collect::<Vec<_>>();
         let kinds: Vec<i16> = entries.iter().map(|e| e.kind.code() as i16).collect();
         let times: Vec<i64> = entries.iter().map(|e| e.time_ms).collect();
@@ -645,6 +679,8 @@ impl Backend for Postgres {
                     &first.thread_incarnation,
                     &fence,
                     &(entries.len() as i64),
+                    &take,
+                    &release,
                 ],
             )
             .await

@@ -260,6 +260,34 @@ pub struct NewEntry {
     /// (by the database's clock on PostgreSQL, the local clock on SQLite), checked in the
     /// append's own statement or transaction. `None`: the lease is not looked at.
     pub lease: Option<String>,
+    /// A change the append makes to the lease of [`lease`](NewEntry::lease)'s owner, in the
+    /// same statement or transaction (ignored without an owner): a run's first append takes
+    /// the lease, its last releases it, with no transaction of their own.
+    pub lease_change: Option<LeaseChange>,
+}
+
+/// What an append does to its fence's lease ([`NewEntry::lease_change`]), in the append's own
+/// statement or transaction, judged by the same clock as the fence.
+///
+/// ```
+/// use agentstate_store::backend::LeaseChange;
+///
+/// let take = LeaseChange::Take { ttl_ms: 30_000 };
+/// assert_ne!(take, LeaseChange::Release);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseChange {
+    /// Before the entry is checked, the lease is taken for the owner for `ttl_ms` if no one
+    /// else holds it (it is free, expired or already the owner's); otherwise the append writes
+    /// nothing and fails with [`StoreError::Leased`]. The entry (and those after it in the
+    /// same batch) is then fenced by the lease it took.
+    Take {
+        /// How long the lease lasts from the append, in milliseconds.
+        ttl_ms: u64,
+    },
+    /// Once the batch's entries are written, the owner's lease (which fenced them) is
+    /// released, so that another worker can take the thread at once.
+    Release,
 }
 
 /// A thread's head as the database saw it: its version, the incarnation of its id and the
@@ -901,8 +929,20 @@ pub(crate) fn refusal(
     let head = found.head;
     if let Some(owner) = &entry.lease {
         let holder = held(found.lease.clone(), found.now_ms, head);
-        if holder.as_ref().is_none_or(|h| &h.owner != owner) {
-            return Some(lease_lost(thread, owner, holder));
+        match (entry.lease_change, holder) {
+            // Taken: anyone's but another's will do.
+            (Some(LeaseChange::Take { .. }), Some(other)) if &other.owner != owner => {
+                return Some(StoreError::Leased {
+                    thread: thread.to_owned(),
+                    owner: other.owner,
+                    expires_in_ms: other.expires_in_ms,
+                });
+            }
+            (Some(LeaseChange::Take { .. }), _) => {}
+            (_, holder) if holder.as_ref().is_none_or(|h| &h.owner != owner) => {
+                return Some(lease_lost(thread, owner, holder));
+            }
+            _ => {}
         }
     }
     if head.incarnation != entry.thread_incarnation {

@@ -10,9 +10,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, refusal,
-    Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseInfo, LeaseOp, Loaded,
-    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
-    ThreadQuery,
+    Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo,
+    LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow,
+    ThreadInfo, ThreadQuery,
 };
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
@@ -747,6 +747,18 @@ fn append_entries(
         if let Some(refused) = refusal(id, at, entry, &found) {
             return Ok(Err(refused));
         }
+        if let (Some(LeaseChange::Take { ttl_ms }), Some(owner)) =
+            (entry.lease_change, &entry.lease)
+        {
+            let until = found
+                .now_ms
+                .saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO agentstate_snapshots (key, body, fingerprint) VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![tid, owner, until])?;
+            found.lease = (Some(owner.clone()), Some(until));
+        }
         if at >= MAX_SEQ {
             return Ok(Err(StoreError::backend(
                 BACKEND,
@@ -770,6 +782,13 @@ fn append_entries(
             entry.body
         ])?;
         found.head.version = seq;
+    }
+    if entries
+        .iter()
+        .any(|e| e.lease.is_some() && e.lease_change == Some(LeaseChange::Release))
+    {
+        tx.prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")?
+            .execute(params![tid])?;
     }
     tx.commit()?;
     Ok(Ok(found.head.version))

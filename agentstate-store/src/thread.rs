@@ -3,7 +3,9 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::lease::Lease;
-use crate::record::{fingerprint, now_ms, EntryKind, NewEntry, StepMeta};
+use crate::record::{
+    check_owner, fingerprint, now_ms, EntryKind, Head, LeaseChange, NewEntry, StepMeta,
+};
 use crate::store::{to_json, CatchUp, LoadedState, Store, StoredState};
 use agentstate::NodeOutput;
 use agentstate::{Combine, FanIn};
@@ -11,7 +13,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How [`Thread::merge_with`] retries after a conflict: at most
 /// [`max_attempts`](ConflictRetry::max_attempts) runs of the step, and before each retry a pause
@@ -668,14 +670,118 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
     /// # }).unwrap();
     /// ```
     pub async fn flush(&mut self) -> Result<u64, StoreError> {
+        self.flush_changing(None).await
+    }
+
+    /// [`merge`](Thread::merge) and [`Store::lease`] in one: appends `output` and takes the
+    /// thread's lease for `owner` in the same statement or transaction, and fences the handle
+    /// by it ([`fence`](Thread::fence)). A worker that holds the thread's handle from its last
+    /// run (and so knows its version) starts the next run with one write instead of two. If
+    /// another worker holds the lease, nothing is written and it fails with
+    /// [`StoreError::Leased`]; if the thread moved since this handle read it,
+    /// [`StoreError::Conflict`] (or [`StoreError::Recreated`], [`StoreError::Migrated`]), the
+    /// handle left as it was. Steps staged before it are appended with it.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let ttl = Duration::from_secs(30);
+    /// let hi = Message::text_message("hi", Role::User);
+    /// let lease = chat.merge_leasing(hi, StepMeta::node("user"), "worker-1", ttl).await?;
+    /// assert_eq!((lease.version(), chat.fenced_by()), (1, Some("worker-1")));
+    /// assert_eq!(store.lease_info("chat").await?.unwrap().owner, "worker-1");
+    ///
+    /// // Held: another worker's handle cannot take it.
+    /// let mut theirs = store.thread::<AgentState>("chat").await?;
+    /// let again = Message::text_message("again", Role::User);
+    /// let err = theirs.merge_leasing(again, StepMeta::node("user"), "worker-2", ttl).await.unwrap_err();
+    /// assert_eq!(err.category(), "thread_leased");
+    ///
+    /// // The run's last append gives it back.
+    /// let bye = Message::text_message("bye", Role::Assistant);
+    /// chat.stage(bye, |_| StepMeta::node("agent"))?;
+    /// assert_eq!(chat.flush_releasing(&lease).await?, 2);
+    /// assert!(store.lease_info("chat").await?.is_none());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn merge_leasing(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: StepMeta,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Lease<B>, StoreError> {
+        check_owner(owner)?;
+        let ttl_ms = Lease::<B>::ttl_ms(ttl);
+        let change = (owner.to_owned(), LeaseChange::Take { ttl_ms });
+        let asked = Instant::now();
+        if self.staged.is_empty() {
+            let (body, plan) = self.prepare(output)?;
+            let step = Staged {
+                kind: EntryKind::Update,
+                body,
+                meta,
+            };
+            self.commit_changing(step, plan, Some(change)).await?;
+        } else {
+            self.stage(output, |_| meta)?;
+            self.flush_changing(Some(change)).await?;
+        }
+        self.fence = Some(owner.to_owned());
+        Ok(Lease::taken(
+            Arc::clone(&self.store.backend),
+            &self.id,
+            owner,
+            ttl_ms,
+            asked,
+            Head {
+                version: self.version,
+                incarnation: self.incarnation,
+                fingerprint: self.thread_fingerprint,
+            },
+        ))
+    }
+
+    /// [`flush`](Thread::flush) and [`Lease::release`] in one: appends the staged steps
+    /// fenced by `lease` and releases it in the same statement or transaction, so a run's last
+    /// step and its lease's release are one write. With nothing staged, just releases it. If
+    /// the append is refused (the lease was lost: [`StoreError::LeaseLost`]; or as
+    /// [`flush`](Thread::flush) says), nothing is written and the lease is left as it is (so
+    /// the caller may still release it). Once it succeeded, `lease` (and its clones) is no
+    /// longer held, and the handle no longer fenced. An example:
+    /// [`merge_leasing`](Thread::merge_leasing).
+    pub async fn flush_releasing(&mut self, lease: &Lease<B>) -> Result<u64, StoreError> {
+        if self.staged.is_empty() {
+            lease.clone().release().await?;
+        } else {
+            let change = (lease.owner().to_owned(), LeaseChange::Release);
+            self.flush_changing(Some(change)).await?;
+        }
+        self.fence = None;
+        Ok(self.version)
+    }
+
+    /// [`flush`](Thread::flush), with a lease change ridden by the first entry (a take) or
+    /// the last (a release).
+    async fn flush_changing(
+        &mut self,
+        change: Option<(String, LeaseChange)>,
+    ) -> Result<u64, StoreError> {
         let mut staged = std::mem::take(&mut self.staged);
         let done = match staged.len() {
             0 => return Ok(self.version),
             1 => match staged.pop() {
-                Some(step) => self.commit(step, None).await,
+                Some(step) => self.commit_changing(step, None, change).await,
                 None => return Ok(self.version),
             },
-            _ => self.commit_all(staged).await,
+            _ => self.commit_all(staged, change).await,
         };
         if done.is_err() {
             if let Ok(fresh) = self.store.load_state::<S>(&self.id, None).await {
@@ -857,13 +963,28 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
             thread_fingerprint: self.thread_fingerprint,
             thread_incarnation: self.incarnation,
             lease: self.fence.clone(),
+            lease_change: None,
         }
     }
 
     /// Appends one step at the handle's version, then merges `plan` (a step not staged:
     /// merged only once committed), and takes a snapshot if one is due.
     async fn commit(&mut self, step: Staged, plan: Option<S::Plan>) -> Result<u64, StoreError> {
-        let entry = self.entry(step);
+        self.commit_changing(step, plan, None).await
+    }
+
+    /// [`commit`](Thread::commit), the entry fenced by `change`'s owner and changing its lease.
+    async fn commit_changing(
+        &mut self,
+        step: Staged,
+        plan: Option<S::Plan>,
+        change: Option<(String, LeaseChange)>,
+    ) -> Result<u64, StoreError> {
+        let mut entry = self.entry(step);
+        if let Some((owner, change)) = change {
+            entry.lease = Some(owner);
+            entry.lease_change = Some(change);
+        }
         let bytes = entry.body.len() as u64;
         let seq = self
             .store
@@ -879,8 +1000,25 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
 
     /// Appends staged steps (already merged into the state) in one transaction, and takes a
     /// snapshot if one is due.
-    async fn commit_all(&mut self, steps: Vec<Staged>) -> Result<u64, StoreError> {
-        let entries: Vec<NewEntry> = steps.into_iter().map(|step| self.entry(step)).collect();
+    async fn commit_all(
+        &mut self,
+        steps: Vec<Staged>,
+        change: Option<(String, LeaseChange)>,
+    ) -> Result<u64, StoreError> {
+        let mut entries: Vec<NewEntry> = steps.into_iter().map(|step| self.entry(step)).collect();
+        if let Some((owner, change)) = change {
+            // Every entry fenced by the lease; a take rides on the first, a release on the last.
+            for entry in &mut entries {
+                entry.lease = Some(owner.clone());
+            }
+            let at = match change {
+                LeaseChange::Take { .. } => entries.first_mut(),
+                LeaseChange::Release => entries.last_mut(),
+            };
+            if let Some(entry) = at {
+                entry.lease_change = Some(change);
+            }
+        }
         let (n, bytes) = (
             entries.len() as u64,
             entries.iter().map(|e| e.body.len() as u64).sum(),

@@ -2723,6 +2723,90 @@ async fn releasing_a_lease_not_held_is_an_error<B: Open>(db: Db) {
     assert_eq!(err.category(), "thread_not_found", "{err}");
 }
 
+/// A run's first append takes the lease and its last releases it, each in the append's own
+/// write: refused (writing nothing) when another holds the lease, or the handle is stale.
+async fn appends_take_and_release_the_lease<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut mine = store.create("l", Tally::default()).await.unwrap();
+    merge_steps(&mut mine, 1..=2).await;
+    let lease = mine
+        .merge_leasing(step(3), StepMeta::node("input"), "a", LONG)
+        .await
+        .unwrap();
+    assert_eq!((lease.version(), mine.version()), (3, 3));
+    assert_eq!(mine.fenced_by(), Some("a"));
+    let held = store.lease_info("l").await.unwrap().unwrap();
+    assert_eq!((held.owner.as_str(), held.head.version), ("a", 3));
+
+    // Held: another's take writes nothing.
+    let mut theirs = store.thread::<Tally>("l").await.unwrap();
+    let err = theirs
+        .merge_leasing(step(9), StepMeta::default(), "b", LONG)
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "thread_leased", "{err}");
+    assert_eq!(leased_by(&err), "a");
+    assert_eq!(store.info("l").await.unwrap().version, 3);
+
+    // Several staged steps and the release: one write; the lease is free after it.
+    mine.stage(step(4), |_| StepMeta::default()).unwrap();
+    mine.stage(step(5), |_| StepMeta::default()).unwrap();
+    assert_eq!(mine.flush_releasing(&lease).await.unwrap(), 5);
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+    assert_eq!(mine.fenced_by(), None);
+    assert_eq!(
+        store.load::<Tally>("l").await.unwrap().state.log,
+        [1, 2, 3, 4, 5]
+    );
+    // Released: releasing again is an error, as for any lease not held.
+    let err = lease.clone().release().await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+
+    // A stale handle's take writes nothing and takes nothing.
+    let err = theirs
+        .merge_leasing(step(9), StepMeta::default(), "b", LONG)
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "state_write_conflict", "{err}");
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+
+    // Staged steps taken with the lease: one write.
+    theirs.reload().await.unwrap();
+    theirs.stage(step(6), |_| StepMeta::default()).unwrap();
+    let lease = theirs
+        .merge_leasing(step(7), StepMeta::default(), "b", LONG)
+        .await
+        .unwrap();
+    assert_eq!(lease.version(), 7);
+    assert_eq!(store.lease_info("l").await.unwrap().unwrap().owner, "b");
+
+    // A release whose lease was taken over writes nothing.
+    let short = {
+        lease.clone().release().await.unwrap();
+        theirs
+            .merge_leasing(step(8), StepMeta::default(), "b", Duration::from_millis(20))
+            .await
+            .unwrap()
+    };
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let c = store.lease("l", "c", LONG).await.unwrap();
+    theirs.stage(step(9), |_| StepMeta::default()).unwrap();
+    let err = theirs.flush_releasing(&short).await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    assert_eq!(lost_to(&err), Some("c"));
+    assert_eq!(store.info("l").await.unwrap().version, 8);
+    assert_eq!(store.lease_info("l").await.unwrap().unwrap().owner, "c");
+    c.release().await.unwrap();
+    // With nothing staged, the release alone.
+    mine.reload().await.unwrap();
+    let lease = mine
+        .merge_leasing(step(10), StepMeta::default(), "a", LONG)
+        .await
+        .unwrap();
+    assert_eq!(mine.flush_releasing(&lease).await.unwrap(), 9);
+    assert_eq!(store.lease_info("l").await.unwrap(), None);
+}
+
 /// A lease reports the thread's head as its statement saw it, so a kept handle is known to be
 /// current or not without reading the thread.
 async fn a_lease_tells_a_handle_if_it_is_current<B: Open>(db: Db) {
@@ -2853,6 +2937,7 @@ async fn a_flush_is_one_transaction<B: Open>(db: Db) {
         thread_fingerprint: info.fingerprint,
         thread_incarnation: info.incarnation,
         lease: lease.map(str::to_owned),
+        lease_change: None,
     };
     let backend = store.backend();
     assert_eq!(backend.append_all("b", 5, vec![]).await.unwrap(), 5);
@@ -2949,6 +3034,7 @@ where
         a_stalled_worker_commits_nothing,
         a_takeover_races_fenced_appends,
         releasing_a_lease_not_held_is_an_error,
+        appends_take_and_release_the_lease,
         a_lease_tells_a_handle_if_it_is_current,
         a_flush_is_one_transaction,
         racing_tasks,

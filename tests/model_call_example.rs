@@ -51,7 +51,7 @@ fn recorded(name: &str) -> String {
 /// fields no event carries, such as `annotations: []`).
 fn recorded_answer(name: &str) -> Message {
     let body: Value = serde_json::from_str(&recorded(&format!("{name}.json"))).expect("JSON");
-    without_raw(&from_openai_chat(&body).expect("a Chat response").request)
+    without_raw(&from_openai_chat(&body).expect("a Chat response").message)
 }
 
 fn without_raw(message: &Message) -> Message {

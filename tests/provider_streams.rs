@@ -10,7 +10,7 @@ use agentstate::providers::stream::{
     Sse, StreamError,
 };
 use agentstate::providers::{
-    from_anthropic, from_gemini, from_openai_chat, from_openai_responses, Converted,
+    from_anthropic, from_gemini, from_openai_chat, from_openai_responses, ParsedResponse,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -48,7 +48,7 @@ const CASES: &[(&str, Provider)] = &[
 fn feed<A: Accumulator>(
     accumulator: A,
     chunks: &[&[u8]],
-) -> (Vec<Delta>, Result<Converted<Message>, StreamError>) {
+) -> (Vec<Delta>, Result<ParsedResponse, StreamError>) {
     let mut stream = Sse::new(accumulator);
     let mut deltas = Vec::new();
     for chunk in chunks {
@@ -62,7 +62,7 @@ fn feed<A: Accumulator>(
 fn streamed(
     provider: Provider,
     chunks: &[&[u8]],
-) -> (Vec<Delta>, Result<Converted<Message>, StreamError>) {
+) -> (Vec<Delta>, Result<ParsedResponse, StreamError>) {
     match provider {
         Provider::Chat => feed(OpenAiChatStream::new(), chunks),
         Provider::Responses => feed(OpenAiResponsesStream::new(), chunks),
@@ -71,7 +71,7 @@ fn streamed(
     }
 }
 
-fn non_streamed(provider: Provider, json: &Value) -> Converted<Message> {
+fn non_streamed(provider: Provider, json: &Value) -> ParsedResponse {
     match provider {
         Provider::Chat => from_openai_chat(json),
         Provider::Responses => from_openai_responses(json),
@@ -108,7 +108,7 @@ fn check(name: &str, provider: Provider, cuts: &[usize]) {
     let converted = converted.unwrap_or_else(|e| panic!("{name}: {e}"));
     let expected = non_streamed(provider, &json);
     assert_eq!(converted.report, expected.report, "{name}: report");
-    let message = converted.request;
+    let message = converted.message;
     let raw = message.raw.clone().expect("raw");
     // The usage the message was read from is the response's.
     let usage_key = match provider {
@@ -117,13 +117,13 @@ fn check(name: &str, provider: Provider, cuts: &[usize]) {
     };
     assert_eq!(
         raw.get(usage_key),
-        expected.request.raw.as_ref().unwrap().get(usage_key),
+        expected.message.raw.as_ref().unwrap().get(usage_key),
         "{name}: usage"
     );
     assert!(message.usages.is_some(), "{name}: no usage");
     assert_eq!(
         comparable(message.clone(), provider),
-        comparable(expected.request, provider),
+        comparable(expected.message, provider),
         "{name}: message"
     );
     check_deltas(name, &message, &deltas, provider);
@@ -231,8 +231,8 @@ fn a_responses_completion_without_output_takes_the_finished_items() {
     completed["response"]["output"] = serde_json::json!([]);
     let body = format!("{head}\n\nevent: response.completed\ndata: {completed}\n\n");
     let (_, converted) = streamed(Provider::Responses, &[body.as_bytes()]);
-    let message = converted.unwrap().request;
-    let expected = non_streamed(Provider::Responses, &json).request;
+    let message = converted.unwrap().message;
+    let expected = non_streamed(Provider::Responses, &json).message;
     assert_eq!(
         comparable(message, Provider::Responses),
         comparable(expected, Provider::Responses)
@@ -252,7 +252,7 @@ fn without_a_response_id_the_deltas_and_the_message_share_a_made_one() {
         ),
     ] {
         let (deltas, converted) = streamed(provider, &[body.as_bytes()]);
-        let message = converted.unwrap().request;
+        let message = converted.unwrap().message;
         assert_eq!(message.text(), "Hi");
         assert_eq!(deltas.len(), 1);
         assert_eq!(deltas[0].message_id(), message.message_id.to_string());
@@ -448,7 +448,7 @@ fn anthropic_rewritten_tool_ids_are_mapped_back() {
     };
     assert_eq!(tool_call_id, "functions.get_weather:0");
     assert_eq!(
-        converted.unwrap().request.tool_calls()[0].id,
+        converted.unwrap().message.tool_calls()[0].id,
         "functions.get_weather:0"
     );
 }
@@ -542,7 +542,7 @@ fn deltas_become_agui_events() {
     use agentstate::agui::Event;
     use agentstate::providers::stream::AguiDeltas;
     let (deltas, converted) = streamed(Provider::Anthropic, &[&read("anthropic_tools.sse")]);
-    let message = converted.unwrap().request;
+    let message = converted.unwrap().message;
     let mut agui = AguiDeltas::default();
     let mut events = Vec::new();
     for delta in &deltas {
@@ -592,7 +592,7 @@ fn every_recording_folds_into_the_agui_chat_state() {
     use agentstate::providers::stream::AguiDeltas;
     for (name, provider) in CASES {
         let (deltas, converted) = streamed(*provider, &[&read(&format!("{name}.sse"))]);
-        let message = converted.unwrap().request;
+        let message = converted.unwrap().message;
         let mut agui = AguiDeltas::default();
         let mut events = vec![Event::run_started("thread", "run")];
         for delta in &deltas {

@@ -631,7 +631,7 @@ fn round_trip_openai_chat() {
     let turn = body["messages"][2].clone();
     let response = json!({"id": "chatcmpl-9", "model": "gpt-4o", "created": 1700000000,
         "choices": [{"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
-    let back = from_openai_chat(&response).unwrap().request;
+    let back = from_openai_chat(&response).unwrap().message;
     assert_same_turn(&messages[2], &back);
     assert_eq!(back.message_id, "chatcmpl-9".into());
     assert_eq!(back.timestamp, Some(1_700_000_000.0));
@@ -670,7 +670,7 @@ fn round_trip_openai_responses() {
         .collect();
     let back = from_openai_responses(&json!({"id": "resp_1", "output": output}))
         .unwrap()
-        .request;
+        .message;
     assert_same_turn(&messages[2], &back);
     let again = to_openai_responses(&[back], None).request;
     assert_eq!(again["input"].as_array().unwrap()[..], input[1..5]);
@@ -683,7 +683,7 @@ fn round_trip_anthropic() {
     let turn = body["messages"][1]["content"].clone();
     let response = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": turn,
                           "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}});
-    let back = from_anthropic(&response, None).unwrap().request;
+    let back = from_anthropic(&response, None).unwrap().message;
     assert_same_turn(&messages[2], &back);
     assert_eq!(back.usages.as_ref().unwrap().total_tokens, 7);
     // Put back in the conversation, the same request.
@@ -691,7 +691,7 @@ fn round_trip_anthropic() {
     again[2] = back;
     assert_eq!(to_anthropic(&again, None).request, body);
     let redacted = json!({"content": [{"type": "redacted_thinking", "data": "opaque"}]});
-    let back = from_anthropic(&redacted, None).unwrap().request;
+    let back = from_anthropic(&redacted, None).unwrap().message;
     let again = to_anthropic(
         &[
             Message::text_message("q", Role::User),
@@ -716,7 +716,7 @@ fn round_trip_gemini() {
     let turn = body["contents"][1].clone();
     let response = json!({"candidates": [{"content": turn, "finishReason": "STOP"}],
                           "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 6, "totalTokenCount": 11}});
-    let back = from_gemini(&response).unwrap().request;
+    let back = from_gemini(&response).unwrap().message;
     assert_same_turn(&messages[2], &back);
     assert_eq!(
         back.tool_call_blocks().next().unwrap().signature.as_deref(),
@@ -1024,9 +1024,9 @@ fn anthropic_tool_ids_are_mapped_both_ways() {
     let response = json!({"content": body["messages"][1]["content"].clone()});
     let back = from_anthropic(&response, Some(&converted.tool_ids))
         .unwrap()
-        .request;
+        .message;
     assert_same_turn(&messages[1], &back);
-    let raw = from_anthropic(&response, None).unwrap().request;
+    let raw = from_anthropic(&response, None).unwrap().message;
     assert_eq!(raw.tool_calls()[0].id, "functions_get_weather_0_2");
     // Other providers get the ids as they are.
     assert_eq!(
@@ -1041,7 +1041,7 @@ fn a_chat_refusal_round_trips_as_a_refusal() {
                                                    "refusal": "Not that part."}}]});
     let converted = from_openai_chat(&response).unwrap();
     assert!(converted.report.is_empty(), "{}", converted.report);
-    let message = converted.request;
+    let message = converted.message;
     let messages = [Message::text_message("Q", Role::User), message];
     let body = chat(&messages).0;
     assert_eq!(
@@ -1222,7 +1222,7 @@ fn the_way_back_reports_what_a_message_cannot_keep() {
             &Action::KeptInRawOnly
         )]
     );
-    let message = converted.request;
+    let message = converted.message;
     let ContentBlock::Text(text) = &message.content[0] else {
         panic!("{:?}", message.content)
     };

@@ -20,7 +20,7 @@ use super::{
     note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string, note_signature,
     note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, placeholder,
     provider_extra, reasoning_provider, response_message, source, str_at, system_text, usages,
-    Converted, Provider, Reply, ResponseError, Source, ToolIds,
+    Converted, ParsedResponse, Provider, Reply, ResponseError, Source, ToolIds,
 };
 use crate::message::{
     ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
@@ -804,9 +804,9 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 ///     ],
 ///     "usage": {"input_tokens": 50, "output_tokens": 20, "cache_read_input_tokens": 40}
 /// });
-/// let converted = from_anthropic(&response, None)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_anthropic(&response, None)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// let ContentBlock::Reasoning(thinking) = &message.content[0] else { panic!() };
 /// assert_eq!(thinking.signature.as_deref(), Some("EqQB"));
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city": "Paris"}"#);
@@ -819,18 +819,18 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 ///     {"type": "text", "text": "Sunny.", "citations": [{"type": "web_search_result_location",
 ///      "url": "https://w.example", "title": "W", "cited_text": "sunny", "encrypted_index": "x"}]}
 /// ]});
-/// let converted = from_anthropic(&response, None)?;
-/// let kinds: Vec<_> = converted.report.notes().iter().map(|n| n.issue.to_string()).collect();
+/// let parsed = from_anthropic(&response, None)?;
+/// let kinds: Vec<_> = parsed.report.notes().iter().map(|n| n.issue.to_string()).collect();
 /// assert_eq!(kinds, ["a message has no block for the response's `server_tool_use`",
 ///                    "a message has no block for the response's `web_search_tool_result`"]);
-/// let ContentBlock::Text(text) = &converted.request.content[0] else { panic!() };
+/// let ContentBlock::Text(text) = &parsed.message.content[0] else { panic!() };
 /// assert_eq!(text.annotations[0].title.as_deref(), Some("W"));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
 pub fn from_anthropic(
     response: &Value,
     tool_ids: Option<&ToolIds>,
-) -> Result<Converted<Message>, ResponseError> {
+) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("Anthropic", reason);
     let blocks = response
         .get("content")
@@ -907,7 +907,7 @@ pub fn from_anthropic(
             created: None,
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// A whole Anthropic Messages request body, from [`ModelRequest::to_anthropic`]: in the API

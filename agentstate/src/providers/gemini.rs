@@ -17,8 +17,8 @@ use super::{
     blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
     note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, provider_extra,
-    reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
-    Reply, ResponseError, Source,
+    reasoning_provider, response_message, signed_call, source, system_text, Converted,
+    ParsedResponse, Provider, Reply, ResponseError, Source,
 };
 use crate::message::{
     ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
@@ -665,16 +665,16 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 ///                       "thoughtsTokenCount": 12},
 ///     "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
 /// });
-/// let converted = from_gemini(&response)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_gemini(&response)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// let call = message.tool_call_blocks().next().unwrap();
 /// assert_eq!(call.signature.as_deref(), Some("CiQB"));
 /// assert_eq!(message.tool_calls()[0].extra.get("thought_signature"), Some("CiQB".into()));
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError> {
+pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("Gemini", reason);
     let candidate = first(response, "candidates").ok_or_else(|| error("it has no `candidates`"))?;
     let parts = candidate
@@ -766,7 +766,7 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
             created: None,
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// A whole Gemini `generateContent` body, from [`ModelRequest::to_gemini`], with the REST

@@ -158,7 +158,8 @@
 //! | a message with nothing to send | sent (`""`) | sent | dropped (noted) | dropped (noted) |
 //!
 //! The way back, [`from_openai_chat`], [`from_openai_responses`], [`from_anthropic`] and
-//! [`from_gemini`], reads a response into an assistant [`Message`]: text, tool calls (in
+//! [`from_gemini`], reads a response into a [`ParsedResponse`], an assistant [`Message`] (its
+//! `message`) and a report of what it could not keep: text, tool calls (in
 //! `tools_calls` with the arguments string as sent, and as `tool_call` blocks), reasoning with
 //! its signature, usage (prompt, completion, cached and reasoning tokens), AgentFlow's
 //! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
@@ -195,12 +196,12 @@ use crate::message::{
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// A provider's request body and what it could not express (or, from the `from_*`
-/// functions, a response's message and what it could not keep).
+/// A provider's request body and what it could not express, from the `to_*` functions and
+/// [`ModelRequest`]'s conversions (the way back, a response read into a message, is a
+/// [`ParsedResponse`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Converted<T> {
-    /// The request body: `messages`/`input`/`contents` and the system prompt (from the
-    /// `from_*` functions: the message).
+    /// The request body: `messages`/`input`/`contents` and the system prompt.
     pub request: T,
     /// Everything that could not be expressed, and what was done with it.
     pub report: Report,
@@ -217,6 +218,34 @@ impl<T> Converted<T> {
             report,
             tool_ids: ToolIds::default(),
         }
+    }
+}
+
+/// A provider's response read into an assistant message, by the `from_*` functions and the
+/// [`stream`] accumulators, with what the message could not keep.
+///
+/// ```
+/// use agentstate::providers::from_openai_chat;
+/// use serde_json::json;
+///
+/// let response = json!({"id": "chatcmpl-1", "model": "gpt-4o",
+///     "choices": [{"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]});
+/// let parsed = from_openai_chat(&response)?;
+/// assert!(parsed.report.is_empty());
+/// assert_eq!(parsed.message.text(), "Hi");
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedResponse {
+    /// The assistant message.
+    pub message: Message,
+    /// What the message could not keep (each such part stays in its `raw`).
+    pub report: Report,
+}
+
+impl ParsedResponse {
+    fn new(message: Message, report: Report) -> Self {
+        ParsedResponse { message, report }
     }
 }
 

@@ -16,7 +16,7 @@ use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
     openai_reasoning, openai_usage, out_of_place, output_blocks, output_text, placeholder,
-    response_message, source, str_at, Converted, Reply, ResponseError, Source,
+    response_message, source, str_at, Converted, ParsedResponse, Reply, ResponseError, Source,
 };
 use crate::message::{
     ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock, ToolResultBlock,
@@ -773,9 +773,9 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///     "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25,
 ///               "prompt_tokens_details": {"cached_tokens": 8}}
 /// });
-/// let converted = from_openai_chat(&response)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_openai_chat(&response)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// assert_eq!(message.tool_call_blocks().next().unwrap().args.get("city"), Some("Paris".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().cache_read_input_tokens, 8);
@@ -784,7 +784,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 /// // A refusal is kept as a refusal, and sent back as one.
 /// let refused = json!({"choices": [{"message": {"role": "assistant", "content": null,
 ///                                               "refusal": "I can't help with that."}}]});
-/// let message = from_openai_chat(&refused)?.request;
+/// let message = from_openai_chat(&refused)?.message;
 /// let ContentBlock::Error(block) = &message.content[0] else { panic!() };
 /// assert_eq!((block.message.as_str(), block.code.as_deref()), ("I can't help with that.", Some("refusal")));
 /// let body = serde_json::to_value(to_openai_chat(&[message], None).request).unwrap();
@@ -792,7 +792,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///                                        "refusal": "I can't help with that."}));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, ResponseError> {
+pub fn from_openai_chat(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("OpenAI Chat", reason);
     let choice = first(response, "choices").ok_or_else(|| error("it has no `choices`"))?;
     let message = choice
@@ -862,7 +862,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, Response
             created: response.get("created").and_then(Value::as_f64),
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// A whole Chat Completions request body, from [`ModelRequest::to_openai_chat`]: in the API

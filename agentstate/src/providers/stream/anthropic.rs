@@ -3,8 +3,8 @@
 //! answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{Message, MessageId};
-use crate::providers::{from_anthropic, Converted, ToolIds};
+use crate::message::MessageId;
+use crate::providers::{from_anthropic, ParsedResponse, ToolIds};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -45,7 +45,7 @@ const PROVIDER: &str = "Anthropic";
 ///     stream.push_event(event, data, &mut deltas)?;
 /// }
 /// assert_eq!(deltas, [Delta::Text { message_id: "msg_1".into(), delta: "Hello!".into() }]);
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
 /// assert_eq!(message.usages.as_ref().unwrap().completion_tokens, 15);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -353,7 +353,7 @@ impl Accumulator for AnthropicStream {
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         if !self.stopped {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -364,7 +364,7 @@ impl Accumulator for AnthropicStream {
         let response = self.response()?;
         let mut converted = from_anthropic(&response, self.tool_ids.as_ref())?;
         if let (None, Some(id)) = (response.get("id"), self.id) {
-            converted.request.message_id = id.into();
+            converted.message.message_id = id.into();
         }
         Ok(converted)
     }

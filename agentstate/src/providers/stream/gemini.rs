@@ -3,8 +3,8 @@
 //! message [`from_gemini`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{python_json, Message, MessageId};
-use crate::providers::{from_gemini, Converted};
+use crate::message::{python_json, MessageId};
+use crate::providers::{from_gemini, ParsedResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -38,7 +38,7 @@ const PROVIDER: &str = "Gemini";
 ///     stream.push_event("message", data, &mut deltas)?;
 /// }
 /// assert_eq!(deltas[1], Delta::Text { message_id: "r1".into(), delta: " is blue.".into() });
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
 /// assert_eq!(message.text(), "The sky is blue.");
 /// assert_eq!(message.usages.as_ref().unwrap().total_tokens, 9);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
@@ -293,7 +293,7 @@ impl Accumulator for GeminiStream {
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         if self.finish_reason.is_none() {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -303,7 +303,7 @@ impl Accumulator for GeminiStream {
         }
         let mut converted = from_gemini(&self.response()?)?;
         if let Some(id) = self.fallback_id {
-            converted.request.message_id = id.into();
+            converted.message.message_id = id.into();
         }
         Ok(converted)
     }

@@ -1,6 +1,6 @@
 //! Streamed responses: an accumulator per provider takes the stream's events as they come,
 //! yields the text, reasoning and tool-call [`Delta`]s as they arrive, and at the end gives
-//! the finished [`Message`] with usage and the same [`Converted`] report as the non-streamed
+//! the finished [`Message`](crate::message::Message) with usage and the same report as the non-streamed
 //! `from_*` function: equal to what that function gives for the same answer.
 //!
 //! | provider | accumulator | events read | its final event |
@@ -42,7 +42,7 @@
 //!     stream.push(chunk, &mut deltas)?;
 //! }
 //! assert_eq!(deltas[0], Delta::Text { message_id: "chatcmpl-1".into(), delta: "Hel".into() });
-//! let message = stream.finish()?.request;
+//! let message = stream.finish()?.message;
 //! assert_eq!(message.text(), "Hello");
 //! assert_eq!(message.message_id.to_string(), "chatcmpl-1");
 //! # Ok::<(), agentstate::providers::stream::StreamError>(())
@@ -75,8 +75,7 @@ pub use openai_chat::OpenAiChatStream;
 pub use openai_responses::OpenAiResponsesStream;
 pub use sse::SseDecoder;
 
-use super::{Converted, ResponseError};
-use crate::message::Message;
+use super::{ParsedResponse, ResponseError};
 use std::fmt;
 
 /// A piece of the answer, as it arrives.
@@ -236,7 +235,7 @@ pub trait Accumulator {
     /// The finished message, with the report of what it could not keep: what the `from_*`
     /// function gives for the same answer. An error when the stream stopped before its final
     /// event.
-    fn finish(self) -> Result<Converted<Message>, StreamError>;
+    fn finish(self) -> Result<ParsedResponse, StreamError>;
 }
 
 /// An accumulator fed with bytes: server-sent events decoded from chunks split anywhere.
@@ -269,7 +268,7 @@ impl<A: Accumulator> Sse<A> {
     }
 
     /// The finished message (see [`Accumulator::finish`]).
-    pub fn finish(self) -> Result<Converted<Message>, StreamError> {
+    pub fn finish(self) -> Result<ParsedResponse, StreamError> {
         self.accumulator.finish()
     }
 }

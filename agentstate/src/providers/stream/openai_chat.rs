@@ -2,8 +2,8 @@
 //! [`from_openai_chat`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{Message, MessageId};
-use crate::providers::{from_openai_chat, Converted};
+use crate::message::MessageId;
+use crate::providers::{from_openai_chat, ParsedResponse};
 use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
 use std::borrow::Cow;
@@ -36,7 +36,7 @@ const PROVIDER: &str = "OpenAI Chat";
 /// }
 /// assert_eq!(deltas[1], Delta::ToolCall { message_id: "c1".into(), tool_call_id: "call_1".into(),
 ///     name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -311,7 +311,7 @@ impl Accumulator for OpenAiChatStream {
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -321,7 +321,7 @@ impl Accumulator for OpenAiChatStream {
         }
         let mut converted = from_openai_chat(&self.response())?;
         if let (None, Some(id)) = (&self.id, self.fallback_id) {
-            converted.request.message_id = id.into();
+            converted.message.message_id = id.into();
         }
         Ok(converted)
     }

@@ -2,8 +2,8 @@
 //! [`from_openai_responses`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{Message, MessageId};
-use crate::providers::{from_openai_responses, Converted};
+use crate::message::MessageId;
+use crate::providers::{from_openai_responses, ParsedResponse};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -35,7 +35,7 @@ const PROVIDER: &str = "OpenAI Responses";
 ///     stream.push_event(event, data, &mut deltas)?;
 /// }
 /// assert_eq!(deltas, [Delta::Text { message_id: "resp_1".into(), delta: "Hi".into() }]);
-/// assert_eq!(stream.finish()?.request.text(), "Hi");
+/// assert_eq!(stream.finish()?.message.text(), "Hi");
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -191,7 +191,7 @@ impl Accumulator for OpenAiResponsesStream {
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         let Some(mut response) = self.response else {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -210,7 +210,7 @@ impl Accumulator for OpenAiResponsesStream {
         }
         let mut converted = from_openai_responses(&response)?;
         if let (None, Some(id)) = (response.get("id"), self.id) {
-            converted.request.message_id = id.into();
+            converted.message.message_id = id.into();
         }
         Ok(converted)
     }

@@ -902,6 +902,7 @@ impl ModelRequest {
         conversation: impl Into<Conversation<'a>>,
     ) -> Result<Converted<GeminiBody<'a>>, RequestError> {
         self.refuse(GEMINI, &[Param::ToolStrict])?;
+        self.refuse_tool_choice_without_tools(GEMINI)?;
         let thinking_config = match (self.reasoning_effort(), self.thinking_budget()) {
             (Some(_), None) => {
                 return Err(RequestError::Unsupported {

@@ -1044,6 +1044,7 @@ impl ModelRequest {
         conversation: impl Into<Conversation<'a>>,
     ) -> Result<Converted<ChatBody<'a>>, RequestError> {
         self.refuse(CHAT, &[Param::TopK])?;
+        self.refuse_tool_choice_without_tools(CHAT)?;
         let reasoning_effort = openai_effort(self, CHAT)?;
         let conversation = conversation.into();
         let converted = to_openai_chat(conversation.messages, conversation.summary);

@@ -919,6 +919,7 @@ mod any_conversation {
             anthropic_ids_are_valid(&messages, &anthropic);
             for (body, empty) in [
                 (&chat_body["messages"], chat_report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
+                (&responses.request["input"], responses.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
                 (&anthropic.request["messages"], anthropic.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
             ] {
                 prop_assert_eq!(body == &json!([]), empty, "{}", body);
@@ -943,9 +944,11 @@ mod any_conversation {
 fn an_empty_conversation_is_reported_as_refused() {
     let only_system = [Message::text_message("Be brief.", Role::System)];
     for messages in [&[][..], &only_system[..]] {
+        let responses = to_openai_responses(messages, None);
         let anthropic = to_anthropic(messages, None);
         let gemini = to_gemini(messages, None);
         for (body, report) in [
+            (&responses.request["input"], &responses.report),
             (&anthropic.request["messages"], &anthropic.report),
             (&gemini.request["contents"], &gemini.report),
         ] {

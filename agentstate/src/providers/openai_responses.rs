@@ -260,6 +260,7 @@ fn conversation<'a>(
             }
         }
     }
+    super::note_empty_conversation(input.len(), &mut report);
     let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
     (instructions, input, report)
 }

@@ -82,10 +82,12 @@ fn non_streamed(provider: Provider, json: &Value) -> ParsedResponse {
 }
 
 /// The message without what differs between two reads of one answer: `raw` (the streamed
-/// one is the response assembled from the events) and, for providers whose responses have no
-/// creation time, the timestamp (`from_*` puts the time of reading).
+/// one is the response assembled from the events), the id (each read makes a fresh one) and,
+/// for providers whose responses have no creation time, the timestamp (`from_*` puts the time
+/// of reading).
 fn comparable(mut message: Message, provider: Provider) -> Message {
     message.raw = None;
+    message.message_id = "read".into();
     if matches!(provider, Provider::Anthropic | Provider::Gemini) {
         message.timestamp = None;
     }
@@ -257,6 +259,33 @@ fn without_a_response_id_the_deltas_and_the_message_share_a_made_one() {
         assert_eq!(deltas.len(), 1);
         assert_eq!(deltas[0].message_id(), message.message_id.to_string());
         assert!(!deltas[0].message_id().is_empty());
+    }
+}
+
+/// Each read of a stream gives the message a fresh id, which its deltas carry; the provider's
+/// response id is in the metadata (a server that repeats ids cannot make two answers one).
+#[test]
+fn each_streamed_message_has_its_own_id_and_keeps_the_response_id() {
+    for (name, provider) in CASES {
+        let body = read(&format!("{name}.sse"));
+        let json: Value = serde_json::from_slice(&read(&format!("{name}.json"))).unwrap();
+        let (deltas, first) = streamed(*provider, &[&body]);
+        let (_, again) = streamed(*provider, &[&body]);
+        let (first, again) = (first.unwrap().message, again.unwrap().message);
+        assert_ne!(first.message_id, again.message_id, "{name}");
+        let id = first.message_id.to_string();
+        assert!(deltas.iter().all(|d| d.message_id() == id), "{name}");
+        let response_id = json
+            .get("id")
+            .or_else(|| json.get("responseId"))
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{name}: the recording has an id"));
+        assert_eq!(
+            first.metadata.get(agentstate::providers::RESPONSE_ID),
+            Some(response_id.into()),
+            "{name}"
+        );
+        assert_ne!(id, response_id, "{name}");
     }
 }
 
@@ -578,7 +607,7 @@ fn deltas_become_agui_events() {
     };
     assert_eq!(
         call.parent_message_id.as_deref(),
-        Some("msg_014p7gG3wDgGV9EUtLvnow3U")
+        Some(message.message_id.to_string().as_str())
     );
     assert_eq!(call.tool_call_name, "get_weather");
 }

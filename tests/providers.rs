@@ -633,7 +633,7 @@ fn round_trip_openai_chat() {
         "choices": [{"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
     let back = from_openai_chat(&response).unwrap().message;
     assert_same_turn(&messages[2], &back);
-    assert_eq!(back.message_id, "chatcmpl-9".into());
+    assert_eq!(back.metadata.get("response_id"), Some(json!("chatcmpl-9")));
     assert_eq!(back.timestamp, Some(1_700_000_000.0));
     assert_eq!(back.metadata.get("model"), Some(json!("gpt-4o")));
     assert_eq!(back.raw.as_ref().unwrap().to_value()["id"], "chatcmpl-9");
@@ -1036,6 +1036,42 @@ fn anthropic_tool_ids_are_mapped_both_ways() {
         chat(&messages).0["messages"][1]["tool_calls"][0]["id"],
         "functions.get_weather:0"
     );
+}
+
+/// A server that repeats response ids (a proxy, a cache, a local model server) must not make
+/// two answers one message: each read gets a fresh id, and the response's id is in the
+/// metadata, for every provider.
+#[test]
+fn repeated_response_ids_give_distinct_messages() {
+    use agentstate::providers::RESPONSE_ID;
+    use agentstate::reducers::add_messages;
+    let text = |t: &str| {
+        [
+            from_openai_chat(
+                &json!({"id": "r", "choices": [{"message": {"role": "assistant", "content": t}}]}),
+            ),
+            from_openai_responses(
+                &json!({"id": "r", "output": [{"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": t, "annotations": []}]}]}),
+            ),
+            from_anthropic(
+                &json!({"id": "r", "content": [{"type": "text", "text": t}]}),
+                None,
+            ),
+            from_gemini(
+                &json!({"responseId": "r", "candidates": [{"content": {"parts": [{"text": t}]}}]}),
+            ),
+        ]
+        .map(|parsed| parsed.unwrap().message)
+    };
+    for (first, second) in text("first").into_iter().zip(text("second")) {
+        assert_eq!(first.metadata.get(RESPONSE_ID), Some("r".into()));
+        assert_eq!(second.metadata.get(RESPONSE_ID), Some("r".into()));
+        assert_ne!(first.message_id, second.message_id);
+        let merged = add_messages(vec![first], vec![second]);
+        let texts: Vec<String> = merged.iter().map(Message::text).collect();
+        assert_eq!(texts, ["first", "second"]);
+    }
 }
 
 #[test]

@@ -162,7 +162,9 @@
 //! `message`) and a report of what it could not keep: text, tool calls (in
 //! `tools_calls` with the arguments string as sent, and as `tool_call` blocks), reasoning with
 //! its signature, usage (prompt, completion, cached and reasoning tokens), AgentFlow's
-//! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
+//! `metadata` (`provider`, `model`, `finish_reason`), the response's id in
+//! `metadata["response_id"]` ([`RESPONSE_ID`]; the message's own id is a fresh uuid) and the
+//! whole response as `raw`. A round
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
 //! it); with the feature `async-openai`, [`ChatBody`](openai_chat::ChatBody) and
@@ -938,9 +940,29 @@ struct Reply<'a> {
     created: Option<f64>,
 }
 
-/// An assistant message from a provider's response: these blocks and calls, the response's
-/// id as `message_id` (a new uuid without one), its creation time as `timestamp`, `metadata` as AgentFlow's converters write
-/// it (`provider`, `model`, `finish_reason`) and the whole response as `raw`.
+/// The `metadata` key under which the `from_*` functions and the stream accumulators keep the
+/// provider's response id (Chat's and Responses' `id`, Anthropic's message `id`, Gemini's
+/// `responseId`), when the response has one. The message's own `message_id` is a fresh uuid:
+/// a server that repeats response ids would otherwise give two answers one id, and
+/// [`add_messages`](crate::reducers::add_messages) keeps only the first.
+///
+/// ```
+/// use agentstate::providers::{from_anthropic, RESPONSE_ID};
+/// use serde_json::json;
+///
+/// let response = json!({"id": "msg_1", "content": [{"type": "text", "text": "Hi"}]});
+/// let first = from_anthropic(&response, None)?.message;
+/// let again = from_anthropic(&response, None)?.message;
+/// assert_eq!(first.metadata.get(RESPONSE_ID), Some("msg_1".into()));
+/// assert_ne!(first.message_id, again.message_id);
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+pub const RESPONSE_ID: &str = "response_id";
+
+/// An assistant message from a provider's response: these blocks and calls, a fresh
+/// `message_id`, the response's id in `metadata[RESPONSE_ID]`, its creation time as
+/// `timestamp`, `metadata` as AgentFlow's converters write it (`provider`, `model`,
+/// `finish_reason`) and the whole response as `raw`.
 fn response_message(
     response: &Value,
     content: Vec<ContentBlock>,
@@ -956,9 +978,6 @@ fn response_message(
         created,
     } = reply;
     let mut message = Message::new(Role::Assistant, content);
-    if let Some(id) = id {
-        message = message.with_id(id);
-    }
     if !calls.is_empty() {
         message.tools_calls = Some(calls);
     }
@@ -977,6 +996,9 @@ fn response_message(
         .with_metadata("provider", provider)
         .with_metadata("model", model.unwrap_or_default())
         .with_metadata("finish_reason", finish_reason.unwrap_or("UNKNOWN"));
+    if let Some(id) = id {
+        message = message.with_metadata(RESPONSE_ID, id);
+    }
     message.usages = usage.map(Box::new);
     if let Some(created) = created {
         message = message.with_timestamp(created);

@@ -3,7 +3,6 @@
 //! answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::MessageId;
 use crate::providers::{from_anthropic, ParsedResponse, ToolIds};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -44,8 +43,9 @@ const PROVIDER: &str = "Anthropic";
 /// ] {
 ///     stream.push_event(event, data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas, [Delta::Text { message_id: "msg_1".into(), delta: "Hello!".into() }]);
 /// let message = stream.finish()?.message;
+/// assert_eq!(deltas, [Delta::Text { message_id: message.message_id.to_string(), delta: "Hello!".into() }]);
+/// assert_eq!(message.metadata.get("response_id"), Some("msg_1".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().completion_tokens, 15);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -55,7 +55,6 @@ pub struct AnthropicStream {
     tool_ids: Option<ToolIds>,
     /// `message_start`'s message, without its content.
     message: Option<Map<String, Value>>,
-    id: Option<String>,
     blocks: Vec<Block>,
     stopped: bool,
 }
@@ -121,12 +120,6 @@ impl AnthropicStream {
         }
     }
 
-    fn message_id(&mut self) -> String {
-        self.id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
-    }
-
     /// The response Anthropic would have sent without streaming.
     fn response(&self) -> Result<Value, StreamError> {
         let mut message = self.message.clone().unwrap_or_default();
@@ -186,9 +179,6 @@ impl Accumulator for AnthropicStream {
                 let mut message = parsed
                     .message
                     .ok_or_else(|| malformed(self, "it has no `message`"))?;
-                if let Some(id) = message.get("id").and_then(Value::as_str) {
-                    self.id = Some(id.to_owned());
-                }
                 message.remove("content");
                 self.message = Some(message);
             }
@@ -235,7 +225,7 @@ impl Accumulator for AnthropicStream {
                             .to_owned();
                         let name = name.to_owned();
                         block.call = Some((id.clone(), name.clone()));
-                        let message_id = self.message_id();
+                        let message_id = self.events.message_id();
                         deltas.push(Delta::ToolCall {
                             message_id,
                             tool_call_id: id,
@@ -246,7 +236,7 @@ impl Accumulator for AnthropicStream {
                     _ => {}
                 }
                 if !block.text.is_empty() {
-                    let message_id = self.message_id();
+                    let message_id = self.events.message_id();
                     let delta = block.text.clone();
                     deltas.push(
                         if block.start.get("type").and_then(Value::as_str) == Some("text") {
@@ -272,7 +262,7 @@ impl Accumulator for AnthropicStream {
                         format_args!("no content block was started at index {index}"),
                     ));
                 };
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let block = &mut self.blocks[at];
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
@@ -362,11 +352,8 @@ impl Accumulator for AnthropicStream {
             });
         }
         let response = self.response()?;
-        let mut converted = from_anthropic(&response, self.tool_ids.as_ref())?;
-        if let (None, Some(id)) = (response.get("id"), self.id) {
-            converted.message.message_id = id.into();
-        }
-        Ok(converted)
+        let parsed = from_anthropic(&response, self.tool_ids.as_ref())?;
+        Ok(self.events.stamp(parsed))
     }
 }
 

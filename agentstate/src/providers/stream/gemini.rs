@@ -3,7 +3,7 @@
 //! message [`from_gemini`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{python_json, MessageId};
+use crate::message::python_json;
 use crate::providers::{from_gemini, ParsedResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -37,8 +37,8 @@ const PROVIDER: &str = "Gemini";
 /// ] {
 ///     stream.push_event("message", data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas[1], Delta::Text { message_id: "r1".into(), delta: " is blue.".into() });
 /// let message = stream.finish()?.message;
+/// assert_eq!(deltas[1], Delta::Text { message_id: message.message_id.to_string(), delta: " is blue.".into() });
 /// assert_eq!(message.text(), "The sky is blue.");
 /// assert_eq!(message.usages.as_ref().unwrap().total_tokens, 9);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
@@ -46,9 +46,8 @@ const PROVIDER: &str = "Gemini";
 #[derive(Debug, Clone, Default)]
 pub struct GeminiStream {
     events: Events,
+    /// The first `responseId`.
     id: Option<String>,
-    /// The id given to the deltas when the chunks have no `responseId`.
-    fallback_id: Option<String>,
     model: Option<String>,
     /// The last `usageMetadata`'s JSON text (its buffer reused from chunk to chunk).
     usage: Option<String>,
@@ -121,15 +120,6 @@ impl GeminiStream {
     /// An accumulator at the start of a stream.
     pub fn new() -> Self {
         GeminiStream::default()
-    }
-
-    fn message_id(&mut self) -> String {
-        if let Some(id) = &self.id {
-            return id.clone();
-        }
-        self.fallback_id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
     }
 
     /// The response Gemini would have sent without streaming.
@@ -206,7 +196,7 @@ impl Accumulator for GeminiStream {
             return Err(self.events.provider_error(PROVIDER, code, message));
         }
         if let Some(id) = chunk.response_id {
-            if self.id.is_none() && self.fallback_id.is_none() {
+            if self.id.is_none() {
                 self.id = Some(id.into_owned());
             }
         }
@@ -243,7 +233,7 @@ impl Accumulator for GeminiStream {
                 let delta = python_json::to_string(&args);
                 let name = name.to_owned();
                 self.calls += 1;
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::ToolCall {
                     message_id,
                     tool_call_id: id,
@@ -262,7 +252,7 @@ impl Accumulator for GeminiStream {
             let thought = part.thought == Some(true);
             let signature = part.signature.map(Cow::into_owned);
             if !text.is_empty() {
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let delta = text.clone().into_owned();
                 deltas.push(if thought {
                     Delta::Reasoning { message_id, delta }
@@ -301,11 +291,8 @@ impl Accumulator for GeminiStream {
                 expected: "a candidate's `finishReason`",
             });
         }
-        let mut converted = from_gemini(&self.response()?)?;
-        if let Some(id) = self.fallback_id {
-            converted.message.message_id = id.into();
-        }
-        Ok(converted)
+        let parsed = from_gemini(&self.response()?)?;
+        Ok(self.events.stamp(parsed))
     }
 }
 

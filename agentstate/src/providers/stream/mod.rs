@@ -15,8 +15,10 @@
 //! it writes the response the provider would have sent without streaming and reads it with
 //! the `from_*` function, so the two paths cannot drift apart. The message's `raw` is that
 //! assembled response (OpenAI Responses: the `response.completed` event's response, which
-//! is the non-streamed body). Where a response has no id (Gemini without `responseId`), the
-//! accumulator makes one when the stream starts, so that the deltas and the message agree.
+//! is the non-streamed body). The message's id is a fresh uuid, made by the accumulator when
+//! the first delta needs it, so that the deltas and the message agree; the provider's
+//! response id goes to the message's `metadata["response_id"]`
+//! ([`RESPONSE_ID`](super::RESPONSE_ID)), as the `from_*` functions put it.
 //! `tests/provider_streams.rs` checks the equality on recorded streams of each provider
 //! (`tests/data/streams/`, from their documentation) split at random bytes and events; an
 //! accumulator costs under 1 µs per event, decoding included (`benches/README.md`).
@@ -41,10 +43,10 @@
 //! for chunk in body.as_bytes().chunks(7) {
 //!     stream.push(chunk, &mut deltas)?;
 //! }
-//! assert_eq!(deltas[0], Delta::Text { message_id: "chatcmpl-1".into(), delta: "Hel".into() });
 //! let message = stream.finish()?.message;
+//! assert_eq!(deltas[0], Delta::Text { message_id: message.message_id.to_string(), delta: "Hel".into() });
 //! assert_eq!(message.text(), "Hello");
-//! assert_eq!(message.message_id.to_string(), "chatcmpl-1");
+//! assert_eq!(message.metadata.get("response_id"), Some("chatcmpl-1".into()));
 //! # Ok::<(), agentstate::providers::stream::StreamError>(())
 //! ```
 //!
@@ -76,6 +78,7 @@ pub use openai_responses::OpenAiResponsesStream;
 pub use sse::SseDecoder;
 
 use super::{ParsedResponse, ResponseError};
+use crate::message::MessageId;
 use std::fmt;
 
 /// A piece of the answer, as it arrives.
@@ -273,14 +276,32 @@ impl<A: Accumulator> Sse<A> {
     }
 }
 
-/// The counter and names every accumulator uses to name an event in its errors.
+/// The counter and names every accumulator uses to name an event in its errors, and the id
+/// of the message being streamed.
 #[derive(Debug, Clone, Default)]
 struct Events {
     /// Events read so far (the current one's number).
     count: usize,
+    /// The message's id, made when the first delta needs it (or at the end).
+    message_id: Option<String>,
 }
 
 impl Events {
+    /// The id of the message being streamed: a fresh uuid, the same for every delta and the
+    /// final message (the provider's response id goes to its metadata, as the `from_*`
+    /// functions put it).
+    fn message_id(&mut self) -> String {
+        self.message_id
+            .get_or_insert_with(|| MessageId::generate().to_string())
+            .clone()
+    }
+
+    /// The finished message, given the id its deltas carried.
+    fn stamp(mut self, mut parsed: ParsedResponse) -> ParsedResponse {
+        parsed.message.message_id = self.message_id().into();
+        parsed
+    }
+
     fn malformed(
         &self,
         provider: &'static str,

@@ -2,7 +2,6 @@
 //! [`from_openai_chat`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::MessageId;
 use crate::providers::{from_openai_chat, ParsedResponse};
 use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
@@ -34,9 +33,9 @@ const PROVIDER: &str = "OpenAI Chat";
 /// ] {
 ///     stream.push_event("message", data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas[1], Delta::ToolCall { message_id: "c1".into(), tool_call_id: "call_1".into(),
-///     name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
 /// let message = stream.finish()?.message;
+/// assert_eq!(deltas[1], Delta::ToolCall { message_id: message.message_id.to_string(),
+///     tool_call_id: "call_1".into(), name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -44,8 +43,6 @@ const PROVIDER: &str = "OpenAI Chat";
 pub struct OpenAiChatStream {
     events: Events,
     id: Option<String>,
-    /// The id given to the deltas when the chunks have none.
-    fallback_id: Option<String>,
     created: Option<Number>,
     model: Option<String>,
     system_fingerprint: Option<String>,
@@ -131,15 +128,6 @@ impl OpenAiChatStream {
     /// An accumulator at the start of a stream.
     pub fn new() -> Self {
         OpenAiChatStream::default()
-    }
-
-    fn message_id(&mut self) -> String {
-        if let Some(id) = &self.id {
-            return id.clone();
-        }
-        self.fallback_id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
     }
 
     /// The response Chat Completions would have sent without streaming.
@@ -247,7 +235,7 @@ impl Accumulator for OpenAiChatStream {
             let Some(delta) = choice.delta else { continue };
             if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
                 self.reasoning.push_str(&text);
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::Reasoning {
                     message_id,
                     delta: text.into_owned(),
@@ -255,7 +243,7 @@ impl Accumulator for OpenAiChatStream {
             }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 self.content.push_str(&text);
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::Text {
                     message_id,
                     delta: text.into_owned(),
@@ -298,7 +286,7 @@ impl Accumulator for OpenAiChatStream {
                         self.calls.len() - 1
                     }
                 };
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let call = &self.calls[at];
                 deltas.push(Delta::ToolCall {
                     message_id,
@@ -319,10 +307,7 @@ impl Accumulator for OpenAiChatStream {
                 expected: "a `finish_reason` or `[DONE]`",
             });
         }
-        let mut converted = from_openai_chat(&self.response())?;
-        if let (None, Some(id)) = (&self.id, self.fallback_id) {
-            converted.message.message_id = id.into();
-        }
-        Ok(converted)
+        let parsed = from_openai_chat(&self.response())?;
+        Ok(self.events.stamp(parsed))
     }
 }

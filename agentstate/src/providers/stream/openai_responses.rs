@@ -2,7 +2,6 @@
 //! [`from_openai_responses`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::MessageId;
 use crate::providers::{from_openai_responses, ParsedResponse};
 use serde::Deserialize;
 use serde_json::Value;
@@ -34,14 +33,14 @@ const PROVIDER: &str = "OpenAI Responses";
 /// ] {
 ///     stream.push_event(event, data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas, [Delta::Text { message_id: "resp_1".into(), delta: "Hi".into() }]);
-/// assert_eq!(stream.finish()?.message.text(), "Hi");
+/// let message = stream.finish()?.message;
+/// assert_eq!(deltas, [Delta::Text { message_id: message.message_id.to_string(), delta: "Hi".into() }]);
+/// assert_eq!(message.text(), "Hi");
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiResponsesStream {
     events: Events,
-    id: Option<String>,
     /// The function calls announced, by output index: (index, call id, name).
     calls: Vec<(u64, String, String)>,
     /// The finished items (`response.output_item.done`), by output index: the output when
@@ -74,12 +73,6 @@ impl OpenAiResponsesStream {
     pub fn new() -> Self {
         OpenAiResponsesStream::default()
     }
-
-    fn message_id(&mut self) -> String {
-        self.id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
-    }
 }
 
 impl Accumulator for OpenAiResponsesStream {
@@ -99,20 +92,10 @@ impl Accumulator for OpenAiResponsesStream {
                 .malformed(PROVIDER, &parsed.kind, format_args!("it has no `{field}`"))
         };
         match &*parsed.kind {
-            "response.created" | "response.in_progress" => {
-                if let Some(id) = parsed
-                    .response
-                    .as_ref()
-                    .and_then(|r| r.get("id"))
-                    .and_then(Value::as_str)
-                {
-                    self.id.get_or_insert_with(|| id.to_owned());
-                }
-            }
             "response.output_text.delta" | "response.reasoning_summary_text.delta" => {
                 let delta = parsed.delta.ok_or_else(|| missing(self, "delta"))?;
                 if !delta.is_empty() {
-                    let message_id = self.message_id();
+                    let message_id = self.events.message_id();
                     let delta = delta.into_owned();
                     deltas.push(if parsed.kind == "response.output_text.delta" {
                         Delta::Text { message_id, delta }
@@ -133,7 +116,7 @@ impl Accumulator for OpenAiResponsesStream {
                     let index = parsed.output_index.unwrap_or(self.calls.len() as u64);
                     self.calls
                         .push((index, call_id.to_owned(), name.to_owned()));
-                    let message_id = self.message_id();
+                    let message_id = self.events.message_id();
                     deltas.push(Delta::ToolCall {
                         message_id,
                         tool_call_id: call_id.to_owned(),
@@ -156,7 +139,7 @@ impl Accumulator for OpenAiResponsesStream {
                 };
                 let (tool_call_id, name) = (id.clone(), name.clone());
                 if !delta.is_empty() {
-                    let message_id = self.message_id();
+                    let message_id = self.events.message_id();
                     deltas.push(Delta::ToolCall {
                         message_id,
                         tool_call_id,
@@ -208,10 +191,7 @@ impl Accumulator for OpenAiResponsesStream {
             items.sort_by_key(|(index, _)| *index);
             response["output"] = Value::Array(items.into_iter().map(|(_, item)| item).collect());
         }
-        let mut converted = from_openai_responses(&response)?;
-        if let (None, Some(id)) = (response.get("id"), self.id) {
-            converted.message.message_id = id.into();
-        }
-        Ok(converted)
+        let parsed = from_openai_responses(&response)?;
+        Ok(self.events.stamp(parsed))
     }
 }

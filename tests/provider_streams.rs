@@ -376,6 +376,105 @@ fn an_error_event_is_the_providers_error() {
     assert_eq!(err.category(), "provider_authentication");
 }
 
+/// The SSE body of Responses events (`event:` lines from their `type`).
+fn responses_body(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+/// `response.created`, a text delta, then `middle`, then the response completed with "Hi".
+fn responses_around(middle: &[Value]) -> String {
+    let completed = serde_json::json!({"type": "response.completed", "response": {"id": "resp_1",
+        "status": "completed", "model": "gpt-5", "output": [{"id": "msg_1", "type": "message",
+        "role": "assistant", "content": [{"type": "output_text", "text": "Hi", "annotations": []}]}]}});
+    let mut events = vec![
+        serde_json::json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        serde_json::json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "Hi"}),
+    ];
+    events.extend_from_slice(middle);
+    events.push(completed);
+    responses_body(&events)
+}
+
+#[test]
+fn responses_events_with_other_deltas_and_unknown_events_are_skipped() {
+    use agentstate::providers::{Action, Issue};
+    // A shell call's output delta is an object (the SDK's
+    // `ResponseShellCallOutputContentDeltaEvent`); a known event, read from the final response.
+    let shell = serde_json::json!({"type": "response.shell_call_output_content.delta",
+        "command_index": 0, "delta": {"stdout": "ok\n", "stderr": null}, "item_id": "sh_1",
+        "output_index": 1, "sequence_number": 4});
+    let (deltas, parsed) = streamed(
+        Provider::Responses,
+        &[responses_around(&[shell]).as_bytes()],
+    );
+    let parsed = parsed.unwrap();
+    assert_eq!(parsed.message.text(), "Hi");
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    assert_eq!(deltas.len(), 1);
+
+    // An event type this version does not know, whatever its fields: skipped, noted once.
+    let unknown = serde_json::json!({"type": "response.hologram.delta", "delta": [1, 2],
+        "message": {"a": 1}, "code": 7, "output_index": "x"});
+    let body = responses_around(&[unknown.clone(), unknown]);
+    let parsed = streamed(Provider::Responses, &[body.as_bytes()]).1.unwrap();
+    assert_eq!(parsed.message.text(), "Hi");
+    let notes = parsed.report.notes();
+    assert_eq!(notes.len(), 1, "{}", parsed.report);
+    assert_eq!(
+        (&notes[0].issue, &notes[0].action),
+        (
+            &Issue::UnknownEvent {
+                event: "response.hologram.delta".into()
+            },
+            &Action::Dropped
+        )
+    );
+    assert_eq!(
+        parsed.report.to_string(),
+        "stream: the stream's `response.hologram.delta` event is not one this version reads; dropped"
+    );
+
+    // A known event whose `delta` must be text is still refused when it is not.
+    let bad =
+        serde_json::json!({"type": "response.output_text.delta", "output_index": 0, "delta": 5});
+    let err = one(Provider::Responses, &responses_around(&[bad]));
+    assert!(
+        err.to_string().contains("it has no `delta` string"),
+        "{err}"
+    );
+
+    // Anthropic skips an unknown event with the same note.
+    let body = String::from_utf8(read("anthropic_text.sse")).unwrap().replacen(
+        "event: ping",
+        "event: thought_bubble\ndata: {\"type\": \"thought_bubble\", \"index\": \"x\"}\n\nevent: ping",
+        1,
+    );
+    let parsed = streamed(Provider::Anthropic, &[body.as_bytes()]).1.unwrap();
+    assert_eq!(
+        parsed.report.notes()[0].issue,
+        Issue::UnknownEvent {
+            event: "thought_bubble".into()
+        }
+    );
+}
+
+#[test]
+fn a_responses_error_event_keeps_the_providers_message_flat_or_nested() {
+    let nested = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\",\"message\":\"Your input exceeds the context window of this model.\",\"param\":\"input\"},\"sequence_number\":2}\n\n";
+    let err = one(Provider::Responses, nested);
+    assert_eq!(
+        err.to_string(),
+        "the OpenAI Responses stream failed at event 1: context_length_exceeded: Your input exceeds the context window of this model."
+    );
+    let nested_type_only = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"server_error\",\"message\":\"Boom\"}}\n\n";
+    let err = one(Provider::Responses, nested_type_only);
+    assert_eq!(err.category(), "provider_unavailable");
+    assert!(err.to_string().ends_with("server_error: Boom"), "{err}");
+}
+
 #[test]
 fn malformed_json_names_the_provider_and_the_event() {
     let err = one(

@@ -20,7 +20,8 @@ const PROVIDER: &str = "Anthropic";
 /// `signature_delta` its signature, `input_json_delta` a tool call's input as JSON text (read
 /// when the block stops: an empty text is `{}`), `citations_delta` a text's citations. The
 /// usage of `message_start` is updated by each `message_delta`'s (its counts are cumulative).
-/// `ping` is skipped; `error` is an error. Blocks of server tools (`server_tool_use`,
+/// `ping` is skipped; `error` is an error; an event of another type is skipped with a note
+/// ([`Issue::UnknownEvent`](crate::providers::Issue::UnknownEvent)). Blocks of server tools (`server_tool_use`,
 /// `web_search_tool_result`...) are kept whole, as [`from_anthropic`] notes them.
 ///
 /// Give the accumulator the [`ToolIds`] of the request (from
@@ -89,6 +90,25 @@ struct Event<'a> {
     #[serde(default)]
     error: Option<Value>,
 }
+
+/// An event's type alone.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+}
+
+/// The event types of the Messages stream.
+const KNOWN: &[&str] = &[
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+    "error",
+];
 
 #[derive(Deserialize)]
 struct EventDelta<'a> {
@@ -171,8 +191,19 @@ impl Accumulator for AnthropicStream {
         deltas: &mut Vec<Delta>,
     ) -> Result<(), StreamError> {
         self.events.count += 1;
-        let parsed: Event<'_> =
-            serde_json::from_str(data).map_err(|e| self.events.malformed(PROVIDER, event, e))?;
+        let parsed: Event<'_> = match serde_json::from_str(data) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                // An event this version does not know may have fields of any shape.
+                return match serde_json::from_str::<Kind<'_>>(data) {
+                    Ok(Kind { kind }) if !KNOWN.contains(&&*kind) => {
+                        self.events.skip_unknown(&kind);
+                        Ok(())
+                    }
+                    _ => Err(self.events.malformed(PROVIDER, event, e)),
+                };
+            }
+        };
         let malformed = |this: &Self, reason: &str| this.events.malformed(PROVIDER, event, reason);
         match &*parsed.kind {
             "message_start" => {
@@ -338,7 +369,8 @@ impl Accumulator for AnthropicStream {
                 let (code, message) = error_parts(parsed.error.as_ref());
                 return Err(self.events.provider_error(PROVIDER, code, message));
             }
-            _ => {} // `ping`, `content_block_stop`, and events this version does not know
+            "ping" | "content_block_stop" => {}
+            kind => self.events.skip_unknown(kind),
         }
         Ok(())
     }

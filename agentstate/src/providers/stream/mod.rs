@@ -25,7 +25,9 @@
 //!
 //! Bytes go through [`Sse`], which decodes server-sent events ([`SseDecoder`]) from
 //! chunks split anywhere. An `error` event, malformed JSON, or a stream that ends before its
-//! final event is one [`StreamError`] naming the provider and the event.
+//! final event is one [`StreamError`] naming the provider and the event. An event of a type
+//! the accumulator does not know (OpenAI Responses, Anthropic) is skipped, with a note in the
+//! report ([`Issue::UnknownEvent`]).
 //!
 //! ```
 //! use agentstate::providers::stream::{Delta, OpenAiChatStream, Sse};
@@ -77,7 +79,7 @@ pub use openai_chat::OpenAiChatStream;
 pub use openai_responses::OpenAiResponsesStream;
 pub use sse::SseDecoder;
 
-use super::{ParsedResponse, ResponseError};
+use super::{Action, Issue, ParsedResponse, ResponseError};
 use crate::message::MessageId;
 use std::fmt;
 
@@ -284,6 +286,8 @@ struct Events {
     count: usize,
     /// The message's id, made when the first delta needs it (or at the end).
     message_id: Option<String>,
+    /// The types of the events skipped as unknown, each once.
+    unknown: Vec<String>,
 }
 
 impl Events {
@@ -296,9 +300,23 @@ impl Events {
             .clone()
     }
 
-    /// The finished message, given the id its deltas carried.
+    /// Skips an event of a type this version does not know, to note it at the end (once per
+    /// type).
+    fn skip_unknown(&mut self, event: &str) {
+        if !self.unknown.iter().any(|e| e == event) {
+            self.unknown.push(event.to_owned());
+        }
+    }
+
+    /// The finished message, given the id its deltas carried, with a note for each type of
+    /// event skipped as unknown.
     fn stamp(mut self, mut parsed: ParsedResponse) -> ParsedResponse {
         parsed.message.message_id = self.message_id().into();
+        for event in self.unknown {
+            parsed
+                .report
+                .push(None, None, Issue::UnknownEvent { event }, Action::Dropped);
+        }
         parsed
     }
 

@@ -512,6 +512,31 @@ fn malformed_json_names_the_provider_and_the_event() {
 }
 
 #[test]
+fn an_anthropic_event_after_message_stop_is_refused_not_merged() {
+    let body = String::from_utf8(read("anthropic_text.sse")).unwrap();
+    let late = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" More.\"}}\n\n";
+    let events = body.matches("\n\n").count();
+    let err = one(Provider::Anthropic, &format!("{body}{late}"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot read event {} (`content_block_delta`) of the Anthropic stream: it comes after `message_stop`, which ends the message",
+            events + 1
+        )
+    );
+    // A late `ping` changes nothing.
+    let ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+    let parsed = streamed(Provider::Anthropic, &[format!("{body}{ping}").as_bytes()])
+        .1
+        .unwrap();
+    let json: Value = serde_json::from_slice(&read("anthropic_text.json")).unwrap();
+    assert_eq!(
+        parsed.message.text(),
+        non_streamed(Provider::Anthropic, &json).message.text()
+    );
+}
+
+#[test]
 fn a_stream_cut_short_is_an_error() {
     for (name, provider, expected) in [
         (

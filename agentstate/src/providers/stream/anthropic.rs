@@ -20,7 +20,9 @@ const PROVIDER: &str = "Anthropic";
 /// `signature_delta` its signature, `input_json_delta` a tool call's input as JSON text (read
 /// when the block stops: an empty text is `{}`), `citations_delta` a text's citations. The
 /// usage of `message_start` is updated by each `message_delta`'s (its counts are cumulative).
-/// `ping` is skipped; `error` is an error; an event of another type is skipped with a note
+/// `ping` is skipped; `error` is an error, and so is any event but `ping` after `message_stop`
+/// (the message is finished: nothing is merged into it); an event of another type is skipped
+/// with a note
 /// ([`Issue::UnknownEvent`](crate::providers::Issue::UnknownEvent)). Blocks of server tools (`server_tool_use`,
 /// `web_search_tool_result`...) are kept whole, as [`from_anthropic`] notes them.
 ///
@@ -205,6 +207,14 @@ impl Accumulator for AnthropicStream {
             }
         };
         let malformed = |this: &Self, reason: &str| this.events.malformed(PROVIDER, event, reason);
+        if self.stopped && parsed.kind != "ping" {
+            // Nothing follows the answer's last event: merging it would change a finished
+            // message.
+            return Err(malformed(
+                self,
+                "it comes after `message_stop`, which ends the message",
+            ));
+        }
         match &*parsed.kind {
             "message_start" => {
                 let mut message = parsed

@@ -512,6 +512,30 @@ fn malformed_json_names_the_provider_and_the_event() {
 }
 
 #[test]
+fn a_chat_stream_cut_in_or_before_its_usage_chunk_is_incomplete() {
+    let text = String::from_utf8(read("openai_chat_text.sse")).unwrap();
+    let usage_at = text.find("\"choices\":[],\"usage\"").unwrap();
+    let chunk_at = text[..usage_at].rfind("data: ").unwrap();
+    // Inside the usage chunk (its bytes never make an event), and right before it.
+    for cut in [usage_at + 30, chunk_at] {
+        let err = one(Provider::Chat, &text[..cut]);
+        assert_eq!(err.category(), "provider_invalid_response");
+        assert!(
+            err.to_string().ends_with(
+                "without its final event (the usage chunk (its chunks had `\"usage\": null`))"
+            ),
+            "{err}"
+        );
+    }
+    // After the usage chunk, without `[DONE]`: nothing is lost.
+    let done_at = text.find("data: [DONE]").unwrap();
+    let parsed = streamed(Provider::Chat, &[text[..done_at].as_bytes()])
+        .1
+        .unwrap();
+    assert!(parsed.message.usages.is_some());
+}
+
+#[test]
 fn an_anthropic_event_after_message_stop_is_refused_not_merged() {
     let body = String::from_utf8(read("anthropic_text.sse")).unwrap();
     let late = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" More.\"}}\n\n";

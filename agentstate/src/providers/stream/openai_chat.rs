@@ -17,8 +17,10 @@ const PROVIDER: &str = "OpenAI Chat";
 /// Only the first choice (`index` 0) is read, as [`from_openai_chat`] reads the first one.
 /// Tool calls arrive as fragments keyed by their `index`: the first has the id and the name,
 /// the others pieces of the arguments' JSON text. With `stream_options.include_usage`, a last
-/// chunk without choices carries the usage. A refusal is kept (as a refusal block) but gives
-/// no delta.
+/// chunk without choices carries the usage, and every chunk before it has `"usage": null`: a
+/// stream whose chunks had it and that ends without `[DONE]` and without the usage chunk (cut
+/// in or before it) is [`StreamError::Incomplete`], not an answer without usage. A refusal is
+/// kept (as a refusal block) but gives no delta.
 ///
 /// ```
 /// use agentstate::providers::stream::{Accumulator, Delta, OpenAiChatStream};
@@ -53,6 +55,8 @@ pub struct OpenAiChatStream {
     calls: Vec<Call>,
     finish_reason: Option<String>,
     usage: Option<Value>,
+    /// Whether a chunk had a `usage` field: the usage was asked, and its chunk must come.
+    usage_asked: bool,
     done: bool,
 }
 
@@ -78,7 +82,9 @@ struct Chunk<'a> {
     service_tier: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     choices: Vec<Choice<'a>>,
-    #[serde(default)]
+    /// `Some(null)` when the chunk has `"usage": null` (every chunk but the last one has it
+    /// when `stream_options.include_usage` was asked).
+    #[serde(default, deserialize_with = "present")]
     usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
@@ -223,7 +229,10 @@ impl Accumulator for OpenAiChatStream {
             }
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(usage);
+            self.usage_asked = true;
+            if !usage.is_null() {
+                self.usage = Some(usage);
+            }
         }
         for choice in chunk.choices {
             if choice.index != 0 {
@@ -307,7 +316,20 @@ impl Accumulator for OpenAiChatStream {
                 expected: "a `finish_reason` or `[DONE]`",
             });
         }
+        if !self.done && self.usage_asked && self.usage.is_none() {
+            // Cut in or before the last chunk, which carries the usage that was asked.
+            return Err(StreamError::Incomplete {
+                provider: PROVIDER,
+                events: self.events.count,
+                expected: "the usage chunk (its chunks had `\"usage\": null`)",
+            });
+        }
         let parsed = from_openai_chat(&self.response())?;
         Ok(self.events.stamp(parsed))
     }
+}
+
+/// A field read as present even when `null` (`Some(Value::Null)`).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }

@@ -271,7 +271,7 @@ fn gemini_shapes_and_signatures() {
     assert_eq!(
         c[2]["parts"][1],
         json!({"function_response": {"id": "call_2", "name": "get_weather",
-                                     "response": {"result": r#"{"sky": "rain", "temp": 17}"#}}})
+                                     "response": {"sky": "rain", "temp": 17}}})
     );
     // The Gemini signature is stripped, with a note, for Anthropic.
     let report = to_anthropic(&messages, None).report;
@@ -1035,6 +1035,53 @@ fn anthropic_tool_ids_are_mapped_both_ways() {
     assert_eq!(
         chat(&messages).0["messages"][1]["tool_calls"][0]["id"],
         "functions.get_weather:0"
+    );
+}
+
+/// A tool result that is a JSON value goes to Gemini as that value: an object as the
+/// `response` itself, anything else under `result` (`error` when failed); a string stays text.
+#[test]
+fn a_gemini_tool_result_that_is_json_is_sent_as_its_value() {
+    let call = |id: &str| ToolCall::new(id, "lookup", json!({}));
+    let mut failed = Message::tool_result("c5", json!({"code": 404}));
+    if let ContentBlock::ToolResult(r) = &mut failed.content[0] {
+        r.is_error = true;
+    }
+    let messages = vec![
+        Message::text_message("Look up.", Role::User),
+        Message::text_message("", Role::Assistant)
+            .with_tool_calls(["c1", "c2", "c3", "c4", "c5"].map(call).to_vec()),
+        Message::tool_result("c1", json!({"temp": 22, "unit": "C"})),
+        Message::tool_result("c2", json!([1, 2.5, null])),
+        Message::tool_result("c3", "{\"not\": \"parsed\"}"),
+        Message::tool_result("c4", json!(7)),
+        failed,
+    ];
+    let converted = to_gemini(&messages, None);
+    assert!(converted.report.is_empty(), "{}", converted.report);
+    let responses: Vec<Value> = converted.request["contents"][2]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["function_response"]["response"].clone())
+        .collect();
+    assert_eq!(
+        responses,
+        [
+            json!({"temp": 22, "unit": "C"}),
+            json!({"result": [1, 2.5, null]}),
+            json!({"result": "{\"not\": \"parsed\"}"}),
+            json!({"result": 7}),
+            json!({"error": {"code": 404}}),
+        ]
+    );
+    // Text beside a JSON result in its tool message: the whole text, as before.
+    let beside =
+        Message::tool_result("c1", json!({"temp": 22})).with_block(ContentBlock::text(" (cached)"));
+    let body = to_gemini(&[messages[0].clone(), messages[1].clone(), beside], None).request;
+    assert_eq!(
+        body["contents"][2]["parts"][0]["function_response"]["response"],
+        json!({"result": "{\"temp\": 22} (cached)"})
     );
 }
 

@@ -145,7 +145,7 @@ pub struct GeminiFunctionCall<'a> {
     pub args: Value,
 }
 
-/// `{"id", "name", "response": {"result" | "error": text}, "parts"?}`.
+/// `{"id", "name", "response": {"result" | "error": value} or the result object, "parts"?}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionResponse<'a> {
     /// The call id.
@@ -153,21 +153,42 @@ pub struct FunctionResponse<'a> {
     /// The function.
     pub name: &'a str,
     /// The result or the error.
-    pub response: ResponseText<'a>,
+    pub response: ResponseValue<'a>,
     /// The result's media.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<GeminiPart<'a>>,
 }
 
-/// `{"result": text}` or `{"error": text}`.
+/// A function response's `response`: Gemini takes a JSON object, the result itself when it
+/// is one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponseValue<'a> {
+    /// `{"result": value}` or `{"error": value}`.
+    Keyed(ResponseText<'a>),
+    /// A result that is a JSON object, as it is.
+    Object(Map<String, Value>),
+}
+
+/// `{"result": value}` or `{"error": value}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResponseText<'a> {
     /// The result of a call that succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Cow<'a, str>>,
+    pub result: Option<Output<'a>>,
     /// The error of a failed call.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<Cow<'a, str>>,
+    pub error: Option<Output<'a>>,
+}
+
+/// A result or error: text, or the JSON value a tool returned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Output<'a> {
+    /// A string output, or the text of one that is not JSON.
+    Text(Cow<'a, str>),
+    /// A JSON value other than a string, as it is.
+    Json(Value),
 }
 
 fn own(text: Cow<'_, str>) -> Cow<'static, str> {
@@ -330,12 +351,13 @@ impl<'a> UserTurn<'a> {
     }
 }
 
-/// `{"function_response": {"id", "name", "response": {"result" | "error": text}, "parts"?}}`;
-/// the name is the call's (the call id when no call has it, as AgentFlow does).
+/// `{"function_response": {"id", "name", "response": {"result" | "error": output}, "parts"?}}`
+/// (a result that is a JSON object is the `response` itself); the name is the call's (the
+/// call id when no call has it, as AgentFlow does).
 fn response_part<'a>(
     call_id: &'a str,
     is_error: bool,
-    text: Cow<'a, str>,
+    output: Output<'a>,
     names: &HashMap<&'a str, &'a str>,
     parts: Vec<GeminiPart<'a>>,
 ) -> GeminiPart<'a> {
@@ -347,16 +369,16 @@ fn response_part<'a>(
         } else {
             call_id
         });
-    let response = if is_error {
-        ResponseText {
+    let response = match (is_error, output) {
+        (false, Output::Json(Value::Object(object))) => ResponseValue::Object(object),
+        (true, output) => ResponseValue::Keyed(ResponseText {
             result: None,
-            error: Some(text),
-        }
-    } else {
-        ResponseText {
-            result: Some(text),
+            error: Some(output),
+        }),
+        (false, output) => ResponseValue::Keyed(ResponseText {
+            result: Some(output),
             error: None,
-        }
+        }),
     };
     GeminiPart {
         function_response: Some(FunctionResponse {
@@ -369,8 +391,9 @@ fn response_part<'a>(
     }
 }
 
-/// The function response of a tool result at `block` of message `index`: its output as
-/// text (with `single`, the tool message holding only this result: the message's whole
+/// The function response of a tool result at `block` of message `index`: a JSON output that
+/// is not a string as its value (with `single`, the tool message holding only this result,
+/// when no text is beside it), else its output as text (with `single`: the message's whole
 /// text, as AgentFlow sends it). An output of content blocks gives their text, and their
 /// media as the response's `parts` (inline data or file data).
 fn result_part<'a>(
@@ -382,11 +405,17 @@ fn result_part<'a>(
     report: &mut Report,
 ) -> GeminiPart<'a> {
     let Some(blocks) = output_blocks(&result.output) else {
-        let text = match single {
-            Some(message) => Cow::Owned(message.text()),
-            None => output_text(&result.output),
+        let beside = single.is_some_and(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Text(t) if !t.text.is_empty()))
+        });
+        let output = match single {
+            _ if !result.output.is_string() && !beside => Output::Json(result.output.to_value()),
+            Some(message) => Output::Text(Cow::Owned(message.text())),
+            None => Output::Text(output_text(&result.output)),
         };
-        return response_part(&result.call_id, result.is_error, text, names, Vec::new());
+        return response_part(&result.call_id, result.is_error, output, names, Vec::new());
     };
     let mut text = blocks_text(&blocks);
     for content in single.into_iter().flat_map(|m| &m.content) {
@@ -403,7 +432,7 @@ fn result_part<'a>(
     response_part(
         &result.call_id,
         result.is_error,
-        Cow::Owned(text),
+        Output::Text(Cow::Owned(text)),
         names,
         media,
     )

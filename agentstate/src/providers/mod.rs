@@ -34,7 +34,9 @@
 //!   its result and the media as its `parts`, a Responses `function_call_output` list of
 //!   `input_text`/`input_image`/`input_file`; OpenAI Chat's tool messages are text only, so
 //!   the media moves to a user message after the turn's tool results, with a note. Any other
-//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it).
+//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it), but for
+//!   Gemini, whose function response is a JSON object: a JSON value other than a string goes
+//!   as its value (an object as the `response` itself, another value under `result`).
 //! - Tool call ids Anthropic does not accept are rewritten, consistently and both ways
 //!   ([`ToolIds`]).
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
@@ -84,11 +86,12 @@
 //! - `anthropic_tool_id`: a tool call id Anthropic does not accept (`functions.get_weather:0`)
 //!   is rewritten ([`ToolIds`]). AgentFlow sends it unchanged, which Anthropic refuses.
 //!
-//! Three more are normalised away before comparing, so the rest of those bodies is still
+//! Four more are normalised away before comparing, so the rest of those bodies is still
 //! compared: Anthropic `tool_result` blocks carry `is_error` (AgentFlow reads it from a key its
 //! own dicts never have, so never sends it); Gemini function calls and responses carry the
 //! call `id` (pairing parallel calls of one function) and a failed result under `error`
-//! (Gemini's documented key; AgentFlow: `result`); Responses `input_image` parts carry
+//! (Gemini's documented key; AgentFlow: `result`); a Gemini result that is JSON other than a
+//! string goes as that value (AgentFlow: its JSON text under `result`); Responses `input_image` parts carry
 //! `"detail": "auto"` (the official SDK's type requires it; AgentFlow leaves it out). Outside
 //! the differential's reach, we also differ where AgentFlow loses data: the `context_summary`
 //! goes into the system prompt (AgentFlow: an assistant message, which Anthropic takes as a
@@ -151,7 +154,7 @@
 //! | invalid argument JSON | sent as is (noted) | sent as is (noted) | `{}` (noted) | `{}` (noted) |
 //! | a call's `thought_signature` | dropped (noted) | dropped (noted) | dropped (noted) | sent; a turn's first call without one gets Google's placeholder |
 //! | a tool result whose output is content blocks | text in the tool message, media moved after the results (noted) | a `function_call_output` list | `tool_result` content blocks | `function_response` with `parts` |
-//! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed), all in one user turn |
+//! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed; a JSON object result as the `response` itself), all in one user turn |
 //! | media beside a tool result | moved to a user message after the turn's tool results (noted) | as Chat (noted) | inside the `tool_result` (images, documents) | after the function responses in the same turn (noted) |
 //! | `tool_result` in a user message | a `tool` message before the user message | a `function_call_output` before it | first in the user turn | first in the user turn |
 //! | a final assistant message | sent | sent | dropped (noted; a user turn when it is the only one) | sent |

@@ -511,6 +511,38 @@ fn malformed_json_names_the_provider_and_the_event() {
     );
 }
 
+/// What the `from_*` functions read beyond the parts (a refusal's stop details, a search's
+/// sources) comes through the streams too.
+#[test]
+fn streamed_refusals_and_sources_equal_the_non_streamed_ones() {
+    let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null,\"stop_details\":{\"type\":\"refusal\",\"category\":\"bio\",\"explanation\":\"Not this.\"}},\"usage\":{\"output_tokens\":2}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let json = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "content": [], "model": "m", "stop_reason": "refusal", "stop_sequence": null,
+        "stop_details": {"type": "refusal", "category": "bio", "explanation": "Not this."},
+        "usage": {"input_tokens": 1, "output_tokens": 2}});
+    let gemini = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Spain won.\"}], \"role\": \"model\"}, \"citationMetadata\": {\"citationSources\": [{\"uri\": \"https://c.example\"}]}}], \"responseId\": \"r\"}\n\n\
+        data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"\"}], \"role\": \"model\"}, \"finishReason\": \"STOP\", \"groundingMetadata\": {\"webSearchQueries\": [\"euro\"], \"groundingChunks\": [{\"web\": {\"uri\": \"https://a.example\", \"title\": \"A\"}}]}}], \"usageMetadata\": {\"promptTokenCount\": 3, \"candidatesTokenCount\": 2, \"totalTokenCount\": 5}, \"responseId\": \"r\"}\n\n";
+    let gemini_json = serde_json::json!({"candidates": [{"content": {"parts": [{"text": "Spain won."}], "role": "model"},
+        "finishReason": "STOP", "citationMetadata": {"citations": [{"uri": "https://c.example"}]},
+        "groundingMetadata": {"webSearchQueries": ["euro"], "groundingChunks": [{"web": {"uri": "https://a.example", "title": "A"}}]}}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5}, "responseId": "r"});
+    for (provider, body, json) in [
+        (Provider::Anthropic, anthropic, json),
+        (Provider::Gemini, gemini, gemini_json),
+    ] {
+        let parsed = streamed(provider, &[body.as_bytes()]).1.unwrap();
+        let expected = non_streamed(provider, &json);
+        assert_eq!(parsed.report, expected.report, "{provider:?}");
+        assert_eq!(
+            comparable(parsed.message, provider),
+            comparable(expected.message, provider),
+            "{provider:?}"
+        );
+    }
+}
+
 #[test]
 fn a_chat_stream_cut_in_or_before_its_usage_chunk_is_incomplete() {
     let text = String::from_utf8(read("openai_chat_text.sse")).unwrap();

@@ -1085,6 +1085,140 @@ fn a_gemini_tool_result_that_is_json_is_sent_as_its_value() {
     );
 }
 
+/// A Gemini search's sources are the text's annotations, as Anthropic's and OpenAI's web
+/// search citations are; its queries are noted (they stay in `raw`). Citations too.
+#[test]
+fn gemini_grounding_and_citations_are_the_texts_annotations() {
+    let response = json!({"responseId": "r", "candidates": [{
+        "content": {"role": "model", "parts": [{"text": "Spain won Euro 2024."}, {"text": " Final: 2-1."}]},
+        "finishReason": "STOP",
+        "groundingMetadata": {
+            "webSearchQueries": ["euro 2024 winner"],
+            "searchEntryPoint": {"renderedContent": "<div></div>"},
+            "groundingChunks": [
+                {"web": {"uri": "https://a.example/euro", "title": "a.example"}},
+                {"web": {"uri": "https://b.example/final", "title": "b.example"}},
+                {"web": {"uri": "https://a.example/euro", "title": "a.example"}}
+            ],
+            "groundingSupports": [
+                {"segment": {"startIndex": 0, "endIndex": 20, "text": "Spain won Euro 2024."}, "groundingChunkIndices": [0, 2]},
+                {"segment": {"partIndex": 1, "startIndex": 0, "endIndex": 12, "text": " Final: 2-1."}, "groundingChunkIndices": [1]}
+            ]
+        },
+        "citationMetadata": {"citationSources": [{"startIndex": 0, "endIndex": 5, "uri": "https://c.example", "license": ""}]}
+    }]});
+    let parsed = from_gemini(&response).unwrap();
+    let urls = |block: &ContentBlock| match block {
+        ContentBlock::Text(t) => t
+            .annotations
+            .iter()
+            .map(|a| (a.url.clone().unwrap(), a.title.clone()))
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        urls(&parsed.message.content[0]),
+        [
+            (
+                "https://a.example/euro".to_owned(),
+                Some("a.example".to_owned())
+            ),
+            ("https://c.example".to_owned(), None)
+        ]
+    );
+    assert_eq!(
+        urls(&parsed.message.content[1]),
+        [(
+            "https://b.example/final".to_owned(),
+            Some("b.example".to_owned())
+        )]
+    );
+    assert_eq!(
+        parsed.report.to_string(),
+        "response: a message has no block for the response's `groundingMetadata`; kept in the message's `raw` only"
+    );
+    // No text to hold them: the sources are noted too.
+    let bare = json!({"candidates": [{"content": {"parts": []}, "finishReason": "STOP",
+        "citationMetadata": {"citations": [{"uri": "https://c.example", "title": "C"}]}}]});
+    let notes = from_gemini(&bare).unwrap().report;
+    assert_eq!(
+        notes.notes()[0].issue,
+        Issue::UnsupportedOutput {
+            kind: "citationMetadata".into()
+        }
+    );
+}
+
+/// Anthropic's `refusal` stop reason and Gemini's safety finish are refusal blocks, as
+/// OpenAI's `refusal` is read, and go back to OpenAI Chat as a refusal.
+#[test]
+fn stop_reason_refusals_are_refusal_blocks() {
+    let refusal = |message: &Message| {
+        message.content.iter().find_map(|b| match b {
+            ContentBlock::Error(e) if e.code.as_deref() == Some("refusal") => Some(e.clone()),
+            _ => None,
+        })
+    };
+    let anthropic = json!({"id": "msg_1", "content": [{"type": "text", "text": "I can"}],
+        "stop_reason": "refusal", "stop_details": {"type": "refusal", "category": "cyber",
+        "explanation": "This could enable malware."}});
+    let message = from_anthropic(&anthropic, None).unwrap().message;
+    let block = refusal(&message).expect("a refusal block");
+    assert_eq!(block.message, "This could enable malware.");
+    assert_eq!(
+        block.data.unwrap().to_value(),
+        json!({"type": "refusal", "category": "cyber", "explanation": "This could enable malware."})
+    );
+    assert_eq!(
+        message.metadata.get("finish_reason"),
+        Some(json!("refusal"))
+    );
+    let body = chat(&[Message::text_message("Q", Role::User), message]).0;
+    assert_eq!(body["messages"][1]["refusal"], "This could enable malware.");
+    // Without details: a sentence naming the stop reason.
+    let bare = json!({"content": [], "stop_reason": "refusal"});
+    let block = refusal(&from_anthropic(&bare, None).unwrap().message).unwrap();
+    assert_eq!(
+        block.message,
+        "The model refused to continue (Anthropic `stop_reason`: `refusal`)."
+    );
+
+    let gemini = json!({"candidates": [{"content": {"parts": []}, "finishReason": "SAFETY",
+        "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": true}]}]});
+    let message = from_gemini(&gemini).unwrap().message;
+    let block = refusal(&message).expect("a refusal block");
+    assert_eq!(
+        block.message,
+        "The response was blocked (Gemini `finishReason`: `SAFETY`)."
+    );
+    assert_eq!(
+        block.data.unwrap().to_value()["safetyRatings"][0]["blocked"],
+        true
+    );
+    let stop =
+        json!({"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP"}]});
+    assert!(refusal(&from_gemini(&stop).unwrap().message).is_none());
+}
+
+/// Chat citations beside a refusal (no text) are kept, on an empty text.
+#[test]
+fn chat_citations_beside_a_refusal_are_kept() {
+    let response = json!({"choices": [{"message": {"role": "assistant", "content": null,
+        "refusal": "No.", "annotations": [{"type": "url_citation", "url_citation":
+        {"url": "https://p.example", "title": "Policy", "start_index": 0, "end_index": 0}}]}}]});
+    let parsed = from_openai_chat(&response).unwrap();
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    let ContentBlock::Text(text) = &parsed.message.content[0] else {
+        panic!("{:?}", parsed.message.content)
+    };
+    assert_eq!(text.text, "");
+    assert_eq!(
+        text.annotations[0].url.as_deref(),
+        Some("https://p.example")
+    );
+    assert!(matches!(&parsed.message.content[1], ContentBlock::Error(e) if e.message == "No."));
+}
+
 /// A server that repeats response ids (a proxy, a cache, a local model server) must not make
 /// two answers one message: each read gets a fresh id, and the response's id is in the
 /// metadata, for every provider.

@@ -783,7 +783,10 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 /// Reads an Anthropic Messages response (a `message` object) into an assistant message:
 /// `thinking` blocks as reasoning with their signature (`redacted_thinking` as reasoning with
 /// `extra["redacted"]` and the data as signature), `text` blocks (their citations with a URL
-/// as the text's annotations), `tool_use` blocks as tool calls, usage with cache tokens, and
+/// as the text's annotations), `tool_use` blocks as tool calls, a `stop_reason` of `refusal`
+/// as a refusal block after them (an `error` block with code
+/// [`REFUSAL_CODE`](super::REFUSAL_CODE), as OpenAI's refusal is read: its message the
+/// `stop_details`' explanation, its data the `stop_details`), usage with cache tokens, and
 /// the whole response as `raw`. Other blocks (`server_tool_use`, `web_search_tool_result`...)
 /// have no block in a message: each is noted in the report, and stays in `raw` only.
 ///
@@ -882,6 +885,18 @@ pub fn from_anthropic(
             }
             other => super::note_output(at, other.unwrap_or("unknown"), &mut report),
         }
+    }
+    if str_at(response, "stop_reason") == Some("refusal") {
+        let details = response.get("stop_details").filter(|d| d.is_object());
+        let data = details
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        content.push(super::stop_refusal(
+            details.and_then(|d| str_at(d, "explanation")),
+            "The model refused to continue (Anthropic `stop_reason`: `refusal`).",
+            data,
+        ));
     }
     let usage = response.get("usage").filter(|u| u.is_object()).map(|u| {
         let mut usage = usages(

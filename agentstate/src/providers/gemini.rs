@@ -21,7 +21,8 @@ use super::{
     ParsedResponse, Provider, Reply, ResponseError, Source,
 };
 use crate::message::{
-    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
+    AnnotationRef, ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
+    ToolResultBlock,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -677,8 +678,13 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 /// assistant message: the first candidate's `thought` parts as reasoning with their
 /// signature, text parts, `functionCall` parts as tool calls (their signature on the block
 /// and, as AgentFlow keeps it, in the `tools_calls` entry's `thought_signature`; a call
-/// without an id gets `call_<n>`), usage with cached and thought tokens, and the whole
-/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
+/// without an id gets `call_<n>`), the sources of `groundingMetadata` (a search's) and
+/// `citationMetadata` as the text's annotations (URL and title; the search queries are noted
+/// and stay in `raw`), a finish reason of its content filters (`SAFETY`,
+/// `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`...) as a refusal block (an `error` block with code
+/// [`REFUSAL_CODE`](super::REFUSAL_CODE), as OpenAI's refusal is read: its message the
+/// `finishMessage`, its data the reason and `safetyRatings`), usage with cached and thought
+/// tokens, and the whole response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
 /// (`inlineData`, `executableCode`, `codeExecutionResult`...) are noted in the report and stay
 /// in `raw` only.
 ///
@@ -715,6 +721,8 @@ pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let mut content = Vec::new();
     let mut calls = Vec::new();
     let mut report = Report::default();
+    // The content index of each text part's block, by part index.
+    let mut texts: Vec<(usize, usize)> = Vec::new();
     for (at, part) in parts.iter().enumerate() {
         let signature = get_str(part, "thoughtSignature", "thought_signature");
         if let Some(call) = get(part, "functionCall", "function_call") {
@@ -748,6 +756,7 @@ pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
                     ..ReasoningBlock::new(text)
                 }));
             } else {
+                texts.push((at, content.len()));
                 content.push(ContentBlock::text(text));
                 if let Some(signature) = signature {
                     // A signature on a text part: kept as an empty signed thought after it.
@@ -773,6 +782,20 @@ pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
             super::note_output(at, kind, &mut report);
         }
     }
+    sources(candidate, &texts, &mut content, &mut report);
+    let finish_reason = get_str(candidate, "finishReason", "finish_reason");
+    if let Some(reason) = finish_reason.filter(|r| BLOCKED.contains(r)) {
+        let mut data = Map::new();
+        data.insert("finishReason".into(), Value::from(reason));
+        if let Some(ratings) = get(candidate, "safetyRatings", "safety_ratings") {
+            data.insert("safetyRatings".into(), ratings.clone());
+        }
+        content.push(super::stop_refusal(
+            get_str(candidate, "finishMessage", "finish_message"),
+            &format!("The response was blocked (Gemini `finishReason`: `{reason}`)."),
+            data,
+        ));
+    }
     let usage = get(response, "usageMetadata", "usage_metadata").map(|u| {
         super::usages(
             get_count(u, "promptTokenCount", "prompt_token_count"),
@@ -790,12 +813,100 @@ pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
             provider: "google_genai",
             id: get_str(response, "responseId", "response_id"),
             model: get_str(response, "modelVersion", "model_version"),
-            finish_reason: get_str(candidate, "finishReason", "finish_reason"),
+            finish_reason,
             usage,
             created: None,
         },
     );
     Ok(ParsedResponse::new(message, report))
+}
+
+/// The finish reasons of a candidate its content filters blocked: read as a refusal.
+const BLOCKED: &[&str] = &[
+    "SAFETY",
+    "PROHIBITED_CONTENT",
+    "BLOCKLIST",
+    "SPII",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+];
+
+/// A candidate's sources as annotations of its text, as Anthropic's and OpenAI's web search
+/// citations are read: each grounding chunk with a URI (`web`, `retrievedContext`, `maps`...)
+/// on the text part its first grounding support cites it from (the first text otherwise),
+/// and each `citationMetadata` citation with a URI on the first text. The rest of
+/// `groundingMetadata` (the search queries, the search entry point), and the sources when
+/// there is no text to hold them, are noted: they stay in `raw`.
+fn sources(
+    candidate: &Value,
+    texts: &[(usize, usize)],
+    content: &mut [ContentBlock],
+    report: &mut Report,
+) {
+    let mut add = |part: Option<usize>, annotation: Option<AnnotationRef>| -> bool {
+        let Some(annotation) = annotation else {
+            return true;
+        };
+        let at = part
+            .and_then(|p| texts.iter().find(|(at, _)| *at == p))
+            .or(texts.first());
+        match at.map(|(_, block)| &mut content[*block]) {
+            Some(ContentBlock::Text(text)) => {
+                if !text.annotations.contains(&annotation) {
+                    text.annotations.push(annotation);
+                }
+                true
+            }
+            _ => false,
+        }
+    };
+    let list = |value: Option<&Value>| value.and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(grounding) = get(candidate, "groundingMetadata", "grounding_metadata") {
+        let supports = list(get(grounding, "groundingSupports", "grounding_supports"));
+        let mut kept = true;
+        for (i, chunk) in list(get(grounding, "groundingChunks", "grounding_chunks"))
+            .iter()
+            .enumerate()
+        {
+            let part = supports
+                .iter()
+                .find(|s| {
+                    list(get(s, "groundingChunkIndices", "grounding_chunk_indices"))
+                        .iter()
+                        .any(|c| c.as_u64() == Some(i as u64))
+                })
+                .and_then(|s| s.get("segment"))
+                .map(|segment| get_count(segment, "partIndex", "part_index") as usize);
+            let source = chunk
+                .as_object()
+                .and_then(|c| c.values().find_map(|v| super::source_annotation(v, "uri")));
+            kept &= add(Some(part.unwrap_or(0)), source);
+        }
+        let searched = [
+            ("webSearchQueries", "web_search_queries"),
+            ("searchEntryPoint", "search_entry_point"),
+            ("retrievalQueries", "retrieval_queries"),
+        ]
+        .iter()
+        .any(|(camel, snake)| get(grounding, camel, snake).is_some_and(|v| !v.is_null()));
+        if searched || !kept {
+            super::push_output_note(None, "groundingMetadata", report);
+        }
+    }
+    if let Some(citations) = get(candidate, "citationMetadata", "citation_metadata") {
+        let list = list(
+            citations
+                .get("citations")
+                .or(citations.get("citationSources")),
+        );
+        let mut kept = true;
+        for citation in &list {
+            kept &= add(None, super::source_annotation(citation, "uri"));
+        }
+        if !kept {
+            super::push_output_note(None, "citationMetadata", report);
+        }
+    }
 }
 
 /// A whole Gemini `generateContent` body, from [`ModelRequest::to_gemini`], with the REST

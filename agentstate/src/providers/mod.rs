@@ -167,7 +167,11 @@
 //! its signature, usage (prompt, completion, cached and reasoning tokens), AgentFlow's
 //! `metadata` (`provider`, `model`, `finish_reason`), the response's id in
 //! `metadata["response_id"]` ([`RESPONSE_ID`]; the message's own id is a fresh uuid) and the
-//! whole response as `raw`. A round
+//! whole response as `raw`. A refusal is an `error` block with code [`REFUSAL_CODE`] whichever
+//! way the provider says it (OpenAI's `refusal` text, Anthropic's `refusal` stop reason,
+//! Gemini's content-filter finish reasons), and citations and search sources (OpenAI's
+//! `url_citation`s, Anthropic's web search citations, Gemini's grounding and citation
+//! metadata) are the text's annotations. A round
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
 //! it); with the feature `async-openai`, [`ChatBody`](openai_chat::ChatBody) and
@@ -274,6 +278,21 @@ fn refusal_block(text: &str) -> ContentBlock {
     })
 }
 
+/// A refusal a provider gives as a stop reason rather than a text (Anthropic's `refusal`,
+/// Gemini's `SAFETY`...): a refusal block with the provider's explanation (or `default`) and
+/// what the provider said about it as `data`.
+fn stop_refusal(
+    explanation: Option<&str>,
+    default: &str,
+    data: Map<String, Value>,
+) -> ContentBlock {
+    ContentBlock::Error(ErrorBlock {
+        code: Some(REFUSAL_CODE.to_owned()),
+        data: (!data.is_empty()).then(|| data.into()),
+        ..ErrorBlock::new(explanation.filter(|e| !e.is_empty()).unwrap_or(default))
+    })
+}
+
 /// A refusal sent as assistant text to a provider without refusals in its requests, noted.
 fn note_refusal(message: usize, block: usize, report: &mut Report) {
     report.push(
@@ -286,9 +305,15 @@ fn note_refusal(message: usize, block: usize, report: &mut Report) {
 
 /// A response item or block the message has no place for: noted (it stays in `raw`).
 fn note_output(item: usize, kind: &str, report: &mut Report) {
+    push_output_note(Some(item), kind, report);
+}
+
+/// A part of a response the message has no place for (an item, or with `None` a field of the
+/// whole response): noted (it stays in `raw`).
+fn push_output_note(item: Option<usize>, kind: &str, report: &mut Report) {
     report.push(
         None,
-        Some(item),
+        item,
         Issue::UnsupportedOutput {
             kind: kind.to_owned(),
         },
@@ -300,9 +325,14 @@ fn note_output(item: usize, kind: &str, report: &mut Report) {
 /// `web_search_result_location`) as an annotation of the text; its position in the text is
 /// not kept (it is in `raw`).
 fn url_annotation(citation: &Value) -> Option<AnnotationRef> {
-    let url = str_at(citation, "url")?;
+    source_annotation(citation, "url")
+}
+
+/// A source with a URL under `key` and a `title` as an annotation of the text.
+fn source_annotation(source: &Value, key: &str) -> Option<AnnotationRef> {
+    let url = str_at(source, key)?;
     Some(AnnotationRef {
-        title: str_at(citation, "title").map(str::to_owned),
+        title: str_at(source, "title").map(str::to_owned),
         ..AnnotationRef::url(url)
     })
 }

@@ -753,7 +753,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 
 /// Reads a Chat Completions response (`chat.completion` JSON) into an assistant message:
 /// the first choice's text (its `url_citation` annotations as the text's annotations, url
-/// and title), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
+/// and title; on an empty text when there is none, as beside a refusal), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
 /// which goes back to Chat as `refusal`) and tool calls (their arguments strings kept as
 /// sent), `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block,
 /// usage with cached and reasoning tokens, and the whole response as `raw`. The report notes
@@ -803,14 +803,16 @@ pub fn from_openai_chat(response: &Value) -> Result<ParsedResponse, ResponseErro
     if let Some(reasoning) = str_at(message, "reasoning_content").filter(|r| !r.is_empty()) {
         content.push(ContentBlock::reasoning(reasoning));
     }
-    if let Some(text) = str_at(message, "content") {
-        let annotations = message
-            .get("annotations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
-            .collect();
+    let annotations: Vec<_> = message
+        .get("annotations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
+        .collect();
+    // Without text (beside a refusal), the citations are kept on an empty text.
+    let text = str_at(message, "content").or((!annotations.is_empty()).then_some(""));
+    if let Some(text) = text {
         content.push(ContentBlock::Text(TextBlock {
             annotations,
             ..TextBlock::new(text)

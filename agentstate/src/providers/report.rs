@@ -432,6 +432,9 @@ impl fmt::Display for Note {
             (None, None) if matches!(self.issue, Issue::UnknownEvent { .. }) => {
                 f.write_str("stream")?
             }
+            (None, None) if matches!(self.issue, Issue::UnsupportedOutput { .. }) => {
+                f.write_str("response")?
+            }
             (None, Some(item)) => write!(f, "response item {item}")?,
             (None, None) => f.write_str("context summary")?,
             (Some(m), None) => write!(f, "message {m}")?,

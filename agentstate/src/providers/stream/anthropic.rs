@@ -130,6 +130,8 @@ struct EventDelta<'a> {
     stop_reason: Option<Value>,
     #[serde(default)]
     stop_sequence: Option<Value>,
+    #[serde(default)]
+    stop_details: Option<Value>,
 }
 
 impl AnthropicStream {
@@ -359,6 +361,9 @@ impl Accumulator for AnthropicStream {
                     }
                     if let Some(sequence) = delta.stop_sequence {
                         message.insert("stop_sequence".into(), sequence);
+                    }
+                    if let Some(details) = delta.stop_details {
+                        message.insert("stop_details".into(), details);
                     }
                 }
                 if let Some(usage) = parsed.usage {

@@ -22,8 +22,9 @@ const PROVIDER: &str = "Gemini";
 /// has one part where the stream sent several; a `thoughtSignature` stays on the part that
 /// carried it. Function calls come whole, each giving one delta with its arguments' JSON text
 /// (as the message's `tools_calls` entry has it). The last `usageMetadata`, `modelVersion`
-/// and `responseId` are kept; a `finishReason` ends the answer. A chunk with an `error` is an
-/// error.
+/// and `responseId` are kept, as are the candidate's last `groundingMetadata`, `finishMessage`
+/// and `safetyRatings` and every chunk's citations; a `finishReason` ends the answer. A chunk
+/// with an `error` is an error.
 ///
 /// ```
 /// use agentstate::providers::stream::{Accumulator, Delta, GeminiStream};
@@ -54,6 +55,11 @@ pub struct GeminiStream {
     parts: Vec<Part>,
     calls: usize,
     finish_reason: Option<String>,
+    /// The candidate's fields the message reads besides its parts and finish reason: the last
+    /// `groundingMetadata`, `finishMessage` and `safetyRatings`.
+    candidate: Map<String, Value>,
+    /// The citations of every chunk's `citationMetadata`, each once.
+    citations: Vec<Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +97,14 @@ struct Candidate<'a> {
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     index: u64,
+    #[serde(default, alias = "grounding_metadata")]
+    grounding_metadata: Option<Value>,
+    #[serde(default, alias = "citation_metadata")]
+    citation_metadata: Option<Value>,
+    #[serde(default, alias = "finish_message")]
+    finish_message: Option<Value>,
+    #[serde(default, alias = "safety_ratings")]
+    safety_ratings: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -154,6 +168,15 @@ impl GeminiStream {
         if let Some(reason) = &self.finish_reason {
             candidate.insert("finishReason".into(), Value::from(reason.as_str()));
         }
+        for (key, value) in &self.candidate {
+            candidate.insert(key.clone(), value.clone());
+        }
+        if !self.citations.is_empty() {
+            candidate.insert(
+                "citationMetadata".into(),
+                serde_json::json!({ "citations": self.citations }),
+            );
+        }
         candidate.insert("index".into(), Value::from(0));
         let mut response = Map::new();
         response.insert(
@@ -213,6 +236,26 @@ impl Accumulator for GeminiStream {
         };
         if let Some(reason) = candidate.finish_reason {
             self.finish_reason = Some(reason.into_owned());
+        }
+        for (key, value) in [
+            ("groundingMetadata", candidate.grounding_metadata),
+            ("finishMessage", candidate.finish_message),
+            ("safetyRatings", candidate.safety_ratings),
+        ] {
+            if let Some(value) = value.filter(|v| !v.is_null()) {
+                self.candidate.insert(key.into(), value);
+            }
+        }
+        if let Some(metadata) = candidate.citation_metadata {
+            let list = metadata
+                .get("citations")
+                .or(metadata.get("citationSources"))
+                .and_then(Value::as_array);
+            for citation in list.into_iter().flatten() {
+                if !self.citations.contains(citation) {
+                    self.citations.push(citation.clone());
+                }
+            }
         }
         for raw in candidate.content.map(|c| c.parts).unwrap_or_default() {
             let part: TextPart<'_> = serde_json::from_str(raw.get())

@@ -511,6 +511,82 @@ fn malformed_json_names_the_provider_and_the_event() {
     );
 }
 
+/// A function call whose arguments Vertex AI streams (`partialArgs` at JSON paths,
+/// `willContinue`, as google-genai's `PartialArg` and `FunctionCall.will_continue` describe
+/// them) is read into one whole call.
+#[test]
+fn gemini_streamed_function_call_arguments_make_one_call() {
+    let chunk = |parts: &str, end: &str| {
+        format!(
+            "data: {{\"candidates\": [{{\"content\": {{\"role\": \"model\", \"parts\": [{parts}]}}{end}}}], \"responseId\": \"r\"}}\n\n"
+        )
+    };
+    let body = [
+        chunk(r#"{"text": "Saving."}"#, ""),
+        chunk(
+            r#"{"functionCall": {"name": "save_article", "willContinue": true}, "thoughtSignature": "c2ln"}"#,
+            "",
+        ),
+        chunk(
+            r#"{"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "Rust ", "willContinue": true}], "willContinue": true}}"#,
+            "",
+        ),
+        chunk(
+            r#"{"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "streams"}, {"jsonPath": "$.meta.words", "numberValue": 2}, {"jsonPath": "$.tags[1]", "stringValue": "b"}, {"jsonPath": "$['draft']", "boolValue": false}, {"jsonPath": "$.note", "nullValue": "NULL_VALUE"}], "willContinue": true}}"#,
+            "",
+        ),
+        chunk(r#"{"functionCall": {}}"#, ""),
+        chunk("", r#", "finishReason": "STOP""#),
+    ]
+    .concat();
+    let (deltas, parsed) = streamed(Provider::Gemini, &[body.as_bytes()]);
+    let parsed = parsed.unwrap();
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    let message = parsed.message;
+    let call = &message.tool_calls()[0];
+    assert_eq!((call.id.as_str(), call.name()), ("call_0", "save_article"));
+    assert_eq!(
+        call.arguments().unwrap(),
+        serde_json::json!({"title": "Rust streams", "meta": {"words": 2}, "tags": [null, "b"],
+                           "draft": false, "note": null})
+    );
+    assert_eq!(
+        message
+            .tool_call_blocks()
+            .next()
+            .unwrap()
+            .signature
+            .as_deref(),
+        Some("c2ln")
+    );
+    assert_eq!(message.tool_calls().len(), 1);
+    check_deltas("streamed call", &message, &deltas, Provider::Gemini);
+    // The same answer, not streamed.
+    let whole = serde_json::json!({"responseId": "r", "candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Saving."},
+        {"functionCall": {"name": "save_article", "args": {"title": "Rust streams", "meta": {"words": 2},
+            "tags": [null, "b"], "draft": false, "note": null}}, "thoughtSignature": "c2ln"}]},
+        "finishReason": "STOP"}]});
+    assert_eq!(
+        comparable(message, Provider::Gemini),
+        comparable(
+            non_streamed(Provider::Gemini, &whole).message,
+            Provider::Gemini
+        )
+    );
+    // A path that is not a JSON path is malformed.
+    let bad = [
+        chunk(r#"{"functionCall": {"name": "f", "partialArgs": [{"jsonPath": "title", "stringValue": "x"}], "willContinue": true}}"#, ""),
+    ]
+    .concat();
+    let err = one(Provider::Gemini, &bad);
+    assert!(
+        err.to_string()
+            .ends_with("the partial argument's path `title` is not a JSON path"),
+        "{err}"
+    );
+}
+
 /// What the `from_*` functions read beyond the parts (a refusal's stop details, a search's
 /// sources) comes through the streams too.
 #[test]
@@ -561,7 +637,7 @@ fn a_chat_stream_cut_in_or_before_its_usage_chunk_is_incomplete() {
     }
     // After the usage chunk, without `[DONE]`: nothing is lost.
     let done_at = text.find("data: [DONE]").unwrap();
-    let parsed = streamed(Provider::Chat, &[text[..done_at].as_bytes()])
+    let parsed = streamed(Provider::Chat, &[&text.as_bytes()[..done_at]])
         .1
         .unwrap();
     assert!(parsed.message.usages.is_some());

@@ -8,7 +8,7 @@
 //! | OpenAI Chat Completions | [`OpenAiChatStream`] | `chat.completion.chunk`s: content, `reasoning_content`, refusal, tool-call fragments by `index`, the usage chunk, `[DONE]` | a `finish_reason` or `[DONE]` (and the usage chunk when the chunks have `"usage": null`) |
 //! | OpenAI Responses | [`OpenAiResponsesStream`] | `response.created`, `response.output_item.added`/`done`, `response.output_text.delta`, `response.reasoning_summary_text.delta`, `response.function_call_arguments.delta`, `response.completed`/`incomplete`/`failed`, `error` | `response.completed` or `response.incomplete` |
 //! | Anthropic Messages | [`AnthropicStream`] | `message_start`, `content_block_start`/`delta` (`text_delta`, `input_json_delta`, `thinking_delta`, `signature_delta`, `citations_delta`)/`stop`, `message_delta`, `message_stop`, `ping`, `error` | `message_stop` |
-//! | Gemini `streamGenerateContent?alt=sse` | [`GeminiStream`] | each chunk's first candidate's parts (text, thoughts, function calls, signatures), `finishReason`, `usageMetadata`, an `error` | a `finishReason` |
+//! | Gemini `streamGenerateContent?alt=sse` | [`GeminiStream`] | each chunk's first candidate's parts (text, thoughts, function calls, their streamed arguments (`partialArgs`), signatures), grounding and citations, `finishReason`, `usageMetadata`, an `error` | a `finishReason` |
 //!
 //! Each accumulator keeps only what the answer needs while the stream runs (the texts, the
 //! arguments' JSON text, the ids), reading each event into borrowed serde types; at the end

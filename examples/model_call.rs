@@ -144,7 +144,7 @@ pub async fn call_model(
             }
         }
     }
-    Ok(stream.finish()?.request)
+    Ok(stream.finish()?.message)
 }
 
 /// The model node: the context view (the last 40 messages, tool calls kept with their

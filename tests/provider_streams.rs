@@ -10,7 +10,7 @@ use agentstate::providers::stream::{
     Sse, StreamError,
 };
 use agentstate::providers::{
-    from_anthropic, from_gemini, from_openai_chat, from_openai_responses, Converted,
+    from_anthropic, from_gemini, from_openai_chat, from_openai_responses, ParsedResponse,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -48,7 +48,7 @@ const CASES: &[(&str, Provider)] = &[
 fn feed<A: Accumulator>(
     accumulator: A,
     chunks: &[&[u8]],
-) -> (Vec<Delta>, Result<Converted<Message>, StreamError>) {
+) -> (Vec<Delta>, Result<ParsedResponse, StreamError>) {
     let mut stream = Sse::new(accumulator);
     let mut deltas = Vec::new();
     for chunk in chunks {
@@ -62,7 +62,7 @@ fn feed<A: Accumulator>(
 fn streamed(
     provider: Provider,
     chunks: &[&[u8]],
-) -> (Vec<Delta>, Result<Converted<Message>, StreamError>) {
+) -> (Vec<Delta>, Result<ParsedResponse, StreamError>) {
     match provider {
         Provider::Chat => feed(OpenAiChatStream::new(), chunks),
         Provider::Responses => feed(OpenAiResponsesStream::new(), chunks),
@@ -71,7 +71,7 @@ fn streamed(
     }
 }
 
-fn non_streamed(provider: Provider, json: &Value) -> Converted<Message> {
+fn non_streamed(provider: Provider, json: &Value) -> ParsedResponse {
     match provider {
         Provider::Chat => from_openai_chat(json),
         Provider::Responses => from_openai_responses(json),
@@ -82,10 +82,12 @@ fn non_streamed(provider: Provider, json: &Value) -> Converted<Message> {
 }
 
 /// The message without what differs between two reads of one answer: `raw` (the streamed
-/// one is the response assembled from the events) and, for providers whose responses have no
-/// creation time, the timestamp (`from_*` puts the time of reading).
+/// one is the response assembled from the events), the id (each read makes a fresh one) and,
+/// for providers whose responses have no creation time, the timestamp (`from_*` puts the time
+/// of reading).
 fn comparable(mut message: Message, provider: Provider) -> Message {
     message.raw = None;
+    message.message_id = "read".into();
     if matches!(provider, Provider::Anthropic | Provider::Gemini) {
         message.timestamp = None;
     }
@@ -108,7 +110,7 @@ fn check(name: &str, provider: Provider, cuts: &[usize]) {
     let converted = converted.unwrap_or_else(|e| panic!("{name}: {e}"));
     let expected = non_streamed(provider, &json);
     assert_eq!(converted.report, expected.report, "{name}: report");
-    let message = converted.request;
+    let message = converted.message;
     let raw = message.raw.clone().expect("raw");
     // The usage the message was read from is the response's.
     let usage_key = match provider {
@@ -117,13 +119,13 @@ fn check(name: &str, provider: Provider, cuts: &[usize]) {
     };
     assert_eq!(
         raw.get(usage_key),
-        expected.request.raw.as_ref().unwrap().get(usage_key),
+        expected.message.raw.as_ref().unwrap().get(usage_key),
         "{name}: usage"
     );
     assert!(message.usages.is_some(), "{name}: no usage");
     assert_eq!(
         comparable(message.clone(), provider),
-        comparable(expected.request, provider),
+        comparable(expected.message, provider),
         "{name}: message"
     );
     check_deltas(name, &message, &deltas, provider);
@@ -231,8 +233,8 @@ fn a_responses_completion_without_output_takes_the_finished_items() {
     completed["response"]["output"] = serde_json::json!([]);
     let body = format!("{head}\n\nevent: response.completed\ndata: {completed}\n\n");
     let (_, converted) = streamed(Provider::Responses, &[body.as_bytes()]);
-    let message = converted.unwrap().request;
-    let expected = non_streamed(Provider::Responses, &json).request;
+    let message = converted.unwrap().message;
+    let expected = non_streamed(Provider::Responses, &json).message;
     assert_eq!(
         comparable(message, Provider::Responses),
         comparable(expected, Provider::Responses)
@@ -252,11 +254,38 @@ fn without_a_response_id_the_deltas_and_the_message_share_a_made_one() {
         ),
     ] {
         let (deltas, converted) = streamed(provider, &[body.as_bytes()]);
-        let message = converted.unwrap().request;
+        let message = converted.unwrap().message;
         assert_eq!(message.text(), "Hi");
         assert_eq!(deltas.len(), 1);
         assert_eq!(deltas[0].message_id(), message.message_id.to_string());
         assert!(!deltas[0].message_id().is_empty());
+    }
+}
+
+/// Each read of a stream gives the message a fresh id, which its deltas carry; the provider's
+/// response id is in the metadata (a server that repeats ids cannot make two answers one).
+#[test]
+fn each_streamed_message_has_its_own_id_and_keeps_the_response_id() {
+    for (name, provider) in CASES {
+        let body = read(&format!("{name}.sse"));
+        let json: Value = serde_json::from_slice(&read(&format!("{name}.json"))).unwrap();
+        let (deltas, first) = streamed(*provider, &[&body]);
+        let (_, again) = streamed(*provider, &[&body]);
+        let (first, again) = (first.unwrap().message, again.unwrap().message);
+        assert_ne!(first.message_id, again.message_id, "{name}");
+        let id = first.message_id.to_string();
+        assert!(deltas.iter().all(|d| d.message_id() == id), "{name}");
+        let response_id = json
+            .get("id")
+            .or_else(|| json.get("responseId"))
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{name}: the recording has an id"));
+        assert_eq!(
+            first.metadata.get(agentstate::providers::RESPONSE_ID),
+            Some(response_id.into()),
+            "{name}"
+        );
+        assert_ne!(id, response_id, "{name}");
     }
 }
 
@@ -347,6 +376,105 @@ fn an_error_event_is_the_providers_error() {
     assert_eq!(err.category(), "provider_authentication");
 }
 
+/// The SSE body of Responses events (`event:` lines from their `type`).
+fn responses_body(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect()
+}
+
+/// `response.created`, a text delta, then `middle`, then the response completed with "Hi".
+fn responses_around(middle: &[Value]) -> String {
+    let completed = serde_json::json!({"type": "response.completed", "response": {"id": "resp_1",
+        "status": "completed", "model": "gpt-5", "output": [{"id": "msg_1", "type": "message",
+        "role": "assistant", "content": [{"type": "output_text", "text": "Hi", "annotations": []}]}]}});
+    let mut events = vec![
+        serde_json::json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+        serde_json::json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "Hi"}),
+    ];
+    events.extend_from_slice(middle);
+    events.push(completed);
+    responses_body(&events)
+}
+
+#[test]
+fn responses_events_with_other_deltas_and_unknown_events_are_skipped() {
+    use agentstate::providers::{Action, Issue};
+    // A shell call's output delta is an object (the SDK's
+    // `ResponseShellCallOutputContentDeltaEvent`); a known event, read from the final response.
+    let shell = serde_json::json!({"type": "response.shell_call_output_content.delta",
+        "command_index": 0, "delta": {"stdout": "ok\n", "stderr": null}, "item_id": "sh_1",
+        "output_index": 1, "sequence_number": 4});
+    let (deltas, parsed) = streamed(
+        Provider::Responses,
+        &[responses_around(&[shell]).as_bytes()],
+    );
+    let parsed = parsed.unwrap();
+    assert_eq!(parsed.message.text(), "Hi");
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    assert_eq!(deltas.len(), 1);
+
+    // An event type this version does not know, whatever its fields: skipped, noted once.
+    let unknown = serde_json::json!({"type": "response.hologram.delta", "delta": [1, 2],
+        "message": {"a": 1}, "code": 7, "output_index": "x"});
+    let body = responses_around(&[unknown.clone(), unknown]);
+    let parsed = streamed(Provider::Responses, &[body.as_bytes()]).1.unwrap();
+    assert_eq!(parsed.message.text(), "Hi");
+    let notes = parsed.report.notes();
+    assert_eq!(notes.len(), 1, "{}", parsed.report);
+    assert_eq!(
+        (&notes[0].issue, &notes[0].action),
+        (
+            &Issue::UnknownEvent {
+                event: "response.hologram.delta".into()
+            },
+            &Action::Dropped
+        )
+    );
+    assert_eq!(
+        parsed.report.to_string(),
+        "stream: the stream's `response.hologram.delta` event is not one this version reads; dropped"
+    );
+
+    // A known event whose `delta` must be text is still refused when it is not.
+    let bad =
+        serde_json::json!({"type": "response.output_text.delta", "output_index": 0, "delta": 5});
+    let err = one(Provider::Responses, &responses_around(&[bad]));
+    assert!(
+        err.to_string().contains("it has no `delta` string"),
+        "{err}"
+    );
+
+    // Anthropic skips an unknown event with the same note.
+    let body = String::from_utf8(read("anthropic_text.sse")).unwrap().replacen(
+        "event: ping",
+        "event: thought_bubble\ndata: {\"type\": \"thought_bubble\", \"index\": \"x\"}\n\nevent: ping",
+        1,
+    );
+    let parsed = streamed(Provider::Anthropic, &[body.as_bytes()]).1.unwrap();
+    assert_eq!(
+        parsed.report.notes()[0].issue,
+        Issue::UnknownEvent {
+            event: "thought_bubble".into()
+        }
+    );
+}
+
+#[test]
+fn a_responses_error_event_keeps_the_providers_message_flat_or_nested() {
+    let nested = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\",\"message\":\"Your input exceeds the context window of this model.\",\"param\":\"input\"},\"sequence_number\":2}\n\n";
+    let err = one(Provider::Responses, nested);
+    assert_eq!(
+        err.to_string(),
+        "the OpenAI Responses stream failed at event 1: context_length_exceeded: Your input exceeds the context window of this model."
+    );
+    let nested_type_only = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"server_error\",\"message\":\"Boom\"}}\n\n";
+    let err = one(Provider::Responses, nested_type_only);
+    assert_eq!(err.category(), "provider_unavailable");
+    assert!(err.to_string().ends_with("server_error: Boom"), "{err}");
+}
+
 #[test]
 fn malformed_json_names_the_provider_and_the_event() {
     let err = one(
@@ -380,6 +508,163 @@ fn malformed_json_names_the_provider_and_the_event() {
         err.to_string()
             .contains("the input of tool call block 1 is not valid JSON"),
         "{err}"
+    );
+}
+
+/// A function call whose arguments Vertex AI streams (`partialArgs` at JSON paths,
+/// `willContinue`, as google-genai's `PartialArg` and `FunctionCall.will_continue` describe
+/// them) is read into one whole call.
+#[test]
+fn gemini_streamed_function_call_arguments_make_one_call() {
+    let chunk = |parts: &str, end: &str| {
+        format!(
+            "data: {{\"candidates\": [{{\"content\": {{\"role\": \"model\", \"parts\": [{parts}]}}{end}}}], \"responseId\": \"r\"}}\n\n"
+        )
+    };
+    let body = [
+        chunk(r#"{"text": "Saving."}"#, ""),
+        chunk(
+            r#"{"functionCall": {"name": "save_article", "willContinue": true}, "thoughtSignature": "c2ln"}"#,
+            "",
+        ),
+        chunk(
+            r#"{"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "Rust ", "willContinue": true}], "willContinue": true}}"#,
+            "",
+        ),
+        chunk(
+            r#"{"functionCall": {"partialArgs": [{"jsonPath": "$.title", "stringValue": "streams"}, {"jsonPath": "$.meta.words", "numberValue": 2}, {"jsonPath": "$.tags[1]", "stringValue": "b"}, {"jsonPath": "$['draft']", "boolValue": false}, {"jsonPath": "$.note", "nullValue": "NULL_VALUE"}], "willContinue": true}}"#,
+            "",
+        ),
+        chunk(r#"{"functionCall": {}}"#, ""),
+        chunk("", r#", "finishReason": "STOP""#),
+    ]
+    .concat();
+    let (deltas, parsed) = streamed(Provider::Gemini, &[body.as_bytes()]);
+    let parsed = parsed.unwrap();
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    let message = parsed.message;
+    let call = &message.tool_calls()[0];
+    assert_eq!((call.id.as_str(), call.name()), ("call_0", "save_article"));
+    assert_eq!(
+        call.arguments().unwrap(),
+        serde_json::json!({"title": "Rust streams", "meta": {"words": 2}, "tags": [null, "b"],
+                           "draft": false, "note": null})
+    );
+    assert_eq!(
+        message
+            .tool_call_blocks()
+            .next()
+            .unwrap()
+            .signature
+            .as_deref(),
+        Some("c2ln")
+    );
+    assert_eq!(message.tool_calls().len(), 1);
+    check_deltas("streamed call", &message, &deltas, Provider::Gemini);
+    // The same answer, not streamed.
+    let whole = serde_json::json!({"responseId": "r", "candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Saving."},
+        {"functionCall": {"name": "save_article", "args": {"title": "Rust streams", "meta": {"words": 2},
+            "tags": [null, "b"], "draft": false, "note": null}}, "thoughtSignature": "c2ln"}]},
+        "finishReason": "STOP"}]});
+    assert_eq!(
+        comparable(message, Provider::Gemini),
+        comparable(
+            non_streamed(Provider::Gemini, &whole).message,
+            Provider::Gemini
+        )
+    );
+    // A path that is not a JSON path is malformed.
+    let bad = [
+        chunk(r#"{"functionCall": {"name": "f", "partialArgs": [{"jsonPath": "title", "stringValue": "x"}], "willContinue": true}}"#, ""),
+    ]
+    .concat();
+    let err = one(Provider::Gemini, &bad);
+    assert!(
+        err.to_string()
+            .ends_with("the partial argument's path `title` is not a JSON path"),
+        "{err}"
+    );
+}
+
+/// What the `from_*` functions read beyond the parts (a refusal's stop details, a search's
+/// sources) comes through the streams too.
+#[test]
+fn streamed_refusals_and_sources_equal_the_non_streamed_ones() {
+    let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null,\"stop_details\":{\"type\":\"refusal\",\"category\":\"bio\",\"explanation\":\"Not this.\"}},\"usage\":{\"output_tokens\":2}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    let json = serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant",
+        "content": [], "model": "m", "stop_reason": "refusal", "stop_sequence": null,
+        "stop_details": {"type": "refusal", "category": "bio", "explanation": "Not this."},
+        "usage": {"input_tokens": 1, "output_tokens": 2}});
+    let gemini = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"Spain won.\"}], \"role\": \"model\"}, \"citationMetadata\": {\"citationSources\": [{\"uri\": \"https://c.example\"}]}}], \"responseId\": \"r\"}\n\n\
+        data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"\"}], \"role\": \"model\"}, \"finishReason\": \"STOP\", \"groundingMetadata\": {\"webSearchQueries\": [\"euro\"], \"groundingChunks\": [{\"web\": {\"uri\": \"https://a.example\", \"title\": \"A\"}}]}}], \"usageMetadata\": {\"promptTokenCount\": 3, \"candidatesTokenCount\": 2, \"totalTokenCount\": 5}, \"responseId\": \"r\"}\n\n";
+    let gemini_json = serde_json::json!({"candidates": [{"content": {"parts": [{"text": "Spain won."}], "role": "model"},
+        "finishReason": "STOP", "citationMetadata": {"citations": [{"uri": "https://c.example"}]},
+        "groundingMetadata": {"webSearchQueries": ["euro"], "groundingChunks": [{"web": {"uri": "https://a.example", "title": "A"}}]}}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5}, "responseId": "r"});
+    for (provider, body, json) in [
+        (Provider::Anthropic, anthropic, json),
+        (Provider::Gemini, gemini, gemini_json),
+    ] {
+        let parsed = streamed(provider, &[body.as_bytes()]).1.unwrap();
+        let expected = non_streamed(provider, &json);
+        assert_eq!(parsed.report, expected.report, "{provider:?}");
+        assert_eq!(
+            comparable(parsed.message, provider),
+            comparable(expected.message, provider),
+            "{provider:?}"
+        );
+    }
+}
+
+#[test]
+fn a_chat_stream_cut_in_or_before_its_usage_chunk_is_incomplete() {
+    let text = String::from_utf8(read("openai_chat_text.sse")).unwrap();
+    let usage_at = text.find("\"choices\":[],\"usage\"").unwrap();
+    let chunk_at = text[..usage_at].rfind("data: ").unwrap();
+    // Inside the usage chunk (its bytes never make an event), and right before it.
+    for cut in [usage_at + 30, chunk_at] {
+        let err = one(Provider::Chat, &text[..cut]);
+        assert_eq!(err.category(), "provider_invalid_response");
+        assert!(
+            err.to_string().ends_with(
+                "without its final event (the usage chunk (its chunks had `\"usage\": null`))"
+            ),
+            "{err}"
+        );
+    }
+    // After the usage chunk, without `[DONE]`: nothing is lost.
+    let done_at = text.find("data: [DONE]").unwrap();
+    let parsed = streamed(Provider::Chat, &[&text.as_bytes()[..done_at]])
+        .1
+        .unwrap();
+    assert!(parsed.message.usages.is_some());
+}
+
+#[test]
+fn an_anthropic_event_after_message_stop_is_refused_not_merged() {
+    let body = String::from_utf8(read("anthropic_text.sse")).unwrap();
+    let late = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" More.\"}}\n\n";
+    let events = body.matches("\n\n").count();
+    let err = one(Provider::Anthropic, &format!("{body}{late}"));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot read event {} (`content_block_delta`) of the Anthropic stream: it comes after `message_stop`, which ends the message",
+            events + 1
+        )
+    );
+    // A late `ping` changes nothing.
+    let ping = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+    let parsed = streamed(Provider::Anthropic, &[format!("{body}{ping}").as_bytes()])
+        .1
+        .unwrap();
+    let json: Value = serde_json::from_slice(&read("anthropic_text.json")).unwrap();
+    assert_eq!(
+        parsed.message.text(),
+        non_streamed(Provider::Anthropic, &json).message.text()
     );
 }
 
@@ -448,7 +733,7 @@ fn anthropic_rewritten_tool_ids_are_mapped_back() {
     };
     assert_eq!(tool_call_id, "functions.get_weather:0");
     assert_eq!(
-        converted.unwrap().request.tool_calls()[0].id,
+        converted.unwrap().message.tool_calls()[0].id,
         "functions.get_weather:0"
     );
 }
@@ -542,7 +827,7 @@ fn deltas_become_agui_events() {
     use agentstate::agui::Event;
     use agentstate::providers::stream::AguiDeltas;
     let (deltas, converted) = streamed(Provider::Anthropic, &[&read("anthropic_tools.sse")]);
-    let message = converted.unwrap().request;
+    let message = converted.unwrap().message;
     let mut agui = AguiDeltas::default();
     let mut events = Vec::new();
     for delta in &deltas {
@@ -578,7 +863,7 @@ fn deltas_become_agui_events() {
     };
     assert_eq!(
         call.parent_message_id.as_deref(),
-        Some("msg_014p7gG3wDgGV9EUtLvnow3U")
+        Some(message.message_id.to_string().as_str())
     );
     assert_eq!(call.tool_call_name, "get_weather");
 }
@@ -592,7 +877,7 @@ fn every_recording_folds_into_the_agui_chat_state() {
     use agentstate::providers::stream::AguiDeltas;
     for (name, provider) in CASES {
         let (deltas, converted) = streamed(*provider, &[&read(&format!("{name}.sse"))]);
-        let message = converted.unwrap().request;
+        let message = converted.unwrap().message;
         let mut agui = AguiDeltas::default();
         let mut events = vec![Event::run_started("thread", "run")];
         for delta in &deltas {

@@ -271,7 +271,7 @@ fn gemini_shapes_and_signatures() {
     assert_eq!(
         c[2]["parts"][1],
         json!({"function_response": {"id": "call_2", "name": "get_weather",
-                                     "response": {"result": r#"{"sky": "rain", "temp": 17}"#}}})
+                                     "response": {"sky": "rain", "temp": 17}}})
     );
     // The Gemini signature is stripped, with a note, for Anthropic.
     let report = to_anthropic(&messages, None).report;
@@ -631,9 +631,9 @@ fn round_trip_openai_chat() {
     let turn = body["messages"][2].clone();
     let response = json!({"id": "chatcmpl-9", "model": "gpt-4o", "created": 1700000000,
         "choices": [{"index": 0, "message": turn, "finish_reason": "tool_calls"}]});
-    let back = from_openai_chat(&response).unwrap().request;
+    let back = from_openai_chat(&response).unwrap().message;
     assert_same_turn(&messages[2], &back);
-    assert_eq!(back.message_id, "chatcmpl-9".into());
+    assert_eq!(back.metadata.get("response_id"), Some(json!("chatcmpl-9")));
     assert_eq!(back.timestamp, Some(1_700_000_000.0));
     assert_eq!(back.metadata.get("model"), Some(json!("gpt-4o")));
     assert_eq!(back.raw.as_ref().unwrap().to_value()["id"], "chatcmpl-9");
@@ -670,7 +670,7 @@ fn round_trip_openai_responses() {
         .collect();
     let back = from_openai_responses(&json!({"id": "resp_1", "output": output}))
         .unwrap()
-        .request;
+        .message;
     assert_same_turn(&messages[2], &back);
     let again = to_openai_responses(&[back], None).request;
     assert_eq!(again["input"].as_array().unwrap()[..], input[1..5]);
@@ -683,7 +683,7 @@ fn round_trip_anthropic() {
     let turn = body["messages"][1]["content"].clone();
     let response = json!({"id": "msg_1", "type": "message", "role": "assistant", "content": turn,
                           "stop_reason": "tool_use", "usage": {"input_tokens": 3, "output_tokens": 4}});
-    let back = from_anthropic(&response, None).unwrap().request;
+    let back = from_anthropic(&response, None).unwrap().message;
     assert_same_turn(&messages[2], &back);
     assert_eq!(back.usages.as_ref().unwrap().total_tokens, 7);
     // Put back in the conversation, the same request.
@@ -691,7 +691,7 @@ fn round_trip_anthropic() {
     again[2] = back;
     assert_eq!(to_anthropic(&again, None).request, body);
     let redacted = json!({"content": [{"type": "redacted_thinking", "data": "opaque"}]});
-    let back = from_anthropic(&redacted, None).unwrap().request;
+    let back = from_anthropic(&redacted, None).unwrap().message;
     let again = to_anthropic(
         &[
             Message::text_message("q", Role::User),
@@ -716,7 +716,7 @@ fn round_trip_gemini() {
     let turn = body["contents"][1].clone();
     let response = json!({"candidates": [{"content": turn, "finishReason": "STOP"}],
                           "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 6, "totalTokenCount": 11}});
-    let back = from_gemini(&response).unwrap().request;
+    let back = from_gemini(&response).unwrap().message;
     assert_same_turn(&messages[2], &back);
     assert_eq!(
         back.tool_call_blocks().next().unwrap().signature.as_deref(),
@@ -919,6 +919,7 @@ mod any_conversation {
             anthropic_ids_are_valid(&messages, &anthropic);
             for (body, empty) in [
                 (&chat_body["messages"], chat_report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
+                (&responses.request["input"], responses.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
                 (&anthropic.request["messages"], anthropic.report.notes().iter().any(|n| n.issue == Issue::EmptyConversation)),
             ] {
                 prop_assert_eq!(body == &json!([]), empty, "{}", body);
@@ -943,9 +944,11 @@ mod any_conversation {
 fn an_empty_conversation_is_reported_as_refused() {
     let only_system = [Message::text_message("Be brief.", Role::System)];
     for messages in [&[][..], &only_system[..]] {
+        let responses = to_openai_responses(messages, None);
         let anthropic = to_anthropic(messages, None);
         let gemini = to_gemini(messages, None);
         for (body, report) in [
+            (&responses.request["input"], &responses.report),
             (&anthropic.request["messages"], &anthropic.report),
             (&gemini.request["contents"], &gemini.report),
         ] {
@@ -1024,9 +1027,9 @@ fn anthropic_tool_ids_are_mapped_both_ways() {
     let response = json!({"content": body["messages"][1]["content"].clone()});
     let back = from_anthropic(&response, Some(&converted.tool_ids))
         .unwrap()
-        .request;
+        .message;
     assert_same_turn(&messages[1], &back);
-    let raw = from_anthropic(&response, None).unwrap().request;
+    let raw = from_anthropic(&response, None).unwrap().message;
     assert_eq!(raw.tool_calls()[0].id, "functions_get_weather_0_2");
     // Other providers get the ids as they are.
     assert_eq!(
@@ -1035,13 +1038,230 @@ fn anthropic_tool_ids_are_mapped_both_ways() {
     );
 }
 
+/// A tool result that is a JSON value goes to Gemini as that value: an object as the
+/// `response` itself, anything else under `result` (`error` when failed); a string stays text.
+#[test]
+fn a_gemini_tool_result_that_is_json_is_sent_as_its_value() {
+    let call = |id: &str| ToolCall::new(id, "lookup", json!({}));
+    let mut failed = Message::tool_result("c5", json!({"code": 404}));
+    if let ContentBlock::ToolResult(r) = &mut failed.content[0] {
+        r.is_error = true;
+    }
+    let messages = vec![
+        Message::text_message("Look up.", Role::User),
+        Message::text_message("", Role::Assistant)
+            .with_tool_calls(["c1", "c2", "c3", "c4", "c5"].map(call).to_vec()),
+        Message::tool_result("c1", json!({"temp": 22, "unit": "C"})),
+        Message::tool_result("c2", json!([1, 2.5, null])),
+        Message::tool_result("c3", "{\"not\": \"parsed\"}"),
+        Message::tool_result("c4", json!(7)),
+        failed,
+    ];
+    let converted = to_gemini(&messages, None);
+    assert!(converted.report.is_empty(), "{}", converted.report);
+    let responses: Vec<Value> = converted.request["contents"][2]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["function_response"]["response"].clone())
+        .collect();
+    assert_eq!(
+        responses,
+        [
+            json!({"temp": 22, "unit": "C"}),
+            json!({"result": [1, 2.5, null]}),
+            json!({"result": "{\"not\": \"parsed\"}"}),
+            json!({"result": 7}),
+            json!({"error": {"code": 404}}),
+        ]
+    );
+    // Text beside a JSON result in its tool message: the whole text, as before.
+    let beside =
+        Message::tool_result("c1", json!({"temp": 22})).with_block(ContentBlock::text(" (cached)"));
+    let body = to_gemini(&[messages[0].clone(), messages[1].clone(), beside], None).request;
+    assert_eq!(
+        body["contents"][2]["parts"][0]["function_response"]["response"],
+        json!({"result": "{\"temp\": 22} (cached)"})
+    );
+}
+
+/// A Gemini search's sources are the text's annotations, as Anthropic's and OpenAI's web
+/// search citations are; its queries are noted (they stay in `raw`). Citations too.
+#[test]
+fn gemini_grounding_and_citations_are_the_texts_annotations() {
+    let response = json!({"responseId": "r", "candidates": [{
+        "content": {"role": "model", "parts": [{"text": "Spain won Euro 2024."}, {"text": " Final: 2-1."}]},
+        "finishReason": "STOP",
+        "groundingMetadata": {
+            "webSearchQueries": ["euro 2024 winner"],
+            "searchEntryPoint": {"renderedContent": "<div></div>"},
+            "groundingChunks": [
+                {"web": {"uri": "https://a.example/euro", "title": "a.example"}},
+                {"web": {"uri": "https://b.example/final", "title": "b.example"}},
+                {"web": {"uri": "https://a.example/euro", "title": "a.example"}}
+            ],
+            "groundingSupports": [
+                {"segment": {"startIndex": 0, "endIndex": 20, "text": "Spain won Euro 2024."}, "groundingChunkIndices": [0, 2]},
+                {"segment": {"partIndex": 1, "startIndex": 0, "endIndex": 12, "text": " Final: 2-1."}, "groundingChunkIndices": [1]}
+            ]
+        },
+        "citationMetadata": {"citationSources": [{"startIndex": 0, "endIndex": 5, "uri": "https://c.example", "license": ""}]}
+    }]});
+    let parsed = from_gemini(&response).unwrap();
+    let urls = |block: &ContentBlock| match block {
+        ContentBlock::Text(t) => t
+            .annotations
+            .iter()
+            .map(|a| (a.url.clone().unwrap(), a.title.clone()))
+            .collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        urls(&parsed.message.content[0]),
+        [
+            (
+                "https://a.example/euro".to_owned(),
+                Some("a.example".to_owned())
+            ),
+            ("https://c.example".to_owned(), None)
+        ]
+    );
+    assert_eq!(
+        urls(&parsed.message.content[1]),
+        [(
+            "https://b.example/final".to_owned(),
+            Some("b.example".to_owned())
+        )]
+    );
+    assert_eq!(
+        parsed.report.to_string(),
+        "response: a message has no block for the response's `groundingMetadata`; kept in the message's `raw` only"
+    );
+    // No text to hold them: the sources are noted too.
+    let bare = json!({"candidates": [{"content": {"parts": []}, "finishReason": "STOP",
+        "citationMetadata": {"citations": [{"uri": "https://c.example", "title": "C"}]}}]});
+    let notes = from_gemini(&bare).unwrap().report;
+    assert_eq!(
+        notes.notes()[0].issue,
+        Issue::UnsupportedOutput {
+            kind: "citationMetadata".into()
+        }
+    );
+}
+
+/// Anthropic's `refusal` stop reason and Gemini's safety finish are refusal blocks, as
+/// OpenAI's `refusal` is read, and go back to OpenAI Chat as a refusal.
+#[test]
+fn stop_reason_refusals_are_refusal_blocks() {
+    let refusal = |message: &Message| {
+        message.content.iter().find_map(|b| match b {
+            ContentBlock::Error(e) if e.code.as_deref() == Some("refusal") => Some(e.clone()),
+            _ => None,
+        })
+    };
+    let anthropic = json!({"id": "msg_1", "content": [{"type": "text", "text": "I can"}],
+        "stop_reason": "refusal", "stop_details": {"type": "refusal", "category": "cyber",
+        "explanation": "This could enable malware."}});
+    let message = from_anthropic(&anthropic, None).unwrap().message;
+    let block = refusal(&message).expect("a refusal block");
+    assert_eq!(block.message, "This could enable malware.");
+    assert_eq!(
+        block.data.unwrap().to_value(),
+        json!({"type": "refusal", "category": "cyber", "explanation": "This could enable malware."})
+    );
+    assert_eq!(
+        message.metadata.get("finish_reason"),
+        Some(json!("refusal"))
+    );
+    let body = chat(&[Message::text_message("Q", Role::User), message]).0;
+    assert_eq!(body["messages"][1]["refusal"], "This could enable malware.");
+    // Without details: a sentence naming the stop reason.
+    let bare = json!({"content": [], "stop_reason": "refusal"});
+    let block = refusal(&from_anthropic(&bare, None).unwrap().message).unwrap();
+    assert_eq!(
+        block.message,
+        "The model refused to continue (Anthropic `stop_reason`: `refusal`)."
+    );
+
+    let gemini = json!({"candidates": [{"content": {"parts": []}, "finishReason": "SAFETY",
+        "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": true}]}]});
+    let message = from_gemini(&gemini).unwrap().message;
+    let block = refusal(&message).expect("a refusal block");
+    assert_eq!(
+        block.message,
+        "The response was blocked (Gemini `finishReason`: `SAFETY`)."
+    );
+    assert_eq!(
+        block.data.unwrap().to_value()["safetyRatings"][0]["blocked"],
+        true
+    );
+    let stop =
+        json!({"candidates": [{"content": {"parts": [{"text": "Hi"}]}, "finishReason": "STOP"}]});
+    assert!(refusal(&from_gemini(&stop).unwrap().message).is_none());
+}
+
+/// Chat citations beside a refusal (no text) are kept, on an empty text.
+#[test]
+fn chat_citations_beside_a_refusal_are_kept() {
+    let response = json!({"choices": [{"message": {"role": "assistant", "content": null,
+        "refusal": "No.", "annotations": [{"type": "url_citation", "url_citation":
+        {"url": "https://p.example", "title": "Policy", "start_index": 0, "end_index": 0}}]}}]});
+    let parsed = from_openai_chat(&response).unwrap();
+    assert!(parsed.report.is_empty(), "{}", parsed.report);
+    let ContentBlock::Text(text) = &parsed.message.content[0] else {
+        panic!("{:?}", parsed.message.content)
+    };
+    assert_eq!(text.text, "");
+    assert_eq!(
+        text.annotations[0].url.as_deref(),
+        Some("https://p.example")
+    );
+    assert!(matches!(&parsed.message.content[1], ContentBlock::Error(e) if e.message == "No."));
+}
+
+/// A server that repeats response ids (a proxy, a cache, a local model server) must not make
+/// two answers one message: each read gets a fresh id, and the response's id is in the
+/// metadata, for every provider.
+#[test]
+fn repeated_response_ids_give_distinct_messages() {
+    use agentstate::providers::RESPONSE_ID;
+    use agentstate::reducers::add_messages;
+    let text = |t: &str| {
+        [
+            from_openai_chat(
+                &json!({"id": "r", "choices": [{"message": {"role": "assistant", "content": t}}]}),
+            ),
+            from_openai_responses(
+                &json!({"id": "r", "output": [{"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": t, "annotations": []}]}]}),
+            ),
+            from_anthropic(
+                &json!({"id": "r", "content": [{"type": "text", "text": t}]}),
+                None,
+            ),
+            from_gemini(
+                &json!({"responseId": "r", "candidates": [{"content": {"parts": [{"text": t}]}}]}),
+            ),
+        ]
+        .map(|parsed| parsed.unwrap().message)
+    };
+    for (first, second) in text("first").into_iter().zip(text("second")) {
+        assert_eq!(first.metadata.get(RESPONSE_ID), Some("r".into()));
+        assert_eq!(second.metadata.get(RESPONSE_ID), Some("r".into()));
+        assert_ne!(first.message_id, second.message_id);
+        let merged = add_messages(vec![first], vec![second]);
+        let texts: Vec<String> = merged.iter().map(Message::text).collect();
+        assert_eq!(texts, ["first", "second"]);
+    }
+}
+
 #[test]
 fn a_chat_refusal_round_trips_as_a_refusal() {
     let response = json!({"choices": [{"message": {"role": "assistant", "content": "Partly.",
                                                    "refusal": "Not that part."}}]});
     let converted = from_openai_chat(&response).unwrap();
     assert!(converted.report.is_empty(), "{}", converted.report);
-    let message = converted.request;
+    let message = converted.message;
     let messages = [Message::text_message("Q", Role::User), message];
     let body = chat(&messages).0;
     assert_eq!(
@@ -1222,7 +1442,7 @@ fn the_way_back_reports_what_a_message_cannot_keep() {
             &Action::KeptInRawOnly
         )]
     );
-    let message = converted.request;
+    let message = converted.message;
     let ContentBlock::Text(text) = &message.content[0] else {
         panic!("{:?}", message.content)
     };

@@ -8,12 +8,13 @@
 //! "Where we differ from AgentFlow" list of `agentstate::providers`' docs, and each is named
 //! here by a reason.
 //!
-//! Three differences are mechanical and normalised away before comparing, so that the rest of
+//! Four differences are mechanical and normalised away before comparing, so that the rest of
 //! such conversations is still compared: Anthropic `tool_result` blocks carry `is_error`
 //! (AgentFlow never sets it), Gemini function calls and responses carry the call `id` and a
-//! failed result's text under `error` (AgentFlow: no id, `result`), and Responses
-//! `input_image` parts carry `"detail": "auto"` (required by the SDK's type; AgentFlow leaves
-//! it out).
+//! failed result under `error` (AgentFlow: no id, `result`), a Gemini result that is JSON
+//! other than a string goes as its value (an object as the `response` itself; AgentFlow: its
+//! JSON text under `result`, read back as JSON here), and Responses `input_image` parts carry
+//! `"detail": "auto"` (required by the SDK's type; AgentFlow leaves it out).
 
 use agentstate::message::{ContentBlock, MediaKind, Message, Role};
 use agentstate::providers::anthropic::to_anthropic;
@@ -177,8 +178,13 @@ fn normalise(provider: &str, mut body: Value) -> Value {
                 if let Some(Value::Object(inner)) = map.get_mut(key) {
                     inner.remove("id");
                     if let Some(Value::Object(response)) = inner.get_mut("response") {
-                        if let Some(error) = response.remove("error") {
-                            response.insert("result".into(), error);
+                        match response.remove("error") {
+                            // A failed result that is a JSON object, as a successful one goes.
+                            Some(Value::Object(error)) => *response = error,
+                            Some(error) => {
+                                response.insert("result".into(), error);
+                            }
+                            None => {}
                         }
                     }
                 }
@@ -190,6 +196,33 @@ fn normalise(provider: &str, mut body: Value) -> Value {
             }
         }),
         _ => {}
+    }
+    body
+}
+
+/// AgentFlow's Gemini function responses with their `result` text read as the JSON it is
+/// (see the module docs): an object as the `response`, another value under `result`.
+fn normalise_agentflow(provider: &str, mut body: Value) -> Value {
+    if provider != "gemini" {
+        return body;
+    }
+    for content in body["contents"].as_array_mut().into_iter().flatten() {
+        for part in content["parts"].as_array_mut().into_iter().flatten() {
+            let Some(response) = part
+                .get_mut("function_response")
+                .and_then(|f| f.get_mut("response"))
+            else {
+                continue;
+            };
+            let parsed = response["result"]
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            match parsed {
+                Some(object @ Value::Object(_)) => *response = object,
+                Some(Value::String(_)) | None => {}
+                Some(value) => response["result"] = value,
+            }
+        }
     }
     body
 }
@@ -227,7 +260,7 @@ fn requests_equal_agentflow_where_agentflow_is_right() {
                 continue;
             }
             let ours = normalise(provider, ours);
-            if &ours == theirs {
+            if ours == normalise_agentflow(provider, theirs.clone()) {
                 *equal.entry(provider).or_default() += 1;
             } else {
                 failures.push(format!(

@@ -487,6 +487,35 @@ fn tool_choices_in_each_providers_shape() {
     );
 }
 
+#[test]
+fn a_tool_choice_without_tools_is_refused_where_the_provider_refuses_it() {
+    let invalid = |provider: &str| {
+        Some(format!(
+            "`tool_choice` is invalid for {provider}: it is set but the request has no tools; \
+             add tools or leave it unset"
+        ))
+    };
+    for choice in [ToolChoice::Auto, ToolChoice::None] {
+        let request = ModelRequest::builder("m")
+            .tool_choice(choice)
+            .max_output_tokens(10)
+            .build()
+            .unwrap();
+        // OpenAI Chat and Gemini answer it with an HTTP 400; Responses and Anthropic take it.
+        assert_eq!(
+            errors(&request),
+            [
+                invalid("OpenAI Chat Completions"),
+                None,
+                None,
+                invalid("Gemini generateContent")
+            ]
+        );
+        let error = request.to_openai_chat(&conversation()).unwrap_err();
+        assert_eq!(error.category(), "provider_parameter_invalid");
+    }
+}
+
 /// The error of converting `request` for each provider (`None`: converted).
 fn errors(request: &ModelRequest) -> [Option<String>; 4] {
     let messages = conversation();

@@ -20,7 +20,7 @@ use super::{
     note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string, note_signature,
     note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, placeholder,
     provider_extra, reasoning_provider, response_message, source, str_at, system_text, usages,
-    Converted, Provider, Reply, ResponseError, Source, ToolIds,
+    Converted, ParsedResponse, Provider, Reply, ResponseError, Source, ToolIds,
 };
 use crate::message::{
     ContentBlock, Message, ReasoningBlock, Role, TextBlock, ToolCall, ToolCallBlock,
@@ -783,7 +783,10 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 /// Reads an Anthropic Messages response (a `message` object) into an assistant message:
 /// `thinking` blocks as reasoning with their signature (`redacted_thinking` as reasoning with
 /// `extra["redacted"]` and the data as signature), `text` blocks (their citations with a URL
-/// as the text's annotations), `tool_use` blocks as tool calls, usage with cache tokens, and
+/// as the text's annotations), `tool_use` blocks as tool calls, a `stop_reason` of `refusal`
+/// as a refusal block after them (an `error` block with code
+/// [`REFUSAL_CODE`](super::REFUSAL_CODE), as OpenAI's refusal is read: its message the
+/// `stop_details`' explanation, its data the `stop_details`), usage with cache tokens, and
 /// the whole response as `raw`. Other blocks (`server_tool_use`, `web_search_tool_result`...)
 /// have no block in a message: each is noted in the report, and stays in `raw` only.
 ///
@@ -804,9 +807,9 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 ///     ],
 ///     "usage": {"input_tokens": 50, "output_tokens": 20, "cache_read_input_tokens": 40}
 /// });
-/// let converted = from_anthropic(&response, None)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_anthropic(&response, None)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// let ContentBlock::Reasoning(thinking) = &message.content[0] else { panic!() };
 /// assert_eq!(thinking.signature.as_deref(), Some("EqQB"));
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city": "Paris"}"#);
@@ -819,18 +822,18 @@ fn thinking(reasoning: &ReasoningBlock) -> Option<AnthropicBlock<'_>> {
 ///     {"type": "text", "text": "Sunny.", "citations": [{"type": "web_search_result_location",
 ///      "url": "https://w.example", "title": "W", "cited_text": "sunny", "encrypted_index": "x"}]}
 /// ]});
-/// let converted = from_anthropic(&response, None)?;
-/// let kinds: Vec<_> = converted.report.notes().iter().map(|n| n.issue.to_string()).collect();
+/// let parsed = from_anthropic(&response, None)?;
+/// let kinds: Vec<_> = parsed.report.notes().iter().map(|n| n.issue.to_string()).collect();
 /// assert_eq!(kinds, ["a message has no block for the response's `server_tool_use`",
 ///                    "a message has no block for the response's `web_search_tool_result`"]);
-/// let ContentBlock::Text(text) = &converted.request.content[0] else { panic!() };
+/// let ContentBlock::Text(text) = &parsed.message.content[0] else { panic!() };
 /// assert_eq!(text.annotations[0].title.as_deref(), Some("W"));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
 pub fn from_anthropic(
     response: &Value,
     tool_ids: Option<&ToolIds>,
-) -> Result<Converted<Message>, ResponseError> {
+) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("Anthropic", reason);
     let blocks = response
         .get("content")
@@ -883,6 +886,18 @@ pub fn from_anthropic(
             other => super::note_output(at, other.unwrap_or("unknown"), &mut report),
         }
     }
+    if str_at(response, "stop_reason") == Some("refusal") {
+        let details = response.get("stop_details").filter(|d| d.is_object());
+        let data = details
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        content.push(super::stop_refusal(
+            details.and_then(|d| str_at(d, "explanation")),
+            "The model refused to continue (Anthropic `stop_reason`: `refusal`).",
+            data,
+        ));
+    }
     let usage = response.get("usage").filter(|u| u.is_object()).map(|u| {
         let mut usage = usages(
             super::count(u, &["input_tokens"]),
@@ -907,7 +922,7 @@ pub fn from_anthropic(
             created: None,
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// A whole Anthropic Messages request body, from [`ModelRequest::to_anthropic`]: in the API

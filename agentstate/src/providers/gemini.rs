@@ -17,11 +17,12 @@ use super::{
     blocks_text, calls_of, check_pairing, first, has_media, is_call, leading_system,
     note_annotations, note_dropped, note_reasoning, note_reasoning_string, note_signature,
     note_system_moved, out_of_place, output_blocks, output_text, parse_data_url, provider_extra,
-    reasoning_provider, response_message, signed_call, source, system_text, Converted, Provider,
-    Reply, ResponseError, Source,
+    reasoning_provider, response_message, signed_call, source, system_text, Converted,
+    ParsedResponse, Provider, Reply, ResponseError, Source,
 };
 use crate::message::{
-    ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock, ToolResultBlock,
+    AnnotationRef, ContentBlock, MediaRef, Message, ReasoningBlock, Role, ToolCall, ToolCallBlock,
+    ToolResultBlock,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -145,7 +146,7 @@ pub struct GeminiFunctionCall<'a> {
     pub args: Value,
 }
 
-/// `{"id", "name", "response": {"result" | "error": text}, "parts"?}`.
+/// `{"id", "name", "response": {"result" | "error": value} or the result object, "parts"?}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionResponse<'a> {
     /// The call id.
@@ -153,21 +154,42 @@ pub struct FunctionResponse<'a> {
     /// The function.
     pub name: &'a str,
     /// The result or the error.
-    pub response: ResponseText<'a>,
+    pub response: ResponseValue<'a>,
     /// The result's media.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<GeminiPart<'a>>,
 }
 
-/// `{"result": text}` or `{"error": text}`.
+/// A function response's `response`: Gemini takes a JSON object, the result itself when it
+/// is one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponseValue<'a> {
+    /// `{"result": value}` or `{"error": value}`.
+    Keyed(ResponseText<'a>),
+    /// A result that is a JSON object, as it is.
+    Object(Map<String, Value>),
+}
+
+/// `{"result": value}` or `{"error": value}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResponseText<'a> {
     /// The result of a call that succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Cow<'a, str>>,
+    pub result: Option<Output<'a>>,
     /// The error of a failed call.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<Cow<'a, str>>,
+    pub error: Option<Output<'a>>,
+}
+
+/// A result or error: text, or the JSON value a tool returned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Output<'a> {
+    /// A string output, or the text of one that is not JSON.
+    Text(Cow<'a, str>),
+    /// A JSON value other than a string, as it is.
+    Json(Value),
 }
 
 fn own(text: Cow<'_, str>) -> Cow<'static, str> {
@@ -330,12 +352,13 @@ impl<'a> UserTurn<'a> {
     }
 }
 
-/// `{"function_response": {"id", "name", "response": {"result" | "error": text}, "parts"?}}`;
-/// the name is the call's (the call id when no call has it, as AgentFlow does).
+/// `{"function_response": {"id", "name", "response": {"result" | "error": output}, "parts"?}}`
+/// (a result that is a JSON object is the `response` itself); the name is the call's (the
+/// call id when no call has it, as AgentFlow does).
 fn response_part<'a>(
     call_id: &'a str,
     is_error: bool,
-    text: Cow<'a, str>,
+    output: Output<'a>,
     names: &HashMap<&'a str, &'a str>,
     parts: Vec<GeminiPart<'a>>,
 ) -> GeminiPart<'a> {
@@ -347,16 +370,16 @@ fn response_part<'a>(
         } else {
             call_id
         });
-    let response = if is_error {
-        ResponseText {
+    let response = match (is_error, output) {
+        (false, Output::Json(Value::Object(object))) => ResponseValue::Object(object),
+        (true, output) => ResponseValue::Keyed(ResponseText {
             result: None,
-            error: Some(text),
-        }
-    } else {
-        ResponseText {
-            result: Some(text),
+            error: Some(output),
+        }),
+        (false, output) => ResponseValue::Keyed(ResponseText {
+            result: Some(output),
             error: None,
-        }
+        }),
     };
     GeminiPart {
         function_response: Some(FunctionResponse {
@@ -369,8 +392,9 @@ fn response_part<'a>(
     }
 }
 
-/// The function response of a tool result at `block` of message `index`: its output as
-/// text (with `single`, the tool message holding only this result: the message's whole
+/// The function response of a tool result at `block` of message `index`: a JSON output that
+/// is not a string as its value (with `single`, the tool message holding only this result,
+/// when no text is beside it), else its output as text (with `single`: the message's whole
 /// text, as AgentFlow sends it). An output of content blocks gives their text, and their
 /// media as the response's `parts` (inline data or file data).
 fn result_part<'a>(
@@ -382,11 +406,17 @@ fn result_part<'a>(
     report: &mut Report,
 ) -> GeminiPart<'a> {
     let Some(blocks) = output_blocks(&result.output) else {
-        let text = match single {
-            Some(message) => Cow::Owned(message.text()),
-            None => output_text(&result.output),
+        let beside = single.is_some_and(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Text(t) if !t.text.is_empty()))
+        });
+        let output = match single {
+            _ if !result.output.is_string() && !beside => Output::Json(result.output.to_value()),
+            Some(message) => Output::Text(Cow::Owned(message.text())),
+            None => Output::Text(output_text(&result.output)),
         };
-        return response_part(&result.call_id, result.is_error, text, names, Vec::new());
+        return response_part(&result.call_id, result.is_error, output, names, Vec::new());
     };
     let mut text = blocks_text(&blocks);
     for content in single.into_iter().flat_map(|m| &m.content) {
@@ -403,7 +433,7 @@ fn result_part<'a>(
     response_part(
         &result.call_id,
         result.is_error,
-        Cow::Owned(text),
+        Output::Text(Cow::Owned(text)),
         names,
         media,
     )
@@ -648,8 +678,13 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 /// assistant message: the first candidate's `thought` parts as reasoning with their
 /// signature, text parts, `functionCall` parts as tool calls (their signature on the block
 /// and, as AgentFlow keeps it, in the `tools_calls` entry's `thought_signature`; a call
-/// without an id gets `call_<n>`), usage with cached and thought tokens, and the whole
-/// response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
+/// without an id gets `call_<n>`), the sources of `groundingMetadata` (a search's) and
+/// `citationMetadata` as the text's annotations (URL and title; the search queries are noted
+/// and stay in `raw`), a finish reason of its content filters (`SAFETY`,
+/// `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`...) as a refusal block (an `error` block with code
+/// [`REFUSAL_CODE`](super::REFUSAL_CODE), as OpenAI's refusal is read: its message the
+/// `finishMessage`, its data the reason and `safetyRatings`), usage with cached and thought
+/// tokens, and the whole response as `raw`. The metadata's `provider` is AgentFlow's `"google_genai"`. Other parts
 /// (`inlineData`, `executableCode`, `codeExecutionResult`...) are noted in the report and stay
 /// in `raw` only.
 ///
@@ -665,16 +700,16 @@ fn get_count(value: &Value, camel: &str, snake: &str) -> i64 {
 ///                       "thoughtsTokenCount": 12},
 ///     "modelVersion": "gemini-2.5-flash", "responseId": "r-1"
 /// });
-/// let converted = from_gemini(&response)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_gemini(&response)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// let call = message.tool_call_blocks().next().unwrap();
 /// assert_eq!(call.signature.as_deref(), Some("CiQB"));
 /// assert_eq!(message.tool_calls()[0].extra.get("thought_signature"), Some("CiQB".into()));
 /// assert_eq!(message.usages.unwrap().reasoning_tokens, 12);
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError> {
+pub fn from_gemini(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("Gemini", reason);
     let candidate = first(response, "candidates").ok_or_else(|| error("it has no `candidates`"))?;
     let parts = candidate
@@ -686,6 +721,8 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
     let mut content = Vec::new();
     let mut calls = Vec::new();
     let mut report = Report::default();
+    // The content index of each text part's block, by part index.
+    let mut texts: Vec<(usize, usize)> = Vec::new();
     for (at, part) in parts.iter().enumerate() {
         let signature = get_str(part, "thoughtSignature", "thought_signature");
         if let Some(call) = get(part, "functionCall", "function_call") {
@@ -719,6 +756,7 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
                     ..ReasoningBlock::new(text)
                 }));
             } else {
+                texts.push((at, content.len()));
                 content.push(ContentBlock::text(text));
                 if let Some(signature) = signature {
                     // A signature on a text part: kept as an empty signed thought after it.
@@ -744,6 +782,20 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
             super::note_output(at, kind, &mut report);
         }
     }
+    sources(candidate, &texts, &mut content, &mut report);
+    let finish_reason = get_str(candidate, "finishReason", "finish_reason");
+    if let Some(reason) = finish_reason.filter(|r| BLOCKED.contains(r)) {
+        let mut data = Map::new();
+        data.insert("finishReason".into(), Value::from(reason));
+        if let Some(ratings) = get(candidate, "safetyRatings", "safety_ratings") {
+            data.insert("safetyRatings".into(), ratings.clone());
+        }
+        content.push(super::stop_refusal(
+            get_str(candidate, "finishMessage", "finish_message"),
+            &format!("The response was blocked (Gemini `finishReason`: `{reason}`)."),
+            data,
+        ));
+    }
     let usage = get(response, "usageMetadata", "usage_metadata").map(|u| {
         super::usages(
             get_count(u, "promptTokenCount", "prompt_token_count"),
@@ -761,12 +813,100 @@ pub fn from_gemini(response: &Value) -> Result<Converted<Message>, ResponseError
             provider: "google_genai",
             id: get_str(response, "responseId", "response_id"),
             model: get_str(response, "modelVersion", "model_version"),
-            finish_reason: get_str(candidate, "finishReason", "finish_reason"),
+            finish_reason,
             usage,
             created: None,
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
+}
+
+/// The finish reasons of a candidate its content filters blocked: read as a refusal.
+const BLOCKED: &[&str] = &[
+    "SAFETY",
+    "PROHIBITED_CONTENT",
+    "BLOCKLIST",
+    "SPII",
+    "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT",
+];
+
+/// A candidate's sources as annotations of its text, as Anthropic's and OpenAI's web search
+/// citations are read: each grounding chunk with a URI (`web`, `retrievedContext`, `maps`...)
+/// on the text part its first grounding support cites it from (the first text otherwise),
+/// and each `citationMetadata` citation with a URI on the first text. The rest of
+/// `groundingMetadata` (the search queries, the search entry point), and the sources when
+/// there is no text to hold them, are noted: they stay in `raw`.
+fn sources(
+    candidate: &Value,
+    texts: &[(usize, usize)],
+    content: &mut [ContentBlock],
+    report: &mut Report,
+) {
+    let mut add = |part: Option<usize>, annotation: Option<AnnotationRef>| -> bool {
+        let Some(annotation) = annotation else {
+            return true;
+        };
+        let at = part
+            .and_then(|p| texts.iter().find(|(at, _)| *at == p))
+            .or(texts.first());
+        match at.map(|(_, block)| &mut content[*block]) {
+            Some(ContentBlock::Text(text)) => {
+                if !text.annotations.contains(&annotation) {
+                    text.annotations.push(annotation);
+                }
+                true
+            }
+            _ => false,
+        }
+    };
+    let list = |value: Option<&Value>| value.and_then(Value::as_array).cloned().unwrap_or_default();
+    if let Some(grounding) = get(candidate, "groundingMetadata", "grounding_metadata") {
+        let supports = list(get(grounding, "groundingSupports", "grounding_supports"));
+        let mut kept = true;
+        for (i, chunk) in list(get(grounding, "groundingChunks", "grounding_chunks"))
+            .iter()
+            .enumerate()
+        {
+            let part = supports
+                .iter()
+                .find(|s| {
+                    list(get(s, "groundingChunkIndices", "grounding_chunk_indices"))
+                        .iter()
+                        .any(|c| c.as_u64() == Some(i as u64))
+                })
+                .and_then(|s| s.get("segment"))
+                .map(|segment| get_count(segment, "partIndex", "part_index") as usize);
+            let source = chunk
+                .as_object()
+                .and_then(|c| c.values().find_map(|v| super::source_annotation(v, "uri")));
+            kept &= add(Some(part.unwrap_or(0)), source);
+        }
+        let searched = [
+            ("webSearchQueries", "web_search_queries"),
+            ("searchEntryPoint", "search_entry_point"),
+            ("retrievalQueries", "retrieval_queries"),
+        ]
+        .iter()
+        .any(|(camel, snake)| get(grounding, camel, snake).is_some_and(|v| !v.is_null()));
+        if searched || !kept {
+            super::push_output_note(None, "groundingMetadata", report);
+        }
+    }
+    if let Some(citations) = get(candidate, "citationMetadata", "citation_metadata") {
+        let list = list(
+            citations
+                .get("citations")
+                .or(citations.get("citationSources")),
+        );
+        let mut kept = true;
+        for citation in &list {
+            kept &= add(None, super::source_annotation(citation, "uri"));
+        }
+        if !kept {
+            super::push_output_note(None, "citationMetadata", report);
+        }
+    }
 }
 
 /// A whole Gemini `generateContent` body, from [`ModelRequest::to_gemini`], with the REST
@@ -902,6 +1042,7 @@ impl ModelRequest {
         conversation: impl Into<Conversation<'a>>,
     ) -> Result<Converted<GeminiBody<'a>>, RequestError> {
         self.refuse(GEMINI, &[Param::ToolStrict])?;
+        self.refuse_tool_choice_without_tools(GEMINI)?;
         let thinking_config = match (self.reasoning_effort(), self.thinking_budget()) {
             (Some(_), None) => {
                 return Err(RequestError::Unsupported {

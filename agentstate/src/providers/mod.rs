@@ -34,7 +34,9 @@
 //!   its result and the media as its `parts`, a Responses `function_call_output` list of
 //!   `input_text`/`input_image`/`input_file`; OpenAI Chat's tool messages are text only, so
 //!   the media moves to a user message after the turn's tool results, with a note. Any other
-//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it).
+//!   output is sent as its text (a JSON value as Python's `json.dumps` writes it), but for
+//!   Gemini, whose function response is a JSON object: a JSON value other than a string goes
+//!   as its value (an object as the `response` itself, another value under `result`).
 //! - Tool call ids Anthropic does not accept are rewritten, consistently and both ways
 //!   ([`ToolIds`]).
 //! - Reasoning (and its signature) goes back only to the provider that made it (recorded in
@@ -84,11 +86,12 @@
 //! - `anthropic_tool_id`: a tool call id Anthropic does not accept (`functions.get_weather:0`)
 //!   is rewritten ([`ToolIds`]). AgentFlow sends it unchanged, which Anthropic refuses.
 //!
-//! Three more are normalised away before comparing, so the rest of those bodies is still
+//! Four more are normalised away before comparing, so the rest of those bodies is still
 //! compared: Anthropic `tool_result` blocks carry `is_error` (AgentFlow reads it from a key its
 //! own dicts never have, so never sends it); Gemini function calls and responses carry the
 //! call `id` (pairing parallel calls of one function) and a failed result under `error`
-//! (Gemini's documented key; AgentFlow: `result`); Responses `input_image` parts carry
+//! (Gemini's documented key; AgentFlow: `result`); a Gemini result that is JSON other than a
+//! string goes as that value (AgentFlow: its JSON text under `result`); Responses `input_image` parts carry
 //! `"detail": "auto"` (the official SDK's type requires it; AgentFlow leaves it out). Outside
 //! the differential's reach, we also differ where AgentFlow loses data: the `context_summary`
 //! goes into the system prompt (AgentFlow: an assistant message, which Anthropic takes as a
@@ -151,17 +154,24 @@
 //! | invalid argument JSON | sent as is (noted) | sent as is (noted) | `{}` (noted) | `{}` (noted) |
 //! | a call's `thought_signature` | dropped (noted) | dropped (noted) | dropped (noted) | sent; a turn's first call without one gets Google's placeholder |
 //! | a tool result whose output is content blocks | text in the tool message, media moved after the results (noted) | a `function_call_output` list | `tool_result` content blocks | `function_response` with `parts` |
-//! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed), all in one user turn |
+//! | `tool_result` (in a `tool` message) | one `tool` message per result, text | `function_call_output` items | `tool_result` blocks (with `is_error`), all consecutive ones in one user turn | `function_response` parts (`result`, or `error` when failed; a JSON object result as the `response` itself), all in one user turn |
 //! | media beside a tool result | moved to a user message after the turn's tool results (noted) | as Chat (noted) | inside the `tool_result` (images, documents) | after the function responses in the same turn (noted) |
 //! | `tool_result` in a user message | a `tool` message before the user message | a `function_call_output` before it | first in the user turn | first in the user turn |
 //! | a final assistant message | sent | sent | dropped (noted; a user turn when it is the only one) | sent |
 //! | a message with nothing to send | sent (`""`) | sent | dropped (noted) | dropped (noted) |
 //!
 //! The way back, [`from_openai_chat`], [`from_openai_responses`], [`from_anthropic`] and
-//! [`from_gemini`], reads a response into an assistant [`Message`]: text, tool calls (in
+//! [`from_gemini`], reads a response into a [`ParsedResponse`], an assistant [`Message`] (its
+//! `message`) and a report of what it could not keep: text, tool calls (in
 //! `tools_calls` with the arguments string as sent, and as `tool_call` blocks), reasoning with
 //! its signature, usage (prompt, completion, cached and reasoning tokens), AgentFlow's
-//! `metadata` (`provider`, `model`, `finish_reason`) and the whole response as `raw`. A round
+//! `metadata` (`provider`, `model`, `finish_reason`), the response's id in
+//! `metadata["response_id"]` ([`RESPONSE_ID`]; the message's own id is a fresh uuid) and the
+//! whole response as `raw`. A refusal is an `error` block with code [`REFUSAL_CODE`] whichever
+//! way the provider says it (OpenAI's `refusal` text, Anthropic's `refusal` stop reason,
+//! Gemini's content-filter finish reasons), and citations and search sources (OpenAI's
+//! `url_citation`s, Anthropic's web search citations, Gemini's grounding and citation
+//! metadata) are the text's annotations. A round
 //! trip (message, request, a response built from it, message) keeps text, tool calls, ids and
 //! signatures. The OpenAI bodies deserialize into `async-openai`'s request types (a test checks
 //! it); with the feature `async-openai`, [`ChatBody`](openai_chat::ChatBody) and
@@ -195,12 +205,12 @@ use crate::message::{
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// A provider's request body and what it could not express (or, from the `from_*`
-/// functions, a response's message and what it could not keep).
+/// A provider's request body and what it could not express, from the `to_*` functions and
+/// [`ModelRequest`]'s conversions (the way back, a response read into a message, is a
+/// [`ParsedResponse`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Converted<T> {
-    /// The request body: `messages`/`input`/`contents` and the system prompt (from the
-    /// `from_*` functions: the message).
+    /// The request body: `messages`/`input`/`contents` and the system prompt.
     pub request: T,
     /// Everything that could not be expressed, and what was done with it.
     pub report: Report,
@@ -217,6 +227,34 @@ impl<T> Converted<T> {
             report,
             tool_ids: ToolIds::default(),
         }
+    }
+}
+
+/// A provider's response read into an assistant message, by the `from_*` functions and the
+/// [`stream`] accumulators, with what the message could not keep.
+///
+/// ```
+/// use agentstate::providers::from_openai_chat;
+/// use serde_json::json;
+///
+/// let response = json!({"id": "chatcmpl-1", "model": "gpt-4o",
+///     "choices": [{"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}]});
+/// let parsed = from_openai_chat(&response)?;
+/// assert!(parsed.report.is_empty());
+/// assert_eq!(parsed.message.text(), "Hi");
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedResponse {
+    /// The assistant message.
+    pub message: Message,
+    /// What the message could not keep (each such part stays in its `raw`).
+    pub report: Report,
+}
+
+impl ParsedResponse {
+    fn new(message: Message, report: Report) -> Self {
+        ParsedResponse { message, report }
     }
 }
 
@@ -240,6 +278,21 @@ fn refusal_block(text: &str) -> ContentBlock {
     })
 }
 
+/// A refusal a provider gives as a stop reason rather than a text (Anthropic's `refusal`,
+/// Gemini's `SAFETY`...): a refusal block with the provider's explanation (or `default`) and
+/// what the provider said about it as `data`.
+fn stop_refusal(
+    explanation: Option<&str>,
+    default: &str,
+    data: Map<String, Value>,
+) -> ContentBlock {
+    ContentBlock::Error(ErrorBlock {
+        code: Some(REFUSAL_CODE.to_owned()),
+        data: (!data.is_empty()).then(|| data.into()),
+        ..ErrorBlock::new(explanation.filter(|e| !e.is_empty()).unwrap_or(default))
+    })
+}
+
 /// A refusal sent as assistant text to a provider without refusals in its requests, noted.
 fn note_refusal(message: usize, block: usize, report: &mut Report) {
     report.push(
@@ -252,9 +305,15 @@ fn note_refusal(message: usize, block: usize, report: &mut Report) {
 
 /// A response item or block the message has no place for: noted (it stays in `raw`).
 fn note_output(item: usize, kind: &str, report: &mut Report) {
+    push_output_note(Some(item), kind, report);
+}
+
+/// A part of a response the message has no place for (an item, or with `None` a field of the
+/// whole response): noted (it stays in `raw`).
+fn push_output_note(item: Option<usize>, kind: &str, report: &mut Report) {
     report.push(
         None,
-        Some(item),
+        item,
         Issue::UnsupportedOutput {
             kind: kind.to_owned(),
         },
@@ -266,9 +325,14 @@ fn note_output(item: usize, kind: &str, report: &mut Report) {
 /// `web_search_result_location`) as an annotation of the text; its position in the text is
 /// not kept (it is in `raw`).
 fn url_annotation(citation: &Value) -> Option<AnnotationRef> {
-    let url = str_at(citation, "url")?;
+    source_annotation(citation, "url")
+}
+
+/// A source with a URL under `key` and a `title` as an annotation of the text.
+fn source_annotation(source: &Value, key: &str) -> Option<AnnotationRef> {
+    let url = str_at(source, key)?;
     Some(AnnotationRef {
-        title: str_at(citation, "title").map(str::to_owned),
+        title: str_at(source, "title").map(str::to_owned),
         ..AnnotationRef::url(url)
     })
 }
@@ -909,9 +973,29 @@ struct Reply<'a> {
     created: Option<f64>,
 }
 
-/// An assistant message from a provider's response: these blocks and calls, the response's
-/// id as `message_id` (a new uuid without one), its creation time as `timestamp`, `metadata` as AgentFlow's converters write
-/// it (`provider`, `model`, `finish_reason`) and the whole response as `raw`.
+/// The `metadata` key under which the `from_*` functions and the stream accumulators keep the
+/// provider's response id (Chat's and Responses' `id`, Anthropic's message `id`, Gemini's
+/// `responseId`), when the response has one. The message's own `message_id` is a fresh uuid:
+/// a server that repeats response ids would otherwise give two answers one id, and
+/// [`add_messages`](crate::reducers::add_messages) keeps only the first.
+///
+/// ```
+/// use agentstate::providers::{from_anthropic, RESPONSE_ID};
+/// use serde_json::json;
+///
+/// let response = json!({"id": "msg_1", "content": [{"type": "text", "text": "Hi"}]});
+/// let first = from_anthropic(&response, None)?.message;
+/// let again = from_anthropic(&response, None)?.message;
+/// assert_eq!(first.metadata.get(RESPONSE_ID), Some("msg_1".into()));
+/// assert_ne!(first.message_id, again.message_id);
+/// # Ok::<(), agentstate::providers::ResponseError>(())
+/// ```
+pub const RESPONSE_ID: &str = "response_id";
+
+/// An assistant message from a provider's response: these blocks and calls, a fresh
+/// `message_id`, the response's id in `metadata[RESPONSE_ID]`, its creation time as
+/// `timestamp`, `metadata` as AgentFlow's converters write it (`provider`, `model`,
+/// `finish_reason`) and the whole response as `raw`.
 fn response_message(
     response: &Value,
     content: Vec<ContentBlock>,
@@ -927,9 +1011,6 @@ fn response_message(
         created,
     } = reply;
     let mut message = Message::new(Role::Assistant, content);
-    if let Some(id) = id {
-        message = message.with_id(id);
-    }
     if !calls.is_empty() {
         message.tools_calls = Some(calls);
     }
@@ -948,6 +1029,9 @@ fn response_message(
         .with_metadata("provider", provider)
         .with_metadata("model", model.unwrap_or_default())
         .with_metadata("finish_reason", finish_reason.unwrap_or("UNKNOWN"));
+    if let Some(id) = id {
+        message = message.with_metadata(RESPONSE_ID, id);
+    }
     message.usages = usage.map(Box::new);
     if let Some(created) = created {
         message = message.with_timestamp(created);

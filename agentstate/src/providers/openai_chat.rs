@@ -16,7 +16,7 @@ use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
     openai_reasoning, openai_usage, out_of_place, output_blocks, output_text, placeholder,
-    response_message, source, str_at, Converted, Reply, ResponseError, Source,
+    response_message, source, str_at, Converted, ParsedResponse, Reply, ResponseError, Source,
 };
 use crate::message::{
     ContentBlock, Message, Role, TextBlock, ToolCall, ToolCallBlock, ToolResultBlock,
@@ -753,7 +753,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 
 /// Reads a Chat Completions response (`chat.completion` JSON) into an assistant message:
 /// the first choice's text (its `url_citation` annotations as the text's annotations, url
-/// and title), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
+/// and title; on an empty text when there is none, as beside a refusal), refusal (as an `error` block with code [`REFUSAL_CODE`](super::REFUSAL_CODE),
 /// which goes back to Chat as `refusal`) and tool calls (their arguments strings kept as
 /// sent), `reasoning_content` (DeepSeek and other compatible servers) as a reasoning block,
 /// usage with cached and reasoning tokens, and the whole response as `raw`. The report notes
@@ -773,9 +773,9 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///     "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25,
 ///               "prompt_tokens_details": {"cached_tokens": 8}}
 /// });
-/// let converted = from_openai_chat(&response)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_openai_chat(&response)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// assert_eq!(message.tool_call_blocks().next().unwrap().args.get("city"), Some("Paris".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().cache_read_input_tokens, 8);
@@ -784,7 +784,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 /// // A refusal is kept as a refusal, and sent back as one.
 /// let refused = json!({"choices": [{"message": {"role": "assistant", "content": null,
 ///                                               "refusal": "I can't help with that."}}]});
-/// let message = from_openai_chat(&refused)?.request;
+/// let message = from_openai_chat(&refused)?.message;
 /// let ContentBlock::Error(block) = &message.content[0] else { panic!() };
 /// assert_eq!((block.message.as_str(), block.code.as_deref()), ("I can't help with that.", Some("refusal")));
 /// let body = serde_json::to_value(to_openai_chat(&[message], None).request).unwrap();
@@ -792,7 +792,7 @@ fn tool<'a>(message: &'a Message, index: usize, out: &mut Out<'a>, report: &mut 
 ///                                        "refusal": "I can't help with that."}));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, ResponseError> {
+pub fn from_openai_chat(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: &str| ResponseError::new("OpenAI Chat", reason);
     let choice = first(response, "choices").ok_or_else(|| error("it has no `choices`"))?;
     let message = choice
@@ -803,14 +803,16 @@ pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, Response
     if let Some(reasoning) = str_at(message, "reasoning_content").filter(|r| !r.is_empty()) {
         content.push(ContentBlock::reasoning(reasoning));
     }
-    if let Some(text) = str_at(message, "content") {
-        let annotations = message
-            .get("annotations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
-            .collect();
+    let annotations: Vec<_> = message
+        .get("annotations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("url_citation").and_then(super::url_annotation))
+        .collect();
+    // Without text (beside a refusal), the citations are kept on an empty text.
+    let text = str_at(message, "content").or((!annotations.is_empty()).then_some(""));
+    if let Some(text) = text {
         content.push(ContentBlock::Text(TextBlock {
             annotations,
             ..TextBlock::new(text)
@@ -862,7 +864,7 @@ pub fn from_openai_chat(response: &Value) -> Result<Converted<Message>, Response
             created: response.get("created").and_then(Value::as_f64),
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// A whole Chat Completions request body, from [`ModelRequest::to_openai_chat`]: in the API
@@ -1044,6 +1046,7 @@ impl ModelRequest {
         conversation: impl Into<Conversation<'a>>,
     ) -> Result<Converted<ChatBody<'a>>, RequestError> {
         self.refuse(CHAT, &[Param::TopK])?;
+        self.refuse_tool_choice_without_tools(CHAT)?;
         let reasoning_effort = openai_effort(self, CHAT)?;
         let conversation = conversation.into();
         let converted = to_openai_chat(conversation.messages, conversation.summary);

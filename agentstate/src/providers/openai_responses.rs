@@ -17,7 +17,7 @@ use super::report::{Action, Issue, Report};
 use super::request::{Conversation, Effort, ModelRequest, Param, RequestError, ToolChoice};
 use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
-    Converted, Provider, Reply, ResponseError,
+    Converted, ParsedResponse, Provider, Reply, ResponseError,
 };
 use crate::message::{
     AnnotationRef, ContentBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolCallBlock,
@@ -260,6 +260,7 @@ fn conversation<'a>(
             }
         }
     }
+    super::note_empty_conversation(input.len(), &mut report);
     let instructions = (!instructions.is_empty()).then(|| instructions.join("\n"));
     (instructions, input, report)
 }
@@ -349,9 +350,9 @@ fn reasoning_item<'a>(id: &'a str, reasoning: &'a ReasoningBlock) -> ResponsesIt
 ///     "usage": {"input_tokens": 30, "output_tokens": 12, "total_tokens": 42,
 ///               "output_tokens_details": {"reasoning_tokens": 8}}
 /// });
-/// let converted = from_openai_responses(&response)?;
-/// assert!(converted.report.is_empty());
-/// let message = converted.request;
+/// let parsed = from_openai_responses(&response)?;
+/// assert!(parsed.report.is_empty());
+/// let message = parsed.message;
 /// let ContentBlock::Reasoning(reasoning) = &message.content[0] else { panic!() };
 /// assert_eq!(reasoning.signature.as_deref(), Some("gAAAA"));
 /// assert_eq!(message.tool_calls()[0].id, "call_1");
@@ -364,14 +365,14 @@ fn reasoning_item<'a>(id: &'a str, reasoning: &'a ReasoningBlock) -> ResponsesIt
 ///      "annotations": [{"type": "url_citation", "url": "https://w.example", "title": "W",
 ///                       "start_index": 0, "end_index": 6}]}]}
 /// ]});
-/// let converted = from_openai_responses(&response)?;
-/// assert_eq!(converted.report.to_string(),
+/// let parsed = from_openai_responses(&response)?;
+/// assert_eq!(parsed.report.to_string(),
 ///     "response item 0: a message has no block for the response's `web_search_call`; kept in the message's `raw` only");
-/// let ContentBlock::Text(text) = &converted.request.content[0] else { panic!() };
+/// let ContentBlock::Text(text) = &parsed.message.content[0] else { panic!() };
 /// assert_eq!(text.annotations[0].url.as_deref(), Some("https://w.example"));
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```
-pub fn from_openai_responses(response: &Value) -> Result<Converted<Message>, ResponseError> {
+pub fn from_openai_responses(response: &Value) -> Result<ParsedResponse, ResponseError> {
     let error = |reason: String| ResponseError::new("OpenAI Responses", reason);
     let output = response
         .get("output")
@@ -461,7 +462,7 @@ pub fn from_openai_responses(response: &Value) -> Result<Converted<Message>, Res
             created: response.get("created_at").and_then(Value::as_f64),
         },
     );
-    Ok(Converted::new(message, report))
+    Ok(ParsedResponse::new(message, report))
 }
 
 /// An `output_text` part: its text, with its `url_citation` annotations (url and title) and

@@ -46,8 +46,8 @@ impl fmt::Display for Severity {
 pub struct Note {
     /// The index of the message in the converted slice; `None` for the context summary, the
     /// whole conversation ([`Issue::EmptyConversation`]), a request parameter
-    /// ([`Issue::NotApplicable`]) and the notes of the `from_*`
-    /// functions (about a response).
+    /// ([`Issue::NotApplicable`]), a stream's event ([`Issue::UnknownEvent`]) and the notes of
+    /// the `from_*` functions (about a response).
     pub message: Option<usize>,
     /// The index of the block in that message's `content`, `None` for the whole message (or
     /// a `tools_calls` entry without a block). In the notes of the `from_*` functions: the
@@ -178,6 +178,13 @@ pub enum Issue {
         /// The item's or block's type.
         kind: String,
     },
+    /// The way back, streamed: an event of a type this version does not know, skipped (once
+    /// per type; what it carried is in the final response's `raw` when the provider puts it
+    /// there). [`Severity::Warning`].
+    UnknownEvent {
+        /// The event's type.
+        event: String,
+    },
     /// A request parameter that does not apply to the provider and changes nothing there
     /// (prompt-cache breakpoints, where the provider caches prefixes by itself); the note's
     /// `message` and `block` are `None`. [`Severity::Info`].
@@ -212,7 +219,8 @@ impl Issue {
             | Issue::InvalidArguments { .. }
             | Issue::ArgumentsNotObject
             | Issue::TrailingAssistant
-            | Issue::UnsupportedOutput { .. } => Severity::Warning,
+            | Issue::UnsupportedOutput { .. }
+            | Issue::UnknownEvent { .. } => Severity::Warning,
             Issue::Annotations
             | Issue::Reasoning { .. }
             | Issue::Signature
@@ -334,6 +342,12 @@ impl fmt::Display for Issue {
             Issue::UnsupportedOutput { kind } => {
                 write!(f, "a message has no block for the response's `{kind}`")
             }
+            Issue::UnknownEvent { event } => {
+                write!(
+                    f,
+                    "the stream's `{event}` event is not one this version reads"
+                )
+            }
             Issue::NotApplicable { parameter, reason } => {
                 write!(f, "`{parameter}` does not apply ({reason})")
             }
@@ -414,6 +428,12 @@ impl fmt::Display for Note {
             (None, _) if self.issue == Issue::EmptyConversation => f.write_str("conversation")?,
             (None, _) if matches!(self.issue, Issue::NotApplicable { .. }) => {
                 f.write_str("request")?
+            }
+            (None, None) if matches!(self.issue, Issue::UnknownEvent { .. }) => {
+                f.write_str("stream")?
+            }
+            (None, None) if matches!(self.issue, Issue::UnsupportedOutput { .. }) => {
+                f.write_str("response")?
             }
             (None, Some(item)) => write!(f, "response item {item}")?,
             (None, None) => f.write_str("context summary")?,

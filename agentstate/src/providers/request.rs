@@ -49,7 +49,9 @@ use std::fmt;
 ///
 /// A request that no provider would take (a tool choice naming a tool the request does not
 /// have, a temperature of 5, two tools of one name) is refused when it is built
-/// ([`ModelRequestBuilder::build`]).
+/// ([`ModelRequestBuilder::build`]). A tool choice without tools (`Auto` or `None`: the
+/// builder refuses the others) is refused by the conversion for OpenAI Chat and Gemini, which
+/// answer it with an HTTP 400; OpenAI Responses and Anthropic take it.
 ///
 /// # Reasoning
 ///
@@ -67,7 +69,7 @@ use std::fmt;
 /// |---|---|---|---|---|
 /// | model | `model` | `model` | `model` | `model` (the URL's, in the body for SDKs) |
 /// | tools | `tools` (`function`) | `tools` (`function`) | `tools` (`input_schema`) | `tools[0].function_declarations` (`parameters_json_schema`) |
-/// | tool choice | `tool_choice` | `tool_choice` | `tool_choice` (`auto`, `none`, `any`, `tool`) | `tool_config.function_calling_config` (`AUTO`, `NONE`, `ANY`, `allowed_function_names`) |
+/// | tool choice | `tool_choice` (refused without tools) | `tool_choice` | `tool_choice` (`auto`, `none`, `any`, `tool`) | `tool_config.function_calling_config` (`AUTO`, `NONE`, `ANY`, `allowed_function_names`; refused without tools) |
 /// | structured output | `response_format` (`json_schema`) | `text.format` | `output_config.format` (no name; always strict) | `generation_config.response_json_schema` (no name; JSON mime type) |
 /// | temperature, top_p | `temperature`, `top_p` | `temperature`, `top_p` | refused | `generation_config` |
 /// | top_k | refused | refused | refused | `generation_config.top_k` |
@@ -586,6 +588,23 @@ impl ModelRequest {
                     hint,
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses a tool choice without tools, for a provider that answers one with an HTTP 400
+    /// (OpenAI Chat: "`tool_choice` is only allowed when `tools` are specified"; Gemini:
+    /// "Function calling config is set without function_declarations").
+    pub(super) fn refuse_tool_choice_without_tools(
+        &self,
+        provider: &'static str,
+    ) -> Result<(), RequestError> {
+        if self.tool_choice.is_some() && self.tools.is_empty() {
+            return Err(invalid_for(
+                provider,
+                "tool_choice",
+                "it is set but the request has no tools; add tools or leave it unset",
+            ));
         }
         Ok(())
     }

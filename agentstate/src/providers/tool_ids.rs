@@ -45,7 +45,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// // A response that uses a sent id (the turn sent back) gets the original one.
 /// let response = json!({"content": [{"type": "tool_use", "id": "functions_get_weather_0",
 ///                                    "name": "get_weather", "input": {}}]});
-/// let back = from_anthropic(&response, Some(&converted.tool_ids))?.request;
+/// let back = from_anthropic(&response, Some(&converted.tool_ids))?.message;
 /// assert_eq!(back.tool_calls()[0].id, "functions.get_weather:0");
 /// # Ok::<(), agentstate::providers::ResponseError>(())
 /// ```

@@ -3,8 +3,7 @@
 //! answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{Message, MessageId};
-use crate::providers::{from_anthropic, Converted, ToolIds};
+use crate::providers::{from_anthropic, ParsedResponse, ToolIds};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -21,7 +20,10 @@ const PROVIDER: &str = "Anthropic";
 /// `signature_delta` its signature, `input_json_delta` a tool call's input as JSON text (read
 /// when the block stops: an empty text is `{}`), `citations_delta` a text's citations. The
 /// usage of `message_start` is updated by each `message_delta`'s (its counts are cumulative).
-/// `ping` is skipped; `error` is an error. Blocks of server tools (`server_tool_use`,
+/// `ping` is skipped; `error` is an error, and so is any event but `ping` after `message_stop`
+/// (the message is finished: nothing is merged into it); an event of another type is skipped
+/// with a note
+/// ([`Issue::UnknownEvent`](crate::providers::Issue::UnknownEvent)). Blocks of server tools (`server_tool_use`,
 /// `web_search_tool_result`...) are kept whole, as [`from_anthropic`] notes them.
 ///
 /// Give the accumulator the [`ToolIds`] of the request (from
@@ -44,8 +46,9 @@ const PROVIDER: &str = "Anthropic";
 /// ] {
 ///     stream.push_event(event, data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas, [Delta::Text { message_id: "msg_1".into(), delta: "Hello!".into() }]);
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
+/// assert_eq!(deltas, [Delta::Text { message_id: message.message_id.to_string(), delta: "Hello!".into() }]);
+/// assert_eq!(message.metadata.get("response_id"), Some("msg_1".into()));
 /// assert_eq!(message.usages.as_ref().unwrap().completion_tokens, 15);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -55,7 +58,6 @@ pub struct AnthropicStream {
     tool_ids: Option<ToolIds>,
     /// `message_start`'s message, without its content.
     message: Option<Map<String, Value>>,
-    id: Option<String>,
     blocks: Vec<Block>,
     stopped: bool,
 }
@@ -91,6 +93,25 @@ struct Event<'a> {
     error: Option<Value>,
 }
 
+/// An event's type alone.
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+}
+
+/// The event types of the Messages stream.
+const KNOWN: &[&str] = &[
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+    "error",
+];
+
 #[derive(Deserialize)]
 struct EventDelta<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -109,6 +130,8 @@ struct EventDelta<'a> {
     stop_reason: Option<Value>,
     #[serde(default)]
     stop_sequence: Option<Value>,
+    #[serde(default)]
+    stop_details: Option<Value>,
 }
 
 impl AnthropicStream {
@@ -119,12 +142,6 @@ impl AnthropicStream {
             tool_ids,
             ..AnthropicStream::default()
         }
-    }
-
-    fn message_id(&mut self) -> String {
-        self.id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
     }
 
     /// The response Anthropic would have sent without streaming.
@@ -178,17 +195,33 @@ impl Accumulator for AnthropicStream {
         deltas: &mut Vec<Delta>,
     ) -> Result<(), StreamError> {
         self.events.count += 1;
-        let parsed: Event<'_> =
-            serde_json::from_str(data).map_err(|e| self.events.malformed(PROVIDER, event, e))?;
+        let parsed: Event<'_> = match serde_json::from_str(data) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                // An event this version does not know may have fields of any shape.
+                return match serde_json::from_str::<Kind<'_>>(data) {
+                    Ok(Kind { kind }) if !KNOWN.contains(&&*kind) => {
+                        self.events.skip_unknown(&kind);
+                        Ok(())
+                    }
+                    _ => Err(self.events.malformed(PROVIDER, event, e)),
+                };
+            }
+        };
         let malformed = |this: &Self, reason: &str| this.events.malformed(PROVIDER, event, reason);
+        if self.stopped && parsed.kind != "ping" {
+            // Nothing follows the answer's last event: merging it would change a finished
+            // message.
+            return Err(malformed(
+                self,
+                "it comes after `message_stop`, which ends the message",
+            ));
+        }
         match &*parsed.kind {
             "message_start" => {
                 let mut message = parsed
                     .message
                     .ok_or_else(|| malformed(self, "it has no `message`"))?;
-                if let Some(id) = message.get("id").and_then(Value::as_str) {
-                    self.id = Some(id.to_owned());
-                }
                 message.remove("content");
                 self.message = Some(message);
             }
@@ -235,7 +268,7 @@ impl Accumulator for AnthropicStream {
                             .to_owned();
                         let name = name.to_owned();
                         block.call = Some((id.clone(), name.clone()));
-                        let message_id = self.message_id();
+                        let message_id = self.events.message_id();
                         deltas.push(Delta::ToolCall {
                             message_id,
                             tool_call_id: id,
@@ -246,7 +279,7 @@ impl Accumulator for AnthropicStream {
                     _ => {}
                 }
                 if !block.text.is_empty() {
-                    let message_id = self.message_id();
+                    let message_id = self.events.message_id();
                     let delta = block.text.clone();
                     deltas.push(
                         if block.start.get("type").and_then(Value::as_str) == Some("text") {
@@ -272,7 +305,7 @@ impl Accumulator for AnthropicStream {
                         format_args!("no content block was started at index {index}"),
                     ));
                 };
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let block = &mut self.blocks[at];
                 match delta.kind.as_deref() {
                     Some("text_delta") => {
@@ -329,6 +362,9 @@ impl Accumulator for AnthropicStream {
                     if let Some(sequence) = delta.stop_sequence {
                         message.insert("stop_sequence".into(), sequence);
                     }
+                    if let Some(details) = delta.stop_details {
+                        message.insert("stop_details".into(), details);
+                    }
                 }
                 if let Some(usage) = parsed.usage {
                     let total = message
@@ -348,12 +384,13 @@ impl Accumulator for AnthropicStream {
                 let (code, message) = error_parts(parsed.error.as_ref());
                 return Err(self.events.provider_error(PROVIDER, code, message));
             }
-            _ => {} // `ping`, `content_block_stop`, and events this version does not know
+            "ping" | "content_block_stop" => {}
+            kind => self.events.skip_unknown(kind),
         }
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         if !self.stopped {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -362,11 +399,8 @@ impl Accumulator for AnthropicStream {
             });
         }
         let response = self.response()?;
-        let mut converted = from_anthropic(&response, self.tool_ids.as_ref())?;
-        if let (None, Some(id)) = (response.get("id"), self.id) {
-            converted.request.message_id = id.into();
-        }
-        Ok(converted)
+        let parsed = from_anthropic(&response, self.tool_ids.as_ref())?;
+        Ok(self.events.stamp(parsed))
     }
 }
 

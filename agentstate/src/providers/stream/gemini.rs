@@ -3,8 +3,8 @@
 //! message [`from_gemini`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{python_json, Message, MessageId};
-use crate::providers::{from_gemini, Converted};
+use crate::message::python_json;
+use crate::providers::{from_gemini, ParsedResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -21,9 +21,14 @@ const PROVIDER: &str = "Gemini";
 /// A text part continues the text (or thought) part before it, as the non-streamed response
 /// has one part where the stream sent several; a `thoughtSignature` stays on the part that
 /// carried it. Function calls come whole, each giving one delta with its arguments' JSON text
-/// (as the message's `tools_calls` entry has it). The last `usageMetadata`, `modelVersion`
-/// and `responseId` are kept; a `finishReason` ends the answer. A chunk with an `error` is an
-/// error.
+/// (as the message's `tools_calls` entry has it), or streamed (Vertex AI's
+/// `stream_function_call_arguments`: a first part with the name, then `partialArgs`, each a
+/// value at a JSON path, a string continuing the one at its path, with `willContinue` until
+/// the call's last part): such a call gives an empty delta when it starts and its arguments'
+/// JSON text when its last part (or the `finishReason`) comes. The last `usageMetadata`, `modelVersion`
+/// and `responseId` are kept, as are the candidate's last `groundingMetadata`, `finishMessage`
+/// and `safetyRatings` and every chunk's citations; a `finishReason` ends the answer. A chunk
+/// with an `error` is an error.
 ///
 /// ```
 /// use agentstate::providers::stream::{Accumulator, Delta, GeminiStream};
@@ -37,8 +42,8 @@ const PROVIDER: &str = "Gemini";
 /// ] {
 ///     stream.push_event("message", data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas[1], Delta::Text { message_id: "r1".into(), delta: " is blue.".into() });
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
+/// assert_eq!(deltas[1], Delta::Text { message_id: message.message_id.to_string(), delta: " is blue.".into() });
 /// assert_eq!(message.text(), "The sky is blue.");
 /// assert_eq!(message.usages.as_ref().unwrap().total_tokens, 9);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
@@ -46,15 +51,35 @@ const PROVIDER: &str = "Gemini";
 #[derive(Debug, Clone, Default)]
 pub struct GeminiStream {
     events: Events,
+    /// The first `responseId`.
     id: Option<String>,
-    /// The id given to the deltas when the chunks have no `responseId`.
-    fallback_id: Option<String>,
     model: Option<String>,
     /// The last `usageMetadata`'s JSON text (its buffer reused from chunk to chunk).
     usage: Option<String>,
     parts: Vec<Part>,
     calls: usize,
     finish_reason: Option<String>,
+    /// The function call whose arguments are being streamed (`partialArgs`).
+    open: Option<OpenCall>,
+    /// The candidate's fields the message reads besides its parts and finish reason: the last
+    /// `groundingMetadata`, `finishMessage` and `safetyRatings`.
+    candidate: Map<String, Value>,
+    /// The citations of every chunk's `citationMetadata`, each once.
+    citations: Vec<Value>,
+}
+
+/// A function call streamed in parts (Vertex AI's `stream_function_call_arguments`): its
+/// first part has the name, each one `partialArgs` (a value at a JSON path; a string continues
+/// the one at its path), and `willContinue` until its last.
+#[derive(Debug, Clone)]
+struct OpenCall {
+    /// The provider's id, if any.
+    id: Option<String>,
+    /// The id of the deltas.
+    delta_id: String,
+    name: String,
+    args: Value,
+    signature: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +117,14 @@ struct Candidate<'a> {
     finish_reason: Option<Cow<'a, str>>,
     #[serde(default)]
     index: u64,
+    #[serde(default, alias = "grounding_metadata")]
+    grounding_metadata: Option<Value>,
+    #[serde(default, alias = "citation_metadata")]
+    citation_metadata: Option<Value>,
+    #[serde(default, alias = "finish_message")]
+    finish_message: Option<Value>,
+    #[serde(default, alias = "safety_ratings")]
+    safety_ratings: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -121,15 +154,6 @@ impl GeminiStream {
     /// An accumulator at the start of a stream.
     pub fn new() -> Self {
         GeminiStream::default()
-    }
-
-    fn message_id(&mut self) -> String {
-        if let Some(id) = &self.id {
-            return id.clone();
-        }
-        self.fallback_id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
     }
 
     /// The response Gemini would have sent without streaming.
@@ -163,6 +187,15 @@ impl GeminiStream {
         );
         if let Some(reason) = &self.finish_reason {
             candidate.insert("finishReason".into(), Value::from(reason.as_str()));
+        }
+        for (key, value) in &self.candidate {
+            candidate.insert(key.clone(), value.clone());
+        }
+        if !self.citations.is_empty() {
+            candidate.insert(
+                "citationMetadata".into(),
+                serde_json::json!({ "citations": self.citations }),
+            );
         }
         candidate.insert("index".into(), Value::from(0));
         let mut response = Map::new();
@@ -206,7 +239,7 @@ impl Accumulator for GeminiStream {
             return Err(self.events.provider_error(PROVIDER, code, message));
         }
         if let Some(id) = chunk.response_id {
-            if self.id.is_none() && self.fallback_id.is_none() {
+            if self.id.is_none() {
                 self.id = Some(id.into_owned());
             }
         }
@@ -224,14 +257,47 @@ impl Accumulator for GeminiStream {
         if let Some(reason) = candidate.finish_reason {
             self.finish_reason = Some(reason.into_owned());
         }
+        for (key, value) in [
+            ("groundingMetadata", candidate.grounding_metadata),
+            ("finishMessage", candidate.finish_message),
+            ("safetyRatings", candidate.safety_ratings),
+        ] {
+            if let Some(value) = value.filter(|v| !v.is_null()) {
+                self.candidate.insert(key.into(), value);
+            }
+        }
+        if let Some(metadata) = candidate.citation_metadata {
+            let list = metadata
+                .get("citations")
+                .or(metadata.get("citationSources"))
+                .and_then(Value::as_array);
+            for citation in list.into_iter().flatten() {
+                if !self.citations.contains(citation) {
+                    self.citations.push(citation.clone());
+                }
+            }
+        }
         for raw in candidate.content.map(|c| c.parts).unwrap_or_default() {
             let part: TextPart<'_> = serde_json::from_str(raw.get())
                 .map_err(|e| self.events.malformed(PROVIDER, event, e))?;
             if let Some(call) = part.function_call {
-                let name = call.get("name").and_then(Value::as_str).ok_or_else(|| {
-                    self.events
-                        .malformed(PROVIDER, event, "a function call has no `name`")
-                })?;
+                let streamed = get(&call, "partialArgs", "partial_args")
+                    .and_then(Value::as_array)
+                    .is_some_and(|p| !p.is_empty())
+                    || get(&call, "willContinue", "will_continue").and_then(Value::as_bool)
+                        == Some(true);
+                let name = call.get("name").and_then(Value::as_str);
+                if streamed || (self.open.is_some() && name.is_none()) {
+                    let signature = part.signature.as_deref();
+                    self.stream_call(&call, signature, event, deltas)?;
+                    continue;
+                }
+                // A whole call: one open before it is finished.
+                self.close_call(deltas);
+                let Some(name) = name else {
+                    // An empty call, as ends a streamed one (none is open): nothing to read.
+                    continue;
+                };
                 let id = match call.get("id").and_then(Value::as_str) {
                     Some(id) => id.to_owned(),
                     None => format!("call_{}", self.calls),
@@ -243,7 +309,7 @@ impl Accumulator for GeminiStream {
                 let delta = python_json::to_string(&args);
                 let name = name.to_owned();
                 self.calls += 1;
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::ToolCall {
                     message_id,
                     tool_call_id: id,
@@ -262,7 +328,7 @@ impl Accumulator for GeminiStream {
             let thought = part.thought == Some(true);
             let signature = part.signature.map(Cow::into_owned);
             if !text.is_empty() {
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let delta = text.clone().into_owned();
                 deltas.push(if thought {
                     Delta::Reasoning { message_id, delta }
@@ -290,10 +356,14 @@ impl Accumulator for GeminiStream {
                 }),
             }
         }
+        if self.finish_reason.is_some() {
+            // The answer is finished: so is a streamed call still open.
+            self.close_call(deltas);
+        }
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(mut self) -> Result<ParsedResponse, StreamError> {
         if self.finish_reason.is_none() {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -301,12 +371,201 @@ impl Accumulator for GeminiStream {
                 expected: "a candidate's `finishReason`",
             });
         }
-        let mut converted = from_gemini(&self.response()?)?;
-        if let Some(id) = self.fallback_id {
-            converted.request.message_id = id.into();
-        }
-        Ok(converted)
+        // A streamed call still open when the answer finished is whole.
+        self.close_call(&mut Vec::new());
+        let parsed = from_gemini(&self.response()?)?;
+        Ok(self.events.stamp(parsed))
     }
+}
+
+impl GeminiStream {
+    /// Reads a part of a streamed function call: its first opens it (a delta announces it),
+    /// each applies its `partialArgs` (and `args`), the one without `willContinue` closes it.
+    fn stream_call(
+        &mut self,
+        call: &Value,
+        signature: Option<&str>,
+        event: &str,
+        deltas: &mut Vec<Delta>,
+    ) -> Result<(), StreamError> {
+        let name = call.get("name").and_then(Value::as_str);
+        let id = call.get("id").and_then(Value::as_str);
+        if let (Some(open), Some(name)) = (&self.open, name) {
+            if open.name != name || id.is_some_and(|id| open.id.as_deref() != Some(id)) {
+                self.close_call(deltas); // another call starts
+            }
+        }
+        if self.open.is_none() {
+            let name = name.ok_or_else(|| {
+                self.events.malformed(
+                    PROVIDER,
+                    event,
+                    "the first part of a streamed function call has no `name`",
+                )
+            })?;
+            let delta_id = id.map_or_else(|| format!("call_{}", self.calls), str::to_owned);
+            self.calls += 1;
+            let message_id = self.events.message_id();
+            deltas.push(Delta::ToolCall {
+                message_id,
+                tool_call_id: delta_id.clone(),
+                name: name.to_owned(),
+                delta: String::new(),
+            });
+            self.open = Some(OpenCall {
+                id: id.map(str::to_owned),
+                delta_id,
+                name: name.to_owned(),
+                args: Value::Object(Map::new()),
+                signature: None,
+            });
+        }
+        let events = &self.events;
+        let Some(open) = self.open.as_mut() else {
+            return Ok(());
+        };
+        if open.signature.is_none() {
+            open.signature = signature.map(str::to_owned);
+        }
+        if let (Some(Value::Object(args)), Value::Object(into)) = (call.get("args"), &mut open.args)
+        {
+            into.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let partial = get(call, "partialArgs", "partial_args").and_then(Value::as_array);
+        for arg in partial.into_iter().flatten() {
+            apply_partial(&mut open.args, arg)
+                .map_err(|reason| events.malformed(PROVIDER, event, reason))?;
+        }
+        if get(call, "willContinue", "will_continue").and_then(Value::as_bool) != Some(true) {
+            self.close_call(deltas);
+        }
+        Ok(())
+    }
+
+    /// Ends the streamed function call, if one is open: the part it makes, and a delta with
+    /// its arguments' JSON text.
+    fn close_call(&mut self, deltas: &mut Vec<Delta>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let mut function_call = Map::new();
+        if let Some(id) = open.id {
+            function_call.insert("id".into(), Value::from(id));
+        }
+        function_call.insert("name".into(), Value::from(open.name.as_str()));
+        let delta = python_json::to_string(&open.args);
+        function_call.insert("args".into(), open.args);
+        let mut part = Map::new();
+        part.insert("functionCall".into(), Value::Object(function_call));
+        if let Some(signature) = open.signature {
+            part.insert("thoughtSignature".into(), Value::from(signature));
+        }
+        self.parts.push(Part::Other(Value::Object(part)));
+        let message_id = self.events.message_id();
+        deltas.push(Delta::ToolCall {
+            message_id,
+            tool_call_id: open.delta_id,
+            name: open.name,
+            delta,
+        });
+    }
+}
+
+/// A key in the REST API's camelCase or the proto's snake_case.
+fn get<'a>(value: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    value.get(camel).or_else(|| value.get(snake))
+}
+
+/// Applies one `PartialArg` (`{"jsonPath", "stringValue" | "numberValue" | "boolValue" |
+/// "nullValue", "willContinue"?}`) to the arguments: its value at its path, a string appended
+/// to the string already there.
+fn apply_partial(args: &mut Value, arg: &Value) -> Result<(), String> {
+    let path = get(arg, "jsonPath", "json_path")
+        .and_then(Value::as_str)
+        .ok_or("a partial argument has no `jsonPath`")?;
+    let value = if let Some(text) = get(arg, "stringValue", "string_value") {
+        text.clone()
+    } else if let Some(number) = get(arg, "numberValue", "number_value") {
+        number.clone()
+    } else if let Some(flag) = get(arg, "boolValue", "bool_value") {
+        flag.clone()
+    } else if get(arg, "nullValue", "null_value").is_some() {
+        Value::Null
+    } else {
+        return Ok(()); // a path announced before its value
+    };
+    let slot = slot(args, path)?;
+    match (slot, value) {
+        (Value::String(at), Value::String(more)) => at.push_str(&more),
+        (slot, value) => *slot = value,
+    }
+    Ok(())
+}
+
+/// The place a JSON path (`$.a.b[0]`, `$['a']`) names in `root`, made (objects, arrays
+/// padded with `null`) where it does not exist yet.
+fn slot<'v>(root: &'v mut Value, path: &str) -> Result<&'v mut Value, String> {
+    let bad = || format!("the partial argument's path `{path}` is not a JSON path");
+    let mut rest = path.strip_prefix('$').ok_or_else(bad)?;
+    let mut at = root;
+    while !rest.is_empty() {
+        enum Step<'p> {
+            Key(&'p str),
+            Index(usize),
+        }
+        let step;
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            step = Step::Key(&after[..end]);
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').ok_or_else(bad)?;
+            let inner = &after[..end];
+            rest = &after[end + 1..];
+            step = match inner.strip_prefix(['\'', '"']) {
+                Some(quoted) => Step::Key(
+                    quoted
+                        .get(..quoted.len().saturating_sub(1))
+                        .ok_or_else(bad)?,
+                ),
+                None => Step::Index(inner.parse().map_err(|_| bad())?),
+            };
+        } else {
+            return Err(bad());
+        }
+        at = match step {
+            Step::Key(key) => {
+                if key.is_empty() {
+                    return Err(bad());
+                }
+                if !at.is_object() {
+                    *at = Value::Object(Map::new());
+                }
+                match at {
+                    Value::Object(map) => map.entry(key).or_insert(Value::Null),
+                    _ => return Err(bad()),
+                }
+            }
+            Step::Index(index) => {
+                if index > 100_000 {
+                    return Err(bad());
+                }
+                if !at.is_array() {
+                    *at = Value::Array(Vec::new());
+                }
+                match at {
+                    Value::Array(items) => {
+                        if items.len() <= index {
+                            items.resize(index + 1, Value::Null);
+                        }
+                        &mut items[index]
+                    }
+                    _ => return Err(bad()),
+                }
+            }
+        };
+    }
+    Ok(at)
 }
 
 /// A part kept whole.

@@ -1,29 +1,33 @@
 //! Streamed responses: an accumulator per provider takes the stream's events as they come,
 //! yields the text, reasoning and tool-call [`Delta`]s as they arrive, and at the end gives
-//! the finished [`Message`] with usage and the same [`Converted`] report as the non-streamed
+//! the finished [`Message`](crate::message::Message) with usage and the same report as the non-streamed
 //! `from_*` function: equal to what that function gives for the same answer.
 //!
 //! | provider | accumulator | events read | its final event |
 //! |---|---|---|---|
-//! | OpenAI Chat Completions | [`OpenAiChatStream`] | `chat.completion.chunk`s: content, `reasoning_content`, refusal, tool-call fragments by `index`, the usage chunk, `[DONE]` | a `finish_reason` or `[DONE]` |
+//! | OpenAI Chat Completions | [`OpenAiChatStream`] | `chat.completion.chunk`s: content, `reasoning_content`, refusal, tool-call fragments by `index`, the usage chunk, `[DONE]` | a `finish_reason` or `[DONE]` (and the usage chunk when the chunks have `"usage": null`) |
 //! | OpenAI Responses | [`OpenAiResponsesStream`] | `response.created`, `response.output_item.added`/`done`, `response.output_text.delta`, `response.reasoning_summary_text.delta`, `response.function_call_arguments.delta`, `response.completed`/`incomplete`/`failed`, `error` | `response.completed` or `response.incomplete` |
 //! | Anthropic Messages | [`AnthropicStream`] | `message_start`, `content_block_start`/`delta` (`text_delta`, `input_json_delta`, `thinking_delta`, `signature_delta`, `citations_delta`)/`stop`, `message_delta`, `message_stop`, `ping`, `error` | `message_stop` |
-//! | Gemini `streamGenerateContent?alt=sse` | [`GeminiStream`] | each chunk's first candidate's parts (text, thoughts, function calls, signatures), `finishReason`, `usageMetadata`, an `error` | a `finishReason` |
+//! | Gemini `streamGenerateContent?alt=sse` | [`GeminiStream`] | each chunk's first candidate's parts (text, thoughts, function calls, their streamed arguments (`partialArgs`), signatures), grounding and citations, `finishReason`, `usageMetadata`, an `error` | a `finishReason` |
 //!
 //! Each accumulator keeps only what the answer needs while the stream runs (the texts, the
 //! arguments' JSON text, the ids), reading each event into borrowed serde types; at the end
 //! it writes the response the provider would have sent without streaming and reads it with
 //! the `from_*` function, so the two paths cannot drift apart. The message's `raw` is that
 //! assembled response (OpenAI Responses: the `response.completed` event's response, which
-//! is the non-streamed body). Where a response has no id (Gemini without `responseId`), the
-//! accumulator makes one when the stream starts, so that the deltas and the message agree.
+//! is the non-streamed body). The message's id is a fresh uuid, made by the accumulator when
+//! the first delta needs it, so that the deltas and the message agree; the provider's
+//! response id goes to the message's `metadata["response_id"]`
+//! ([`RESPONSE_ID`](super::RESPONSE_ID)), as the `from_*` functions put it.
 //! `tests/provider_streams.rs` checks the equality on recorded streams of each provider
 //! (`tests/data/streams/`, from their documentation) split at random bytes and events; an
 //! accumulator costs under 1 µs per event, decoding included (`benches/README.md`).
 //!
 //! Bytes go through [`Sse`], which decodes server-sent events ([`SseDecoder`]) from
 //! chunks split anywhere. An `error` event, malformed JSON, or a stream that ends before its
-//! final event is one [`StreamError`] naming the provider and the event.
+//! final event is one [`StreamError`] naming the provider and the event. An event of a type
+//! the accumulator does not know (OpenAI Responses, Anthropic) is skipped, with a note in the
+//! report ([`Issue::UnknownEvent`]).
 //!
 //! ```
 //! use agentstate::providers::stream::{Delta, OpenAiChatStream, Sse};
@@ -41,10 +45,10 @@
 //! for chunk in body.as_bytes().chunks(7) {
 //!     stream.push(chunk, &mut deltas)?;
 //! }
-//! assert_eq!(deltas[0], Delta::Text { message_id: "chatcmpl-1".into(), delta: "Hel".into() });
-//! let message = stream.finish()?.request;
+//! let message = stream.finish()?.message;
+//! assert_eq!(deltas[0], Delta::Text { message_id: message.message_id.to_string(), delta: "Hel".into() });
 //! assert_eq!(message.text(), "Hello");
-//! assert_eq!(message.message_id.to_string(), "chatcmpl-1");
+//! assert_eq!(message.metadata.get("response_id"), Some("chatcmpl-1".into()));
 //! # Ok::<(), agentstate::providers::stream::StreamError>(())
 //! ```
 //!
@@ -75,8 +79,8 @@ pub use openai_chat::OpenAiChatStream;
 pub use openai_responses::OpenAiResponsesStream;
 pub use sse::SseDecoder;
 
-use super::{Converted, ResponseError};
-use crate::message::Message;
+use super::{Action, Issue, ParsedResponse, ResponseError};
+use crate::message::MessageId;
 use std::fmt;
 
 /// A piece of the answer, as it arrives.
@@ -236,7 +240,7 @@ pub trait Accumulator {
     /// The finished message, with the report of what it could not keep: what the `from_*`
     /// function gives for the same answer. An error when the stream stopped before its final
     /// event.
-    fn finish(self) -> Result<Converted<Message>, StreamError>;
+    fn finish(self) -> Result<ParsedResponse, StreamError>;
 }
 
 /// An accumulator fed with bytes: server-sent events decoded from chunks split anywhere.
@@ -269,19 +273,53 @@ impl<A: Accumulator> Sse<A> {
     }
 
     /// The finished message (see [`Accumulator::finish`]).
-    pub fn finish(self) -> Result<Converted<Message>, StreamError> {
+    pub fn finish(self) -> Result<ParsedResponse, StreamError> {
         self.accumulator.finish()
     }
 }
 
-/// The counter and names every accumulator uses to name an event in its errors.
+/// The counter and names every accumulator uses to name an event in its errors, and the id
+/// of the message being streamed.
 #[derive(Debug, Clone, Default)]
 struct Events {
     /// Events read so far (the current one's number).
     count: usize,
+    /// The message's id, made when the first delta needs it (or at the end).
+    message_id: Option<String>,
+    /// The types of the events skipped as unknown, each once.
+    unknown: Vec<String>,
 }
 
 impl Events {
+    /// The id of the message being streamed: a fresh uuid, the same for every delta and the
+    /// final message (the provider's response id goes to its metadata, as the `from_*`
+    /// functions put it).
+    fn message_id(&mut self) -> String {
+        self.message_id
+            .get_or_insert_with(|| MessageId::generate().to_string())
+            .clone()
+    }
+
+    /// Skips an event of a type this version does not know, to note it at the end (once per
+    /// type).
+    fn skip_unknown(&mut self, event: &str) {
+        if !self.unknown.iter().any(|e| e == event) {
+            self.unknown.push(event.to_owned());
+        }
+    }
+
+    /// The finished message, given the id its deltas carried, with a note for each type of
+    /// event skipped as unknown.
+    fn stamp(mut self, mut parsed: ParsedResponse) -> ParsedResponse {
+        parsed.message.message_id = self.message_id().into();
+        for event in self.unknown {
+            parsed
+                .report
+                .push(None, None, Issue::UnknownEvent { event }, Action::Dropped);
+        }
+        parsed
+    }
+
     fn malformed(
         &self,
         provider: &'static str,

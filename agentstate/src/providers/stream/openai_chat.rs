@@ -2,8 +2,7 @@
 //! [`from_openai_chat`] gives for the same answer.
 
 use super::{error_parts, Accumulator, Delta, Events, StreamError};
-use crate::message::{Message, MessageId};
-use crate::providers::{from_openai_chat, Converted};
+use crate::providers::{from_openai_chat, ParsedResponse};
 use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
 use std::borrow::Cow;
@@ -18,8 +17,10 @@ const PROVIDER: &str = "OpenAI Chat";
 /// Only the first choice (`index` 0) is read, as [`from_openai_chat`] reads the first one.
 /// Tool calls arrive as fragments keyed by their `index`: the first has the id and the name,
 /// the others pieces of the arguments' JSON text. With `stream_options.include_usage`, a last
-/// chunk without choices carries the usage. A refusal is kept (as a refusal block) but gives
-/// no delta.
+/// chunk without choices carries the usage, and every chunk before it has `"usage": null`: a
+/// stream whose chunks had it and that ends without `[DONE]` and without the usage chunk (cut
+/// in or before it) is [`StreamError::Incomplete`], not an answer without usage. A refusal is
+/// kept (as a refusal block) but gives no delta.
 ///
 /// ```
 /// use agentstate::providers::stream::{Accumulator, Delta, OpenAiChatStream};
@@ -34,9 +35,9 @@ const PROVIDER: &str = "OpenAI Chat";
 /// ] {
 ///     stream.push_event("message", data, &mut deltas)?;
 /// }
-/// assert_eq!(deltas[1], Delta::ToolCall { message_id: "c1".into(), tool_call_id: "call_1".into(),
-///     name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
-/// let message = stream.finish()?.request;
+/// let message = stream.finish()?.message;
+/// assert_eq!(deltas[1], Delta::ToolCall { message_id: message.message_id.to_string(),
+///     tool_call_id: "call_1".into(), name: "get_weather".into(), delta: r#"{"city":"Paris"}"#.into() });
 /// assert_eq!(message.tool_calls()[0].function.arguments, r#"{"city":"Paris"}"#);
 /// # Ok::<(), agentstate::providers::stream::StreamError>(())
 /// ```
@@ -44,8 +45,6 @@ const PROVIDER: &str = "OpenAI Chat";
 pub struct OpenAiChatStream {
     events: Events,
     id: Option<String>,
-    /// The id given to the deltas when the chunks have none.
-    fallback_id: Option<String>,
     created: Option<Number>,
     model: Option<String>,
     system_fingerprint: Option<String>,
@@ -56,6 +55,8 @@ pub struct OpenAiChatStream {
     calls: Vec<Call>,
     finish_reason: Option<String>,
     usage: Option<Value>,
+    /// Whether a chunk had a `usage` field: the usage was asked, and its chunk must come.
+    usage_asked: bool,
     done: bool,
 }
 
@@ -81,7 +82,9 @@ struct Chunk<'a> {
     service_tier: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     choices: Vec<Choice<'a>>,
-    #[serde(default)]
+    /// `Some(null)` when the chunk has `"usage": null` (every chunk but the last one has it
+    /// when `stream_options.include_usage` was asked).
+    #[serde(default, deserialize_with = "present")]
     usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
@@ -131,15 +134,6 @@ impl OpenAiChatStream {
     /// An accumulator at the start of a stream.
     pub fn new() -> Self {
         OpenAiChatStream::default()
-    }
-
-    fn message_id(&mut self) -> String {
-        if let Some(id) = &self.id {
-            return id.clone();
-        }
-        self.fallback_id
-            .get_or_insert_with(|| MessageId::generate().to_string())
-            .clone()
     }
 
     /// The response Chat Completions would have sent without streaming.
@@ -235,7 +229,10 @@ impl Accumulator for OpenAiChatStream {
             }
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(usage);
+            self.usage_asked = true;
+            if !usage.is_null() {
+                self.usage = Some(usage);
+            }
         }
         for choice in chunk.choices {
             if choice.index != 0 {
@@ -247,7 +244,7 @@ impl Accumulator for OpenAiChatStream {
             let Some(delta) = choice.delta else { continue };
             if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
                 self.reasoning.push_str(&text);
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::Reasoning {
                     message_id,
                     delta: text.into_owned(),
@@ -255,7 +252,7 @@ impl Accumulator for OpenAiChatStream {
             }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 self.content.push_str(&text);
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 deltas.push(Delta::Text {
                     message_id,
                     delta: text.into_owned(),
@@ -298,7 +295,7 @@ impl Accumulator for OpenAiChatStream {
                         self.calls.len() - 1
                     }
                 };
-                let message_id = self.message_id();
+                let message_id = self.events.message_id();
                 let call = &self.calls[at];
                 deltas.push(Delta::ToolCall {
                     message_id,
@@ -311,7 +308,7 @@ impl Accumulator for OpenAiChatStream {
         Ok(())
     }
 
-    fn finish(self) -> Result<Converted<Message>, StreamError> {
+    fn finish(self) -> Result<ParsedResponse, StreamError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(StreamError::Incomplete {
                 provider: PROVIDER,
@@ -319,10 +316,20 @@ impl Accumulator for OpenAiChatStream {
                 expected: "a `finish_reason` or `[DONE]`",
             });
         }
-        let mut converted = from_openai_chat(&self.response())?;
-        if let (None, Some(id)) = (&self.id, self.fallback_id) {
-            converted.request.message_id = id.into();
+        if !self.done && self.usage_asked && self.usage.is_none() {
+            // Cut in or before the last chunk, which carries the usage that was asked.
+            return Err(StreamError::Incomplete {
+                provider: PROVIDER,
+                events: self.events.count,
+                expected: "the usage chunk (its chunks had `\"usage\": null`)",
+            });
         }
-        Ok(converted)
+        let parsed = from_openai_chat(&self.response())?;
+        Ok(self.events.stamp(parsed))
     }
+}
+
+/// A field read as present even when `null` (`Some(Value::Null)`).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }

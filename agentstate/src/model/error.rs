@@ -198,8 +198,8 @@ impl ModelError {
     /// (`authentication_error`, `permission_error`, `rate_limit_error`, `overloaded_error`,
     /// `api_error`, `invalid_request_error` with "prompt is too long"); Gemini's
     /// `error.status` (`RESOURCE_EXHAUSTED`, `UNAUTHENTICATED`, `PERMISSION_DENIED`,
-    /// `INVALID_ARGUMENT` with "exceeds the maximum number of tokens", `INTERNAL`,
-    /// `UNAVAILABLE`).
+    /// `INVALID_ARGUMENT` with "exceeds the maximum number of tokens" or "API key not valid",
+    /// `INTERNAL`, `UNAVAILABLE`).
     ///
     /// ```
     /// use agentstate::model::ModelError;
@@ -259,6 +259,9 @@ impl ModelError {
         }
         if status_code == 401
             || status_code == 403
+            || lower_code == "api_key_invalid"
+            || lower.contains("api key not valid")
+            || lower.contains("incorrect api key")
             || lower_code.contains("authentication")
             || lower_code.contains("permission")
             || lower_code == "invalid_api_key"

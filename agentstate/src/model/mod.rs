@@ -44,9 +44,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "client")]
+mod client;
 mod error;
 mod scripted;
 
+#[cfg(feature = "client")]
+pub use client::{
+    Anthropic, AnthropicBuilder, Gemini, GeminiBuilder, OpenAiChat, OpenAiChatBuilder,
+    OpenAiResponses, OpenAiResponsesBuilder, ANTHROPIC_VERSION, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_RETRIES, DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT,
+};
 pub use error::ModelError;
 pub use scripted::{RecordedRequest, ScriptedModel, DEFAULT_CHUNK_SIZE};
 

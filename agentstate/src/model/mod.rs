@@ -10,10 +10,33 @@
 //! they need (`'static`): the request is converted when the call is made, so the caller
 //! keeps its messages. Dropping the stream or the future cancels the call.
 //!
-//! The HTTP clients of the four providers, with retries and timeouts, are behind the
-//! `client` feature (`OpenAiChat`, `OpenAiResponses`, `Anthropic`, `Gemini`); this module
-//! itself makes no HTTP call. In `agentstate-graph`, `Context::complete` calls a model and
-//! forwards its deltas to the run's event stream.
+//! In `agentstate-graph`, `Context::complete` calls a model and forwards its deltas to the
+//! run's event stream.
+//!
+//! # The HTTP clients (feature `client`)
+//!
+//! `OpenAiChat` (also OpenAI-compatible servers and Azure OpenAI), `OpenAiResponses`,
+//! `Anthropic` and `Gemini` send the typed bodies of [`providers`](crate::providers) and read
+//! the answers with its [stream accumulators](crate::providers::stream). Without the feature
+//! this module makes no HTTP call. Each client:
+//!
+//! - reads its key from the provider's usual environment variable when it is built (a missing
+//!   key is a [`ModelError::Configuration`] then, not at the first call; `.no_key()` for a local
+//!   server), and takes a base URL, extra headers and timeouts (connect, read: between two
+//!   pieces of the answer, whole call);
+//! - always streams, [`complete`](ChatModel::complete) included: one path for both (the
+//!   accumulators give the message the `from_*` functions give), a read timeout that bounds
+//!   the silence rather than the length of a long answer, and the usage (OpenAI Chat's
+//!   `stream_options.include_usage`);
+//! - retries a rate limit (429), a server error (5xx, Anthropic's 529) or a failed connection
+//!   with exponential backoff and jitter, waiting what `Retry-After` or `retry-after-ms` asks
+//!   (up to a limit), and a stream that fails before its first delta; never once a delta was
+//!   handed out;
+//! - reads the providers' error bodies into [`ModelError`]'s categories;
+//! - spawns nothing: dropping the stream or the future closes the connection.
+//!
+//! The conversion's [`Report`](crate::providers::Report) (what a provider could not take of the
+//! conversation) is not returned by a client; convert with the `to_*` functions to see it.
 //!
 //! ```
 //! use agentstate::message::{Message, Role};

@@ -2,6 +2,7 @@
 //! OpenAI Chat streams (`tests/data/streams/`) as `text/event-stream`, split into small chunks:
 //! the final message is the recorded answer, the AG-UI events fold back into the run's
 //! messages, and the requests carry the model, the tool, `stream: true` and the conversation.
+//! Without a provider's key, the example runs with its scripted model.
 
 #[allow(dead_code)]
 #[path = "../examples/model_call.rs"]
@@ -9,13 +10,14 @@ mod model_call;
 
 use agentstate::agui::{ChatState, Event as Agui};
 use agentstate::message::{Message, Role};
+use agentstate::model::{ChatModel, OpenAiChat};
 use agentstate::providers::from_openai_chat;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Bytes, Frame, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use model_call::Endpoint;
+use model_call::Setup;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -141,12 +143,15 @@ impl PlaybackServer {
         PlaybackServer { addr, seen, task }
     }
 
-    fn endpoint(&self) -> Endpoint {
-        Endpoint {
-            base_url: format!("http://{}/v1/", self.addr),
-            api_key: "sk-test".into(),
-            model: "gpt-4.1".into(),
-        }
+    /// An OpenAI Chat client of this server (no retries: a 500 is the test's answer).
+    fn client(&self) -> Arc<dyn ChatModel> {
+        let client = OpenAiChat::builder()
+            .base_url(format!("http://{}/v1/", self.addr))
+            .api_key("sk-test")
+            .max_retries(0)
+            .build()
+            .expect("a client");
+        Arc::new(client)
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -174,9 +179,22 @@ async fn run(
     Vec<Agui>,
     ChatState,
 ) {
+    run_with(server.client(), "gpt-4.1", question).await
+}
+
+/// Runs the example's agent with `model`, folding its AG-UI events as a client would.
+async fn run_with(
+    model: Arc<dyn ChatModel>,
+    model_name: &str,
+    question: &str,
+) -> (
+    Result<agentstate::state::AgentState, String>,
+    Vec<Agui>,
+    ChatState,
+) {
     let mut events = Vec::new();
     let mut chat = ChatState::new();
-    let outcome = model_call::run(server.endpoint(), question, |event| {
+    let outcome = model_call::run(model, model_name, question, |event| {
         chat.apply(event);
         events.push(event.clone());
     })
@@ -292,32 +310,64 @@ async fn an_http_error_fails_the_run_with_the_status() {
     let addr = server.addr;
     server.shut_down().await;
     let error = outcome.expect_err("the run fails");
+    let _ = addr;
     assert!(
-        error.contains(&format!("http://{addr}/v1/chat/completions")),
+        error.contains("OpenAI Chat failed on its side (HTTP 500): no more recorded streams"),
         "{error}"
     );
-    assert!(error.contains("500 Internal Server Error"), "{error}");
-    assert!(error.contains("no more recorded streams"), "{error}");
     assert_eq!(count(&events, "RUN_ERROR"), 1);
 }
 
 #[test]
-fn missing_environment_variables_are_named() {
-    let error =
-        Endpoint::from_vars(|name| (name == "OPENAI_BASE_URL").then(|| "http://x/v1".into()))
-            .expect_err("no key");
+fn the_environment_picks_the_provider() {
+    let setup = Setup::from_vars(|_| None).expect("the scripted model");
+    assert!(
+        setup.description.starts_with("a scripted model"),
+        "{}",
+        setup.description
+    );
+    let setup = Setup::from_vars(|name| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-x".into()))
+        .expect("Anthropic");
+    assert_eq!(
+        (setup.model_name.as_str(), setup.description.as_str()),
+        ("claude-sonnet-4-5", "Anthropic Messages")
+    );
+    let setup = Setup::from_vars(|name| match name {
+        "OPENAI_BASE_URL" => Some("http://localhost:11434/v1".into()),
+        "MODEL" => Some("llama3.2".into()),
+        _ => None,
+    })
+    .expect("a local server without a key");
+    assert_eq!(setup.model_name, "llama3.2");
+    assert_eq!(
+        setup.description,
+        "OpenAI Chat Completions at http://localhost:11434/v1"
+    );
+    let error = Setup::from_vars(|name| (name == "OPENAI_BASE_URL").then(|| "nowhere".into()))
+        .err()
+        .expect("a bad URL");
     assert!(
         error
             .to_string()
-            .starts_with("the environment variable OPENAI_API_KEY is not set;"),
+            .contains("the base URL `nowhere` is not a URL"),
         "{error}"
     );
-    let error =
-        Endpoint::from_vars(|name| (name != "MODEL").then(|| " ".into())).expect_err("blank");
+}
+
+#[tokio::test]
+async fn without_a_key_the_scripted_model_answers() {
+    let (outcome, events, chat) =
+        run_with(Arc::new(model_call::scripted()), "gpt-4.1", "Weather?").await;
+    let state = outcome.expect("the run finishes");
+    // user, the call, its result, the answer.
+    let messages: Vec<&Message> = state.context.iter().collect();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[1].tool_calls()[0].function.name, "get_weather");
+    assert_eq!(messages[2].text(), "Paris, France: sunny, 24 °C");
+    assert_eq!(messages[3].text(), "It is sunny in Paris today, 24 °C.");
     assert!(
-        error.to_string().contains("OPENAI_BASE_URL is not set"),
-        "{error}"
+        count(&events, "TEXT_MESSAGE_CONTENT") > 1,
+        "the answer was streamed in pieces"
     );
-    let endpoint = Endpoint::from_vars(|name| Some(format!("{name}-value"))).expect("all set");
-    assert_eq!(endpoint.model, "MODEL-value");
+    assert_eq!(chat.to_messages()[3].text(), messages[3].text());
 }

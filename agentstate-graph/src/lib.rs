@@ -103,7 +103,8 @@
 //! - names and routes: [`NodeKey`] and [`node_names!`], [`END`] ([`End`]), a route's
 //!   [`Target`] or [`Routes`], a dynamic fan-out's [`Dispatch`]es ([`Sends`]);
 //! - nodes: [`Node`], the [`Context`] a node is given and what it [`Emitted`], [`BoxNode`],
-//!   [`BoxError`], [`NodeFuture`];
+//!   [`BoxError`], [`NodeFuture`]; a model call whose deltas stream into the run's events:
+//!   [`Context::complete`] with any [`ChatModel`](agentstate::model::ChatModel);
 //! - runs: [`Graph::invoke`] with a [`RunConfig`]; [`Graph::stream`] gives a [`RunStream`] of
 //!   [`Event`]s (picked by an [`EventFilter`]; a step's [`StepRecord`] and its [`Nodes`]); a run
 //!   that fails gives a [`RunError`] (its [`RunErrorKind`]) carrying the state at the point of
@@ -145,6 +146,7 @@ mod graph;
 mod journal;
 pub mod json;
 pub mod layer;
+mod model;
 mod name;
 mod node;
 pub mod parallel;

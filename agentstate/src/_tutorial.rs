@@ -332,8 +332,9 @@
 //! conversation into the whole request body of OpenAI Chat, OpenAI Responses, Anthropic or
 //! Gemini, with a report of everything a provider could not take as it was, and reads a
 //! response back into a [`Message`](crate::message::Message). A parameter a provider lacks is
-//! refused with an error rather than dropped. agentstate makes no HTTP call: send the body with
-//! the client you use.
+//! refused with an error rather than dropped. Send the body with the client you use, or call a
+//! [`ChatModel`](crate::model::ChatModel): the `client` feature's HTTP clients, or a
+//! [`ScriptedModel`](crate::model::ScriptedModel) in tests.
 //!
 //! ```
 //! use agentstate::message::{Message, Role, ToolCall};

@@ -152,6 +152,7 @@ mod run;
 mod step;
 mod stream;
 pub mod subgraph;
+mod tool;
 mod trace;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
@@ -162,6 +163,7 @@ pub use graph::{Graph, Nodes, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
 pub use node::{BoxError, BoxNode, Context, Emitted, Node, NodeFuture};
 pub use stream::RunStream;
+pub use tool::{ToolFailure, ToolFn, ToolFuture, ToolSet, DEFAULT_TOOL_CONCURRENCY};
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when
 /// something keeps a step's state past the step), shared between threads, with a cloneable

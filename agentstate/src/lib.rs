@@ -33,6 +33,7 @@
 //! | [`state`] | AgentFlow's state model: [`AgentState`](struct@state::AgentState) and its update, [`ExecutionState`](state::ExecutionState) |
 //! | [`reducers`] | every reducer, and the keys the keyed reducers compare items by |
 //! | [`message`] | AgentFlow's chat [`Message`](message::Message) and its JSON wire format |
+//! | [`model`] | calling a model: the [`ChatModel`](model::ChatModel) trait, its streamed events and errors, a scripted model for tests; the providers' HTTP clients (feature `client`) |
 //! | [`schema`] | runtime schemas, for configuration-driven agents |
 //! | [`context`] | the context window: pairing-safe views of the history for each model call, token counts, summaries |
 //! | [`providers`] | a [`ModelRequest`](providers::ModelRequest) and a conversation into OpenAI Chat, OpenAI Responses, Anthropic or Gemini bodies, and responses back; each provider's wire types in its own module |
@@ -73,6 +74,7 @@ mod fields;
 mod journal;
 mod keys;
 pub mod message;
+pub mod model;
 mod output;
 pub mod providers;
 pub mod reducers;

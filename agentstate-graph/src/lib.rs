@@ -148,6 +148,7 @@ pub mod layer;
 mod name;
 mod node;
 pub mod parallel;
+pub mod prebuilt;
 mod run;
 mod step;
 mod stream;

@@ -613,7 +613,11 @@ fn every_recording_folds_into_the_agui_chat_state() {
                 .tool_call(&call.id)
                 .unwrap_or_else(|| panic!("{name}: no call {}", call.id));
             assert_eq!(view.name(), call.name(), "{name}");
-            assert_eq!(view.arguments(), call.arguments::<serde_json::Value>().ok(), "{name}");
+            assert_eq!(
+                view.arguments(),
+                call.arguments::<serde_json::Value>().ok(),
+                "{name}"
+            );
         }
     }
 }

@@ -110,6 +110,10 @@
 //!   failure; errors of building and running each have their OpenArmature category;
 //! - effects and interrupts: [`Interrupt`] (a question a durable run waits for), [`Interrupted`],
 //!   [`EffectError`], [`UnsupportedSuspension`].
+//! - tools: a [`ToolSet`] of typed tools (each a [`ToolFn`] over an argument type whose JSON
+//!   Schema and doc comment define the tool; [`ToolFuture`]), run in parallel by a message's
+//!   calls (at most [`DEFAULT_TOOL_CONCURRENCY`] at once by default), every failure a result the
+//!   model reads ([`ToolFailure`]).
 //!
 //! The rest is in namespaces:
 //!
@@ -118,6 +122,7 @@
 //! | [`layer`] | nodes that wrap a node, in tower's sense: retries ([`RetryPolicy`](layer::RetryPolicy)) and timeouts |
 //! | [`parallel`] | parallel work inside one node: a [`FanOut`](parallel::FanOut) (a subgraph per item) and [`ParallelBranches`](parallel::ParallelBranches), their error policies and errors |
 //! | [`subgraph`] | graphs as nodes, with projections |
+//! | [`prebuilt`] | LangGraph's prebuilt agent: a [`ToolNode`](prebuilt::ToolNode) (with approval before chosen tools), [`tools_condition`](prebuilt::tools_condition), and [`ReactAgent`](prebuilt::ReactAgent) (`create_react_agent`: system prompt, context window, recursion limit, structured answer) |
 //! | [`json`] | [`JsonState`](json::JsonState): states known at run time, for graphs built from configuration |
 //! | `durable` (feature `store`) | runs kept on a stored thread, resumed after a crash, suspended for an answer, streamed (`cargo run --example approval` shows one); the journal's stored contract |
 //! | `agui` (feature `ag-ui`) | a run's events as AG-UI events |

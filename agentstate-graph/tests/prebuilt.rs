@@ -343,7 +343,7 @@ async fn approval_asks_once_for_the_chosen_tools_and_approve_runs_the_call() {
             "Refunded, and sunny."
         ]
     );
-    let refund = state.context.iter().nth(3).unwrap();
+    let refund = state.context.get(3).unwrap();
     assert_eq!(refund.metadata.get("approval"), Some(json!("approved")));
     assert!(!refund.tool_results().next().unwrap().is_error);
     // The model saw both results.
@@ -357,7 +357,7 @@ async fn approval_edit_runs_the_call_with_the_persons_arguments() {
     let edit = Decisions::new([Decision::edit(json!({"order": "1042", "cents": 2000}))]);
     let state = finished(agent.answer(&asked, edit).await);
     assert_eq!(agent.paid.load(Ordering::SeqCst), 1);
-    let refund = state.context.iter().nth(3).unwrap();
+    let refund = state.context.get(3).unwrap();
     assert_eq!(refund.text(), "refunded 2000 cents for order 1042 (R-1)");
     assert_eq!(refund.metadata.get("approval"), Some(json!("edited")));
     assert_eq!(
@@ -365,7 +365,7 @@ async fn approval_edit_runs_the_call_with_the_persons_arguments() {
         Some(json!({"order": "1042", "cents": 2000}))
     );
     // AgentFlow's add_messages keeps the model's message as it was (it never replaces one).
-    let original = state.context.iter().nth(1).unwrap();
+    let original = state.context.get(1).unwrap();
     assert_eq!(
         original.tool_calls()[1].arguments::<Value>().unwrap(),
         json!({"order": "1042", "cents": 4999})
@@ -379,14 +379,14 @@ async fn approval_reject_gives_the_model_the_persons_message_and_runs_nothing() 
     let reject = Decisions::new([Decision::reject("Refunds over 40 EUR need a manager.")]);
     let state = finished(agent.answer(&asked, reject).await);
     assert_eq!(agent.paid.load(Ordering::SeqCst), 0);
-    let refund = state.context.iter().nth(3).unwrap();
+    let refund = state.context.get(3).unwrap();
     assert_eq!(refund.text(), "Refunds over 40 EUR need a manager.");
     let block = refund.tool_results().next().unwrap();
     assert_eq!(block.call_id, "r1");
     assert!(block.is_error);
     assert_eq!(refund.metadata.get("approval"), Some(json!("rejected")));
     // The other call ran.
-    assert_eq!(state.context.iter().nth(2).unwrap().text(), "sunny in Oslo");
+    assert_eq!(state.context.get(2).unwrap().text(), "sunny in Oslo");
 
     // Without a message, a sentence naming the call.
     let agent = Approving::new("No refund.");
@@ -397,7 +397,7 @@ async fn approval_reject_gives_the_model_the_persons_message_and_runs_nothing() 
             .await,
     );
     assert_eq!(
-        state.context.iter().nth(3).unwrap().text(),
+        state.context.get(3).unwrap().text(),
         "User rejected the tool call for `refund` with id r1"
     );
 }

@@ -62,7 +62,7 @@ fn plan(_: &TravelState) -> NodeOutput<TravelStateUpdate> {
 /// Oslo's lookup is the slower one, so the second branch (Bergen) usually finishes first; the
 /// fan-in still applies the first branch (Oslo) first.
 fn get_weather(call: &ToolCall) -> ToolResult<TravelStateUpdate> {
-    let args = call.arguments().unwrap_or_default();
+    let args = call.arguments::<serde_json::Value>().unwrap_or_default();
     let city = args["city"].as_str().unwrap_or("nowhere").to_string();
     let forecast = match city.as_str() {
         "Oslo" => "4°C, dry",

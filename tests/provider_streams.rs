@@ -546,7 +546,7 @@ fn gemini_streamed_function_call_arguments_make_one_call() {
     let call = &message.tool_calls()[0];
     assert_eq!((call.id.as_str(), call.name()), ("call_0", "save_article"));
     assert_eq!(
-        call.arguments().unwrap(),
+        call.arguments::<serde_json::Value>().unwrap(),
         serde_json::json!({"title": "Rust streams", "meta": {"words": 2}, "tags": [null, "b"],
                            "draft": false, "note": null})
     );
@@ -898,7 +898,11 @@ fn every_recording_folds_into_the_agui_chat_state() {
                 .tool_call(&call.id)
                 .unwrap_or_else(|| panic!("{name}: no call {}", call.id));
             assert_eq!(view.name(), call.name(), "{name}");
-            assert_eq!(view.arguments(), call.arguments().ok(), "{name}");
+            assert_eq!(
+                view.arguments(),
+                call.arguments::<serde_json::Value>().ok(),
+                "{name}"
+            );
         }
     }
 }

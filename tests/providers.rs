@@ -606,7 +606,7 @@ fn assert_same_turn(original: &Message, back: &Message) {
                 (
                     c.id.clone(),
                     c.function.name.clone(),
-                    c.arguments().unwrap(),
+                    c.arguments::<serde_json::Value>().unwrap(),
                 )
             })
             .collect()

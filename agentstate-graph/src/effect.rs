@@ -67,7 +67,8 @@ pub struct Interrupted {
     pub node: String,
     /// Where it asked: the task's place in the run (`"{step}.{task}"`, then for each nested
     /// run its segment: `i{n}` for fan-out instance n, `b:{name}` for a parallel branch,
-    /// `sub` for a subgraph, and the nested step's `"{step}.{task}"`).
+    /// `t{n}` for the n-th tool call a [`ToolSet`](crate::ToolSet) runs, `sub` for a subgraph,
+    /// and the nested step's `"{step}.{task}"`).
     pub task: String,
     /// What the node asked, for the person who answers.
     pub payload: Value,
@@ -101,8 +102,10 @@ pub struct Interrupt {
     pub step: u64,
     /// What it asked (for a breakpoint: `{"breakpoint": "before"}` or `"after"`).
     pub payload: Value,
-    /// Where inside the step's node it was asked: `fan_out_index` (the fan-out instance) and
-    /// `branch_name` (the parallel branch), when it was asked inside one (the innermost).
+    /// Where inside the step's node it was asked: `fan_out_index` (the fan-out instance),
+    /// `branch_name` (the parallel branch) and `tool_call_index` (the place of the tool call in
+    /// its message, for a question a tool run by a [`ToolSet`](crate::ToolSet) asked), when it
+    /// was asked inside one (the innermost).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
@@ -120,6 +123,11 @@ impl Interrupt {
                 metadata.insert("fan_out_index".into(), Value::from(n));
             } else if let Some(name) = segment.strip_prefix("b:") {
                 metadata.insert("branch_name".into(), Value::from(name));
+            } else if let Some(n) = segment
+                .strip_prefix('t')
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                metadata.insert("tool_call_index".into(), Value::from(n));
             }
         }
         Interrupt {

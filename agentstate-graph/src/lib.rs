@@ -111,6 +111,10 @@
 //!   failure; errors of building and running each have their OpenArmature category;
 //! - effects and interrupts: [`Interrupt`] (a question a durable run waits for), [`Interrupted`],
 //!   [`EffectError`], [`UnsupportedSuspension`].
+//! - tools: a [`ToolSet`] of typed tools (each a [`ToolFn`] over an argument type whose JSON
+//!   Schema and doc comment define the tool; [`ToolFuture`]), run in parallel by a message's
+//!   calls (at most [`DEFAULT_TOOL_CONCURRENCY`] at once by default), every failure a result the
+//!   model reads ([`ToolFailure`]).
 //!
 //! The rest is in namespaces:
 //!
@@ -119,6 +123,7 @@
 //! | [`layer`] | nodes that wrap a node, in tower's sense: retries ([`RetryPolicy`](layer::RetryPolicy)) and timeouts |
 //! | [`parallel`] | parallel work inside one node: a [`FanOut`](parallel::FanOut) (a subgraph per item) and [`ParallelBranches`](parallel::ParallelBranches), their error policies and errors |
 //! | [`subgraph`] | graphs as nodes, with projections |
+//! | [`prebuilt`] | LangGraph's prebuilt agent: a [`ToolNode`](prebuilt::ToolNode) (with approval before chosen tools), [`tools_condition`](prebuilt::tools_condition), and [`ReactAgent`](prebuilt::ReactAgent) (`create_react_agent`: system prompt, context window, recursion limit, structured answer) |
 //! | [`json`] | [`JsonState`](json::JsonState): states known at run time, for graphs built from configuration |
 //! | `durable` (feature `store`) | runs kept on a stored thread, resumed after a crash, suspended for an answer, streamed (`cargo run --example approval` shows one); the journal's stored contract |
 //! | `agui` (feature `ag-ui`) | a run's events as AG-UI events |
@@ -150,10 +155,12 @@ mod model;
 mod name;
 mod node;
 pub mod parallel;
+pub mod prebuilt;
 mod run;
 mod step;
 mod stream;
 pub mod subgraph;
+mod tool;
 mod trace;
 
 pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
@@ -164,6 +171,7 @@ pub use graph::{Graph, Nodes, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
 pub use node::{BoxError, BoxNode, Context, Emitted, Node, NodeFuture};
 pub use stream::RunStream;
+pub use tool::{ToolFailure, ToolFn, ToolFuture, ToolSet, DEFAULT_TOOL_CONCURRENCY};
 
 /// A state a graph can run: a [`State`](agentstate::State) that is `Clone` (copied only when
 /// something keeps a step's state past the step), shared between threads, with a cloneable

@@ -108,6 +108,8 @@ pub struct Context {
     scope: Option<Arc<Scope>>,
     /// The durable run's thread, for the spans of the node, its effects and its questions.
     thread: Option<Arc<str>>,
+    /// The run's recursion limit (none outside a run).
+    limit: Option<usize>,
 }
 
 impl Context {
@@ -119,7 +121,14 @@ impl Context {
             sink,
             scope: None,
             thread: None,
+            limit: None,
         }
+    }
+
+    /// This context with its run's recursion limit.
+    pub(crate) fn with_recursion_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
     }
 
     /// This context with the durable run's thread (`gen_ai.conversation.id` of the spans of
@@ -320,6 +329,19 @@ impl Context {
         self.step
     }
 
+    /// The run's recursion limit ([`GraphBuilder::recursion_limit`](crate::GraphBuilder::recursion_limit),
+    /// or the run's own): a run that needs that many steps or more fails after step `limit`,
+    /// so a node at step `s` can tell how many more steps the run may take (`limit - 1 - s`)
+    /// and end it gracefully instead. `None` outside a run ([`Context::detached`]).
+    ///
+    /// ```
+    /// use agentstate_graph::Context;
+    /// assert_eq!(Context::detached("model").recursion_limit(), None);
+    /// ```
+    pub fn recursion_limit(&self) -> Option<usize> {
+        self.limit
+    }
+
     /// Whether emissions reach a stream (false when the run is invoked without streaming, so a
     /// node may skip building them).
     pub fn is_streamed(&self) -> bool {
@@ -359,6 +381,7 @@ impl std::fmt::Debug for Context {
             .field("streamed", &self.sink.is_some())
             .field("durable", &self.scope.is_some())
             .field("thread", &self.thread)
+            .field("recursion_limit", &self.limit)
             .finish()
     }
 }

@@ -353,7 +353,8 @@ where
                         sink.clone(),
                     )
                     .with_scope(scope)
-                    .with_thread(run.thread.clone());
+                    .with_thread(run.thread.clone())
+                    .with_recursion_limit(run.limit);
                     let task = crate::trace::call_node(
                         &*entry.node,
                         Arc::clone(input.as_ref().unwrap_or(&state)),

@@ -1,4 +1,4 @@
-//! The `tracing` spans of runs, steps, node calls, effects and interrupts (target
+//! The `tracing` spans of runs, steps, node calls, effects, interrupts and tool calls (target
 //! `agentstate_graph`, level `INFO`).
 //!
 //! Fields are named as OpenTelemetry's GenAI semantic conventions name them where one applies
@@ -193,6 +193,32 @@ pub(crate) fn interrupt(cx: &Context, id: &str, answered: bool) -> Span {
     );
     if !span.is_disabled() {
         span.record("otel.name", format_args!("interrupt {id}"));
+        if let Some(thread) = cx.thread() {
+            span.record("gen_ai.conversation.id", thread);
+        }
+    }
+    span
+}
+
+/// The span of one tool call run by a [`ToolSet`](crate::ToolSet) in the node whose context
+/// is `cx` (GenAI's `execute_tool` operation); marked [`failed`] when the call fails.
+pub(crate) fn tool(cx: &Context, name: &str, call_id: &str) -> Span {
+    let span = info_span!(
+        target: "agentstate_graph",
+        "agentstate.tool",
+        otel.name = Empty,
+        otel.status_code = Empty,
+        error.type = Empty,
+        gen_ai.conversation.id = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = call_id,
+        agentstate.run.id = cx.run_id(),
+        agentstate.step = cx.step(),
+        agentstate.node = cx.node(),
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", format_args!("execute_tool {name}"));
         if let Some(thread) = cx.thread() {
             span.record("gen_ai.conversation.id", thread);
         }

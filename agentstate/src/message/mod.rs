@@ -15,7 +15,7 @@
 //!     .with_tool_calls(vec![ToolCall::new("call_1", "get_weather", json!({"city": "Paris"}))]);
 //! let call = &ask.tool_calls()[0];
 //! assert_eq!((call.id(), call.name()), ("call_1", "get_weather"));
-//! assert_eq!(call.arguments()?, json!({"city": "Paris"}));
+//! assert_eq!(call.arguments::<serde_json::Value>()?, json!({"city": "Paris"}));
 //! assert_eq!(ask.tool_call_blocks().count(), 1);
 //!
 //! let answer = Message::tool_result(call.id(), "Sunny, 22C");
@@ -35,7 +35,7 @@
 //! assert!(err.to_string().contains(r#"for text write "content": [{"type": "text", "text": "..."}]"#));
 //! let hi: Message = serde_json::from_value(json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))?;
 //! assert_eq!(hi.text(), "hi");
-//! # Ok::<(), serde_json::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## The wire, byte for byte
@@ -84,7 +84,7 @@ pub use block::{
 };
 pub use json::{Json, JsonObject};
 pub use media::{AnnotationRef, MediaKind, MediaRef};
-pub use tool_call::{FunctionCall, ToolCall};
+pub use tool_call::{ArgumentsError, FunctionCall, ToolCall};
 pub use usage::TokenUsages;
 
 use serde::de::{self, Visitor};

@@ -27,7 +27,7 @@ use std::fmt;
 /// assert_eq!(call.id(), "call_1");
 /// assert_eq!(call.name(), "get_weather");
 /// assert_eq!(call.function.arguments, r#"{"city": "Paris"}"#);
-/// assert_eq!(call.arguments()?, json!({"city": "Paris"}));
+/// assert_eq!(call.arguments::<serde_json::Value>().unwrap(), json!({"city": "Paris"}));
 /// assert_eq!(
 ///     serde_json::to_string(&call)?,
 ///     r#"{"id":"call_1","function":{"arguments":"{\"city\": \"Paris\"}","name":"get_weather"},"type":"function"}"#
@@ -289,17 +289,58 @@ impl ToolCall {
         &self.function.name
     }
 
-    /// The arguments, parsed from their JSON string.
+    /// The arguments, parsed from their JSON string into `T`: a
+    /// [`Value`](serde_json::Value), or the typed arguments of a tool (a struct deriving
+    /// `Deserialize`). An error names the call, the tool, where in the arguments the value did
+    /// not fit and why.
     ///
     /// ```
     /// use agentstate::message::ToolCall;
+    /// use serde_json::{json, Value};
     ///
-    /// let mut call = ToolCall::new("c1", "f", serde_json::json!({}));
-    /// call.function.arguments = "{not json".into();
-    /// assert!(call.arguments().is_err());
+    /// #[derive(serde::Deserialize, Debug, PartialEq)]
+    /// struct Weather { city: String, days: u8 }
+    ///
+    /// let call = ToolCall::new("call_1", "get_weather", json!({"city": "Oslo", "days": 3}));
+    /// assert_eq!(call.arguments::<Weather>()?, Weather { city: "Oslo".into(), days: 3 });
+    /// assert_eq!(call.arguments::<Value>()?["city"], "Oslo");
+    ///
+    /// let bad = ToolCall::new("call_2", "get_weather", json!({"city": "Oslo", "days": "three"}));
+    /// assert_eq!(
+    ///     bad.arguments::<Weather>().unwrap_err().to_string(),
+    ///     "the arguments of call `call_2` to tool `get_weather` do not fit at `days`: \
+    ///      invalid type: string \"three\", expected u8 at line 1 column 32"
+    /// );
+    ///
+    /// let mut broken = ToolCall::new("call_3", "get_weather", json!({}));
+    /// broken.function.arguments = "{not json".into();
+    /// assert!(broken.arguments::<Value>().unwrap_err().to_string().starts_with(
+    ///     "the arguments of call `call_3` to tool `get_weather` are not JSON: key must be a string"
+    /// ));
+    /// # Ok::<(), agentstate::message::ArgumentsError>(())
     /// ```
-    pub fn arguments(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(&self.function.arguments)
+    pub fn arguments<T: serde::de::DeserializeOwned>(&self) -> Result<T, ArgumentsError> {
+        let text = if self.function.arguments.trim().is_empty() {
+            // Some providers send no argument text for a tool without parameters.
+            "{}"
+        } else {
+            self.function.arguments.as_str()
+        };
+        let error = |path: Option<String>, error| ArgumentsError {
+            call_id: self.id.clone(),
+            tool: self.function.name.clone(),
+            path,
+            error,
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let e = e.into_inner();
+            let located = !e.is_syntax() && !e.is_eof() && path != ".";
+            error(located.then_some(path), e)
+        })?;
+        de.end().map_err(|e| error(None, e))?;
+        Ok(value)
     }
 
     /// The same call as a `tool_call` content block, its `args` in the order of the argument
@@ -308,6 +349,51 @@ impl ToolCall {
     pub fn to_block(&self) -> ToolCallBlock {
         let args = serde_json::from_str::<JsonObject>(&self.function.arguments).unwrap_or_default();
         ToolCallBlock::new(self.id.clone(), self.function.name.clone(), args)
+    }
+}
+
+/// Why a tool call's arguments did not parse ([`ToolCall::arguments`]): not JSON, or not of
+/// the type asked for. Its message names the call, the tool, where the value did not fit and
+/// why, in one sentence a model can read and correct.
+#[derive(Debug)]
+pub struct ArgumentsError {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Where in the arguments the value did not fit (`days`, `items[2].name`), when the text
+    /// was JSON.
+    pub path: Option<String>,
+    /// The JSON error.
+    pub error: serde_json::Error,
+}
+
+impl fmt::Display for ArgumentsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (call, tool) = (&self.call_id, &self.tool);
+        match &self.path {
+            _ if self.error.is_syntax() || self.error.is_eof() => write!(
+                f,
+                "the arguments of call `{call}` to tool `{tool}` are not JSON: {}",
+                self.error
+            ),
+            Some(path) => write!(
+                f,
+                "the arguments of call `{call}` to tool `{tool}` do not fit at `{path}`: {}",
+                self.error
+            ),
+            None => write!(
+                f,
+                "the arguments of call `{call}` to tool `{tool}` do not fit: {}",
+                self.error
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArgumentsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 
@@ -338,7 +424,7 @@ mod tests {
             r#"{"a": 1, "b": [1.0, "\u00e9"], "c": null}"#
         );
         assert_eq!(
-            call.arguments().unwrap(),
+            call.arguments::<Value>().unwrap(),
             json!({"a": 1, "b": [1.0, "é"], "c": null})
         );
     }

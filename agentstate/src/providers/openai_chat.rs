@@ -834,7 +834,7 @@ pub fn from_openai_chat(response: &Value) -> Result<ParsedResponse, ResponseErro
     {
         let mut call: ToolCall = serde_json::from_value(call.clone())
             .map_err(|e| error(&format!("a tool call is not in OpenAI's shape: {e}")))?;
-        let args = match call.arguments() {
+        let args = match call.arguments::<Value>() {
             Ok(Value::Object(args)) => args,
             _ => Map::new(),
         };

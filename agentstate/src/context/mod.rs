@@ -63,8 +63,8 @@
 //!
 //! [`ContextIndex`] keeps each message's token count, its tool-call link and running token
 //! sums; [`ContextIndex::sync`] indexes only appended messages (and re-indexes a history that was
-//! replaced or shortened; after an in-place edit of an indexed message, call
-//! [`ContextIndex::clear`]). A view walks back from the newest message over what it keeps:
+//! replaced or shortened, or from a message edited in place, which it notices by a fingerprint
+//! of each message). A view walks back from the newest message over what it keeps:
 //! O(kept), not O(history).
 //!
 //! [`Estimate`] is a one-pass byte classifier fitted to OpenAI's tokenizers (within about 2% of

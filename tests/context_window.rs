@@ -19,17 +19,23 @@ use std::collections::HashSet;
 /// No kept tool result without its call, no kept call without its results.
 fn assert_paired(view: &ContextView<'_>) {
     let kept: Vec<&Message> = view.history().collect();
-    let calls: HashSet<&str> = kept
-        .iter()
-        .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
-        .collect();
-    let results: HashSet<&str> = kept
-        .iter()
-        .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
-        .collect();
+    let (calls, results) = calls_and_results(&kept);
     assert!(results.is_subset(&calls), "a result without its call");
     assert!(calls.is_subset(&results), "a call without its results");
     assert_ne!(kept.first().map(|m| m.role), Some(Role::Tool));
+}
+
+/// The call ids of `messages`' tool calls, and those their results answer.
+fn calls_and_results<'m>(messages: &[&'m Message]) -> (HashSet<&'m str>, HashSet<&'m str>) {
+    let calls = messages
+        .iter()
+        .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
+        .collect();
+    let results = messages
+        .iter()
+        .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
+        .collect();
+    (calls, results)
 }
 
 /// The measurement: a 20-turn history with parallel tool calls, every token budget from
@@ -483,14 +489,8 @@ fn a_message_edited_in_place_is_reindexed() {
             assert_eq!(reused.tokens(), fresh.tokens(), "{window:?}");
             // Every call sent is answered (by its result or a stub), every result has its call.
             let sent = reused.messages();
-            let calls: HashSet<&str> = sent
-                .iter()
-                .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
-                .collect();
-            let results: HashSet<&str> = sent
-                .iter()
-                .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
-                .collect();
+            let sent: Vec<&Message> = sent.iter().map(|m| &**m).collect();
+            let (calls, results) = calls_and_results(&sent);
             assert_eq!(calls, results, "{window:?}");
         }
     };

@@ -50,9 +50,11 @@ pub(crate) struct Entry {
 ///
 /// Pairing follows the tool messages' `tool_result` blocks: a tool message answers the latest
 /// earlier assistant message that made a call with the result's `call_id` (in `tools_calls` or as
-/// a `tool_call` block). A tool message with no `tool_result` block answers the assistant message
-/// whose run of tool messages it is in, as AgentFlow's `remove_tool_messages` sees it (system
-/// messages, which views send first, do not end a run). A tool message that answers nothing, or
+/// a `tool_call` block). A tool message with no `tool_result` block answers no call (providers
+/// get it as text: a user message), but belongs to the run of tool messages it is in, as
+/// AgentFlow's `remove_tool_messages` sees it (system messages, which views send first, do not
+/// end a run): it is sent with that run's assistant message, after the results of its calls,
+/// and the calls still without a result then are unanswered (a stub each, by default). A tool message that answers nothing, or
 /// only calls already answered (a duplicate), is an orphan: no view includes it. Calls left
 /// without a result once another message follows are unanswered: see
 /// [`Unanswered`] for what views send for them.
@@ -84,11 +86,10 @@ pub struct ContextIndex<C = Estimate> {
     /// Each call id to the latest assistant message that made it, and whether a result
     /// answered it there.
     calls: HashMap<Box<str>, (u32, bool)>,
-    /// The assistant message with tool calls whose run of tool messages is still open, its
-    /// call ids, and whether a tool message without result blocks is in its run.
+    /// The assistant message with tool calls whose run of tool messages is still open, and
+    /// its call ids not yet charged for stub results.
     run_head: Option<u32>,
     run_calls: Vec<Box<str>>,
-    run_positional: bool,
     /// What views do with unanswered calls, and the tokens of one stub result.
     pub(crate) unanswered: Unanswered,
     stub_tokens: u32,
@@ -130,7 +131,6 @@ impl<C: TokenCounter> ContextIndex<C> {
             calls: HashMap::new(),
             run_head: None,
             run_calls: Vec::new(),
-            run_positional: false,
             unanswered: Unanswered::default(),
             stub_tokens,
             charged: HashSet::new(),
@@ -195,7 +195,6 @@ impl<C: TokenCounter> ContextIndex<C> {
         self.calls.clear();
         self.run_head = None;
         self.run_calls.clear();
-        self.run_positional = false;
         self.charged.clear();
         self.ids.clear();
         self.ends = None;
@@ -383,7 +382,10 @@ impl<C: TokenCounter> ContextIndex<C> {
                 if has_results {
                     link
                 } else {
-                    self.run_positional |= self.run_head.is_some();
+                    // A tool message without result blocks answers no call: it is sent in its
+                    // run, after the results and stubs of the calls, which are unanswered from
+                    // here on unless a result comes later.
+                    self.charge_open();
                     self.run_head.unwrap_or(ORPHAN)
                 }
             }
@@ -431,14 +433,21 @@ impl<C: TokenCounter> ContextIndex<C> {
     }
 
     /// Closes the open run of tool messages: a message other than a tool message follows the
-    /// calls, so the ones still without a result are unanswered, and the stubs views send for
-    /// them are counted on the assistant message ([`Unanswered::Stub`]).
+    /// calls, so the ones still without a result are unanswered ([`ContextIndex::charge_open`]).
     fn close_run(&mut self) {
-        let Some(head) = self.run_head.take() else {
+        self.charge_open();
+        self.run_head = None;
+    }
+
+    /// Charges the open run's calls still without a result for the stubs views send for them,
+    /// on the assistant message ([`Unanswered::Stub`]): something other than a result follows
+    /// them.
+    fn charge_open(&mut self) {
+        let Some(head) = self.run_head else {
             return;
         };
         let calls = std::mem::take(&mut self.run_calls);
-        if self.unanswered != Unanswered::Stub || std::mem::take(&mut self.run_positional) {
+        if self.unanswered != Unanswered::Stub {
             return;
         }
         let open = calls

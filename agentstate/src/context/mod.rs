@@ -43,8 +43,9 @@
 //! - **Pairing**: no tool result without the assistant message that called it, no assistant
 //!   message with tool calls without every result of theirs that the history holds, no tool
 //!   sequence split. A tool message answers the latest earlier call with its `call_id` (in
-//!   `tools_calls` or a `tool_call` block); one without a result block belongs to the run of
-//!   tool messages it is in. Tool messages that answer nothing are never sent; an assistant
+//!   `tools_calls` or a `tool_call` block); one without a result block answers no call but is
+//!   sent in the run of tool messages it is in, after the results (and stubs) of that run's
+//!   calls. Tool messages that answer nothing are never sent; an assistant
 //!   message whose calls have no results yet may be sent alone.
 //! - **Cut policy** ([`Cut`]): `Tight` keeps the most; `Turns` starts at a user message;
 //!   `Chunked { parts }` (the default, 4) starts at a user message on a grid of `budget / parts`

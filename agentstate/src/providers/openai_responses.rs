@@ -594,8 +594,10 @@ impl ModelRequest {
     /// let messages = [Message::text_message("Hi", Role::User)];
     /// let body = serde_json::to_value(request.to_openai_responses(&messages)?.request).unwrap();
     /// assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    /// // Strict (the default): the schema is closed, as OpenAI's strict mode requires.
     /// assert_eq!(body["text"]["format"],
-    ///     json!({"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}));
+    ///     json!({"type": "json_schema", "name": "answer", "strict": true,
+    ///            "schema": {"type": "object", "additionalProperties": false, "properties": {}, "required": []}}));
     ///
     /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
     /// assert!(stopped.to_openai_responses(&messages).is_err());

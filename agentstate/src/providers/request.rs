@@ -309,7 +309,7 @@ impl OutputSchema {
     /// let request = ModelRequest::builder("gpt-4o").output_schema(output.clone()).build()?;
     /// let body = serde_json::to_value(request.to_openai_chat(&[])?.request)?;
     /// let schema = &body["response_format"]["json_schema"]["schema"];
-    /// assert_eq!(schema["required"], serde_json::json!(["ok", "note"]));
+    /// assert_eq!(schema["required"], serde_json::json!(["note", "ok"]));
     /// assert_eq!(schema["additionalProperties"], false);
     ///
     /// // The answer, typed.

@@ -19,17 +19,23 @@ use std::collections::HashSet;
 /// No kept tool result without its call, no kept call without its results.
 fn assert_paired(view: &ContextView<'_>) {
     let kept: Vec<&Message> = view.history().collect();
-    let calls: HashSet<&str> = kept
-        .iter()
-        .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
-        .collect();
-    let results: HashSet<&str> = kept
-        .iter()
-        .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
-        .collect();
+    let (calls, results) = calls_and_results(&kept);
     assert!(results.is_subset(&calls), "a result without its call");
     assert!(calls.is_subset(&results), "a call without its results");
     assert_ne!(kept.first().map(|m| m.role), Some(Role::Tool));
+}
+
+/// The call ids of `messages`' tool calls, and those their results answer.
+fn calls_and_results<'m>(messages: &[&'m Message]) -> (HashSet<&'m str>, HashSet<&'m str>) {
+    let calls = messages
+        .iter()
+        .flat_map(|m| m.tool_calls().iter().map(|c| c.id()))
+        .collect();
+    let results = messages
+        .iter()
+        .flat_map(|m| m.tool_results().map(|r| r.call_id.as_str()))
+        .collect();
+    (calls, results)
 }
 
 /// The measurement: a 20-turn history with parallel tool calls, every token budget from
@@ -446,4 +452,76 @@ fn a_duplicated_result_is_sent_once() {
     let results: Vec<Vec<String>> = sent(&view).into_iter().map(|m| m.2).collect();
     assert_eq!(results[2..4], [vec!["x".to_owned()], vec!["y".to_owned()]]);
     assert_providers_accept(&view);
+}
+
+/// An index reused across turns gives the same view as a new one after a message was edited in
+/// place by id (an `upsert_messages` update, a time-travel `update_as`): the fault was a
+/// tool result dropped as answering nothing.
+#[test]
+fn a_message_edited_in_place_is_reindexed() {
+    let mut history = vec![user("look these up")];
+    for turn in 0..30 {
+        history.push(calls(&[&format!("c{turn}")]).with_id(format!("a{turn}")));
+        history.push(Message::tool_result(format!("c{turn}"), "found").with_id(format!("t{turn}")));
+        history.push(answer(&format!("answer {turn}")).with_id(format!("r{turn}")));
+        history.push(user(&format!("question {turn}")));
+    }
+    // An assistant answer is stored first, then a tool result answering a call it did not make yet.
+    history.push(answer("Let me check.").with_id("late"));
+    history.push(Message::tool_result("late-call", "42").with_id("late-result"));
+    let windows = [
+        ContextWindow::messages(6),
+        ContextWindow::messages(200),
+        ContextWindow::tokens(400),
+    ];
+    let mut index = ContextIndex::default();
+    for window in &windows {
+        index.view(&history, window).unwrap();
+    }
+    assert!(index.is_orphan(history.len() - 1));
+    let same = |index: &mut ContextIndex, history: &[Message]| {
+        for window in &windows {
+            let reused = index.view(history, window).unwrap();
+            let fresh_index = &mut ContextIndex::default();
+            let fresh = fresh_index.view(history, window).unwrap();
+            assert_eq!(reused.ranges(), fresh.ranges(), "{window:?}");
+            assert_eq!(sent(&reused), sent(&fresh), "{window:?}");
+            assert_eq!(reused.tokens(), fresh.tokens(), "{window:?}");
+            // Every call sent is answered (by its result or a stub), every result has its call.
+            let sent = reused.messages();
+            let sent: Vec<&Message> = sent.iter().map(|m| &**m).collect();
+            let (calls, results) = calls_and_results(&sent);
+            assert_eq!(calls, results, "{window:?}");
+        }
+    };
+    // The upsert: the assistant message gains the call (same id, same position).
+    let at = history.len() - 2;
+    history[at] =
+        history[at]
+            .clone()
+            .with_tool_calls(vec![ToolCall::new("late-call", "lookup", json!({}))]);
+    same(&mut index, &history);
+    assert!(
+        !index.is_orphan(history.len() - 1),
+        "the result is paired now"
+    );
+    assert!(sent(&index.view(&history, &windows[0]).unwrap())
+        .iter()
+        .any(|(_, _, results, _)| results == &["late-call".to_string()]));
+    // An early message edited: its text grows (outside a small view, inside a large one).
+    history[2] =
+        Message::tool_result("c0", "found, with a much longer answer than before").with_id("t0");
+    same(&mut index, &history);
+    // A result edited to answer another call: now a duplicate, left out.
+    history[6] = Message::tool_result("c0", "again").with_id("t1");
+    same(&mut index, &history);
+    // `sync` checks every message.
+    history[1] = calls(&["c0", "c-extra"]).with_id("a0");
+    index.sync(&history);
+    let mut fresh = ContextIndex::default();
+    fresh.sync(&history);
+    for p in 0..history.len() {
+        assert_eq!(index.tokens(p), fresh.tokens(p), "position {p}");
+        assert_eq!(index.is_orphan(p), fresh.is_orphan(p), "position {p}");
+    }
 }

@@ -113,8 +113,10 @@ fn every_parameter_goes_where_openai_chat_takes_it() {
     );
     assert_eq!(
         body["response_format"],
+        // Strict: the object closed, as OpenAI's strict mode requires.
         json!({"type": "json_schema", "json_schema": {"name": "answer", "description": "The answer.",
-            "schema": {"type": "object"}, "strict": true}})
+            "schema": {"type": "object", "additionalProperties": false, "properties": {}, "required": []},
+            "strict": true}})
     );
     assert_eq!(body["temperature"], 0.2);
     assert_eq!(body["top_p"], 0.9);
@@ -224,7 +226,9 @@ fn every_parameter_goes_where_openai_responses_takes_it() {
     );
     assert_eq!(
         body["text"],
-        json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}})
+        json!({"format": {"type": "json_schema", "name": "answer",
+            "schema": {"type": "object", "additionalProperties": false, "properties": {}, "required": []},
+            "strict": true}})
     );
     assert_eq!(body["reasoning"], json!({"effort": "minimal"}));
     assert_eq!(body["max_output_tokens"], 100);
@@ -276,12 +280,14 @@ fn every_parameter_goes_where_anthropic_takes_it() {
     );
     assert_eq!(
         body["tools"][2],
-        json!({"name": "strict_one", "description": "S.", "input_schema": {"type": "object"},
+        json!({"name": "strict_one", "description": "S.",
+            "input_schema": {"type": "object", "additionalProperties": false, "properties": {}},
             "cache_control": {"type": "ephemeral"}, "strict": true})
     );
     assert_eq!(
         body["output_config"],
-        json!({"effort": "xhigh", "format": {"type": "json_schema", "schema": {"type": "object"}}})
+        json!({"effort": "xhigh", "format": {"type": "json_schema",
+            "schema": {"type": "object", "additionalProperties": false, "properties": {}}}})
     );
     assert_eq!(body["stop_sequences"], json!(["END"]));
     assert_eq!(
@@ -924,4 +930,286 @@ proptest! {
         prop_assert_eq!(&first, &again);
         prop_assert!(first.iter().filter(|b| b.is_some()).count() >= 2);
     }
+}
+
+/// Every schema node of `schema` (the root, properties, items, `anyOf` branches, `$defs`).
+#[cfg(feature = "schemars")]
+fn nodes(schema: &Value) -> Vec<&serde_json::Map<String, Value>> {
+    let mut out = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        let Some(map) = node.as_object() else {
+            continue;
+        };
+        out.push(map);
+        for key in ["properties", "$defs"] {
+            if let Some(children) = map.get(key).and_then(Value::as_object) {
+                stack.extend(children.values());
+            }
+        }
+        stack.extend(map.get("items"));
+        if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
+            stack.extend(branches);
+        }
+    }
+    out
+}
+
+/// What OpenAI's strict mode requires of every node: objects closed with every property
+/// required, only keywords of its documented subset, no `oneOf`/`allOf`/`const`, a root object.
+#[cfg(feature = "schemars")]
+fn assert_openai_strict(schema: &Value) {
+    assert_eq!(schema["type"], "object", "root: {schema}");
+    const SUBSET: [&str; 20] = [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "$ref",
+        "$defs",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    ];
+    for node in nodes(schema) {
+        for key in node.keys() {
+            assert!(SUBSET.contains(&key.as_str()), "`{key}` in {node:?}");
+        }
+        if node.contains_key("$ref") {
+            assert_eq!(node.len(), 1, "a $ref alone: {node:?}");
+        }
+        if let Some(properties) = node.get("properties").and_then(Value::as_object) {
+            assert_eq!(node["additionalProperties"], false, "{node:?}");
+            let required: Vec<&str> = node["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap())
+                .collect();
+            assert_eq!(
+                required,
+                properties.keys().map(String::as_str).collect::<Vec<_>>()
+            );
+        }
+        if let Some(format) = node.get("format") {
+            let allowed = [
+                "date-time",
+                "time",
+                "date",
+                "duration",
+                "email",
+                "hostname",
+                "ipv4",
+                "ipv6",
+                "uuid",
+            ];
+            assert!(allowed.contains(&format.as_str().unwrap()), "{node:?}");
+        }
+    }
+}
+
+/// What Anthropic's strict mode requires: objects closed, one `type` per node, no numeric or
+/// length bounds, a `minItems` of 0 or 1 at most, no recursion (checked by the error below).
+#[cfg(feature = "schemars")]
+fn assert_anthropic_strict(schema: &Value) {
+    for node in nodes(schema) {
+        if node.contains_key("properties") {
+            assert_eq!(node["additionalProperties"], false, "{node:?}");
+        }
+        if let Some(t) = node.get("type") {
+            assert!(t.is_string(), "one type: {node:?}");
+        }
+        for key in [
+            "minimum",
+            "maximum",
+            "minLength",
+            "maxLength",
+            "maxItems",
+            "uniqueItems",
+            "oneOf",
+            "const",
+            "default",
+        ] {
+            assert!(!node.contains_key(key), "`{key}` in {node:?}");
+        }
+        assert!(node.get("minItems").is_none_or(|m| m.as_u64() <= Some(1)));
+    }
+}
+
+/// Structured output and strict tools from Rust types (`Option`, nested structs, enums, `Vec`,
+/// a `HashMap`, recursion): each body's schema meets its provider's strict rules, what a
+/// provider cannot express is refused when the body is built, and the answer parses back typed.
+#[cfg(feature = "schemars")]
+#[test]
+fn strict_schemas_from_rust_types() {
+    use agentstate::providers::OutputSchema;
+    use serde::Deserialize;
+    use std::collections::HashMap;
+
+    #[derive(schemars::JsonSchema, Deserialize, Debug, PartialEq)]
+    #[serde(rename_all = "snake_case")]
+    enum Unit {
+        Celsius,
+        Fahrenheit,
+    }
+    #[derive(schemars::JsonSchema, Deserialize, Debug, PartialEq)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    enum Sky {
+        Clear,
+        Cloudy { cover: u8 },
+    }
+    #[derive(schemars::JsonSchema, Deserialize, Debug, PartialEq)]
+    struct Reading {
+        /// Degrees.
+        value: f64,
+        unit: Unit,
+    }
+    #[derive(schemars::JsonSchema, Deserialize, Debug, PartialEq)]
+    struct Forecast {
+        /// The city.
+        city: String,
+        /// Today's reading.
+        today: Reading,
+        tomorrow: Option<Reading>,
+        skies: Vec<Sky>,
+        #[serde(default)]
+        alerts: u32,
+        note: Option<String>,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct WithMap {
+        city: String,
+        by_hour: HashMap<String, f64>,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Node {
+        name: String,
+        children: Vec<Node>,
+    }
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Raw {
+        payload: serde_json::Value,
+    }
+
+    let messages = conversation();
+    let request = |output: OutputSchema, tool: Tool| {
+        ModelRequest::builder("m")
+            .max_output_tokens(100)
+            .output_schema(output)
+            .tool(tool.strict(true))
+            .build()
+            .unwrap()
+    };
+    let now = || Tool::new("now", "", json!({"type": "object", "properties": {}}));
+    let forecast = request(
+        OutputSchema::of::<Forecast>("forecast"),
+        Tool::of::<Forecast>("report", "Reports a forecast."),
+    );
+    let chat = value(&forecast.to_openai_chat(&messages).unwrap().request);
+    assert_openai_strict(&chat["response_format"]["json_schema"]["schema"]);
+    assert_openai_strict(&chat["tools"][0]["function"]["parameters"]);
+    assert_eq!(chat["tools"][0]["function"]["strict"], true);
+    let schema = &chat["response_format"]["json_schema"]["schema"];
+    assert_eq!(
+        schema["properties"]["note"]["type"],
+        json!(["string", "null"]),
+        "an Option stays nullable"
+    );
+    let responses = value(&forecast.to_openai_responses(&messages).unwrap().request);
+    assert_openai_strict(&responses["text"]["format"]["schema"]);
+    assert_openai_strict(&responses["tools"][0]["parameters"]);
+    let anthropic = value(&forecast.to_anthropic(&messages).unwrap().request);
+    assert_anthropic_strict(&anthropic["output_config"]["format"]["schema"]);
+    assert_anthropic_strict(&anthropic["tools"][0]["input_schema"]);
+    assert_eq!(
+        anthropic["output_config"]["format"]["schema"]["properties"]["alerts"]["description"],
+        "{minimum: 0}",
+        "a bound Anthropic does not enforce is left to the model, in the description"
+    );
+
+    // The answer, typed.
+    let output = OutputSchema::of::<Forecast>("forecast");
+    let reply = Message::text_message(
+        r#"{"city": "Paris", "today": {"value": 21.5, "unit": "celsius"}, "tomorrow": null,
+            "skies": [{"kind": "clear"}, {"kind": "cloudy", "cover": 40}], "alerts": 0, "note": null}"#,
+        Role::Assistant,
+    );
+    let parsed: Forecast = output.parse(&reply).unwrap();
+    assert_eq!(parsed.skies[1], Sky::Cloudy { cover: 40 });
+    assert_eq!(parsed.tomorrow, None);
+    let wrong = Message::text_message(
+        r#"{"city": "Paris", "today": {"value": "hot"}}"#,
+        Role::Assistant,
+    );
+    let error = output.parse::<Forecast>(&wrong).unwrap_err();
+    assert_eq!(error.path, "today.value");
+
+    // A free-form map: no strict mode can name its keys.
+    let map = request(OutputSchema::of::<WithMap>("with_map"), now());
+    assert_eq!(
+        map.to_openai_chat(&messages).unwrap_err().to_string(),
+        "`output_schema` is invalid for OpenAI Chat Completions: the schema `with_map`: `WithMap.by_hour` is a free-form map (`additionalProperties`: a `HashMap` or JSON object), which OpenAI's strict mode cannot express (every key must be named); use a list of key-value structs or make the schema not strict"
+    );
+    assert!(map
+        .to_anthropic(&messages)
+        .unwrap_err()
+        .to_string()
+        .contains("`WithMap.by_hour` is a free-form map"));
+    let tool = request(
+        OutputSchema::of::<Forecast>("forecast"),
+        Tool::of::<WithMap>("hourly", "Hourly readings."),
+    );
+    let error = tool.to_openai_responses(&messages).unwrap_err();
+    assert_eq!(error.category(), "provider_parameter_invalid");
+    assert!(
+        error.to_string().starts_with(
+            "`tools` is invalid for OpenAI Responses: the strict tool `hourly`: `WithMap.by_hour`"
+        ),
+        "{error}"
+    );
+    // Not strict, the same tool is sent as it is.
+    let loose = ModelRequest::builder("m")
+        .tool(Tool::of::<WithMap>("hourly", "Hourly readings."))
+        .build()
+        .unwrap();
+    assert!(loose.to_openai_chat(&messages).is_ok());
+
+    // Recursion: OpenAI takes it, Anthropic's strict mode does not.
+    let tree = request(OutputSchema::of::<Node>("tree"), now());
+    let chat = value(&tree.to_openai_chat(&messages).unwrap().request);
+    assert_openai_strict(&chat["response_format"]["json_schema"]["schema"]);
+    assert!(tree
+        .to_anthropic(&messages)
+        .unwrap_err()
+        .to_string()
+        .contains("`Node` is recursive"));
+
+    // Any JSON value.
+    let raw = request(OutputSchema::of::<Raw>("raw"), now());
+    assert!(raw
+        .to_openai_chat(&messages)
+        .unwrap_err()
+        .to_string()
+        .contains("`Raw.payload` accepts any JSON value"));
+    // A root that is not an object.
+    let list = request(OutputSchema::of::<Vec<Reading>>("list"), now());
+    assert!(list
+        .to_openai_chat(&messages)
+        .unwrap_err()
+        .to_string()
+        .contains("is not an object"));
 }

@@ -4,9 +4,10 @@
 use super::pairing::{self, Unanswered};
 use super::tokens::{Estimate, TokenCounter};
 use super::window::ContextWindow;
+use crate::message::ContentBlock;
 use crate::message::{Message, MessageId, Role};
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 
 /// A link value meaning "answers no call in the history": the message is left out of views.
 pub(crate) const ORPHAN: u32 = u32::MAX;
@@ -38,15 +39,22 @@ pub(crate) struct Entry {
 /// Keep one index per history (for instance next to the state, or in the node that calls the
 /// model) and pass it the history each time: [`sync`](ContextIndex::sync) indexes the messages
 /// appended since the last call. The index notices a history that shrank or whose last indexed
-/// message changed (a `replace_messages`, a rewind) and re-indexes it; a message edited in place
-/// under the same id and position (LangGraph's `upsert_messages`) is not noticed: call
-/// [`clear`](ContextIndex::clear) after such an edit.
+/// message changed (a `replace_messages`, a rewind) and re-indexes it. It also notices a message
+/// edited in place under the same id and position (`upsert_messages`, a time-travel
+/// `update_as`): it keeps a fingerprint of each message it indexed (its id, role, blocks, call
+/// and result ids, and each text's length and ends, not the whole text) and re-indexes from the
+/// first changed message, reusing the token counts of the unchanged ones. A view checks the
+/// messages it reads (all of them when it reads a tool message that answers nothing, which an
+/// edit of an earlier message may have answered); [`sync`](ContextIndex::sync) checks every
+/// message.
 ///
 /// Pairing follows the tool messages' `tool_result` blocks: a tool message answers the latest
 /// earlier assistant message that made a call with the result's `call_id` (in `tools_calls` or as
-/// a `tool_call` block). A tool message with no `tool_result` block answers the assistant message
-/// whose run of tool messages it is in, as AgentFlow's `remove_tool_messages` sees it (system
-/// messages, which views send first, do not end a run). A tool message that answers nothing, or
+/// a `tool_call` block). A tool message with no `tool_result` block answers no call (providers
+/// get it as text: a user message), but belongs to the run of tool messages it is in, as
+/// AgentFlow's `remove_tool_messages` sees it (system messages, which views send first, do not
+/// end a run): it is sent with that run's assistant message, after the results of its calls,
+/// and the calls still without a result then are unanswered (a stub each, by default). A tool message that answers nothing, or
 /// only calls already answered (a duplicate), is an orphan: no view includes it. Calls left
 /// without a result once another message follows are unanswered: see
 /// [`Unanswered`] for what views send for them.
@@ -78,11 +86,10 @@ pub struct ContextIndex<C = Estimate> {
     /// Each call id to the latest assistant message that made it, and whether a result
     /// answered it there.
     calls: HashMap<Box<str>, (u32, bool)>,
-    /// The assistant message with tool calls whose run of tool messages is still open, its
-    /// call ids, and whether a tool message without result blocks is in its run.
+    /// The assistant message with tool calls whose run of tool messages is still open, and
+    /// its call ids not yet charged for stub results.
     run_head: Option<u32>,
     run_calls: Vec<Box<str>>,
-    run_positional: bool,
     /// What views do with unanswered calls, and the tokens of one stub result.
     pub(crate) unanswered: Unanswered,
     stub_tokens: u32,
@@ -93,6 +100,10 @@ pub struct ContextIndex<C = Estimate> {
     hasher: RandomState,
     /// The id hashes of the first and last indexed messages, to notice a replaced history.
     ends: Option<(u64, u64)>,
+    /// Each indexed message's fingerprint ([`ContextIndex::fingerprint`]) and token count
+    /// (without stub results), to notice an edit in place and re-index after it cheaply.
+    prints: Vec<u64>,
+    counts: Vec<u32>,
     /// The latest assistant message that reports its call's token usage.
     pub(crate) last_usage: Option<usize>,
     /// The latest views made: the history length, the window and the estimate, so that the
@@ -120,13 +131,14 @@ impl<C: TokenCounter> ContextIndex<C> {
             calls: HashMap::new(),
             run_head: None,
             run_calls: Vec::new(),
-            run_positional: false,
             unanswered: Unanswered::default(),
             stub_tokens,
             charged: HashSet::new(),
             ids: HashMap::new(),
             hasher: RandomState::new(),
             ends: None,
+            prints: Vec::new(),
+            counts: Vec::new(),
             last_usage: None,
             recent: Vec::new(),
         }
@@ -183,10 +195,11 @@ impl<C: TokenCounter> ContextIndex<C> {
         self.calls.clear();
         self.run_head = None;
         self.run_calls.clear();
-        self.run_positional = false;
         self.charged.clear();
         self.ids.clear();
         self.ends = None;
+        self.prints.clear();
+        self.counts.clear();
         self.last_usage = None;
         self.recent.clear();
     }
@@ -196,8 +209,39 @@ impl<C: TokenCounter> ContextIndex<C> {
     }
 
     /// Brings the index up to date with `messages`: indexes the messages appended since the last
-    /// call (O(new messages)), or re-indexes all of them if the history was replaced.
+    /// call (O(new messages)), re-indexes all of them if the history was replaced, and
+    /// re-indexes from the first message edited in place since it was indexed (checking each
+    /// message's fingerprint: O(messages) of cheap work, not of text; a view checks only what it
+    /// reads).
+    ///
+    /// ```
+    /// use agentstate::context::{ContextIndex, ContextWindow};
+    /// use agentstate::message::{Message, Role, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let mut history = vec![
+    ///     Message::text_message("Weather in Paris?", Role::User),
+    ///     Message::text_message("Let me look.", Role::Assistant).with_id("a1"),
+    /// ];
+    /// let mut index = ContextIndex::default();
+    /// index.sync(&history);
+    /// // The assistant message is edited in place (same id): it now calls a tool...
+    /// history[1] = history[1].clone().with_tool_calls(vec![ToolCall::new("c1", "weather", json!({}))]);
+    /// history.push(Message::tool_result("c1", "Sunny"));
+    /// index.sync(&history);
+    /// // ...and its result is paired with it, not left out as answering nothing.
+    /// assert!(!index.is_orphan(2));
+    /// assert_eq!(index.tokens(1), agentstate::context::TokenCounter::count_message(index.counter(), &history[1]));
+    /// ```
     pub fn sync(&mut self, messages: &[Message]) {
+        self.sync_appended(messages);
+        if let Some(from) = self.first_changed(messages, 0, self.entries.len()) {
+            self.reindex_from(messages, from);
+        }
+    }
+
+    /// [`sync`](ContextIndex::sync) without the check for edits in place.
+    pub(crate) fn sync_appended(&mut self, messages: &[Message]) {
         let n = self.entries.len();
         let replaced = match self.ends {
             None => false,
@@ -211,8 +255,12 @@ impl<C: TokenCounter> ContextIndex<C> {
             self.clear();
         }
         for message in &messages[self.entries.len()..] {
-            self.push(message);
+            self.push(message, None);
         }
+        self.set_ends(messages);
+    }
+
+    fn set_ends(&mut self, messages: &[Message]) {
         if let (Some(first), Some(last)) = (messages.first(), messages.last()) {
             self.ends = Some((
                 self.hash_id(&first.message_id),
@@ -221,10 +269,100 @@ impl<C: TokenCounter> ContextIndex<C> {
         }
     }
 
-    /// Indexes one more message.
-    fn push(&mut self, message: &Message) {
+    /// A cheap fingerprint of what the index keeps of `message`: its id, role, block kinds,
+    /// call and result ids, and the length and first and last bytes of each text (not the whole
+    /// text: an edit that keeps every length and both ends is not noticed).
+    fn fingerprint(&self, message: &Message) -> u64 {
+        fn text(h: &mut impl Hasher, text: &str) {
+            let bytes = text.as_bytes();
+            h.write_usize(bytes.len());
+            h.write(&bytes[..bytes.len().min(16)]);
+            h.write(&bytes[bytes.len().saturating_sub(16)..]);
+        }
+        let mut h = self.hasher.build_hasher();
+        message.message_id.hash(&mut h);
+        message.role.hash(&mut h);
+        h.write_usize(message.content.len());
+        for block in &message.content {
+            std::mem::discriminant(block).hash(&mut h);
+            match block {
+                ContentBlock::Text(t) => text(&mut h, &t.text),
+                ContentBlock::ToolResult(r) => {
+                    h.write(r.call_id.as_bytes());
+                    h.write_u8(u8::from(r.is_error));
+                    text(&mut h, r.output.as_json());
+                }
+                ContentBlock::ToolCall(c) => {
+                    h.write(c.id.as_bytes());
+                    h.write(c.name.as_bytes());
+                }
+                ContentBlock::Reasoning(r) => text(&mut h, &r.summary),
+                ContentBlock::Error(e) => text(&mut h, &e.message),
+                ContentBlock::Document(d) => text(&mut h, d.text.as_deref().unwrap_or("")),
+                _ => {}
+            }
+        }
+        for call in message.tool_calls() {
+            h.write(call.id().as_bytes());
+            h.write(call.name().as_bytes());
+            text(&mut h, &call.function.arguments);
+        }
+        h.write_u8(u8::from(message.usages.is_some()));
+        h.finish()
+    }
+
+    /// The first indexed position in `from..end` (or among the system messages before `end`)
+    /// whose message changed since it was indexed. When that span holds a tool message that
+    /// answers nothing, the messages before `from` are checked too: an edit there may have
+    /// made the call it answers.
+    pub(crate) fn first_changed(
+        &self,
+        messages: &[Message],
+        from: usize,
+        end: usize,
+    ) -> Option<usize> {
+        let end = end.min(self.entries.len()).min(messages.len());
+        let from = from.min(end);
+        let changed = |p: usize| self.prints[p] != self.fingerprint(&messages[p]);
+        let system = self.system_at.partition_point(|&p| (p as usize) < end);
+        let pinned = self.system_at[..system]
+            .iter()
+            .map(|&p| p as usize)
+            .find(|&p| changed(p));
+        let span = (from..end).find(|&p| changed(p));
+        let earlier = if span.is_none()
+            && from > 0
+            && self.entries[from..end].iter().any(|e| e.link == ORPHAN)
+        {
+            (0..from).find(|&p| changed(p))
+        } else {
+            None
+        };
+        [pinned, span, earlier].into_iter().flatten().min()
+    }
+
+    /// Re-indexes `messages` from position `from`, whose message was edited in place: the
+    /// pairing is rebuilt, and the token counts of the messages whose fingerprints did not
+    /// change are reused (not counted again).
+    pub(crate) fn reindex_from(&mut self, messages: &[Message], from: usize) {
+        let prints = std::mem::take(&mut self.prints);
+        let counts = std::mem::take(&mut self.counts);
+        self.clear();
+        for (p, message) in messages.iter().enumerate() {
+            let kept = (p < from || prints.get(p) == Some(&self.fingerprint(message)))
+                .then(|| counts.get(p).copied())
+                .flatten();
+            self.push(message, kept);
+        }
+        self.set_ends(messages);
+    }
+
+    /// Indexes one more message, whose token count is `tokens` when already known.
+    fn push(&mut self, message: &Message, tokens: Option<u32>) {
         let position = u32::try_from(self.entries.len()).unwrap_or(ORPHAN - 1);
-        let tokens = self.counter.count_message(message);
+        let tokens = tokens.unwrap_or_else(|| self.counter.count_message(message));
+        self.counts.push(tokens);
+        self.prints.push(self.fingerprint(message));
         let link = match message.role {
             Role::Tool => {
                 let mut link = ORPHAN;
@@ -244,7 +382,10 @@ impl<C: TokenCounter> ContextIndex<C> {
                 if has_results {
                     link
                 } else {
-                    self.run_positional |= self.run_head.is_some();
+                    // A tool message without result blocks answers no call: it is sent in its
+                    // run, after the results and stubs of the calls, which are unanswered from
+                    // here on unless a result comes later.
+                    self.charge_open();
                     self.run_head.unwrap_or(ORPHAN)
                 }
             }
@@ -292,14 +433,21 @@ impl<C: TokenCounter> ContextIndex<C> {
     }
 
     /// Closes the open run of tool messages: a message other than a tool message follows the
-    /// calls, so the ones still without a result are unanswered, and the stubs views send for
-    /// them are counted on the assistant message ([`Unanswered::Stub`]).
+    /// calls, so the ones still without a result are unanswered ([`ContextIndex::charge_open`]).
     fn close_run(&mut self) {
-        let Some(head) = self.run_head.take() else {
+        self.charge_open();
+        self.run_head = None;
+    }
+
+    /// Charges the open run's calls still without a result for the stubs views send for them,
+    /// on the assistant message ([`Unanswered::Stub`]): something other than a result follows
+    /// them.
+    fn charge_open(&mut self) {
+        let Some(head) = self.run_head else {
             return;
         };
         let calls = std::mem::take(&mut self.run_calls);
-        if self.unanswered != Unanswered::Stub || std::mem::take(&mut self.run_positional) {
+        if self.unanswered != Unanswered::Stub {
             return;
         }
         let open = calls

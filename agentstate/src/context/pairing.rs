@@ -22,7 +22,8 @@ use std::collections::{HashMap, HashSet};
 /// - each call answered once: a second result for the same call (a *duplicate*) is left out,
 ///   the first one is sent;
 /// - calls with no result anywhere in the history are *unanswered* once any other message
-///   follows them, and [`Unanswered`] says what is done: by default each gets a stub result
+///   follows them (also a tool message without a result block: it answers no call, and is sent
+///   as text after the results), and [`Unanswered`] says what is done: by default each gets a stub result
 ///   saying so ([`Unanswered::Stub`]); [`Unanswered::DropCalls`] sends the assistant message
 ///   without them. Only the newest assistant message's calls may still be *pending* (nothing
 ///   but tool messages after it: its tools are running), and are sent as they are.
@@ -121,7 +122,6 @@ pub(crate) fn paired<'a>(
     // answer it when not all of them do.
     type Part = Option<Vec<usize>>;
     let mut results: HashMap<usize, Vec<(usize, Part)>> = HashMap::new();
-    let mut positional: HashSet<usize> = HashSet::new();
     let mut run_head: Option<usize> = None;
     let mut last_not_tool = None;
     for p in positions.clone() {
@@ -154,10 +154,10 @@ pub(crate) fn paired<'a>(
                         }
                     }
                 }
-                if blocks == 0 {
-                    if let Some(head) = run_head {
-                        positional.insert(head);
-                    }
+                // A tool message without result blocks answers no call: the calls before it
+                // are no longer pending.
+                if blocks == 0 && run_head.is_some() {
+                    last_not_tool = Some(p);
                 }
                 let whole = taken.len() == 1 && taken[0].1.len() == blocks;
                 for (head, mine) in taken {
@@ -189,7 +189,7 @@ pub(crate) fn paired<'a>(
                     continue;
                 }
                 let pending = last_not_tool == Some(p);
-                let unanswered: Vec<&str> = if pending || positional.contains(&p) {
+                let unanswered: Vec<&str> = if pending {
                     Vec::new()
                 } else {
                     ids.iter()

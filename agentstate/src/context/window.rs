@@ -171,16 +171,34 @@ impl<C: TokenCounter> ContextIndex<C> {
         summary: Option<SummaryRef<'a>>,
         window: &ContextWindow,
     ) -> Result<ContextView<'a>, ContextError> {
-        self.sync(messages);
+        self.sync_appended(messages);
         let end = messages.len();
         let mut ratio = 1.0;
-        if window.calibrate && window.budget.max_tokens.is_some() {
-            if let Some(at) = self.last_usage {
-                let prompt = messages[at].usages.as_ref().map_or(0, |u| u.prompt_tokens);
-                ratio = self.calibration(messages, summary, window, at, prompt);
+        let mut checked = false;
+        let view = loop {
+            if window.calibrate && window.budget.max_tokens.is_some() {
+                if let Some(at) = self.last_usage {
+                    let prompt = messages[at].usages.as_ref().map_or(0, |u| u.prompt_tokens);
+                    ratio = self.calibration(messages, summary, window, at, prompt);
+                }
             }
-        }
-        let view = self.view_at(messages, summary, window, end, ratio)?;
+            let view = self.view_at(messages, summary, window, end, ratio);
+            if checked {
+                break view?;
+            }
+            checked = true;
+            // The messages this view reads must be the ones indexed: one edited in place since
+            // (an upsert, a time-travel update) is re-indexed, and the view made again.
+            let from = view
+                .as_ref()
+                .ok()
+                .and_then(|v| v.ranges().first())
+                .map_or(end, |r| r.start);
+            match self.first_changed(messages, from, end) {
+                Some(changed) => self.reindex_from(messages, changed),
+                None => break view?,
+            }
+        };
         // One entry per history length and window: views repeated at one length keep the
         // entries of the lengths before.
         self.recent.retain(|(e, w, _)| !(*e == end && w == window));

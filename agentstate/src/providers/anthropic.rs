@@ -15,6 +15,7 @@ use super::request::{
     invalid_for, CacheAt, CacheControl, Conversation, Effort, ModelRequest, Param, RequestError,
     ToolChoice,
 };
+use super::strict::Dialect;
 use super::{
     calls_of, check_pairing, has_media, is_call, leading_system, media_of, note_annotations,
     note_dropped, note_empty_conversation, note_reasoning, note_reasoning_string, note_signature,
@@ -974,8 +975,8 @@ pub struct AnthropicFormat<'a> {
     /// Always `"json_schema"`.
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// The schema.
-    pub schema: &'a Value,
+    /// The schema, rewritten for Anthropic's strict mode (structured outputs always are).
+    pub schema: Cow<'a, Value>,
 }
 
 /// `{"type": "enabled", "budget_tokens"}`.
@@ -1006,8 +1007,9 @@ pub struct AnthropicTool<'a> {
     pub name: &'a str,
     /// What it does.
     pub description: &'a str,
-    /// The arguments' JSON Schema.
-    pub input_schema: &'a Value,
+    /// The arguments' JSON Schema (rewritten for Anthropic's strict mode when the tool is
+    /// strict).
+    pub input_schema: Cow<'a, Value>,
     /// A cache breakpoint (on the last tool, when asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
@@ -1151,6 +1153,15 @@ impl ModelRequest {
                 Action::Dropped,
             );
         }
+        let format = self
+            .output_schema()
+            .map(|output| output.schema_for(Dialect::Anthropic, ANTHROPIC, true))
+            .transpose()?;
+        let tool_schemas = self
+            .tools()
+            .iter()
+            .map(|tool| tool.schema_for(Dialect::Anthropic, ANTHROPIC))
+            .collect::<Result<Vec<_>, _>>()?;
         let body = AnthropicBody {
             max_tokens,
             messages: parts.turns,
@@ -1158,9 +1169,9 @@ impl ModelRequest {
             output_config: (effort.is_some() || self.output_schema().is_some()).then(|| {
                 AnthropicOutputConfig {
                     effort,
-                    format: self.output_schema().map(|output| AnthropicFormat {
+                    format: format.map(|schema| AnthropicFormat {
                         kind: "json_schema",
-                        schema: &output.schema,
+                        schema,
                     }),
                 }
             }),
@@ -1189,11 +1200,12 @@ impl ModelRequest {
             tools: self
                 .tools()
                 .iter()
+                .zip(tool_schemas)
                 .enumerate()
-                .map(|(i, tool)| AnthropicTool {
+                .map(|(i, (tool, input_schema))| AnthropicTool {
                     name: &tool.name,
                     description: &tool.description,
-                    input_schema: &tool.parameters,
+                    input_schema,
                     cache_control: (cache.tools && i + 1 == tools_len)
                         .then_some(CacheControl::EPHEMERAL),
                     strict: tool.strict,

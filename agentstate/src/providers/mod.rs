@@ -184,6 +184,7 @@ pub mod openai_responses;
 mod report;
 mod request;
 pub mod stream;
+mod strict;
 mod tool_ids;
 
 pub use anthropic::{from_anthropic, to_anthropic};
@@ -193,7 +194,7 @@ pub use openai_responses::{from_openai_responses, to_openai_responses};
 pub use report::{Action, Issue, Note, Report, Severity};
 pub use request::{
     CacheAt, CacheBreakpoints, CacheControl, Conversation, Effort, ModelRequest,
-    ModelRequestBuilder, OutputSchema, RequestError, Sampling, Tool, ToolChoice,
+    ModelRequestBuilder, OutputError, OutputSchema, RequestError, Sampling, Tool, ToolChoice,
 };
 pub use tool_ids::ToolIds;
 

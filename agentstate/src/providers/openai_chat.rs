@@ -12,6 +12,7 @@ use super::report::{Action, Issue, Report};
 use super::request::{
     Conversation, Effort, ModelRequest, OutputSchema, Param, RequestError, ToolChoice,
 };
+use super::strict::Dialect;
 use super::{
     calls_of, check_pairing, data_url, first, is_call, leading_system, note_annotations,
     note_dropped, note_error_flag, note_reasoning, note_reasoning_string, note_signature,
@@ -928,8 +929,9 @@ pub struct ChatFunctionDef<'a> {
     pub name: &'a str,
     /// What it does.
     pub description: &'a str,
-    /// The arguments' JSON Schema.
-    pub parameters: &'a Value,
+    /// The arguments' JSON Schema (rewritten for OpenAI's strict mode when the tool is
+    /// strict).
+    pub parameters: Cow<'a, Value>,
     /// Whether the arguments must follow the schema exactly.
     pub strict: bool,
 }
@@ -980,24 +982,25 @@ pub struct JsonSchemaFormat<'a> {
     /// What the answer is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<&'a str>,
-    /// The JSON Schema.
-    pub schema: &'a Value,
+    /// The JSON Schema (rewritten for OpenAI's strict mode when strict).
+    pub schema: Cow<'a, Value>,
     /// Whether the answer must follow it exactly.
     pub strict: bool,
 }
 
-/// The schema of a request's structured output in OpenAI's shape.
+/// The schema of a request's structured output in OpenAI's shape, for `provider`.
 pub(super) fn json_schema_format<'a>(
     output: &'a OutputSchema,
     kind: Option<&'static str>,
-) -> JsonSchemaFormat<'a> {
-    JsonSchemaFormat {
+    provider: &'static str,
+) -> Result<JsonSchemaFormat<'a>, RequestError> {
+    Ok(JsonSchemaFormat {
         kind,
         name: &output.name,
         description: output.description.as_deref(),
-        schema: &output.schema,
+        schema: output.schema_for(Dialect::OpenAi, provider, false)?,
         strict: output.strict,
-    }
+    })
 }
 
 /// OpenAI takes an effort, not a budget: the request's effort, refused when it has only a
@@ -1060,10 +1063,15 @@ impl ModelRequest {
             max_completion_tokens: self.max_output_tokens(),
             presence_penalty: s.presence_penalty,
             reasoning_effort,
-            response_format: self.output_schema().map(|output| ChatResponseFormat {
-                kind: "json_schema",
-                json_schema: json_schema_format(output, None),
-            }),
+            response_format: self
+                .output_schema()
+                .map(|output| {
+                    Ok::<_, RequestError>(ChatResponseFormat {
+                        kind: "json_schema",
+                        json_schema: json_schema_format(output, None, CHAT)?,
+                    })
+                })
+                .transpose()?,
             seed: s.seed,
             stop: (!s.stop.is_empty()).then_some(s.stop.as_slice()),
             temperature: s.temperature,
@@ -1077,16 +1085,18 @@ impl ModelRequest {
             tools: self
                 .tools()
                 .iter()
-                .map(|tool| ChatTool {
-                    kind: "function",
-                    function: ChatFunctionDef {
-                        name: &tool.name,
-                        description: &tool.description,
-                        parameters: &tool.parameters,
-                        strict: tool.strict,
-                    },
+                .map(|tool| {
+                    Ok(ChatTool {
+                        kind: "function",
+                        function: ChatFunctionDef {
+                            name: &tool.name,
+                            description: &tool.description,
+                            parameters: tool.schema_for(Dialect::OpenAi, CHAT)?,
+                            strict: tool.strict,
+                        },
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, RequestError>>()?,
             top_p: s.top_p,
         };
         Ok(Converted::new(body, report))

@@ -15,6 +15,7 @@ use super::openai_chat::{
 };
 use super::report::{Action, Issue, Report};
 use super::request::{Conversation, Effort, ModelRequest, Param, RequestError, ToolChoice};
+use super::strict::Dialect;
 use super::{
     calls_of, extra_str, openai_reasoning, openai_usage, provider_extra, response_message, str_at,
     Converted, ParsedResponse, Provider, Reply, ResponseError,
@@ -549,8 +550,9 @@ pub struct ResponsesTool<'a> {
     pub name: &'a str,
     /// What it does.
     pub description: &'a str,
-    /// The arguments' JSON Schema.
-    pub parameters: &'a Value,
+    /// The arguments' JSON Schema (rewritten for OpenAI's strict mode when the tool is
+    /// strict).
+    pub parameters: Cow<'a, Value>,
     /// Whether the arguments must follow the schema exactly (written always: Responses
     /// makes a tool without it strict).
     pub strict: bool,
@@ -592,8 +594,10 @@ impl ModelRequest {
     /// let messages = [Message::text_message("Hi", Role::User)];
     /// let body = serde_json::to_value(request.to_openai_responses(&messages)?.request).unwrap();
     /// assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    /// // Strict (the default): the schema is closed, as OpenAI's strict mode requires.
     /// assert_eq!(body["text"]["format"],
-    ///     json!({"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": true}));
+    ///     json!({"type": "json_schema", "name": "answer", "strict": true,
+    ///            "schema": {"type": "object", "additionalProperties": false, "properties": {}, "required": []}}));
     ///
     /// let stopped = ModelRequest::builder("o4-mini").stop("END").build()?;
     /// assert!(stopped.to_openai_responses(&messages).is_err());
@@ -626,9 +630,14 @@ impl ModelRequest {
             max_output_tokens: self.max_output_tokens(),
             reasoning: effort.map(|effort| ResponsesReasoning { effort }),
             temperature: s.temperature,
-            text: self.output_schema().map(|output| ResponsesText {
-                format: json_schema_format(output, Some("json_schema")),
-            }),
+            text: self
+                .output_schema()
+                .map(|output| {
+                    Ok::<_, RequestError>(ResponsesText {
+                        format: json_schema_format(output, Some("json_schema"), RESPONSES)?,
+                    })
+                })
+                .transpose()?,
             tool_choice: self.tool_choice().map(|choice| match choice {
                 ToolChoice::Tool(name) => ResponsesToolChoice::Function {
                     kind: "function",
@@ -639,14 +648,16 @@ impl ModelRequest {
             tools: self
                 .tools()
                 .iter()
-                .map(|tool| ResponsesTool {
-                    kind: "function",
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                    strict: tool.strict,
+                .map(|tool| {
+                    Ok(ResponsesTool {
+                        kind: "function",
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters: tool.schema_for(Dialect::OpenAi, RESPONSES)?,
+                        strict: tool.strict,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_, RequestError>>()?,
             top_p: s.top_p,
         };
         Ok(Converted::new(body, report))

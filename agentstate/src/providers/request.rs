@@ -9,9 +9,11 @@
 //! for byte the same for equal inputs.
 
 use super::report::{Action, Issue, Report};
+use super::strict::{strict_schema, Dialect};
 use crate::message::Message;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A model request's parameters, built by [`ModelRequest::builder`] (which checks them), and
@@ -204,7 +206,13 @@ impl Tool {
     }
 
     /// A tool whose parameters are the JSON Schema of `T` (feature `schemars`), without the
-    /// `$schema` key (OpenAI's strict mode refuses it).
+    /// `$schema` key, not strict. Made strict ([`Tool::strict`]), its schema is rewritten for
+    /// each provider's strict mode when the body is built: every object closed
+    /// (`additionalProperties: false`), every property required for OpenAI (an `Option` field
+    /// stays nullable), Anthropic's one type per schema, the keywords a provider does not
+    /// enforce moved into the description; what a provider cannot express (a `HashMap`, a
+    /// `serde_json::Value`, a recursive type for Anthropic) is a [`RequestError`] naming the
+    /// field.
     ///
     /// ```
     /// # #[cfg(feature = "schemars")] {
@@ -220,7 +228,14 @@ impl Tool {
     /// assert_eq!(tool.parameters["properties"]["city"]["type"], "string");
     /// assert_eq!(tool.parameters["required"][0], "city");
     /// assert!(tool.parameters.get("$schema").is_none());
+    ///
+    /// // Strict: OpenAI is sent a closed object.
+    /// let request = agentstate::providers::ModelRequest::builder("gpt-4o").tool(tool.strict(true)).build()?;
+    /// let body = serde_json::to_value(request.to_openai_chat(&[])?.request)?;
+    /// assert_eq!(body["tools"][0]["function"]["parameters"]["additionalProperties"], false);
+    /// assert_eq!(body["tools"][0]["function"]["strict"], true);
     /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "schemars")]
     pub fn of<T: schemars::JsonSchema>(
@@ -274,21 +289,122 @@ impl OutputSchema {
         }
     }
 
-    /// The schema of `T` (feature `schemars`), without the `$schema` key.
+    /// The schema of `T` (feature `schemars`), without the `$schema` key, strict. When the
+    /// body is built it is rewritten for the provider's strict mode (as [`Tool::of`]'s strict
+    /// tools are), or refused with a [`RequestError`] naming the field a provider cannot
+    /// express; [`parse`](OutputSchema::parse) reads the answer back as `T`.
     ///
     /// ```
     /// # #[cfg(feature = "schemars")] {
-    /// use agentstate::providers::OutputSchema;
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::{ModelRequest, OutputSchema};
+    /// use std::collections::HashMap;
     ///
+    /// #[derive(schemars::JsonSchema, serde::Deserialize, Debug, PartialEq)]
+    /// struct Answer { ok: bool, note: Option<String> }
+    /// let output = OutputSchema::of::<Answer>("answer");
+    /// assert_eq!(output.schema["properties"]["ok"]["type"], "boolean");
+    ///
+    /// // OpenAI's strict mode: every property required, `note` nullable.
+    /// let request = ModelRequest::builder("gpt-4o").output_schema(output.clone()).build()?;
+    /// let body = serde_json::to_value(request.to_openai_chat(&[])?.request)?;
+    /// let schema = &body["response_format"]["json_schema"]["schema"];
+    /// assert_eq!(schema["required"], serde_json::json!(["note", "ok"]));
+    /// assert_eq!(schema["additionalProperties"], false);
+    ///
+    /// // The answer, typed.
+    /// let reply = Message::text_message(r#"{"ok": true, "note": null}"#, Role::Assistant);
+    /// assert_eq!(output.parse::<Answer>(&reply)?, Answer { ok: true, note: None });
+    ///
+    /// // What strict mode cannot express is refused when the body is built.
     /// #[derive(schemars::JsonSchema)]
     /// #[allow(dead_code)]
-    /// struct Answer { ok: bool }
-    /// assert_eq!(OutputSchema::of::<Answer>("answer").schema["properties"]["ok"]["type"], "boolean");
+    /// struct Scores { by_name: HashMap<String, u32> }
+    /// let request = ModelRequest::builder("gpt-4o").output_schema(OutputSchema::of::<Scores>("scores")).build()?;
+    /// let error = request.to_openai_chat(&[]).unwrap_err();
+    /// assert!(error.to_string().contains("`Scores.by_name` is a free-form map"), "{error}");
     /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(feature = "schemars")]
     pub fn of<T: schemars::JsonSchema>(name: impl Into<String>) -> Self {
         OutputSchema::new(name, Tool::of::<T>("", "").parameters)
+    }
+
+    /// The structured answer of `message` read as `T`: its `parsed_content` when the response
+    /// carried one, else its text as JSON. An answer that is not JSON, or not a `T`, is an
+    /// [`OutputError`] naming where it differs.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::providers::OutputSchema;
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Answer { ok: bool }
+    /// let output = OutputSchema::new("answer", json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}));
+    /// let reply = Message::text_message(r#"{"ok": "yes"}"#, Role::Assistant);
+    /// let error = output.parse::<Answer>(&reply).err().unwrap();
+    /// assert_eq!(error.to_string(),
+    ///     "the answer does not follow the output schema `answer` at `ok`: invalid type: string \"yes\", expected a boolean at line 1 column 12");
+    /// ```
+    pub fn parse<T: serde::de::DeserializeOwned>(
+        &self,
+        message: &Message,
+    ) -> Result<T, OutputError> {
+        let error = |path: String, reason: String| OutputError {
+            schema: self.name.clone(),
+            path,
+            reason,
+        };
+        let text;
+        let json = match &message.parsed_content {
+            Some(parsed) => {
+                text = serde_json::to_string(parsed)
+                    .map_err(|e| error(String::new(), e.to_string()))?;
+                text.as_str()
+            }
+            None => {
+                text = message.text();
+                text.as_str()
+            }
+        };
+        if json.trim().is_empty() {
+            return Err(error(String::new(), "the message has no text".into()));
+        }
+        let mut reader = serde_json::Deserializer::from_str(json);
+        serde_path_to_error::deserialize(&mut reader)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let path = if path == "." { String::new() } else { path };
+                error(path, e.into_inner().to_string())
+            })
+            .and_then(|value| {
+                reader
+                    .end()
+                    .map_err(|e| error(String::new(), e.to_string()))?;
+                Ok(value)
+            })
+    }
+}
+
+/// A structured answer that does not follow its [`OutputSchema`] ([`OutputSchema::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the answer does not follow the output schema `{schema}`{}: {reason}", at(.path))]
+pub struct OutputError {
+    /// The schema's name.
+    pub schema: String,
+    /// Where in the answer it differs (`items[0].city`; empty: the whole answer).
+    pub path: String,
+    /// How it differs.
+    pub reason: String,
+}
+
+fn at(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{path}`")
     }
 }
 
@@ -898,4 +1014,64 @@ pub(super) fn invalid_for(
     reason: impl fmt::Display,
 ) -> RequestError {
     RequestError::invalid(Some(provider), parameter, reason)
+}
+
+/// `schema` as `provider` is sent it: as given when not `strict`, else rewritten for its
+/// strict mode, or the error naming `parameter`, `what` (`the strict tool `x``), the field and
+/// the rule.
+fn sent_schema<'s>(
+    schema: &'s Value,
+    strict: bool,
+    dialect: Dialect,
+    provider: &'static str,
+    parameter: &str,
+    what: impl FnOnce() -> String,
+) -> Result<Cow<'s, Value>, RequestError> {
+    if !strict {
+        return Ok(Cow::Borrowed(schema));
+    }
+    strict_schema(schema, dialect)
+        .map(Cow::Owned)
+        .map_err(|reason| invalid_for(provider, parameter, format!("{}: {reason}", what())))
+}
+
+impl Tool {
+    /// The parameters' schema as `provider` is sent it: as given, or rewritten for its strict
+    /// mode when the tool is strict (an error naming the tool, the field and the rule when the
+    /// schema cannot be).
+    pub(super) fn schema_for(
+        &self,
+        dialect: Dialect,
+        provider: &'static str,
+    ) -> Result<Cow<'_, Value>, RequestError> {
+        sent_schema(
+            &self.parameters,
+            self.strict,
+            dialect,
+            provider,
+            "tools",
+            || format!("the strict tool `{}`", self.name),
+        )
+    }
+}
+
+impl OutputSchema {
+    /// The schema as `provider` is sent it: as given, or rewritten for its strict mode when
+    /// the schema is strict or the provider is always strict (Anthropic).
+    pub(super) fn schema_for(
+        &self,
+        dialect: Dialect,
+        provider: &'static str,
+        always_strict: bool,
+    ) -> Result<Cow<'_, Value>, RequestError> {
+        let strict = self.strict || always_strict;
+        sent_schema(
+            &self.schema,
+            strict,
+            dialect,
+            provider,
+            "output_schema",
+            || format!("the schema `{}`", self.name),
+        )
+    }
 }

@@ -726,9 +726,18 @@ fn check_bodies(sent: &[std::borrow::Cow<'_, Message>]) -> Result<(), String> {
     Ok(())
 }
 
+/// The random histories of `every_body_answers_every_call`: 4,000 in a test run (about a
+/// minute in a debug build), or `AGENTSTATE_PAIRING_CASES` (20,000 for the count).
+fn body_cases() -> u32 {
+    std::env::var("AGENTSTATE_PAIRING_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4_000)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 20_000,
+        cases: body_cases(),
         rng_algorithm: proptest::test_runner::RngAlgorithm::XorShift,
         ..ProptestConfig::default()
     })]

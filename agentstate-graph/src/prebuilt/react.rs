@@ -40,8 +40,8 @@ const OUT_OF_STEPS: &str = "Sorry, need more steps to process this request.";
 ///   [`ScriptedModel`](agentstate::model::ScriptedModel) in tests), with the request's
 ///   parameters from a [`ModelRequestBuilder`] (the model's name, sampling...); the tools'
 ///   definitions are added to it. When the run is streamed, the model's text and tool-call
-///   deltas go to the run's stream as they arrive ([`Emitted::TextDelta`],
-///   [`Emitted::ToolCallDelta`]); otherwise the model is asked for the whole message.
+///   deltas go to the run's stream as they arrive ([`Emitted::TextDelta`](crate::Emitted::TextDelta),
+///   [`Emitted::ToolCallDelta`](crate::Emitted::ToolCallDelta)); otherwise the model is asked for the whole message.
 /// - **What each call is sent**: the [`system_prompt`](ReactAgent::system_prompt) first, then
 ///   the conversation, or with a [`window`](ReactAgent::window) the view of it the context
 ///   window allows (budget, pairing of tool calls and results, the state's summary:

@@ -1791,8 +1791,29 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
             .to_string();
         let at_once = self.durability == Durability::Sync;
         Box::pin(async move {
-            let output = task.await?;
-            if let Some(update) = output_json::<S>(&output) {
+            // One output is journaled as the update it is and passed on as that update (no
+            // copy, composed once); several are composed for the journal and again at the
+            // barrier, which reports the failure if they do not compose.
+            let (output, json) = match task.await? {
+                NodeOutput::Nothing => (
+                    NodeOutput::Nothing,
+                    serde_json::to_value(S::Update::default()).ok(),
+                ),
+                NodeOutput::Update(update) => {
+                    let json = serde_json::to_value(&update).ok();
+                    (NodeOutput::Update(update), json)
+                }
+                NodeOutput::ToolResult(result) => {
+                    let update = result.into_update();
+                    let json = serde_json::to_value(&update).ok();
+                    (NodeOutput::Update(update), json)
+                }
+                many => {
+                    let json = output_json::<S>(&many);
+                    (many, json)
+                }
+            };
+            if let Some(update) = json {
                 let entry = JournalEntry::Task {
                     step,
                     index,

@@ -65,12 +65,19 @@
 //! subgraph node is one node of its step), `parent_states`, schema versions of runtime
 //! [`JsonState`]s, an invocation id per resume, a caller-chosen run id, session state
 //! projection, turning off a session's save, overwriting a field through its reducer from a
-//! [`JsonState`] update, and telling an interrupt from a layer apart from the node's own. Not
-//! yet: the session id on every span and log record of a durable run (node calls are spans,
-//! but a durable run has no root span yet and its nodes' spans do not carry the thread).
+//! [`JsonState`] update, and telling an interrupt from a layer apart from the node's own.
+//!
+//! - **Session observability** (sessions 012) — the `tracing` spans of the run, seen by a
+//!   recording subscriber (`capture_support`): the invocation span is `agentstate.run`, a node's
+//!   span is the `agentstate.node` span whose `otel.name` is the node's name (under the run's
+//!   `agentstate.step` span, which OpenArmature does not have), and `openarmature.session_id`
+//!   is OpenTelemetry's `gen_ai.conversation.id`, the thread's id. A log record carries the
+//!   fields of the span it is emitted in. An invocation bound to no session is an in-memory
+//!   run (`Graph::invoke`).
 //!
 //! The test runs without the libtest harness (`harness = false`) so that its lines are shown.
 
+mod capture_support;
 mod conformance_support;
 
 use agentstate_graph::durable::{Answers, DurableError, Outcome, RunStatus, META_KEY};
@@ -78,6 +85,7 @@ use agentstate_graph::json::JsonState;
 use agentstate_graph::{BoxError, BoxNode, Context, Graph, Node, RunError, END};
 use agentstate_store::migrate::{Migration, Migrations};
 use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, StoreError, ThreadQuery};
+use capture_support::{field, Capture};
 use conformance_support::{
     apply_middleware, body, build, cases, computed, fail, fixture_files, registry,
     set_case_middleware, set_directives, Built, Flaky, Raised,
@@ -105,7 +113,6 @@ fn not_applicable(family: &str, number: u32) -> Option<&'static str> {
         ("suspension", 15) => "a layer is part of its node: its `Context::interrupt` suspends the node like the node's own, there is no middleware context to reject",
         ("sessions", 4) => "a thread keeps its whole state; there is no projection of the fields a session saves",
         ("sessions", 5) => "a durable run always commits its steps; a run that saves nothing is a plain `Graph::invoke`, not a session option",
-        ("sessions", 12) => "not yet: a durable run's node calls are `tracing` spans, but the run has no root span and the node spans do not carry the thread's id (`gen_ai.conversation.id`); the run loop opens them (issue 27)",
         _ => return None,
     })
 }
@@ -303,6 +310,17 @@ fn descriptor(spec: &Value) -> Value {
 /// The nodes this test's fixtures declare beyond `conformance_support`'s, each recording its
 /// run in the trace; `None` for the others.
 fn directive(name: &str, spec: &Value) -> Option<BoxNode<JsonState>> {
+    // A node that logs (sessions 012): a `tracing` event, then the node's own body.
+    if let Some(message) = spec.pointer("/emits_log/message").and_then(Value::as_str) {
+        let mut inner_spec = spec.clone();
+        inner_spec.as_object_mut()?.remove("emits_log");
+        let inner = body(name, &inner_spec);
+        let message = message.to_owned();
+        return Some(BoxNode::new(move |s: Arc<JsonState>, cx: Context| {
+            tracing::info!("{message}");
+            inner.call(s, cx)
+        }));
+    }
     if let Some(layers) = spec.get("wrap_with_middleware").and_then(Value::as_array) {
         let mut inner_spec = spec.clone();
         inner_spec.as_object_mut()?.remove("wrap_with_middleware");
@@ -786,6 +804,9 @@ fn run_case(
     if family == "sessions" && matches!(number, 7 | 8 | 9 | 13) {
         return runtime.block_on(migration_case(case));
     }
+    if family == "sessions" && number == 12 {
+        return observability_case(runtime, fixture, case);
+    }
     // `list<error_entry>` (a fan-out's error records) is a list of objects to this schema.
     let text = case.get("graph").unwrap_or(case).to_string();
     let def: Value = serde_json::from_str(&text.replace("list<error_entry>", "list<dict>"))
@@ -823,6 +844,117 @@ fn run_case(
             }
         })
     })
+}
+
+/// Sessions 012: the session id on every span and log record of a session-bound invocation (a
+/// durable run of the thread), on none of an unbound one (a run in memory).
+fn observability_case(runtime: &tokio::runtime::Runtime, fixture: &Value, case: &Value) -> Checked {
+    let def = case.get("graph").unwrap_or(case);
+    let built = build(def, &registry(fixture, def)).map_err(|e| format!("does not build: {e}"))?;
+    let setup = Setup {
+        store: SqliteStore::open_in_memory().map_err(|e| e.to_string())?,
+        built,
+        def: def.clone(),
+    };
+    let session = case.get("session_id").and_then(Value::as_str);
+    let capture = Capture::default();
+    let schema = Arc::clone(&setup.built.schema);
+    JsonState::reading(&schema, || {
+        tracing::subscriber::with_default(capture.clone(), || {
+            runtime.block_on(async {
+                let state = initial(&setup, case.get("initial_state"))?;
+                match session {
+                    Some(id) => setup
+                        .built
+                        .graph
+                        .durable(&setup.store)
+                        .start(id, state)
+                        .await
+                        .map(drop)
+                        .map_err(|e| format!("the run failed: {e}")),
+                    None => setup
+                        .built
+                        .graph
+                        .invoke(state)
+                        .await
+                        .map(drop)
+                        .map_err(|e| format!("the run failed: {e}")),
+                }
+            })
+        })
+    })?;
+    let (runs, node_spans) = (
+        capture.spans("agentstate.run"),
+        capture.spans("agentstate.node"),
+    );
+    let recorded = capture.recorded.lock().unwrap();
+    let expected = case.get("expected").cloned().unwrap_or_default();
+    // The span tree: the invocation's span, and under it (through its step spans) a node span
+    // for each expected child, in order.
+    let runs: Vec<u64> = runs.iter().map(|(id, _)| *id).collect();
+    let [run] = runs[..] else {
+        return Err(format!("{} run spans, not one", runs.len()));
+    };
+    let under_run = |mut id: u64| loop {
+        match recorded.spans.get(&id).and_then(|s| s.parent) {
+            Some(parent) if parent == run => return true,
+            Some(parent) => id = parent,
+            None => return false,
+        }
+    };
+    let nodes: Vec<String> = node_spans
+        .into_iter()
+        .filter(|(id, _)| under_run(*id))
+        .filter_map(|(_, s)| field(&s, "otel.name").map(str::to_owned))
+        .collect();
+    let children: Vec<String> = expected
+        .pointer("/span_tree/0/children")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if nodes != children {
+        return Err(format!(
+            "node spans {nodes:?} under the run, expected {children:?}"
+        ));
+    }
+    // Every span and every log record: the session's id, or none.
+    let want = session.map(str::to_owned);
+    for span in recorded.spans.values() {
+        let got = field(span, "gen_ai.conversation.id").map(str::to_owned);
+        if got != want {
+            return Err(format!(
+                "span {} carries {got:?}, expected {want:?}",
+                span.name
+            ));
+        }
+    }
+    let bodies: Vec<&str> = expected
+        .get("log_records")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(|r| r["body"].as_str()).collect())
+        .unwrap_or_default();
+    for body in bodies {
+        let log = recorded
+            .events
+            .iter()
+            .find(|e| e.fields.get("message").map(String::as_str) == Some(body))
+            .ok_or_else(|| format!("no log record `{body}`"))?;
+        let got = log
+            .span
+            .and_then(|id| recorded.spans.get(&id))
+            .and_then(|s| field(s, "gen_ai.conversation.id"))
+            .map(str::to_owned);
+        if got != want {
+            return Err(format!(
+                "log record `{body}` carries {got:?}, expected {want:?}"
+            ));
+        }
+    }
+    Ok(Vec::new())
 }
 
 fn initial(setup: &Setup, value: Option<&Value>) -> Result<JsonState, String> {

@@ -113,8 +113,8 @@ impl<C: TokenCounter + ?Sized> TokenCounter for &C {
 /// English. So a small ASCII letter weighs 7/16 of a character after a letter it commonly
 /// follows in English and code, and 4.5/16 more per quarter bit of surprise above 4 bits
 /// (`-log2` of its probability after the letter before it, counted on 23 MB of crates.io Rust
-/// sources: identifiers and English comments), at most 10 characters (random letters are about
-/// 1.5 characters a token); a capital after a small letter (`camelCase`) weighs a character
+/// sources: identifiers and English comments), at most 10 characters (random letters are 1.7 to
+/// 1.9 characters a token); a capital after a small letter (`camelCase`) weighs a character
 /// more and starts the pairs again. A word costs its weight over 7 characters.
 ///
 /// A run of 16 or more base64 or hex characters that switches between letters and digits at

@@ -742,6 +742,49 @@ where
         self.streamed(thread, Begin::Input(input.into(), None))
     }
 
+    /// [`stream`](DurableGraph::stream) with the run's id `run_id`, chosen by the caller (a
+    /// server's run record names it): the stream's [`Event::RunStarted`] carries it, and so do
+    /// the run's journal entries. Idempotent as [`run_as`](DurableGraph::run_as) is.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::{Context, Event, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Count { n: u32 }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("add", |s: Arc<Count>, _: Context| async move {
+    ///         Ok::<_, std::convert::Infallible>(CountUpdate::default().n(s.n + 1))
+    ///     })
+    ///     .entry("add")
+    ///     .edge("add", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.create("c-1", Count::default()).await?;
+    /// let durable = graph.durable(&store);
+    /// let mut run = durable.stream_as("c-1", "run-42", CountUpdate::default());
+    /// let Some(Ok(Event::RunStarted { run_id })) = run.next().await else { panic!("a start") };
+    /// assert_eq!(run_id, "run-42");
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(durable.run_id("c-1").await?.as_deref(), Some("run-42"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_as(
+        &self,
+        thread: &str,
+        run_id: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+    ) -> DurableStream<S, K> {
+        self.streamed(thread, Begin::Input(input.into(), Some(run_id.to_owned())))
+    }
+
     /// [`resume_with`](DurableGraph::resume_with) as a stream of [`Event`]s, as
     /// [`stream`](DurableGraph::stream) gives them (`Answers::new()` to resume after a
     /// crash).

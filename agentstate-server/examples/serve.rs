@@ -1,0 +1,40 @@
+//! Serves the help desk graph (`examples/support/desk.rs`: triage, a scripted model's streamed
+//! answer, an approval interrupt) over the LangGraph Agent Server API, on SQLite
+//! (`agentstate-server.db` in the working directory), at http://127.0.0.1:2024.
+//!
+//! ```text
+//! cargo run -p agentstate-server --example serve
+//! ```
+//!
+//! Then, with the JS SDK (`npm i @langchain/langgraph-sdk`):
+//!
+//! ```text
+//! const client = new Client({ apiUrl: "http://127.0.0.1:2024" });
+//! const thread = await client.threads.create();
+//! for await (const part of client.runs.stream(thread.thread_id, "desk", {
+//!   input: { messages: [{ role: "user", content: "Where is my order?" }] },
+//!   streamMode: ["updates", "messages-tuple"],
+//! })) console.log(part.event, part.data);
+//! ```
+
+#[path = "support/desk.rs"]
+mod desk;
+
+use agentstate_server::Server;
+use agentstate_store::SqliteStore;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let store = SqliteStore::open("agentstate-server.db")?;
+    let server = Server::builder(&store)
+        .assistant("desk", desk::graph()?.durable(&store))
+        .cors(tower_http::cors::CorsLayer::permissive())
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:2024").await?;
+    println!(
+        "serving the help desk graph (`desk`) at http://{}",
+        listener.local_addr()?
+    );
+    server.serve(listener).await?;
+    Ok(())
+}

@@ -556,12 +556,10 @@ async fn create_run(
             running[0].run_id
         ))),
         "reject" | "enqueue" => Ok(()),
-        "interrupt" => {
-            running.iter().for_each(|l| l.cancel());
-            Ok(())
-        }
+        // `interrupt` and `rollback` need a new input to supersede a run cut short, which
+        // durable runs refuse (the cut-short run must be resumed or forked).
         other => Err(ApiError::unprocessable(format!(
-            "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
+            "multitask_strategy `{other}` is not served yet (this server does `reject` and `enqueue`)"
         ))),
     })?;
     record.graph_id = Some(served.graph_id.clone());

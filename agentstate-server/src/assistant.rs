@@ -22,7 +22,9 @@ pub type RunEvents = Pin<Box<dyn Stream<Item = RunEvent> + Send>>;
 /// How a run begins.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Start {
-    /// A new run, with the run request's `input` (a JSON update of the state; `None`: none).
+    /// A new run, with the run request's `input` (a JSON update of the state). Without one
+    /// (`None` or `null`) on a thread whose run was cut short (cancelled, or its process
+    /// died), that run continues where it stands instead.
     Input(Option<Value>),
     /// The thread's suspended run resumed with `command.resume`: either an object whose keys
     /// are all ids of open interrupts (an answer each), or one value that answers every open
@@ -279,6 +281,13 @@ where
             let filter =
                 EventFilter::NODE_FINISHED | EventFilter::STEP_FINISHED | EventFilter::EMITTED;
             let stream = match start {
+                // No input on a thread whose run was cut short (cancelled, crashed): it
+                // continues from where it stands, as LangGraph's run with a `null` input does.
+                Start::Input(None | Some(Value::Null))
+                    if matches!(self.status(thread).await?, RunStatus::Running { .. }) =>
+                {
+                    self.stream_resume(thread, Answers::new())
+                }
                 Start::Input(input) => {
                     let update = match input {
                         None | Some(Value::Null) => S::Update::default(),

@@ -2,7 +2,7 @@
 //! `triage` (a custom event), `draft` (the scripted model's answer, streamed as message deltas)
 //! and `approve` (an interrupt: a person approves the answer).
 //!
-//! A question `fail` fails `triage`; a question starting with `slow` makes `draft` take five
+//! A question `fail` fails `triage`; a question starting with `slow` makes `draft` take two
 //! seconds (something to cancel).
 
 use agentstate::message::{Message, Role};
@@ -61,7 +61,7 @@ pub fn graph() -> Result<Graph<Desk, &'static str>, agentstate_graph::CompileErr
             async move {
                 let asked = question(&state);
                 if asked.starts_with("slow") {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
                 }
                 // A new scripted model per call: one answer, streamed in pieces of 4 characters.
                 let model =

@@ -1,0 +1,410 @@
+//! The API over HTTP without a client library: error shapes and codes, the SSE framing, a
+//! cancelled run continued, `enqueue`, stateless runs, and records that outlive the server.
+
+#[path = "../examples/support/desk.rs"]
+mod desk;
+
+use agentstate_server::Server;
+use agentstate_store::SqliteStore;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tower::ServiceExt;
+
+fn app(store: &SqliteStore) -> Router {
+    Server::builder(store)
+        .assistant("desk", desk::graph().unwrap().durable(store))
+        .api_key("k")
+        .build()
+        .router()
+}
+
+/// A request: its status, headers and body text.
+async fn call(
+    app: &Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    key: Option<&str>,
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let response = app
+        .clone()
+        .oneshot(
+            request
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// A request with the key whose answer is JSON.
+async fn json(app: &Router, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let (status, _, text) = call(app, method, path, body, Some("k")).await;
+    let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (status, value)
+}
+
+fn ask(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
+}
+
+async fn new_thread(app: &Router) -> String {
+    let (status, thread) = json(app, "POST", "/threads", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{thread}");
+    thread["thread_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, _, body) = call(&app, "GET", "/ok", None, None).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, r#"{"ok":true}"#));
+    let (status, _, body) = call(&app, "POST", "/threads/search", Some(json!({})), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        body,
+        r#"{"detail":"the request to `/threads/search` carries no API key in its `x-api-key` header"}"#
+    );
+    let (status, _, _) = call(
+        &app,
+        "POST",
+        "/threads/search",
+        Some(json!({})),
+        Some("bad"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (status, body) = json(&app, "GET", "/threads/nope", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "thread `nope` does not exist"})
+        )
+    );
+    let (status, body) = json(
+        &app,
+        "POST",
+        "/threads/nope/runs/wait",
+        Some(json!({"assistant_id": "desk"})),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "thread `nope` does not exist"})
+        )
+    );
+
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs/stream");
+    let refused = [
+        (
+            json!({"assistant_id": "nobody"}),
+            "assistant `nobody` does not exist",
+        ),
+        (
+            json!({"assistant_id": "desk", "stream_mode": ["values", "events"]}),
+            "stream mode `events` is not served yet",
+        ),
+        (
+            json!({"assistant_id": "desk", "stream_mode": "nonsense"}),
+            "stream mode \"nonsense\" is not one of",
+        ),
+        (
+            json!({"assistant_id": "desk", "command": {"update": {"log": []}}}),
+            "does not support `command.update`",
+        ),
+        (
+            json!({"assistant_id": "desk", "multitask_strategy": "rollback"}),
+            "multitask_strategy `rollback` is not served yet",
+        ),
+        (
+            json!({"input": {}}),
+            "a run request needs an `assistant_id`",
+        ),
+        (
+            json!({"assistant_id": 7}),
+            "the body of a run request is not valid",
+        ),
+    ];
+    for (request, says) in refused {
+        let (status, body) = json(&app, "POST", &runs, Some(request.clone())).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{request}: {body}"
+        );
+        assert!(
+            body["detail"].as_str().unwrap().contains(says),
+            "{request}: {body}"
+        );
+    }
+    let (status, _, body) = call(
+        &app,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": thread})),
+        Some("k"),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::CONFLICT,
+            format!(r#"{{"detail":"thread `{thread}` exists already"}}"#)
+        )
+    );
+    let (status, _, body) = call(&app, "POST", "/threads", None, Some("k")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "an empty body is an empty request: {body}"
+    );
+    let (status, body) = json(&app, "GET", &format!("/threads/{thread}/runs/r-1"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        body["detail"],
+        format!("run `r-1` of thread `{thread}` does not exist")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_is_sse_with_metadata_first_and_the_run_named() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let request =
+        json!({"assistant_id": "desk", "input": ask("hi"), "stream_mode": ["updates", "values"]});
+    let path = format!("/threads/{thread}/runs/stream");
+    let (status, headers, body) = call(&app, "POST", &path, Some(request), Some("k")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/event-stream");
+    let location = headers["content-location"].to_str().unwrap();
+    let run_id = location
+        .strip_prefix(&format!("/threads/{thread}/runs/"))
+        .unwrap();
+    let frames: Vec<(&str, Value)> = body
+        .split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|frame| {
+            let event = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .unwrap();
+            let data = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap();
+            (event, serde_json::from_str(data).unwrap())
+        })
+        .collect();
+    assert_eq!(
+        frames[0],
+        ("metadata", json!({"run_id": run_id, "attempt": 1}))
+    );
+    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "values", "updates", "values", "updates", "values"],
+        "{body}"
+    );
+    assert_eq!(
+        frames[5].1["__interrupt__"][0]["value"],
+        json!({"question": "Send this answer?"})
+    );
+    assert_eq!(frames[6].1["log"], json!(["triage", "draft"]));
+    assert!(frames[6].1["__interrupt__"][0]["id"].is_string());
+}
+
+#[tokio::test]
+async fn a_cancelled_run_leaves_its_thread_interrupted_and_a_run_without_input_continues_it() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs");
+    let (_, run) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("slow one")})),
+    )
+    .await;
+    let run_id = run["run_id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, _) = call(
+        &app,
+        "POST",
+        &format!("{runs}/{run_id}/cancel?wait=1"),
+        None,
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, run) = json(&app, "GET", &format!("{runs}/{run_id}"), None).await;
+    assert_eq!(run["status"], "interrupted");
+    let (_, state) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(state["status"], "interrupted");
+    let (status, body) = json(&app, "POST", &format!("{runs}/{run_id}/cancel"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("has already ended"),
+        "{body}"
+    );
+
+    let (status, values) = json(
+        &app,
+        "POST",
+        &format!("{runs}/wait"),
+        Some(json!({"assistant_id": "desk"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    assert_eq!(values["__interrupt__"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn enqueue_runs_after_the_running_run_and_reject_refuses() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs");
+    let (_, first) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("slow one")})),
+    )
+    .await;
+    let (status, body) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("x")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let first_id = first["run_id"].as_str().unwrap();
+    assert_eq!(
+        body["detail"],
+        format!("thread `{thread}` is busy with run `{first_id}`; the new run was rejected (multitask_strategy `reject`)")
+    );
+    let resume = json!({"assistant_id": "desk", "command": {"resume": true}, "multitask_strategy": "enqueue"});
+    let (status, values) = json(&app, "POST", &format!("{runs}/wait"), Some(resume)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        values["log"],
+        json!(["triage", "draft", "approve"]),
+        "{values}"
+    );
+    let (_, listed) = json(&app, "GET", &runs, None).await;
+    let statuses: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [&json!("success"), &json!("success")]);
+}
+
+#[tokio::test]
+async fn a_stateless_run_leaves_no_thread_behind() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, values) = json(
+        &app,
+        "POST",
+        "/runs/wait",
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(values["log"], json!(["triage", "draft"]));
+    let (_, threads) = json(&app, "POST", "/threads/search", Some(json!({}))).await;
+    assert_eq!(threads, json!([]));
+}
+
+#[tokio::test]
+async fn threads_and_runs_outlive_the_server_in_the_stores_database() {
+    let dir = std::env::temp_dir().join(format!("agentstate-server-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("server.db");
+    let _ = std::fs::remove_file(&path);
+    let (thread, run_id) = {
+        let store = SqliteStore::open(&path).unwrap();
+        let app = app(&store);
+        let (_, thread) = json(
+            &app,
+            "POST",
+            "/threads",
+            Some(json!({"metadata": {"user": "ann"}})),
+        )
+        .await;
+        let thread = thread["thread_id"].as_str().unwrap().to_owned();
+        let runs = format!("/threads/{thread}/runs");
+        let (_, run) = json(
+            &app,
+            "POST",
+            &runs,
+            Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+        )
+        .await;
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        json(&app, "GET", &format!("{runs}/{run_id}/join"), None).await;
+        (thread, run_id)
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let app = app(&store);
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        (&got["status"], &got["metadata"]),
+        (&json!("interrupted"), &json!({"user": "ann"}))
+    );
+    assert_eq!(got["values"]["log"], json!(["triage", "draft"]));
+    let (_, run) = json(
+        &app,
+        "GET",
+        &format!("/threads/{thread}/runs/{run_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(run["status"], "success");
+    let (status, _, _) = call(
+        &app,
+        "DELETE",
+        &format!("/threads/{thread}"),
+        None,
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = json(
+        &app,
+        "GET",
+        &format!("/threads/{thread}/runs/{run_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    drop((app, store));
+    let _ = std::fs::remove_dir_all(&dir);
+}

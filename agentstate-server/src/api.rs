@@ -171,13 +171,12 @@ async fn snapshot(
         return Ok(None);
     };
     let served = shared.graph(graph)?;
-    Ok(Some(
-        served
-            .assistant
-            .snapshot(&thread.thread_id, at)
-            .await
-            .map_err(ApiError::from)?,
-    ))
+    match served.assistant.snapshot(&thread.thread_id, at).await {
+        Ok(snapshot) => Ok(Some(snapshot)),
+        // Its first run has not made the store's thread yet.
+        Err(e) if e.category == "thread_not_found" => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The id LangGraph gives the task of node `node` that asked at `step`.

@@ -428,3 +428,52 @@ impl Job {
 pub(crate) fn new_thread(id: &str) -> ThreadRecord {
     ThreadRecord::new(id, Map::new(), now_ms())
 }
+
+/// Ends the runs of the records that are pending or running here but not in progress in this
+/// process (see [`Server::recover`](crate::Server::recover)).
+pub(crate) async fn recover(shared: &crate::server::Shared) -> Result<usize, crate::ApiError> {
+    let mut ended = 0;
+    for mut thread in shared.records.threads().await? {
+        let mut orphans = 0;
+        for mut run in shared.records.runs(&thread.thread_id).await? {
+            if run.status.is_final() || shared.runs.get(&run.run_id).is_some() {
+                continue;
+            }
+            let was = if run.status == RunStatus::Pending {
+                "pending"
+            } else {
+                "running"
+            };
+            run.error = Some(RunFailure {
+                error: "run_orphaned".to_owned(),
+                message: format!(
+                    "the server stopped while run `{}` of thread `{}` was {was}; a run without `input` continues the thread",
+                    run.run_id, run.thread_id
+                ),
+            });
+            run.status = RunStatus::Error;
+            run.updated_ms = now_ms();
+            shared.records.put(Record::Run(run)).await?;
+            orphans += 1;
+        }
+        if orphans == 0 && thread.status != ThreadStatus::Busy {
+            continue;
+        }
+        let cut_short = match thread.graph_id.as_deref().and_then(|g| shared.assistant(g)) {
+            Some(served) => match served.assistant.snapshot(&thread.thread_id, None).await {
+                Ok(snapshot) => !snapshot.next.is_empty(),
+                Err(_) => false,
+            },
+            None => false,
+        };
+        thread.status = if cut_short {
+            ThreadStatus::Interrupted
+        } else {
+            ThreadStatus::Idle
+        };
+        thread.updated_ms = now_ms();
+        shared.records.put(Record::Thread(thread)).await?;
+        ended += orphans;
+    }
+    Ok(ended)
+}

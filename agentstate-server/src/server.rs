@@ -85,6 +85,7 @@ impl Shared {
 /// ```
 pub struct Server {
     router: Router,
+    shared: Arc<Shared>,
 }
 
 /// Builds a [`Server`] ([`Server::builder`]).
@@ -135,7 +136,18 @@ impl Server {
         self.router.clone()
     }
 
-    /// Serves the API on `listener` until the task is dropped or the listener fails.
+    /// Ends the runs a previous process left pending or running (it stopped while they ran:
+    /// runs are carried out in the serving process), so that none stays `running` and no thread
+    /// stays `busy` forever: each ends `error`, saying so, and its thread is `interrupted` if
+    /// its run was cut short (a run without `input` continues it) or `idle`. Returns how many.
+    /// [`serve`](Server::serve) calls it first; an application that mounts the
+    /// [`router`](Server::router) calls it once at startup, before serving.
+    pub async fn recover(&self) -> Result<usize, ApiError> {
+        crate::runs::recover(&self.shared).await
+    }
+
+    /// Serves the API on `listener` until the task is dropped or the listener fails, after
+    /// [`recover`](Server::recover)ing the runs a previous process left.
     ///
     /// ```no_run
     /// # async fn serve(server: agentstate_server::Server) -> std::io::Result<()> {
@@ -144,6 +156,7 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        self.recover().await.map_err(std::io::Error::other)?;
         axum::serve(listener, self.router).await
     }
 }
@@ -185,14 +198,14 @@ impl ServerBuilder {
             assistants: self.assistants,
             runs: Arc::default(),
         });
-        let mut router = api::routes().with_state(shared);
+        let mut router = api::routes().with_state(Arc::clone(&shared));
         if let Some(key) = self.api_key {
             router = router.layer(axum::middleware::from_fn_with_state(key, check_key));
         }
         if let Some(cors) = self.cors {
             router = router.layer(cors);
         }
-        Server { router }
+        Server { router, shared }
     }
 }
 

@@ -408,3 +408,82 @@ async fn threads_and_runs_outlive_the_server_in_the_stores_database() {
     drop((app, store));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn recover_ends_the_runs_a_stopped_server_left_running() {
+    use agentstate_server::record::{Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+    let store = SqliteStore::open_in_memory().unwrap();
+    let server = || {
+        Server::builder(&store)
+            .assistant("desk", desk::graph().unwrap().durable(&store))
+            .api_key("k")
+            .build()
+    };
+    let first = server().router();
+    let thread = new_thread(&first).await;
+    let runs = format!("/threads/{thread}/runs");
+    json(
+        &first,
+        "POST",
+        &format!("{runs}/wait"),
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    // What a server that stopped mid-run leaves: a running run, a busy thread; and a pending
+    // run on a thread no run made yet.
+    let mut left = RunRecord::new("r-running", &thread, "desk", json!({}), 1);
+    left.status = RunStatus::Running;
+    store
+        .put_record("run", "r-running", Some(&thread), &Record::Run(left))
+        .await
+        .unwrap();
+    let mut busy: ThreadRecord = match store.record::<Record>("thread", &thread).await.unwrap() {
+        Some(Record::Thread(t)) => t,
+        other => panic!("a thread record, not {other:?}"),
+    };
+    busy.status = ThreadStatus::Busy;
+    store
+        .put_record("thread", &thread, None, &Record::Thread(busy))
+        .await
+        .unwrap();
+    let mut fresh = ThreadRecord::new("t-fresh", Default::default(), 1);
+    fresh.status = ThreadStatus::Busy;
+    fresh.graph_id = Some("desk".into());
+    store
+        .put_record("thread", "t-fresh", None, &Record::Thread(fresh))
+        .await
+        .unwrap();
+    let pending = RunRecord::new("r-pending", "t-fresh", "desk", json!({}), 1);
+    store
+        .put_record("run", "r-pending", Some("t-fresh"), &Record::Run(pending))
+        .await
+        .unwrap();
+
+    let second = server();
+    assert_eq!(second.recover().await.unwrap(), 2);
+    assert_eq!(
+        second.recover().await.unwrap(),
+        0,
+        "recovering twice ends nothing more"
+    );
+    let app = second.router();
+    let (_, run) = json(&app, "GET", &format!("{runs}/r-running"), None).await;
+    assert_eq!(run["status"], "error");
+    let (_, joined) = json(&app, "GET", &format!("{runs}/r-running/join"), None).await;
+    assert_eq!(
+        joined["__error__"]["message"],
+        format!("the server stopped while run `r-running` of thread `{thread}` was running; a run without `input` continues the thread")
+    );
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        got["status"], "interrupted",
+        "its run waits at the approval"
+    );
+    let (_, got) = json(&app, "GET", "/threads/t-fresh", None).await;
+    assert_eq!(
+        (&got["status"], &got["values"]),
+        (&json!("idle"), &Value::Null)
+    );
+    let (_, state) = json(&app, "GET", "/threads/t-fresh/state", None).await;
+    assert_eq!(state["values"], json!({}));
+}

@@ -555,10 +555,14 @@ async fn create_run(
             running[0].run_id
         ))),
         "reject" | "enqueue" => Ok(()),
-        // `interrupt` and `rollback` need a new input to supersede a run cut short, which
-        // durable runs refuse (the cut-short run must be resumed or forked).
+        // The running run stops where it is (its committed steps stay); the new one runs
+        // after it, from its input.
+        "interrupt" => {
+            running.iter().for_each(|l| l.cancel());
+            Ok(())
+        }
         other => Err(ApiError::unprocessable(format!(
-            "multitask_strategy `{other}` is not served yet (this server does `reject` and `enqueue`)"
+            "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
         ))),
     })?;
     record.graph_id = Some(served.graph_id.clone());

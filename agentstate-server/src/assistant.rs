@@ -22,9 +22,11 @@ pub type RunEvents = Pin<Box<dyn Stream<Item = RunEvent> + Send>>;
 /// How a run begins.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Start {
-    /// A new run, with the run request's `input` (a JSON update of the state). Without one
-    /// (`None` or `null`) on a thread whose run was cut short (cancelled, or its process
-    /// died), that run continues where it stands instead.
+    /// A new run, with the run request's `input` (a JSON update of the state), whatever the
+    /// thread's last run left (cut short, failed, waiting for answers: it is abandoned, its
+    /// committed steps kept). Without an input (`None` or `null`) on a thread whose run did not
+    /// finish, that run continues where it stands instead (a suspended one gives its questions
+    /// again).
     Input(Option<Value>),
     /// The thread's suspended run resumed with `command.resume`: either an object whose keys
     /// are all ids of open interrupts (an answer each), or one value that answers every open
@@ -281,24 +283,24 @@ where
             let filter =
                 EventFilter::NODE_FINISHED | EventFilter::STEP_FINISHED | EventFilter::EMITTED;
             let stream = match start {
-                // No input on a thread whose run was cut short (cancelled, crashed): it
-                // continues from where it stands, as LangGraph's run with a `null` input does.
-                Start::Input(None | Some(Value::Null))
-                    if matches!(self.status(thread).await?, RunStatus::Running { .. }) =>
-                {
-                    self.stream_resume(thread, Answers::new())
-                }
-                Start::Input(input) => {
-                    let update = match input {
-                        None | Some(Value::Null) => S::Update::default(),
-                        Some(value) => S::Update::from_json(value).map_err(|e| {
-                            AssistantError::new(
-                                e.category(),
-                                format!("the input of run `{run_id}` on thread `{thread}` is not an update of its state: {e}"),
-                            )
-                        })?,
-                    };
-                    self.stream_as(thread, run_id, update)
+                // No input: a run cut short (cancelled, crashed) continues where it stands, a
+                // suspended one gives its questions again, as LangGraph's run with a `null`
+                // input does; on a thread whose run finished, a new run starts.
+                Start::Input(None | Some(Value::Null)) => match self.status(thread).await? {
+                    RunStatus::Idle { .. } => {
+                        self.stream_superseding(thread, run_id, S::Update::default())
+                    }
+                    _ => self.stream_resume(thread, Answers::new()),
+                },
+                // A new input starts a new run whatever the last one left (LangGraph's).
+                Start::Input(Some(value)) => {
+                    let update = S::Update::from_json(value).map_err(|e| {
+                        AssistantError::new(
+                            e.category(),
+                            format!("the input of run `{run_id}` on thread `{thread}` is not an update of its state: {e}"),
+                        )
+                    })?;
+                    self.stream_superseding(thread, run_id, update)
                 }
                 Start::Resume(value) => {
                     let answers = answers(thread, self.status(thread).await?, value)?;

@@ -64,13 +64,13 @@
 //! interrupts as `__interrupt__`, and `error` on failure; the response's `Content-Location`
 //! names the run. A run that stops at an interrupt ends `success` and leaves its thread
 //! `interrupted`, as the reference server does; `command.resume` answers it. A cancelled run
-//! leaves its thread `interrupted`; a run without `input` continues it. On a busy thread a run
-//! is refused (409) under `multitask_strategy` `reject` (the default) and waits for the running
-//! one under `enqueue`.
+//! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
+//! `input` starts afresh from the state (whatever the last run left: cut short, failed, or
+//! waiting for answers). On a busy thread a run is refused (409) under `multitask_strategy`
+//! `reject` (the default), stops the running run under `interrupt` (its committed steps stay)
+//! and waits for it under `enqueue`.
 //!
-//! Not served yet: the `interrupt` and `rollback` strategies (and cancel's `rollback`), a new
-//! `input` on a thread whose run did not finish (it is refused, in the run's `error` event:
-//! resume it), `command.update` and `goto`, runs from a checkpoint,
+//! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and `goto`, runs from a checkpoint,
 //! `interrupt_before`/`interrupt_after` per run, the `messages`, `events`, `debug`, `tasks` and
 //! `checkpoints` stream modes, resumable streams (`Last-Event-ID`), state updates, thread copy,
 //! crons, the store API; a request for them is refused (422) with a sentence saying so.

@@ -65,6 +65,14 @@ fn ask(text: &str) -> Value {
     json!({"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
 }
 
+/// A server on a new database, a new thread on it, and the path of the thread's runs.
+async fn on_a_thread() -> (Router, String, String) {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs");
+    (app, thread, runs)
+}
+
 async fn new_thread(app: &Router) -> String {
     let (status, thread) = json(app, "POST", "/threads", Some(json!({}))).await;
     assert_eq!(status, StatusCode::OK, "{thread}");
@@ -237,9 +245,7 @@ async fn a_stream_is_sse_with_metadata_first_and_the_run_named() {
 
 #[tokio::test]
 async fn a_cancelled_run_leaves_its_thread_interrupted_and_a_run_without_input_continues_it() {
-    let app = app(&SqliteStore::open_in_memory().unwrap());
-    let thread = new_thread(&app).await;
-    let runs = format!("/threads/{thread}/runs");
+    let (app, thread, runs) = on_a_thread().await;
     let (_, run) = json(
         &app,
         "POST",
@@ -286,9 +292,7 @@ async fn a_cancelled_run_leaves_its_thread_interrupted_and_a_run_without_input_c
 
 #[tokio::test]
 async fn enqueue_runs_after_the_running_run_and_reject_refuses() {
-    let app = app(&SqliteStore::open_in_memory().unwrap());
-    let thread = new_thread(&app).await;
-    let runs = format!("/threads/{thread}/runs");
+    let (app, thread, runs) = on_a_thread().await;
     let (_, first) = json(
         &app,
         "POST",
@@ -486,4 +490,63 @@ async fn recover_ends_the_runs_a_stopped_server_left_running() {
     );
     let (_, state) = json(&app, "GET", "/threads/t-fresh/state", None).await;
     assert_eq!(state["values"], json!({}));
+}
+
+#[tokio::test]
+async fn interrupt_stops_the_running_run_and_a_new_input_starts_afresh() {
+    let (app, _, runs) = on_a_thread().await;
+    let slow = json!({"assistant_id": "desk", "input": ask("slow one")});
+    let (_, first) = json(&app, "POST", &runs, Some(slow)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second =
+        json!({"assistant_id": "desk", "input": ask("second"), "multitask_strategy": "interrupt"});
+    let (status, values) = json(&app, "POST", &format!("{runs}/wait"), Some(second)).await;
+    assert_eq!(status, StatusCode::OK, "{values}");
+    // The first run's committed step (triage) stays; its draft never ran.
+    assert_eq!(
+        values["log"],
+        json!(["triage", "triage", "draft"]),
+        "{values}"
+    );
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["slow one", "second", "You asked: second"]);
+    let (_, first) = json(
+        &app,
+        "GET",
+        &format!("{runs}/{}", first["run_id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(first["status"], "interrupted");
+}
+
+#[tokio::test]
+async fn a_new_input_after_a_failed_run_runs() {
+    let (app, thread, runs) = on_a_thread().await;
+    let wait = format!("{runs}/wait");
+    let (_, failed) = json(
+        &app,
+        "POST",
+        &wait,
+        Some(json!({"assistant_id": "desk", "input": ask("fail")})),
+    )
+    .await;
+    assert_eq!(failed["__error__"]["error"], "node_exception", "{failed}");
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(got["status"], "error");
+    let (_, values) = json(
+        &app,
+        "POST",
+        &wait,
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(got["status"], "interrupted");
 }

@@ -2,6 +2,12 @@
 //! and its lock file) drives the server: `tests/js/sdk.mjs` against the help desk graph of the
 //! `serve` example, on SQLite, on 127.0.0.1.
 //!
+//! Covers: assistants (search, get, graph, schemas); threads (create with `if_exists`, get,
+//! patch, search, delete); runs streamed in the `values`, `updates`, `custom` and
+//! `messages-tuple` modes, waited for, in the background and joined, listed, got, cancelled and
+//! continued; double texting with `reject`, `interrupt` and `enqueue`; an interrupt answered by
+//! `command.resume`; state, state at a checkpoint, history; failures; stateless runs.
+//!
 //! Needs `node` and `npm ci` run in `tests/js` (`.ci/run` does it). Without `node_modules` the
 //! test prints one line and passes, except under CI (`CI` set), where that is a failure.
 
@@ -49,6 +55,9 @@ const CHECKS: &[&str] = &[
     "multitask_reject",
     "runs_cancel",
     "thread_after_cancel",
+    "continue_after_cancel",
+    "multitask_interrupt",
+    "multitask_enqueue",
     "stream_error",
     "wait_error",
     "thread_error",

@@ -141,6 +141,19 @@ const cancelled = await client.runs.get(busy.thread_id, slow.run_id);
 check("runs_cancel", cancelled.status === "interrupted", cancelled);
 const afterCancel = await client.threads.get(busy.thread_id);
 check("thread_after_cancel", afterCancel.status === "interrupted", afterCancel);
+const continued = await client.runs.wait(busy.thread_id, "desk", { input: null });
+check("continue_after_cancel", continued.log.join() === "triage,draft" && continued.__interrupt__?.length === 1, continued);
+
+// Double texting: `interrupt` stops the running run (its committed steps stay), `enqueue` waits.
+const doubled = await client.threads.create();
+const firstRun = await client.runs.create(doubled.thread_id, "desk", { input: ask("slow first") });
+await sleep(300);
+const secondValues = await client.runs.wait(doubled.thread_id, "desk", { input: ask("second"), multitaskStrategy: "interrupt" });
+const firstAfter = await client.runs.get(doubled.thread_id, firstRun.run_id);
+check("multitask_interrupt", secondValues.log.join() === "triage,triage,draft" && firstAfter.status === "interrupted", [secondValues, firstAfter]);
+await client.runs.create(doubled.thread_id, "desk", { input: ask("slow again") });
+const queued = await client.runs.wait(doubled.thread_id, "desk", { command: { resume: true }, multitaskStrategy: "enqueue" });
+check("multitask_enqueue", queued.approved === true && queued.log.at(-1) === "approve", queued);
 
 // Failures: an error event in the stream, `__error__` from wait, the thread in error.
 const failing = await client.threads.create();

@@ -1,9 +1,11 @@
 //! Serves the help desk graph (`examples/support/desk.rs`: triage, a scripted model's streamed
 //! answer, an approval interrupt) over the LangGraph Agent Server API, on SQLite
-//! (`agentstate-server.db` in the working directory), at http://127.0.0.1:2024.
+//! (`agentstate-server.db` in the working directory), at http://127.0.0.1:2024 (or the address
+//! given as its argument).
 //!
 //! ```text
-//! cargo run -p agentstate-server --example serve
+//! cargo run -p agentstate-server --example serve            # http://127.0.0.1:2024
+//! cargo run -p agentstate-server --example serve -- 127.0.0.1:0
 //! ```
 //!
 //! Then, with the JS SDK (`npm i @langchain/langgraph-sdk`):
@@ -30,7 +32,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .assistant("desk", desk::graph()?.durable(&store))
         .cors(tower_http::cors::CorsLayer::permissive())
         .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:2024").await?;
+    let address = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:2024".to_owned());
+    let listener = tokio::net::TcpListener::bind(&address).await?;
     println!(
         "serving the help desk graph (`desk`) at http://{}",
         listener.local_addr()?

@@ -531,7 +531,12 @@ async fn create_run(
     let mut record = match thread {
         Some(id) => match shared.records.thread(id).await? {
             Some(record) => record,
-            None if create.if_not_exists.as_deref() == Some("create") => new_thread(id),
+            None if create.if_not_exists.as_deref() == Some("create") => {
+                agentstate_store::check_id(id).map_err(|e| {
+                    ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}"))
+                })?;
+                new_thread(id)
+            }
             None => return Err(ApiError::not_found(format!("thread `{id}` does not exist"))),
         },
         None => new_thread(&uuid::Uuid::new_v4().to_string()),
@@ -574,7 +579,7 @@ async fn create_run(
         shared.records.put(Record::Run(run.clone())).await
     };
     if let Err(error) = stored.await {
-        live.cancel();
+        shared.runs.abandon(&live);
         return Err(error.into());
     }
     let job = Job {
@@ -587,7 +592,7 @@ async fn create_run(
         modes,
         stateless,
     };
-    tokio::spawn(job.execute());
+    job.spawn();
     Ok((live, run))
 }
 

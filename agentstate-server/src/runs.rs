@@ -182,6 +182,13 @@ impl Runs {
         Ok(())
     }
 
+    /// Forgets `live`, registered but never started (its records could not be written), and
+    /// ends its streams.
+    pub(crate) fn abandon(&self, live: &Live) {
+        self.remove(&live.run_id);
+        live.finish(Value::Null);
+    }
+
     fn remove(&self, run_id: &str) {
         self.live
             .lock()
@@ -198,6 +205,7 @@ impl Runs {
 }
 
 /// What the task of a run needs.
+#[derive(Clone)]
 pub(crate) struct Job {
     pub(crate) records: Arc<dyn Records>,
     pub(crate) runs: Arc<Runs>,
@@ -237,8 +245,34 @@ pub(crate) fn with_interrupts(values: &Value, interrupts: &[Interrupt]) -> Value
 }
 
 impl Job {
-    /// Carries the run out (spawn it), then updates its records and ends its streams.
-    pub(crate) async fn execute(self) {
+    /// Carries the run out in a task of its own, watched: a task that panics (a node that
+    /// panicked) ends the run `error`, saying so, rather than leaving it running.
+    pub(crate) fn spawn(self) {
+        let watcher = self.clone();
+        let task = tokio::spawn(self.execute());
+        tokio::spawn(async move {
+            let Err(error) = task.await else { return };
+            let panic = error.try_into_panic().ok();
+            let why = panic
+                .as_ref()
+                .and_then(|p| {
+                    p.downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                })
+                .unwrap_or_else(|| "its task was aborted".to_owned());
+            let message = format!(
+                "run `{}` on thread `{}` panicked: {why}",
+                watcher.run.run_id, watcher.run.thread_id
+            );
+            watcher
+                .finish(End::Failed(AssistantError::new("run_panicked", message)))
+                .await;
+        });
+    }
+
+    /// Carries the run out, then updates its records and ends its streams.
+    async fn execute(self) {
         let lock = self.runs.lock_of(&self.run.thread_id);
         let end = tokio::select! {
             guard = lock.lock_owned() => {

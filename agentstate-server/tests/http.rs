@@ -550,3 +550,36 @@ async fn a_new_input_after_a_failed_run_runs() {
     let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
     assert_eq!(got["status"], "interrupted");
 }
+
+#[tokio::test]
+async fn a_node_that_panics_ends_its_run_in_error_and_the_server_goes_on() {
+    let (app, thread, runs) = on_a_thread().await;
+    let wait = format!("{runs}/wait");
+    let (status, failed) = json(
+        &app,
+        "POST",
+        &wait,
+        Some(json!({"assistant_id": "desk", "input": ask("panic")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(failed["__error__"]["error"], "run_panicked", "{failed}");
+    let message = failed["__error__"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("run `")
+            && message.ends_with(&format!(
+                "on thread `{thread}` panicked: triage met a question it was never meant to see"
+            )),
+        "{message}"
+    );
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(got["status"], "error");
+    let (_, values) = json(
+        &app,
+        "POST",
+        &wait,
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+}

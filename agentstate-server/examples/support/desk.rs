@@ -2,8 +2,8 @@
 //! `triage` (a custom event), `draft` (the scripted model's answer, streamed as message deltas)
 //! and `approve` (an interrupt: a person approves the answer).
 //!
-//! A question `fail` fails `triage`; a question starting with `slow` makes `draft` take two
-//! seconds (something to cancel).
+//! A question `fail` fails `triage`, `panic` panics in it (a bug in a node); a question
+//! starting with `slow` makes `draft` take two seconds (something to cancel).
 
 use agentstate::message::{Message, Role};
 use agentstate::model::ScriptedModel;
@@ -48,6 +48,9 @@ pub fn graph() -> Result<Graph<Desk, &'static str>, agentstate_graph::CompileErr
     Graph::builder()
         .node("triage", |state: Arc<Desk>, cx: Context| async move {
             let asked = question(&state);
+            if asked == "panic" {
+                panic!("triage met a question it was never meant to see");
+            }
             if asked == "fail" {
                 return Err(BoxError::from(format!(
                     "triage cannot route the question `{asked}`"

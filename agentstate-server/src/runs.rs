@@ -285,6 +285,15 @@ impl Job {
         self.finish(end).await;
     }
 
+    /// `error` with its sentence naming the run and its thread.
+    fn named(&self, mut error: AssistantError) -> AssistantError {
+        let (run, thread) = (&self.run.run_id, &self.run.thread_id);
+        if !error.message.contains(run.as_str()) {
+            error.message = format!("run `{run}` on thread `{thread}` failed: {}", error.message);
+        }
+        error
+    }
+
     async fn set_thread(&self, status: ThreadStatus) {
         let thread = &self.run.thread_id;
         if let Ok(Some(mut record)) = self.records.thread(thread).await {
@@ -304,7 +313,7 @@ impl Job {
         self.set_thread(ThreadStatus::Busy).await;
         let thread = &self.run.thread_id;
         if let Err(e) = self.assistant.ensure_thread(thread).await {
-            return End::Failed(e);
+            return End::Failed(self.named(e));
         }
         let started = self
             .assistant
@@ -312,7 +321,7 @@ impl Job {
         let mut events = tokio::select! {
             started = started => match started {
                 Ok(events) => events,
-                Err(e) => return End::Failed(e),
+                Err(e) => return End::Failed(self.named(e)),
             },
             () = self.live.cancelled() => return End::Cancelled(false),
         };
@@ -328,6 +337,10 @@ impl Job {
                     "run_ended_early",
                     format!("run `{}` on thread `{thread}` ended without finishing, suspending or failing", self.run.run_id),
                 ));
+            };
+            let event = match event {
+                RunEvent::Failed(error) => RunEvent::Failed(self.named(error)),
+                event => event,
             };
             self.emit(&event, &mut last_values);
             match event {

@@ -525,61 +525,40 @@ async fn interrupt_stops_the_running_run_and_a_new_input_starts_afresh() {
     assert_eq!(first["status"], "interrupted");
 }
 
+/// A node that fails and one that panics (a bug): each run ends in error, saying why, its
+/// thread `error`; the server goes on, and a new input on the thread runs.
 #[tokio::test]
-async fn a_new_input_after_a_failed_run_runs() {
-    let (app, thread, runs) = on_a_thread().await;
-    let wait = format!("{runs}/wait");
-    let (_, failed) = json(
-        &app,
-        "POST",
-        &wait,
-        Some(json!({"assistant_id": "desk", "input": ask("fail")})),
-    )
-    .await;
-    assert_eq!(failed["__error__"]["error"], "node_exception", "{failed}");
-    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
-    assert_eq!(got["status"], "error");
-    let (_, values) = json(
-        &app,
-        "POST",
-        &wait,
-        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
-    )
-    .await;
-    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
-    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
-    assert_eq!(got["status"], "interrupted");
-}
-
-#[tokio::test]
-async fn a_node_that_panics_ends_its_run_in_error_and_the_server_goes_on() {
-    let (app, thread, runs) = on_a_thread().await;
-    let wait = format!("{runs}/wait");
-    let (status, failed) = json(
-        &app,
-        "POST",
-        &wait,
-        Some(json!({"assistant_id": "desk", "input": ask("panic")})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(failed["__error__"]["error"], "run_panicked", "{failed}");
-    let message = failed["__error__"]["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("run `")
-            && message.ends_with(&format!(
-                "on thread `{thread}` panicked: triage met a question it was never meant to see"
-            )),
-        "{message}"
-    );
-    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
-    assert_eq!(got["status"], "error");
-    let (_, values) = json(
-        &app,
-        "POST",
-        &wait,
-        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
-    )
-    .await;
-    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+async fn a_failed_or_panicking_run_ends_in_error_and_a_new_input_runs() {
+    let cases = [
+        (
+            "fail",
+            "node_exception",
+            "triage cannot route the question `fail`",
+        ),
+        (
+            "panic",
+            "run_panicked",
+            "panicked: triage met a question it was never meant to see",
+        ),
+    ];
+    for (question, category, says) in cases {
+        let (app, thread, runs) = on_a_thread().await;
+        let wait = format!("{runs}/wait");
+        let failing = json!({"assistant_id": "desk", "input": ask(question)});
+        let (status, failed) = json(&app, "POST", &wait, Some(failing)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(failed["__error__"]["error"], category, "{failed}");
+        let message = failed["__error__"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(says) && message.contains(&thread),
+            "{message}"
+        );
+        let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+        assert_eq!(got["status"], "error");
+        let fine = json!({"assistant_id": "desk", "input": ask("hi")});
+        let (_, values) = json(&app, "POST", &wait, Some(fine)).await;
+        assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+        let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+        assert_eq!(got["status"], "interrupted");
+    }
 }

@@ -8,7 +8,7 @@ use crate::server::{Served, Shared};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -606,12 +606,14 @@ fn location(live: &Live, stateless: bool) -> HeaderValue {
     HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
 }
 
-/// The SSE response of a run's frames.
-fn stream_response(live: Arc<Live>, stateless: bool) -> Response {
+/// The SSE response of a run's frames from the one numbered `from`, each with its number as
+/// its `id`.
+fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
     let where_ = location(&live, stateless);
-    let events = live
-        .frames()
-        .map(|f| Ok::<_, Infallible>(SseEvent::default().event(f.event).data(f.data.to_string())));
+    let events = live.frames(from).map(|(i, f)| {
+        let event = SseEvent::default().id(i.to_string()).event(f.event);
+        Ok::<_, Infallible>(event.data(f.data.to_string()))
+    });
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response();
@@ -633,7 +635,7 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
 
 async fn create_stream(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(stream_response(live, false))
+    Ok(stream_response(live, false, 0))
 }
 
 async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
@@ -657,7 +659,7 @@ async fn create_background(State(shared): Api, Path(id): Path<String>, bytes: By
 
 async fn stateless_stream(State(shared): Api, bytes: Bytes) -> Answer {
     let (live, _) = create_run(&shared, None, &bytes).await?;
-    Ok(stream_response(live, true))
+    Ok(stream_response(live, true, 0))
 }
 
 async fn stateless_wait(State(shared): Api, bytes: Bytes) -> Answer {
@@ -747,8 +749,19 @@ async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -
     }
 }
 
-async fn join_stream(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+/// A run's stream joined: from its first event, or after the one a reconnecting client names
+/// in `Last-Event-ID` (`-1`: from the first).
+async fn join_stream(
+    State(shared): Api,
+    Path((id, rid)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Answer {
     run_record(&shared, &id, &rid).await?;
+    let from = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(0, |seen| seen + 1);
     let live = match shared.runs.get(&rid) {
         Some(live) => live,
         // An ended run streams nothing more.
@@ -757,7 +770,7 @@ async fn join_stream(State(shared): Api, Path((id, rid)): Path<(String, String)>
             return Ok(Sse::new(nothing).into_response());
         }
     };
-    Ok(stream_response(live, false))
+    Ok(stream_response(live, false, from))
 }
 
 async fn cancel_run(

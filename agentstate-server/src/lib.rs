@@ -61,19 +61,24 @@
 //!
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
-//! interrupts as `__interrupt__`, and `error` on failure; the response's `Content-Location`
-//! names the run. A run that stops at an interrupt ends `success` and leaves its thread
+//! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
+//! run, from 0); the response's `Content-Location` names the run. A client that joins a run in
+//! progress (`GET .../runs/{rid}/stream`) with `Last-Event-ID` gets every later event once
+//! (`-1`: all). A run that stops at an interrupt ends `success` and leaves its thread
 //! `interrupted`, as the reference server does; `command.resume` answers it. A cancelled run
 //! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
 //! `input` starts afresh from the state (whatever the last run left: cut short, failed, or
 //! waiting for answers). On a busy thread a run is refused (409) under `multitask_strategy`
 //! `reject` (the default), stops the running run under `interrupt` (its committed steps stay)
-//! and waits for it under `enqueue`.
+//! and waits for it under `enqueue`. Runs are carried out in the serving process; a run its
+//! task's panic ended is `error`, and [`Server::recover`] ends those a stopped process left.
 //!
-//! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and `goto`, runs from a checkpoint,
-//! `interrupt_before`/`interrupt_after` per run, the `messages`, `events`, `debug`, `tasks` and
-//! `checkpoints` stream modes, resumable streams (`Last-Event-ID`), state updates, thread copy,
-//! crons, the store API; a request for them is refused (422) with a sentence saying so.
+//! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and
+//! `goto`, runs from a checkpoint, `interrupt_before`/`interrupt_after` per run, the
+//! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, replaying the events
+//! of a run that ended (they are kept in memory while it runs), state updates, thread copy,
+//! crons, the store API (a request for them is refused, 422, with a sentence saying so); the
+//! AG-UI endpoint; workers on PostgreSQL.
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]

@@ -102,10 +102,14 @@ impl Live {
         self.cancel.send_replace(true);
     }
 
-    /// Its frames from the first, then as they come, until it ended.
-    pub(crate) fn frames(self: Arc<Self>) -> impl Stream<Item = Frame> + Send + 'static {
+    /// Its frames from the one numbered `from` (the first is 0: `metadata`), each with its
+    /// number, then as they come, until it ended.
+    pub(crate) fn frames(
+        self: Arc<Self>,
+        from: usize,
+    ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
         let rx = self.changed.subscribe();
-        futures_util::stream::unfold((self, 0usize, rx), |(live, i, mut rx)| async move {
+        futures_util::stream::unfold((self, from, rx), |(live, i, mut rx)| async move {
             loop {
                 rx.borrow_and_update();
                 {
@@ -113,7 +117,7 @@ impl Live {
                     if let Some(frame) = state.frames.get(i) {
                         let frame = frame.clone();
                         drop(state);
-                        return Some((frame, (live, i + 1, rx)));
+                        return Some(((i, frame), (live, i + 1, rx)));
                     }
                     if state.result.is_some() {
                         return None;

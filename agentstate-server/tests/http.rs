@@ -54,6 +54,27 @@ async fn call(
     )
 }
 
+/// An SSE body's events: their ids, and their names with their JSON.
+fn sse(body: &str) -> (Vec<usize>, Vec<(&str, Value)>) {
+    body.split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|frame| {
+            let field = |name: &str| {
+                let prefix = format!("{name}: ");
+                frame
+                    .lines()
+                    .find_map(|l| l.strip_prefix(prefix.as_str()))
+                    .unwrap()
+            };
+            let id: usize = field("id").parse().unwrap();
+            (
+                id,
+                (field("event"), serde_json::from_str(field("data")).unwrap()),
+            )
+        })
+        .unzip()
+}
+
 /// A request with the key whose answer is JSON.
 async fn json(app: &Router, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
     let (status, _, text) = call(app, method, path, body, Some("k")).await;
@@ -210,21 +231,12 @@ async fn a_stream_is_sse_with_metadata_first_and_the_run_named() {
     let run_id = location
         .strip_prefix(&format!("/threads/{thread}/runs/"))
         .unwrap();
-    let frames: Vec<(&str, Value)> = body
-        .split("\n\n")
-        .filter(|f| !f.is_empty())
-        .map(|frame| {
-            let event = frame
-                .lines()
-                .find_map(|l| l.strip_prefix("event: "))
-                .unwrap();
-            let data = frame
-                .lines()
-                .find_map(|l| l.strip_prefix("data: "))
-                .unwrap();
-            (event, serde_json::from_str(data).unwrap())
-        })
-        .collect();
+    let (ids, frames) = sse(&body);
+    assert_eq!(
+        ids,
+        (0..frames.len()).collect::<Vec<_>>(),
+        "an id on every event"
+    );
     assert_eq!(
         frames[0],
         ("metadata", json!({"run_id": run_id, "attempt": 1}))
@@ -561,4 +573,40 @@ async fn a_failed_or_panicking_run_ends_in_error_and_a_new_input_runs() {
         let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
         assert_eq!(got["status"], "interrupted");
     }
+}
+
+#[tokio::test]
+async fn a_client_that_reconnects_with_last_event_id_gets_every_later_event_once() {
+    let (app, _, runs) = on_a_thread().await;
+    let slow =
+        json!({"assistant_id": "desk", "input": ask("slow one"), "stream_mode": ["updates"]});
+    let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
+    let stream = format!("{runs}/{}/stream", run["run_id"].as_str().unwrap());
+    let joined = |last: Option<&'static str>| {
+        let (app, stream) = (app.clone(), stream.clone());
+        async move {
+            let mut request = Request::builder().uri(stream).header("x-api-key", "k");
+            if let Some(last) = last {
+                request = request.header("last-event-id", last);
+            }
+            let response = app
+                .oneshot(request.body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    };
+    let (all, after_one, from_start) =
+        tokio::join!(joined(None), joined(Some("1")), joined(Some("-1")));
+    let (ids, frames) = sse(&all);
+    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "updates", "updates"],
+        "{all}"
+    );
+    assert_eq!(ids, [0, 1, 2, 3]);
+    assert_eq!(sse(&after_one).0, [2, 3], "{after_one}");
+    assert_eq!(sse(&from_start).0, [0, 1, 2, 3], "{from_start}");
 }

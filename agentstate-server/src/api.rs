@@ -39,7 +39,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
             "/threads/{id}",
             get(get_thread).patch(patch_thread).delete(delete_thread),
         )
-        .route("/threads/{id}/state", get(thread_state))
+        .route("/threads/{id}/state", get(thread_state).post(update_state))
         .route("/threads/{id}/state/{checkpoint}", get(thread_state_at))
         .route("/threads/{id}/history", get(history_get).post(history_post))
         .route("/threads/{id}/runs", get(list_runs).post(create_background))
@@ -376,6 +376,47 @@ async fn state_json(shared: &Shared, id: &str, at: Option<u64>) -> Answer {
 
 async fn thread_state(State(shared): Api, Path(id): Path<String>) -> Answer {
     state_json(&shared, &id, None).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StateUpdate {
+    values: Option<Value>,
+    as_node: Option<String>,
+    checkpoint_id: Option<String>,
+    checkpoint: Option<Value>,
+}
+
+/// LangGraph's `update_state`: the values as a node's update, on a thread with no run in
+/// progress.
+async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
+    if update.checkpoint_id.is_some() || update.checkpoint.is_some() {
+        return Err(ApiError::unprocessable(format!(
+            "the state update of thread `{id}` names a checkpoint; this server updates a thread's latest state only"
+        )));
+    }
+    let mut thread = thread_record(&shared, &id).await?;
+    let Some(graph) = thread.graph_id.clone() else {
+        return Err(ApiError::unprocessable(format!(
+            "thread `{id}` has no state yet (no run made it), so it cannot be updated"
+        )));
+    };
+    let served = shared.graph(&graph)?;
+    if let Some(running) = shared.runs.on_thread(&id) {
+        return Err(ApiError::conflict(format!(
+            "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
+        )));
+    }
+    let values = update.values.unwrap_or(Value::Null);
+    let version = served
+        .assistant
+        .update(&id, values, update.as_node.as_deref())
+        .await
+        .map_err(ApiError::from)?;
+    thread.updated_ms = now_ms();
+    shared.records.put(Record::Thread(thread)).await?;
+    ok(json!({"checkpoint": checkpoint_json(&id, Some(version))}))
 }
 
 fn checkpoint_version(thread: &str, checkpoint: &str) -> Result<u64, ApiError> {

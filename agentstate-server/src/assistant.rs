@@ -211,6 +211,17 @@ pub trait Assistant: Send + Sync + 'static {
         at: Option<u64>,
     ) -> BoxFuture<'a, Result<Snapshot, AssistantError>>;
 
+    /// Applies `values` (a JSON update of the state) to thread `thread` (which exists) as if
+    /// node `as_node` had returned it, the thread's run then continuing from that node's edge
+    /// (LangGraph's `update_state`); without a node, as the node of the thread's last step.
+    /// Returns the thread's version after it.
+    fn update<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u64, AssistantError>>;
+
     /// Thread `thread`'s committed steps, the newest first, at most `limit`, each with its
     /// state.
     fn checkpoints<'a>(
@@ -359,6 +370,41 @@ where
                 next,
                 interrupts,
             })
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u64, AssistantError>> {
+        Box::pin(async move {
+            let update = S::Update::from_json(values).map_err(|e| {
+                AssistantError::new(
+                    e.category(),
+                    format!("the values of the update of thread `{thread}` are not an update of its state: {e}"),
+                )
+            })?;
+            let last = DurableGraph::checkpoints(self, thread)
+                .await?
+                .into_iter()
+                .rev()
+                .find_map(|c| c.nodes.last().cloned());
+            let Some(name) = as_node.map(str::to_owned).or(last) else {
+                return Err(AssistantError::new(
+                    "run_state_invalid",
+                    format!("thread `{thread}` has no step yet, so its update must name the node it is made as (`as_node`)"),
+                ));
+            };
+            let Some(node) = self.graph().nodes().find(|k| k.name() == name).cloned() else {
+                return Err(AssistantError::new(
+                    "run_state_invalid",
+                    format!("the update of thread `{thread}` is made as node `{name}`, which the graph does not have (its nodes: {})", self.nodes().join(", ")),
+                ));
+            };
+            self.update_as(thread, node, update).await?;
+            Ok(self.store().info(thread).await?.version)
         })
     }
 

@@ -55,7 +55,7 @@
 //! | `GET /ok`, `GET /info` | health, version |
 //! | `POST /assistants/search`, `GET /assistants/{id}`, `.../graph`, `.../schemas` | the served graphs (an assistant id is the UUID v5 of its graph id, as LangGraph's; runs accept either) |
 //! | `POST /threads` (`if_exists`), `POST /threads/search`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads |
-//! | `GET /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history |
+//! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress) |
 //! | `POST /threads/{id}/runs` (background), `.../runs/stream`, `.../runs/wait`; `POST /runs`, `/runs/stream`, `/runs/wait` (stateless) | runs |
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
 //!
@@ -76,7 +76,8 @@
 //! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and
 //! `goto`, runs from a checkpoint, `interrupt_before`/`interrupt_after` per run, the
 //! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, replaying the events
-//! of a run that ended (they are kept in memory while it runs), state updates, thread copy,
+//! of a run that ended (they are kept in memory while it runs), a state update at a
+//! checkpoint, thread copy,
 //! crons, the store API (a request for them is refused, 422, with a sentence saying so); the
 //! AG-UI endpoint; workers on PostgreSQL.
 

@@ -168,6 +168,14 @@ impl Runs {
             .cloned()
     }
 
+    /// The id of a run in progress on `thread`, if there is one.
+    pub(crate) fn on_thread(&self, thread: &str) -> Option<String> {
+        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        map.values()
+            .find(|l| l.thread_id == thread)
+            .map(|l| l.run_id.clone())
+    }
+
     /// Registers `live` unless `refuse` says no to the runs in progress on its thread (checked
     /// and registered at once, so two requests cannot both find the thread free).
     pub(crate) fn register<E>(

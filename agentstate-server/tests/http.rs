@@ -610,3 +610,58 @@ async fn a_client_that_reconnects_with_last_event_id_gets_every_later_event_once
     assert_eq!(sse(&after_one).0, [2, 3], "{after_one}");
     assert_eq!(sse(&from_start).0, [0, 1, 2, 3], "{from_start}");
 }
+
+#[tokio::test]
+async fn a_state_update_is_made_as_a_node_and_refused_on_a_busy_thread() {
+    let (app, thread, runs) = on_a_thread().await;
+    let state = format!("/threads/{thread}/state");
+    let (status, body) = json(
+        &app,
+        "POST",
+        &state,
+        Some(json!({"values": {"log": ["x"]}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        body["detail"],
+        format!("thread `{thread}` has no state yet (no run made it), so it cannot be updated")
+    );
+
+    let hi = json!({"assistant_id": "desk", "input": ask("hi")});
+    json(&app, "POST", &format!("{runs}/wait"), Some(hi)).await;
+    // Made as `approve`, the suspended step is replaced: the run goes on from approve's edge,
+    // to its end.
+    let edit = json!({"values": {"approved": false, "log": ["edited"]}, "as_node": "approve"});
+    let (status, updated) = json(&app, "POST", &state, Some(edit)).await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    let (_, now) = json(&app, "GET", &state, None).await;
+    assert_eq!(now["checkpoint"], updated["checkpoint"]);
+    assert_eq!(
+        (&now["values"]["approved"], &now["next"]),
+        (&json!(false), &json!([]))
+    );
+    assert_eq!(now["values"]["log"], json!(["triage", "draft", "edited"]));
+
+    let wrong = json!({"values": {"log": []}, "as_node": "nobody"});
+    let (status, body) = json(&app, "POST", &state, Some(wrong)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["detail"].as_str().unwrap().ends_with(
+            "as node `nobody`, which the graph does not have (its nodes: triage, draft, approve)"
+        ),
+        "{body}"
+    );
+
+    let slow = json!({"assistant_id": "desk", "input": ask("slow one")});
+    let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
+    let (status, body) = json(&app, "POST", &state, Some(json!({"values": {"log": []}}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        body["detail"],
+        format!(
+            "thread `{thread}` is busy with run `{}`; its state cannot be updated until it ends",
+            run["run_id"].as_str().unwrap()
+        )
+    );
+}

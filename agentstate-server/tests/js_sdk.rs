@@ -6,7 +6,7 @@
 //! patch, search, delete); runs streamed in the `values`, `updates`, `custom` and
 //! `messages-tuple` modes, waited for, in the background and joined, listed, got, cancelled and
 //! continued; double texting with `reject`, `interrupt` and `enqueue`; an interrupt answered by
-//! `command.resume`; state, state at a checkpoint, history; failures; stateless runs.
+//! `command.resume`; state, state at a checkpoint, a state update as a node, history; failures; stateless runs.
 //!
 //! Needs `node` and `npm ci` run in `tests/js` (`.ci/run` does it). Without `node_modules` the
 //! test prints one line and passes, except under CI (`CI` set), where that is a failure.
@@ -49,6 +49,7 @@ const CHECKS: &[&str] = &[
     "thread_idle",
     "history",
     "state_at_checkpoint",
+    "update_state",
     "runs_create",
     "runs_join",
     "runs_list",

@@ -121,6 +121,11 @@ check("history", history.length >= 4 && history[0].values.approved === true, his
 const earlier = await client.threads.getState(thread.thread_id, history.at(-1).checkpoint.checkpoint_id);
 check("state_at_checkpoint", earlier.values.approved == null, earlier);
 
+// A state update made as a node.
+const updated = await client.threads.updateState(thread.thread_id, { values: { log: ["edited"] }, asNode: "approve" });
+const edited = await client.threads.getState(thread.thread_id);
+check("update_state", edited.values.log.at(-1) === "edited" && edited.checkpoint.checkpoint_id === updated.checkpoint.checkpoint_id, [updated, edited]);
+
 // A background run, joined.
 const background = await client.runs.create(thread.thread_id, "desk", { input: ask("Second question") });
 check("runs_create", ["pending", "running"].includes(background.status), background);

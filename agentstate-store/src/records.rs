@@ -4,8 +4,9 @@
 //!
 //! The store does not read a record's JSON: its type, and the version of that type, are the
 //! owner's (`agentstate-server`'s run record is one serde-tagged, versioned type). The table,
-//! `agentstate_records`, is created when the database is opened if it is missing; it is not
-//! part of the threads' tables' version, and deleting a thread does not delete its records.
+//! `agentstate_records`, is created by the first record operation on an SQLite database (one
+//! that keeps no record has none) and when a PostgreSQL store connects; it is not part of the
+//! threads' tables' version, and deleting a thread does not delete its records.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -134,41 +135,53 @@ fn read<T: DeserializeOwned>(row: &RecordRow) -> Result<T, StoreError> {
     })
 }
 
-#[cfg(all(test, feature = "sqlite"))]
+#[cfg(test)]
 mod tests {
-    use crate::SqliteStore;
+    use crate::{RecordBackend, Store};
     use serde_json::{json, Value};
 
-    #[tokio::test]
-    async fn records_survive_a_reopen_keep_their_creation_and_filter_by_thread() {
-        let dir = std::env::temp_dir().join(format!("agentstate-records-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("records.db");
-        let _ = std::fs::remove_file(&path);
-        {
-            let store = SqliteStore::open(&path).unwrap();
-            store
-                .put_record("run", "a", Some("t1"), &json!({"n": 1}))
-                .await
-                .unwrap();
-            store
-                .put_record("run", "b", Some("t2"), &json!({"n": 2}))
-                .await
-                .unwrap();
-            store
-                .put_record("thread", "a", None, &json!({"n": 3}))
-                .await
-                .unwrap();
-        }
-        let store = SqliteStore::open(&path).unwrap();
-        let before = store.backend().get_record_row("run", "a").await;
+    /// Puts, replaces, lists, reads and deletes records on `store`; `reopen` gives a second
+    /// store on the same database (the records outlive the first).
+    async fn records_behave<B: RecordBackend>(store: Store<B>, reopen: impl FnOnce() -> Store<B>) {
+        store
+            .put_record("run", "a", Some("t1"), &json!({"n": 1}))
+            .await
+            .unwrap();
+        store
+            .put_record("run", "b", Some("t2"), &json!({"n": 2}))
+            .await
+            .unwrap();
+        store
+            .put_record("thread", "a", None, &json!({"n": 3}))
+            .await
+            .unwrap();
+        drop(store);
+        let store = reopen();
+        let row = |store: &Store<B>| {
+            let store = store.clone();
+            async move {
+                store
+                    .backend()
+                    .get_record("run", "a")
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
+        };
+        let before = row(&store).await;
         store
             .put_record("run", "a", Some("t1"), &json!({"n": 4}))
             .await
             .unwrap();
-        let after = store.backend().get_record_row("run", "a").await;
-        assert_eq!(before.created_ms, after.created_ms);
-        assert_eq!(after.body, r#"{"n":4}"#);
+        let after = row(&store).await;
+        assert_eq!(
+            before.created_ms, after.created_ms,
+            "a replaced record keeps its creation"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&after.body).unwrap(),
+            json!({"n": 4})
+        );
         let t1: Vec<Value> = store.records("run", Some("t1")).await.unwrap();
         assert_eq!(t1, [json!({"n": 4})]);
         let all: Vec<Value> = store.records("run", None).await.unwrap();
@@ -177,6 +190,7 @@ mod tests {
             store.record::<Value>("thread", "a").await.unwrap(),
             Some(json!({"n": 3}))
         );
+        assert_eq!(store.record::<Value>("thread", "b").await.unwrap(), None);
         assert!(store.delete_record("run", "b").await.unwrap());
         assert!(!store.delete_record("run", "b").await.unwrap());
         let wrong = store.record::<u32>("thread", "a").await.unwrap_err();
@@ -187,14 +201,50 @@ mod tests {
                 .starts_with("thread record `a` does not read"),
             "{wrong}"
         );
-        drop(store);
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn records_on_sqlite() {
+        let dir = std::env::temp_dir().join(format!("agentstate-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.db");
+        let _ = std::fs::remove_file(&path);
+        let store = crate::SqliteStore::open(&path).unwrap();
+        records_behave(store, || crate::SqliteStore::open(&path).unwrap()).await;
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    impl crate::sqlite::Sqlite {
-        async fn get_record_row(&self, kind: &str, id: &str) -> crate::RecordRow {
-            use crate::RecordBackend;
-            self.get_record(kind, id).await.unwrap().unwrap()
-        }
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_on_postgres() {
+        use crate::postgres::PostgresOptions;
+        let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+            println!("records on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        let schema = format!("agentstate_records_{}", std::process::id());
+        let options = PostgresOptions {
+            schema: schema.clone(),
+            ..PostgresOptions::default()
+        };
+        let store = crate::PostgresStore::connect_with(&url, options.clone())
+            .await
+            .unwrap();
+        // A second pool on the same schema, opened while the first is still up.
+        let again = crate::PostgresStore::connect_with(&url, options)
+            .await
+            .unwrap();
+        records_behave(store, move || again).await;
+        let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        admin
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+        drop(admin);
+        let _ = connection.await;
     }
 }

@@ -423,11 +423,7 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
             .optional()
             .map_err(db_err("reading the store's version"))?;
         return match found {
-            Some(TABLES_VERSION) => {
-                tx.execute_batch(RECORDS_TABLE)
-                    .map_err(db_err("creating the records table"))?;
-                tx.commit().map_err(db_err("creating the records table"))
-            }
+            Some(TABLES_VERSION) => Ok(()),
             Some(found @ 1..=5) => {
                 if found == 1 {
                     migrate_v1(&tx)?;
@@ -440,8 +436,6 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
                     migrate_v4(&tx)?;
                 }
                 migrate_v5(&tx)?;
-                tx.execute_batch(RECORDS_TABLE)
-                    .map_err(db_err("creating the records table"))?;
                 let doing = format!("migrating the store's tables to version {TABLES_VERSION}");
                 reclaim(&tx, &doing)?;
                 tx.commit().map_err(db_err(doing))
@@ -468,7 +462,6 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
          {TABLES}
          {V4_TABLES}
          {V6_TABLES}
-         {RECORDS_TABLE}
          {}",
         version_view(TABLES_VERSION)
     ))
@@ -476,8 +469,8 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
     tx.commit().map_err(db_err("creating the store's tables"))
 }
 
-/// The table of [`records`](crate::RecordBackend), created when missing (not part of
-/// [`TABLES_VERSION`]).
+/// The table of [`records`](crate::RecordBackend), created by the first record operation on a
+/// database (one that never keeps a record has no such table: not part of [`TABLES_VERSION`]).
 const RECORDS_TABLE: &str = "
     CREATE TABLE IF NOT EXISTS agentstate_records (
         kind TEXT NOT NULL,
@@ -1560,6 +1553,12 @@ impl Backend for Sqlite {
     }
 }
 
+/// Creates the records table if it is missing ([`RECORDS_TABLE`]).
+fn records_table(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(RECORDS_TABLE)
+        .map_err(db_err("creating the records table"))
+}
+
 fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
     Ok(RecordRow {
         kind: r.get(0)?,
@@ -1573,6 +1572,7 @@ fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
 impl RecordBackend for Sqlite {
     async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
         self.call(move |conn| {
+            records_table(conn)?;
             conn.prepare_cached(
                 "INSERT INTO agentstate_records (kind, id, thread, created_ms, body)
                  VALUES (?1, ?2, ?3, ?4, ?5)
@@ -1590,6 +1590,7 @@ impl RecordBackend for Sqlite {
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
         let (kind, id) = (kind.to_owned(), id.to_owned());
         self.call(move |conn| {
+            records_table(conn)?;
             conn.prepare_cached(
                 "SELECT kind, id, thread, created_ms, body FROM agentstate_records
                  WHERE kind = ?1 AND id = ?2",
@@ -1607,6 +1608,7 @@ impl RecordBackend for Sqlite {
     ) -> Result<Vec<RecordRow>, StoreError> {
         let (kind, thread) = (kind.to_owned(), thread.map(str::to_owned));
         self.call(move |conn| {
+            records_table(conn)?;
             conn.prepare_cached(
                 "SELECT kind, id, thread, created_ms, body FROM agentstate_records
                  WHERE kind = ?1 AND (?2 IS NULL OR thread = ?2) ORDER BY created_ms, id",
@@ -1623,6 +1625,7 @@ impl RecordBackend for Sqlite {
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         let (kind, id) = (kind.to_owned(), id.to_owned());
         self.call(move |conn| {
+            records_table(conn)?;
             conn.prepare_cached("DELETE FROM agentstate_records WHERE kind = ?1 AND id = ?2")
                 .and_then(|mut s| s.execute([&kind, &id]))
                 .map(|n| n > 0)

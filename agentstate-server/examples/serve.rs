@@ -1,7 +1,8 @@
 //! Serves the help desk graph (`examples/support/desk.rs`: triage, a scripted model's streamed
 //! answer, an approval interrupt) over the LangGraph Agent Server API, on SQLite
-//! (`agentstate-server.db` in the working directory), at http://127.0.0.1:2024 (or the address
-//! given as its argument).
+//! (`agentstate-server.db` in the working directory, or the store URL in `AGENTSTATE_DATABASE`:
+//! `postgres://...` with the feature `postgres`), at http://127.0.0.1:2024 (or the address given
+//! as its argument).
 //!
 //! ```text
 //! cargo run -p agentstate-server --example serve            # http://127.0.0.1:2024
@@ -23,11 +24,13 @@
 mod desk;
 
 use agentstate_server::Server;
-use agentstate_store::SqliteStore;
+use agentstate_store::AnyStore;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let store = SqliteStore::open("agentstate-server.db")?;
+    let url = std::env::var("AGENTSTATE_DATABASE")
+        .unwrap_or_else(|_| "sqlite:agentstate-server.db".to_owned());
+    let store = AnyStore::open(&url).await?;
     let server = Server::builder(&store)
         .assistant("desk", desk::graph()?.durable(&store))
         .cors(tower_http::cors::CorsLayer::permissive())
@@ -37,7 +40,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:2024".to_owned());
     let listener = tokio::net::TcpListener::bind(&address).await?;
     println!(
-        "serving the help desk graph (`desk`) at http://{}",
+        "serving the help desk graph (`desk`) on {} at http://{}",
+        store.backend().name(),
         listener.local_addr()?
     );
     server.serve(listener).await?;

@@ -3,8 +3,8 @@
 //! Serves [`agentstate_graph`] durable graphs over the LangGraph Agent Server API, the API the
 //! official LangGraph SDKs (`@langchain/langgraph-sdk`, `langgraph-sdk`) and `useStream` call:
 //! threads, their state and history, and runs streamed as SSE, waited for, or run in the
-//! background, on the store's database (SQLite for now), with runs carried out in this process
-//! as tokio tasks.
+//! background, on the store's database (SQLite, or PostgreSQL with the feature `postgres`), with
+//! runs carried out in this process as tokio tasks.
 //!
 //! A library: [`Server::builder`] takes the store and the graphs (each a
 //! [`DurableGraph`](agentstate_graph::durable::DurableGraph) on that store, served under a graph

@@ -5,7 +5,7 @@
 mod desk;
 
 use agentstate_server::Server;
-use agentstate_store::SqliteStore;
+use agentstate_store::{RecordBackend, SqliteStore, Store};
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Router;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use tower::ServiceExt;
 
-fn app(store: &SqliteStore) -> Router {
+fn app<B: RecordBackend>(store: &Store<B>) -> Router {
     Server::builder(store)
         .assistant("desk", desk::graph().unwrap().durable(store))
         .api_key("k")
@@ -664,4 +664,78 @@ async fn a_state_update_is_made_as_a_node_and_refused_on_a_busy_thread() {
             run["run_id"].as_str().unwrap()
         )
     );
+}
+
+/// The same API on PostgreSQL (feature `postgres`, `AGENTSTATE_POSTGRES_URL`): a run streamed to
+/// its interrupt, answered, the records read back by a second server on the same schema.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_on_postgresql() {
+    use agentstate_store::postgres::PostgresOptions;
+    use agentstate_store::PostgresStore;
+    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+        println!("the API on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!("agentstate_server_{}", std::process::id());
+    let options = PostgresOptions {
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let first = app(&store);
+    let thread = new_thread(&first).await;
+    let runs = format!("/threads/{thread}/runs");
+    let hi = json!({"assistant_id": "desk", "input": ask("hi"), "stream_mode": "updates"});
+    let (status, _, body) = call(
+        &first,
+        "POST",
+        &format!("{runs}/stream"),
+        Some(hi),
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = sse(&body).1.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "updates", "updates"],
+        "{body}"
+    );
+    let resume = json!({"assistant_id": "desk", "command": {"resume": true}});
+    let (_, values) = json(&first, "POST", &format!("{runs}/wait"), Some(resume)).await;
+    assert_eq!(
+        values["log"],
+        json!(["triage", "draft", "approve"]),
+        "{values}"
+    );
+
+    let again = PostgresStore::connect_with(&url, options).await.unwrap();
+    let second = app(&again);
+    let (_, listed) = json(&second, "GET", &runs, None).await;
+    let statuses: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [&json!("success"), &json!("success")]);
+    let (_, got) = json(&second, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        (&got["status"], &got["values"]["approved"]),
+        (&json!("idle"), &json!(true))
+    );
+
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let connection = tokio::spawn(connection);
+    admin
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+    drop(admin);
+    let _ = connection.await;
 }

@@ -82,6 +82,15 @@ async fn json(app: &Router, method: &str, path: &str, body: Option<Value>) -> (S
     (status, value)
 }
 
+/// The statuses of the runs listed at `runs`, the newest first.
+async fn run_statuses(app: &Router, runs: &str) -> Vec<String> {
+    let (_, listed) = json(app, "GET", runs, None).await;
+    let list = listed.as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|r| r["status"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
 fn ask(text: &str) -> Value {
     json!({"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
 }
@@ -333,14 +342,7 @@ async fn enqueue_runs_after_the_running_run_and_reject_refuses() {
         json!(["triage", "draft", "approve"]),
         "{values}"
     );
-    let (_, listed) = json(&app, "GET", &runs, None).await;
-    let statuses: Vec<&Value> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["status"])
-        .collect();
-    assert_eq!(statuses, [&json!("success"), &json!("success")]);
+    assert_eq!(run_statuses(&app, &runs).await, ["success", "success"]);
 }
 
 #[tokio::test]
@@ -714,14 +716,7 @@ async fn the_api_on_postgresql() {
 
     let again = PostgresStore::connect_with(&url, options).await.unwrap();
     let second = app(&again);
-    let (_, listed) = json(&second, "GET", &runs, None).await;
-    let statuses: Vec<&Value> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["status"])
-        .collect();
-    assert_eq!(statuses, [&json!("success"), &json!("success")]);
+    assert_eq!(run_statuses(&second, &runs).await, ["success", "success"]);
     let (_, got) = json(&second, "GET", &format!("/threads/{thread}"), None).await;
     assert_eq!(
         (&got["status"], &got["values"]["approved"]),

@@ -658,6 +658,14 @@ fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
     let mut response = Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response();
+    if !stateless {
+        // Where a client that lost the stream reconnects (with `Last-Event-ID`).
+        if let Ok(stream) =
+            HeaderValue::from_str(&format!("{}/stream", where_.to_str().unwrap_or_default()))
+        {
+            response.headers_mut().insert(header::LOCATION, stream);
+        }
+    }
     response
         .headers_mut()
         .insert(header::CONTENT_LOCATION, where_);

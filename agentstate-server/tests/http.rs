@@ -237,6 +237,7 @@ async fn a_stream_is_sse_with_metadata_first_and_the_run_named() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "text/event-stream");
     let location = headers["content-location"].to_str().unwrap();
+    assert_eq!(headers["location"], format!("{location}/stream"));
     let run_id = location
         .strip_prefix(&format!("/threads/{thread}/runs/"))
         .unwrap();

@@ -63,9 +63,8 @@
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
 //! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
 //! run, from 0); the response's `Content-Location` names the run. A client that joins a run in
-//! progress (`GET .../runs/{rid}/stream`, the stream response's `Location`) with `Last-Event-ID`
-//! gets every later event once
-//! (`-1`: all). A run that stops at an interrupt ends `success` and leaves its thread
+//! progress (`GET .../runs/{rid}/stream`, the stream response's `Location`) with
+//! `Last-Event-ID` gets every later event once (`-1`: all). A run that stops at an interrupt ends `success` and leaves its thread
 //! `interrupted`, as the reference server does; `command.resume` answers it. A cancelled run
 //! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
 //! `input` starts afresh from the state (whatever the last run left: cut short, failed, or

@@ -1,0 +1,192 @@
+"""The official LangGraph Python SDK (`langgraph-sdk`, pinned in tests/py/requirements.txt)
+against an agentstate-server serving the help desk graph (examples/support/desk.rs) at the URL
+given as the first argument, with API key `test-key`.
+
+Prints `ok <check>` per check passed; the first failure raises (exit code 1). Run by
+tests/py_sdk.rs, which compares the printed checks with its list.
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx
+from langgraph_sdk import get_client
+from langgraph_sdk.schema import Command
+
+URL = sys.argv[1]
+
+
+def check(name, ok, detail=None):
+    if not ok:
+        raise AssertionError(f"check `{name}` failed: {json.dumps(detail, indent=1, default=str)}")
+    print(f"ok {name}", flush=True)
+
+
+async def refused(awaitable):
+    """The HTTP status and body of a refused call, or None if it succeeded."""
+    try:
+        await awaitable
+    except httpx.HTTPStatusError as error:
+        return error.response.status_code, error.response.text
+    return None
+
+
+async def collect(stream):
+    return [part async for part in stream]
+
+
+def ask(text):
+    # agentstate's messages are AgentFlow's: content is a list of blocks.
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+
+
+async def main():
+    client = get_client(url=URL, api_key="test-key")
+
+    # Without the key: 401.
+    keyless = get_client(url=URL, api_key=None)
+    status = await refused(keyless.assistants.search())
+    check("api_key_required", status is not None and status[0] == 401, status)
+
+    # Assistants.
+    assistants = await client.assistants.search(graph_id="desk")
+    check("assistants_search", len(assistants) == 1 and assistants[0]["graph_id"] == "desk", assistants)
+    assistant_id = assistants[0]["assistant_id"]
+    schemas = await client.assistants.get_schemas(assistant_id)
+    check("assistants_schemas", "messages" in schemas["state_schema"]["properties"], schemas)
+
+    # Threads.
+    thread = await client.threads.create(metadata={"user": "bo"})
+    tid = thread["thread_id"]
+    check("threads_create", thread["status"] == "idle" and thread["metadata"]["user"] == "bo", thread)
+    patched = await client.threads.update(tid, metadata={"tier": "gold"})
+    check("threads_patch", patched["metadata"] == {"user": "bo", "tier": "gold"}, patched)
+    found = await client.threads.search(metadata={"tier": "gold"})
+    check("threads_search", any(t["thread_id"] == tid for t in found), found)
+    status = await refused(client.threads.get("no-such-thread"))
+    check("threads_get_missing", status is not None and status[0] == 404, status)
+
+    # A streamed run in four modes, up to the interrupt.
+    created = {}
+    parts = await collect(
+        client.runs.stream(
+            tid,
+            "desk",
+            input=ask("Where is my order?"),
+            stream_mode=["values", "updates", "custom", "messages-tuple"],
+            on_run_created=lambda meta: created.update(meta),
+        )
+    )
+    events = [p.event for p in parts]
+    check("stream_metadata_first", events[0] == "metadata" and parts[0].data["run_id"], parts[0])
+    run_id = parts[0].data["run_id"]
+    check("stream_run_created", created.get("run_id") == run_id and created.get("thread_id") == tid, created)
+    values = [p.data for p in parts if p.event == "values"]
+    check("stream_values", len(values) >= 2 and values[0]["log"][:1] == ["triage"], values)
+    updates = [p.data for p in parts if p.event == "updates"]
+    check("stream_updates", "triage" in updates[0] and "draft" in updates[1], updates)
+    custom = [p.data for p in parts if p.event == "custom"]
+    check("stream_custom", custom == [{"topic": "general", "question": "Where is my order?"}], custom)
+    tuples = [p.data for p in parts if p.event == "messages"]
+    text = "".join(chunk["content"] for chunk, _ in tuples)
+    check(
+        "stream_messages_tuple",
+        len(tuples) > 1 and text == "You asked: Where is my order?" and tuples[0][1]["langgraph_node"] == "draft",
+        tuples,
+    )
+    asked = next((u for u in updates if "__interrupt__" in u), None)
+    check("stream_interrupt", asked and asked["__interrupt__"][0]["value"] == {"question": "Send this answer?"}, updates)
+
+    # The thread waits at the interrupt.
+    waiting = await client.threads.get(tid)
+    check("thread_interrupted", waiting["status"] == "interrupted", waiting)
+    state = await client.threads.get_state(tid)
+    check(
+        "state_interrupt_task",
+        state["next"] == ["approve"] and state["tasks"][0]["interrupts"][0]["value"]["question"] == "Send this answer?",
+        state,
+    )
+    run = await client.runs.get(tid, run_id)
+    check("runs_get", run["status"] == "success" and run["thread_id"] == tid, run)
+
+    # The interrupt answered by command.resume.
+    resumed = await client.runs.wait(tid, "desk", command=Command(resume=True))
+    check("wait_resume", resumed["approved"] is True and resumed["log"] == ["triage", "draft", "approve"], resumed)
+    idle = await client.threads.get(tid)
+    check("thread_idle", idle["status"] == "idle", idle)
+
+    # History, state at a checkpoint, an update made as a node.
+    history = await client.threads.get_history(tid, limit=10)
+    check("history", len(history) >= 4 and history[0]["values"]["approved"] is True, [h["checkpoint"] for h in history])
+    earlier = await client.threads.get_state(tid, checkpoint_id=history[-1]["checkpoint"]["checkpoint_id"])
+    check("state_at_checkpoint", earlier["values"].get("approved") is None, earlier)
+    updated = await client.threads.update_state(tid, {"log": ["edited"]}, as_node="approve")
+    edited = await client.threads.get_state(tid)
+    check(
+        "update_state",
+        edited["values"]["log"][-1] == "edited"
+        and edited["checkpoint"]["checkpoint_id"] == updated["checkpoint"]["checkpoint_id"],
+        [updated, edited],
+    )
+
+    # A background run (slow: its draft takes two seconds), its stream joined while it runs
+    # from its first event (`Last-Event-ID: -1`), then the run joined.
+    background = await client.runs.create(tid, "desk", input=ask("slow second question"), stream_resumable=True)
+    check("runs_create", background["status"] in ("pending", "running"), background)
+    await asyncio.sleep(0.3)
+    replayed = await collect(client.runs.join_stream(tid, background["run_id"], last_event_id="-1"))
+    replayed_values = [p.data for p in replayed if p.event == "values"]
+    check(
+        "join_stream_replay",
+        replayed_values and replayed_values[-1].get("__interrupt__") and "error" not in [p.event for p in replayed],
+        [p.event for p in replayed],
+    )
+    joined = await client.runs.join(tid, background["run_id"])
+    check("runs_join", len(joined.get("__interrupt__", [])) == 1 and len(joined["messages"]) == 4, joined)
+    listed = await client.runs.list(tid)
+    check("runs_list", listed[0]["run_id"] == background["run_id"] and len(listed) == 3, [r["run_id"] for r in listed])
+    await client.runs.wait(tid, "desk", command=Command(resume=False))
+
+    # Double texting: reject while busy; cancel; interrupt; enqueue.
+    busy = (await client.threads.create())["thread_id"]
+    slow = await client.runs.create(busy, "desk", input=ask("slow question"))
+    await asyncio.sleep(0.3)
+    status = await refused(client.runs.create(busy, "desk", input=ask("again"), multitask_strategy="reject"))
+    check("multitask_reject", status is not None and status[0] == 409, status)
+    await client.runs.cancel(busy, slow["run_id"], wait=True)
+    cancelled = await client.runs.get(busy, slow["run_id"])
+    check("runs_cancel", cancelled["status"] == "interrupted", cancelled)
+    first = await client.runs.create(busy, "desk", input=ask("slow first"))
+    await asyncio.sleep(0.3)
+    second = await client.runs.wait(busy, "desk", input=ask("second"), multitask_strategy="interrupt")
+    first_after = await client.runs.get(busy, first["run_id"])
+    check("multitask_interrupt", first_after["status"] == "interrupted" and "__interrupt__" in second, [second, first_after])
+    await client.runs.create(busy, "desk", input=ask("slow again"), multitask_strategy="interrupt")
+    queued = await client.runs.wait(busy, "desk", command=Command(resume=True), multitask_strategy="enqueue")
+    check("multitask_enqueue", queued["approved"] is True and queued["log"][-1] == "approve", queued)
+
+    # Failures: an error event, wait raising on `__error__`, the thread in error.
+    failing = (await client.threads.create())["thread_id"]
+    failed = await collect(client.runs.stream(failing, "desk", input=ask("fail"), stream_mode="updates"))
+    error = next((p.data for p in failed if p.event == "error"), None)
+    check("stream_error", error is not None and "fail" in error["message"], failed)
+    try:
+        await client.runs.wait((await client.threads.create())["thread_id"], "desk", input=ask("fail"))
+        raised = None
+    except Exception as exc:  # the SDK raises on a run's `__error__`
+        raised = str(exc)
+    check("wait_error", raised is not None and "triage cannot route" in raised, raised)
+    check("thread_error", (await client.threads.get(failing))["status"] == "error")
+    status = await refused(client.runs.wait(tid, "nobody", input=ask("hi")))
+    check("unknown_assistant", status is not None and status[0] == 422 and "nobody" in status[1], status)
+
+    # Stateless, then deletion.
+    stateless = await client.runs.wait(None, "desk", input=ask("Stateless?"))
+    check("stateless_wait", len(stateless.get("__interrupt__", [])) == 1, stateless)
+    await client.threads.delete(failing)
+    status = await refused(client.threads.get(failing))
+    check("threads_delete", status is not None and status[0] == 404, status)
+
+
+asyncio.run(main())

@@ -699,7 +699,7 @@ fn change_lease(
             .prepare_cached("UPDATE agentstate_snapshots SET fingerprint = ?2 WHERE key = ?1")
             .and_then(|mut s| s.execute(params![tid, until]))
             .map(|_| Some(until)),
-        LeaseOp::Release if mine => tx
+        LeaseOp::Release | LeaseOp::Revoke if mine || op == LeaseOp::Revoke => tx
             .prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")
             .and_then(|mut s| s.execute(params![tid]))
             .map(|_| Some(now)),

@@ -17,11 +17,13 @@
 //!
 //! # One run per thread
 //! A run takes the thread's lease ([`Store::lease`]) before any node body runs, renews it
-//! every third of [`lease_ttl`](DurableGraph::lease_ttl) (30 s by default) from a task of its
-//! own (so that a node that blocks its thread does not starve the renewal, on a multi-thread
-//! runtime), and releases it when the run ends or suspends. A second worker that tries to run
-//! the thread meanwhile is refused with `thread_leased` before anything runs; a worker that
-//! died is taken over once its lease expired.
+//! every third of [`lease_ttl`](DurableGraph::lease_ttl) (30 s by default) from a thread of
+//! the process's own (`agentstate-heartbeat`: a node that blocks its thread, even on a
+//! current-thread runtime, does not starve the renewal, so a long node is never run twice),
+//! and releases it when the run ends or suspends. A second worker that tries to run the
+//! thread meanwhile is refused with `thread_leased` before anything runs; a worker that died
+//! (or was paused past its ttl) is taken over once its lease expired, and a run whose lease
+//! was revoked ([`Store::revoke_lease`]) stops.
 //!
 //! Every append a run makes (a step, a task, an effect, a suspension, answers, a failure, the
 //! end) is fenced by the lease in the same statement: it is written only if the run still
@@ -1470,9 +1472,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A run's lease, renewed every third of its ttl by a task of its own (so that a node that
-/// blocks its thread does not starve the renewal), until dropped. Says whether the lease is
-/// still held, by this process's clock: renewed in time, and no renewal refused.
+/// A run's lease, renewed every third of its ttl until dropped, by a task on the process's
+/// heartbeat thread ([`heartbeats`]): a node that blocks its thread, even the only thread of
+/// a current-thread runtime, cannot starve the renewal. Says whether the lease is still held,
+/// by this process's clock: renewed in time, and no renewal refused.
 #[derive(Clone)]
 struct Heartbeat {
     shared: Arc<Beat>,
@@ -1503,7 +1506,7 @@ impl Heartbeat {
             lost: AtomicBool::new(false),
             task: Mutex::new(None),
         });
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        if let Some(runtime) = heartbeats() {
             let mut lease = lease.clone();
             let beat = Arc::downgrade(&shared);
             let period = (lease.ttl() / 3).max(Duration::from_millis(1));
@@ -1547,6 +1550,31 @@ impl Heartbeat {
         !beat.lost.load(Ordering::Acquire)
             && millis(beat.origin.elapsed()) < beat.expires_ms.load(Ordering::Acquire)
     }
+}
+
+/// The runtime that renews every durable run's lease in this process: one thread of its own
+/// (`agentstate-heartbeat`), started when first needed, with a current-thread runtime that
+/// runs nothing else. Its renewals use the store's own connections for them (on PostgreSQL,
+/// connections whose tasks live on this runtime), so no caller's runtime holds them up.
+/// `None` if the thread could not be started (then the lease is not renewed, and a run longer
+/// than its ttl stops with `lease_lost`: safe, never a double run).
+fn heartbeats() -> Option<&'static tokio::runtime::Handle> {
+    static HEARTBEATS: std::sync::OnceLock<Option<tokio::runtime::Handle>> =
+        std::sync::OnceLock::new();
+    HEARTBEATS
+        .get_or_init(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            let handle = runtime.handle().clone();
+            std::thread::Builder::new()
+                .name("agentstate-heartbeat".into())
+                .spawn(move || runtime.block_on(std::future::pending::<()>()))
+                .ok()?;
+            Some(handle)
+        })
+        .as_ref()
 }
 
 impl Drop for Beat {

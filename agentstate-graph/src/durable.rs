@@ -424,6 +424,8 @@ pub const DEFAULT_KEEP_THREADS: usize = 64;
 /// it), or the thread's run resumed.
 enum Begin<U> {
     Input(NodeOutput<U>, Option<String>),
+    /// A new run even if the thread's last did not finish (that one is abandoned).
+    Supersede(NodeOutput<U>, Option<String>),
     Resume(Answers),
 }
 
@@ -744,6 +746,103 @@ where
         self.streamed(thread, Begin::Input(input.into(), None))
     }
 
+    /// [`stream`](DurableGraph::stream) with the run's id `run_id`, chosen by the caller (a
+    /// server's run record names it): the stream's [`Event::RunStarted`] carries it, and so do
+    /// the run's journal entries. Idempotent as [`run_as`](DurableGraph::run_as) is.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::{Context, Event, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Count { n: u32 }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("add", |s: Arc<Count>, _: Context| async move {
+    ///         Ok::<_, std::convert::Infallible>(CountUpdate::default().n(s.n + 1))
+    ///     })
+    ///     .entry("add")
+    ///     .edge("add", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.create("c-1", Count::default()).await?;
+    /// let durable = graph.durable(&store);
+    /// let mut run = durable.stream_as("c-1", "run-42", CountUpdate::default());
+    /// let Some(Ok(Event::RunStarted { run_id })) = run.next().await else { panic!("a start") };
+    /// assert_eq!(run_id, "run-42");
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(durable.run_id("c-1").await?.as_deref(), Some("run-42"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_as(
+        &self,
+        thread: &str,
+        run_id: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+    ) -> DurableStream<S, K> {
+        self.streamed(thread, Begin::Input(input.into(), Some(run_id.to_owned())))
+    }
+
+    /// [`stream_as`](DurableGraph::stream_as), but the new run starts even if the thread's last
+    /// run did not finish (it was cut short, failed, or waits for answers), as a new input does
+    /// in LangGraph: that run is abandoned where it stood. Its committed steps stay in the
+    /// state; its step in flight, its questions and their answers are dropped. Idempotent as `stream_as` is. Another worker's
+    /// run in progress still refuses it (`thread_leased`): stop that run first.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::durable::{Answers, Outcome, RunStatus};
+    /// use agentstate_graph::{BoxError, Context, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Chat { #[reducer(append)] said: Vec<String> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("ask", |_: Arc<Chat>, cx: Context| async move {
+    ///         let answer = cx.interrupt(serde_json::json!("sure?"))?;
+    ///         Ok::<_, BoxError>(ChatUpdate::default().said(vec![answer.to_string()]))
+    ///     })
+    ///     .entry("ask")
+    ///     .edge("ask", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let durable = graph.durable(&store);
+    /// let Outcome::Suspended { .. } = durable.start("c-1", Chat::default()).await? else {
+    ///     panic!("the run asks")
+    /// };
+    /// // A new message instead of an answer: a new run, which asks again.
+    /// let mut run = durable.stream_superseding("c-1", "run-2", ChatUpdate::default().said(vec!["hi".into()]));
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(durable.run_id("c-1").await?.as_deref(), Some("run-2"));
+    /// let RunStatus::Suspended { interrupts, .. } = durable.status("c-1").await? else { panic!("asks") };
+    /// let done = durable.resume_with("c-1", Answers::new().answer(&interrupts[0].id, true)).await?;
+    /// assert_eq!(done.state().said, ["hi", "true"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_superseding(
+        &self,
+        thread: &str,
+        run_id: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+    ) -> DurableStream<S, K> {
+        self.streamed(
+            thread,
+            Begin::Supersede(input.into(), Some(run_id.to_owned())),
+        )
+    }
+
     /// [`resume_with`](DurableGraph::resume_with) as a stream of [`Event`]s, as
     /// [`stream`](DurableGraph::stream) gives them (`Answers::new()` to resume after a
     /// crash).
@@ -898,7 +997,9 @@ where
         let mut started = false;
         // A run the caller names that is already the thread's: resumed, not started again.
         let begin = match begin {
-            Begin::Input(_, Some(id)) if position.run_id.as_deref() == Some(id.as_str()) => {
+            Begin::Input(_, Some(id)) | Begin::Supersede(_, Some(id))
+                if position.run_id.as_deref() == Some(id.as_str()) =>
+            {
                 Begin::Resume(Answers::new())
             }
             begin => begin,
@@ -910,6 +1011,12 @@ where
                 let id = self.start_run(thread).await?;
                 self.input(&mut handle, &mut position, NodeOutput::Nothing, id)
                     .await?;
+                started = true;
+            }
+            // The new input is the newest run's start: what the abandoned run left after its
+            // last commit (a step in flight, questions, answers) is behind it, never read again.
+            Begin::Supersede(input, id) => {
+                self.input(&mut handle, &mut position, input, id).await?;
                 started = true;
             }
             Begin::Input(input, id) => {

@@ -280,3 +280,29 @@ impl From<Store<crate::postgres::Postgres>> for Store<AnyBackend> {
         }
     }
 }
+
+impl crate::RecordBackend for AnyBackend {
+    async fn put_record(&self, row: crate::RecordRow) -> Result<(), StoreError> {
+        dispatch!(self, b => b.put_record(row).await)
+    }
+
+    async fn get_record(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<crate::RecordRow>, StoreError> {
+        dispatch!(self, b => b.get_record(kind, id).await)
+    }
+
+    async fn list_records(
+        &self,
+        kind: &str,
+        thread: Option<&str>,
+    ) -> Result<Vec<crate::RecordRow>, StoreError> {
+        dispatch!(self, b => b.list_records(kind, thread).await)
+    }
+
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.delete_record(kind, id).await)
+    }
+}

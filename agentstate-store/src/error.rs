@@ -150,6 +150,18 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// A record ([`Store::put_record`](crate::Store::put_record)) does not convert to or from
+    /// its JSON (`store_corrupt_data`).
+    #[error("{kind} record `{id}` does not read or write as JSON: {reason}")]
+    Record {
+        /// The record's kind.
+        kind: String,
+        /// Its id.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// The version asked for is not in the thread (`thread_version_out_of_range`).
     #[error("thread `{thread}` has no version {seq}: its versions are {oldest} to {head}")]
     VersionOutOfRange {
@@ -292,7 +304,7 @@ impl StoreError {
             StoreError::MigrationAmbiguous { .. } => "state_migration_chain_ambiguous",
             StoreError::InvalidId { .. } => "thread_id_invalid",
             StoreError::UnsupportedVersion { .. } => "store_version_unsupported",
-            StoreError::Corrupt { .. } => "store_corrupt_data",
+            StoreError::Corrupt { .. } | StoreError::Record { .. } => "store_corrupt_data",
             StoreError::VersionOutOfRange { .. } => "thread_version_out_of_range",
             StoreError::HasForks { .. } => "thread_has_forks",
             StoreError::Merge(err) => err.category(),

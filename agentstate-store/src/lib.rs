@@ -42,6 +42,8 @@
 //! - what is read back: [`ThreadInfo`], [`Head`], [`EntryInfo`] and its [`EntryKind`],
 //!   [`Compaction`]; the queries [`HistoryQuery`] and [`ThreadQuery`]; [`check_id`] and the
 //!   limits [`MAX_ID_BYTES`], [`MAX_LEASE_TTL_MS`];
+//! - records beside the threads (a server's runs): [`Store::put_record`] and its readers, on a
+//!   [`RecordBackend`] (SQLite), as [`RecordRow`]s;
 //! - [`StoreError`], each variant with a stable [`category`](StoreError::category).
 //!
 //! The rest is in namespaces:
@@ -109,6 +111,7 @@ pub mod migrate;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod record;
+mod records;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 mod store;
@@ -124,6 +127,7 @@ pub use record::{
     check_id, EntryInfo, EntryKind, Head, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery,
     MAX_ID_BYTES, MAX_LEASE_TTL_MS,
 };
+pub use records::{RecordBackend, RecordRow};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};

@@ -12,6 +12,7 @@ use crate::record::{
     NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
     ThreadQuery,
 };
+use crate::records::{RecordBackend, RecordRow};
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
@@ -130,6 +131,7 @@ struct Sql {
     snapshots: String,
     meta: String,
     schemas: String,
+    records: String,
     append: String,
     append_all: String,
     head: String,
@@ -256,6 +258,7 @@ impl Sql {
             snapshots: format!("{q}.agentstate_snapshots"),
             meta: format!("{q}.agentstate_meta"),
             schemas: format!("{q}.agentstate_schemas"),
+            records: format!("{q}.agentstate_records"),
             threads,
             entries,
         }
@@ -417,6 +420,23 @@ impl Postgres {
         )
     }
 
+    /// The table of [`records`](crate::RecordBackend), created when missing (not part of
+    /// [`TABLES_VERSION`]).
+    fn records_table(&self) -> String {
+        let records = &self.sql.records;
+        format!(
+            "CREATE TABLE IF NOT EXISTS {records} (
+                 kind TEXT NOT NULL,
+                 id TEXT NOT NULL,
+                 thread TEXT,
+                 created_ms BIGINT NOT NULL,
+                 body JSONB NOT NULL,
+                 PRIMARY KEY (kind, id)
+             );
+             CREATE INDEX IF NOT EXISTS agentstate_records_thread ON {records} (kind, thread, created_ms);"
+        )
+    }
+
     async fn setup(&self, schema: &str) -> Result<(), StoreError> {
         let doing = "opening the store";
         let mut client = self.client(doing).await?;
@@ -447,7 +467,13 @@ impl Postgres {
                 .map_err(db_err(doing))?
                 .map(|r| r.get(0));
             return match found {
-                Some(TABLES_VERSION) => Ok(()),
+                Some(TABLES_VERSION) => {
+                    let doing = "creating the records table";
+                    tx.batch_execute(&self.records_table())
+                        .await
+                        .map_err(db_err(doing))?;
+                    tx.commit().await.map_err(db_err(doing))
+                }
                 Some(found @ 1..=2) => {
                     if found == 1 {
                         tx.batch_execute(&format!(
@@ -462,7 +488,9 @@ impl Postgres {
                     tx.batch_execute(&format!(
                         "ALTER TABLE {threads} ADD COLUMN lease_owner TEXT,
                                                ADD COLUMN lease_expires_ms BIGINT;
-                         UPDATE {meta} SET value = {TABLES_VERSION} WHERE key = 'schema_version';"
+                         UPDATE {meta} SET value = {TABLES_VERSION} WHERE key = 'schema_version';
+                         {}",
+                        self.records_table()
                     ))
                     .await
                     .map_err(db_err(doing))?;
@@ -513,8 +541,10 @@ impl Postgres {
                  PRIMARY KEY (thread, seq)
              );
              {}
+             {}
              INSERT INTO {meta} (key, value) VALUES ('schema_version', {TABLES_VERSION});",
-            self.schemas_table()
+            self.schemas_table(),
+            self.records_table()
         ))
         .await
         .map_err(db_err("creating the store's tables"))?;
@@ -1328,5 +1358,88 @@ impl Backend for Postgres {
             fingerprint: row.get::<_, i64>(5) as u64,
         };
         Ok(held((row.get(0), row.get(1)), row.get(2), head))
+    }
+}
+
+fn read_record(row: &Row) -> RecordRow {
+    RecordRow {
+        kind: row.get(0),
+        id: row.get(1),
+        thread: row.get(2),
+        created_ms: row.get(3),
+        body: row.get(4),
+    }
+}
+
+impl RecordBackend for Postgres {
+    async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
+        let doing = format!("writing {} record `{}`", row.kind, row.id);
+        let client = self.client(&doing).await?;
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (kind, id, thread, created_ms, body)
+                     VALUES ($1, $2, $3, $4, $5::text::jsonb)
+                     ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
+                    self.sql.records
+                ),
+                &[&row.kind, &row.id, &row.thread, &row.created_ms, &row.body],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn get_record(&self, kind: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
+        let doing = format!("reading {kind} record `{id}`");
+        let client = self.client(&doing).await?;
+        let row = client
+            .query_opt(
+                &format!(
+                    "SELECT kind, id, thread, created_ms, body::text FROM {} WHERE kind = $1 AND id = $2",
+                    self.sql.records
+                ),
+                &[&kind, &id],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(row.as_ref().map(read_record))
+    }
+
+    async fn list_records(
+        &self,
+        kind: &str,
+        thread: Option<&str>,
+    ) -> Result<Vec<RecordRow>, StoreError> {
+        let doing = format!("listing {kind} records");
+        let client = self.client(&doing).await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT kind, id, thread, created_ms, body::text FROM {}
+                     WHERE kind = $1 AND ($2::text IS NULL OR thread = $2) ORDER BY created_ms, id",
+                    self.sql.records
+                ),
+                &[&kind, &thread],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(rows.iter().map(read_record).collect())
+    }
+
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        let doing = format!("deleting {kind} record `{id}`");
+        let client = self.client(&doing).await?;
+        let n = client
+            .execute(
+                &format!(
+                    "DELETE FROM {} WHERE kind = $1 AND id = $2",
+                    self.sql.records
+                ),
+                &[&kind, &id],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(n > 0)
     }
 }

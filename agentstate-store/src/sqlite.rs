@@ -14,6 +14,7 @@ use crate::record::{
     LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow,
     ThreadInfo, ThreadQuery,
 };
+use crate::records::{RecordBackend, RecordRow};
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use std::cell::Cell;
@@ -469,6 +470,20 @@ fn setup(conn: &mut Connection) -> Result<(), StoreError> {
     .map_err(db_err("creating the store's tables"))?;
     tx.commit().map_err(db_err("creating the store's tables"))
 }
+
+/// The table of [`records`](crate::RecordBackend), created by the first record operation on a
+/// database (one that never keeps a record has no such table: not part of [`TABLES_VERSION`]).
+const RECORDS_TABLE: &str = "
+    CREATE TABLE IF NOT EXISTS agentstate_records (
+        kind TEXT NOT NULL,
+        id TEXT NOT NULL,
+        thread TEXT,
+        created_ms INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (kind, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS agentstate_records_thread
+        ON agentstate_records (kind, thread, created_ms);";
 
 /// Rewrites version 1's entries and snapshots into version 2's tables and replaces its version
 /// table by the view, inside the caller's transaction.
@@ -1581,6 +1596,88 @@ impl Backend for Sqlite {
                 .map_err(db_err(format!("reading the lease on thread `{id}`")))?
                 .ok_or_else(|| StoreError::ThreadNotFound { thread: id.clone() })?;
             Ok(held(found, now_ms(), head))
+        })
+        .await
+    }
+}
+
+/// Creates the records table if it is missing ([`RECORDS_TABLE`]).
+fn records_table(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(RECORDS_TABLE)
+        .map_err(db_err("creating the records table"))
+}
+
+fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
+    Ok(RecordRow {
+        kind: r.get(0)?,
+        id: r.get(1)?,
+        thread: r.get(2)?,
+        created_ms: r.get(3)?,
+        body: r.get(4)?,
+    })
+}
+
+impl RecordBackend for Sqlite {
+    async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached(
+                "INSERT INTO agentstate_records (kind, id, thread, created_ms, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
+            )
+            .and_then(|mut s| {
+                s.execute(params![row.kind, row.id, row.thread, row.created_ms, row.body])
+            })
+            .map_err(db_err(format!("writing {} record `{}`", row.kind, row.id)))?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_record(&self, kind: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
+        let (kind, id) = (kind.to_owned(), id.to_owned());
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached(
+                "SELECT kind, id, thread, created_ms, body FROM agentstate_records
+                 WHERE kind = ?1 AND id = ?2",
+            )
+            .and_then(|mut s| s.query_row([&kind, &id], read_record).optional())
+            .map_err(db_err(format!("reading {kind} record `{id}`")))
+        })
+        .await
+    }
+
+    async fn list_records(
+        &self,
+        kind: &str,
+        thread: Option<&str>,
+    ) -> Result<Vec<RecordRow>, StoreError> {
+        let (kind, thread) = (kind.to_owned(), thread.map(str::to_owned));
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached(
+                "SELECT kind, id, thread, created_ms, body FROM agentstate_records
+                 WHERE kind = ?1 AND (?2 IS NULL OR thread = ?2) ORDER BY created_ms, id",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![kind, thread], read_record)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(db_err(format!("listing {kind} records")))
+        })
+        .await
+    }
+
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        let (kind, id) = (kind.to_owned(), id.to_owned());
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached("DELETE FROM agentstate_records WHERE kind = ?1 AND id = ?2")
+                .and_then(|mut s| s.execute([&kind, &id]))
+                .map(|n| n > 0)
+                .map_err(db_err(format!("deleting {kind} record `{id}`")))
         })
         .await
     }

@@ -1,0 +1,854 @@
+//! The routes of the LangGraph Agent Server API and their handlers.
+
+use crate::assistant::{CheckpointState, Snapshot, Start};
+use crate::error::ApiError;
+use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+use crate::runs::{interrupt_json, new_thread, with_interrupts, Job, Live, Mode};
+use crate::server::{Served, Shared};
+use agentstate_graph::Interrupt;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+type Api = State<Arc<Shared>>;
+type Answer = Result<Response, ApiError>;
+
+/// Every route.
+pub(crate) fn routes() -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/ok", get(|| async { Json(json!({"ok": true})) }))
+        .route("/info", get(info))
+        .route("/assistants/search", post(search_assistants))
+        .route("/assistants/{id}", get(get_assistant))
+        .route("/assistants/{id}/graph", get(assistant_graph))
+        .route("/assistants/{id}/schemas", get(assistant_schemas))
+        .route("/threads", post(create_thread))
+        .route("/threads/search", post(search_threads))
+        .route(
+            "/threads/{id}",
+            get(get_thread).patch(patch_thread).delete(delete_thread),
+        )
+        .route("/threads/{id}/state", get(thread_state).post(update_state))
+        .route("/threads/{id}/state/{checkpoint}", get(thread_state_at))
+        .route("/threads/{id}/history", get(history_get).post(history_post))
+        .route("/threads/{id}/runs", get(list_runs).post(create_background))
+        .route("/threads/{id}/runs/stream", post(create_stream))
+        .route("/threads/{id}/runs/wait", post(create_wait))
+        .route("/threads/{id}/runs/{rid}", get(get_run).delete(delete_run))
+        .route("/threads/{id}/runs/{rid}/join", get(join_run))
+        .route("/threads/{id}/runs/{rid}/stream", get(join_stream))
+        .route("/threads/{id}/runs/{rid}/cancel", post(cancel_run))
+        .route("/runs", post(stateless_background))
+        .route("/runs/stream", post(stateless_stream))
+        .route("/runs/wait", post(stateless_wait))
+}
+
+/// A JSON body as `T`; an empty body is `T::default()`.
+fn body<T: DeserializeOwned + Default>(bytes: &Bytes, what: &str) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::unprocessable(format!("the body of {what} is not valid: {e}")))
+}
+
+fn ok(value: Value) -> Answer {
+    Ok(Json(value).into_response())
+}
+
+async fn info() -> Json<Value> {
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "langgraph_js_version": null,
+        "flags": {"assistants": true, "crons": false, "langsmith": false, "langsmith_tracing_replicas": false},
+    }))
+}
+
+// ---- assistants ----
+
+fn assistant_json(served: &Served) -> Value {
+    let epoch = iso8601(0);
+    json!({
+        "assistant_id": served.assistant_id,
+        "graph_id": served.graph_id,
+        "name": served.graph_id,
+        "description": null,
+        "config": {},
+        "context": {},
+        "metadata": {"created_by": "system"},
+        "version": 1,
+        "created_at": epoch,
+        "updated_at": epoch,
+    })
+}
+
+fn served<'a>(shared: &'a Shared, id: &str) -> Result<&'a Served, ApiError> {
+    shared
+        .assistant(id)
+        .ok_or_else(|| ApiError::not_found(format!("assistant `{id}` does not exist")))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct AssistantSearch {
+    graph_id: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+async fn search_assistants(State(shared): Api, bytes: Bytes) -> Answer {
+    let query: AssistantSearch = body(&bytes, "an assistant search")?;
+    let found: Vec<Value> = shared
+        .assistants
+        .iter()
+        .filter(|a| query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id))
+        .skip(query.offset.unwrap_or(0))
+        .take(query.limit.unwrap_or(10))
+        .map(assistant_json)
+        .collect();
+    ok(Value::from(found))
+}
+
+async fn get_assistant(State(shared): Api, Path(id): Path<String>) -> Answer {
+    ok(assistant_json(served(&shared, &id)?))
+}
+
+async fn assistant_graph(State(shared): Api, Path(id): Path<String>) -> Answer {
+    let served = served(&shared, &id)?;
+    let nodes = served.assistant.nodes();
+    let mut list = vec![json!({"id": "__start__", "type": "schema", "data": "__start__"})];
+    list.extend(
+        nodes
+            .iter()
+            .map(|n| json!({"id": n, "type": "runnable", "data": {"name": n}})),
+    );
+    list.push(json!({"id": "__end__", "type": "schema", "data": "__end__"}));
+    let edges = json!([{"source": "__start__", "target": served.assistant.entry()}]);
+    ok(json!({"nodes": list, "edges": edges}))
+}
+
+async fn assistant_schemas(State(shared): Api, Path(id): Path<String>) -> Answer {
+    let served = served(&shared, &id)?;
+    let state = served.assistant.state_schema();
+    ok(json!({
+        "graph_id": served.graph_id,
+        "input_schema": state,
+        "output_schema": state,
+        "state_schema": state,
+        "config_schema": null,
+        "context_schema": null,
+    }))
+}
+
+// ---- threads ----
+
+async fn thread_record(shared: &Shared, id: &str) -> Result<ThreadRecord, ApiError> {
+    shared
+        .records
+        .thread(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("thread `{id}` does not exist")))
+}
+
+/// Thread `thread`'s state now (`None`: no run made it yet).
+async fn snapshot(
+    shared: &Shared,
+    thread: &ThreadRecord,
+    at: Option<u64>,
+) -> Result<Option<Snapshot>, ApiError> {
+    let Some(graph) = &thread.graph_id else {
+        return Ok(None);
+    };
+    let served = shared.graph(graph)?;
+    match served.assistant.snapshot(&thread.thread_id, at).await {
+        Ok(snapshot) => Ok(Some(snapshot)),
+        // Its first run has not made the store's thread yet.
+        Err(e) if e.category == "thread_not_found" => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The id LangGraph gives the task of node `node` that asked at `step`.
+fn task_id(node: &str, step: u64) -> String {
+    format!("{node}:{step}")
+}
+
+/// The interrupts by task id.
+fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
+    let mut map = Map::new();
+    for i in interrupts {
+        let entry = map
+            .entry(task_id(&i.step_node, i.step))
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = entry {
+            list.push(interrupt_json(i));
+        }
+    }
+    map
+}
+
+async fn thread_json(shared: &Shared, thread: &ThreadRecord) -> Result<Value, ApiError> {
+    let snapshot = snapshot(shared, thread, None).await?;
+    let (values, interrupts) = match &snapshot {
+        Some(s) => (s.values.clone(), interrupts_by_task(&s.interrupts)),
+        None => (Value::Null, Map::new()),
+    };
+    Ok(json!({
+        "thread_id": thread.thread_id,
+        "created_at": iso8601(thread.created_ms),
+        "updated_at": iso8601(thread.updated_ms),
+        "metadata": thread.metadata,
+        "status": thread.status,
+        "values": values,
+        "interrupts": interrupts,
+        "config": {},
+    }))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ThreadCreate {
+    thread_id: Option<String>,
+    metadata: Option<Map<String, Value>>,
+    if_exists: Option<String>,
+}
+
+async fn create_thread(State(shared): Api, bytes: Bytes) -> Answer {
+    let create: ThreadCreate = body(&bytes, "a thread creation")?;
+    let id = create
+        .thread_id
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    agentstate_store::check_id(&id)
+        .map_err(|e| ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}")))?;
+    if let Some(existing) = shared.records.thread(&id).await? {
+        return match create.if_exists.as_deref() {
+            Some("do_nothing") => ok(thread_json(&shared, &existing).await?),
+            _ => Err(ApiError::conflict(format!("thread `{id}` exists already"))),
+        };
+    }
+    let thread = ThreadRecord::new(&id, create.metadata.unwrap_or_default(), now_ms());
+    shared.records.put(Record::Thread(thread.clone())).await?;
+    ok(thread_json(&shared, &thread).await?)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ThreadSearch {
+    metadata: Option<Map<String, Value>>,
+    status: Option<ThreadStatus>,
+    ids: Option<Vec<String>>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+async fn search_threads(State(shared): Api, bytes: Bytes) -> Answer {
+    let search: ThreadSearch = body(&bytes, "a thread search")?;
+    let mut threads = shared.records.threads().await?;
+    threads.sort_by_key(|t| std::cmp::Reverse(t.created_ms));
+    let mut found = Vec::new();
+    let matching = threads.iter().filter(|t| {
+        search.status.is_none_or(|s| s == t.status)
+            && search
+                .ids
+                .as_ref()
+                .is_none_or(|ids| ids.contains(&t.thread_id))
+            && search
+                .metadata
+                .as_ref()
+                .is_none_or(|m| m.iter().all(|(k, v)| t.metadata.get(k) == Some(v)))
+    });
+    for thread in matching
+        .skip(search.offset.unwrap_or(0))
+        .take(search.limit.unwrap_or(10))
+    {
+        found.push(thread_json(&shared, thread).await?);
+    }
+    ok(Value::from(found))
+}
+
+async fn get_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
+    let thread = thread_record(&shared, &id).await?;
+    ok(thread_json(&shared, &thread).await?)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ThreadPatch {
+    metadata: Option<Map<String, Value>>,
+}
+
+async fn patch_thread(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let patch: ThreadPatch = body(&bytes, &format!("the patch of thread `{id}`"))?;
+    let mut thread = thread_record(&shared, &id).await?;
+    thread.metadata.extend(patch.metadata.unwrap_or_default());
+    thread.updated_ms = now_ms();
+    shared.records.put(Record::Thread(thread.clone())).await?;
+    ok(thread_json(&shared, &thread).await?)
+}
+
+async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
+    thread_record(&shared, &id).await?;
+    for run in shared.records.runs(&id).await? {
+        if let Some(live) = shared.runs.get(&run.run_id) {
+            live.cancel();
+            live.result().await;
+        }
+        shared
+            .records
+            .delete(crate::record::RUN, &run.run_id)
+            .await?;
+    }
+    shared.records.delete_state(&id).await?;
+    shared.records.delete(crate::record::THREAD, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn checkpoint_json(thread: &str, version: Option<u64>) -> Value {
+    json!({
+        "thread_id": thread,
+        "checkpoint_ns": "",
+        "checkpoint_id": version.map(|v| v.to_string()),
+        "checkpoint_map": null,
+    })
+}
+
+fn tasks_json(next: &[String], interrupts: &[Interrupt], step: u64) -> Value {
+    next.iter()
+        .map(|node| {
+            let asked: Vec<&Interrupt> =
+                interrupts.iter().filter(|i| &i.step_node == node).collect();
+            let step = asked.first().map_or(step, |i| i.step);
+            json!({
+                "id": task_id(node, step),
+                "name": node,
+                "path": ["__pregel_pull", node],
+                "error": null,
+                "interrupts": asked.into_iter().map(interrupt_json).collect::<Vec<_>>(),
+                "checkpoint": null,
+                "state": null,
+                "result": null,
+            })
+        })
+        .collect()
+}
+
+fn empty_state(thread: &str) -> Value {
+    json!({
+        "values": {},
+        "next": [],
+        "tasks": [],
+        "checkpoint": checkpoint_json(thread, None),
+        "metadata": {},
+        "created_at": null,
+        "parent_checkpoint": null,
+        "interrupts": [],
+    })
+}
+
+async fn state_json(shared: &Shared, id: &str, at: Option<u64>) -> Answer {
+    let thread = thread_record(shared, id).await?;
+    let Some(snapshot) = snapshot(shared, &thread, at).await? else {
+        return ok(empty_state(id));
+    };
+    let parent = snapshot.version.checked_sub(1).filter(|v| *v > 0);
+    ok(json!({
+        "values": snapshot.values,
+        "next": snapshot.next,
+        "tasks": tasks_json(&snapshot.next, &snapshot.interrupts, 0),
+        "checkpoint": checkpoint_json(id, Some(snapshot.version)),
+        "metadata": {"source": "loop"},
+        "created_at": iso8601(thread.updated_ms),
+        "parent_checkpoint": parent.map(|p| checkpoint_json(id, Some(p))),
+        "interrupts": snapshot.interrupts.iter().map(interrupt_json).collect::<Vec<_>>(),
+    }))
+}
+
+async fn thread_state(State(shared): Api, Path(id): Path<String>) -> Answer {
+    state_json(&shared, &id, None).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StateUpdate {
+    values: Option<Value>,
+    as_node: Option<String>,
+    checkpoint_id: Option<String>,
+    checkpoint: Option<Value>,
+}
+
+/// LangGraph's `update_state`: the values as a node's update, on a thread with no run in
+/// progress.
+async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
+    if update.checkpoint_id.is_some() || update.checkpoint.is_some() {
+        return Err(ApiError::unprocessable(format!(
+            "the state update of thread `{id}` names a checkpoint; this server updates a thread's latest state only"
+        )));
+    }
+    let mut thread = thread_record(&shared, &id).await?;
+    let Some(graph) = thread.graph_id.clone() else {
+        return Err(ApiError::unprocessable(format!(
+            "thread `{id}` has no state yet (no run made it), so it cannot be updated"
+        )));
+    };
+    let served = shared.graph(&graph)?;
+    if let Some(running) = shared.runs.on_thread(&id) {
+        return Err(ApiError::conflict(format!(
+            "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
+        )));
+    }
+    let values = update.values.unwrap_or(Value::Null);
+    let version = served
+        .assistant
+        .update(&id, values, update.as_node.as_deref())
+        .await
+        .map_err(ApiError::from)?;
+    thread.updated_ms = now_ms();
+    shared.records.put(Record::Thread(thread)).await?;
+    ok(json!({"checkpoint": checkpoint_json(&id, Some(version))}))
+}
+
+fn checkpoint_version(thread: &str, checkpoint: &str) -> Result<u64, ApiError> {
+    checkpoint.parse().map_err(|_| {
+        ApiError::unprocessable(format!(
+            "checkpoint `{checkpoint}` of thread `{thread}` is not one of its checkpoint ids (versions: 1, 2, ...)"
+        ))
+    })
+}
+
+async fn thread_state_at(
+    State(shared): Api,
+    Path((id, checkpoint)): Path<(String, String)>,
+) -> Answer {
+    let version = checkpoint_version(&id, &checkpoint)?;
+    state_json(&shared, &id, Some(version)).await
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct HistoryQuery {
+    limit: Option<usize>,
+}
+
+async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
+    let thread = thread_record(shared, id).await?;
+    let Some(graph) = &thread.graph_id else {
+        return ok(json!([]));
+    };
+    let served = shared.graph(graph)?;
+    let checkpoints = served
+        .assistant
+        .checkpoints(id, limit.unwrap_or(10))
+        .await
+        .map_err(ApiError::from)?;
+    let states: Vec<Value> = checkpoints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| history_entry(id, c, checkpoints.get(i + 1)))
+        .collect();
+    ok(Value::from(states))
+}
+
+fn history_entry(id: &str, state: &CheckpointState, parent: Option<&CheckpointState>) -> Value {
+    let c = &state.checkpoint;
+    json!({
+        "values": state.values,
+        "next": c.next,
+        "tasks": tasks_json(&c.next, &[], c.step + 1),
+        "checkpoint": checkpoint_json(id, Some(c.version)),
+        "metadata": {
+            "source": if c.step == 0 { "input" } else { "loop" },
+            "step": c.step,
+            "run_id": c.run_id,
+            "writes": null,
+            "parents": {},
+        },
+        "created_at": iso8601(c.time_ms),
+        "parent_checkpoint": parent.map(|p| checkpoint_json(id, Some(p.checkpoint.version))),
+    })
+}
+
+async fn history_get(
+    State(shared): Api,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Answer {
+    let limit = query.get("limit").and_then(|l| l.parse().ok());
+    history(&shared, &id, limit).await
+}
+
+async fn history_post(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let query: HistoryQuery = body(&bytes, &format!("the history query of thread `{id}`"))?;
+    history(&shared, &id, query.limit).await
+}
+
+// ---- runs ----
+
+/// A run request (LangGraph's `RunCreate`): the fields this server reads; the others are kept
+/// in the run's `kwargs`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RunCreate {
+    assistant_id: Option<String>,
+    input: Option<Value>,
+    command: Option<Command>,
+    metadata: Option<Map<String, Value>>,
+    stream_mode: Option<Value>,
+    multitask_strategy: Option<String>,
+    if_not_exists: Option<String>,
+    checkpoint_id: Option<String>,
+    checkpoint: Option<Value>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Command {
+    resume: Option<Value>,
+    update: Option<Value>,
+    goto: Option<Value>,
+}
+
+/// What the server does not do yet with a run request, as the refusal.
+fn unsupported(create: &RunCreate) -> Option<&'static str> {
+    let command = create.command.as_ref();
+    [
+        (
+            command.is_some_and(|c| c.update.is_some()),
+            "`command.update`",
+        ),
+        (command.is_some_and(|c| c.goto.is_some()), "`command.goto`"),
+        (
+            create.checkpoint_id.is_some() || create.checkpoint.is_some(),
+            "a run from a checkpoint (`checkpoint_id`)",
+        ),
+        (
+            create.interrupt_before.is_some() || create.interrupt_after.is_some(),
+            "`interrupt_before` / `interrupt_after`",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(asked, what)| asked.then_some(what))
+}
+
+/// Creates a run on thread `thread` (`None`: a stateless run, on a temporary thread) and
+/// starts its task.
+async fn create_run(
+    shared: &Arc<Shared>,
+    thread: Option<&str>,
+    bytes: &Bytes,
+) -> Result<(Arc<Live>, RunRecord), ApiError> {
+    let kwargs: Value = body(bytes, "a run request")?;
+    let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
+        ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
+    })?;
+    let assistant_id = create
+        .assistant_id
+        .as_deref()
+        .ok_or_else(|| ApiError::unprocessable("a run request needs an `assistant_id`"))?;
+    let served = shared.assistant(assistant_id).ok_or_else(|| {
+        ApiError::unprocessable(format!("assistant `{assistant_id}` does not exist"))
+    })?;
+    let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
+    if let Some(what) = unsupported(&create) {
+        return Err(ApiError::unprocessable(format!(
+            "this server does not support {what} in a run request yet"
+        )));
+    }
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let stateless = thread.is_none();
+    let mut record = match thread {
+        Some(id) => match shared.records.thread(id).await? {
+            Some(record) => record,
+            None if create.if_not_exists.as_deref() == Some("create") => {
+                agentstate_store::check_id(id).map_err(|e| {
+                    ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}"))
+                })?;
+                new_thread(id)
+            }
+            None => return Err(ApiError::not_found(format!("thread `{id}` does not exist"))),
+        },
+        None => new_thread(&uuid::Uuid::new_v4().to_string()),
+    };
+    let thread_id = record.thread_id.clone();
+    if let Some(graph) = record.graph_id.as_deref().filter(|g| *g != served.graph_id) {
+        return Err(ApiError::unprocessable(format!(
+            "thread `{thread_id}` holds the state of graph `{graph}`, so assistant `{assistant_id}` (graph `{}`) cannot run on it",
+            served.graph_id
+        )));
+    }
+    let start = match create.command.as_ref().and_then(|c| c.resume.clone()) {
+        Some(resume) => Start::Resume(resume),
+        None => Start::Input(create.input.clone()),
+    };
+    let strategy = create.multitask_strategy.as_deref().unwrap_or("reject");
+    let live = Live::new(&run_id, &thread_id);
+    shared.runs.register(&live, |running| match strategy {
+        "reject" if !running.is_empty() => Err(ApiError::conflict(format!(
+            "thread `{thread_id}` is busy with run `{}`; the new run was rejected (multitask_strategy `reject`)",
+            running[0].run_id
+        ))),
+        "reject" | "enqueue" => Ok(()),
+        // The running run stops where it is (its committed steps stay); the new one runs
+        // after it, from its input.
+        "interrupt" => {
+            running.iter().for_each(|l| l.cancel());
+            Ok(())
+        }
+        other => Err(ApiError::unprocessable(format!(
+            "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
+        ))),
+    })?;
+    record.graph_id = Some(served.graph_id.clone());
+    record.updated_ms = now_ms();
+    let mut run = RunRecord::new(&run_id, &thread_id, &served.graph_id, kwargs, now_ms());
+    run.metadata = Value::Object(create.metadata.clone().unwrap_or_default());
+    let stored = async {
+        shared.records.put(Record::Thread(record)).await?;
+        shared.records.put(Record::Run(run.clone())).await
+    };
+    if let Err(error) = stored.await {
+        shared.runs.abandon(&live);
+        return Err(error.into());
+    }
+    let job = Job {
+        records: Arc::clone(&shared.records),
+        runs: Arc::clone(&shared.runs),
+        assistant: Arc::clone(&served.assistant),
+        live: Arc::clone(&live),
+        run: run.clone(),
+        start,
+        modes,
+        stateless,
+    };
+    job.spawn();
+    Ok((live, run))
+}
+
+/// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
+fn location(live: &Live, stateless: bool) -> HeaderValue {
+    let path = match stateless {
+        true => format!("/runs/{}", live.run_id),
+        false => format!("/threads/{}/runs/{}", live.thread_id, live.run_id),
+    };
+    // Ids are checked store ids or UUIDs: printable ASCII.
+    HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
+}
+
+/// The SSE response of a run's frames from the one numbered `from`, each with its number as
+/// its `id`.
+fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
+    let where_ = location(&live, stateless);
+    let events = live.frames(from).map(|(i, f)| {
+        let event = SseEvent::default().id(i.to_string()).event(f.event);
+        Ok::<_, Infallible>(event.data(f.data.to_string()))
+    });
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    if !stateless {
+        // Where a client that lost the stream reconnects (with `Last-Event-ID`).
+        if let Ok(stream) =
+            HeaderValue::from_str(&format!("{}/stream", where_.to_str().unwrap_or_default()))
+        {
+            response.headers_mut().insert(header::LOCATION, stream);
+        }
+    }
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LOCATION, where_);
+    response
+}
+
+async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
+    let where_ = location(&live, stateless);
+    let result = live.result().await;
+    let mut response = Json(result).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LOCATION, where_);
+    response
+}
+
+async fn create_stream(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(stream_response(live, false, 0))
+}
+
+async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(wait_response(live, false).await)
+}
+
+/// The answer to a background run's creation: the run.
+fn run_answer(shared: &Shared, live: &Live, run: &RunRecord, stateless: bool) -> Response {
+    let mut response = Json(run.to_api(&assistant_id_of(shared, run))).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LOCATION, location(live, stateless));
+    response
+}
+
+async fn create_background(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let (live, run) = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(run_answer(&shared, &live, &run, false))
+}
+
+async fn stateless_stream(State(shared): Api, bytes: Bytes) -> Answer {
+    let (live, _) = create_run(&shared, None, &bytes).await?;
+    Ok(stream_response(live, true, 0))
+}
+
+async fn stateless_wait(State(shared): Api, bytes: Bytes) -> Answer {
+    let (live, _) = create_run(&shared, None, &bytes).await?;
+    Ok(wait_response(live, true).await)
+}
+
+async fn stateless_background(State(shared): Api, bytes: Bytes) -> Answer {
+    let (live, run) = create_run(&shared, None, &bytes).await?;
+    Ok(run_answer(&shared, &live, &run, true))
+}
+
+fn assistant_id_of(shared: &Shared, run: &RunRecord) -> String {
+    shared
+        .assistant(&run.graph_id)
+        .map_or_else(|| run.graph_id.clone(), |a| a.assistant_id.clone())
+}
+
+async fn run_record(shared: &Shared, thread: &str, run_id: &str) -> Result<RunRecord, ApiError> {
+    match shared.records.run(run_id).await? {
+        Some(run) if run.thread_id == thread => Ok(run),
+        _ => Err(ApiError::not_found(format!(
+            "run `{run_id}` of thread `{thread}` does not exist"
+        ))),
+    }
+}
+
+async fn get_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    let run = run_record(&shared, &id, &rid).await?;
+    ok(run.to_api(&assistant_id_of(&shared, &run)))
+}
+
+async fn list_runs(
+    State(shared): Api,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Answer {
+    thread_record(&shared, &id).await?;
+    let status: Option<RunStatus> = match query.get("status") {
+        None => None,
+        Some(s) => Some(serde_json::from_value(Value::from(s.as_str())).map_err(|_| {
+            ApiError::unprocessable(format!("`{s}` is not a run status (pending, running, success, error, timeout, interrupted)"))
+        })?),
+    };
+    let number = |key: &str, default: usize| {
+        query
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let mut runs = shared.records.runs(&id).await?;
+    runs.reverse();
+    let found: Vec<Value> = runs
+        .iter()
+        .filter(|r| status.is_none_or(|s| s == r.status))
+        .skip(number("offset", 0))
+        .take(number("limit", 10))
+        .map(|r| r.to_api(&assistant_id_of(&shared, r)))
+        .collect();
+    ok(Value::from(found))
+}
+
+async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    run_record(&shared, &id, &rid).await?;
+    if shared.runs.get(&rid).is_some() {
+        return Err(ApiError::conflict(format!(
+            "run `{rid}` of thread `{id}` is in progress; cancel it before deleting it"
+        )));
+    }
+    shared.records.delete(crate::record::RUN, &rid).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    let run = run_record(&shared, &id, &rid).await?;
+    if let Some(live) = shared.runs.get(&rid) {
+        return ok(live.result().await);
+    }
+    if let Some(failure) = run.error {
+        return ok(json!({"__error__": failure}));
+    }
+    let thread = thread_record(&shared, &id).await?;
+    match snapshot(&shared, &thread, None).await? {
+        Some(s) if s.interrupts.is_empty() => ok(s.values),
+        Some(s) => ok(with_interrupts(&s.values, &s.interrupts)),
+        None => ok(json!({})),
+    }
+}
+
+/// A run's stream joined: from its first event, or after the one a reconnecting client names
+/// in `Last-Event-ID` (`-1`: from the first).
+async fn join_stream(
+    State(shared): Api,
+    Path((id, rid)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Answer {
+    run_record(&shared, &id, &rid).await?;
+    let from = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(0, |seen| seen + 1);
+    let live = match shared.runs.get(&rid) {
+        Some(live) => live,
+        // An ended run streams nothing more.
+        None => {
+            let nothing = futures_util::stream::empty::<Result<SseEvent, Infallible>>();
+            return Ok(Sse::new(nothing).into_response());
+        }
+    };
+    Ok(stream_response(live, false, from))
+}
+
+async fn cancel_run(
+    State(shared): Api,
+    Path((id, rid)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Answer {
+    let run = run_record(&shared, &id, &rid).await?;
+    match query.get("action").map(String::as_str) {
+        None | Some("interrupt") => {}
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "cancel action `{other}` of run `{rid}` is not served yet (this server does `interrupt`)"
+            )))
+        }
+    }
+    let Some(live) = shared.runs.get(&rid) else {
+        return Err(ApiError::conflict(format!(
+            "run `{rid}` of thread `{id}` has already ended ({})",
+            serde_json::to_value(run.status)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?")
+        )));
+    };
+    live.cancel();
+    if matches!(query.get("wait").map(String::as_str), Some("1" | "true")) {
+        live.result().await;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}

@@ -1,0 +1,489 @@
+//! The erasure of a typed durable graph behind a trait object that speaks JSON.
+
+use agentstate::Update;
+use agentstate_graph::durable::{
+    Answers, Checkpoint, DurableError, DurableGraph, DurableState, RunStatus,
+};
+use agentstate_graph::{Emitted, Event, EventFilter, Interrupt, NodeKey};
+use agentstate_store::backend::Backend;
+use agentstate_store::StoreError;
+use futures_util::{Stream, StreamExt};
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future (what [`Assistant`]'s methods return).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A run's events as JSON ([`Assistant::run`]); its last item is [`RunEvent::Finished`],
+/// [`RunEvent::Suspended`] or [`RunEvent::Failed`]. Dropping it cancels the run.
+pub type RunEvents = Pin<Box<dyn Stream<Item = RunEvent> + Send>>;
+
+/// How a run begins.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Start {
+    /// A new run, with the run request's `input` (a JSON update of the state), whatever the
+    /// thread's last run left (cut short, failed, waiting for answers: it is abandoned, its
+    /// committed steps kept). Without an input (`None` or `null`) on a thread whose run did not
+    /// finish, that run continues where it stands instead (a suspended one gives its questions
+    /// again).
+    Input(Option<Value>),
+    /// The thread's suspended run resumed with `command.resume`: either an object whose keys
+    /// are all ids of open interrupts (an answer each), or one value that answers every open
+    /// interrupt.
+    Resume(Value),
+}
+
+/// What happens in a run, as JSON.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum RunEvent {
+    /// The state after a step (LangGraph's `values`).
+    Values(Value),
+    /// A node's update (LangGraph's `updates`; `null` for none).
+    Update {
+        /// The node.
+        node: String,
+        /// Its update.
+        update: Value,
+    },
+    /// A node's custom event (LangGraph's `custom`).
+    Custom {
+        /// The node.
+        node: String,
+        /// The event's name.
+        name: String,
+        /// Its value.
+        value: Value,
+    },
+    /// A piece of a model's text answer (LangGraph's `messages` tuples).
+    MessageDelta {
+        /// The node.
+        node: String,
+        /// The step.
+        step: u64,
+        /// The id of the message being streamed.
+        message_id: String,
+        /// The text.
+        delta: String,
+    },
+    /// The run suspended, waiting for answers: its last event.
+    Suspended {
+        /// The state before the suspended step.
+        values: Value,
+        /// The questions.
+        interrupts: Vec<Interrupt>,
+    },
+    /// The run finished: its last event.
+    Finished {
+        /// The final state.
+        values: Value,
+    },
+    /// The run failed: its last event.
+    Failed(AssistantError),
+}
+
+/// A thread's state as an assistant reads it ([`Assistant::snapshot`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The state.
+    pub values: Value,
+    /// The thread's version (LangGraph's checkpoint id, as a string).
+    pub version: u64,
+    /// The nodes the thread's run runs next (none: it finished).
+    pub next: Vec<String>,
+    /// The questions it waits for.
+    pub interrupts: Vec<Interrupt>,
+}
+
+/// A committed step of a thread's runs ([`Assistant::checkpoints`]), with the state after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointState {
+    /// The step: its version, nodes, next nodes, run and time.
+    pub checkpoint: Checkpoint,
+    /// The state after it.
+    pub values: Value,
+}
+
+/// Why an assistant refused or failed: a category (the graph's and store's stable names, as
+/// `thread_not_found` or `state_validation_error`) and a sentence naming what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssistantError {
+    /// The stable category.
+    pub category: String,
+    /// The sentence.
+    pub message: String,
+}
+
+impl AssistantError {
+    /// An error of `category` saying `message`.
+    pub fn new(category: impl Into<String>, message: impl Into<String>) -> Self {
+        AssistantError {
+            category: category.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for AssistantError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for AssistantError {}
+
+impl<S> From<DurableError<S>> for AssistantError {
+    fn from(error: DurableError<S>) -> Self {
+        AssistantError::new(error.category(), error.to_string())
+    }
+}
+
+impl From<StoreError> for AssistantError {
+    fn from(error: StoreError) -> Self {
+        AssistantError::new(error.category(), error.to_string())
+    }
+}
+
+/// A graph the server serves, its state type erased: states, updates and answers as JSON.
+/// Implemented for every [`DurableGraph`] whose state has a `Default` (a new thread's state);
+/// implement it to serve something else.
+///
+/// ```
+/// use agentstate::AgentState;
+/// use agentstate_graph::{Context, Graph, END};
+/// use agentstate_server::{Assistant, RunEvent, Start};
+/// use agentstate_store::SqliteStore;
+/// use futures_util::StreamExt;
+/// use std::sync::Arc;
+///
+/// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Count { n: u32 }
+///
+/// let graph = Graph::builder()
+///     .node("add", |s: Arc<Count>, _: Context| async move {
+///         Ok::<_, std::convert::Infallible>(CountUpdate::default().n(s.n + 1))
+///     })
+///     .entry("add")
+///     .edge("add", END)
+///     .build()?;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let store = SqliteStore::open_in_memory()?;
+/// let assistant: Arc<dyn Assistant> = Arc::new(graph.durable(&store));
+/// assistant.ensure_thread("t-1").await?;
+/// let mut events = assistant.run("t-1", "run-1", Start::Input(Some(serde_json::json!({"n": 4})))).await?;
+/// let mut last = None;
+/// while let Some(event) = events.next().await {
+///     last = Some(event);
+/// }
+/// assert_eq!(last, Some(RunEvent::Finished { values: serde_json::json!({"n": 5}) }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Assistant: Send + Sync + 'static {
+    /// The graph's nodes, in the order they were added.
+    fn nodes(&self) -> Vec<String>;
+
+    /// The graph's entry node.
+    fn entry(&self) -> String;
+
+    /// The state's JSON Schema (an object with a property per field).
+    fn state_schema(&self) -> Value;
+
+    /// Creates thread `thread` with a new state if it does not exist.
+    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
+
+    /// Starts run `run_id` on thread `thread` (which exists). Refusals found before the run
+    /// starts (an input that is not an update of the state, no interrupt to answer) are the
+    /// error; what happens after is in the events.
+    fn run<'a>(
+        &'a self,
+        thread: &'a str,
+        run_id: &'a str,
+        start: Start,
+    ) -> BoxFuture<'a, Result<RunEvents, AssistantError>>;
+
+    /// Thread `thread`'s state now, or at version `at`.
+    fn snapshot<'a>(
+        &'a self,
+        thread: &'a str,
+        at: Option<u64>,
+    ) -> BoxFuture<'a, Result<Snapshot, AssistantError>>;
+
+    /// Applies `values` (a JSON update of the state) to thread `thread` (which exists) as if
+    /// node `as_node` had returned it, the thread's run then continuing from that node's edge
+    /// (LangGraph's `update_state`); without a node, as the node of the thread's last step.
+    /// Returns the thread's version after it.
+    fn update<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u64, AssistantError>>;
+
+    /// Thread `thread`'s committed steps, the newest first, at most `limit`, each with its
+    /// state.
+    fn checkpoints<'a>(
+        &'a self,
+        thread: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointState>, AssistantError>>;
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    // A stored state serializes (the store keeps it as JSON); `null` is never reached.
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl<S, K, B> Assistant for DurableGraph<S, K, B>
+where
+    S: DurableState + Default,
+    K: NodeKey,
+    B: Backend,
+{
+    fn nodes(&self) -> Vec<String> {
+        self.graph().nodes().map(|k| k.name().to_owned()).collect()
+    }
+
+    fn entry(&self) -> String {
+        self.graph().entry().name().to_owned()
+    }
+
+    fn state_schema(&self) -> Value {
+        let properties: Map<String, Value> = S::schema()
+            .fields()
+            .iter()
+            .map(|field| {
+                let mut property = Map::new();
+                property.insert(
+                    "description".into(),
+                    Value::from(format!("merged by `{}`", field.reducer.name)),
+                );
+                if let Some(default) = &field.default {
+                    property.insert("default".into(), default.clone());
+                }
+                (field.name.clone(), Value::Object(property))
+            })
+            .collect();
+        json!({"type": "object", "properties": properties})
+    }
+
+    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>> {
+        Box::pin(async move {
+            match self.store().info(thread).await {
+                Ok(_) => Ok(()),
+                Err(StoreError::ThreadNotFound { .. }) => {
+                    match self.store().create(thread, S::default()).await {
+                        Ok(_) | Err(StoreError::ThreadExists { .. }) => Ok(()),
+                        Err(error) => Err(error.into()),
+                    }
+                }
+                Err(error) => Err(error.into()),
+            }
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        thread: &'a str,
+        run_id: &'a str,
+        start: Start,
+    ) -> BoxFuture<'a, Result<RunEvents, AssistantError>> {
+        Box::pin(async move {
+            let filter =
+                EventFilter::NODE_FINISHED | EventFilter::STEP_FINISHED | EventFilter::EMITTED;
+            let stream = match start {
+                // No input: a run cut short (cancelled, crashed) continues where it stands, a
+                // suspended one gives its questions again, as LangGraph's run with a `null`
+                // input does; on a thread whose run finished, a new run starts.
+                Start::Input(None | Some(Value::Null)) => match self.status(thread).await? {
+                    RunStatus::Idle { .. } => {
+                        self.stream_superseding(thread, run_id, S::Update::default())
+                    }
+                    _ => self.stream_resume(thread, Answers::new()),
+                },
+                // A new input starts a new run whatever the last one left (LangGraph's).
+                Start::Input(Some(value)) => {
+                    let update = S::Update::from_json(value).map_err(|e| {
+                        AssistantError::new(
+                            e.category(),
+                            format!("the input of run `{run_id}` on thread `{thread}` is not an update of its state: {e}"),
+                        )
+                    })?;
+                    self.stream_superseding(thread, run_id, update)
+                }
+                Start::Resume(value) => {
+                    let answers = answers(thread, self.status(thread).await?, value)?;
+                    self.stream_resume(thread, answers)
+                }
+            };
+            let events = stream.only(filter).filter_map(|event| async move {
+                match event {
+                    Ok(event) => erase(event),
+                    Err(error) => Some(RunEvent::Failed(error.into())),
+                }
+            });
+            Ok(Box::pin(events) as RunEvents)
+        })
+    }
+
+    fn snapshot<'a>(
+        &'a self,
+        thread: &'a str,
+        at: Option<u64>,
+    ) -> BoxFuture<'a, Result<Snapshot, AssistantError>> {
+        Box::pin(async move {
+            if let Some(version) = at {
+                let values = to_json(&self.state_at(thread, version).await?);
+                let next = self
+                    .checkpoints(thread)
+                    .await?
+                    .into_iter()
+                    .find(|c| c.version == version)
+                    .map(|c| c.next)
+                    .unwrap_or_default();
+                return Ok(Snapshot {
+                    values,
+                    version,
+                    next,
+                    interrupts: Vec::new(),
+                });
+            }
+            let loaded = self.store().load::<S>(thread).await?;
+            let (next, interrupts) = match self.status(thread).await? {
+                RunStatus::Running { next, .. } => (next, Vec::new()),
+                RunStatus::Suspended { interrupts, .. } => {
+                    let mut next: Vec<String> = Vec::new();
+                    for i in &interrupts {
+                        if !next.contains(&i.step_node) {
+                            next.push(i.step_node.clone());
+                        }
+                    }
+                    (next, interrupts)
+                }
+                _ => (Vec::new(), Vec::new()),
+            };
+            Ok(Snapshot {
+                values: to_json(&loaded.state),
+                version: loaded.version,
+                next,
+                interrupts,
+            })
+        })
+    }
+
+    fn update<'a>(
+        &'a self,
+        thread: &'a str,
+        values: Value,
+        as_node: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<u64, AssistantError>> {
+        Box::pin(async move {
+            let update = S::Update::from_json(values).map_err(|e| {
+                AssistantError::new(
+                    e.category(),
+                    format!("the values of the update of thread `{thread}` are not an update of its state: {e}"),
+                )
+            })?;
+            let last = DurableGraph::checkpoints(self, thread)
+                .await?
+                .into_iter()
+                .rev()
+                .find_map(|c| c.nodes.last().cloned());
+            let Some(name) = as_node.map(str::to_owned).or(last) else {
+                return Err(AssistantError::new(
+                    "run_state_invalid",
+                    format!("thread `{thread}` has no step yet, so its update must name the node it is made as (`as_node`)"),
+                ));
+            };
+            let Some(node) = self.graph().nodes().find(|k| k.name() == name).cloned() else {
+                return Err(AssistantError::new(
+                    "run_state_invalid",
+                    format!("the update of thread `{thread}` is made as node `{name}`, which the graph does not have (its nodes: {})", self.nodes().join(", ")),
+                ));
+            };
+            self.update_as(thread, node, update).await?;
+            Ok(self.store().info(thread).await?.version)
+        })
+    }
+
+    fn checkpoints<'a>(
+        &'a self,
+        thread: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointState>, AssistantError>> {
+        Box::pin(async move {
+            let all = DurableGraph::checkpoints(self, thread).await?;
+            let mut states = Vec::new();
+            for c in all.into_iter().rev().take(limit) {
+                let values = to_json(&self.state_at(thread, c.version).await?);
+                states.push(CheckpointState {
+                    checkpoint: c,
+                    values,
+                });
+            }
+            Ok(states)
+        })
+    }
+}
+
+/// `command.resume` as answers to thread `thread`'s open interrupts.
+fn answers(thread: &str, status: RunStatus, resume: Value) -> Result<Answers, AssistantError> {
+    let RunStatus::Suspended { interrupts, .. } = status else {
+        return Err(AssistantError::new(
+            "interrupt_unknown",
+            format!("thread `{thread}` has no interrupt waiting for an answer, so `command.resume` has nothing to answer"),
+        ));
+    };
+    if let Value::Object(map) = &resume {
+        if !map.is_empty() && map.keys().all(|k| interrupts.iter().any(|i| &i.id == k)) {
+            return Ok(map
+                .iter()
+                .fold(Answers::new(), |a, (id, v)| a.answer(id, v.clone())));
+        }
+    }
+    Ok(interrupts
+        .iter()
+        .fold(Answers::new(), |a, i| a.answer(&i.id, resume.clone())))
+}
+
+/// A graph event as JSON, if the server streams it.
+fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
+    Some(match event {
+        Event::NodeFinished { node, update, .. } => RunEvent::Update {
+            node: node.name().to_owned(),
+            update: update.map_or(Value::Null, |u| to_json(&*u)),
+        },
+        Event::StepFinished { state, .. } => RunEvent::Values(to_json(&*state)),
+        Event::Emitted {
+            step,
+            node,
+            emitted,
+        } => match *emitted {
+            Emitted::Custom { name, value } => RunEvent::Custom {
+                node: node.to_string(),
+                name,
+                value,
+            },
+            Emitted::TextDelta { message_id, delta } => RunEvent::MessageDelta {
+                node: node.to_string(),
+                step,
+                message_id,
+                delta,
+            },
+            _ => return None,
+        },
+        Event::RunFinished { state } => RunEvent::Finished {
+            values: to_json(&*state),
+        },
+        Event::RunSuspended { state, interrupts } => RunEvent::Suspended {
+            values: to_json(&*state),
+            interrupts,
+        },
+        Event::RunFailed { error } => {
+            RunEvent::Failed(AssistantError::new(error.category(), error.to_string()))
+        }
+        _ => return None,
+    })
+}

@@ -1,0 +1,538 @@
+//! Runs carried out in this process: each a tokio task that drives its assistant's run, keeps
+//! its records, and buffers the frames its streams read.
+
+use crate::assistant::{Assistant, AssistantError, RunEvent, Start};
+use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+use crate::records::Records;
+use agentstate_graph::Interrupt;
+use futures_util::{Stream, StreamExt};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::watch;
+
+/// A stream mode the server streams (`stream_mode` of a run request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Values,
+    Updates,
+    Custom,
+    MessagesTuple,
+}
+
+impl Mode {
+    /// The modes of a request's `stream_mode` (a name or a list; `values` if absent).
+    pub(crate) fn parse(value: Option<&Value>) -> Result<Vec<Mode>, String> {
+        let names: Vec<&Value> = match value {
+            None | Some(Value::Null) => return Ok(vec![Mode::Values]),
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(one) => vec![one],
+        };
+        names
+            .into_iter()
+            .map(|name| match name.as_str() {
+                Some("values") => Ok(Mode::Values),
+                Some("updates") => Ok(Mode::Updates),
+                Some("custom") => Ok(Mode::Custom),
+                Some("messages-tuple") => Ok(Mode::MessagesTuple),
+                Some(other @ ("messages" | "events" | "debug" | "tasks" | "checkpoints" | "tools")) => Err(format!(
+                    "stream mode `{other}` is not served yet (this server streams `values`, `updates`, `custom` and `messages-tuple`)"
+                )),
+                _ => Err(format!(
+                    "stream mode {name} is not one of `values`, `updates`, `custom`, `messages-tuple`, `messages`, `events`, `debug`, `tasks`, `checkpoints`, `tools`"
+                )),
+            })
+            .collect()
+    }
+}
+
+/// An SSE event of a run: its name and its JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Frame {
+    pub(crate) event: &'static str,
+    pub(crate) data: Value,
+}
+
+/// A run in progress in this process: the frames streamed so far, its result once it ended,
+/// and its cancellation.
+pub(crate) struct Live {
+    pub(crate) run_id: String,
+    pub(crate) thread_id: String,
+    state: Mutex<LiveState>,
+    changed: watch::Sender<u64>,
+    cancel: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct LiveState {
+    frames: Vec<Frame>,
+    /// What `wait` and `join` answer, once the run ended.
+    result: Option<Value>,
+}
+
+impl Live {
+    pub(crate) fn new(run_id: &str, thread_id: &str) -> Arc<Self> {
+        let live = Arc::new(Live {
+            run_id: run_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+            state: Mutex::default(),
+            changed: watch::Sender::new(0),
+            cancel: watch::Sender::new(false),
+        });
+        live.push("metadata", json!({"run_id": run_id, "attempt": 1}));
+        live
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LiveState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, event: &'static str, data: Value) {
+        self.lock().frames.push(Frame { event, data });
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    fn finish(&self, result: Value) {
+        self.lock().result = Some(result);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Asks the run to stop (it ends `interrupted`).
+    pub(crate) fn cancel(&self) {
+        self.cancel.send_replace(true);
+    }
+
+    /// Its frames from the one numbered `from` (the first is 0: `metadata`), each with its
+    /// number, then as they come, until it ended.
+    pub(crate) fn frames(
+        self: Arc<Self>,
+        from: usize,
+    ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
+        let rx = self.changed.subscribe();
+        futures_util::stream::unfold((self, from, rx), |(live, i, mut rx)| async move {
+            loop {
+                rx.borrow_and_update();
+                {
+                    let state = live.lock();
+                    if let Some(frame) = state.frames.get(i) {
+                        let frame = frame.clone();
+                        drop(state);
+                        return Some(((i, frame), (live, i + 1, rx)));
+                    }
+                    if state.result.is_some() {
+                        return None;
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+        })
+    }
+
+    /// Waits for the run's end and gives what `wait` and `join` answer.
+    pub(crate) async fn result(&self) -> Value {
+        let mut rx = self.changed.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if let Some(result) = self.lock().result.clone() {
+                return result;
+            }
+            if rx.changed().await.is_err() {
+                return Value::Null;
+            }
+        }
+    }
+
+    async fn cancelled(&self) {
+        let mut rx = self.cancel.subscribe();
+        // The sender lives as long as `self`: `wait_for` ends only when cancelled.
+        let _ = rx.wait_for(|c| *c).await;
+    }
+}
+
+/// The runs in progress in this process, and the per-thread locks that order them.
+#[derive(Default)]
+pub(crate) struct Runs {
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Runs {
+    /// Run `run_id`, if it is in progress here.
+    pub(crate) fn get(&self, run_id: &str) -> Option<Arc<Live>> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run_id)
+            .cloned()
+    }
+
+    /// The id of a run in progress on `thread`, if there is one.
+    pub(crate) fn on_thread(&self, thread: &str) -> Option<String> {
+        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        map.values()
+            .find(|l| l.thread_id == thread)
+            .map(|l| l.run_id.clone())
+    }
+
+    /// Registers `live` unless `refuse` says no to the runs in progress on its thread (checked
+    /// and registered at once, so two requests cannot both find the thread free).
+    pub(crate) fn register<E>(
+        &self,
+        live: &Arc<Live>,
+        refuse: impl FnOnce(&[Arc<Live>]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let on_thread: Vec<Arc<Live>> = map
+            .values()
+            .filter(|l| l.thread_id == live.thread_id)
+            .cloned()
+            .collect();
+        refuse(&on_thread)?;
+        map.insert(live.run_id.clone(), Arc::clone(live));
+        Ok(())
+    }
+
+    /// Forgets `live`, registered but never started (its records could not be written), and
+    /// ends its streams.
+    pub(crate) fn abandon(&self, live: &Live) {
+        self.remove(&live.run_id);
+        live.finish(Value::Null);
+    }
+
+    fn remove(&self, run_id: &str) {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run_id);
+    }
+
+    fn lock_of(&self, thread: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        // Locks of threads nobody holds or waits for are dropped as new ones are made.
+        locks.retain(|_, l| Arc::strong_count(l) > 1);
+        Arc::clone(locks.entry(thread.to_owned()).or_default())
+    }
+}
+
+/// What the task of a run needs.
+#[derive(Clone)]
+pub(crate) struct Job {
+    pub(crate) records: Arc<dyn Records>,
+    pub(crate) runs: Arc<Runs>,
+    pub(crate) assistant: Arc<dyn Assistant>,
+    pub(crate) live: Arc<Live>,
+    pub(crate) run: RunRecord,
+    pub(crate) start: Start,
+    pub(crate) modes: Vec<Mode>,
+    /// A stateless run: its thread and records are deleted when it ends.
+    pub(crate) stateless: bool,
+}
+
+/// How a run's task ended.
+enum End {
+    Finished(Value),
+    Suspended(Value, Vec<Interrupt>),
+    Failed(AssistantError),
+    /// Cancelled before it started (`false`) or while it ran (`true`).
+    Cancelled(bool),
+}
+
+/// An interrupt as LangGraph shows it.
+pub(crate) fn interrupt_json(interrupt: &Interrupt) -> Value {
+    json!({"value": interrupt.payload, "id": interrupt.id})
+}
+
+/// `values` with the pending interrupts under `__interrupt__`.
+pub(crate) fn with_interrupts(values: &Value, interrupts: &[Interrupt]) -> Value {
+    let mut values = values.clone();
+    if let Value::Object(map) = &mut values {
+        map.insert(
+            "__interrupt__".into(),
+            interrupts.iter().map(interrupt_json).collect(),
+        );
+    }
+    values
+}
+
+impl Job {
+    /// Carries the run out in a task of its own, watched: a task that panics (a node that
+    /// panicked) ends the run `error`, saying so, rather than leaving it running.
+    pub(crate) fn spawn(self) {
+        let watcher = self.clone();
+        let task = tokio::spawn(self.execute());
+        tokio::spawn(async move {
+            let Err(error) = task.await else { return };
+            let panic = error.try_into_panic().ok();
+            let why = panic
+                .as_ref()
+                .and_then(|p| {
+                    p.downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                })
+                .unwrap_or_else(|| "its task was aborted".to_owned());
+            let message = format!(
+                "run `{}` on thread `{}` panicked: {why}",
+                watcher.run.run_id, watcher.run.thread_id
+            );
+            watcher
+                .finish(End::Failed(AssistantError::new("run_panicked", message)))
+                .await;
+        });
+    }
+
+    /// Carries the run out, then updates its records and ends its streams.
+    async fn execute(self) {
+        let lock = self.runs.lock_of(&self.run.thread_id);
+        let end = tokio::select! {
+            guard = lock.lock_owned() => {
+                let end = self.drive().await;
+                drop(guard);
+                end
+            }
+            () = self.live.cancelled() => End::Cancelled(false),
+        };
+        self.finish(end).await;
+    }
+
+    /// `error` with its sentence naming the run and its thread.
+    fn named(&self, mut error: AssistantError) -> AssistantError {
+        let (run, thread) = (&self.run.run_id, &self.run.thread_id);
+        if !error.message.contains(run.as_str()) {
+            error.message = format!("run `{run}` on thread `{thread}` failed: {}", error.message);
+        }
+        error
+    }
+
+    async fn set_thread(&self, status: ThreadStatus) {
+        let thread = &self.run.thread_id;
+        if let Ok(Some(mut record)) = self.records.thread(thread).await {
+            record.status = status;
+            record.updated_ms = now_ms();
+            let _ = self.records.put(Record::Thread(record)).await;
+        }
+    }
+
+    async fn drive(&self) -> End {
+        let mut run = self.run.clone();
+        run.status = RunStatus::Running;
+        run.updated_ms = now_ms();
+        if let Err(e) = self.records.put(Record::Run(run)).await {
+            return End::Failed(e.into());
+        }
+        self.set_thread(ThreadStatus::Busy).await;
+        let thread = &self.run.thread_id;
+        if let Err(e) = self.assistant.ensure_thread(thread).await {
+            return End::Failed(self.named(e));
+        }
+        let started = self
+            .assistant
+            .run(thread, &self.run.run_id, self.start.clone());
+        let mut events = tokio::select! {
+            started = started => match started {
+                Ok(events) => events,
+                Err(e) => return End::Failed(self.named(e)),
+            },
+            () = self.live.cancelled() => return End::Cancelled(false),
+        };
+        let mut last_values = None;
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = self.live.cancelled() => return End::Cancelled(true),
+                event = events.next() => event,
+            };
+            let Some(event) = event else {
+                return End::Failed(AssistantError::new(
+                    "run_ended_early",
+                    format!("run `{}` on thread `{thread}` ended without finishing, suspending or failing", self.run.run_id),
+                ));
+            };
+            let event = match event {
+                RunEvent::Failed(error) => RunEvent::Failed(self.named(error)),
+                event => event,
+            };
+            self.emit(&event, &mut last_values);
+            match event {
+                RunEvent::Finished { values } => return End::Finished(values),
+                RunEvent::Suspended { values, interrupts } => {
+                    return End::Suspended(values, interrupts)
+                }
+                RunEvent::Failed(error) => return End::Failed(error),
+                _ => {}
+            }
+        }
+    }
+
+    /// Pushes the frames of `event` in the run's stream modes.
+    fn emit(&self, event: &RunEvent, last_values: &mut Option<Value>) {
+        let on = |mode| self.modes.contains(&mode);
+        let live = &self.live;
+        match event {
+            RunEvent::Values(values) if on(Mode::Values) => {
+                live.push("values", values.clone());
+                *last_values = Some(values.clone());
+            }
+            RunEvent::Update { node, update } if on(Mode::Updates) => {
+                live.push("updates", json!({ node.as_str(): update }));
+            }
+            RunEvent::Custom { value, .. } if on(Mode::Custom) => {
+                live.push("custom", value.clone());
+            }
+            RunEvent::MessageDelta {
+                node,
+                step,
+                message_id,
+                delta,
+            } if on(Mode::MessagesTuple) => {
+                let chunk = json!({
+                    "type": "AIMessageChunk",
+                    "id": message_id,
+                    "content": delta,
+                    "tool_calls": [],
+                    "tool_call_chunks": [],
+                    "additional_kwargs": {},
+                    "response_metadata": {},
+                });
+                let metadata = json!({
+                    "langgraph_node": node,
+                    "langgraph_step": step,
+                    "run_id": self.run.run_id,
+                    "thread_id": self.run.thread_id,
+                });
+                live.push("messages", json!([chunk, metadata]));
+            }
+            RunEvent::Suspended { values, interrupts } => {
+                if on(Mode::Updates) {
+                    let list: Vec<Value> = interrupts.iter().map(interrupt_json).collect();
+                    live.push("updates", json!({ "__interrupt__": list }));
+                }
+                if on(Mode::Values) {
+                    live.push("values", with_interrupts(values, interrupts));
+                }
+            }
+            // The final state, unless the last step's values were it.
+            RunEvent::Finished { values }
+                if on(Mode::Values) && last_values.as_ref() != Some(values) =>
+            {
+                live.push("values", values.clone());
+            }
+            RunEvent::Failed(error) => {
+                live.push(
+                    "error",
+                    json!({"error": error.category, "message": error.message}),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    async fn finish(self, end: End) {
+        let mut run = self.run.clone();
+        let thread = &run.thread_id;
+        let (status, thread_status, result) = match end {
+            End::Finished(values) => (RunStatus::Success, Some(ThreadStatus::Idle), values),
+            End::Suspended(values, interrupts) => (
+                RunStatus::Success,
+                Some(ThreadStatus::Interrupted),
+                with_interrupts(&values, &interrupts),
+            ),
+            End::Failed(error) => {
+                if !matches!(self.live.lock().frames.last(), Some(f) if f.event == "error") {
+                    self.live.push(
+                        "error",
+                        json!({"error": error.category, "message": error.message}),
+                    );
+                }
+                let failure = RunFailure {
+                    error: error.category,
+                    message: error.message,
+                };
+                let result = json!({"__error__": failure});
+                run.error = Some(failure);
+                (RunStatus::Error, Some(ThreadStatus::Error), result)
+            }
+            End::Cancelled(started) => {
+                let values = match self.assistant.snapshot(thread, None).await {
+                    Ok(snapshot) => snapshot.values,
+                    Err(_) => json!({}),
+                };
+                (
+                    RunStatus::Interrupted,
+                    started.then_some(ThreadStatus::Interrupted),
+                    values,
+                )
+            }
+        };
+        run.status = status;
+        run.updated_ms = now_ms();
+        if self.stateless {
+            let _ = self.records.delete(crate::record::RUN, &run.run_id).await;
+            let _ = self.records.delete(crate::record::THREAD, thread).await;
+            let _ = self.records.delete_state(thread).await;
+        } else {
+            let _ = self.records.put(Record::Run(run)).await;
+            if let Some(status) = thread_status {
+                self.set_thread(status).await;
+            }
+        }
+        self.runs.remove(&self.live.run_id);
+        self.live.finish(result);
+    }
+}
+
+/// A new thread record for a run request's thread.
+pub(crate) fn new_thread(id: &str) -> ThreadRecord {
+    ThreadRecord::new(id, Map::new(), now_ms())
+}
+
+/// Ends the runs of the records that are pending or running here but not in progress in this
+/// process (see [`Server::recover`](crate::Server::recover)).
+pub(crate) async fn recover(shared: &crate::server::Shared) -> Result<usize, crate::ApiError> {
+    let mut ended = 0;
+    for mut thread in shared.records.threads().await? {
+        let mut orphans = 0;
+        for mut run in shared.records.runs(&thread.thread_id).await? {
+            if run.status.is_final() || shared.runs.get(&run.run_id).is_some() {
+                continue;
+            }
+            let was = if run.status == RunStatus::Pending {
+                "pending"
+            } else {
+                "running"
+            };
+            run.error = Some(RunFailure {
+                error: "run_orphaned".to_owned(),
+                message: format!(
+                    "the server stopped while run `{}` of thread `{}` was {was}; a run without `input` continues the thread",
+                    run.run_id, run.thread_id
+                ),
+            });
+            run.status = RunStatus::Error;
+            run.updated_ms = now_ms();
+            shared.records.put(Record::Run(run)).await?;
+            orphans += 1;
+        }
+        if orphans == 0 && thread.status != ThreadStatus::Busy {
+            continue;
+        }
+        let cut_short = match thread.graph_id.as_deref().and_then(|g| shared.assistant(g)) {
+            Some(served) => match served.assistant.snapshot(&thread.thread_id, None).await {
+                Ok(snapshot) => !snapshot.next.is_empty(),
+                Err(_) => false,
+            },
+            None => false,
+        };
+        thread.status = if cut_short {
+            ThreadStatus::Interrupted
+        } else {
+            ThreadStatus::Idle
+        };
+        thread.updated_ms = now_ms();
+        shared.records.put(Record::Thread(thread)).await?;
+        ended += orphans;
+    }
+    Ok(ended)
+}

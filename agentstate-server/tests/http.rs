@@ -1,0 +1,737 @@
+//! The API over HTTP without a client library: error shapes and codes, the SSE framing, a
+//! cancelled run continued, `enqueue`, stateless runs, and records that outlive the server.
+
+#[path = "../examples/support/desk.rs"]
+mod desk;
+
+use agentstate_server::Server;
+use agentstate_store::{RecordBackend, SqliteStore, Store};
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tower::ServiceExt;
+
+fn app<B: RecordBackend>(store: &Store<B>) -> Router {
+    Server::builder(store)
+        .assistant("desk", desk::graph().unwrap().durable(store))
+        .api_key("k")
+        .build()
+        .router()
+}
+
+/// A request: its status, headers and body text.
+async fn call(
+    app: &Router,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    key: Option<&str>,
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder().method(method).uri(path);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    let body = body.map_or_else(Body::empty, |b| Body::from(b.to_string()));
+    let response = app
+        .clone()
+        .oneshot(
+            request
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// An SSE body's events: their ids, and their names with their JSON.
+fn sse(body: &str) -> (Vec<usize>, Vec<(&str, Value)>) {
+    body.split("\n\n")
+        .filter(|f| !f.is_empty())
+        .map(|frame| {
+            let field = |name: &str| {
+                let prefix = format!("{name}: ");
+                frame
+                    .lines()
+                    .find_map(|l| l.strip_prefix(prefix.as_str()))
+                    .unwrap()
+            };
+            let id: usize = field("id").parse().unwrap();
+            (
+                id,
+                (field("event"), serde_json::from_str(field("data")).unwrap()),
+            )
+        })
+        .unzip()
+}
+
+/// A request with the key whose answer is JSON.
+async fn json(app: &Router, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let (status, _, text) = call(app, method, path, body, Some("k")).await;
+    let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    (status, value)
+}
+
+/// The statuses of the runs listed at `runs`, the newest first.
+async fn run_statuses(app: &Router, runs: &str) -> Vec<String> {
+    let (_, listed) = json(app, "GET", runs, None).await;
+    let list = listed.as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|r| r["status"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+fn ask(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
+}
+
+/// A server on a new database, a new thread on it, and the path of the thread's runs.
+async fn on_a_thread() -> (Router, String, String) {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs");
+    (app, thread, runs)
+}
+
+async fn new_thread(app: &Router) -> String {
+    let (status, thread) = json(app, "POST", "/threads", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{thread}");
+    thread["thread_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, _, body) = call(&app, "GET", "/ok", None, None).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, r#"{"ok":true}"#));
+    let (status, _, body) = call(&app, "POST", "/threads/search", Some(json!({})), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        body,
+        r#"{"detail":"the request to `/threads/search` carries no API key in its `x-api-key` header"}"#
+    );
+    let (status, _, _) = call(
+        &app,
+        "POST",
+        "/threads/search",
+        Some(json!({})),
+        Some("bad"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    let (status, body) = json(&app, "GET", "/threads/nope", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "thread `nope` does not exist"})
+        )
+    );
+    let (status, body) = json(
+        &app,
+        "POST",
+        "/threads/nope/runs/wait",
+        Some(json!({"assistant_id": "desk"})),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "thread `nope` does not exist"})
+        )
+    );
+
+    let thread = new_thread(&app).await;
+    let runs = format!("/threads/{thread}/runs/stream");
+    let refused = [
+        (
+            json!({"assistant_id": "nobody"}),
+            "assistant `nobody` does not exist",
+        ),
+        (
+            json!({"assistant_id": "desk", "stream_mode": ["values", "events"]}),
+            "stream mode `events` is not served yet",
+        ),
+        (
+            json!({"assistant_id": "desk", "stream_mode": "nonsense"}),
+            "stream mode \"nonsense\" is not one of",
+        ),
+        (
+            json!({"assistant_id": "desk", "command": {"update": {"log": []}}}),
+            "does not support `command.update`",
+        ),
+        (
+            json!({"assistant_id": "desk", "multitask_strategy": "rollback"}),
+            "multitask_strategy `rollback` is not served yet",
+        ),
+        (
+            json!({"input": {}}),
+            "a run request needs an `assistant_id`",
+        ),
+        (
+            json!({"assistant_id": 7}),
+            "the body of a run request is not valid",
+        ),
+    ];
+    for (request, says) in refused {
+        let (status, body) = json(&app, "POST", &runs, Some(request.clone())).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{request}: {body}"
+        );
+        assert!(
+            body["detail"].as_str().unwrap().contains(says),
+            "{request}: {body}"
+        );
+    }
+    let (status, _, body) = call(
+        &app,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": thread})),
+        Some("k"),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::CONFLICT,
+            format!(r#"{{"detail":"thread `{thread}` exists already"}}"#)
+        )
+    );
+    let (status, _, body) = call(&app, "POST", "/threads", None, Some("k")).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "an empty body is an empty request: {body}"
+    );
+    let (status, body) = json(&app, "GET", &format!("/threads/{thread}/runs/r-1"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        body["detail"],
+        format!("run `r-1` of thread `{thread}` does not exist")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_is_sse_with_metadata_first_and_the_run_named() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let thread = new_thread(&app).await;
+    let request =
+        json!({"assistant_id": "desk", "input": ask("hi"), "stream_mode": ["updates", "values"]});
+    let path = format!("/threads/{thread}/runs/stream");
+    let (status, headers, body) = call(&app, "POST", &path, Some(request), Some("k")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/event-stream");
+    let location = headers["content-location"].to_str().unwrap();
+    assert_eq!(headers["location"], format!("{location}/stream"));
+    let run_id = location
+        .strip_prefix(&format!("/threads/{thread}/runs/"))
+        .unwrap();
+    let (ids, frames) = sse(&body);
+    assert_eq!(
+        ids,
+        (0..frames.len()).collect::<Vec<_>>(),
+        "an id on every event"
+    );
+    assert_eq!(
+        frames[0],
+        ("metadata", json!({"run_id": run_id, "attempt": 1}))
+    );
+    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "values", "updates", "values", "updates", "values"],
+        "{body}"
+    );
+    assert_eq!(
+        frames[5].1["__interrupt__"][0]["value"],
+        json!({"question": "Send this answer?"})
+    );
+    assert_eq!(frames[6].1["log"], json!(["triage", "draft"]));
+    assert!(frames[6].1["__interrupt__"][0]["id"].is_string());
+}
+
+#[tokio::test]
+async fn a_cancelled_run_leaves_its_thread_interrupted_and_a_run_without_input_continues_it() {
+    let (app, thread, runs) = on_a_thread().await;
+    let (_, run) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("slow one")})),
+    )
+    .await;
+    let run_id = run["run_id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, _, _) = call(
+        &app,
+        "POST",
+        &format!("{runs}/{run_id}/cancel?wait=1"),
+        None,
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, run) = json(&app, "GET", &format!("{runs}/{run_id}"), None).await;
+    assert_eq!(run["status"], "interrupted");
+    let (_, state) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(state["status"], "interrupted");
+    let (status, body) = json(&app, "POST", &format!("{runs}/{run_id}/cancel"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("has already ended"),
+        "{body}"
+    );
+
+    let (status, values) = json(
+        &app,
+        "POST",
+        &format!("{runs}/wait"),
+        Some(json!({"assistant_id": "desk"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    assert_eq!(values["__interrupt__"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn enqueue_runs_after_the_running_run_and_reject_refuses() {
+    let (app, thread, runs) = on_a_thread().await;
+    let (_, first) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("slow one")})),
+    )
+    .await;
+    let (status, body) = json(
+        &app,
+        "POST",
+        &runs,
+        Some(json!({"assistant_id": "desk", "input": ask("x")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let first_id = first["run_id"].as_str().unwrap();
+    assert_eq!(
+        body["detail"],
+        format!("thread `{thread}` is busy with run `{first_id}`; the new run was rejected (multitask_strategy `reject`)")
+    );
+    let resume = json!({"assistant_id": "desk", "command": {"resume": true}, "multitask_strategy": "enqueue"});
+    let (status, values) = json(&app, "POST", &format!("{runs}/wait"), Some(resume)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        values["log"],
+        json!(["triage", "draft", "approve"]),
+        "{values}"
+    );
+    assert_eq!(run_statuses(&app, &runs).await, ["success", "success"]);
+}
+
+#[tokio::test]
+async fn a_stateless_run_leaves_no_thread_behind() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, values) = json(
+        &app,
+        "POST",
+        "/runs/wait",
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(values["log"], json!(["triage", "draft"]));
+    let (_, threads) = json(&app, "POST", "/threads/search", Some(json!({}))).await;
+    assert_eq!(threads, json!([]));
+}
+
+#[tokio::test]
+async fn threads_and_runs_outlive_the_server_in_the_stores_database() {
+    let dir = std::env::temp_dir().join(format!("agentstate-server-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("server.db");
+    let _ = std::fs::remove_file(&path);
+    let (thread, run_id) = {
+        let store = SqliteStore::open(&path).unwrap();
+        let app = app(&store);
+        let (_, thread) = json(
+            &app,
+            "POST",
+            "/threads",
+            Some(json!({"metadata": {"user": "ann"}})),
+        )
+        .await;
+        let thread = thread["thread_id"].as_str().unwrap().to_owned();
+        let runs = format!("/threads/{thread}/runs");
+        let (_, run) = json(
+            &app,
+            "POST",
+            &runs,
+            Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+        )
+        .await;
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        json(&app, "GET", &format!("{runs}/{run_id}/join"), None).await;
+        (thread, run_id)
+    };
+    let store = SqliteStore::open(&path).unwrap();
+    let app = app(&store);
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        (&got["status"], &got["metadata"]),
+        (&json!("interrupted"), &json!({"user": "ann"}))
+    );
+    assert_eq!(got["values"]["log"], json!(["triage", "draft"]));
+    let (_, run) = json(
+        &app,
+        "GET",
+        &format!("/threads/{thread}/runs/{run_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(run["status"], "success");
+    let (status, _, _) = call(
+        &app,
+        "DELETE",
+        &format!("/threads/{thread}"),
+        None,
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = json(
+        &app,
+        "GET",
+        &format!("/threads/{thread}/runs/{run_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    drop((app, store));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn recover_ends_the_runs_a_stopped_server_left_running() {
+    use agentstate_server::record::{Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+    let store = SqliteStore::open_in_memory().unwrap();
+    let server = || {
+        Server::builder(&store)
+            .assistant("desk", desk::graph().unwrap().durable(&store))
+            .api_key("k")
+            .build()
+    };
+    let first = server().router();
+    let thread = new_thread(&first).await;
+    let runs = format!("/threads/{thread}/runs");
+    json(
+        &first,
+        "POST",
+        &format!("{runs}/wait"),
+        Some(json!({"assistant_id": "desk", "input": ask("hi")})),
+    )
+    .await;
+    // What a server that stopped mid-run leaves: a running run, a busy thread; and a pending
+    // run on a thread no run made yet.
+    let mut left = RunRecord::new("r-running", &thread, "desk", json!({}), 1);
+    left.status = RunStatus::Running;
+    store
+        .put_record("run", "r-running", Some(&thread), &Record::Run(left))
+        .await
+        .unwrap();
+    let mut busy: ThreadRecord = match store.record::<Record>("thread", &thread).await.unwrap() {
+        Some(Record::Thread(t)) => t,
+        other => panic!("a thread record, not {other:?}"),
+    };
+    busy.status = ThreadStatus::Busy;
+    store
+        .put_record("thread", &thread, None, &Record::Thread(busy))
+        .await
+        .unwrap();
+    let mut fresh = ThreadRecord::new("t-fresh", Default::default(), 1);
+    fresh.status = ThreadStatus::Busy;
+    fresh.graph_id = Some("desk".into());
+    store
+        .put_record("thread", "t-fresh", None, &Record::Thread(fresh))
+        .await
+        .unwrap();
+    let pending = RunRecord::new("r-pending", "t-fresh", "desk", json!({}), 1);
+    store
+        .put_record("run", "r-pending", Some("t-fresh"), &Record::Run(pending))
+        .await
+        .unwrap();
+
+    let second = server();
+    assert_eq!(second.recover().await.unwrap(), 2);
+    assert_eq!(
+        second.recover().await.unwrap(),
+        0,
+        "recovering twice ends nothing more"
+    );
+    let app = second.router();
+    let (_, run) = json(&app, "GET", &format!("{runs}/r-running"), None).await;
+    assert_eq!(run["status"], "error");
+    let (_, joined) = json(&app, "GET", &format!("{runs}/r-running/join"), None).await;
+    assert_eq!(
+        joined["__error__"]["message"],
+        format!("the server stopped while run `r-running` of thread `{thread}` was running; a run without `input` continues the thread")
+    );
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        got["status"], "interrupted",
+        "its run waits at the approval"
+    );
+    let (_, got) = json(&app, "GET", "/threads/t-fresh", None).await;
+    assert_eq!(
+        (&got["status"], &got["values"]),
+        (&json!("idle"), &Value::Null)
+    );
+    let (_, state) = json(&app, "GET", "/threads/t-fresh/state", None).await;
+    assert_eq!(state["values"], json!({}));
+}
+
+#[tokio::test]
+async fn interrupt_stops_the_running_run_and_a_new_input_starts_afresh() {
+    let (app, _, runs) = on_a_thread().await;
+    let slow = json!({"assistant_id": "desk", "input": ask("slow one")});
+    let (_, first) = json(&app, "POST", &runs, Some(slow)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second =
+        json!({"assistant_id": "desk", "input": ask("second"), "multitask_strategy": "interrupt"});
+    let (status, values) = json(&app, "POST", &format!("{runs}/wait"), Some(second)).await;
+    assert_eq!(status, StatusCode::OK, "{values}");
+    // The first run's committed step (triage) stays; its draft never ran.
+    assert_eq!(
+        values["log"],
+        json!(["triage", "triage", "draft"]),
+        "{values}"
+    );
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["slow one", "second", "You asked: second"]);
+    let (_, first) = json(
+        &app,
+        "GET",
+        &format!("{runs}/{}", first["run_id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(first["status"], "interrupted");
+}
+
+/// A node that fails and one that panics (a bug): each run ends in error, saying why, its
+/// thread `error`; the server goes on, and a new input on the thread runs.
+#[tokio::test]
+async fn a_failed_or_panicking_run_ends_in_error_and_a_new_input_runs() {
+    let cases = [
+        (
+            "fail",
+            "node_exception",
+            "triage cannot route the question `fail`",
+        ),
+        (
+            "panic",
+            "run_panicked",
+            "panicked: triage met a question it was never meant to see",
+        ),
+    ];
+    for (question, category, says) in cases {
+        let (app, thread, runs) = on_a_thread().await;
+        let wait = format!("{runs}/wait");
+        let failing = json!({"assistant_id": "desk", "input": ask(question)});
+        let (status, failed) = json(&app, "POST", &wait, Some(failing)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(failed["__error__"]["error"], category, "{failed}");
+        let message = failed["__error__"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(says) && message.contains(&thread),
+            "{message}"
+        );
+        let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+        assert_eq!(got["status"], "error");
+        let fine = json!({"assistant_id": "desk", "input": ask("hi")});
+        let (_, values) = json(&app, "POST", &wait, Some(fine)).await;
+        assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+        let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+        assert_eq!(got["status"], "interrupted");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_reconnects_with_last_event_id_gets_every_later_event_once() {
+    let (app, _, runs) = on_a_thread().await;
+    let slow =
+        json!({"assistant_id": "desk", "input": ask("slow one"), "stream_mode": ["updates"]});
+    let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
+    let stream = format!("{runs}/{}/stream", run["run_id"].as_str().unwrap());
+    let joined = |last: Option<&'static str>| {
+        let (app, stream) = (app.clone(), stream.clone());
+        async move {
+            let mut request = Request::builder().uri(stream).header("x-api-key", "k");
+            if let Some(last) = last {
+                request = request.header("last-event-id", last);
+            }
+            let response = app
+                .oneshot(request.body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    };
+    let (all, after_one, from_start) =
+        tokio::join!(joined(None), joined(Some("1")), joined(Some("-1")));
+    let (ids, frames) = sse(&all);
+    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "updates", "updates"],
+        "{all}"
+    );
+    assert_eq!(ids, [0, 1, 2, 3]);
+    assert_eq!(sse(&after_one).0, [2, 3], "{after_one}");
+    assert_eq!(sse(&from_start).0, [0, 1, 2, 3], "{from_start}");
+}
+
+#[tokio::test]
+async fn a_state_update_is_made_as_a_node_and_refused_on_a_busy_thread() {
+    let (app, thread, runs) = on_a_thread().await;
+    let state = format!("/threads/{thread}/state");
+    let (status, body) = json(
+        &app,
+        "POST",
+        &state,
+        Some(json!({"values": {"log": ["x"]}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        body["detail"],
+        format!("thread `{thread}` has no state yet (no run made it), so it cannot be updated")
+    );
+
+    let hi = json!({"assistant_id": "desk", "input": ask("hi")});
+    json(&app, "POST", &format!("{runs}/wait"), Some(hi)).await;
+    // Made as `approve`, the suspended step is replaced: the run goes on from approve's edge,
+    // to its end.
+    let edit = json!({"values": {"approved": false, "log": ["edited"]}, "as_node": "approve"});
+    let (status, updated) = json(&app, "POST", &state, Some(edit)).await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    let (_, now) = json(&app, "GET", &state, None).await;
+    assert_eq!(now["checkpoint"], updated["checkpoint"]);
+    assert_eq!(
+        (&now["values"]["approved"], &now["next"]),
+        (&json!(false), &json!([]))
+    );
+    assert_eq!(now["values"]["log"], json!(["triage", "draft", "edited"]));
+
+    let wrong = json!({"values": {"log": []}, "as_node": "nobody"});
+    let (status, body) = json(&app, "POST", &state, Some(wrong)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body["detail"].as_str().unwrap().ends_with(
+            "as node `nobody`, which the graph does not have (its nodes: triage, draft, approve)"
+        ),
+        "{body}"
+    );
+
+    let slow = json!({"assistant_id": "desk", "input": ask("slow one")});
+    let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
+    let (status, body) = json(&app, "POST", &state, Some(json!({"values": {"log": []}}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        body["detail"],
+        format!(
+            "thread `{thread}` is busy with run `{}`; its state cannot be updated until it ends",
+            run["run_id"].as_str().unwrap()
+        )
+    );
+}
+
+/// The same API on PostgreSQL (feature `postgres`, `AGENTSTATE_POSTGRES_URL`): a run streamed to
+/// its interrupt, answered, the records read back by a second server on the same schema.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_on_postgresql() {
+    use agentstate_store::postgres::PostgresOptions;
+    use agentstate_store::PostgresStore;
+    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+        println!("the API on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!("agentstate_server_{}", std::process::id());
+    let options = PostgresOptions {
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect_with(&url, options.clone())
+        .await
+        .unwrap();
+    let first = app(&store);
+    let thread = new_thread(&first).await;
+    let runs = format!("/threads/{thread}/runs");
+    let hi = json!({"assistant_id": "desk", "input": ask("hi"), "stream_mode": "updates"});
+    let (status, _, body) = call(
+        &first,
+        "POST",
+        &format!("{runs}/stream"),
+        Some(hi),
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = sse(&body).1.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "updates", "updates"],
+        "{body}"
+    );
+    let resume = json!({"assistant_id": "desk", "command": {"resume": true}});
+    let (_, values) = json(&first, "POST", &format!("{runs}/wait"), Some(resume)).await;
+    assert_eq!(
+        values["log"],
+        json!(["triage", "draft", "approve"]),
+        "{values}"
+    );
+
+    let again = PostgresStore::connect_with(&url, options).await.unwrap();
+    let second = app(&again);
+    assert_eq!(run_statuses(&second, &runs).await, ["success", "success"]);
+    let (_, got) = json(&second, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(
+        (&got["status"], &got["values"]["approved"]),
+        (&json!("idle"), &json!(true))
+    );
+
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let connection = tokio::spawn(connection);
+    admin
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+    drop(admin);
+    let _ = connection.await;
+}

@@ -1,0 +1,119 @@
+//! The official LangGraph JS SDK (`@langchain/langgraph-sdk`, pinned in `tests/js/package.json`
+//! and its lock file) drives the server: `tests/js/sdk.mjs` against the help desk graph of the
+//! `serve` example, on SQLite, on 127.0.0.1.
+//!
+//! Covers: assistants (search, get, graph, schemas); threads (create with `if_exists`, get,
+//! patch, search, delete); runs streamed in the `values`, `updates`, `custom` and
+//! `messages-tuple` modes, waited for, in the background and joined, listed, got, cancelled and
+//! continued; double texting with `reject`, `interrupt` and `enqueue`; an interrupt answered by
+//! `command.resume`; state, state at a checkpoint, a state update as a node, history; failures; stateless runs.
+//!
+//! Needs `node` and `npm ci` run in `tests/js` (`.ci/run` does it). Without `node_modules` the
+//! test prints one line and passes, except under CI (`CI` set), where that is a failure.
+
+#[path = "../examples/support/desk.rs"]
+mod desk;
+
+use agentstate_server::Server;
+use agentstate_store::SqliteStore;
+use std::path::Path;
+use std::time::Duration;
+
+/// The checks `sdk.mjs` prints, in order.
+const CHECKS: &[&str] = &[
+    "api_key_required",
+    "assistants_search",
+    "assistants_get",
+    "assistants_graph",
+    "assistants_schemas",
+    "threads_create",
+    "threads_create_if_exists",
+    "threads_create_conflict",
+    "threads_get",
+    "threads_patch",
+    "threads_search",
+    "threads_get_missing",
+    "stream_metadata_first",
+    "stream_content_location",
+    "stream_values",
+    "stream_updates",
+    "stream_custom",
+    "stream_messages_tuple",
+    "stream_interrupt_update",
+    "stream_interrupt_values",
+    "thread_interrupted",
+    "state_interrupt_task",
+    "state_checkpoint",
+    "runs_get",
+    "wait_resume",
+    "thread_idle",
+    "history",
+    "state_at_checkpoint",
+    "update_state",
+    "runs_create",
+    "runs_join",
+    "runs_list",
+    "multitask_reject",
+    "runs_cancel",
+    "thread_after_cancel",
+    "continue_after_cancel",
+    "multitask_interrupt",
+    "multitask_enqueue",
+    "stream_error",
+    "wait_error",
+    "thread_error",
+    "unknown_assistant",
+    "unknown_stream_mode",
+    "stateless_stream",
+    "stateless_wait",
+    "threads_delete",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_js_sdk_drives_the_server() {
+    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js");
+    if !js.join("node_modules/@langchain/langgraph-sdk").is_dir() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "under CI the JS SDK must be installed: run `npm ci` in {}",
+            js.display()
+        );
+        println!(
+            "skipped: the JS SDK is not installed (run `npm ci` in {})",
+            js.display()
+        );
+        return;
+    }
+
+    let store = SqliteStore::open_in_memory().unwrap();
+    let server = Server::builder(&store)
+        .assistant("desk", desk::graph().unwrap().durable(&store))
+        .api_key("test-key")
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = tokio::spawn(server.serve(listener));
+
+    let node = tokio::process::Command::new("node")
+        .arg("sdk.mjs")
+        .arg(&url)
+        .current_dir(&js)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), node).await;
+    serving.abort();
+    let output = output
+        .expect("the JS SDK script finishes within two minutes")
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "sdk.mjs failed:\n{stdout}\n{stderr}"
+    );
+    let passed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("ok "))
+        .collect();
+    assert_eq!(passed, CHECKS, "{stdout}\n{stderr}");
+}

@@ -1,0 +1,250 @@
+//! Records a layer above the store keeps beside its threads, in the same database (a server's
+//! runs and its threads' bookkeeping): JSON documents by kind and id, each optionally tied to a
+//! thread id, written whole.
+//!
+//! The store does not read a record's JSON: its type, and the version of that type, are the
+//! owner's (`agentstate-server`'s run record is one serde-tagged, versioned type). The table,
+//! `agentstate_records`, is created by the first record operation on an SQLite database (one
+//! that keeps no record has none) and when a PostgreSQL store connects; it is not part of the
+//! threads' tables' version, and deleting a thread does not delete its records.
+
+use crate::backend::Backend;
+use crate::error::StoreError;
+use crate::store::Store;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::future::Future;
+
+/// A record's row: what a [`RecordBackend`] moves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRow {
+    /// What it is (`"run"`, say): records of different kinds may share ids.
+    pub kind: String,
+    /// Its id, unique within its kind.
+    pub id: String,
+    /// The thread it belongs to, if any (to list a thread's records).
+    pub thread: Option<String>,
+    /// Its JSON text.
+    pub body: String,
+    /// When it was first put, in milliseconds since the Unix epoch.
+    pub created_ms: i64,
+}
+
+/// A backend that keeps records beside its threads (implemented by `Sqlite`).
+pub trait RecordBackend: Backend {
+    /// Inserts or replaces the record `(row.kind, row.id)`; a replaced record keeps its
+    /// `created_ms`.
+    fn put_record(&self, row: RecordRow) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The record `(kind, id)`, if there is one.
+    fn get_record(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<RecordRow>, StoreError>> + Send;
+
+    /// The records of `kind` (those of `thread` only, if given), oldest first (by creation,
+    /// then id).
+    fn list_records(
+        &self,
+        kind: &str,
+        thread: Option<&str>,
+    ) -> impl Future<Output = Result<Vec<RecordRow>, StoreError>> + Send;
+
+    /// Deletes the record `(kind, id)`; false if there was none.
+    fn delete_record(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+impl<B: RecordBackend> Store<B> {
+    /// Puts `value` as record `(kind, id)` (replacing it), tied to `thread` if given.
+    ///
+    /// ```
+    /// use agentstate_store::SqliteStore;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.put_record("run", "r-1", Some("t-1"), &serde_json::json!({"status": "pending"})).await?;
+    /// store.put_record("run", "r-1", Some("t-1"), &serde_json::json!({"status": "success"})).await?;
+    /// let run: Option<serde_json::Value> = store.record("run", "r-1").await?;
+    /// assert_eq!(run.unwrap()["status"], "success");
+    /// assert_eq!(store.records::<serde_json::Value>("run", Some("t-1")).await?.len(), 1);
+    /// assert!(store.delete_record("run", "r-1").await?);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn put_record<T: Serialize>(
+        &self,
+        kind: &str,
+        id: &str,
+        thread: Option<&str>,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        let body = serde_json::to_string(value).map_err(|e| StoreError::Record {
+            kind: kind.to_owned(),
+            id: id.to_owned(),
+            reason: e.to_string(),
+        })?;
+        self.backend()
+            .put_record(RecordRow {
+                kind: kind.to_owned(),
+                id: id.to_owned(),
+                thread: thread.map(str::to_owned),
+                body,
+                created_ms: crate::record::now_ms(),
+            })
+            .await
+    }
+
+    /// The record `(kind, id)` read as a `T`, if there is one.
+    pub async fn record<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<T>, StoreError> {
+        match self.backend().get_record(kind, id).await? {
+            Some(row) => read(&row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The records of `kind` (of `thread` only, if given), oldest first, each read as a `T`.
+    pub async fn records<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+        thread: Option<&str>,
+    ) -> Result<Vec<T>, StoreError> {
+        let rows = self.backend().list_records(kind, thread).await?;
+        rows.iter().map(read).collect()
+    }
+
+    /// Deletes the record `(kind, id)`; false if there was none.
+    pub async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        self.backend().delete_record(kind, id).await
+    }
+}
+
+fn read<T: DeserializeOwned>(row: &RecordRow) -> Result<T, StoreError> {
+    serde_json::from_str(&row.body).map_err(|e| StoreError::Record {
+        kind: row.kind.clone(),
+        id: row.id.clone(),
+        reason: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{RecordBackend, Store};
+    use serde_json::{json, Value};
+
+    /// Puts, replaces, lists, reads and deletes records on `store`; `reopen` gives a second
+    /// store on the same database (the records outlive the first).
+    async fn records_behave<B: RecordBackend>(store: Store<B>, reopen: impl FnOnce() -> Store<B>) {
+        store
+            .put_record("run", "a", Some("t1"), &json!({"n": 1}))
+            .await
+            .unwrap();
+        store
+            .put_record("run", "b", Some("t2"), &json!({"n": 2}))
+            .await
+            .unwrap();
+        store
+            .put_record("thread", "a", None, &json!({"n": 3}))
+            .await
+            .unwrap();
+        drop(store);
+        let store = reopen();
+        let row = |store: &Store<B>| {
+            let store = store.clone();
+            async move {
+                store
+                    .backend()
+                    .get_record("run", "a")
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
+        };
+        let before = row(&store).await;
+        store
+            .put_record("run", "a", Some("t1"), &json!({"n": 4}))
+            .await
+            .unwrap();
+        let after = row(&store).await;
+        assert_eq!(
+            before.created_ms, after.created_ms,
+            "a replaced record keeps its creation"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&after.body).unwrap(),
+            json!({"n": 4})
+        );
+        let t1: Vec<Value> = store.records("run", Some("t1")).await.unwrap();
+        assert_eq!(t1, [json!({"n": 4})]);
+        let all: Vec<Value> = store.records("run", None).await.unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(
+            store.record::<Value>("thread", "a").await.unwrap(),
+            Some(json!({"n": 3}))
+        );
+        assert_eq!(store.record::<Value>("thread", "b").await.unwrap(), None);
+        assert!(store.delete_record("run", "b").await.unwrap());
+        assert!(!store.delete_record("run", "b").await.unwrap());
+        let wrong = store.record::<u32>("thread", "a").await.unwrap_err();
+        assert_eq!(wrong.category(), "store_corrupt_data");
+        assert!(
+            wrong
+                .to_string()
+                .starts_with("thread record `a` does not read"),
+            "{wrong}"
+        );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn records_on_sqlite() {
+        let dir = std::env::temp_dir().join(format!("agentstate-records-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("records.db");
+        let _ = std::fs::remove_file(&path);
+        let store = crate::SqliteStore::open(&path).unwrap();
+        records_behave(store, || crate::SqliteStore::open(&path).unwrap()).await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_on_postgres() {
+        use crate::postgres::PostgresOptions;
+        let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+            println!("records on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+            return;
+        };
+        let schema = format!("agentstate_records_{}", std::process::id());
+        let options = PostgresOptions {
+            schema: schema.clone(),
+            ..PostgresOptions::default()
+        };
+        let store = crate::PostgresStore::connect_with(&url, options.clone())
+            .await
+            .unwrap();
+        // A second pool on the same schema, opened while the first is still up.
+        let again = crate::PostgresStore::connect_with(&url, options)
+            .await
+            .unwrap();
+        records_behave(store, move || again).await;
+        let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        admin
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+        drop(admin);
+        let _ = connection.await;
+    }
+}

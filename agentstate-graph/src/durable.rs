@@ -17,11 +17,13 @@
 //!
 //! # One run per thread
 //! A run takes the thread's lease ([`Store::lease`]) before any node body runs, renews it
-//! every third of [`lease_ttl`](DurableGraph::lease_ttl) (30 s by default) from a task of its
-//! own (so that a node that blocks its thread does not starve the renewal, on a multi-thread
-//! runtime), and releases it when the run ends or suspends. A second worker that tries to run
-//! the thread meanwhile is refused with `thread_leased` before anything runs; a worker that
-//! died is taken over once its lease expired.
+//! every third of [`lease_ttl`](DurableGraph::lease_ttl) (30 s by default) from a thread of
+//! the process's own (`agentstate-heartbeat`: a node that blocks its thread, even on a
+//! current-thread runtime, does not starve the renewal, so a long node is never run twice),
+//! and releases it when the run ends or suspends. A second worker that tries to run the
+//! thread meanwhile is refused with `thread_leased` before anything runs; a worker that died
+//! (or was paused past its ttl) is taken over once its lease expired, and a run whose lease
+//! was revoked ([`Store::revoke_lease`]) stops.
 //!
 //! Every append a run makes (a step, a task, an effect, a suspension, answers, a failure, the
 //! end) is fenced by the lease in the same statement: it is written only if the run still
@@ -122,6 +124,7 @@ use crate::effect::{Interrupt, Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
 use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, RunConfig};
+use crate::heartbeat::Heartbeat;
 use crate::journal::{Position, ReadError};
 use crate::name::NodeKey;
 use crate::node::{BoxError, NodeFuture};
@@ -139,10 +142,9 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tracing::Instrument;
 
 /// A state a durable run can keep: a [`GraphState`] the store can keep.
@@ -1575,97 +1577,6 @@ impl Drop for Running<'_> {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A run's lease, renewed every third of its ttl by a task of its own (so that a node that
-/// blocks its thread does not starve the renewal), until dropped. Says whether the lease is
-/// still held, by this process's clock: renewed in time, and no renewal refused.
-#[derive(Clone)]
-struct Heartbeat {
-    shared: Arc<Beat>,
-}
-
-struct Beat {
-    /// The lease's owner.
-    owner: String,
-    /// When this heartbeat began: expiries count from it.
-    origin: Instant,
-    /// When the lease expires, in milliseconds after `origin`.
-    expires_ms: AtomicU64,
-    /// Whether a renewal was refused (another worker took the thread).
-    lost: AtomicBool,
-    /// The renewing task, aborted when the run ends.
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl Heartbeat {
-    fn start<B: Backend>(lease: &Lease<B>) -> Self {
-        let origin = Instant::now();
-        let shared = Arc::new(Beat {
-            owner: lease.owner().to_owned(),
-            origin,
-            expires_ms: AtomicU64::new(millis(
-                lease.expires_at().saturating_duration_since(origin),
-            )),
-            lost: AtomicBool::new(false),
-            task: Mutex::new(None),
-        });
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let mut lease = lease.clone();
-            let beat = Arc::downgrade(&shared);
-            let period = (lease.ttl() / 3).max(Duration::from_millis(1));
-            let task = runtime.spawn(async move {
-                loop {
-                    tokio::time::sleep(period).await;
-                    let renewed = lease.renew().await;
-                    let Some(beat) = beat.upgrade() else { return };
-                    match renewed {
-                        Ok(()) => beat.expires_ms.store(
-                            millis(lease.expires_at().saturating_duration_since(beat.origin)),
-                            Ordering::Release,
-                        ),
-                        Err(_) => {
-                            beat.lost.store(true, Ordering::Release);
-                            return;
-                        }
-                    }
-                }
-            });
-            *lock(&shared.task) = Some(task);
-        }
-        Heartbeat { shared }
-    }
-
-    /// Stops renewing (the run ended; a node's context kept past it must not hold the lease).
-    fn stop(&self) {
-        if let Some(task) = lock(&self.shared.task).take() {
-            task.abort();
-        }
-    }
-
-    /// The lease's owner.
-    fn owner(&self) -> &str {
-        &self.shared.owner
-    }
-
-    /// Whether the lease is still this run's.
-    fn held(&self) -> bool {
-        let beat = &self.shared;
-        !beat.lost.load(Ordering::Acquire)
-            && millis(beat.origin.elapsed()) < beat.expires_ms.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Beat {
-    fn drop(&mut self) {
-        if let Some(task) = lock(&self.task).take() {
-            task.abort();
-        }
-    }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The error of a run that lost its lease.

@@ -148,6 +148,8 @@ mod error;
 mod event;
 mod graph;
 #[cfg(feature = "store")]
+mod heartbeat;
+#[cfg(feature = "store")]
 mod journal;
 pub mod json;
 pub mod layer;

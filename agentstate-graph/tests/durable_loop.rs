@@ -2005,8 +2005,8 @@ fn blocking(calls: &Calls, name: &'static str, ms: u64) -> impl Node<Flow> {
     }
 }
 
-/// On a multi-thread runtime a node that blocks its thread past the ttl keeps the lease (the
-/// heartbeat is a task of its own): another worker is refused meanwhile, and the run finishes.
+/// A node that blocks its thread past the ttl keeps the lease (the heartbeat renews it from a
+/// thread of its own): another worker is refused meanwhile, and the run finishes.
 async fn a_blocking_node_keeps_its_lease<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
     let graph = Graph::builder()
@@ -2042,13 +2042,73 @@ async fn a_blocking_node_keeps_its_lease<B: Backend>(store: Store<B>, t: String)
     assert_eq!(calls.of("a"), 1);
 }
 
+/// `a_blocking_node_keeps_its_lease` on a current-thread runtime, whose only thread the node
+/// blocks: the heartbeat still renews, and a worker on another thread is refused meanwhile.
+fn a_blocking_node_keeps_its_lease_on_one_thread<B: Backend>(make: MakeStore<B>, t: String) {
+    let calls = Calls::default();
+    let graph = Graph::builder()
+        .node("a", blocking(&calls, "a", 1500))
+        .node("b", plain(&calls, "b"))
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", END)
+        .build()
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = runtime.block_on(make());
+    runtime.block_on(store.create(&t, Flow::default())).unwrap();
+    let second = {
+        let (graph, make, t, calls) = (graph.clone(), Arc::clone(&make), t.clone(), calls.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let store = make().await;
+                let second = graph.durable(&store).worker("second");
+                while calls.of("a") == 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                let mut refused = 0;
+                while calls.of("b") == 0 {
+                    match second.resume(&t).await {
+                        Err(DurableError::Store(StoreError::Leased { .. })) => refused += 1,
+                        // The first run finished between the check and the call.
+                        Ok(_) if calls.of("b") > 0 => break,
+                        other => panic!("the second worker is refused: {other:?}"),
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                refused
+            })
+        })
+    };
+    let first = graph
+        .durable(&store)
+        .worker("first")
+        .lease_ttl(Duration::from_millis(300));
+    let (state, _) = finished(runtime.block_on(first.run(&t, ())));
+    assert!(
+        second.join().unwrap() >= 3,
+        "refused past the ttl, several times"
+    );
+    assert_eq!(state.log, log(&["a", "b"]));
+    assert_eq!(calls.of("a"), 1);
+}
+
 type MakeStore<B> = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Store<B>> + Send>> + Send + Sync>;
 
-/// On a current-thread runtime a node that blocks its thread starves the heartbeat: a second
-/// worker (another OS thread, its own runtime) takes the thread over and commits a step, either
-/// finishing the run (`finish`) or still in its next step; then the first worker goes on: it
-/// commits nothing and ends with `lease_lost`, and the second's run is unharmed.
-fn a_starved_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, finish: bool) {
+/// A worker paused inside a node (here: its node blocks its thread) whose lease is taken away
+/// meanwhile (revoked, as when it was paused past its ttl: race.rs pauses a process with
+/// SIGSTOP for that), while a second worker (another OS thread, its own runtime) takes the
+/// thread over and commits a step, either finishing the run (`finish`) or still in its next
+/// step; then the first worker goes on: it commits nothing and ends with `lease_lost`, and the
+/// second's run is unharmed.
+fn a_revoked_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, finish: bool) {
     let calls = Calls::default();
     let (blocked_tx, blocked_rx) = mpsc::channel::<()>();
     let (took_tx, took_rx) = mpsc::channel::<()>();
@@ -2114,6 +2174,8 @@ fn a_starved_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, f
             runtime.block_on(async move {
                 let store = make().await;
                 blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+                let revoked = store.revoke_lease(&t).await.unwrap();
+                assert_eq!(revoked.map(|l| l.owner).as_deref(), Some("first"));
                 let second = graph.durable(&store).worker("second");
                 let run = async {
                     loop {
@@ -2149,10 +2211,7 @@ fn a_starved_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, f
         })
     };
 
-    let first = graph
-        .durable(&store)
-        .worker("first")
-        .lease_ttl(Duration::from_millis(300));
+    let first = graph.durable(&store).worker("first");
     let outcome = runtime.block_on(first.run(&t, ()));
     match &outcome {
         Err(DurableError::Store(StoreError::LeaseLost { .. })) => {}
@@ -2178,11 +2237,10 @@ fn a_starved_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String, f
 }
 
 /// In the Async mode a step's append runs beside the next step's nodes: a worker whose next
-/// node blocks its thread (current-thread runtime) past its lease while a second worker takes
-/// the thread over (and is in its first step, having appended nothing) must not append its
-/// staged step when it goes on; it ends with `lease_lost`, and the second worker's run is
-/// unharmed.
-fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String) {
+/// node blocks its thread while its lease is revoked and a second worker takes the thread over
+/// (and is in its first step, having appended nothing) must not append its staged step when
+/// it goes on; it ends with `lease_lost`, and the second worker's run is unharmed.
+fn a_revoked_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: String) {
     let calls = Calls::default();
     let (blocked_tx, blocked_rx) = mpsc::channel::<()>();
     let (took_tx, took_rx) = mpsc::channel::<()>();
@@ -2252,6 +2310,8 @@ fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: Str
             runtime.block_on(async move {
                 let store = make().await;
                 blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+                let revoked = store.revoke_lease(&t).await.unwrap();
+                assert_eq!(revoked.map(|l| l.owner).as_deref(), Some("first"));
                 let second = graph.durable(&store).worker("second");
                 loop {
                     match second.resume(&t).await {
@@ -2267,8 +2327,7 @@ fn a_starved_async_worker_commits_nothing<B: Backend>(make: MakeStore<B>, t: Str
     let first = graph
         .durable(&store)
         .worker("first")
-        .durability(Durability::Async)
-        .lease_ttl(Duration::from_millis(300));
+        .durability(Durability::Async);
     let outcome = runtime.block_on(first.run(&t, ()));
     let entries = runtime.block_on(async { journal(&store, &t).await });
     hold.open();
@@ -2310,11 +2369,11 @@ macro_rules! cases {
             )*
 
             #[test]
-            fn a_starved_async_worker_commits_nothing() {
+            fn a_revoked_async_worker_commits_nothing() {
                 let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
                 let make: super::MakeStore<_> =
                     std::sync::Arc::new(move || { let s = store.clone(); Box::pin(async move { s }) });
-                super::a_starved_async_worker_commits_nothing(make, super::thread_id("starved-async"));
+                super::a_revoked_async_worker_commits_nothing(make, super::thread_id("revoked-async"));
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2324,19 +2383,27 @@ macro_rules! cases {
             }
 
             #[test]
-            fn a_starved_worker_commits_nothing_after_the_takeover_finished() {
+            fn a_blocking_node_keeps_its_lease_on_one_thread() {
                 let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
                 let make: super::MakeStore<_> =
                     std::sync::Arc::new(move || { let s = store.clone(); Box::pin(async move { s }) });
-                super::a_starved_worker_commits_nothing(make, super::thread_id("starved"), true);
+                super::a_blocking_node_keeps_its_lease_on_one_thread(make, super::thread_id("blocking-1"));
             }
 
             #[test]
-            fn a_starved_worker_commits_nothing_while_the_new_holder_runs() {
+            fn a_revoked_worker_commits_nothing_after_the_takeover_finished() {
                 let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
                 let make: super::MakeStore<_> =
                     std::sync::Arc::new(move || { let s = store.clone(); Box::pin(async move { s }) });
-                super::a_starved_worker_commits_nothing(make, super::thread_id("starved"), false);
+                super::a_revoked_worker_commits_nothing(make, super::thread_id("revoked"), true);
+            }
+
+            #[test]
+            fn a_revoked_worker_commits_nothing_while_the_new_holder_runs() {
+                let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+                let make: super::MakeStore<_> =
+                    std::sync::Arc::new(move || { let s = store.clone(); Box::pin(async move { s }) });
+                super::a_revoked_worker_commits_nothing(make, super::thread_id("revoked"), false);
             }
         }
         mod postgres {
@@ -2355,28 +2422,33 @@ macro_rules! cases {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            #[ignore = "reason: on PostgreSQL, a node that blocks a runtime thread can hold up the connection's own task (tokio's LIFO slot of the blocked worker is not stolen), so the heartbeat's renewal never completes and the run ends with lease_lost; fencing keeps it safe, and blocking work belongs in spawn_blocking"]
             async fn a_blocking_node_keeps_its_lease() {
                 let Some(store) = super::postgres().await else { return };
                 super::a_blocking_node_keeps_its_lease(store, super::thread_id("blocking")).await;
             }
 
             #[test]
-            fn a_starved_async_worker_commits_nothing() {
+            fn a_blocking_node_keeps_its_lease_on_one_thread() {
                 let Some(make) = make() else { return };
-                super::a_starved_async_worker_commits_nothing(make, super::thread_id("starved-async"));
+                super::a_blocking_node_keeps_its_lease_on_one_thread(make, super::thread_id("blocking-1"));
             }
 
             #[test]
-            fn a_starved_worker_commits_nothing_after_the_takeover_finished() {
+            fn a_revoked_async_worker_commits_nothing() {
                 let Some(make) = make() else { return };
-                super::a_starved_worker_commits_nothing(make, super::thread_id("starved"), true);
+                super::a_revoked_async_worker_commits_nothing(make, super::thread_id("revoked-async"));
             }
 
             #[test]
-            fn a_starved_worker_commits_nothing_while_the_new_holder_runs() {
+            fn a_revoked_worker_commits_nothing_after_the_takeover_finished() {
                 let Some(make) = make() else { return };
-                super::a_starved_worker_commits_nothing(make, super::thread_id("starved"), false);
+                super::a_revoked_worker_commits_nothing(make, super::thread_id("revoked"), true);
+            }
+
+            #[test]
+            fn a_revoked_worker_commits_nothing_while_the_new_holder_runs() {
+                let Some(make) = make() else { return };
+                super::a_revoked_worker_commits_nothing(make, super::thread_id("revoked"), false);
             }
         }
     };

@@ -10,6 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use axum::Router;
 use std::sync::Arc;
 use tower_http::cors::CorsLayer;
@@ -157,6 +158,12 @@ impl Server {
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         self.recover().await.map_err(std::io::Error::other)?;
+        // Streamed events are small writes, each flushed: without TCP_NODELAY, Nagle's
+        // algorithm holds each one back until the client acknowledges the last (up to 40 ms
+        // with delayed acknowledgements).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, self.router).await
     }
 }

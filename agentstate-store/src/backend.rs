@@ -143,11 +143,12 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         json: String,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
-    /// Acquires, renews or releases the thread's lease for `owner` (see [`LeaseOp`]), in one
+    /// Acquires, renews, releases or revokes the thread's lease for `owner` (see [`LeaseOp`]), in one
     /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
     /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held,
     /// with the thread's [`Head`](crate::Head) as the same statement or transaction
-    /// saw it (`None` for a release). A missing thread is [`StoreError::ThreadNotFound`]; a
+    /// saw it (`None` for a release; for a revocation, the lease it took away, if one was
+    /// held). A missing thread is [`StoreError::ThreadNotFound`]; a
     /// lease that is not the owner's is [`StoreError::Leased`] (acquire: another holds it) or
     /// [`StoreError::LeaseLost`] (renew, release: another holds it or none is recorded for the
     /// owner).

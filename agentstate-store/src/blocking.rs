@@ -342,6 +342,11 @@ impl<B: Backend> BlockingStore<B> {
         })
     }
 
+    /// See [`Store::revoke_lease`].
+    pub fn revoke_lease(&self, id: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        run(&self.runtime, self.store.revoke_lease(id))?
+    }
+
     /// See [`Store::lease_info`].
     pub fn lease_info(&self, id: &str) -> Result<Option<LeaseInfo>, StoreError> {
         run(&self.runtime, self.store.lease_info(id))?
@@ -468,6 +473,78 @@ impl<S: StoredState, B: Backend> BlockingThread<S, B> {
         O: Into<NodeOutput<S::Update>>,
     {
         run(&self.runtime, self.thread.merge_with_sync(meta, step))?
+    }
+
+    /// See [`Thread::stage`].
+    pub fn stage(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: impl FnOnce(&S) -> StepMeta,
+    ) -> Result<(), StoreError> {
+        self.thread.stage(output, meta)
+    }
+
+    /// See [`Thread::stage_parallel`].
+    pub fn stage_parallel(
+        &mut self,
+        outputs: impl IntoIterator<Item = impl Into<NodeOutput<S::Update>>>,
+        mode: FanIn,
+        meta: impl FnOnce(&S) -> StepMeta,
+    ) -> Result<(), StoreError> {
+        self.thread.stage_parallel(outputs, mode, meta)
+    }
+
+    /// See [`Thread::staged`].
+    pub fn staged(&self) -> usize {
+        self.thread.staged()
+    }
+
+    /// See [`Thread::flush`].
+    pub fn flush(&mut self) -> Result<u64, StoreError> {
+        run(&self.runtime, self.thread.flush())?
+    }
+
+    /// See [`Thread::merge_leasing`]: appends `output` and takes the thread's lease for
+    /// `owner` in one write.
+    ///
+    /// ```
+    /// use agentstate::message::{Message, Role};
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::blocking::BlockingStore;
+    /// use agentstate_store::StepMeta;
+    /// use std::time::Duration;
+    ///
+    /// let store = BlockingStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default())?;
+    /// let hi = Message::text_message("hi", Role::User);
+    /// let lease = chat.merge_leasing(hi, StepMeta::node("user"), "worker-1", Duration::from_secs(30))?;
+    /// assert_eq!(store.lease_info("chat")?.unwrap().owner, "worker-1");
+    /// chat.stage(Message::text_message("hello", Role::Assistant), |_| StepMeta::node("bot"))?;
+    /// // The last step and the lease's release: one write.
+    /// assert_eq!(chat.flush_releasing(&lease)?, 2);
+    /// assert!(store.lease_info("chat")?.is_none());
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// ```
+    pub fn merge_leasing(
+        &mut self,
+        output: impl Into<NodeOutput<S::Update>>,
+        meta: StepMeta,
+        owner: &str,
+        ttl: std::time::Duration,
+    ) -> Result<BlockingLease<B>, StoreError> {
+        let lease = run(
+            &self.runtime,
+            self.thread.merge_leasing(output, meta, owner, ttl),
+        )??;
+        Ok(BlockingLease {
+            lease,
+            runtime: Arc::clone(&self.runtime),
+        })
+    }
+
+    /// See [`Thread::flush_releasing`].
+    pub fn flush_releasing(&mut self, lease: &BlockingLease<B>) -> Result<u64, StoreError> {
+        run(&self.runtime, self.thread.flush_releasing(&lease.lease))?
     }
 
     /// See [`Thread::fence`].

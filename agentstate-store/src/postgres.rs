@@ -44,10 +44,17 @@ pub type PostgresStore = Store<Postgres>;
 
 const BACKEND: &str = "PostgreSQL";
 
+/// The connections kept for lease renewals, beside the pool's.
+const RENEWAL_CONNECTIONS: usize = 2;
+
 /// The PostgreSQL backend: a connection pool and the store's tables in one schema.
 #[derive(Debug)]
 pub struct Postgres {
     pool: Pool,
+    /// The connections that renew leases, apart from the pool, so that a renewal never waits
+    /// for a connection whose task is stuck behind a node blocking a runtime thread (a
+    /// connection's task last woken on that thread sits in its slot until the node returns).
+    renewals: Pool,
     sql: Sql,
 }
 
@@ -56,7 +63,8 @@ pub struct Postgres {
 pub struct PostgresOptions {
     /// The PostgreSQL schema holding the store's tables (created if missing). Default `public`.
     pub schema: String,
-    /// The most connections the pool opens. Default 16.
+    /// The most connections the pool opens. Default 16. (Lease renewals have two more of
+    /// their own, opened when first needed.)
     pub max_connections: usize,
     /// `false`: the store's sessions commit with `synchronous_commit=off`, so an append returns
     /// before the server has flushed its WAL (a server crash may lose the last ~0.6 s of
@@ -94,14 +102,22 @@ impl Store<Postgres> {
         config.manager = Some(ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         });
-        config.pool = Some(deadpool_postgres::PoolConfig::new(
-            options.max_connections.max(1),
-        ));
-        let pool = config
-            .create_pool(Some(Runtime::Tokio1), NoTls)
-            .map_err(|e| StoreError::backend(BACKEND, "creating the connection pool", e))?;
+        let pool_of = |size: usize| {
+            let mut config = config.clone();
+            config.pool = Some(deadpool_postgres::PoolConfig::new(size));
+            config
+                .create_pool(Some(Runtime::Tokio1), NoTls)
+                .map_err(|e| StoreError::backend(BACKEND, "creating the connection pool", e))
+        };
+        let pool = pool_of(options.max_connections.max(1))?;
+        // Opened when first used: a renewal every third of a lease's ttl per running run.
+        let renewals = pool_of(RENEWAL_CONNECTIONS)?;
         let sql = Sql::new(&options.schema);
-        let backend = Postgres { pool, sql };
+        let backend = Postgres {
+            pool,
+            renewals,
+            sql,
+        };
         backend.setup(&options.schema).await?;
         Ok(Store::new(backend))
     }
@@ -124,6 +140,7 @@ struct Sql {
     acquire: String,
     renew: String,
     release: String,
+    revoke: String,
     lease: String,
 }
 
@@ -181,6 +198,12 @@ impl Sql {
             release: lease(
                 "lease_owner = NULL, lease_expires_ms = NULL",
                 "t.lease_owner = $2",
+                "now.ms",
+            ),
+            // `$2` is not compared: whoever holds it loses it.
+            revoke: lease(
+                "lease_owner = NULL, lease_expires_ms = NULL",
+                "$2::text IS NOT NULL",
                 "now.ms",
             ),
             lease: format!(
@@ -1267,17 +1290,24 @@ impl Backend for Postgres {
         op: LeaseOp,
     ) -> Result<Option<LeaseInfo>, StoreError> {
         let doing = format!("changing the lease on thread `{thread}`");
-        let client = self.client(&doing).await?;
+        let client =
+            match op {
+                LeaseOp::Renew => self.renewals.get().await.map_err(|e| {
+                    StoreError::backend(BACKEND, format!("connecting for {doing}"), e)
+                })?,
+                _ => self.client(&doing).await?,
+            };
         let ttl = ttl_ms.min(i64::MAX as u64 / 2) as i64;
         let sql = match op {
             LeaseOp::Acquire => &self.sql.acquire,
             LeaseOp::Renew => &self.sql.renew,
             LeaseOp::Release => &self.sql.release,
+            LeaseOp::Revoke => &self.sql.revoke,
         };
         let statement = client.prepare_cached(sql).await.map_err(db_err(&doing))?;
         let with_ttl: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&thread, &owner, &ttl];
         let params = match op {
-            LeaseOp::Release => &with_ttl[..2],
+            LeaseOp::Release | LeaseOp::Revoke => &with_ttl[..2],
             _ => &with_ttl[..],
         };
         // Read committed: the update waits for a concurrent change of the row and then sees

@@ -772,6 +772,10 @@ pub enum LeaseOp {
     /// Give the lease up if it is the owner's (also after it expired, as long as no one else
     /// took it); otherwise [`StoreError::LeaseLost`].
     Release,
+    /// Take the lease away from whoever holds it (`owner` and `ttl_ms` are not used): the
+    /// holder's next renewal and fenced append fail with [`StoreError::LeaseLost`]. Returns the
+    /// lease that was held (`None` if none was, or it had expired).
+    Revoke,
 }
 
 /// A thread's lease as the database holds it: who runs the thread, and until when; with the
@@ -856,6 +860,7 @@ pub(crate) fn lease_outcome(
 ) -> Result<Option<LeaseInfo>, StoreError> {
     match (op, written) {
         (LeaseOp::Release, Some(_)) => return Ok(None),
+        (LeaseOp::Revoke, _) => return Ok(held(found, now_ms, head)),
         (_, Some(expires_at_ms)) => {
             return Ok(Some(LeaseInfo {
                 owner: owner.to_owned(),
@@ -980,5 +985,6 @@ pub(crate) fn lease_raced(owner: &str, op: LeaseOp, found: &FoundLease, now_ms: 
     match op {
         LeaseOp::Acquire => mine || free,
         LeaseOp::Renew | LeaseOp::Release => mine,
+        LeaseOp::Revoke => false,
     }
 }

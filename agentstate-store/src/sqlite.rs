@@ -180,6 +180,8 @@ impl Sqlite {
         .map_err(db_err("setting WAL mode"))?;
         setup(&mut conn)?;
         conn.wal_hook(Some(wal_committed));
+        // Every statement the store runs stays prepared (rusqlite keeps 16 by default).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let conn = Arc::new(Mutex::new(conn));
         let (jobs, queue) = mpsc::channel::<Job>();
         let shared = Arc::clone(&conn);
@@ -695,7 +697,7 @@ fn change_lease(
 ) -> rusqlite::Result<Result<Option<LeaseInfo>, StoreError>> {
     let now = now_ms();
     let until = now.saturating_add(ttl_ms.min(i64::MAX as u64) as i64);
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Immediate::begin(conn)?;
     let Some((tid, head, found)) = thread_head(&tx, id)? else {
         return Ok(Err(StoreError::ThreadNotFound {
             thread: id.to_owned(),
@@ -714,7 +716,7 @@ fn change_lease(
             .prepare_cached("UPDATE agentstate_snapshots SET fingerprint = ?2 WHERE key = ?1")
             .and_then(|mut s| s.execute(params![tid, until]))
             .map(|_| Some(until)),
-        LeaseOp::Release if mine => tx
+        LeaseOp::Release | LeaseOp::Revoke if mine || op == LeaseOp::Revoke => tx
             .prepare_cached("DELETE FROM agentstate_snapshots WHERE key = ?1")
             .and_then(|mut s| s.execute(params![tid]))
             .map(|_| Some(now)),
@@ -735,6 +737,52 @@ fn thread_head(conn: &Connection, id: &str) -> rusqlite::Result<Option<(i64, Hea
     .optional()
 }
 
+/// The prepared statements a connection keeps.
+const STATEMENT_CACHE: usize = 64;
+
+/// An immediate transaction (it takes the write lock first) whose `BEGIN IMMEDIATE`, `COMMIT`
+/// and `ROLLBACK` are the connection's prepared statements: rusqlite's `Transaction` parses
+/// them at every use, a fifth of the instructions of a durable chat turn. Dropped uncommitted,
+/// it rolls back, as rusqlite's does.
+struct Immediate<'c> {
+    conn: &'c Connection,
+    open: bool,
+}
+
+impl<'c> Immediate<'c> {
+    fn begin(conn: &'c mut Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        Ok(Immediate { conn, open: true })
+    }
+
+    fn commit(mut self) -> rusqlite::Result<()> {
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
+        self.open = false;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Immediate<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for Immediate<'_> {
+    fn drop(&mut self) {
+        // A failed `COMMIT` may have ended the transaction already (SQLite rolls back on some
+        // errors); then there is nothing to roll back.
+        if self.open && !self.conn.is_autocommit() {
+            let _ = self
+                .conn
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut rollback| rollback.execute([]));
+        }
+    }
+}
+
 /// Appends `entries` to thread `id` as the versions after `expected`, in one transaction that
 /// takes the write lock first: `Ok(Err(_))` when the thread refused one (missing, at another
 /// version, migrated or created again since the writer read it, its lease not the fence's, or
@@ -746,7 +794,7 @@ fn append_entries(
     expected: u64,
     entries: &[NewEntry],
 ) -> rusqlite::Result<Result<u64, StoreError>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let tx = Immediate::begin(conn)?;
     let Some((tid, head, lease)) = thread_head(&tx, id)? else {
         return Ok(Err(StoreError::ThreadNotFound {
             thread: id.to_owned(),

@@ -5,8 +5,8 @@ use crate::error::StoreError;
 use crate::lease::Lease;
 use crate::migrate::{Migration, Migrations, Plan, SchemaCache, Target};
 use crate::record::{
-    fingerprint, now_ms, Base, EntryInfo, EntryKind, LeaseInfo, Loaded, NewThread, Rewriter,
-    SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    fingerprint, now_ms, Base, EntryInfo, EntryKind, LeaseInfo, LeaseOp, Loaded, NewThread,
+    Rewriter, SchemaRecord, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::thread::{ConflictRetry, Thread};
 use agentstate::State;
@@ -636,6 +636,38 @@ impl<B: Backend> Store<B> {
         ttl: Duration,
     ) -> Result<Lease<B>, StoreError> {
         Lease::acquire(Arc::clone(&self.backend), id, owner, ttl).await
+    }
+
+    /// Takes thread `id`'s lease away from whoever holds it, and returns it (`None` if no one
+    /// held it, or it had expired). The holder's next renewal and every append of a handle
+    /// fenced by it fail with `lease_lost`, so a run that is stuck or must stop (an operator's
+    /// decision, a cancelled run) commits nothing more once this returned; the thread is free
+    /// for another worker at once. A missing thread is [`StoreError::ThreadNotFound`].
+    ///
+    /// ```
+    /// use agentstate::state::AgentState;
+    /// use agentstate_store::{SqliteStore, StepMeta};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let mut lease = store.lease("chat", "stuck-worker", Duration::from_secs(3600)).await?;
+    /// chat.fence(&lease);
+    ///
+    /// let revoked = store.revoke_lease("chat").await?;
+    /// assert_eq!(revoked.map(|l| l.owner).as_deref(), Some("stuck-worker"));
+    /// assert_eq!(lease.renew().await.unwrap_err().category(), "lease_lost");
+    /// let note = agentstate::state::AgentStateUpdate::default().context_summary(Some("late".into()));
+    /// assert_eq!(chat.merge(note, StepMeta::default()).await.unwrap_err().category(), "lease_lost");
+    /// // Free for another worker at once.
+    /// assert_eq!(store.lease("chat", "worker-2", Duration::from_secs(30)).await?.owner(), "worker-2");
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn revoke_lease(&self, id: &str) -> Result<Option<LeaseInfo>, StoreError> {
+        crate::record::check_lookup(id)?;
+        self.backend.lease(id, "", 0, LeaseOp::Revoke).await
     }
 
     /// Who holds the run lease on thread `id`, until when, and how long it still has (by the

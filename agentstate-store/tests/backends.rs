@@ -2725,6 +2725,34 @@ async fn releasing_a_lease_not_held_is_an_error<B: Open>(db: Db) {
 
 /// A run's first append takes the lease and its last releases it, each in the append's own
 /// write: refused (writing nothing) when another holds the lease, or the handle is stale.
+/// A revoked lease is no one's: its holder's renewal and fenced appends fail with
+/// `lease_lost` (nothing written), the thread is free at once, and revoking a free thread's
+/// lease says so.
+async fn a_revoked_lease_is_lost<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut mine = store.create("r", Tally::default()).await.unwrap();
+    let mut lease = store.lease("r", "a", LONG).await.unwrap();
+    mine.fence(&lease);
+    merge_steps(&mut mine, 1..=1).await;
+
+    let revoked = store.revoke_lease("r").await.unwrap().unwrap();
+    assert_eq!((revoked.owner.as_str(), revoked.head.version), ("a", 1));
+    assert_eq!(store.lease_info("r").await.unwrap(), None);
+    let err = mine.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    let err = lease.renew().await.unwrap_err();
+    assert_eq!(err.category(), "lease_lost", "{err}");
+    // Free for another at once; the revoked holder stays out.
+    let b = store.lease("r", "b", LONG).await.unwrap();
+    let err = mine.merge(step(2), StepMeta::default()).await.unwrap_err();
+    assert_eq!(lost_to(&err), Some("b"));
+    assert_eq!(store.info("r").await.unwrap().version, 1);
+    b.release().await.unwrap();
+    assert_eq!(store.revoke_lease("r").await.unwrap(), None);
+    let err = store.revoke_lease("missing").await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+}
+
 async fn appends_take_and_release_the_lease<B: Open>(db: Db) {
     let store = B::open(&db).await.unwrap();
     let mut mine = store.create("l", Tally::default()).await.unwrap();
@@ -3035,6 +3063,7 @@ where
         a_takeover_races_fenced_appends,
         releasing_a_lease_not_held_is_an_error,
         appends_take_and_release_the_lease,
+        a_revoked_lease_is_lost,
         a_lease_tells_a_handle_if_it_is_current,
         a_flush_is_one_transaction,
         racing_tasks,

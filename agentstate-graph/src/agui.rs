@@ -133,7 +133,7 @@ use crate::event::Event;
 use crate::name::NodeKey;
 use crate::node::Emitted;
 use crate::GraphState;
-use agentstate::agui::{state_delta, AguiMessage, Event as Agui, MessageContent};
+use agentstate::agui::{message_events, state_delta, AguiMessage, Event as Agui};
 use agentstate::agui::{
     MessagesSnapshotEvent, RunFinishedEvent, RunOutcome, StepFinishedEvent, StepStartedEvent,
 };
@@ -412,36 +412,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 continue;
             }
             for agui in agentstate::agui::to_agui(message) {
-                match agui {
-                    AguiMessage::Assistant(m) => {
-                        let text = m.content.unwrap_or_default();
-                        if !self.streamed.contains(&m.id) && !text.is_empty() {
-                            out.push(Agui::text_start(&m.id));
-                            out.push(Agui::text_content(&m.id, text));
-                            out.push(Agui::text_end(&m.id));
-                        }
-                        for call in m.tool_calls.unwrap_or_default() {
-                            if self.streamed.contains(&call.id) {
-                                continue;
-                            }
-                            out.push(Agui::tool_start(
-                                &call.id,
-                                &call.function.name,
-                                Some(m.id.clone()),
-                            ));
-                            out.push(Agui::tool_args(&call.id, call.function.arguments));
-                            out.push(Agui::tool_end(&call.id));
-                        }
-                    }
-                    AguiMessage::Tool(m) => {
-                        out.push(Agui::tool_result(
-                            m.id,
-                            m.tool_call_id,
-                            MessageContent::Text(m.content.text().into_owned()),
-                        ));
-                    }
-                    _ => snapshot = true,
-                }
+                snapshot |= !message_events(agui, &self.streamed, out);
             }
         }
         if snapshot {

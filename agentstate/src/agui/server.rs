@@ -1,9 +1,11 @@
 //! The server side: stream a typed agent state to an AG-UI front end.
 
 use super::event::Event;
+use super::message::{AguiMessage, MessageContent};
 use crate::state::State;
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// Why state events could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -156,5 +158,69 @@ impl<S: State + Serialize> StateStream<S> {
     /// The typed state, ending the stream.
     pub fn into_inner(self) -> S {
         self.state
+    }
+}
+
+/// Appends to `out` the events that give a client `message`, which it does not have yet, as a
+/// stream would have given it: an assistant message's text as `TEXT_MESSAGE_START` / `CONTENT`
+/// / `END` (unless `streamed` holds the message's id: its text was streamed already), its tool
+/// calls (those whose ids `streamed` does not hold) as `TOOL_CALL_START` / `ARGS` / `END` with
+/// the message as their parent, a tool message as `TOOL_CALL_RESULT`. A message no event
+/// carries (user, system, developer, reasoning, activity) adds nothing and returns `false`: a
+/// `MESSAGES_SNAPSHOT` gives it.
+///
+/// ```
+/// use agentstate::agui::{message_events, AguiMessage, ChatState, Event};
+/// use std::collections::HashSet;
+///
+/// let answer: AguiMessage = serde_json::from_value(serde_json::json!({
+///     "id": "a1", "role": "assistant", "content": "Let me check.",
+///     "toolCalls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]
+/// }))?;
+/// let mut events = vec![Event::run_started("t", "r")];
+/// assert!(message_events(answer.clone(), &HashSet::new(), &mut events));
+/// let mut chat = ChatState::new();
+/// for event in &events {
+///     assert!(chat.apply(event).is_applied());
+/// }
+/// assert_eq!(chat.to_agui_messages(), vec![answer]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn message_events(
+    message: AguiMessage,
+    streamed: &HashSet<String>,
+    out: &mut Vec<Event>,
+) -> bool {
+    match message {
+        AguiMessage::Assistant(m) => {
+            let text = m.content.unwrap_or_default();
+            if !streamed.contains(&m.id) && !text.is_empty() {
+                out.push(Event::text_start(&m.id));
+                out.push(Event::text_content(&m.id, text));
+                out.push(Event::text_end(&m.id));
+            }
+            for call in m.tool_calls.unwrap_or_default() {
+                if streamed.contains(&call.id) {
+                    continue;
+                }
+                out.push(Event::tool_start(
+                    &call.id,
+                    &call.function.name,
+                    Some(m.id.clone()),
+                ));
+                out.push(Event::tool_args(&call.id, call.function.arguments));
+                out.push(Event::tool_end(&call.id));
+            }
+            true
+        }
+        AguiMessage::Tool(m) => {
+            out.push(Event::tool_result(
+                m.id,
+                m.tool_call_id,
+                MessageContent::Text(m.content.text().into_owned()),
+            ));
+            true
+        }
+        _ => false,
     }
 }

@@ -191,6 +191,14 @@ pub trait Assistant: Send + Sync + 'static {
     /// The state's JSON Schema (an object with a property per field).
     fn state_schema(&self) -> Value;
 
+    /// The state's field that holds the conversation (agentstate
+    /// [`Message`](agentstate::message::Message)s, merged by `add_messages`), if it has one:
+    /// the AG-UI endpoint adds a client's new messages to it and streams the run's messages
+    /// from it. None by default; a `DurableGraph`'s is its state's first `add_messages` field.
+    fn messages_field(&self) -> Option<String> {
+        None
+    }
+
     /// Creates thread `thread` with a new state if it does not exist.
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
 
@@ -267,6 +275,14 @@ where
             })
             .collect();
         json!({"type": "object", "properties": properties})
+    }
+
+    fn messages_field(&self) -> Option<String> {
+        S::schema()
+            .fields()
+            .iter()
+            .find(|field| field.reducer.name == "add_messages")
+            .map(|field| field.name.clone())
     }
 
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>> {

@@ -84,6 +84,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod agui;
 mod api;
 mod assistant;
 mod error;

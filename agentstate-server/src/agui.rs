@@ -13,7 +13,7 @@ use agentstate::agui::{
 use agentstate::message::Message;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -261,7 +261,11 @@ async fn run(
         .frames(0)
         .filter(|(_, frame)| std::future::ready(frame.event == FRAME))
         .map(|(_, frame)| Ok::<_, Infallible>(SseEvent::default().data(frame.data.to_string())));
-    Ok(Sse::new(events).into_response())
+    // Comments (`:`) while nothing happens keep proxies from closing a quiet stream; AG-UI
+    // clients read `data:` lines only.
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 /// An AG-UI event's JSON (an event serializes: its fields are JSON already).

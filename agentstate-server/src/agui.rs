@@ -268,9 +268,15 @@ async fn run(
         .into_response())
 }
 
-/// An AG-UI event's JSON (an event serializes: its fields are JSON already).
+/// An AG-UI event's JSON, stamped with the time it was sent (`timestamp`, milliseconds since
+/// the epoch) unless it has one. (An event serializes: its fields are JSON already.)
 pub(crate) fn agui_json(event: &Event) -> Value {
-    serde_json::to_value(event).unwrap_or(Value::Null)
+    let mut json = serde_json::to_value(event).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut json {
+        map.entry("timestamp")
+            .or_insert_with(|| Value::from(now_ms()));
+    }
+    json
 }
 
 /// The run's start (its input: the client's new messages, and its tools; or its answers) and

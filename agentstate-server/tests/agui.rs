@@ -4,11 +4,12 @@
 //! - `@ag-ui/client`'s `HttpAgent` (pinned in `tests/agui-js/package.json` and its lock file)
 //!   runs `tests/agui-js/agui.mjs`: text streamed, a second turn on the thread, the client's
 //!   state equal to the thread's after every run, an interrupt and its `resume`, a frontend
-//!   tool's pending call and its answer, a busy thread's 409, a malformed body's 422. Its
+//!   tool's pending call and its answer, a busy thread's 409, a malformed body's 422, an
+//!   unknown interrupt's 422, a failed run's and a cancelled run's `RUN_ERROR`. Its
 //!   event verifier checks every stream (a violation fails the run, and the script).
 //! - `ag-ui-validate` (PyPI, pinned in `.ci/run`, in the venv `target/agui-venv`) checks the
-//!   streams `tests/agui-js/record.mjs` records (text, interrupt, resume, frontend tool) with
-//!   no finding, warnings included.
+//!   streams `tests/agui-js/record.mjs` records (text, interrupt, resume, frontend tool, a
+//!   failure) and the live endpoint with its own input, with no finding, warnings included.
 //!
 //! Without `node_modules` (or the venv) a test prints one line and passes, except under CI (`CI`
 //! set), where that is a failure.
@@ -47,7 +48,7 @@ fn asked(state: &Concierge) -> Option<String> {
 }
 
 /// The concierge: `model` streams `You said: ...`; `refund` goes to `approve`, which asks
-/// (an interrupt); `order`, when the client offers the tool `confirm_order`, is a call of it
+/// (an interrupt); `fail` fails; `order`, when the client offers the tool `confirm_order`, is a call of it
 /// that ends the run (a frontend tool: the client runs it), and its result is answered; a
 /// question starting with `slow` takes two seconds.
 fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileError> {
@@ -62,6 +63,9 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
             async move {
                 let answer = match (asked(&state), state.messages.last()) {
                     (Some(q), _) if q == "refund" => return Ok(ConciergeUpdate::default()),
+                    (Some(q), _) if q == "fail" => {
+                        return Err(BoxError::from("the concierge cannot answer `fail`"))
+                    }
                     (Some(q), _)
                         if q == "order"
                             && state.tools.iter().any(|t| t["name"] == "confirm_order") =>
@@ -123,26 +127,28 @@ fn installed(path: &Path, what: &str, how: &str) -> bool {
     false
 }
 
-/// Serves the concierge at `/agui/concierge` on 127.0.0.1, and runs `node script args...` in
-/// `tests/agui-js` against it; gives its stdout.
-async fn run_node(script: &str, args: &[&str]) -> String {
+/// Serves the concierge at `/agui/concierge` on 127.0.0.1: the server's URL and its task.
+async fn serve() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
     let store = SqliteStore::open_in_memory().unwrap();
     let server = Server::builder(&store)
         .assistant("concierge", graph().unwrap().durable(&store))
         .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = tokio::spawn(server.serve(listener));
+    (url, tokio::spawn(server.serve(listener)))
+}
+
+/// Runs `node script url args...` in `tests/agui-js`; gives its stdout.
+async fn node(script: &str, url: &str, args: &[&str]) -> String {
     let node = tokio::process::Command::new("node")
         .arg(script)
-        .arg(&url)
+        .arg(url)
         .args(args)
         .current_dir(js_dir())
         .kill_on_drop(true)
         .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), node).await;
-    serving.abort();
-    let output = output
+    let output = tokio::time::timeout(Duration::from_secs(120), node)
+        .await
         .unwrap_or_else(|_| panic!("{script} finishes within two minutes"))
         .expect("node runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -152,6 +158,31 @@ async fn run_node(script: &str, args: &[&str]) -> String {
         "{script} failed:\n{stdout}\n{stderr}"
     );
     stdout
+}
+
+/// Runs `ag-ui-validate` on `target` (a recorded stream or a live endpoint) failing on any
+/// warning; panics with its report if it finds one.
+async fn validate(validator: &Path, target: &str) {
+    let output = tokio::process::Command::new(validator)
+        .args([
+            "--no-color",
+            "--features",
+            "shared-state",
+            "--timeout",
+            "60",
+        ])
+        .args(["--max-warnings", "0", "--fail-on", "warning"])
+        .arg(target)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("ag-ui-validate runs");
+    assert!(
+        output.status.success(),
+        "ag-ui-validate found something in {target}:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
 }
 
 /// The checks `agui.mjs` prints, in order.
@@ -176,6 +207,8 @@ const CHECKS: &[&str] = &[
     "busy_thread_refused",
     "malformed_body_refused",
     "unknown_interrupt_refused",
+    "run_error",
+    "cancelled_run_error",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,13 +217,18 @@ async fn the_official_agui_client_drives_the_endpoint() {
     if !installed(&modules, "@ag-ui/client", "`npm ci` in tests/agui-js") {
         return;
     }
-    let stdout = run_node("agui.mjs", &[]).await;
+    let (url, serving) = serve().await;
+    let stdout = node("agui.mjs", &url, &[]).await;
+    serving.abort();
     let passed: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("ok "))
         .collect();
     assert_eq!(passed, CHECKS, "{stdout}");
 }
+
+/// The streams `record.mjs` records, in order.
+const RECORDED: &[&str] = &["text", "interrupt", "resume", "frontend_tool", "failed"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ag_ui_validate_finds_nothing_in_the_endpoints_streams() {
@@ -204,34 +242,19 @@ async fn ag_ui_validate_finds_nothing_in_the_endpoints_streams() {
     }
     let dir = std::env::temp_dir().join(format!("agentstate-agui-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let stdout = run_node("record.mjs", &[dir.to_str().unwrap()]).await;
+    let (url, serving) = serve().await;
+    let stdout = node("record.mjs", &url, &[dir.to_str().unwrap()]).await;
     let recorded: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("recorded "))
         .collect();
-    assert_eq!(
-        recorded,
-        ["text", "interrupt", "resume", "frontend_tool"],
-        "{stdout}"
-    );
+    assert_eq!(recorded, RECORDED, "{stdout}");
     for name in recorded {
-        let file = dir.join(format!("{name}.sse"));
-        let output = tokio::process::Command::new(&venv)
-            .args(["--no-color", "--features", "shared-state"])
-            .args(["--max-warnings", "0", "--fail-on", "warning"])
-            .arg(&file)
-            .output()
-            .await
-            .expect("ag-ui-validate runs");
-        let report = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "ag-ui-validate found something in the `{name}` stream:\n{report}\n{}\n{}",
-            String::from_utf8_lossy(&output.stderr),
-            std::fs::read_to_string(&file).unwrap_or_default()
-        );
+        validate(&venv, dir.join(format!("{name}.sse")).to_str().unwrap()).await;
     }
-    if std::env::var_os("AGUI_KEEP").is_none() {
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+    // The live endpoint, with the validator's own input (one user message): the transport's
+    // rules too (content type, frames as they come).
+    validate(&venv, &format!("{url}/agui/concierge")).await;
+    serving.abort();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -121,3 +121,30 @@ const unknown = await post({
 });
 const which = await unknown.json();
 ok("unknown_interrupt_refused", unknown.status === 422 && which.detail.includes("`nobody:asked`"), which);
+
+// A failed run ends with RUN_ERROR: its code the error's category, its message naming the run.
+const failing = new HttpAgent({ url, threadId: `agui-fail-${randomUUID()}` });
+failing.addMessage({ id: "f1", role: "user", content: "fail" });
+const failedRun = randomUUID();
+let runError;
+const failure = await failing
+  .runAgent({ runId: failedRun }, { onRunErrorEvent: ({ event }) => { runError = event; } })
+  .then(() => null, (error) => error);
+ok("run_error", runError?.code === "node_exception" && runError.message.includes(failedRun)
+  && runError.message.includes("cannot answer"), { runError, failure: String(failure) });
+
+// A run cancelled through the LangGraph API (the AG-UI run's id is the client's runId).
+const stopped = new HttpAgent({ url, threadId: `agui-cancel-${randomUUID()}` });
+stopped.addMessage({ id: "c1", role: "user", content: "slow, then stop" });
+const stoppedRun = randomUUID();
+let cancelError;
+const going = stopped
+  .runAgent({ runId: stoppedRun }, { onRunErrorEvent: ({ event }) => { cancelError = event; } })
+  .catch((error) => error);
+await new Promise((resolve) => setTimeout(resolve, 500));
+const cancel = await fetch(`${base}/threads/${stopped.threadId}/runs/${stoppedRun}/cancel?wait=1`,
+  { method: "POST" });
+await going;
+ok("cancelled_run_error", cancel.status === 204 && cancelError?.code === "run_cancelled", {
+  status: cancel.status, cancelError,
+});

@@ -1,5 +1,5 @@
 // Records the raw SSE bodies of agentstate-server's AG-UI endpoint (text, an interrupt, its
-// resume, a frontend tool call) into the directory given, for ag-ui-validate; run by
+// resume, a frontend tool call, a failure) into the directory given, for ag-ui-validate; run by
 // tests/agui.rs. Needs no package: plain fetch.
 import { writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
@@ -35,3 +35,5 @@ await record("frontend_tool", {
   messages: [user("o1", "order")],
   tools: [{ name: "confirm_order", description: "Asks the user to confirm an order", parameters: { type: "object" } }],
 });
+
+await record("failed", { threadId: `rec-fail-${randomUUID()}`, messages: [user("f1", "fail")] });

@@ -13,7 +13,11 @@
 //!
 //! Without `node_modules` (or the venv) a test prints one line and passes, except under CI (`CI`
 //! set), where that is a failure.
+//!
+//! Without a client, requests to the router check the wire itself (frames, content type, the
+//! events folded by agentstate's own AG-UI fold) and the refusals.
 
+use agentstate::agui::{ChatState, Event};
 use agentstate::message::{Message, Role, ToolCall};
 use agentstate::model::ScriptedModel;
 use agentstate::providers::ModelRequest;
@@ -21,10 +25,15 @@ use agentstate::AgentState;
 use agentstate_graph::{BoxError, Context, Graph, END};
 use agentstate_server::Server;
 use agentstate_store::SqliteStore;
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use tower::ServiceExt;
 
 /// The concierge's state.
 #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -257,4 +266,180 @@ async fn ag_ui_validate_finds_nothing_in_the_endpoints_streams() {
     validate(&venv, &format!("{url}/agui/concierge")).await;
     serving.abort();
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The concierge's router, on a new in-memory store.
+fn router() -> Router {
+    let store = SqliteStore::open_in_memory().unwrap();
+    Server::builder(&store)
+        .assistant("concierge", graph().unwrap().durable(&store))
+        .build()
+        .router()
+}
+
+/// A request to `app`: its status, content type and body (read to its end).
+async fn call(app: &Router, method: &str, path: &str, body: &str) -> (StatusCode, String, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (
+        parts.status,
+        content_type,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// `POST /agui/concierge` with `body`.
+async fn post(app: &Router, body: &str) -> (StatusCode, String, String) {
+    call(app, "POST", "/agui/concierge", body).await
+}
+
+/// A run's input on `thread` with `messages`.
+fn input(thread: &str, run: &str, messages: Value) -> String {
+    json!({"threadId": thread, "runId": run, "messages": messages, "tools": [], "context": []})
+        .to_string()
+}
+
+/// An AG-UI stream's events: every frame is `data: <one event>`, blank-line ended.
+fn events(body: &str) -> Vec<Event> {
+    assert!(body.ends_with("\n\n"), "{body}");
+    body.split_terminator("\n\n")
+        .map(|frame| {
+            let data = frame
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("{frame}"));
+            assert!(!data.contains('\n'), "{frame}");
+            serde_json::from_str(data).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_run_streams_frames_that_fold_into_the_threads_state() {
+    let app = router();
+    let messages = json!([{"id": "u1", "role": "user", "content": "hello"}]);
+    let (status, content_type, body) = post(&app, &input("t-1", "r-1", messages)).await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (StatusCode::OK, "text/event-stream")
+    );
+    let events = events(&body);
+    let types: Vec<&str> = events.iter().map(Event::event_type).collect();
+    assert_eq!(types.first(), Some(&"RUN_STARTED"), "{types:?}");
+    assert_eq!(types.last(), Some(&"RUN_FINISHED"), "{types:?}");
+    assert_eq!(types.iter().filter(|t| t.starts_with("RUN_")).count(), 2);
+    let Event::RunStarted(started) = &events[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (started.thread_id.as_str(), started.run_id.as_str()),
+        ("t-1", "r-1")
+    );
+
+    // agentstate's fold (the official client's rules) takes every event, and ends where the
+    // thread is.
+    let mut chat = ChatState::new();
+    for event in &events {
+        assert!(chat.apply(event).is_applied(), "{event:?}");
+    }
+    assert!(chat.errors().is_empty(), "{:?}", chat.errors());
+    assert_eq!(chat.messages().last().unwrap().text(), "You said: hello");
+    let (_, _, state) = call(&app, "GET", "/threads/t-1/state", "").await;
+    let state: Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(chat.agent_state(), &state["values"]);
+    assert_eq!(
+        state["values"]["messages"].as_array().map(Vec::len),
+        Some(2)
+    );
+}
+
+#[tokio::test]
+async fn a_busy_thread_refuses_a_second_run_before_its_stream_starts() {
+    let app = router();
+    let slow = json!([{"id": "s1", "role": "user", "content": "slow"}]);
+    let request = Request::builder()
+        .method("POST")
+        .uri("/agui/concierge")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(input("t-busy", "r-slow", slow)))
+        .unwrap();
+    // The first run's response is here (its stream is not read yet): the run holds the thread.
+    let first = app.clone().oneshot(request).await.unwrap();
+    let (status, _, body) = post(&app, &input("t-busy", "r-2", json!([]))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let detail: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        detail["detail"],
+        "thread `t-busy` is busy with run `r-slow`; AG-UI run `r-2` was refused (retry when it ends)"
+    );
+    let rest = first.into_body().collect().await.unwrap().to_bytes();
+    let last = events(&String::from_utf8_lossy(&rest)).pop().unwrap();
+    assert_eq!(last.event_type(), "RUN_FINISHED");
+    // Ended, the thread takes the next run.
+    let (status, _, _) = post(&app, &input("t-busy", "r-3", json!([]))).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_with_a_sentence() {
+    let app = router();
+    let detail = |body: &str| {
+        serde_json::from_str::<Value>(body).unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let hello = json!([{"id": "u1", "role": "user", "content": "hello"}]);
+
+    let (status, _, body) = call(&app, "POST", "/agui/nobody", &input("t", "r", json!([]))).await;
+    assert_eq!(
+        (status, detail(&body)),
+        (
+            StatusCode::NOT_FOUND,
+            "assistant `nobody` does not exist".to_owned()
+        )
+    );
+
+    let (status, _, body) = post(&app, "{\"runId\": \"r\"}").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(detail(&body).starts_with("the body of an AG-UI run of assistant `concierge` is not a RunAgentInput: missing field `threadId`"), "{body}");
+
+    let (status, _, body) = post(&app, &input("", "r", json!([]))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        detail(&body).starts_with(
+            "the thread id `` of an AG-UI run of assistant `concierge` is not valid: "
+        ),
+        "{body}"
+    );
+
+    let (status, _, _) = post(&app, &input("t-2", "r-1", hello.clone())).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _, body) = post(&app, &input("t-3", "r-1", hello)).await;
+    assert_eq!(
+        (status, detail(&body)),
+        (
+            StatusCode::CONFLICT,
+            "run `r-1` exists already (on thread `t-2`); an AG-UI run needs a new `runId`"
+                .to_owned()
+        )
+    );
+
+    let resume = json!({"threadId": "t-2", "runId": "r-4", "messages": [],
+        "resume": [{"interruptId": "approve:9.0:0", "status": "resolved", "payload": true}]});
+    let (status, _, body) = post(&app, &resume.to_string()).await;
+    assert_eq!((status, detail(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "AG-UI run `r-4` on thread `t-2` answers interrupt `approve:9.0:0`, which the thread does not wait for (it waits for: nothing)".to_owned()));
 }

@@ -9,6 +9,7 @@ use crate::server::{Served, Shared};
 use agentstate::agui::{
     message_events, messages_from_agui, messages_to_agui, state_delta, Event,
     MessagesSnapshotEvent, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
+    RunStartedEvent,
 };
 use agentstate::message::Message;
 use axum::body::Bytes;
@@ -39,6 +40,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
 pub(crate) struct AguiRun {
     thread_id: String,
     run_id: String,
+    parent_run_id: Option<String>,
     messages_field: Option<String>,
     /// The state as the client has it.
     json: Value,
@@ -54,10 +56,16 @@ pub(crate) struct AguiRun {
 pub(crate) type SharedAguiRun = Arc<Mutex<AguiRun>>;
 
 impl AguiRun {
-    /// `RUN_STARTED` and the state the run starts from.
+    /// `RUN_STARTED` (with the run the client started this one from) and the state the run
+    /// starts from.
     fn started(&self) -> Vec<Event> {
         vec![
-            Event::run_started(&self.thread_id, &self.run_id),
+            Event::RunStarted(RunStartedEvent {
+                thread_id: self.thread_id.clone(),
+                run_id: self.run_id.clone(),
+                parent_run_id: self.parent_run_id.clone(),
+                ..Default::default()
+            }),
             Event::state_snapshot(self.json.clone()),
         ]
     }
@@ -340,6 +348,7 @@ async fn prepare(served: &Served, input: &RunAgentInput) -> Result<(Start, AguiR
     let agui = AguiRun {
         thread_id: thread.clone(),
         run_id: run.clone(),
+        parent_run_id: input.parent_run_id.clone(),
         messages_field: field,
         json: snapshot.values,
         seen: input.messages.iter().map(|m| m.id().to_owned()).collect(),
@@ -353,4 +362,90 @@ async fn prepare(served: &Served, input: &RunAgentInput) -> Result<(Start, AguiR
 /// Locks a run's translation (a poisoned lock is still the translation).
 pub(crate) fn lock(agui: &SharedAguiRun) -> std::sync::MutexGuard<'_, AguiRun> {
     agui.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentstate::agui::ChatState;
+
+    fn run() -> AguiRun {
+        AguiRun {
+            thread_id: "t".into(),
+            run_id: "r".into(),
+            parent_run_id: Some("r-0".into()),
+            messages_field: Some("messages".into()),
+            json: json!({"messages": []}),
+            seen: HashSet::new(),
+            streamed: HashSet::new(),
+            open: Vec::new(),
+            ended: false,
+        }
+    }
+
+    fn delta(node: &str, id: &str, text: &str) -> RunEvent {
+        RunEvent::MessageDelta {
+            node: node.into(),
+            step: 1,
+            message_id: id.into(),
+            delta: text.into(),
+        }
+    }
+
+    fn assistant(id: &str, text: &str) -> Value {
+        let message = Message::text_message(text, agentstate::message::Role::Assistant);
+        serde_json::to_value(message.with_id(id)).unwrap()
+    }
+
+    /// Two nodes of a step stream at once: a node's end ends its own message only, and what
+    /// the client folds is the step's state.
+    #[test]
+    fn parallel_nodes_stream_balanced_messages() {
+        let mut agui = run();
+        let mut events = agui.started();
+        let values = json!({"messages": [assistant("a", "Hi"), assistant("b", "Yo!")]});
+        for event in [
+            delta("left", "a", "H"),
+            delta("right", "b", "Yo"),
+            delta("left", "a", "i"),
+            RunEvent::Update {
+                node: "left".into(),
+                update: Value::Null,
+            },
+            delta("right", "b", "!"),
+            RunEvent::Values(values.clone()),
+            RunEvent::Finished {
+                values: values.clone(),
+            },
+        ] {
+            events.extend(agui.event(&event));
+        }
+        let mut chat = ChatState::new();
+        for event in &events {
+            assert!(chat.apply(event).is_applied(), "{event:?}");
+        }
+        // `b` streams on after `a`'s node ended; the fold (the official client's rules) takes
+        // every event, and the state is the thread's.
+        let Event::RunStarted(started) = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(started.parent_run_id.as_deref(), Some("r-0"));
+        assert_eq!(chat.errors().len(), 0, "{:?}", chat.errors());
+        assert_eq!(chat.agent_state(), &values);
+        let texts: Vec<String> = chat.messages().iter().map(|m| m.text().into()).collect();
+        assert_eq!(texts, ["Hi", "Yo!"]);
+    }
+
+    /// After the last event, nothing more: a failure that follows is not a second end.
+    #[test]
+    fn one_end_only() {
+        let mut agui = run();
+        let end = agui.event(&RunEvent::Finished {
+            values: json!({"messages": []}),
+        });
+        assert_eq!(end.last().map(Event::event_type), Some("RUN_FINISHED"));
+        let error = AssistantError::new("run_cancelled", "run `r` on thread `t` was cancelled");
+        assert!(agui.failed(&error).is_empty());
+        assert!(agui.event(&delta("n", "m", "late")).is_empty());
+    }
 }

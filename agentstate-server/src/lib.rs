@@ -97,8 +97,11 @@
 //!   `forwardedProps` are not applied (the client gets the thread's state as `STATE_SNAPSHOT`).
 //!   With `resume`, the run answers the thread's interrupts instead (each entry's `payload` for
 //!   its `interruptId`; a cancelled one is answered `null`); an id the thread does not wait for
-//!   is refused (422).
-//! - **Its events**: `RUN_STARTED`; `STATE_SNAPSHOT` of the thread's state; a model's streamed
+//!   is refused (422). Without `resume`, a run starts afresh from the thread's state whatever
+//!   its last run left, as a new `input` does in the API above (`HttpAgent` itself refuses to
+//!   start one while interrupts are pending). A state without a messages field takes no
+//!   messages.
+//! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); `STATE_SNAPSHOT` of the thread's state; a model's streamed
 //!   text as `TEXT_MESSAGE_START` / `CONTENT` / `END`; after each step, the messages the client
 //!   lacks (an assistant's text and `TOOL_CALL_START` / `ARGS` / `END` under it, a tool's
 //!   `TOOL_CALL_RESULT`, `MESSAGES_SNAPSHOT` for a user or system message) and `STATE_DELTA`;

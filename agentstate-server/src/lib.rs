@@ -122,7 +122,8 @@
 //!   it runs to its end, and the thread keeps what it did.
 //!
 //! Behind CopilotKit's runtime, the endpoint is an `HttpAgent` of the runtime's agents (the
-//! runtime serves the browser; its `/agent/{id}/run` forwards the `RunAgentInput` here):
+//! runtime serves the browser; its `/agent/{id}/run` forwards the `RunAgentInput` here). The
+//! runtime 1.75.0 bundles `@ag-ui/client` 0.0.59, whose `HttpAgent` is tested here beside 1.0.0's:
 //!
 //! ```text
 //! import { CopilotRuntime, InMemoryAgentRunner } from "@copilotkit/runtime";

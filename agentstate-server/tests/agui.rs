@@ -1,8 +1,9 @@
 //! The AG-UI endpoint driven by the official AG-UI client and checked by the conformance
 //! validator, on SQLite, on 127.0.0.1:
 //!
-//! - `@ag-ui/client`'s `HttpAgent` (pinned in `tests/agui-js/package.json` and its lock file)
-//!   runs `tests/agui-js/agui.mjs`: text streamed, a second turn on the thread, the client's
+//! - `@ag-ui/client`'s `HttpAgent` (pinned in `tests/agui-js/package.json` and its lock file),
+//!   1.0.0 and 0.0.59 (the one CopilotKit's runtime 1.75.0 bundles), runs
+//!   `tests/agui-js/agui.mjs`: text streamed, a second turn on the thread, the client's
 //!   state equal to the thread's after every run, an interrupt and its `resume`, a frontend
 //!   tool's pending call and its answer, a busy thread's 409, a malformed body's 422, an
 //!   unknown interrupt's 422, a failed run's and a cancelled run's `RUN_ERROR`. Its
@@ -226,14 +227,34 @@ async fn the_official_agui_client_drives_the_endpoint() {
     if !installed(&modules, "@ag-ui/client", "`npm ci` in tests/agui-js") {
         return;
     }
+    drive("@ag-ui/client").await;
+}
+
+/// CopilotKit's runtime (1.75.0) bundles `@ag-ui/client` 0.0.59: the endpoint as its
+/// `HttpAgent` calls it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilotkits_agui_client_drives_the_endpoint() {
+    let modules = js_dir().join("node_modules/ag-ui-client-copilotkit");
+    if !installed(
+        &modules,
+        "@ag-ui/client 0.0.59",
+        "`npm ci` in tests/agui-js",
+    ) {
+        return;
+    }
+    drive("ag-ui-client-copilotkit").await;
+}
+
+/// Runs `agui.mjs` with the client of npm package `client` and checks every check passed.
+async fn drive(client: &str) {
     let (url, serving) = serve().await;
-    let stdout = node("agui.mjs", &url, &[]).await;
+    let stdout = node("agui.mjs", &url, &[client]).await;
     serving.abort();
     let passed: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("ok "))
         .collect();
-    assert_eq!(passed, CHECKS, "{stdout}");
+    assert_eq!(passed, CHECKS, "{client}: {stdout}");
 }
 
 /// The streams `record.mjs` records, in order.

@@ -1,11 +1,13 @@
 // The official AG-UI client (@ag-ui/client's HttpAgent) against agentstate-server's AG-UI
-// endpoint; run by tests/agui.rs with the server's URL. Prints `ok <check>` per check passed;
-// any failure (the client's event verifier included) throws.
-import { HttpAgent } from "@ag-ui/client";
+// endpoint; run by tests/agui.rs with the server's URL and the client's package: `@ag-ui/client`
+// (1.0.0) or `ag-ui-client-copilotkit` (@ag-ui/client 0.0.59, the one CopilotKit's runtime
+// bundles). Prints `ok <check>` per check passed; any failure (the client's event verifier
+// included) throws.
 import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 
-const base = process.argv[2];
+const [base, clientPackage = "@ag-ui/client"] = process.argv.slice(2);
+const { HttpAgent } = await import(clientPackage);
 const url = `${base}/agui/concierge`;
 
 function ok(name, passed, detail) {
@@ -90,10 +92,14 @@ const tools = [{
 const order = new HttpAgent({ url, threadId: `agui-tool-${randomUUID()}` });
 order.addMessage({ id: "o1", role: "user", content: "order" });
 await order.runAgent({ tools }, { onRunFinishedEvent: (params) => { finished = params; } });
-ok("frontend_tool_pending", finished.outcome === "success" && finished.pendingToolCallIds.length === 1,
-  finished);
+// 1.0 names the calls left pending; 0.0.59 does not: they are those without a result.
+const answered = new Set(order.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
+const pending = clientPackage === "@ag-ui/client"
+  ? finished.pendingToolCallIds
+  : order.messages.flatMap((m) => m.toolCalls ?? []).map((c) => c.id).filter((id) => !answered.has(id));
+ok("frontend_tool_pending", finished.outcome === "success" && pending?.length === 1, finished);
 const call = order.messages.at(-1).toolCalls?.[0];
-ok("frontend_tool_call", call?.id === finished.pendingToolCallIds[0]
+ok("frontend_tool_call", call?.id === pending[0]
   && call.function.name === "confirm_order" && JSON.parse(call.function.arguments).item === "book",
   order.messages);
 order.addMessage({ id: "o2", role: "tool", toolCallId: call.id, content: "yes" });

@@ -8,7 +8,7 @@ use crate::runs::{new_thread, Job, Live};
 use crate::server::{Served, Shared};
 use agentstate::agui::{
     message_events, messages_from_agui, messages_to_agui, state_delta, Event,
-    MessagesSnapshotEvent, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
+    MessagesSnapshotEvent, OpenStreams, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
     RunStartedEvent,
 };
 use agentstate::message::Message;
@@ -46,9 +46,8 @@ pub(crate) struct AguiRun {
     json: Value,
     /// Ids of the messages the client has.
     seen: HashSet<String>,
-    /// Ids of the text messages streamed, and those open with their node.
-    streamed: HashSet<String>,
-    open: Vec<(String, String)>,
+    /// The text messages and tool calls streamed, and those open (by node).
+    streams: OpenStreams,
     ended: bool,
 }
 
@@ -82,28 +81,31 @@ impl AguiRun {
                 message_id,
                 delta,
                 ..
-            } => {
-                if self.streamed.insert(message_id.clone()) {
-                    out.push(Event::text_start(message_id));
-                    self.open.push((node.clone(), message_id.clone()));
-                }
-                out.push(Event::text_content(message_id, delta));
-            }
-            RunEvent::Update { node, .. } => self.close(Some(node), &mut out),
+            } => self.streams.text(node, message_id, delta, &mut out),
+            RunEvent::ToolCallDelta {
+                node,
+                message_id,
+                tool_call_id,
+                name,
+                delta,
+            } => self
+                .streams
+                .tool_call(node, message_id, tool_call_id, name, delta, &mut out),
+            RunEvent::Update { node, .. } => self.streams.close(Some(node), &mut out),
             RunEvent::Custom { name, value, .. } => out.push(Event::custom(name, value.clone())),
             RunEvent::Values(values) => {
-                self.close(None, &mut out);
+                self.streams.close(None, &mut out);
                 self.sync(values, &mut out);
             }
             RunEvent::Finished { values } => {
-                self.close(None, &mut out);
+                self.streams.close(None, &mut out);
                 self.sync(values, &mut out);
                 out.push(self.finished(RunOutcome::Success {
                     pending_tool_call_ids: None,
                 }));
             }
             RunEvent::Suspended { values, interrupts } => {
-                self.close(None, &mut out);
+                self.streams.close(None, &mut out);
                 self.sync(values, &mut out);
                 let interrupts = interrupts
                     .iter()
@@ -122,7 +124,7 @@ impl AguiRun {
             return Vec::new();
         }
         // What is open stays so: the client marks it cut short.
-        self.open.clear();
+        self.streams.forget();
         vec![Event::run_error(
             &error.message,
             Some(error.category.clone()),
@@ -139,17 +141,6 @@ impl AguiRun {
         })
     }
 
-    /// Ends the text messages node `node` (all: `None`) streamed.
-    fn close(&mut self, node: Option<&str>, out: &mut Vec<Event>) {
-        self.open.retain(|(owner, id)| {
-            if node.is_some_and(|n| n != owner) {
-                return true;
-            }
-            out.push(Event::text_end(id));
-            false
-        });
-    }
-
     /// Sends what the client does not have of `values`: its new messages, then `STATE_DELTA`.
     fn sync(&mut self, values: &Value, out: &mut Vec<Event>) {
         let messages = messages_of(self.messages_field.as_deref(), values);
@@ -159,7 +150,7 @@ impl AguiRun {
                 continue;
             }
             for agui in agentstate::agui::to_agui(message) {
-                snapshot |= !message_events(agui, &self.streamed, out);
+                snapshot |= !message_events(agui, self.streams.streamed(), out);
             }
         }
         if snapshot {
@@ -352,8 +343,7 @@ async fn prepare(served: &Served, input: &RunAgentInput) -> Result<(Start, AguiR
         messages_field: field,
         json: snapshot.values,
         seen: input.messages.iter().map(|m| m.id().to_owned()).collect(),
-        streamed: HashSet::new(),
-        open: Vec::new(),
+        streams: OpenStreams::default(),
         ended: false,
     };
     Ok((start, agui))
@@ -377,8 +367,7 @@ mod tests {
             messages_field: Some("messages".into()),
             json: json!({"messages": []}),
             seen: HashSet::new(),
-            streamed: HashSet::new(),
-            open: Vec::new(),
+            streams: OpenStreams::default(),
             ended: false,
         }
     }

@@ -67,6 +67,20 @@ pub enum RunEvent {
         /// The text.
         delta: String,
     },
+    /// A piece of the arguments of a tool call a model is making (AG-UI's `TOOL_CALL_ARGS`;
+    /// the first piece of a call starts it).
+    ToolCallDelta {
+        /// The node.
+        node: String,
+        /// The id of the message that makes the call.
+        message_id: String,
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// A piece of the arguments' JSON text.
+        delta: String,
+    },
     /// The run suspended, waiting for answers: its last event.
     Suspended {
         /// The state before the suspended step.
@@ -486,6 +500,18 @@ fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
                 node: node.to_string(),
                 step,
                 message_id,
+                delta,
+            },
+            Emitted::ToolCallDelta {
+                message_id,
+                tool_call_id,
+                name,
+                delta,
+            } => RunEvent::ToolCallDelta {
+                node: node.to_string(),
+                message_id,
+                tool_call_id,
+                name,
                 delta,
             },
             _ => return None,

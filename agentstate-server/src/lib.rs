@@ -102,7 +102,8 @@
 //!   start one while interrupts are pending). A state without a messages field takes no
 //!   messages.
 //! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); `STATE_SNAPSHOT` of the thread's state; a model's streamed
-//!   text as `TEXT_MESSAGE_START` / `CONTENT` / `END`; after each step, the messages the client
+//!   text as `TEXT_MESSAGE_START` / `CONTENT` / `END` and its streamed tool calls as
+//!   `TOOL_CALL_START` / `ARGS` / `END`; after each step, the messages the client
 //!   lacks (an assistant's text and `TOOL_CALL_START` / `ARGS` / `END` under it, a tool's
 //!   `TOOL_CALL_RESULT`, `MESSAGES_SNAPSHOT` for a user or system message) and `STATE_DELTA`;
 //!   nodes' custom events as `CUSTOM`; then exactly one of `RUN_FINISHED` (`outcome`

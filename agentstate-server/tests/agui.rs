@@ -23,7 +23,7 @@ use agentstate::message::{Message, Role, ToolCall};
 use agentstate::model::ScriptedModel;
 use agentstate::providers::ModelRequest;
 use agentstate::AgentState;
-use agentstate_graph::{BoxError, Context, Graph, END};
+use agentstate_graph::{BoxError, Context, Emitted, Graph, END};
 use agentstate_server::Server;
 use agentstate_store::SqliteStore;
 use axum::body::Body;
@@ -58,9 +58,9 @@ fn asked(state: &Concierge) -> Option<String> {
 }
 
 /// The concierge: `model` streams `You said: ...`; `refund` goes to `approve`, which asks
-/// (an interrupt); `fail` fails; `order`, when the client offers the tool `confirm_order`, is a call of it
-/// that ends the run (a frontend tool: the client runs it), and its result is answered; a
-/// question starting with `slow` takes two seconds.
+/// (an interrupt); `fail` fails; `order`, when the client offers the tool `confirm_order`, is a
+/// call of it (streamed) that ends the run (a frontend tool: the client runs it), and its result
+/// is answered; a question starting with `slow` takes two seconds.
 fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileError> {
     let request = Arc::new(
         ModelRequest::builder("scripted")
@@ -80,10 +80,21 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
                         if q == "order"
                             && state.tools.iter().any(|t| t["name"] == "confirm_order") =>
                     {
-                        let id = format!("call-{}", state.messages.len());
+                        let n = state.messages.len();
+                        let (message_id, id) = (format!("ask-{n}"), format!("call-{n}"));
+                        // The call streamed as a model streams it, then the message.
+                        for delta in [r#"{"item": "#, r#""book"}"#] {
+                            cx.emit(Emitted::ToolCallDelta {
+                                message_id: message_id.clone(),
+                                tool_call_id: id.clone(),
+                                name: "confirm_order".to_owned(),
+                                delta: delta.to_owned(),
+                            });
+                        }
                         let call = ToolCall::new(id, "confirm_order", json!({"item": "book"}));
-                        let asking =
-                            Message::text_message("", Role::Assistant).with_tool_calls(vec![call]);
+                        let asking = Message::text_message("", Role::Assistant)
+                            .with_id(message_id)
+                            .with_tool_calls(vec![call]);
                         return Ok(ConciergeUpdate::default().messages(vec![asking]));
                     }
                     (Some(q), _) => {
@@ -211,6 +222,7 @@ const CHECKS: &[&str] = &[
     "resume_answer",
     "resume_state_equals_server",
     "frontend_tool_pending",
+    "frontend_tool_args_streamed",
     "frontend_tool_call",
     "frontend_tool_answered",
     "frontend_tool_state_equals_server",

@@ -91,13 +91,18 @@ const tools = [{
 }];
 const order = new HttpAgent({ url, threadId: `agui-tool-${randomUUID()}` });
 order.addMessage({ id: "o1", role: "user", content: "order" });
-await order.runAgent({ tools }, { onRunFinishedEvent: (params) => { finished = params; } });
+const args = [];
+await order.runAgent({ tools }, {
+  onRunFinishedEvent: (params) => { finished = params; },
+  onToolCallArgsEvent: ({ event }) => { args.push(event.delta); },
+});
 // 1.0 names the calls left pending; 0.0.59 does not: they are those without a result.
 const answered = new Set(order.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
 const pending = clientPackage === "@ag-ui/client"
   ? finished.pendingToolCallIds
   : order.messages.flatMap((m) => m.toolCalls ?? []).map((c) => c.id).filter((id) => !answered.has(id));
 ok("frontend_tool_pending", finished.outcome === "success" && pending?.length === 1, finished);
+ok("frontend_tool_args_streamed", args.length === 2 && args.join("") === `{"item": "book"}`, args);
 const call = order.messages.at(-1).toolCalls?.[0];
 ok("frontend_tool_call", call?.id === pending[0]
   && call.function.name === "confirm_order" && JSON.parse(call.function.arguments).item === "book",

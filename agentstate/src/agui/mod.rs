@@ -254,8 +254,8 @@ pub use message::{
     UserMessage,
 };
 pub use server::{
-    merge_with_events, message_events, state_delta, state_snapshot, StateEvents, StateStream,
-    StateStreamError,
+    merge_with_events, message_events, state_delta, state_snapshot, OpenStreams, StateEvents,
+    StateStream, StateStreamError,
 };
 
 /// The `json-patch` crate the fold applies `STATE_DELTA`s with, re-exported to build and inspect

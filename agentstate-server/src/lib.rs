@@ -122,6 +122,9 @@
 //!   the run with `RUN_ERROR` (`thread_leased`). A client that goes away does not stop the run:
 //!   it runs to its end, and the thread keeps what it did.
 //!
+//! With an [API key](ServerBuilder::api_key), the client sends it as the API's clients do
+//! (`new HttpAgent({ url, headers: { "x-api-key": key } })`).
+//!
 //! Behind CopilotKit's runtime, the endpoint is an `HttpAgent` of the runtime's agents (the
 //! runtime serves the browser; its `/agent/{id}/run` forwards the `RunAgentInput` here). The
 //! runtime 1.75.0 bundles `@ag-ui/client` 0.0.59, whose `HttpAgent` is tested here beside 1.0.0's:

@@ -58,7 +58,7 @@ fn asked(state: &Concierge) -> Option<String> {
 }
 
 /// The concierge: `model` streams `You said: ...`; `refund` goes to `approve`, which asks
-/// (an interrupt); `fail` fails; `order`, when the client offers the tool `confirm_order`, is a
+/// (an interrupt); `fail` fails, `panic` panics; `order`, when the client offers the tool `confirm_order`, is a
 /// call of it (streamed) that ends the run (a frontend tool: the client runs it), and its result
 /// is answered; a question starting with `slow` takes two seconds.
 fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileError> {
@@ -73,6 +73,7 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
             async move {
                 let answer = match (asked(&state), state.messages.last()) {
                     (Some(q), _) if q == "refund" => return Ok(ConciergeUpdate::default()),
+                    (Some(q), _) if q == "panic" => panic!("the concierge met `panic`"),
                     (Some(q), _) if q == "fail" => {
                         return Err(BoxError::from("the concierge cannot answer `fail`"))
                     }
@@ -475,4 +476,26 @@ async fn bad_requests_are_refused_with_a_sentence() {
         "resume": [{"interruptId": "approve:9.0:0", "status": "resolved", "payload": true}]});
     let (status, _, body) = post(&app, &resume.to_string()).await;
     assert_eq!((status, detail(&body)), (StatusCode::UNPROCESSABLE_ENTITY, "AG-UI run `r-4` on thread `t-2` answers interrupt `approve:9.0:0`, which the thread does not wait for (it waits for: nothing)".to_owned()));
+}
+
+#[tokio::test]
+async fn a_run_whose_node_panics_ends_with_run_error() {
+    let app = router();
+    let panic = json!([{"id": "p1", "role": "user", "content": "panic"}]);
+    let (status, _, body) = post(&app, &input("t-panic", "r-panic", panic)).await;
+    assert_eq!(status, StatusCode::OK);
+    let events = events(&body);
+    let Some(Event::RunError(error)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(error.code.as_deref(), Some("run_panicked"));
+    assert_eq!(
+        error.message,
+        "run `r-panic` on thread `t-panic` panicked: the concierge met `panic`"
+    );
+    let ends = events
+        .iter()
+        .filter(|e| e.event_type().starts_with("RUN_"))
+        .count();
+    assert_eq!(ends, 2, "{events:?}");
 }

@@ -198,10 +198,13 @@ async fn run(
             ))
         })?;
     }
-    if let Some(run) = shared.records.run(run_id).await? {
+    let existing = match shared.runs.get(run_id) {
+        Some(live) => Some(live.thread_id.clone()),
+        None => shared.records.run(run_id).await?.map(|run| run.thread_id),
+    };
+    if let Some(thread) = existing {
         return Err(ApiError::conflict(format!(
-            "run `{run_id}` exists already (on thread `{}`); an AG-UI run needs a new `runId`",
-            run.thread_id
+            "run `{run_id}` exists already (on thread `{thread}`); an AG-UI run needs a new `runId`"
         )));
     }
     let mut record = shared

@@ -133,7 +133,7 @@ use crate::event::Event;
 use crate::name::NodeKey;
 use crate::node::Emitted;
 use crate::GraphState;
-use agentstate::agui::{state_delta, AguiMessage, Event as Agui, MessageContent};
+use agentstate::agui::{message_events, state_delta, AguiMessage, Event as Agui, OpenStreams};
 use agentstate::agui::{
     MessagesSnapshotEvent, RunFinishedEvent, RunOutcome, StepFinishedEvent, StepStartedEvent,
 };
@@ -202,9 +202,8 @@ pub struct AguiAdapter<S> {
     initial: Vec<AguiMessage>,
     /// Ids of the messages the client has.
     seen: HashSet<String>,
-    /// Text messages and tool calls streamed, and those still open (node, id, is a tool call).
-    streamed: HashSet<String>,
-    open: Vec<(String, String, bool)>,
+    /// Text messages and tool calls streamed, and those still open (by node).
+    streams: OpenStreams,
     /// The nodes started and not finished (`STEP_STARTED` sent, `STEP_FINISHED` not yet).
     steps: Vec<String>,
 }
@@ -228,8 +227,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 .iter()
                 .map(|m| m.message_id.to_string())
                 .collect(),
-            streamed: HashSet::new(),
-            open: Vec::new(),
+            streams: OpenStreams::default(),
             steps: Vec::new(),
         })
     }
@@ -256,17 +254,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
             Event::Emitted { node, emitted, .. } => self.emitted(node, emitted, &mut out),
             Event::NodeFinished { node, .. } => {
                 let name = node.name();
-                self.open.retain(|(owner, id, tool)| {
-                    if owner != name {
-                        return true;
-                    }
-                    out.push(if *tool {
-                        Agui::tool_end(id)
-                    } else {
-                        Agui::text_end(id)
-                    });
-                    false
-                });
+                self.streams.close(Some(name), &mut out);
                 if let Some(at) = self.steps.iter().position(|step| step == name) {
                     self.steps.remove(at);
                 }
@@ -336,20 +324,14 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
 
     /// Forgets what is open, left so (a failed run): the client marks it cut short.
     fn forget_open(&mut self) {
-        self.open.clear();
+        self.streams.forget();
         self.steps.clear();
     }
 
     /// Closes what is still open: text messages and tool calls, then steps (nodes that did not
     /// finish: a suspended step's).
     fn close(&mut self, out: &mut Vec<Agui>) {
-        for (_, id, tool) in self.open.drain(..) {
-            out.push(if tool {
-                Agui::tool_end(id)
-            } else {
-                Agui::text_end(id)
-            });
-        }
+        self.streams.close(None, out);
         for step in self.steps.drain(..) {
             out.push(step_finished(&step));
         }
@@ -377,29 +359,16 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
         match emitted {
             Emitted::Custom { name, value } => out.push(Agui::custom(name, value.clone())),
             Emitted::TextDelta { message_id, delta } => {
-                if self.streamed.insert(message_id.clone()) {
-                    out.push(Agui::text_start(message_id));
-                    self.open.push((node.to_owned(), message_id.clone(), false));
-                }
-                out.push(Agui::text_content(message_id, delta));
+                self.streams.text(node, message_id, delta, out);
             }
             Emitted::ToolCallDelta {
                 message_id,
                 tool_call_id,
                 name,
                 delta,
-            } => {
-                if self.streamed.insert(tool_call_id.clone()) {
-                    out.push(Agui::tool_start(
-                        tool_call_id,
-                        name,
-                        Some(message_id.clone()),
-                    ));
-                    self.open
-                        .push((node.to_owned(), tool_call_id.clone(), true));
-                }
-                out.push(Agui::tool_args(tool_call_id, delta));
-            }
+            } => self
+                .streams
+                .tool_call(node, message_id, tool_call_id, name, delta, out),
         }
     }
 
@@ -412,36 +381,7 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 continue;
             }
             for agui in agentstate::agui::to_agui(message) {
-                match agui {
-                    AguiMessage::Assistant(m) => {
-                        let text = m.content.unwrap_or_default();
-                        if !self.streamed.contains(&m.id) && !text.is_empty() {
-                            out.push(Agui::text_start(&m.id));
-                            out.push(Agui::text_content(&m.id, text));
-                            out.push(Agui::text_end(&m.id));
-                        }
-                        for call in m.tool_calls.unwrap_or_default() {
-                            if self.streamed.contains(&call.id) {
-                                continue;
-                            }
-                            out.push(Agui::tool_start(
-                                &call.id,
-                                &call.function.name,
-                                Some(m.id.clone()),
-                            ));
-                            out.push(Agui::tool_args(&call.id, call.function.arguments));
-                            out.push(Agui::tool_end(&call.id));
-                        }
-                    }
-                    AguiMessage::Tool(m) => {
-                        out.push(Agui::tool_result(
-                            m.id,
-                            m.tool_call_id,
-                            MessageContent::Text(m.content.text().into_owned()),
-                        ));
-                    }
-                    _ => snapshot = true,
-                }
+                snapshot |= !message_events(agui, self.streams.streamed(), out);
             }
         }
         if snapshot {

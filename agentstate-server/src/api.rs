@@ -52,6 +52,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/runs", post(stateless_background))
         .route("/runs/stream", post(stateless_stream))
         .route("/runs/wait", post(stateless_wait))
+        .merge(crate::agui::routes())
 }
 
 /// A JSON body as `T`; an empty body is `T::default()`.
@@ -632,6 +633,7 @@ async fn create_run(
         start,
         modes,
         stateless,
+        agui: None,
     };
     job.spawn();
     Ok((live, run))

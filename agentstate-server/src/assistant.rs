@@ -67,6 +67,20 @@ pub enum RunEvent {
         /// The text.
         delta: String,
     },
+    /// A piece of the arguments of a tool call a model is making (AG-UI's `TOOL_CALL_ARGS`;
+    /// the first piece of a call starts it).
+    ToolCallDelta {
+        /// The node.
+        node: String,
+        /// The id of the message that makes the call.
+        message_id: String,
+        /// The call's id.
+        tool_call_id: String,
+        /// The tool's name.
+        name: String,
+        /// A piece of the arguments' JSON text.
+        delta: String,
+    },
     /// The run suspended, waiting for answers: its last event.
     Suspended {
         /// The state before the suspended step.
@@ -191,6 +205,14 @@ pub trait Assistant: Send + Sync + 'static {
     /// The state's JSON Schema (an object with a property per field).
     fn state_schema(&self) -> Value;
 
+    /// The state's field that holds the conversation (agentstate
+    /// [`Message`](agentstate::message::Message)s, merged by `add_messages`), if it has one:
+    /// the AG-UI endpoint adds a client's new messages to it and streams the run's messages
+    /// from it. None by default; a `DurableGraph`'s is its state's first `add_messages` field.
+    fn messages_field(&self) -> Option<String> {
+        None
+    }
+
     /// Creates thread `thread` with a new state if it does not exist.
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
 
@@ -267,6 +289,14 @@ where
             })
             .collect();
         json!({"type": "object", "properties": properties})
+    }
+
+    fn messages_field(&self) -> Option<String> {
+        S::schema()
+            .fields()
+            .iter()
+            .find(|field| field.reducer.name == "add_messages")
+            .map(|field| field.name.clone())
     }
 
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>> {
@@ -470,6 +500,18 @@ fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
                 node: node.to_string(),
                 step,
                 message_id,
+                delta,
+            },
+            Emitted::ToolCallDelta {
+                message_id,
+                tool_call_id,
+                name,
+                delta,
+            } => RunEvent::ToolCallDelta {
+                node: node.to_string(),
+                message_id,
+                tool_call_id,
+                name,
                 delta,
             },
             _ => return None,

@@ -58,6 +58,7 @@
 //! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress) |
 //! | `POST /threads/{id}/runs` (background), `.../runs/stream`, `.../runs/wait`; `POST /runs`, `/runs/stream`, `/runs/wait` (stateless) | runs |
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
+//! | `POST /agui/{assistant}` | an AG-UI run (see [below](#the-ag-ui-endpoint)) |
 //!
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
@@ -78,12 +79,73 @@
 //! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, replaying the events
 //! of a run that ended (they are kept in memory while it runs), a state update at a
 //! checkpoint, thread copy,
-//! crons, the store API (a request for them is refused, 422, with a sentence saying so); the
-//! AG-UI endpoint; workers on PostgreSQL.
+//! crons, the store API (a request for them is refused, 422, with a sentence saying so); workers
+//! on PostgreSQL.
+//!
+//! # The AG-UI endpoint
+//!
+//! `POST /agui/{assistant}` (a graph id or an assistant id) takes an AG-UI `RunAgentInput`
+//! ([`agentstate::agui::RunAgentInput`]: what `@ag-ui/client`'s `HttpAgent` POSTs) and answers
+//! `text/event-stream`, one `data: <event JSON>` frame per AG-UI event, sent as it happens. The
+//! run is a durable run, with the client's `runId`, on thread `threadId` (created if missing),
+//! and a run of the thread like any other (`GET /threads/{id}/state` reads what it did):
+//!
+//! - **Its input**: the client's messages that the thread does not have (by id) are added to
+//!   the state's messages field ([`Assistant::messages_field`]: a `DurableGraph`'s first
+//!   `add_messages` field); the client's `tools` replace the state's field `tools`, if it has
+//!   one. The thread's state is the server's: the client's `state`, `context` and
+//!   `forwardedProps` are not applied (the client gets the thread's state as `STATE_SNAPSHOT`).
+//!   With `resume`, the run answers the thread's interrupts instead (each entry's `payload` for
+//!   its `interruptId`; a cancelled one is answered `null`); an id the thread does not wait for
+//!   is refused (422). Without `resume`, a run starts afresh from the thread's state whatever
+//!   its last run left, as a new `input` does in the API above (`HttpAgent` itself refuses to
+//!   start one while interrupts are pending). A state without a messages field takes no
+//!   messages.
+//! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); `STATE_SNAPSHOT` of the thread's state; a model's streamed
+//!   text as `TEXT_MESSAGE_START` / `CONTENT` / `END` and its streamed tool calls as
+//!   `TOOL_CALL_START` / `ARGS` / `END`; after each step, the messages the client
+//!   lacks (an assistant's text and `TOOL_CALL_START` / `ARGS` / `END` under it, a tool's
+//!   `TOOL_CALL_RESULT`, `MESSAGES_SNAPSHOT` for a user or system message) and `STATE_DELTA`;
+//!   nodes' custom events as `CUSTOM`; then exactly one of `RUN_FINISHED` (`outcome`
+//!   `{"type": "success"}`, or `{"type": "interrupt", "interrupts": [{id, reason, message,
+//!   metadata}]}` when the run waits for answers: a later run with `resume` answers them) and
+//!   `RUN_ERROR` (its `code` the error's category, its message naming the run and thread).
+//! - **Frontend tools** (tools the client declares and executes): the graph reads them from its
+//!   state's `tools` field, and its model node may answer with an assistant message calling one;
+//!   the graph then routes to `END` (it does not run that tool itself). The run ends with the
+//!   call as `TOOL_CALL_START` / `ARGS` / `END` and `RUN_FINISHED`: the call has no result, so
+//!   the client takes it as pending, runs the tool, and starts the next run with the result as a
+//!   `tool` message, which comes in as a new message like any other. The prebuilt
+//!   [`ReactAgent`](agentstate_graph::prebuilt::ReactAgent) does not follow this contract yet:
+//!   its model is offered its `ToolSet`'s tools only, and its `ToolNode` answers a call of any
+//!   other tool as `unknown_tool`.
+//! - **One run per thread**: a run on a thread busy with another run of this server is refused
+//!   before its stream starts: `409`, whose `detail` names the thread and the run it is busy
+//!   with (the client's `runAgent` rejects with it, as with the API's `reject`); a thread another process holds (its lease) ends
+//!   the run with `RUN_ERROR` (`thread_leased`). A client that goes away does not stop the run:
+//!   it runs to its end, and the thread keeps what it did.
+//!
+//! With an [API key](ServerBuilder::api_key), the client sends it as the API's clients do
+//! (`new HttpAgent({ url, headers: { "x-api-key": key } })`).
+//!
+//! Behind CopilotKit's runtime, the endpoint is an `HttpAgent` of the runtime's agents (the
+//! runtime serves the browser; its `/agent/{id}/run` forwards the `RunAgentInput` here). The
+//! runtime 1.75.0 bundles `@ag-ui/client` 0.0.59, whose `HttpAgent` is tested here beside 1.0.0's:
+//!
+//! ```text
+//! import { CopilotRuntime, InMemoryAgentRunner } from "@copilotkit/runtime";
+//! import { HttpAgent } from "@ag-ui/client";
+//!
+//! const runtime = new CopilotRuntime({
+//!   agents: { desk: new HttpAgent({ url: "http://127.0.0.1:2024/agui/desk" }) },
+//!   runner: new InMemoryAgentRunner(),
+//! });
+//! ```
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod agui;
 mod api;
 mod assistant;
 mod error;

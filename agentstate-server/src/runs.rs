@@ -87,7 +87,7 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, event: &'static str, data: Value) {
+    pub(crate) fn push(&self, event: &'static str, data: Value) {
         self.lock().frames.push(Frame { event, data });
         self.changed.send_modify(|n| *n += 1);
     }
@@ -228,6 +228,9 @@ pub(crate) struct Job {
     pub(crate) modes: Vec<Mode>,
     /// A stateless run: its thread and records are deleted when it ends.
     pub(crate) stateless: bool,
+    /// An AG-UI run: its events are AG-UI events (frames [`FRAME`](crate::agui::FRAME)), not
+    /// the stream modes'.
+    pub(crate) agui: Option<crate::agui::SharedAguiRun>,
 }
 
 /// How a run's task ended.
@@ -368,8 +371,14 @@ impl Job {
 
     /// Pushes the frames of `event` in the run's stream modes.
     fn emit(&self, event: &RunEvent, last_values: &mut Option<Value>) {
-        let on = |mode| self.modes.contains(&mode);
         let live = &self.live;
+        if let Some(agui) = &self.agui {
+            for event in crate::agui::lock(agui).event(event) {
+                live.push(crate::agui::FRAME, crate::agui::agui_json(&event));
+            }
+            return;
+        }
+        let on = |mode| self.modes.contains(&mode);
         match event {
             RunEvent::Values(values) if on(Mode::Values) => {
                 live.push("values", values.clone());
@@ -432,6 +441,24 @@ impl Job {
     async fn finish(self, end: End) {
         let mut run = self.run.clone();
         let thread = &run.thread_id;
+        if let Some(agui) = &self.agui {
+            // A run that ended other than by its last event: the client hears why.
+            let why = match &end {
+                End::Failed(error) => Some(error.clone()),
+                End::Cancelled(_) => Some(AssistantError::new(
+                    "run_cancelled",
+                    format!("run `{}` on thread `{thread}` was cancelled", run.run_id),
+                )),
+                End::Finished(_) | End::Suspended(..) => None,
+            };
+            for event in why
+                .map(|e| crate::agui::lock(agui).failed(&e))
+                .unwrap_or_default()
+            {
+                self.live
+                    .push(crate::agui::FRAME, crate::agui::agui_json(&event));
+            }
+        }
         let (status, thread_status, result) = match end {
             End::Finished(values) => (RunStatus::Success, Some(ThreadStatus::Idle), values),
             End::Suspended(values, interrupts) => (

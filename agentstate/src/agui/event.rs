@@ -1,5 +1,6 @@
 //! Every AG-UI 1.0 event as a serde type: camelCase fields, `type` in SCREAMING_SNAKE_CASE.
 
+use super::input::RunAgentInput;
 use super::message::{AguiMessage, MessageContent, TextRole};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -420,42 +421,6 @@ event_struct!(
         code: Option<String>,
     }
 );
-
-/// The input a run was started with (`RUN_STARTED.input`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunAgentInput {
-    /// The conversation thread.
-    #[serde(default)]
-    pub thread_id: String,
-    /// The run.
-    #[serde(default)]
-    pub run_id: String,
-    /// The run this one was started from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_run_id: Option<String>,
-    /// The protocol version the client speaks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// The shared state the run starts from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<Value>,
-    /// The conversation so far.
-    #[serde(default)]
-    pub messages: Vec<AguiMessage>,
-    /// The tools the client offers.
-    #[serde(default)]
-    pub tools: Vec<Value>,
-    /// Extra context.
-    #[serde(default)]
-    pub context: Vec<Value>,
-    /// Properties forwarded to the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forwarded_props: Option<Value>,
-    /// Answers to pending interrupts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume: Option<Vec<Value>>,
-}
 
 /// How a run ended (`RUN_FINISHED.outcome`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

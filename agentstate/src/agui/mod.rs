@@ -15,6 +15,8 @@
 //! - [The server side](#the-server-side): `STATE_SNAPSHOT` / `STATE_DELTA` from a
 //!   [`State`](crate::State) and an update ([`state_snapshot`], [`state_delta`],
 //!   [`merge_with_events`], [`StateStream`]).
+//! - [`RunAgentInput`]: what a client sends to start a run (its thread, messages, state, tools
+//!   [`AguiTool`], context, and `resume` answers [`ResumeEntry`]).
 //! - [Converting messages](#converting-messages): AG-UI messages to and from agentstate's
 //!   [`Message`](crate::message::Message) ([`to_agui`], [`from_agui`]).
 //!
@@ -222,6 +224,7 @@ mod compose;
 mod convert;
 mod event;
 mod fold;
+mod input;
 mod message;
 mod order;
 mod patch;
@@ -237,21 +240,22 @@ pub use event::{
     ActivityDeltaEvent, ActivitySnapshotEvent, CustomEvent, EncryptedValueSubtype, Event,
     EventBase, MessagesSnapshotEvent, RawEvent, ReasoningEncryptedValueEvent, ReasoningEndEvent,
     ReasoningMessageChunkEvent, ReasoningMessageContentEvent, ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent, ReasoningStartEvent, RunAgentInput, RunErrorEvent,
-    RunFinishedEvent, RunOutcome, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent,
-    StepFinishedEvent, StepStartedEvent, SubagentErrorEvent, SubagentFinishedEvent,
-    SubagentStartedEvent, TextMessageChunkEvent, TextMessageContentEvent, TextMessageEndEvent,
-    TextMessageStartEvent, ToolCallArgsEvent, ToolCallChunkEvent, ToolCallEndEvent,
-    ToolCallResultEvent, ToolCallStartEvent, EVENT_TYPES,
+    ReasoningMessageStartEvent, ReasoningStartEvent, RunErrorEvent, RunFinishedEvent, RunOutcome,
+    RunStartedEvent, StateDeltaEvent, StateSnapshotEvent, StepFinishedEvent, StepStartedEvent,
+    SubagentErrorEvent, SubagentFinishedEvent, SubagentStartedEvent, TextMessageChunkEvent,
+    TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent,
+    ToolCallChunkEvent, ToolCallEndEvent, ToolCallResultEvent, ToolCallStartEvent, EVENT_TYPES,
 };
 pub use fold::{fold, fold_all, Timeline};
+pub use input::{AguiContext, AguiTool, ResumeEntry, ResumeStatus, RunAgentInput};
 pub use message::{
     ActivityMessage, AguiFunctionCall, AguiMessage, AguiRole, AguiToolCall, AssistantMessage,
     DeveloperMessage, MessageContent, ReasoningMessage, SystemMessage, TextRole, ToolMessage,
     UserMessage,
 };
 pub use server::{
-    merge_with_events, state_delta, state_snapshot, StateEvents, StateStream, StateStreamError,
+    merge_with_events, message_events, state_delta, state_snapshot, OpenStreams, StateEvents,
+    StateStream, StateStreamError,
 };
 
 /// The `json-patch` crate the fold applies `STATE_DELTA`s with, re-exported to build and inspect

@@ -42,7 +42,9 @@ pub(crate) struct AguiRun {
     run_id: String,
     parent_run_id: Option<String>,
     messages_field: Option<String>,
-    /// The state as the client has it.
+    /// The state as the server shows it ([`Assistant::wire_values`](crate::Assistant::wire_values)).
+    wire: Wire,
+    /// The state as the client has it (as the server shows it).
     json: Value,
     /// Ids of the messages the client has.
     seen: HashSet<String>,
@@ -50,6 +52,9 @@ pub(crate) struct AguiRun {
     streams: OpenStreams,
     ended: bool,
 }
+
+/// How the server shows a state's JSON.
+type Wire = Arc<dyn Fn(Value) -> Value + Send + Sync>;
 
 /// A run's AG-UI translation, shared by its task and its watcher.
 pub(crate) type SharedAguiRun = Arc<Mutex<AguiRun>>;
@@ -160,9 +165,10 @@ impl AguiRun {
                 ..Default::default()
             }));
         }
-        if *values != self.json {
-            out.push(state_delta(&self.json, values));
-            self.json = values.clone();
+        let shown = (self.wire)(values.clone());
+        if shown != self.json {
+            out.push(state_delta(&self.json, &shown));
+            self.json = shown;
         }
     }
 }
@@ -344,7 +350,11 @@ async fn prepare(served: &Served, input: &RunAgentInput) -> Result<(Start, AguiR
         run_id: run.clone(),
         parent_run_id: input.parent_run_id.clone(),
         messages_field: field,
-        json: snapshot.values,
+        json: assistant.wire_values(snapshot.values),
+        wire: {
+            let assistant = Arc::clone(assistant);
+            Arc::new(move |values| assistant.wire_values(values))
+        },
         seen: input.messages.iter().map(|m| m.id().to_owned()).collect(),
         streams: OpenStreams::default(),
         ended: false,
@@ -368,6 +378,7 @@ mod tests {
             run_id: "r".into(),
             parent_run_id: Some("r-0".into()),
             messages_field: Some("messages".into()),
+            wire: Arc::new(|values| values),
             json: json!({"messages": []}),
             seen: HashSet::new(),
             streams: OpenStreams::default(),

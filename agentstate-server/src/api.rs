@@ -173,7 +173,10 @@ async fn snapshot(
     };
     let served = shared.graph(graph)?;
     match served.assistant.snapshot(&thread.thread_id, at).await {
-        Ok(snapshot) => Ok(Some(snapshot)),
+        Ok(mut snapshot) => {
+            snapshot.values = served.assistant.wire_values(snapshot.values);
+            Ok(Some(snapshot))
+        }
         // Its first run has not made the store's thread yet.
         Err(e) if e.category == "thread_not_found" => Ok(None),
         Err(e) => Err(e.into()),
@@ -448,11 +451,14 @@ async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
         return ok(json!([]));
     };
     let served = shared.graph(graph)?;
-    let checkpoints = served
+    let mut checkpoints = served
         .assistant
         .checkpoints(id, limit.unwrap_or(10))
         .await
         .map_err(ApiError::from)?;
+    for c in &mut checkpoints {
+        c.values = served.assistant.wire_values(std::mem::take(&mut c.values));
+    }
     let states: Vec<Value> = checkpoints
         .iter()
         .enumerate()

@@ -213,6 +213,14 @@ pub trait Assistant: Send + Sync + 'static {
         None
     }
 
+    /// A state's or an update's JSON as the server shows it (the LangGraph API's values,
+    /// updates, state and history; the AG-UI endpoint's state): its message fields as
+    /// LangChain's message dicts, as LangGraph's SDKs and `useStream` read them. As it is by
+    /// default; a `DurableGraph` converts the fields its state merges with a messages reducer.
+    fn wire_values(&self, values: Value) -> Value {
+        values
+    }
+
     /// Creates thread `thread` with a new state if it does not exist.
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
 
@@ -291,6 +299,10 @@ where
         json!({"type": "object", "properties": properties})
     }
 
+    fn wire_values(&self, values: Value) -> Value {
+        crate::messages::outgoing(values, &crate::messages::message_fields::<S>())
+    }
+
     fn messages_field(&self) -> Option<String> {
         S::schema()
             .fields()
@@ -335,6 +347,9 @@ where
                 },
                 // A new input starts a new run whatever the last one left (LangGraph's).
                 Start::Input(Some(value)) => {
+                    // Messages in any shape LangGraph's `add_messages` takes.
+                    let value =
+                        crate::messages::incoming(value, &crate::messages::message_fields::<S>());
                     let update = S::Update::from_json(value).map_err(|e| {
                         AssistantError::new(
                             e.category(),
@@ -410,6 +425,7 @@ where
         as_node: Option<&'a str>,
     ) -> BoxFuture<'a, Result<u64, AssistantError>> {
         Box::pin(async move {
+            let values = crate::messages::incoming(values, &crate::messages::message_fields::<S>());
             let update = S::Update::from_json(values).map_err(|e| {
                 AssistantError::new(
                     e.category(),

@@ -60,6 +60,13 @@
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
 //! | `POST /agui/{assistant}` | an AG-UI run (see [below](#the-ag-ui-endpoint)) |
 //!
+//! Messages: the state keeps AgentFlow's [`Message`](agentstate::message::Message)s; the API
+//! takes them in any shape LangGraph's `add_messages` takes (LangChain's dicts such as
+//! `{"type": "human", "content": "hi"}`, OpenAI-style `{"role": "user", ...}`, a plain string,
+//! a `["user", "hi"]` pair, with tool calls and tool results) and shows them, in values,
+//! updates, state and history, as LangChain's message dicts (`type`, `content`, `id`,
+//! `tool_calls`, `tool_call_id`, `usage_metadata`), as the SDKs and `useStream` read them.
+//!
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
 //! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
@@ -149,6 +156,7 @@ mod agui;
 mod api;
 mod assistant;
 mod error;
+mod messages;
 pub mod record;
 mod records;
 mod runs;

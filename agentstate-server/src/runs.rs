@@ -379,13 +379,14 @@ impl Job {
             return;
         }
         let on = |mode| self.modes.contains(&mode);
+        let wire = |values: &Value| self.assistant.wire_values(values.clone());
         match event {
             RunEvent::Values(values) if on(Mode::Values) => {
-                live.push("values", values.clone());
+                live.push("values", wire(values));
                 *last_values = Some(values.clone());
             }
             RunEvent::Update { node, update } if on(Mode::Updates) => {
-                live.push("updates", json!({ node.as_str(): update }));
+                live.push("updates", json!({ node.as_str(): wire(update) }));
             }
             RunEvent::Custom { value, .. } if on(Mode::Custom) => {
                 live.push("custom", value.clone());
@@ -419,14 +420,14 @@ impl Job {
                     live.push("updates", json!({ "__interrupt__": list }));
                 }
                 if on(Mode::Values) {
-                    live.push("values", with_interrupts(values, interrupts));
+                    live.push("values", with_interrupts(&wire(values), interrupts));
                 }
             }
             // The final state, unless the last step's values were it.
             RunEvent::Finished { values }
                 if on(Mode::Values) && last_values.as_ref() != Some(values) =>
             {
-                live.push("values", values.clone());
+                live.push("values", wire(values));
             }
             RunEvent::Failed(error) => {
                 live.push(
@@ -459,12 +460,13 @@ impl Job {
                     .push(crate::agui::FRAME, crate::agui::agui_json(&event));
             }
         }
+        let wire = |values: Value| self.assistant.wire_values(values);
         let (status, thread_status, result) = match end {
-            End::Finished(values) => (RunStatus::Success, Some(ThreadStatus::Idle), values),
+            End::Finished(values) => (RunStatus::Success, Some(ThreadStatus::Idle), wire(values)),
             End::Suspended(values, interrupts) => (
                 RunStatus::Success,
                 Some(ThreadStatus::Interrupted),
-                with_interrupts(&values, &interrupts),
+                with_interrupts(&wire(values), &interrupts),
             ),
             End::Failed(error) => {
                 if !matches!(self.live.lock().frames.last(), Some(f) if f.event == "error") {
@@ -483,7 +485,7 @@ impl Job {
             }
             End::Cancelled(started) => {
                 let values = match self.assistant.snapshot(thread, None).await {
-                    Ok(snapshot) => snapshot.values,
+                    Ok(snapshot) => wire(snapshot.values),
                     Err(_) => json!({}),
                 };
                 (

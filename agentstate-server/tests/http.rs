@@ -523,13 +523,21 @@ async fn interrupt_stops_the_running_run_and_a_new_input_starts_afresh() {
         json!(["triage", "triage", "draft"]),
         "{values}"
     );
-    let texts: Vec<&str> = values["messages"]
+    // Messages go out as LangChain's dicts.
+    let texts: Vec<(&str, &str)> = values["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .map(|m| (m["type"].as_str().unwrap(), m["content"].as_str().unwrap()))
         .collect();
-    assert_eq!(texts, ["slow one", "second", "You asked: second"]);
+    assert_eq!(
+        texts,
+        [
+            ("human", "slow one"),
+            ("human", "second"),
+            ("ai", "You asked: second")
+        ]
+    );
     let (_, first) = json(
         &app,
         "GET",

@@ -36,6 +36,7 @@ const CHECKS: &[&str] = &[
     "stream_metadata_first",
     "stream_content_location",
     "stream_values",
+    "values_messages_langchain",
     "stream_updates",
     "stream_custom",
     "stream_messages_tuple",

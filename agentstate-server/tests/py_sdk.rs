@@ -31,6 +31,7 @@ const CHECKS: &[&str] = &[
     "stream_metadata_first",
     "stream_run_created",
     "stream_values",
+    "values_messages_langchain",
     "stream_updates",
     "stream_custom",
     "stream_messages_tuple",

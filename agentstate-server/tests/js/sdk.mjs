@@ -29,8 +29,8 @@ async function collect(stream) {
   return parts;
 }
 
-// agentstate's messages are AgentFlow's: content is a list of blocks.
-const ask = (text) => ({ messages: [{ role: "user", content: [{ type: "text", text }] }] });
+// Messages as `useStream` sends them: LangChain's dicts.
+const ask = (text) => ({ messages: [{ type: "human", content: text }] });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // The API key.
@@ -81,6 +81,13 @@ check("stream_metadata_first", events[0] === "metadata" && parts[0].data.run_id,
 check("stream_content_location", created && created.run_id === parts[0].data.run_id && created.thread_id === thread.thread_id, created);
 const values = parts.filter((p) => p.event === "values").map((p) => p.data);
 check("stream_values", values.length >= 2 && values[0].log[0] === "triage", values);
+const shown = values.at(-1).messages;
+check(
+  "values_messages_langchain",
+  shown.length === 2 && shown[0].type === "human" && shown[0].content === "Where is my order?"
+    && shown[1].type === "ai" && shown[1].content === "You asked: Where is my order?" && typeof shown[1].id === "string",
+  shown,
+);
 const updates = parts.filter((p) => p.event === "updates").map((p) => p.data);
 check("stream_updates", updates[0].triage && updates[1].draft, updates);
 const custom = parts.filter((p) => p.event === "custom").map((p) => p.data);

@@ -37,8 +37,8 @@ async def collect(stream):
 
 
 def ask(text):
-    # agentstate's messages are AgentFlow's: content is a list of blocks.
-    return {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]}
+    # As LangGraph's add_messages takes them: an OpenAI-style role and a string.
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 async def main():
@@ -84,6 +84,8 @@ async def main():
     check("stream_run_created", created.get("run_id") == run_id and created.get("thread_id") == tid, created)
     values = [p.data for p in parts if p.event == "values"]
     check("stream_values", len(values) >= 2 and values[0]["log"][:1] == ["triage"], values)
+    shown = [(m["type"], m["content"]) for m in values[-1]["messages"]]
+    check("values_messages_langchain", shown == [("human", "Where is my order?"), ("ai", "You asked: Where is my order?")], shown)
     updates = [p.data for p in parts if p.event == "updates"]
     check("stream_updates", "triage" in updates[0] and "draft" in updates[1], updates)
     custom = [p.data for p in parts if p.event == "custom"]

@@ -1,12 +1,12 @@
-//! The help desk graph the `serve` example serves and the JS SDK test drives: three nodes,
-//! `triage` (a custom event), `draft` (the scripted model's answer, streamed as message deltas)
-//! and `approve` (an interrupt: a person approves the answer).
+//! The help desk graph the `serve` example serves and the SDK tests drive: three nodes,
+//! `triage` (a custom event), `draft` (a model's answer, streamed as message deltas: a scripted
+//! echo, or a provider's model) and `approve` (an interrupt: a person approves the answer).
 //!
 //! A question `fail` fails `triage`, `panic` panics in it (a bug in a node); a question
 //! starting with `slow` makes `draft` take two seconds (something to cancel).
 
 use agentstate::message::{Message, Role};
-use agentstate::model::ScriptedModel;
+use agentstate::model::{ChatModel, ScriptedModel};
 use agentstate::providers::ModelRequest;
 use agentstate::AgentState;
 use agentstate_graph::{BoxError, Context, Graph, END};
@@ -38,13 +38,24 @@ fn question(state: &Desk) -> String {
         .unwrap_or_default()
 }
 
-/// The help desk graph.
+/// The help desk graph, its answers from a scripted model (`You asked: ...`).
+#[allow(dead_code)] // the tests' graph; the `serve` example calls `graph_with`
 pub fn graph() -> Result<Graph<Desk, &'static str>, agentstate_graph::CompileError> {
+    graph_with(None)
+}
+
+/// The help desk graph, its answers from `model` (a client and the model's name) if given, else
+/// from a scripted model.
+pub fn graph_with(
+    model: Option<(Arc<dyn ChatModel>, String)>,
+) -> Result<Graph<Desk, &'static str>, agentstate_graph::CompileError> {
+    let name = model.as_ref().map_or("scripted", |(_, name)| name.as_str());
     let request = Arc::new(
-        ModelRequest::builder("scripted")
+        ModelRequest::builder(name)
             .build()
             .expect("a model request"),
     );
+    let provider = model.map(|(client, _)| client);
     Graph::builder()
         .node("triage", |state: Arc<Desk>, cx: Context| async move {
             let asked = question(&state);
@@ -60,16 +71,22 @@ pub fn graph() -> Result<Graph<Desk, &'static str>, agentstate_graph::CompileErr
             Ok(DeskUpdate::default().log(vec!["triage".to_owned()]))
         })
         .node("draft", move |state: Arc<Desk>, cx: Context| {
-            let request = Arc::clone(&request);
+            let (request, provider) = (Arc::clone(&request), provider.clone());
             async move {
                 let asked = question(&state);
                 if asked.starts_with("slow") {
                     tokio::time::sleep(Duration::from_secs(2)).await;
                 }
-                // A new scripted model per call: one answer, streamed in pieces of 4 characters.
-                let model =
-                    ScriptedModel::from_texts([format!("You asked: {asked}")]).chunk_size(4);
-                let answer = cx.complete(&model, &request, &state.messages).await?;
+                let answer = match provider {
+                    Some(model) => cx.complete(&*model, &request, &state.messages).await?,
+                    None => {
+                        // A new scripted model per call: one answer, streamed in pieces of 4
+                        // characters.
+                        let model = ScriptedModel::from_texts([format!("You asked: {asked}")])
+                            .chunk_size(4);
+                        cx.complete(&model, &request, &state.messages).await?
+                    }
+                };
                 Ok::<_, BoxError>(
                     DeskUpdate::default()
                         .messages(vec![answer])

@@ -3,7 +3,10 @@
 use crate::assistant::{CheckpointState, Snapshot, Start};
 use crate::error::ApiError;
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{interrupt_json, new_thread, with_interrupts, Job, Live, Mode};
+use crate::runs::{
+    final_record, interrupt_json, new_thread, stored_frames, with_interrupts, Frame, Job, Live,
+    Mode,
+};
 use crate::server::{Served, Shared};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
@@ -304,6 +307,7 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
             live.cancel();
             live.result().await;
         }
+        shared.records.delete_events(&run.run_id).await?;
         shared
             .records
             .delete(crate::record::RUN, &run.run_id)
@@ -638,10 +642,10 @@ async fn create_run(
 }
 
 /// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
-fn location(live: &Live, stateless: bool) -> HeaderValue {
+fn location(thread: &str, run: &str, stateless: bool) -> HeaderValue {
     let path = match stateless {
-        true => format!("/runs/{}", live.run_id),
-        false => format!("/threads/{}/runs/{}", live.thread_id, live.run_id),
+        true => format!("/runs/{run}"),
+        false => format!("/threads/{thread}/runs/{run}"),
     };
     // Ids are checked store ids or UUIDs: printable ASCII.
     HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
@@ -650,8 +654,17 @@ fn location(live: &Live, stateless: bool) -> HeaderValue {
 /// The SSE response of a run's frames from the one numbered `from`, each with its number as
 /// its `id`.
 fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
-    let where_ = location(&live, stateless);
-    let events = live.frames(from).map(|(i, f)| {
+    let where_ = location(&live.thread_id, &live.run_id, stateless);
+    sse_response(live.frames(from), where_, stateless)
+}
+
+/// The SSE response of `frames`, each with its number as its `id`, of the run at `where_`.
+fn sse_response(
+    frames: impl futures_util::Stream<Item = (usize, Frame)> + Send + 'static,
+    where_: HeaderValue,
+    stateless: bool,
+) -> Response {
+    let events = frames.map(|(i, f)| {
         let event = SseEvent::default().id(i.to_string()).event(f.event);
         Ok::<_, Infallible>(event.data(f.data.to_string()))
     });
@@ -673,7 +686,7 @@ fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
 }
 
 async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
-    let where_ = location(&live, stateless);
+    let where_ = location(&live.thread_id, &live.run_id, stateless);
     let result = live.result().await;
     let mut response = Json(result).into_response();
     response
@@ -695,9 +708,10 @@ async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -
 /// The answer to a background run's creation: the run.
 fn run_answer(shared: &Shared, live: &Live, run: &RunRecord, stateless: bool) -> Response {
     let mut response = Json(run.to_api(&assistant_id_of(shared, run))).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_LOCATION, location(live, stateless));
+    response.headers_mut().insert(
+        header::CONTENT_LOCATION,
+        location(&live.thread_id, &live.run_id, stateless),
+    );
     response
 }
 
@@ -778,15 +792,20 @@ async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>)
             "run `{rid}` of thread `{id}` is in progress; cancel it before deleting it"
         )));
     }
+    shared.records.delete_events(&rid).await?;
     shared.records.delete(crate::record::RUN, &rid).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
+    run_record(&shared, &id, &rid).await?;
     if let Some(live) = shared.runs.get(&rid) {
         return ok(live.result().await);
     }
+    // Carried out by another server on the database, or ended.
+    let run = final_record(&*shared.records, &rid)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{rid}` of thread `{id}` was deleted")))?;
     if let Some(failure) = run.error {
         return ok(json!({"__error__": failure}));
     }
@@ -811,15 +830,14 @@ async fn join_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok())
         .map_or(0, |seen| seen + 1);
-    let live = match shared.runs.get(&rid) {
-        Some(live) => live,
-        // An ended run streams nothing more.
+    Ok(match shared.runs.get(&rid) {
+        Some(live) => stream_response(live, false, from),
+        // Carried out by another server on the database, or ended: its event log.
         None => {
-            let nothing = futures_util::stream::empty::<Result<SseEvent, Infallible>>();
-            return Ok(Sse::new(nothing).into_response());
+            let frames = stored_frames(Arc::clone(&shared.records), rid.clone(), from);
+            sse_response(frames, location(&id, &rid, false), false)
         }
-    };
-    Ok(stream_response(live, false, from))
+    })
 }
 
 async fn cancel_run(

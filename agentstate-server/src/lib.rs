@@ -45,7 +45,8 @@
 //!   `Default`. With it: [`Start`], [`RunEvents`], [`Snapshot`], [`CheckpointState`],
 //!   [`AssistantError`], [`BoxFuture`].
 //! - [`record`]: what the server stores beside the threads, one serde-tagged, versioned type
-//!   ([`Record`](record::Record): runs and threads' bookkeeping, with their statuses).
+//!   ([`Record`](record::Record): runs and threads' bookkeeping, with their statuses, and the
+//!   events each run streamed, in the store's event log of the run).
 //! - [`ApiError`]: a refusal, its status and sentence, as the reference server's JSON.
 //!
 //! # The API served
@@ -62,9 +63,11 @@
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
 //! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
-//! run, from 0); the response's `Content-Location` names the run. A client that joins a run in
-//! progress (`GET .../runs/{rid}/stream`, the stream response's `Location`) with
-//! `Last-Event-ID` gets every later event once (`-1`: all). A run that stops at an interrupt ends `success` and leaves its thread
+//! run, from 0); the response's `Content-Location` names the run. A run's events are written
+//! to the database as it streams (a batch at a time), so a client that joins a run
+//! (`GET .../runs/{rid}/stream`, the stream response's `Location`), on this server or on
+//! another one on the same database, while it runs or after it ended, with `Last-Event-ID`
+//! gets every later event once (`-1`: all); `join` waits for a run another server carries out. A run that stops at an interrupt ends `success` and leaves its thread
 //! `interrupted`, as the reference server does; `command.resume` answers it. A cancelled run
 //! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
 //! `input` starts afresh from the state (whatever the last run left: cut short, failed, or
@@ -75,8 +78,7 @@
 //!
 //! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and
 //! `goto`, runs from a checkpoint, `interrupt_before`/`interrupt_after` per run, the
-//! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, replaying the events
-//! of a run that ended (they are kept in memory while it runs), a state update at a
+//! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, a state update at a
 //! checkpoint, thread copy,
 //! crons, the store API (a request for them is refused, 422, with a sentence saying so); the
 //! AG-UI endpoint; workers on PostgreSQL.

@@ -1,12 +1,13 @@
 //! The server's records in the store's database, the store's backend erased.
 
 use crate::assistant::BoxFuture;
-use crate::record::{Record, RunRecord, ThreadRecord, RUN, THREAD};
+use crate::record::{EventRecord, Record, RunRecord, ThreadRecord, EVENT, RUN, THREAD};
 use agentstate_store::{RecordBackend, Store, StoreError};
 
 /// The records the server reads and writes, on any store that keeps records.
 pub(crate) trait Records: Send + Sync + 'static {
-    /// Puts `record` (replacing the one of its kind and id).
+    /// Puts `record` (replacing the one of its kind and id; an event is appended to its run's
+    /// event log, at its number, unless one is there).
     fn put<'a>(&'a self, record: Record) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Run `id`.
@@ -27,6 +28,25 @@ pub(crate) trait Records: Send + Sync + 'static {
 
     /// Deletes the store's thread `id` (its state and journal), if there is one.
     fn delete_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Appends `events` (numbered from `first`) to run `run`'s event log.
+    fn append_events<'a>(
+        &'a self,
+        run: &'a str,
+        first: u64,
+        events: Vec<Record>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The events of run `run` numbered `from` and later (at most `limit`).
+    fn events<'a>(
+        &'a self,
+        run: &'a str,
+        from: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<EventRecord>, StoreError>>;
+
+    /// Deletes run `run`'s event log.
+    fn delete_events<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<u64, StoreError>>;
 }
 
 fn wrong(kind: &str, id: &str) -> StoreError {
@@ -44,6 +64,10 @@ impl<B: RecordBackend> Records for Store<B> {
             let (id, thread) = match &record {
                 Record::Run(run) => (run.run_id.clone(), Some(run.thread_id.clone())),
                 Record::Thread(thread) => (thread.thread_id.clone(), None),
+                Record::Event(event) => {
+                    let (run, seq) = (event.run_id.clone(), event.seq);
+                    return Store::append_events(self, &run, seq, &[record]).await;
+                }
             };
             self.put_record(record.kind(), &id, thread.as_deref(), &record)
                 .await
@@ -68,6 +92,7 @@ impl<B: RecordBackend> Records for Store<B> {
                 .map(|r| match r {
                     Record::Run(run) => Ok(run),
                     Record::Thread(t) => Err(wrong(RUN, &t.thread_id)),
+                    Record::Event(e) => Err(wrong(RUN, &e.run_id)),
                 })
                 .collect()
         })
@@ -94,6 +119,7 @@ impl<B: RecordBackend> Records for Store<B> {
                 .map(|r| match r {
                     Record::Thread(thread) => Ok(thread),
                     Record::Run(run) => Err(wrong(THREAD, &run.run_id)),
+                    Record::Event(e) => Err(wrong(THREAD, &e.run_id)),
                 })
                 .collect()
         })
@@ -105,5 +131,36 @@ impl<B: RecordBackend> Records for Store<B> {
 
     fn delete_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(Store::delete(self, id))
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run: &'a str,
+        first: u64,
+        events: Vec<Record>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move { Store::append_events(self, run, first, &events).await })
+    }
+
+    fn events<'a>(
+        &'a self,
+        run: &'a str,
+        from: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<EventRecord>, StoreError>> {
+        Box::pin(async move {
+            Store::events::<Record>(self, run, from, limit)
+                .await?
+                .into_iter()
+                .map(|(seq, record)| match record {
+                    Record::Event(event) => Ok(event),
+                    _ => Err(wrong(EVENT, &format!("{run}/{seq}"))),
+                })
+                .collect()
+        })
+    }
+
+    fn delete_events<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
+        Box::pin(Store::delete_events(self, run))
     }
 }

@@ -1,8 +1,12 @@
 //! Runs carried out in this process: each a tokio task that drives its assistant's run, keeps
-//! its records, and buffers the frames its streams read.
+//! its records, and buffers the frames its streams read, which it also writes to the run's
+//! event log in the database (batched: what came while the last batch was written), so that
+//! other servers on the database can stream them ([`stored_frames`]).
 
 use crate::assistant::{Assistant, AssistantError, RunEvent, Start};
-use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+use crate::record::{
+    now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus,
+};
 use crate::records::Records;
 use agentstate_graph::Interrupt;
 use futures_util::{Stream, StreamExt};
@@ -49,9 +53,16 @@ impl Mode {
 /// An SSE event of a run: its name and its JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Frame {
-    pub(crate) event: &'static str,
+    pub(crate) event: String,
     pub(crate) data: Value,
 }
+
+/// How often a server follows a run that another server carries out (its event log and its
+/// record).
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The most events read from an event log at once.
+const EVENTS_PAGE: usize = 256;
 
 /// A run in progress in this process: the frames streamed so far, its result once it ended,
 /// and its cancellation.
@@ -61,6 +72,8 @@ pub(crate) struct Live {
     state: Mutex<LiveState>,
     changed: watch::Sender<u64>,
     cancel: watch::Sender<bool>,
+    /// How many of its frames are in its event log (held while a batch is written).
+    stored: tokio::sync::Mutex<usize>,
 }
 
 #[derive(Default)]
@@ -78,6 +91,7 @@ impl Live {
             state: Mutex::default(),
             changed: watch::Sender::new(0),
             cancel: watch::Sender::new(false),
+            stored: tokio::sync::Mutex::new(0),
         });
         live.push("metadata", json!({"run_id": run_id, "attempt": 1}));
         live
@@ -87,9 +101,57 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, event: &'static str, data: Value) {
-        self.lock().frames.push(Frame { event, data });
+    fn push(&self, event: &str, data: Value) {
+        self.lock().frames.push(Frame {
+            event: event.to_owned(),
+            data,
+        });
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Writes the frames not yet in the run's event log there, in one batch.
+    async fn store(&self, records: &dyn Records) -> Result<(), agentstate_store::StoreError> {
+        let mut stored = self.stored.lock().await;
+        let batch: Vec<Record> = self.lock().frames[*stored..]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                Record::Event(EventRecord {
+                    run_id: self.run_id.clone(),
+                    seq: (*stored + i) as u64,
+                    event: f.event.clone(),
+                    data: f.data.clone(),
+                })
+            })
+            .collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = batch.len();
+        records
+            .append_events(&self.run_id, *stored as u64, batch)
+            .await?;
+        *stored += n;
+        Ok(())
+    }
+
+    /// Writes its frames to the event log as they come, a batch at a time, until it ended (the
+    /// run's end writes the last ones).
+    fn store_as_they_come(self: &Arc<Self>, records: Arc<dyn Records>) {
+        let live = Arc::clone(self);
+        let mut rx = self.changed.subscribe();
+        tokio::spawn(async move {
+            loop {
+                if live.lock().result.is_some() {
+                    return;
+                }
+                // A failed write is retried with the next batch (and at the run's end).
+                let _ = live.store(&*records).await;
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     fn finish(&self, result: Value) {
@@ -260,6 +322,9 @@ impl Job {
     /// Carries the run out in a task of its own, watched: a task that panics (a node that
     /// panicked) ends the run `error`, saying so, rather than leaving it running.
     pub(crate) fn spawn(self) {
+        if !self.stateless {
+            self.live.store_as_they_come(Arc::clone(&self.records));
+        }
         let watcher = self.clone();
         let task = tokio::spawn(self.execute());
         tokio::spawn(async move {
@@ -469,10 +534,14 @@ impl Job {
         run.status = status;
         run.updated_ms = now_ms();
         if self.stateless {
+            let _ = self.records.delete_events(&run.run_id).await;
             let _ = self.records.delete(crate::record::RUN, &run.run_id).await;
             let _ = self.records.delete(crate::record::THREAD, thread).await;
             let _ = self.records.delete_state(thread).await;
         } else {
+            // Its last events before its final status: a server following it from the
+            // database stops at that status, having read them.
+            let _ = self.live.store(&*self.records).await;
             let _ = self.records.put(Record::Run(run)).await;
             if let Some(status) = thread_status {
                 self.set_thread(status).await;
@@ -535,4 +604,62 @@ pub(crate) async fn recover(shared: &crate::server::Shared) -> Result<usize, cra
         ended += orphans;
     }
     Ok(ended)
+}
+
+/// Run `run_id`'s frames from its event log, from the one numbered `from`, then as another
+/// server (or this one) stores them, until the run's record is final and every event was read.
+pub(crate) fn stored_frames(
+    records: Arc<dyn Records>,
+    run_id: String,
+    from: usize,
+) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
+    let state = (
+        records,
+        run_id,
+        from as u64,
+        std::collections::VecDeque::new(),
+    );
+    futures_util::stream::unfold(state, |(records, run_id, mut next, mut page)| async move {
+        loop {
+            if let Some(event) = page.pop_front() {
+                let EventRecord {
+                    seq, event, data, ..
+                } = event;
+                let frame = (seq as usize, Frame { event, data });
+                return Some((frame, (records, run_id, next, page)));
+            }
+            // Its status before its events: a run is final only once its last events are in.
+            let ended = match records.run(&run_id).await {
+                Ok(Some(run)) => run.status.is_final(),
+                Ok(None) | Err(_) => true,
+            };
+            let read = records
+                .events(&run_id, next, EVENTS_PAGE)
+                .await
+                .unwrap_or_default();
+            if let Some(last) = read.last() {
+                next = last.seq + 1;
+                page.extend(read);
+                continue;
+            }
+            if ended {
+                return None;
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+        }
+    })
+}
+
+/// Waits until run `run_id`'s record is final (a run another server carries out) and returns
+/// it (`None`: it was deleted).
+pub(crate) async fn final_record(
+    records: &dyn Records,
+    run_id: &str,
+) -> Result<Option<RunRecord>, agentstate_store::StoreError> {
+    loop {
+        match records.run(run_id).await? {
+            Some(run) if !run.status.is_final() => tokio::time::sleep(FOLLOW_EVERY).await,
+            done => return Ok(done),
+        }
+    }
 }

@@ -305,4 +305,26 @@ impl crate::RecordBackend for AnyBackend {
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         dispatch!(self, b => b.delete_record(kind, id).await)
     }
+
+    async fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.append_events(log, first, bodies).await)
+    }
+
+    async fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::EventRow>, StoreError> {
+        dispatch!(self, b => b.list_events(log, from, limit).await)
+    }
+
+    async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.delete_events(log).await)
+    }
 }

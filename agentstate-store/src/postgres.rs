@@ -12,7 +12,7 @@ use crate::record::{
     NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
     ThreadQuery,
 };
-use crate::records::{RecordBackend, RecordRow};
+use crate::records::{EventRow, RecordBackend, RecordRow};
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
@@ -132,6 +132,7 @@ struct Sql {
     meta: String,
     schemas: String,
     records: String,
+    events: String,
     append: String,
     append_all: String,
     head: String,
@@ -259,6 +260,7 @@ impl Sql {
             meta: format!("{q}.agentstate_meta"),
             schemas: format!("{q}.agentstate_schemas"),
             records: format!("{q}.agentstate_records"),
+            events: format!("{q}.agentstate_events"),
             threads,
             entries,
         }
@@ -433,7 +435,14 @@ impl Postgres {
                  body JSONB NOT NULL,
                  PRIMARY KEY (kind, id)
              );
-             CREATE INDEX IF NOT EXISTS agentstate_records_thread ON {records} (kind, thread, created_ms);"
+             CREATE INDEX IF NOT EXISTS agentstate_records_thread ON {records} (kind, thread, created_ms);
+             CREATE TABLE IF NOT EXISTS {events} (
+                 log TEXT NOT NULL,
+                 seq BIGINT NOT NULL,
+                 body JSONB NOT NULL,
+                 PRIMARY KEY (log, seq)
+             );",
+            events = self.sql.events
         )
     }
 
@@ -1441,5 +1450,71 @@ impl RecordBackend for Postgres {
             .await
             .map_err(db_err(&doing))?;
         Ok(n > 0)
+    }
+
+    async fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> Result<(), StoreError> {
+        let doing = format!("appending {} events to event log `{log}`", bodies.len());
+        let client = self.client(&doing).await?;
+        // One statement for the batch: the numbers and bodies as two arrays.
+        let seqs: Vec<i64> = (0..bodies.len())
+            .map(|i| (first + i as u64) as i64)
+            .collect();
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (log, seq, body)
+                     SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
+                     ON CONFLICT (log, seq) DO NOTHING",
+                    self.sql.events
+                ),
+                &[&log, &seqs, &bodies],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let doing = format!("reading event log `{log}`");
+        let client = self.client(&doing).await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT seq, body::text FROM {} WHERE log = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+                    self.sql.events
+                ),
+                &[&log, &(from as i64), &(limit as i64)],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(rows
+            .iter()
+            .map(|r| EventRow {
+                seq: r.get::<_, i64>(0) as u64,
+                body: r.get(1),
+            })
+            .collect())
+    }
+
+    async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        let doing = format!("deleting event log `{log}`");
+        let client = self.client(&doing).await?;
+        client
+            .execute(
+                &format!("DELETE FROM {} WHERE log = $1", self.sql.events),
+                &[&log],
+            )
+            .await
+            .map_err(db_err(&doing))
     }
 }

@@ -7,6 +7,11 @@
 //! `agentstate_records`, is created by the first record operation on an SQLite database (one
 //! that keeps no record has none) and when a PostgreSQL store connects; it is not part of the
 //! threads' tables' version, and deleting a thread does not delete its records.
+//!
+//! Beside the records, numbered event logs (a run's streamed events, so that any process on
+//! the database can replay and follow them): [`Store::append_events`], [`Store::events`],
+//! [`Store::delete_events`], in the table `agentstate_events` (`log`, `seq`, `body`), created
+//! with the records table.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -30,7 +35,17 @@ pub struct RecordRow {
     pub created_ms: i64,
 }
 
-/// A backend that keeps records beside its threads (implemented by `Sqlite`).
+/// An entry of an event log ([`Store::events`]): its number in the log and its JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    /// Its number in its log (the first event is 0).
+    pub seq: u64,
+    /// Its JSON text.
+    pub body: String,
+}
+
+/// A backend that keeps records beside its threads (implemented by `Sqlite`, `Postgres` and
+/// `AnyBackend`).
 pub trait RecordBackend: Backend {
     /// Inserts or replaces the record `(row.kind, row.id)`; a replaced record keeps its
     /// `created_ms`.
@@ -57,6 +72,26 @@ pub trait RecordBackend: Backend {
         kind: &str,
         id: &str,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Appends `bodies` to event log `log`, numbered from `first`; an event whose number is
+    /// already in the log is left as it is (appending a batch again changes nothing).
+    fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The events of log `log` numbered `from` and later, in order, at most `limit`.
+    fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<EventRow>, StoreError>> + Send;
+
+    /// Deletes event log `log`; returns how many events it had.
+    fn delete_events(&self, log: &str) -> impl Future<Output = Result<u64, StoreError>> + Send;
 }
 
 impl<B: RecordBackend> Store<B> {
@@ -127,6 +162,75 @@ impl<B: RecordBackend> Store<B> {
     }
 }
 
+impl<B: RecordBackend> Store<B> {
+    /// Appends `events` to event log `log` (a run's id, say), numbered from `first`: each is
+    /// written once (a number already in the log keeps its event), so a writer that retries a
+    /// batch, or two that write the same events, leave one copy.
+    ///
+    /// ```
+    /// use agentstate_store::SqliteStore;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.append_events("run-1", 0, &["metadata", "values"]).await?;
+    /// store.append_events("run-1", 1, &["values", "end"]).await?;
+    /// let later: Vec<(u64, String)> = store.events("run-1", 1, 10).await?;
+    /// assert_eq!(later, [(1, "values".to_owned()), (2, "end".to_owned())]);
+    /// assert_eq!(store.delete_events("run-1").await?, 3);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn append_events<T: Serialize>(
+        &self,
+        log: &str,
+        first: u64,
+        events: &[T],
+    ) -> Result<(), StoreError> {
+        let bodies = events
+            .iter()
+            .enumerate()
+            .map(|(i, event)| {
+                serde_json::to_string(event).map_err(|e| StoreError::Record {
+                    kind: "event".to_owned(),
+                    id: format!("{log}/{}", first + i as u64),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if bodies.is_empty() {
+            return Ok(());
+        }
+        self.backend().append_events(log, first, bodies).await
+    }
+
+    /// The events of log `log` numbered `from` and later, at most `limit`, each with its
+    /// number and read as a `T`.
+    pub async fn events<T: DeserializeOwned>(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, T)>, StoreError> {
+        let rows = self.backend().list_events(log, from, limit).await?;
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(&row.body)
+                    .map(|event| (row.seq, event))
+                    .map_err(|e| StoreError::Record {
+                        kind: "event".to_owned(),
+                        id: format!("{log}/{}", row.seq),
+                        reason: e.to_string(),
+                    })
+            })
+            .collect()
+    }
+
+    /// Deletes event log `log`; returns how many events it had.
+    pub async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        self.backend().delete_events(log).await
+    }
+}
+
 fn read<T: DeserializeOwned>(row: &RecordRow) -> Result<T, StoreError> {
     serde_json::from_str(&row.body).map_err(|e| StoreError::Record {
         kind: row.kind.clone(),
@@ -193,6 +297,20 @@ mod tests {
         assert_eq!(store.record::<Value>("thread", "b").await.unwrap(), None);
         assert!(store.delete_record("run", "b").await.unwrap());
         assert!(!store.delete_record("run", "b").await.unwrap());
+        store.append_events("r", 0, &[1, 2]).await.unwrap();
+        // A batch written again, overlapping: each number keeps its first event.
+        store.append_events("r", 1, &[20, 3]).await.unwrap();
+        store.append_events("other", 0, &[9]).await.unwrap();
+        let events: Vec<(u64, u32)> = store.events("r", 0, 100).await.unwrap();
+        assert_eq!(events, [(0, 1), (1, 2), (2, 3)]);
+        let some: Vec<(u64, u32)> = store.events("r", 1, 1).await.unwrap();
+        assert_eq!(some, [(1, 2)]);
+        assert_eq!(store.delete_events("r").await.unwrap(), 3);
+        assert!(store.events::<u32>("r", 0, 100).await.unwrap().is_empty());
+        assert_eq!(
+            store.events::<u32>("other", 0, 100).await.unwrap(),
+            [(0, 9)]
+        );
         let wrong = store.record::<u32>("thread", "a").await.unwrap_err();
         assert_eq!(wrong.category(), "store_corrupt_data");
         assert!(

@@ -2,7 +2,8 @@
 //! answer, an approval interrupt) over the LangGraph Agent Server API, on SQLite
 //! (`agentstate-server.db` in the working directory, or the store URL in `AGENTSTATE_DATABASE`:
 //! `postgres://...` with the feature `postgres`), at http://127.0.0.1:2024 (or the address given
-//! as its argument).
+//! as its argument). On PostgreSQL, `AGENTSTATE_WORKERS=n` queues the runs in the database for
+//! `n` workers in this process and those of the `worker` example (0: this process only serves).
 //!
 //! ```text
 //! cargo run -p agentstate-server --example serve            # http://127.0.0.1:2024
@@ -31,10 +32,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::var("AGENTSTATE_DATABASE")
         .unwrap_or_else(|_| "sqlite:agentstate-server.db".to_owned());
     let store = AnyStore::open(&url).await?;
-    let server = Server::builder(&store)
+    let mut server = Server::builder(&store)
         .assistant("desk", desk::graph()?.durable(&store))
-        .cors(tower_http::cors::CorsLayer::permissive())
-        .build();
+        .cors(tower_http::cors::CorsLayer::permissive());
+    if let Ok(workers) = std::env::var("AGENTSTATE_WORKERS") {
+        server = server.workers(workers.parse()?);
+    }
+    let server = server.build();
     let address = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:2024".to_owned());

@@ -547,13 +547,37 @@ fn unsupported(create: &RunCreate) -> Option<&'static str> {
     .find_map(|(asked, what)| asked.then_some(what))
 }
 
+/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
+/// reads back (the request was checked when the run was created).
+pub(crate) fn plan(kwargs: &Value) -> Result<(Start, Vec<Mode>), String> {
+    let create: RunCreate = serde_json::from_value(kwargs.clone())
+        .map_err(|e| format!("its request is not valid: {e}"))?;
+    Ok((start_of(&create), Mode::parse(create.stream_mode.as_ref())?))
+}
+
+fn start_of(create: &RunCreate) -> Start {
+    match create.command.as_ref().and_then(|c| c.resume.clone()) {
+        Some(resume) => Start::Resume(resume),
+        None => Start::Input(create.input.clone()),
+    }
+}
+
+/// A run just created: in progress in this process (`live`), or queued for the workers on the
+/// database.
+struct Created {
+    run: RunRecord,
+    live: Option<Arc<Live>>,
+    stateless: bool,
+}
+
 /// Creates a run on thread `thread` (`None`: a stateless run, on a temporary thread) and
-/// starts its task.
+/// starts its task, or queues it for the workers (a run on a thread, on a database with a run
+/// queue, when the server has workers: see [`ServerBuilder::workers`](crate::ServerBuilder::workers)).
 async fn create_run(
     shared: &Arc<Shared>,
     thread: Option<&str>,
     bytes: &Bytes,
-) -> Result<(Arc<Live>, RunRecord), ApiError> {
+) -> Result<Created, ApiError> {
     let kwargs: Value = body(bytes, "a run request")?;
     let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
         ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
@@ -593,11 +617,25 @@ async fn create_run(
             served.graph_id
         )));
     }
-    let start = match create.command.as_ref().and_then(|c| c.resume.clone()) {
-        Some(resume) => Start::Resume(resume),
-        None => Start::Input(create.input.clone()),
-    };
+    let start = start_of(&create);
     let strategy = create.multitask_strategy.as_deref().unwrap_or("reject");
+    if shared.queued && !stateless {
+        let run = queue_run(
+            shared,
+            record,
+            &run_id,
+            &served.graph_id,
+            strategy,
+            kwargs,
+            create.metadata,
+        )
+        .await?;
+        return Ok(Created {
+            run,
+            live: None,
+            stateless,
+        });
+    }
     let live = Live::new(&run_id, &thread_id);
     shared.runs.register(&live, |running| match strategy {
         "reject" if !running.is_empty() => Err(ApiError::conflict(format!(
@@ -611,9 +649,7 @@ async fn create_run(
             running.iter().for_each(|l| l.cancel());
             Ok(())
         }
-        other => Err(ApiError::unprocessable(format!(
-            "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
-        ))),
+        other => Err(unserved_strategy(other)),
     })?;
     record.graph_id = Some(served.graph_id.clone());
     record.updated_ms = now_ms();
@@ -636,9 +672,79 @@ async fn create_run(
         start,
         modes,
         stateless,
+        worker: None,
     };
     job.spawn();
-    Ok((live, run))
+    Ok(Created {
+        run,
+        live: Some(live),
+        stateless,
+    })
+}
+
+fn unserved_strategy(other: &str) -> ApiError {
+    ApiError::unprocessable(format!(
+        "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
+    ))
+}
+
+/// Writes run `run_id` (pending) and its thread's record, and queues it, after `strategy` said
+/// what to do with the thread's runs not yet ended (on any server).
+async fn queue_run(
+    shared: &Shared,
+    mut thread: ThreadRecord,
+    run_id: &str,
+    graph_id: &str,
+    strategy: &str,
+    kwargs: Value,
+    metadata: Option<Map<String, Value>>,
+) -> Result<RunRecord, ApiError> {
+    let thread_id = thread.thread_id.clone();
+    let open: Vec<RunRecord> = shared
+        .records
+        .runs(&thread_id)
+        .await?
+        .into_iter()
+        .filter(|r| !r.status.is_final())
+        .collect();
+    match strategy {
+        "reject" if !open.is_empty() => {
+            return Err(ApiError::conflict(format!(
+                "thread `{thread_id}` is busy with run `{}`; the new run was rejected (multitask_strategy `reject`)",
+                open[0].run_id
+            )))
+        }
+        "reject" | "enqueue" => {}
+        "interrupt" => {
+            for run in open {
+                cancel_queued(shared, run).await?;
+            }
+        }
+        other => return Err(unserved_strategy(other)),
+    }
+    thread.graph_id = Some(graph_id.to_owned());
+    thread.updated_ms = now_ms();
+    let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
+    run.metadata = Value::Object(metadata.unwrap_or_default());
+    shared.records.put(Record::Thread(thread)).await?;
+    shared.records.put(Record::Run(run.clone())).await?;
+    shared.records.enqueue(run_id, &thread_id).await?;
+    Ok(run)
+}
+
+/// Cancels queued run `run`: a pending one ends `interrupted` at once; a running one is
+/// stopped by its worker, told by `NOTIFY`. False if it had already ended.
+async fn cancel_queued(shared: &Shared, mut run: RunRecord) -> Result<bool, ApiError> {
+    match shared.records.cancel_queued(&run.run_id).await? {
+        Some(true) => Ok(true),
+        Some(false) => {
+            run.status = RunStatus::Interrupted;
+            run.updated_ms = now_ms();
+            shared.records.put(Record::Run(run)).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
@@ -685,6 +791,33 @@ fn sse_response(
     response
 }
 
+/// The SSE response of a run just created.
+fn created_stream(shared: &Shared, created: Created) -> Response {
+    match created.live {
+        Some(live) => stream_response(live, created.stateless, 0),
+        None => {
+            let (thread, run) = (&created.run.thread_id, &created.run.run_id);
+            let frames = stored_frames(Arc::clone(&shared.records), run.clone(), 0);
+            sse_response(frames, location(thread, run, false), false)
+        }
+    }
+}
+
+/// What `wait` answers for a run just created, once it ended.
+async fn created_wait(shared: &Shared, created: Created) -> Answer {
+    match created.live {
+        Some(live) => Ok(wait_response(live, created.stateless).await),
+        None => {
+            let (thread, run) = (&created.run.thread_id, &created.run.run_id);
+            let mut response = ended(shared, thread, run).await?;
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LOCATION, location(thread, run, false));
+            Ok(response)
+        }
+    }
+}
+
 async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
     let where_ = location(&live.thread_id, &live.run_id, stateless);
     let result = live.result().await;
@@ -696,43 +829,44 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
 }
 
 async fn create_stream(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(stream_response(live, false, 0))
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(created_stream(&shared, created))
 }
 
 async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(wait_response(live, false).await)
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    created_wait(&shared, created).await
 }
 
 /// The answer to a background run's creation: the run.
-fn run_answer(shared: &Shared, live: &Live, run: &RunRecord, stateless: bool) -> Response {
+fn run_answer(shared: &Shared, created: &Created) -> Response {
+    let run = &created.run;
     let mut response = Json(run.to_api(&assistant_id_of(shared, run))).into_response();
     response.headers_mut().insert(
         header::CONTENT_LOCATION,
-        location(&live.thread_id, &live.run_id, stateless),
+        location(&run.thread_id, &run.run_id, created.stateless),
     );
     response
 }
 
 async fn create_background(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, run) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(run_answer(&shared, &live, &run, false))
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(run_answer(&shared, &created))
 }
 
 async fn stateless_stream(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, None, &bytes).await?;
-    Ok(stream_response(live, true, 0))
+    let created = create_run(&shared, None, &bytes).await?;
+    Ok(created_stream(&shared, created))
 }
 
 async fn stateless_wait(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, None, &bytes).await?;
-    Ok(wait_response(live, true).await)
+    let created = create_run(&shared, None, &bytes).await?;
+    created_wait(&shared, created).await
 }
 
 async fn stateless_background(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, run) = create_run(&shared, None, &bytes).await?;
-    Ok(run_answer(&shared, &live, &run, true))
+    let created = create_run(&shared, None, &bytes).await?;
+    Ok(run_answer(&shared, &created))
 }
 
 fn assistant_id_of(shared: &Shared, run: &RunRecord) -> String {
@@ -786,8 +920,8 @@ async fn list_runs(
 }
 
 async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    run_record(&shared, &id, &rid).await?;
-    if shared.runs.get(&rid).is_some() {
+    let run = run_record(&shared, &id, &rid).await?;
+    if shared.runs.get(&rid).is_some() || (shared.queued && !run.status.is_final()) {
         return Err(ApiError::conflict(format!(
             "run `{rid}` of thread `{id}` is in progress; cancel it before deleting it"
         )));
@@ -802,15 +936,20 @@ async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -
     if let Some(live) = shared.runs.get(&rid) {
         return ok(live.result().await);
     }
-    // Carried out by another server on the database, or ended.
-    let run = final_record(&*shared.records, &rid)
+    ended(&shared, &id, &rid).await
+}
+
+/// What `join` answers for run `rid` of thread `id` (carried out by another process, or
+/// ended), once it ended.
+async fn ended(shared: &Shared, id: &str, rid: &str) -> Answer {
+    let run = final_record(&*shared.records, rid)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("run `{rid}` of thread `{id}` was deleted")))?;
     if let Some(failure) = run.error {
         return ok(json!({"__error__": failure}));
     }
-    let thread = thread_record(&shared, &id).await?;
-    match snapshot(&shared, &thread, None).await? {
+    let thread = thread_record(shared, id).await?;
+    match snapshot(shared, &thread, None).await? {
         Some(s) if s.interrupts.is_empty() => ok(s.values),
         Some(s) => ok(with_interrupts(&s.values, &s.interrupts)),
         None => ok(json!({})),
@@ -854,6 +993,16 @@ async fn cancel_run(
             )))
         }
     }
+    let wait = matches!(query.get("wait").map(String::as_str), Some("1" | "true"));
+    // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
+    // (a run cancelled only here could be swept back to the queue).
+    if shared.queued && !run.status.is_final() && cancel_queued(&shared, run.clone()).await? {
+        if wait {
+            final_record(&*shared.records, &rid).await?;
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        return Ok(StatusCode::ACCEPTED.into_response());
+    }
     let Some(live) = shared.runs.get(&rid) else {
         return Err(ApiError::conflict(format!(
             "run `{rid}` of thread `{id}` has already ended ({})",
@@ -864,7 +1013,7 @@ async fn cancel_run(
         )));
     };
     live.cancel();
-    if matches!(query.get("wait").map(String::as_str), Some("1" | "true")) {
+    if wait {
         live.result().await;
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

@@ -2,7 +2,9 @@
 
 use crate::assistant::BoxFuture;
 use crate::record::{EventRecord, Record, RunRecord, ThreadRecord, EVENT, RUN, THREAD};
-use agentstate_store::{RecordBackend, Store, StoreError};
+use agentstate_store::{ClaimedRun, RecordBackend, RunNotice, Store, StoreError, Swept};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// The records the server reads and writes, on any store that keeps records.
 pub(crate) trait Records: Send + Sync + 'static {
@@ -47,6 +49,48 @@ pub(crate) trait Records: Send + Sync + 'static {
 
     /// Deletes run `run`'s event log.
     fn delete_events<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<u64, StoreError>>;
+
+    /// Whether the database keeps a run queue (PostgreSQL: see
+    /// [`RecordBackend::claim_run`](agentstate_store::RecordBackend::claim_run) and the
+    /// methods beside it, which the following erase).
+    fn has_queue(&self) -> bool;
+
+    /// Queues run `run` of thread `thread`.
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a str,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Claims a run for worker `owner`.
+    fn claim<'a>(
+        &'a self,
+        owner: &'a str,
+        max_attempts: u32,
+    ) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>>;
+
+    /// Takes run `run` out of the queue.
+    fn finish_queued<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Puts run `run` back in the queue.
+    fn release<'a>(&'a self, run: &'a str, owner: &'a str)
+        -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Cancels queued run `run`.
+    fn cancel_queued<'a>(&'a self, run: &'a str)
+        -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
+
+    /// Sweeps the queue.
+    fn sweep(&self, grace: Duration, max_attempts: u32)
+        -> BoxFuture<'_, Result<Swept, StoreError>>;
+
+    /// The queue's notices.
+    fn listen(&self) -> BoxFuture<'_, Result<UnboundedReceiver<RunNotice>, StoreError>>;
+
+    /// Takes thread `thread`'s lease from whoever holds it (a run cancelled or handed back
+    /// by this process: nothing more of it is committed, and the next worker need not wait
+    /// for the lease to expire).
+    fn revoke_lease<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
 fn wrong(kind: &str, id: &str) -> StoreError {
@@ -162,5 +206,66 @@ impl<B: RecordBackend> Records for Store<B> {
 
     fn delete_events<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<u64, StoreError>> {
         Box::pin(Store::delete_events(self, run))
+    }
+
+    fn has_queue(&self) -> bool {
+        self.backend().has_run_queue()
+    }
+
+    /// Queues run `run` of thread `thread`.
+    fn enqueue<'a>(
+        &'a self,
+        run: &'a str,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.backend().enqueue_run(run, thread))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        owner: &'a str,
+        max_attempts: u32,
+    ) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>> {
+        Box::pin(self.backend().claim_run(owner, max_attempts))
+    }
+
+    fn finish_queued<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.backend().finish_run(run))
+    }
+
+    fn release<'a>(
+        &'a self,
+        run: &'a str,
+        owner: &'a str,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.backend().release_run(run, owner))
+    }
+
+    fn cancel_queued<'a>(
+        &'a self,
+        run: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
+        Box::pin(self.backend().cancel_run(run))
+    }
+
+    fn sweep(
+        &self,
+        grace: Duration,
+        max_attempts: u32,
+    ) -> BoxFuture<'_, Result<Swept, StoreError>> {
+        Box::pin(self.backend().sweep_runs(grace, max_attempts))
+    }
+
+    fn listen(&self) -> BoxFuture<'_, Result<UnboundedReceiver<RunNotice>, StoreError>> {
+        Box::pin(self.backend().listen_runs())
+    }
+
+    fn revoke_lease<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            match Store::revoke_lease(self, thread).await {
+                Ok(_) | Err(StoreError::ThreadNotFound { .. }) => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
     }
 }

@@ -71,9 +71,23 @@ pub(crate) struct Live {
     pub(crate) thread_id: String,
     state: Mutex<LiveState>,
     changed: watch::Sender<u64>,
-    cancel: watch::Sender<bool>,
+    cancel: watch::Sender<Stop>,
     /// How many of its frames are in its event log (held while a batch is written).
     stored: tokio::sync::Mutex<usize>,
+    /// The number of its first frame in its event log (the events of its earlier attempts
+    /// come before).
+    base: usize,
+}
+
+/// Why a run in progress is asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It is not.
+    No,
+    /// Cancelled: it ends `interrupted`.
+    Cancel,
+    /// Its worker stops: it goes back to the queue, for another worker.
+    HandBack,
 }
 
 #[derive(Default)]
@@ -85,15 +99,21 @@ struct LiveState {
 
 impl Live {
     pub(crate) fn new(run_id: &str, thread_id: &str) -> Arc<Self> {
+        Live::attempt(run_id, thread_id, 1, 0)
+    }
+
+    /// Attempt `attempt` of a run whose event log holds `base` events already.
+    pub(crate) fn attempt(run_id: &str, thread_id: &str, attempt: u32, base: usize) -> Arc<Self> {
         let live = Arc::new(Live {
             run_id: run_id.to_owned(),
             thread_id: thread_id.to_owned(),
             state: Mutex::default(),
             changed: watch::Sender::new(0),
-            cancel: watch::Sender::new(false),
+            cancel: watch::Sender::new(Stop::No),
             stored: tokio::sync::Mutex::new(0),
+            base,
         });
-        live.push("metadata", json!({"run_id": run_id, "attempt": 1}));
+        live.push("metadata", json!({"run_id": run_id, "attempt": attempt}));
         live
     }
 
@@ -118,7 +138,7 @@ impl Live {
             .map(|(i, f)| {
                 Record::Event(EventRecord {
                     run_id: self.run_id.clone(),
-                    seq: (*stored + i) as u64,
+                    seq: (self.base + *stored + i) as u64,
                     event: f.event.clone(),
                     data: f.data.clone(),
                 })
@@ -129,7 +149,7 @@ impl Live {
         }
         let n = batch.len();
         records
-            .append_events(&self.run_id, *stored as u64, batch)
+            .append_events(&self.run_id, (self.base + *stored) as u64, batch)
             .await?;
         *stored += n;
         Ok(())
@@ -161,7 +181,22 @@ impl Live {
 
     /// Asks the run to stop (it ends `interrupted`).
     pub(crate) fn cancel(&self) {
-        self.cancel.send_replace(true);
+        self.stop(Stop::Cancel);
+    }
+
+    /// Asks the run to stop for `why` (the first reason given stands).
+    pub(crate) fn stop(&self, why: Stop) {
+        self.cancel.send_if_modified(|now| {
+            let first = *now == Stop::No;
+            if first {
+                *now = why;
+            }
+            first
+        });
+    }
+
+    fn stopped(&self) -> Stop {
+        *self.cancel.borrow()
     }
 
     /// Its frames from the one numbered `from` (the first is 0: `metadata`), each with its
@@ -170,8 +205,10 @@ impl Live {
         self: Arc<Self>,
         from: usize,
     ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
+        let base = self.base;
         let rx = self.changed.subscribe();
-        futures_util::stream::unfold((self, from, rx), |(live, i, mut rx)| async move {
+        let from = from.saturating_sub(base);
+        futures_util::stream::unfold((self, from, rx), move |(live, i, mut rx)| async move {
             loop {
                 rx.borrow_and_update();
                 {
@@ -179,7 +216,7 @@ impl Live {
                     if let Some(frame) = state.frames.get(i) {
                         let frame = frame.clone();
                         drop(state);
-                        return Some(((i, frame), (live, i + 1, rx)));
+                        return Some(((base + i, frame), (live, i + 1, rx)));
                     }
                     if state.result.is_some() {
                         return None;
@@ -209,7 +246,7 @@ impl Live {
     async fn cancelled(&self) {
         let mut rx = self.cancel.subscribe();
         // The sender lives as long as `self`: `wait_for` ends only when cancelled.
-        let _ = rx.wait_for(|c| *c).await;
+        let _ = rx.wait_for(|c| *c != Stop::No).await;
     }
 }
 
@@ -228,6 +265,12 @@ impl Runs {
             .unwrap_or_else(PoisonError::into_inner)
             .get(run_id)
             .cloned()
+    }
+
+    /// Every run in progress here.
+    pub(crate) fn all(&self) -> Vec<Arc<Live>> {
+        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        map.values().cloned().collect()
     }
 
     /// The id of a run in progress on `thread`, if there is one.
@@ -290,6 +333,8 @@ pub(crate) struct Job {
     pub(crate) modes: Vec<Mode>,
     /// A stateless run: its thread and records are deleted when it ends.
     pub(crate) stateless: bool,
+    /// The worker that claimed it from the run queue, if it did.
+    pub(crate) worker: Option<String>,
 }
 
 /// How a run's task ended.
@@ -497,6 +542,22 @@ impl Job {
     async fn finish(self, end: End) {
         let mut run = self.run.clone();
         let thread = &run.thread_id;
+        if let (End::Cancelled(_), Some(worker)) = (&end, &self.worker) {
+            // Stopped here (its future dropped: nothing more of it is committed).
+            if self.live.stopped() == Stop::HandBack {
+                // Back in the queue, its lease revoked with it, for the next worker.
+                let _ = self.live.store(&*self.records).await;
+                run.status = RunStatus::Pending;
+                run.updated_ms = now_ms();
+                let _ = self.records.put(Record::Run(run)).await;
+                let _ = self.records.release(&self.run.run_id, worker).await;
+                self.runs.remove(&self.live.run_id);
+                self.live.finish(Value::Null);
+                return;
+            }
+            // Cancelled: the next run of its thread takes the lease at once.
+            let _ = self.records.revoke_lease(thread).await;
+        }
         let (status, thread_status, result) = match end {
             End::Finished(values) => (RunStatus::Success, Some(ThreadStatus::Idle), values),
             End::Suspended(values, interrupts) => (
@@ -545,6 +606,9 @@ impl Job {
             let _ = self.records.put(Record::Run(run)).await;
             if let Some(status) = thread_status {
                 self.set_thread(status).await;
+            }
+            if self.worker.is_some() {
+                let _ = self.records.finish_queued(&self.run.run_id).await;
             }
         }
         self.runs.remove(&self.live.run_id);

@@ -3,6 +3,8 @@
 
 #[path = "../examples/support/desk.rs"]
 mod desk;
+#[path = "support/postgres.rs"]
+mod support;
 
 use agentstate_server::Server;
 use agentstate_store::{RecordBackend, SqliteStore, Store};
@@ -788,14 +790,5 @@ async fn the_api_on_postgresql() {
     );
     another_server_streams_the_run(&first, &second).await;
 
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
-    admin
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
-    drop(admin);
-    let _ = connection.await;
+    support::drop_schema(&url, &schema).await;
 }

@@ -1520,7 +1520,7 @@ impl RecordBackend for Postgres {
                     "SELECT seq, body::text FROM {} WHERE log = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
                     self.sql.events
                 ),
-                &[&log, &(from as i64), &(limit as i64)],
+                &[&log, &(from as i64), &(limit.min(i64::MAX as usize) as i64)],
             )
             .await
             .map_err(db_err(&doing))?;
@@ -1629,15 +1629,20 @@ impl RecordBackend for Postgres {
     async fn release_run(&self, run: &str, owner: &str) -> Result<(), StoreError> {
         let doing = format!("putting run `{run}` back in the queue");
         let client = self.client(&doing).await?;
+        // Back in the queue and its thread's lease revoked at once: the worker that claims it
+        // next takes the lease without waiting, and no sweep sees it running without one.
         client
             .query(
                 &format!(
-                    "WITH back AS (UPDATE {} SET status = 'pending', owner = NULL,
+                    "WITH back AS (UPDATE {queue} SET status = 'pending', owner = NULL,
                                           attempts = greatest(attempts - 1, 0)
                                    WHERE run = $1 AND owner = $2 AND status = 'running'
-                                   RETURNING run)
-                     SELECT pg_notify($3, '') FROM back",
-                    self.sql.queue
+                                   RETURNING run, thread),
+                     revoked AS (UPDATE {threads} t SET lease_owner = NULL, lease_expires_ms = NULL
+                                 FROM back WHERE t.id = back.thread RETURNING t.id)
+                     SELECT pg_notify($3, ''), (SELECT count(*) FROM revoked) FROM back",
+                    queue = self.sql.queue,
+                    threads = self.sql.threads,
                 ),
                 &[&run, &owner, &self.sql.ready],
             )

@@ -168,8 +168,9 @@ pub trait RecordBackend: Backend {
         async { Err(no_queue("taking a run out of the queue")) }
     }
 
-    /// Puts run `run`, claimed by `owner`, back in the queue (a worker that stops gracefully),
-    /// this attempt not counted; wakes the workers.
+    /// Puts run `run`, claimed by `owner`, back in the queue (a worker that stops gracefully,
+    /// having stopped the run), this attempt not counted, and revokes its thread's lease in the
+    /// same statement; wakes the workers.
     fn release_run(
         &self,
         run: &str,

@@ -1732,12 +1732,15 @@ impl RecordBackend for Sqlite {
                  ORDER BY seq LIMIT ?3",
             )
             .and_then(|mut s| {
-                s.query_map(params![log, from as i64, limit as i64], |r| {
-                    Ok(EventRow {
-                        seq: r.get::<_, i64>(0)? as u64,
-                        body: r.get(1)?,
-                    })
-                })?
+                s.query_map(
+                    params![log, from as i64, limit.min(i64::MAX as usize) as i64],
+                    |r| {
+                        Ok(EventRow {
+                            seq: r.get::<_, i64>(0)? as u64,
+                            body: r.get(1)?,
+                        })
+                    },
+                )?
                 .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(db_err(format!("reading event log `{log}`")))

@@ -300,9 +300,32 @@ async fn patch_thread(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
     ok(thread_json(&shared, &thread).await?)
 }
 
+/// The id of a run in progress on thread `id`: in this process, or (with workers) a queued run
+/// not yet ended, on any process.
+async fn running_on(shared: &Shared, id: &str) -> Result<Option<String>, ApiError> {
+    if let Some(running) = shared.runs.on_thread(id) {
+        return Ok(Some(running));
+    }
+    if !shared.queued {
+        return Ok(None);
+    }
+    let runs = shared.records.runs(id).await?;
+    Ok(runs
+        .into_iter()
+        .find(|r| !r.status.is_final())
+        .map(|r| r.run_id))
+}
+
 async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     thread_record(&shared, &id).await?;
     for run in shared.records.runs(&id).await? {
+        // Queued: stopped by its worker, wherever it is, before its thread goes.
+        if shared.queued && !run.status.is_final() {
+            let rid = run.run_id.clone();
+            if cancel_queued(&shared, run.clone()).await? {
+                final_record(&*shared.records, &rid).await?;
+            }
+        }
         if let Some(live) = shared.runs.get(&run.run_id) {
             live.cancel();
             live.result().await;
@@ -407,7 +430,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         )));
     };
     let served = shared.graph(&graph)?;
-    if let Some(running) = shared.runs.on_thread(&id) {
+    if let Some(running) = running_on(&shared, &id).await? {
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
         )));

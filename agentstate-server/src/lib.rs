@@ -93,9 +93,7 @@
 //! crons, the store API (a request for them is refused, 422, with a sentence saying so); the
 //! AG-UI endpoint. With workers on PostgreSQL: stateless runs are still carried out by the
 //! process that creates them; following another process's run polls its event log (every
-//! 50 ms, no `NOTIFY` yet); a run resumed with `command.resume` whose worker stopped after its
-//! answers were committed is not continued by the next attempt (it is refused: the answers are
-//! in); a state update or a thread's deletion during another process's run is not refused.
+//! 50 ms, no `NOTIFY` yet).
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]

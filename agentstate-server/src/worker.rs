@@ -3,6 +3,7 @@
 //! the queue when it ends; they wake up on `NOTIFY` (a slow poll is the fallback), stop a run
 //! whose cancellation is notified, and a sweeper puts back the runs of workers that stopped.
 
+use crate::assistant::Start;
 use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
 use crate::runs::{Job, Live, Stop};
 use crate::server::Shared;
@@ -224,7 +225,7 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
             let (start, modes) = crate::api::plan(&run.kwargs)?;
             Ok((Arc::clone(&served.assistant), start, modes))
         });
-    let (assistant, start, modes) = match planned {
+    let (assistant, mut start, modes) = match planned {
         Ok(planned) => planned,
         Err(why) => {
             let message = format!(
@@ -241,6 +242,14 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
             return;
         }
     };
+    // Answers an earlier attempt committed are not given again: the run continues from them.
+    if let (Start::Resume(_), true) = (&start, claimed.attempt > 1) {
+        if let Ok(snapshot) = assistant.snapshot(&run.thread_id, None).await {
+            if snapshot.interrupts.is_empty() {
+                start = Start::Input(None);
+            }
+        }
+    }
     // The events of its earlier attempts stay; this one's are numbered after them.
     let base = match shared.records.events(&run.run_id, 0, usize::MAX).await {
         Ok(events) => events.len(),

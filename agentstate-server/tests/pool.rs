@@ -326,6 +326,11 @@ async fn pool(url: &str) {
         async move { ran }
     })
     .await;
+    // Busy on another process: a state update is refused.
+    let update = json!({"values": {"log": ["x"]}, "as_node": "first"});
+    let refused = call(&b, "POST", "/threads/stop-cancel/state", Some(update)).await;
+    let said = refused["detail"].as_str().unwrap_or_default();
+    assert!(said.contains("is busy with run"), "{refused}");
     call(&b, "POST", &format!("{runs}/cancel?wait=1"), None).await;
     assert_eq!(call(&a, "GET", &runs, None).await["status"], "interrupted");
     tokio::time::sleep(Duration::from_millis(1500)).await;

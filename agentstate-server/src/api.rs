@@ -751,7 +751,11 @@ async fn queue_run(
     run.metadata = Value::Object(metadata.unwrap_or_default());
     shared.records.put(Record::Thread(thread)).await?;
     shared.records.put(Record::Run(run.clone())).await?;
-    shared.records.enqueue(run_id, &thread_id).await?;
+    if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
+        // Not queued: no worker would ever end it.
+        let _ = shared.records.delete(crate::record::RUN, run_id).await;
+        return Err(error.into());
+    }
     Ok(run)
 }
 

@@ -243,6 +243,23 @@ impl ServerBuilder {
     /// run whose worker stopped (its thread's lease expired: a live run renews it) is put back
     /// by a sweeper and continued by another worker from its last committed step, at most 3
     /// attempts. On a store without a run queue (SQLite) runs stay in the serving process.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use agentstate_server::Server;
+    /// use agentstate_store::PostgresStore;
+    ///
+    /// let store = PostgresStore::connect("postgres://postgres@127.0.0.1:5432/agents").await?;
+    /// // This instance serves the API and runs 8 workers; more processes may serve or work.
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     .workers(8)
+    ///     .build();
+    /// server.serve(tokio::net::TcpListener::bind("127.0.0.1:8123").await?).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use]
     pub fn workers(mut self, count: usize) -> Self {
         self.workers

@@ -189,8 +189,7 @@ impl Server {
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         self.recover().await.map_err(std::io::Error::other)?;
-        // Stopped (not handed back) when serving ends: the sweeper of another process puts
-        // their runs back once their leases expire.
+        // Dropped when serving ends: they claim nothing more (what they run goes on).
         let _workers = match self.shared.queued {
             true => Some(self.start_workers().map_err(std::io::Error::other)?),
             false => None,

@@ -45,7 +45,7 @@ impl Default for WorkerOptions {
 /// [`serve`](crate::Server::serve)): they claim the runs any server on the database queued,
 /// carry them out, and sweep the runs of workers that stopped.
 /// [`shutdown`](Workers::shutdown) stops them gracefully: the runs still in progress after the
-/// grace go back to the queue for another worker.
+/// grace go back to the queue for another worker. Dropping it stops their claiming.
 ///
 /// ```no_run
 /// # async fn work(server: agentstate_server::Server) -> Result<(), agentstate_server::ApiError> {
@@ -126,7 +126,7 @@ impl Workers {
     /// [`ServerBuilder::worker_timing`](crate::ServerBuilder::worker_timing)), then stops
     /// the others and puts them back in the queue (their committed steps stay: the worker that
     /// claims them next continues from there).
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.stop.send_replace(true);
         let until = tokio::time::Instant::now() + self.grace;
         while !self.workers.iter().all(JoinHandle::is_finished)
@@ -137,8 +137,17 @@ impl Workers {
         for live in self.shared.runs.all() {
             live.stop(Stop::HandBack);
         }
-        futures_util::future::join_all(self.workers).await;
-        for helper in self.helpers {
+        futures_util::future::join_all(std::mem::take(&mut self.workers)).await;
+    }
+}
+
+/// Dropped without [`shutdown`](Workers::shutdown): its workers claim nothing more (the runs
+/// in progress go on to their end; if the process ends first, they are swept back to the queue
+/// once their threads' leases expire).
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        for helper in &self.helpers {
             helper.abort();
         }
     }

@@ -3,7 +3,9 @@
 //! (`agentstate-server.db` in the working directory, or the store URL in `AGENTSTATE_DATABASE`:
 //! `postgres://...` with the feature `postgres`), at http://127.0.0.1:2024 (`langgraph dev`'s
 //! port; a free port if that one is taken, or the address given as its argument). It prints the
-//! URL to point a client at.
+//! URL to point a client at. On PostgreSQL, `AGENTSTATE_WORKERS=n` queues the runs in the
+//! database for `n` workers in this process and those of the `worker` example (0: this process
+//! only serves).
 //!
 //! The model is a scripted echo, unless a provider's key is set: `OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY` or `GEMINI_API_KEY` (`MODEL` names the model).
@@ -64,10 +66,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => "a scripted model (set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY for a real one)".to_owned(),
     };
     let graph = desk::graph_with(provider.map(|(client, name, _)| (client, name)))?;
-    let server = Server::builder(&store)
+    let mut server = Server::builder(&store)
         .assistant("desk", graph.durable(&store))
-        .cors(tower_http::cors::CorsLayer::permissive())
-        .build();
+        .cors(tower_http::cors::CorsLayer::permissive());
+    if let Ok(workers) = std::env::var("AGENTSTATE_WORKERS") {
+        server = server.workers(workers.parse()?);
+    }
+    let server = server.build();
     let listener = match std::env::args().nth(1) {
         Some(address) => tokio::net::TcpListener::bind(&address).await?,
         None => match tokio::net::TcpListener::bind("127.0.0.1:2024").await {

@@ -263,6 +263,7 @@ async fn run(
         modes: Vec::new(),
         stateless: false,
         agui: Some(Arc::new(Mutex::new(agui))),
+        worker: None,
     }
     .spawn();
     let events = live

@@ -3,7 +3,10 @@
 use crate::assistant::{CheckpointState, Snapshot, Start};
 use crate::error::ApiError;
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{interrupt_json, new_thread, with_interrupts, Job, Live, Mode};
+use crate::runs::{
+    final_record, interrupt_json, new_thread, stored_frames, with_interrupts, Frame, Job, Live,
+    Mode,
+};
 use crate::server::{Served, Shared};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
@@ -301,13 +304,37 @@ async fn patch_thread(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
     ok(thread_json(&shared, &thread).await?)
 }
 
+/// The id of a run in progress on thread `id`: in this process, or (with workers) a queued run
+/// not yet ended, on any process.
+async fn running_on(shared: &Shared, id: &str) -> Result<Option<String>, ApiError> {
+    if let Some(running) = shared.runs.on_thread(id) {
+        return Ok(Some(running));
+    }
+    if !shared.queued {
+        return Ok(None);
+    }
+    let runs = shared.records.runs(id).await?;
+    Ok(runs
+        .into_iter()
+        .find(|r| !r.status.is_final())
+        .map(|r| r.run_id))
+}
+
 async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     thread_record(&shared, &id).await?;
     for run in shared.records.runs(&id).await? {
+        // Queued: stopped by its worker, wherever it is, before its thread goes.
+        if shared.queued && !run.status.is_final() {
+            let rid = run.run_id.clone();
+            if cancel_queued(&shared, run.clone()).await? {
+                final_record(&*shared.records, &rid).await?;
+            }
+        }
         if let Some(live) = shared.runs.get(&run.run_id) {
             live.cancel();
             live.result().await;
         }
+        shared.records.delete_events(&run.run_id).await?;
         shared
             .records
             .delete(crate::record::RUN, &run.run_id)
@@ -407,7 +434,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         )));
     };
     let served = shared.graph(&graph)?;
-    if let Some(running) = shared.runs.on_thread(&id) {
+    if let Some(running) = running_on(&shared, &id).await? {
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
         )));
@@ -550,13 +577,37 @@ fn unsupported(create: &RunCreate) -> Option<&'static str> {
     .find_map(|(asked, what)| asked.then_some(what))
 }
 
+/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
+/// reads back (the request was checked when the run was created).
+pub(crate) fn plan(kwargs: &Value) -> Result<(Start, Vec<Mode>), String> {
+    let create: RunCreate = serde_json::from_value(kwargs.clone())
+        .map_err(|e| format!("its request is not valid: {e}"))?;
+    Ok((start_of(&create), Mode::parse(create.stream_mode.as_ref())?))
+}
+
+fn start_of(create: &RunCreate) -> Start {
+    match create.command.as_ref().and_then(|c| c.resume.clone()) {
+        Some(resume) => Start::Resume(resume),
+        None => Start::Input(create.input.clone()),
+    }
+}
+
+/// A run just created: in progress in this process (`live`), or queued for the workers on the
+/// database.
+struct Created {
+    run: RunRecord,
+    live: Option<Arc<Live>>,
+    stateless: bool,
+}
+
 /// Creates a run on thread `thread` (`None`: a stateless run, on a temporary thread) and
-/// starts its task.
+/// starts its task, or queues it for the workers (a run on a thread, on a database with a run
+/// queue, when the server has workers: see [`ServerBuilder::workers`](crate::ServerBuilder::workers)).
 async fn create_run(
     shared: &Arc<Shared>,
     thread: Option<&str>,
     bytes: &Bytes,
-) -> Result<(Arc<Live>, RunRecord), ApiError> {
+) -> Result<Created, ApiError> {
     let kwargs: Value = body(bytes, "a run request")?;
     let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
         ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
@@ -596,11 +647,25 @@ async fn create_run(
             served.graph_id
         )));
     }
-    let start = match create.command.as_ref().and_then(|c| c.resume.clone()) {
-        Some(resume) => Start::Resume(resume),
-        None => Start::Input(create.input.clone()),
-    };
+    let start = start_of(&create);
     let strategy = create.multitask_strategy.as_deref().unwrap_or("reject");
+    if shared.queued && !stateless {
+        let run = queue_run(
+            shared,
+            record,
+            &run_id,
+            &served.graph_id,
+            strategy,
+            kwargs,
+            create.metadata,
+        )
+        .await?;
+        return Ok(Created {
+            run,
+            live: None,
+            stateless,
+        });
+    }
     let live = Live::new(&run_id, &thread_id);
     shared.runs.register(&live, |running| match strategy {
         "reject" if !running.is_empty() => Err(ApiError::conflict(format!(
@@ -614,9 +679,7 @@ async fn create_run(
             running.iter().for_each(|l| l.cancel());
             Ok(())
         }
-        other => Err(ApiError::unprocessable(format!(
-            "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
-        ))),
+        other => Err(unserved_strategy(other)),
     })?;
     record.graph_id = Some(served.graph_id.clone());
     record.updated_ms = now_ms();
@@ -640,16 +703,90 @@ async fn create_run(
         modes,
         stateless,
         agui: None,
+        worker: None,
     };
     job.spawn();
-    Ok((live, run))
+    Ok(Created {
+        run,
+        live: Some(live),
+        stateless,
+    })
+}
+
+fn unserved_strategy(other: &str) -> ApiError {
+    ApiError::unprocessable(format!(
+        "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
+    ))
+}
+
+/// Writes run `run_id` (pending) and its thread's record, and queues it, after `strategy` said
+/// what to do with the thread's runs not yet ended (on any server).
+async fn queue_run(
+    shared: &Shared,
+    mut thread: ThreadRecord,
+    run_id: &str,
+    graph_id: &str,
+    strategy: &str,
+    kwargs: Value,
+    metadata: Option<Map<String, Value>>,
+) -> Result<RunRecord, ApiError> {
+    let thread_id = thread.thread_id.clone();
+    let open: Vec<RunRecord> = shared
+        .records
+        .runs(&thread_id)
+        .await?
+        .into_iter()
+        .filter(|r| !r.status.is_final())
+        .collect();
+    match strategy {
+        "reject" if !open.is_empty() => {
+            return Err(ApiError::conflict(format!(
+                "thread `{thread_id}` is busy with run `{}`; the new run was rejected (multitask_strategy `reject`)",
+                open[0].run_id
+            )))
+        }
+        "reject" | "enqueue" => {}
+        "interrupt" => {
+            for run in open {
+                cancel_queued(shared, run).await?;
+            }
+        }
+        other => return Err(unserved_strategy(other)),
+    }
+    thread.graph_id = Some(graph_id.to_owned());
+    thread.updated_ms = now_ms();
+    let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
+    run.metadata = Value::Object(metadata.unwrap_or_default());
+    shared.records.put(Record::Thread(thread)).await?;
+    shared.records.put(Record::Run(run.clone())).await?;
+    if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
+        // Not queued: no worker would ever end it.
+        let _ = shared.records.delete(crate::record::RUN, run_id).await;
+        return Err(error.into());
+    }
+    Ok(run)
+}
+
+/// Cancels queued run `run`: a pending one ends `interrupted` at once; a running one is
+/// stopped by its worker, told by `NOTIFY`. False if it had already ended.
+async fn cancel_queued(shared: &Shared, mut run: RunRecord) -> Result<bool, ApiError> {
+    match shared.records.cancel_queued(&run.run_id).await? {
+        Some(true) => Ok(true),
+        Some(false) => {
+            run.status = RunStatus::Interrupted;
+            run.updated_ms = now_ms();
+            shared.records.put(Record::Run(run)).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
-fn location(live: &Live, stateless: bool) -> HeaderValue {
+fn location(thread: &str, run: &str, stateless: bool) -> HeaderValue {
     let path = match stateless {
-        true => format!("/runs/{}", live.run_id),
-        false => format!("/threads/{}/runs/{}", live.thread_id, live.run_id),
+        true => format!("/runs/{run}"),
+        false => format!("/threads/{thread}/runs/{run}"),
     };
     // Ids are checked store ids or UUIDs: printable ASCII.
     HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
@@ -658,8 +795,17 @@ fn location(live: &Live, stateless: bool) -> HeaderValue {
 /// The SSE response of a run's frames from the one numbered `from`, each with its number as
 /// its `id`.
 fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
-    let where_ = location(&live, stateless);
-    let events = live.frames(from).map(|(i, f)| {
+    let where_ = location(&live.thread_id, &live.run_id, stateless);
+    sse_response(live.frames(from), where_, stateless)
+}
+
+/// The SSE response of `frames`, each with its number as its `id`, of the run at `where_`.
+fn sse_response(
+    frames: impl futures_util::Stream<Item = (usize, Frame)> + Send + 'static,
+    where_: HeaderValue,
+    stateless: bool,
+) -> Response {
+    let events = frames.map(|(i, f)| {
         let event = SseEvent::default().id(i.to_string()).event(f.event);
         Ok::<_, Infallible>(event.data(f.data.to_string()))
     });
@@ -680,8 +826,35 @@ fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
     response
 }
 
+/// The SSE response of a run just created.
+fn created_stream(shared: &Shared, created: Created) -> Response {
+    match created.live {
+        Some(live) => stream_response(live, created.stateless, 0),
+        None => {
+            let (thread, run) = (&created.run.thread_id, &created.run.run_id);
+            let frames = stored_frames(Arc::clone(&shared.records), run.clone(), 0);
+            sse_response(frames, location(thread, run, false), false)
+        }
+    }
+}
+
+/// What `wait` answers for a run just created, once it ended.
+async fn created_wait(shared: &Shared, created: Created) -> Answer {
+    match created.live {
+        Some(live) => Ok(wait_response(live, created.stateless).await),
+        None => {
+            let (thread, run) = (&created.run.thread_id, &created.run.run_id);
+            let mut response = ended(shared, thread, run).await?;
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LOCATION, location(thread, run, false));
+            Ok(response)
+        }
+    }
+}
+
 async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
-    let where_ = location(&live, stateless);
+    let where_ = location(&live.thread_id, &live.run_id, stateless);
     let result = live.result().await;
     let mut response = Json(result).into_response();
     response
@@ -691,42 +864,44 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
 }
 
 async fn create_stream(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(stream_response(live, false, 0))
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(created_stream(&shared, created))
 }
 
 async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(wait_response(live, false).await)
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    created_wait(&shared, created).await
 }
 
 /// The answer to a background run's creation: the run.
-fn run_answer(shared: &Shared, live: &Live, run: &RunRecord, stateless: bool) -> Response {
+fn run_answer(shared: &Shared, created: &Created) -> Response {
+    let run = &created.run;
     let mut response = Json(run.to_api(&assistant_id_of(shared, run))).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_LOCATION, location(live, stateless));
+    response.headers_mut().insert(
+        header::CONTENT_LOCATION,
+        location(&run.thread_id, &run.run_id, created.stateless),
+    );
     response
 }
 
 async fn create_background(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let (live, run) = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(run_answer(&shared, &live, &run, false))
+    let created = create_run(&shared, Some(&id), &bytes).await?;
+    Ok(run_answer(&shared, &created))
 }
 
 async fn stateless_stream(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, None, &bytes).await?;
-    Ok(stream_response(live, true, 0))
+    let created = create_run(&shared, None, &bytes).await?;
+    Ok(created_stream(&shared, created))
 }
 
 async fn stateless_wait(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, _) = create_run(&shared, None, &bytes).await?;
-    Ok(wait_response(live, true).await)
+    let created = create_run(&shared, None, &bytes).await?;
+    created_wait(&shared, created).await
 }
 
 async fn stateless_background(State(shared): Api, bytes: Bytes) -> Answer {
-    let (live, run) = create_run(&shared, None, &bytes).await?;
-    Ok(run_answer(&shared, &live, &run, true))
+    let created = create_run(&shared, None, &bytes).await?;
+    Ok(run_answer(&shared, &created))
 }
 
 fn assistant_id_of(shared: &Shared, run: &RunRecord) -> String {
@@ -780,26 +955,36 @@ async fn list_runs(
 }
 
 async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    run_record(&shared, &id, &rid).await?;
-    if shared.runs.get(&rid).is_some() {
+    let run = run_record(&shared, &id, &rid).await?;
+    if shared.runs.get(&rid).is_some() || (shared.queued && !run.status.is_final()) {
         return Err(ApiError::conflict(format!(
             "run `{rid}` of thread `{id}` is in progress; cancel it before deleting it"
         )));
     }
+    shared.records.delete_events(&rid).await?;
     shared.records.delete(crate::record::RUN, &rid).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
+    run_record(&shared, &id, &rid).await?;
     if let Some(live) = shared.runs.get(&rid) {
         return ok(live.result().await);
     }
+    ended(&shared, &id, &rid).await
+}
+
+/// What `join` answers for run `rid` of thread `id` (carried out by another process, or
+/// ended), once it ended.
+async fn ended(shared: &Shared, id: &str, rid: &str) -> Answer {
+    let run = final_record(&*shared.records, rid)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("run `{rid}` of thread `{id}` was deleted")))?;
     if let Some(failure) = run.error {
         return ok(json!({"__error__": failure}));
     }
-    let thread = thread_record(&shared, &id).await?;
-    match snapshot(&shared, &thread, None).await? {
+    let thread = thread_record(shared, id).await?;
+    match snapshot(shared, &thread, None).await? {
         Some(s) if s.interrupts.is_empty() => ok(s.values),
         Some(s) => ok(with_interrupts(&s.values, &s.interrupts)),
         None => ok(json!({})),
@@ -819,15 +1004,14 @@ async fn join_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok())
         .map_or(0, |seen| seen + 1);
-    let live = match shared.runs.get(&rid) {
-        Some(live) => live,
-        // An ended run streams nothing more.
+    Ok(match shared.runs.get(&rid) {
+        Some(live) => stream_response(live, false, from),
+        // Carried out by another server on the database, or ended: its event log.
         None => {
-            let nothing = futures_util::stream::empty::<Result<SseEvent, Infallible>>();
-            return Ok(Sse::new(nothing).into_response());
+            let frames = stored_frames(Arc::clone(&shared.records), rid.clone(), from);
+            sse_response(frames, location(&id, &rid, false), false)
         }
-    };
-    Ok(stream_response(live, false, from))
+    })
 }
 
 async fn cancel_run(
@@ -844,6 +1028,16 @@ async fn cancel_run(
             )))
         }
     }
+    let wait = matches!(query.get("wait").map(String::as_str), Some("1" | "true"));
+    // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
+    // (a run cancelled only here could be swept back to the queue).
+    if shared.queued && !run.status.is_final() && cancel_queued(&shared, run.clone()).await? {
+        if wait {
+            final_record(&*shared.records, &rid).await?;
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        return Ok(StatusCode::ACCEPTED.into_response());
+    }
     let Some(live) = shared.runs.get(&rid) else {
         return Err(ApiError::conflict(format!(
             "run `{rid}` of thread `{id}` has already ended ({})",
@@ -854,7 +1048,7 @@ async fn cancel_run(
         )));
     };
     live.cancel();
-    if matches!(query.get("wait").map(String::as_str), Some("1" | "true")) {
+    if wait {
         live.result().await;
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

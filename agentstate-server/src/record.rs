@@ -7,7 +7,10 @@ use serde_json::{json, Map, Value};
 /// Everything the server stores, as records of the store's database
 /// ([`Store::put_record`](agentstate_store::Store::put_record)): the kind of a record's row is
 /// [`Record::kind`], its id the run's or thread's, and its JSON this enum, tagged by `record`
-/// with the variant's name and version (`"run/1"`, `"thread/1"`). A later version is a new
+/// with the variant's name and version (`"run/1"`, `"thread/1"`, `"event/1"`). A run's
+/// streamed events are [`Record::Event`]s in the store's event log of the run
+/// ([`Store::append_events`](agentstate_store::Store::append_events), numbered from 0 as the
+/// SSE ids), so that any server on the database replays and follows them. A later version is a new
 /// variant beside the old, read and rewritten as the new one, so a database written by an older
 /// server keeps reading.
 ///
@@ -32,22 +35,52 @@ pub enum Record {
     /// thread of the same id, created by the first run).
     #[serde(rename = "thread/1")]
     Thread(ThreadRecord),
+    /// An event a run streamed (an SSE event: `metadata`, `values`, `error`, ...).
+    #[serde(rename = "event/1")]
+    Event(EventRecord),
 }
 
 impl Record {
-    /// The kind of its row in the records table: `"run"` or `"thread"`.
+    /// The kind of its row in the records table: `"run"` or `"thread"`; `"event"` for an
+    /// event, kept in its run's event log instead.
     pub fn kind(&self) -> &'static str {
         match self {
             Record::Run(_) => RUN,
             Record::Thread(_) => THREAD,
+            Record::Event(_) => EVENT,
         }
     }
+}
+
+/// An event a run streamed (version 1), the `seq`th of its run's event log (its SSE `id`).
+///
+/// ```
+/// use agentstate_server::record::{EventRecord, Record};
+///
+/// let event = EventRecord { run_id: "r-1".into(), seq: 0, event: "metadata".into(), data: serde_json::json!({"run_id": "r-1"}) };
+/// let json = serde_json::to_value(Record::Event(event.clone()))?;
+/// assert_eq!((&json["record"], &json["event"]), (&serde_json::json!("event/1"), &serde_json::json!("metadata")));
+/// assert_eq!(serde_json::from_value::<Record>(json)?, Record::Event(event));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Its run.
+    pub run_id: String,
+    /// Its number in the run's stream (the first, `metadata`, is 0).
+    pub seq: u64,
+    /// The SSE event's name.
+    pub event: String,
+    /// Its JSON.
+    pub data: Value,
 }
 
 /// The row kind of runs.
 pub(crate) const RUN: &str = "run";
 /// The row kind of threads.
 pub(crate) const THREAD: &str = "thread";
+/// The kind of events (kept in event logs, not in the records table).
+pub(crate) const EVENT: &str = "event";
 
 /// Where a run stands (LangGraph's run statuses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

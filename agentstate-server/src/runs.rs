@@ -1,8 +1,12 @@
 //! Runs carried out in this process: each a tokio task that drives its assistant's run, keeps
-//! its records, and buffers the frames its streams read.
+//! its records, and buffers the frames its streams read, which it also writes to the run's
+//! event log in the database (batched: what came while the last batch was written), so that
+//! other servers on the database can stream them ([`stored_frames`]).
 
 use crate::assistant::{Assistant, AssistantError, RunEvent, Start};
-use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
+use crate::record::{
+    now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus,
+};
 use crate::records::Records;
 use agentstate_graph::Interrupt;
 use futures_util::{Stream, StreamExt};
@@ -49,9 +53,16 @@ impl Mode {
 /// An SSE event of a run: its name and its JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Frame {
-    pub(crate) event: &'static str,
+    pub(crate) event: String,
     pub(crate) data: Value,
 }
+
+/// How often a server follows a run that another server carries out (its event log and its
+/// record).
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The most events read from an event log at once.
+const EVENTS_PAGE: usize = 256;
 
 /// A run in progress in this process: the frames streamed so far, its result once it ended,
 /// and its cancellation.
@@ -60,7 +71,23 @@ pub(crate) struct Live {
     pub(crate) thread_id: String,
     state: Mutex<LiveState>,
     changed: watch::Sender<u64>,
-    cancel: watch::Sender<bool>,
+    cancel: watch::Sender<Stop>,
+    /// How many of its frames are in its event log (held while a batch is written).
+    stored: tokio::sync::Mutex<usize>,
+    /// The number of its first frame in its event log (the events of its earlier attempts
+    /// come before).
+    base: usize,
+}
+
+/// Why a run in progress is asked to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It is not.
+    No,
+    /// Cancelled: it ends `interrupted`.
+    Cancel,
+    /// Its worker stops: it goes back to the queue, for another worker.
+    HandBack,
 }
 
 #[derive(Default)]
@@ -72,14 +99,21 @@ struct LiveState {
 
 impl Live {
     pub(crate) fn new(run_id: &str, thread_id: &str) -> Arc<Self> {
+        Live::attempt(run_id, thread_id, 1, 0)
+    }
+
+    /// Attempt `attempt` of a run whose event log holds `base` events already.
+    pub(crate) fn attempt(run_id: &str, thread_id: &str, attempt: u32, base: usize) -> Arc<Self> {
         let live = Arc::new(Live {
             run_id: run_id.to_owned(),
             thread_id: thread_id.to_owned(),
             state: Mutex::default(),
             changed: watch::Sender::new(0),
-            cancel: watch::Sender::new(false),
+            cancel: watch::Sender::new(Stop::No),
+            stored: tokio::sync::Mutex::new(0),
+            base,
         });
-        live.push("metadata", json!({"run_id": run_id, "attempt": 1}));
+        live.push("metadata", json!({"run_id": run_id, "attempt": attempt}));
         live
     }
 
@@ -87,9 +121,57 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn push(&self, event: &'static str, data: Value) {
-        self.lock().frames.push(Frame { event, data });
+    pub(crate) fn push(&self, event: &str, data: Value) {
+        self.lock().frames.push(Frame {
+            event: event.to_owned(),
+            data,
+        });
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Writes the frames not yet in the run's event log there, in one batch.
+    async fn store(&self, records: &dyn Records) -> Result<(), agentstate_store::StoreError> {
+        let mut stored = self.stored.lock().await;
+        let batch: Vec<Record> = self.lock().frames[*stored..]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                Record::Event(EventRecord {
+                    run_id: self.run_id.clone(),
+                    seq: (self.base + *stored + i) as u64,
+                    event: f.event.clone(),
+                    data: f.data.clone(),
+                })
+            })
+            .collect();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = batch.len();
+        records
+            .append_events(&self.run_id, (self.base + *stored) as u64, batch)
+            .await?;
+        *stored += n;
+        Ok(())
+    }
+
+    /// Writes its frames to the event log as they come, a batch at a time, until it ended (the
+    /// run's end writes the last ones).
+    fn store_as_they_come(self: &Arc<Self>, records: Arc<dyn Records>) {
+        let live = Arc::clone(self);
+        let mut rx = self.changed.subscribe();
+        tokio::spawn(async move {
+            loop {
+                if live.lock().result.is_some() {
+                    return;
+                }
+                // A failed write is retried with the next batch (and at the run's end).
+                let _ = live.store(&*records).await;
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
     }
 
     fn finish(&self, result: Value) {
@@ -99,7 +181,22 @@ impl Live {
 
     /// Asks the run to stop (it ends `interrupted`).
     pub(crate) fn cancel(&self) {
-        self.cancel.send_replace(true);
+        self.stop(Stop::Cancel);
+    }
+
+    /// Asks the run to stop for `why` (the first reason given stands).
+    pub(crate) fn stop(&self, why: Stop) {
+        self.cancel.send_if_modified(|now| {
+            let first = *now == Stop::No;
+            if first {
+                *now = why;
+            }
+            first
+        });
+    }
+
+    fn stopped(&self) -> Stop {
+        *self.cancel.borrow()
     }
 
     /// Its frames from the one numbered `from` (the first is 0: `metadata`), each with its
@@ -108,8 +205,10 @@ impl Live {
         self: Arc<Self>,
         from: usize,
     ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
+        let base = self.base;
         let rx = self.changed.subscribe();
-        futures_util::stream::unfold((self, from, rx), |(live, i, mut rx)| async move {
+        let from = from.saturating_sub(base);
+        futures_util::stream::unfold((self, from, rx), move |(live, i, mut rx)| async move {
             loop {
                 rx.borrow_and_update();
                 {
@@ -117,7 +216,7 @@ impl Live {
                     if let Some(frame) = state.frames.get(i) {
                         let frame = frame.clone();
                         drop(state);
-                        return Some(((i, frame), (live, i + 1, rx)));
+                        return Some(((base + i, frame), (live, i + 1, rx)));
                     }
                     if state.result.is_some() {
                         return None;
@@ -147,7 +246,7 @@ impl Live {
     async fn cancelled(&self) {
         let mut rx = self.cancel.subscribe();
         // The sender lives as long as `self`: `wait_for` ends only when cancelled.
-        let _ = rx.wait_for(|c| *c).await;
+        let _ = rx.wait_for(|c| *c != Stop::No).await;
     }
 }
 
@@ -166,6 +265,12 @@ impl Runs {
             .unwrap_or_else(PoisonError::into_inner)
             .get(run_id)
             .cloned()
+    }
+
+    /// Every run in progress here.
+    pub(crate) fn all(&self) -> Vec<Arc<Live>> {
+        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        map.values().cloned().collect()
     }
 
     /// The id of a run in progress on `thread`, if there is one.
@@ -231,6 +336,8 @@ pub(crate) struct Job {
     /// An AG-UI run: its events are AG-UI events (frames [`FRAME`](crate::agui::FRAME)), not
     /// the stream modes'.
     pub(crate) agui: Option<crate::agui::SharedAguiRun>,
+    /// The worker that claimed it from the run queue, if it did.
+    pub(crate) worker: Option<String>,
 }
 
 /// How a run's task ended.
@@ -263,6 +370,9 @@ impl Job {
     /// Carries the run out in a task of its own, watched: a task that panics (a node that
     /// panicked) ends the run `error`, saying so, rather than leaving it running.
     pub(crate) fn spawn(self) {
+        if !self.stateless {
+            self.live.store_as_they_come(Arc::clone(&self.records));
+        }
         let watcher = self.clone();
         let task = tokio::spawn(self.execute());
         tokio::spawn(async move {
@@ -442,6 +552,22 @@ impl Job {
     async fn finish(self, end: End) {
         let mut run = self.run.clone();
         let thread = &run.thread_id;
+        if let (End::Cancelled(_), Some(worker)) = (&end, &self.worker) {
+            // Stopped here (its future dropped: nothing more of it is committed).
+            if self.live.stopped() == Stop::HandBack {
+                // Back in the queue, its lease revoked with it, for the next worker.
+                let _ = self.live.store(&*self.records).await;
+                run.status = RunStatus::Pending;
+                run.updated_ms = now_ms();
+                let _ = self.records.put(Record::Run(run)).await;
+                let _ = self.records.release(&self.run.run_id, worker).await;
+                self.runs.remove(&self.live.run_id);
+                self.live.finish(Value::Null);
+                return;
+            }
+            // Cancelled: the next run of its thread takes the lease at once.
+            let _ = self.records.revoke_lease(thread).await;
+        }
         if let Some(agui) = &self.agui {
             // A run that ended other than by its last event: the client hears why.
             let why = match &end {
@@ -498,13 +624,20 @@ impl Job {
         run.status = status;
         run.updated_ms = now_ms();
         if self.stateless {
+            let _ = self.records.delete_events(&run.run_id).await;
             let _ = self.records.delete(crate::record::RUN, &run.run_id).await;
             let _ = self.records.delete(crate::record::THREAD, thread).await;
             let _ = self.records.delete_state(thread).await;
         } else {
+            // Its last events before its final status: a server following it from the
+            // database stops at that status, having read them.
+            let _ = self.live.store(&*self.records).await;
             let _ = self.records.put(Record::Run(run)).await;
             if let Some(status) = thread_status {
                 self.set_thread(status).await;
+            }
+            if self.worker.is_some() {
+                let _ = self.records.finish_queued(&self.run.run_id).await;
             }
         }
         self.runs.remove(&self.live.run_id);
@@ -564,4 +697,62 @@ pub(crate) async fn recover(shared: &crate::server::Shared) -> Result<usize, cra
         ended += orphans;
     }
     Ok(ended)
+}
+
+/// Run `run_id`'s frames from its event log, from the one numbered `from`, then as another
+/// server (or this one) stores them, until the run's record is final and every event was read.
+pub(crate) fn stored_frames(
+    records: Arc<dyn Records>,
+    run_id: String,
+    from: usize,
+) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
+    let state = (
+        records,
+        run_id,
+        from as u64,
+        std::collections::VecDeque::new(),
+    );
+    futures_util::stream::unfold(state, |(records, run_id, mut next, mut page)| async move {
+        loop {
+            if let Some(event) = page.pop_front() {
+                let EventRecord {
+                    seq, event, data, ..
+                } = event;
+                let frame = (seq as usize, Frame { event, data });
+                return Some((frame, (records, run_id, next, page)));
+            }
+            // Its status before its events: a run is final only once its last events are in.
+            let ended = match records.run(&run_id).await {
+                Ok(Some(run)) => run.status.is_final(),
+                Ok(None) | Err(_) => true,
+            };
+            let read = records
+                .events(&run_id, next, EVENTS_PAGE)
+                .await
+                .unwrap_or_default();
+            if let Some(last) = read.last() {
+                next = last.seq + 1;
+                page.extend(read);
+                continue;
+            }
+            if ended {
+                return None;
+            }
+            tokio::time::sleep(FOLLOW_EVERY).await;
+        }
+    })
+}
+
+/// Waits until run `run_id`'s record is final (a run another server carries out) and returns
+/// it (`None`: it was deleted).
+pub(crate) async fn final_record(
+    records: &dyn Records,
+    run_id: &str,
+) -> Result<Option<RunRecord>, agentstate_store::StoreError> {
+    loop {
+        match records.run(run_id).await? {
+            Some(run) if !run.status.is_final() => tokio::time::sleep(FOLLOW_EVERY).await,
+            done => return Ok(done),
+        }
+    }
 }

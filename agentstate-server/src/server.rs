@@ -5,6 +5,7 @@ use crate::assistant::Assistant;
 use crate::error::ApiError;
 use crate::records::Records;
 use crate::runs::Runs;
+use crate::worker::{WorkerOptions, Workers};
 use agentstate_store::{RecordBackend, Store};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use axum::Router;
 use std::sync::Arc;
+use std::time::Duration;
 use tower_http::cors::CorsLayer;
 
 /// The namespace of LangGraph's assistant ids: an assistant's id is the UUID v5 of its graph id
@@ -31,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) records: Arc<dyn Records>,
     pub(crate) assistants: Vec<Served>,
     pub(crate) runs: Arc<Runs>,
+    /// Runs on threads are queued in the database for the workers (of any process), not
+    /// carried out where they are created.
+    pub(crate) queued: bool,
 }
 
 impl Shared {
@@ -87,6 +92,7 @@ impl Shared {
 pub struct Server {
     router: Router,
     shared: Arc<Shared>,
+    workers: Option<WorkerOptions>,
 }
 
 /// Builds a [`Server`] ([`Server::builder`]).
@@ -95,6 +101,7 @@ pub struct ServerBuilder {
     assistants: Vec<Served>,
     api_key: Option<Arc<str>>,
     cors: Option<CorsLayer>,
+    workers: Option<WorkerOptions>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -129,6 +136,7 @@ impl Server {
             assistants: Vec::new(),
             api_key: None,
             cors: None,
+            workers: None,
         }
     }
 
@@ -143,8 +151,31 @@ impl Server {
     /// its run was cut short (a run without `input` continues it) or `idle`. Returns how many.
     /// [`serve`](Server::serve) calls it first; an application that mounts the
     /// [`router`](Server::router) calls it once at startup, before serving.
+    ///
+    /// With workers on a run queue ([`ServerBuilder::workers`]) it ends nothing (the runs are
+    /// other processes' too: the sweeper puts back those of workers that stopped).
     pub async fn recover(&self) -> Result<usize, ApiError> {
+        if self.shared.queued {
+            return Ok(0);
+        }
         crate::runs::recover(&self.shared).await
+    }
+
+    /// Starts this process's workers on the database's run queue ([`ServerBuilder::workers`]:
+    /// as many as it says, 0 for an instance that only serves the API), with the queue's
+    /// listener and the sweeper; [`serve`](Server::serve) calls it. Refused (422) if the server
+    /// has no workers configured or its store keeps no run queue (SQLite: runs are carried out
+    /// by the serving process).
+    pub fn start_workers(&self) -> Result<Workers, ApiError> {
+        match &self.workers {
+            Some(options) if self.shared.queued => Ok(Workers::start(Arc::clone(&self.shared), options)),
+            Some(_) => Err(ApiError::unprocessable(
+                "this server's store keeps no run queue (SQLite): its runs are carried out by the serving process, so it has no workers to start",
+            )),
+            None => Err(ApiError::unprocessable(
+                "this server has no workers configured (`ServerBuilder::workers`): its runs are carried out by the serving process",
+            )),
+        }
     }
 
     /// Serves the API on `listener` until the task is dropped or the listener fails, after
@@ -158,6 +189,11 @@ impl Server {
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         self.recover().await.map_err(std::io::Error::other)?;
+        // Dropped when serving ends: they claim nothing more (what they run goes on).
+        let _workers = match self.shared.queued {
+            true => Some(self.start_workers().map_err(std::io::Error::other)?),
+            false => None,
+        };
         // Streamed events are small writes, each flushed: without TCP_NODELAY, Nagle's
         // algorithm holds each one back until the client acknowledges the last (up to 40 ms
         // with delayed acknowledgements).
@@ -198,12 +234,70 @@ impl ServerBuilder {
         self
     }
 
+    /// Queues the runs created on threads in the database's run queue, for the workers of every
+    /// server and worker process on the database, and runs `count` workers in this process
+    /// ([`Server::start_workers`]; 0: this instance only serves the API). A worker claims a run
+    /// with `FOR UPDATE SKIP LOCKED` (never two running runs of one thread), carries it out,
+    /// and wakes up on `NOTIFY`; a cancelled run is stopped by its worker, told by `NOTIFY`; a
+    /// run whose worker stopped (its thread's lease expired: a live run renews it) is put back
+    /// by a sweeper and continued by another worker from its last committed step, at most 3
+    /// attempts. On a store without a run queue (SQLite) runs stay in the serving process.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use agentstate_server::Server;
+    /// use agentstate_store::PostgresStore;
+    ///
+    /// let store = PostgresStore::connect("postgres://postgres@127.0.0.1:5432/agents").await?;
+    /// // This instance serves the API and runs 8 workers; more processes may serve or work.
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     .workers(8)
+    ///     .build();
+    /// server.serve(tokio::net::TcpListener::bind("127.0.0.1:8123").await?).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn workers(mut self, count: usize) -> Self {
+        self.workers
+            .get_or_insert_with(WorkerOptions::default)
+            .count = count;
+        self
+    }
+
+    /// How often the sweeper looks for runs whose workers stopped (10 s by default), and how
+    /// long after its claim a run with no live lease on its thread is taken for stopped (10 s
+    /// by default: longer than a worker takes between claiming a run and taking its thread's
+    /// lease). Takes effect with [`workers`](ServerBuilder::workers).
+    #[must_use]
+    pub fn sweep(mut self, every: Duration, grace: Duration) -> Self {
+        let options = self.workers.get_or_insert_with(WorkerOptions::default);
+        options.sweep_every = every;
+        options.sweep_grace = grace;
+        self
+    }
+
+    /// How often an idle worker claims without a notice (5 s by default; notices wake it at
+    /// once), and how long [`Workers::shutdown`] gives the runs in progress before it puts
+    /// them back in the queue (10 s by default).
+    #[must_use]
+    pub fn worker_timing(mut self, poll: Duration, shutdown_grace: Duration) -> Self {
+        let options = self.workers.get_or_insert_with(WorkerOptions::default);
+        options.poll_every = poll;
+        options.shutdown_grace = shutdown_grace;
+        self
+    }
+
     /// The server.
     pub fn build(self) -> Server {
+        let queued = self.workers.is_some() && self.records.has_queue();
         let shared = Arc::new(Shared {
             records: self.records,
             assistants: self.assistants,
             runs: Arc::default(),
+            queued,
         });
         let mut router = api::routes().with_state(Arc::clone(&shared));
         if let Some(key) = self.api_key {
@@ -212,7 +306,11 @@ impl ServerBuilder {
         if let Some(cors) = self.cors {
             router = router.layer(cors);
         }
-        Server { router, shared }
+        Server {
+            router,
+            shared,
+            workers: self.workers,
+        }
     }
 }
 

@@ -3,6 +3,9 @@
 
 #[path = "../examples/support/desk.rs"]
 mod desk;
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod support;
 
 use agentstate_server::Server;
 use agentstate_store::{RecordBackend, SqliteStore, Store};
@@ -89,6 +92,35 @@ async fn run_statuses(app: &Router, runs: &str) -> Vec<String> {
     list.iter()
         .map(|r| r["status"].as_str().unwrap_or("?").to_owned())
         .collect()
+}
+
+/// The events of the stream of a run of `slow one` in mode `updates`, checked: `metadata`,
+/// then its three steps' updates, numbered from 0.
+fn the_slow_runs_updates(body: &str) -> Vec<(&str, Value)> {
+    let (ids, frames) = sse(body);
+    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
+    assert_eq!(
+        names,
+        ["metadata", "updates", "updates", "updates"],
+        "{body}"
+    );
+    assert_eq!(ids, [0, 1, 2, 3]);
+    frames
+}
+
+/// The body of run stream `stream` joined on `app`, after event `last` if given.
+async fn joined(app: &Router, stream: &str, last: Option<&str>) -> String {
+    let mut request = Request::builder().uri(stream).header("x-api-key", "k");
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn ask(text: &str) -> Value {
@@ -593,31 +625,10 @@ async fn a_client_that_reconnects_with_last_event_id_gets_every_later_event_once
         json!({"assistant_id": "desk", "input": ask("slow one"), "stream_mode": ["updates"]});
     let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
     let stream = format!("{runs}/{}/stream", run["run_id"].as_str().unwrap());
-    let joined = |last: Option<&'static str>| {
-        let (app, stream) = (app.clone(), stream.clone());
-        async move {
-            let mut request = Request::builder().uri(stream).header("x-api-key", "k");
-            if let Some(last) = last {
-                request = request.header("last-event-id", last);
-            }
-            let response = app
-                .oneshot(request.body(Body::empty()).unwrap())
-                .await
-                .unwrap();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            String::from_utf8_lossy(&bytes).into_owned()
-        }
-    };
+    let joined = |last| joined(&app, &stream, last);
     let (all, after_one, from_start) =
         tokio::join!(joined(None), joined(Some("1")), joined(Some("-1")));
-    let (ids, frames) = sse(&all);
-    let names: Vec<&str> = frames.iter().map(|(e, _)| *e).collect();
-    assert_eq!(
-        names,
-        ["metadata", "updates", "updates", "updates"],
-        "{all}"
-    );
-    assert_eq!(ids, [0, 1, 2, 3]);
+    the_slow_runs_updates(&all);
     assert_eq!(sse(&after_one).0, [2, 3], "{after_one}");
     assert_eq!(sse(&from_start).0, [0, 1, 2, 3], "{from_start}");
 }
@@ -677,6 +688,61 @@ async fn a_state_update_is_made_as_a_node_and_refused_on_a_busy_thread() {
     );
 }
 
+/// A run's stream read from `second`, a server on the same database as `first`, which
+/// carries the run out: joined while it runs (from its start, and after an event a client
+/// saw), then replayed and joined once it ended.
+async fn another_server_streams_the_run(first: &Router, second: &Router) {
+    let thread = new_thread(first).await;
+    let runs = format!("/threads/{thread}/runs");
+    let slow =
+        json!({"assistant_id": "desk", "input": ask("slow one"), "stream_mode": ["updates"]});
+    let (_, run) = json(first, "POST", &runs, Some(slow)).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let stream = format!("{runs}/{run_id}/stream");
+    let joined = |last| joined(second, &stream, last);
+    let join = format!("{runs}/{run_id}/join");
+    let (all, after_one, result) = tokio::join!(
+        joined(None),
+        joined(Some("1")),
+        json(second, "GET", &join, None)
+    );
+    let frames = the_slow_runs_updates(&all);
+    assert_eq!(frames[0].1["run_id"], json!(run_id));
+    assert_eq!(sse(&after_one).0, [2, 3], "{after_one}");
+    assert_eq!(result.1["log"], json!(["triage", "draft"]), "{}", result.1);
+    // Ended: replayed whole, or after the last event a client saw.
+    assert_eq!(joined(Some("-1")).await, all);
+    assert_eq!(sse(&joined(Some("2")).await).0, [3]);
+    assert_eq!(joined(Some("3")).await, "");
+    // A deleted run's events go with it.
+    let (status, _, _) = call(
+        first,
+        "DELETE",
+        &format!("{runs}/{run_id}"),
+        None,
+        Some("k"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _, _) = call(second, "GET", &stream, None, Some("k")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_streamed_by_another_server_on_the_same_sqlite_database() {
+    let dir = std::env::temp_dir().join(format!("agentstate-server-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("server.db");
+    let _ = std::fs::remove_file(&path);
+    let (one, two) = (
+        SqliteStore::open(&path).unwrap(),
+        SqliteStore::open(&path).unwrap(),
+    );
+    another_server_streams_the_run(&app(&one), &app(&two)).await;
+    drop((one, two));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The same API on PostgreSQL (feature `postgres`, `AGENTSTATE_POSTGRES_URL`): a run streamed to
 /// its interrupt, answered, the records read back by a second server on the same schema.
 #[cfg(feature = "postgres")]
@@ -731,15 +797,7 @@ async fn the_api_on_postgresql() {
         (&got["status"], &got["values"]["approved"]),
         (&json!("idle"), &json!(true))
     );
+    another_server_streams_the_run(&first, &second).await;
 
-    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
-    admin
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
-    drop(admin);
-    let _ = connection.await;
+    support::drop_schema(&url, &schema).await;
 }

@@ -305,4 +305,68 @@ impl crate::RecordBackend for AnyBackend {
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         dispatch!(self, b => b.delete_record(kind, id).await)
     }
+
+    async fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> Result<(), StoreError> {
+        dispatch!(self, b => b.append_events(log, first, bodies).await)
+    }
+
+    async fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<crate::EventRow>, StoreError> {
+        dispatch!(self, b => b.list_events(log, from, limit).await)
+    }
+
+    async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        dispatch!(self, b => b.delete_events(log).await)
+    }
+
+    fn has_run_queue(&self) -> bool {
+        dispatch!(self, b => b.has_run_queue())
+    }
+
+    async fn enqueue_run(&self, run: &str, thread: &str) -> Result<(), StoreError> {
+        dispatch!(self, b => b.enqueue_run(run, thread).await)
+    }
+
+    async fn claim_run(
+        &self,
+        owner: &str,
+        max_attempts: u32,
+    ) -> Result<Option<crate::ClaimedRun>, StoreError> {
+        dispatch!(self, b => b.claim_run(owner, max_attempts).await)
+    }
+
+    async fn finish_run(&self, run: &str) -> Result<(), StoreError> {
+        dispatch!(self, b => b.finish_run(run).await)
+    }
+
+    async fn release_run(&self, run: &str, owner: &str) -> Result<(), StoreError> {
+        dispatch!(self, b => b.release_run(run, owner).await)
+    }
+
+    async fn cancel_run(&self, run: &str) -> Result<Option<bool>, StoreError> {
+        dispatch!(self, b => b.cancel_run(run).await)
+    }
+
+    async fn sweep_runs(
+        &self,
+        grace: std::time::Duration,
+        max_attempts: u32,
+    ) -> Result<crate::Swept, StoreError> {
+        dispatch!(self, b => b.sweep_runs(grace, max_attempts).await)
+    }
+
+    async fn listen_runs(
+        &self,
+    ) -> Result<tokio::sync::mpsc::UnboundedReceiver<crate::RunNotice>, StoreError> {
+        dispatch!(self, b => b.listen_runs().await)
+    }
 }

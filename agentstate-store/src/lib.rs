@@ -43,7 +43,10 @@
 //!   [`Compaction`]; the queries [`HistoryQuery`] and [`ThreadQuery`]; [`check_id`] and the
 //!   limits [`MAX_ID_BYTES`], [`MAX_LEASE_TTL_MS`];
 //! - records beside the threads (a server's runs): [`Store::put_record`] and its readers, on a
-//!   [`RecordBackend`] (SQLite), as [`RecordRow`]s;
+//!   [`RecordBackend`] (SQLite, PostgreSQL), as [`RecordRow`]s; numbered event logs
+//!   ([`Store::append_events`], [`Store::events`], as [`EventRow`]s: a run's streamed events);
+//!   a run queue on PostgreSQL ([`RecordBackend::claim_run`] and its siblings, [`ClaimedRun`],
+//!   [`Swept`], [`RunNotice`]);
 //! - [`StoreError`], each variant with a stable [`category`](StoreError::category).
 //!
 //! The rest is in namespaces:
@@ -127,7 +130,7 @@ pub use record::{
     check_id, EntryInfo, EntryKind, Head, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery,
     MAX_ID_BYTES, MAX_LEASE_TTL_MS,
 };
-pub use records::{RecordBackend, RecordRow};
+pub use records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};

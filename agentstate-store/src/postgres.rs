@@ -12,7 +12,7 @@ use crate::record::{
     NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
     ThreadQuery,
 };
-use crate::records::{RecordBackend, RecordRow};
+use crate::records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
@@ -56,6 +56,8 @@ pub struct Postgres {
     /// connection's task last woken on that thread sits in its slot until the node returns).
     renewals: Pool,
     sql: Sql,
+    /// Where it connects: the run queue's listener opens a connection of its own.
+    url: String,
 }
 
 /// Options of [`PostgresStore::connect_with`].
@@ -117,6 +119,7 @@ impl Store<Postgres> {
             pool,
             renewals,
             sql,
+            url: url.to_owned(),
         };
         backend.setup(&options.schema).await?;
         Ok(Store::new(backend))
@@ -132,6 +135,12 @@ struct Sql {
     meta: String,
     schemas: String,
     records: String,
+    events: String,
+    queue: String,
+    /// The `NOTIFY` channel of runs ready to be claimed (`{schema}.agentstate_runs`).
+    ready: String,
+    /// The `NOTIFY` channel of cancellations (`{schema}.agentstate_cancel`).
+    cancel: String,
     append: String,
     append_all: String,
     head: String,
@@ -259,6 +268,10 @@ impl Sql {
             meta: format!("{q}.agentstate_meta"),
             schemas: format!("{q}.agentstate_schemas"),
             records: format!("{q}.agentstate_records"),
+            events: format!("{q}.agentstate_events"),
+            queue: format!("{q}.agentstate_queue"),
+            ready: format!("{schema}.agentstate_runs"),
+            cancel: format!("{schema}.agentstate_cancel"),
             threads,
             entries,
         }
@@ -433,7 +446,30 @@ impl Postgres {
                  body JSONB NOT NULL,
                  PRIMARY KEY (kind, id)
              );
-             CREATE INDEX IF NOT EXISTS agentstate_records_thread ON {records} (kind, thread, created_ms);"
+             CREATE INDEX IF NOT EXISTS agentstate_records_thread ON {records} (kind, thread, created_ms);
+             CREATE TABLE IF NOT EXISTS {events} (
+                 log TEXT NOT NULL,
+                 seq BIGINT NOT NULL,
+                 body JSONB NOT NULL,
+                 PRIMARY KEY (log, seq)
+             );
+             CREATE TABLE IF NOT EXISTS {queue} (
+                 run TEXT PRIMARY KEY,
+                 thread TEXT NOT NULL,
+                 seq BIGSERIAL,
+                 status TEXT NOT NULL DEFAULT 'pending',
+                 owner TEXT,
+                 attempts INTEGER NOT NULL DEFAULT 0,
+                 claimed_ms BIGINT,
+                 cancelled BOOLEAN NOT NULL DEFAULT false
+             );
+             CREATE UNIQUE INDEX IF NOT EXISTS agentstate_queue_running ON {queue} (thread)
+                 WHERE status = 'running';
+             CREATE INDEX IF NOT EXISTS agentstate_queue_pending ON {queue} (seq)
+                 WHERE status = 'pending';
+             CREATE INDEX IF NOT EXISTS agentstate_queue_thread ON {queue} (thread, seq);",
+            events = self.sql.events,
+            queue = self.sql.queue,
         )
     }
 
@@ -1441,5 +1477,314 @@ impl RecordBackend for Postgres {
             .await
             .map_err(db_err(&doing))?;
         Ok(n > 0)
+    }
+
+    async fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> Result<(), StoreError> {
+        let doing = format!("appending {} events to event log `{log}`", bodies.len());
+        let client = self.client(&doing).await?;
+        // One statement for the batch: the numbers and bodies as two arrays.
+        let seqs: Vec<i64> = (0..bodies.len())
+            .map(|i| (first + i as u64) as i64)
+            .collect();
+        client
+            .execute(
+                &format!(
+                    "INSERT INTO {} (log, seq, body)
+                     SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
+                     ON CONFLICT (log, seq) DO NOTHING",
+                    self.sql.events
+                ),
+                &[&log, &seqs, &bodies],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let doing = format!("reading event log `{log}`");
+        let client = self.client(&doing).await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT seq, body::text FROM {} WHERE log = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+                    self.sql.events
+                ),
+                &[&log, &(from as i64), &(limit.min(i64::MAX as usize) as i64)],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(rows
+            .iter()
+            .map(|r| EventRow {
+                seq: r.get::<_, i64>(0) as u64,
+                body: r.get(1),
+            })
+            .collect())
+    }
+
+    async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        let doing = format!("deleting event log `{log}`");
+        let client = self.client(&doing).await?;
+        client
+            .execute(
+                &format!("DELETE FROM {} WHERE log = $1", self.sql.events),
+                &[&log],
+            )
+            .await
+            .map_err(db_err(&doing))
+    }
+
+    fn has_run_queue(&self) -> bool {
+        true
+    }
+
+    async fn enqueue_run(&self, run: &str, thread: &str) -> Result<(), StoreError> {
+        let doing = format!("queueing run `{run}` of thread `{thread}`");
+        let client = self.client(&doing).await?;
+        client
+            .query(
+                &format!(
+                    "WITH queued AS (INSERT INTO {} (run, thread) VALUES ($1, $2) RETURNING run)
+                     SELECT pg_notify($3, '') FROM queued",
+                    self.sql.queue
+                ),
+                &[&run, &thread, &self.sql.ready],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn claim_run(
+        &self,
+        owner: &str,
+        max_attempts: u32,
+    ) -> Result<Option<ClaimedRun>, StoreError> {
+        let doing = format!("claiming a run for worker `{owner}`");
+        let client = self.client(&doing).await?;
+        let queue = &self.sql.queue;
+        // The oldest pending run whose thread runs nothing and has no older pending run,
+        // skipping the rows other claimers hold. Two claimers may still pick runs of one thread
+        // at once (neither sees the other's uncommitted claim): the unique index on running
+        // runs' threads lets one through, the other claims again.
+        let claim = format!(
+            "UPDATE {queue} q SET status = 'running', owner = $1, attempts = q.attempts + 1,
+                                  claimed_ms = {NOW_MS}
+             WHERE q.run = (
+                 SELECT c.run FROM {queue} c
+                 WHERE c.status = 'pending' AND NOT c.cancelled AND c.attempts < $2
+                   AND NOT EXISTS (SELECT 1 FROM {queue} o WHERE o.thread = c.thread
+                       AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < c.seq)))
+                 ORDER BY c.seq LIMIT 1
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING q.run, q.thread, q.attempts"
+        );
+        for _ in 0..16 {
+            match client
+                .query_opt(&claim, &[&owner, &(max_attempts as i32)])
+                .await
+            {
+                Ok(row) => {
+                    return Ok(row.map(|r| ClaimedRun {
+                        run: r.get(0),
+                        thread: r.get(1),
+                        attempt: r.get::<_, i32>(2) as u32,
+                    }))
+                }
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => continue,
+                Err(e) => return Err(db_err(&doing)(e)),
+            }
+        }
+        Ok(None)
+    }
+
+    async fn finish_run(&self, run: &str) -> Result<(), StoreError> {
+        let doing = format!("taking run `{run}` out of the queue");
+        let client = self.client(&doing).await?;
+        client
+            .query(
+                &format!(
+                    "WITH done AS (DELETE FROM {} WHERE run = $1 RETURNING run)
+                     SELECT pg_notify($2, '') FROM done",
+                    self.sql.queue
+                ),
+                &[&run, &self.sql.ready],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn release_run(&self, run: &str, owner: &str) -> Result<(), StoreError> {
+        let doing = format!("putting run `{run}` back in the queue");
+        let client = self.client(&doing).await?;
+        // Back in the queue and its thread's lease revoked at once: the worker that claims it
+        // next takes the lease without waiting, and no sweep sees it running without one.
+        client
+            .query(
+                &format!(
+                    "WITH back AS (UPDATE {queue} SET status = 'pending', owner = NULL,
+                                          attempts = greatest(attempts - 1, 0)
+                                   WHERE run = $1 AND owner = $2 AND status = 'running'
+                                   RETURNING run, thread),
+                     revoked AS (UPDATE {threads} t SET lease_owner = NULL, lease_expires_ms = NULL
+                                 FROM back WHERE t.id = back.thread RETURNING t.id)
+                     SELECT pg_notify($3, ''), (SELECT count(*) FROM revoked) FROM back",
+                    queue = self.sql.queue,
+                    threads = self.sql.threads,
+                ),
+                &[&run, &owner, &self.sql.ready],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(())
+    }
+
+    async fn cancel_run(&self, run: &str) -> Result<Option<bool>, StoreError> {
+        let doing = format!("cancelling queued run `{run}`");
+        let client = self.client(&doing).await?;
+        let queue = &self.sql.queue;
+        let pending = client
+            .execute(
+                &format!("DELETE FROM {queue} WHERE run = $1 AND status = 'pending'"),
+                &[&run],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if pending > 0 {
+            return Ok(Some(false));
+        }
+        let running = client
+            .query(
+                &format!(
+                    "WITH marked AS (UPDATE {queue} SET cancelled = true
+                                     WHERE run = $1 AND status = 'running' RETURNING run)
+                     SELECT pg_notify($2, run) FROM marked"
+                ),
+                &[&run, &self.sql.cancel],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok((!running.is_empty()).then_some(true))
+    }
+
+    async fn sweep_runs(
+        &self,
+        grace: std::time::Duration,
+        max_attempts: u32,
+    ) -> Result<Swept, StoreError> {
+        let doing = "sweeping the run queue";
+        let client = self.client(doing).await?;
+        let (queue, threads) = (&self.sql.queue, &self.sql.threads);
+        // A running run whose claim is older than the grace and whose thread's lease is not
+        // live (its worker stopped renewing it): put back, or out once its attempts are used
+        // up or it was cancelled (its cancellation reached no worker).
+        let rows = client
+            .query(
+                &format!(
+                    "WITH dead AS (
+                         SELECT q.run FROM {queue} q
+                         WHERE q.status = 'running' AND q.claimed_ms <= {NOW_MS} - $1
+                           AND NOT EXISTS (SELECT 1 FROM {threads} t WHERE t.id = q.thread
+                               AND t.lease_owner IS NOT NULL AND t.lease_expires_ms > {NOW_MS})
+                         FOR UPDATE SKIP LOCKED),
+                     swept AS (
+                         UPDATE {queue} q SET owner = NULL, status = CASE
+                             WHEN q.cancelled THEN 'cancelled'
+                             WHEN q.attempts >= $2 THEN 'exhausted' ELSE 'pending' END
+                         FROM dead WHERE q.run = dead.run
+                         RETURNING q.run, q.thread, q.attempts, q.status)
+                     SELECT run, thread, attempts, status,
+                            CASE WHEN status = 'pending' THEN pg_notify($3, '') END
+                     FROM swept"
+                ),
+                &[
+                    &(grace.as_millis().min(i64::MAX as u128) as i64),
+                    &(max_attempts as i32),
+                    &self.sql.ready,
+                ],
+            )
+            .await
+            .map_err(db_err(doing))?;
+        let mut swept = Swept::default();
+        let mut out = Vec::new();
+        for row in &rows {
+            let run = ClaimedRun {
+                run: row.get(0),
+                thread: row.get(1),
+                attempt: row.get::<_, i32>(2) as u32,
+            };
+            match row.get::<_, &str>(3) {
+                "pending" => swept.requeued.push(run),
+                "exhausted" => swept.exhausted.push(run),
+                _ => {
+                    out.push(run.run.clone());
+                    swept.cancelled.push(run)
+                }
+            }
+        }
+        out.extend(swept.exhausted.iter().map(|r| r.run.clone()));
+        if !out.is_empty() {
+            client
+                .execute(&format!("DELETE FROM {queue} WHERE run = ANY($1)"), &[&out])
+                .await
+                .map_err(db_err(doing))?;
+        }
+        Ok(swept)
+    }
+
+    async fn listen_runs(
+        &self,
+    ) -> Result<tokio::sync::mpsc::UnboundedReceiver<RunNotice>, StoreError> {
+        let doing = "listening to the run queue";
+        let (client, mut connection) = tokio_postgres::connect(&self.url, NoTls)
+            .await
+            .map_err(db_err(doing))?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (ready, cancel) = (self.sql.ready.clone(), self.sql.cancel.clone());
+        let notices = tx.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) =
+                std::future::poll_fn(|cx| connection.poll_message(cx)).await
+            {
+                let tokio_postgres::AsyncMessage::Notification(n) = message else {
+                    continue;
+                };
+                let notice = if n.channel() == cancel {
+                    RunNotice::Cancel(n.payload().to_owned())
+                } else {
+                    RunNotice::Ready
+                };
+                if notices.send(notice).is_err() {
+                    return;
+                }
+            }
+        });
+        let quoted = |c: &str| format!("\"{}\"", c.replace('"', "\"\""));
+        client
+            .batch_execute(&format!(
+                "LISTEN {}; LISTEN {}",
+                quoted(&ready),
+                quoted(&self.sql.cancel)
+            ))
+            .await
+            .map_err(db_err(doing))?;
+        // The connection lives as long as someone listens.
+        tokio::spawn(async move {
+            tx.closed().await;
+            drop(client);
+        });
+        Ok(rx)
     }
 }

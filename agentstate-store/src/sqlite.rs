@@ -14,7 +14,7 @@ use crate::record::{
     LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow,
     ThreadInfo, ThreadQuery,
 };
-use crate::records::{RecordBackend, RecordRow};
+use crate::records::{EventRow, RecordBackend, RecordRow};
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use std::cell::Cell;
@@ -483,7 +483,13 @@ const RECORDS_TABLE: &str = "
         PRIMARY KEY (kind, id)
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS agentstate_records_thread
-        ON agentstate_records (kind, thread, created_ms);";
+        ON agentstate_records (kind, thread, created_ms);
+    CREATE TABLE IF NOT EXISTS agentstate_events (
+        log TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (log, seq)
+    ) WITHOUT ROWID;";
 
 /// Rewrites version 1's entries and snapshots into version 2's tables and replaces its version
 /// table by the view, inside the caller's transaction.
@@ -1678,6 +1684,78 @@ impl RecordBackend for Sqlite {
                 .and_then(|mut s| s.execute([&kind, &id]))
                 .map(|n| n > 0)
                 .map_err(db_err(format!("deleting {kind} record `{id}`")))
+        })
+        .await
+    }
+
+    async fn append_events(
+        &self,
+        log: &str,
+        first: u64,
+        bodies: Vec<String>,
+    ) -> Result<(), StoreError> {
+        let log = log.to_owned();
+        self.call(move |conn| {
+            records_table(conn)?;
+            let doing = format!("appending {} events to event log `{log}`", bodies.len());
+            let tx = conn.transaction().map_err(db_err(&doing))?;
+            {
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO agentstate_events (log, seq, body) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (log, seq) DO NOTHING",
+                    )
+                    .map_err(db_err(&doing))?;
+                for (i, body) in bodies.iter().enumerate() {
+                    let seq = (first + i as u64) as i64;
+                    insert
+                        .execute(params![log, seq, body])
+                        .map_err(db_err(&doing))?;
+                }
+            }
+            tx.commit().map_err(db_err(&doing))
+        })
+        .await
+    }
+
+    async fn list_events(
+        &self,
+        log: &str,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        let log = log.to_owned();
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached(
+                "SELECT seq, body FROM agentstate_events WHERE log = ?1 AND seq >= ?2
+                 ORDER BY seq LIMIT ?3",
+            )
+            .and_then(|mut s| {
+                s.query_map(
+                    params![log, from as i64, limit.min(i64::MAX as usize) as i64],
+                    |r| {
+                        Ok(EventRow {
+                            seq: r.get::<_, i64>(0)? as u64,
+                            body: r.get(1)?,
+                        })
+                    },
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(db_err(format!("reading event log `{log}`")))
+        })
+        .await
+    }
+
+    async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        let log = log.to_owned();
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached("DELETE FROM agentstate_events WHERE log = ?1")
+                .and_then(|mut s| s.execute([&log]))
+                .map(|n| n as u64)
+                .map_err(db_err(format!("deleting event log `{log}`")))
         })
         .await
     }

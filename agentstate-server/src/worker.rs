@@ -1,0 +1,356 @@
+//! Workers on the database's run queue (PostgreSQL): each claims a pending run
+//! (`FOR UPDATE SKIP LOCKED`), carries it out as the serving process would, and takes it out of
+//! the queue when it ends; they wake up on `NOTIFY` (a slow poll is the fallback), stop a run
+//! whose cancellation is notified, and a sweeper puts back the runs of workers that stopped.
+
+use crate::assistant::Start;
+use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
+use crate::runs::{Job, Live, Stop};
+use crate::server::Shared;
+use agentstate_store::{ClaimedRun, RunNotice};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How many times a run is claimed before it is given up (its workers stopped each time).
+pub(crate) const MAX_ATTEMPTS: u32 = 3;
+
+/// How the workers of a process claim, sweep and stop ([`ServerBuilder::workers`]).
+///
+/// [`ServerBuilder::workers`]: crate::ServerBuilder::workers
+#[derive(Debug, Clone)]
+pub(crate) struct WorkerOptions {
+    pub(crate) count: usize,
+    pub(crate) sweep_every: Duration,
+    pub(crate) sweep_grace: Duration,
+    pub(crate) poll_every: Duration,
+    pub(crate) shutdown_grace: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            count: 0,
+            sweep_every: Duration::from_secs(10),
+            sweep_grace: Duration::from_secs(10),
+            poll_every: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The workers of this process on the database's run queue, started by
+/// [`Server::start_workers`](crate::Server::start_workers) (and by
+/// [`serve`](crate::Server::serve)): they claim the runs any server on the database queued,
+/// carry them out, and sweep the runs of workers that stopped.
+/// [`shutdown`](Workers::shutdown) stops them gracefully: the runs still in progress after the
+/// grace go back to the queue for another worker. Dropping it stops their claiming.
+///
+/// ```no_run
+/// # async fn work(server: agentstate_server::Server) -> Result<(), agentstate_server::ApiError> {
+/// // A worker-only process: no listener, its workers claim what the servers queue.
+/// let workers = server.start_workers()?;
+/// tokio::signal::ctrl_c().await.ok();
+/// workers.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Workers {
+    shared: Arc<Shared>,
+    owner: String,
+    stop: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+    helpers: Vec<JoinHandle<()>>,
+    grace: Duration,
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workers")
+            .field("owner", &self.owner)
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Workers {
+    /// Starts `options.count` workers, the queue's listener and the sweeper.
+    pub(crate) fn start(shared: Arc<Shared>, options: &WorkerOptions) -> Workers {
+        let owner = format!(
+            "worker-{}-{}",
+            std::process::id(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let (stop, _) = watch::channel(false);
+        let (ready, _) = watch::channel(0u64);
+        let ready = Arc::new(ready);
+        let listener = tokio::spawn(listen(
+            Arc::clone(&shared),
+            Arc::clone(&ready),
+            stop.subscribe(),
+        ));
+        let sweeper = tokio::spawn(sweep(
+            Arc::clone(&shared),
+            options.clone(),
+            stop.subscribe(),
+        ));
+        let workers = (0..options.count)
+            .map(|_| {
+                tokio::spawn(work(
+                    Arc::clone(&shared),
+                    owner.clone(),
+                    ready.subscribe(),
+                    stop.subscribe(),
+                    options.poll_every,
+                ))
+            })
+            .collect();
+        Workers {
+            shared,
+            owner,
+            stop,
+            workers,
+            helpers: vec![listener, sweeper],
+            grace: options.shutdown_grace,
+        }
+    }
+
+    /// The name its workers claim runs and take threads' leases under
+    /// (`worker-{pid}-{random}`).
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Stops claiming runs, gives the runs in progress the grace to end (10 s by default:
+    /// [`ServerBuilder::worker_timing`](crate::ServerBuilder::worker_timing)), then stops
+    /// the others and puts them back in the queue (their committed steps stay: the worker that
+    /// claims them next continues from there).
+    pub async fn shutdown(mut self) {
+        self.stop.send_replace(true);
+        let until = tokio::time::Instant::now() + self.grace;
+        while !self.workers.iter().all(JoinHandle::is_finished)
+            && tokio::time::Instant::now() < until
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for live in self.shared.runs.all() {
+            live.stop(Stop::HandBack);
+        }
+        futures_util::future::join_all(std::mem::take(&mut self.workers)).await;
+    }
+}
+
+/// Dropped without [`shutdown`](Workers::shutdown): its workers claim nothing more (the runs
+/// in progress go on to their end; if the process ends first, they are swept back to the queue
+/// once their threads' leases expire).
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        for helper in &self.helpers {
+            helper.abort();
+        }
+    }
+}
+
+/// Wakes the workers on the queue's notices, and stops the runs whose cancellation is
+/// notified; listens again after a lost connection.
+async fn listen(
+    shared: Arc<Shared>,
+    ready: Arc<watch::Sender<u64>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    while !*stop.borrow() {
+        let mut notices = match shared.records.listen().await {
+            Ok(notices) => notices,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        loop {
+            let notice = tokio::select! {
+                notice = notices.recv() => notice,
+                _ = stop.changed() => return,
+            };
+            match notice {
+                Some(RunNotice::Ready) => {
+                    ready.send_modify(|n| *n += 1);
+                }
+                Some(RunNotice::Cancel(run)) => {
+                    if let Some(live) = shared.runs.get(&run) {
+                        live.cancel();
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// One worker: claims a run, carries it out, claims the next; waits for a notice (or the slow
+/// poll) when there is none.
+async fn work(
+    shared: Arc<Shared>,
+    owner: String,
+    mut ready: watch::Receiver<u64>,
+    mut stop: watch::Receiver<bool>,
+    poll: Duration,
+) {
+    while !*stop.borrow() {
+        ready.borrow_and_update();
+        match shared.records.claim(&owner, MAX_ATTEMPTS).await {
+            Ok(Some(claimed)) => carry_out(&shared, &owner, claimed).await,
+            Ok(None) => {
+                tokio::select! {
+                    _ = ready.changed() => {}
+                    _ = stop.changed() => {}
+                    () = tokio::time::sleep(poll) => {}
+                }
+            }
+            Err(_) => tokio::time::sleep(poll).await,
+        }
+    }
+}
+
+/// Carries out the run `claimed`, as this process's runs are, until it ends or is handed back.
+async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
+    let mut run = match shared.records.run(&claimed.run).await {
+        Ok(Some(run)) if !run.status.is_final() => run,
+        // Deleted, or ended (its worker stopped between its end and the queue's).
+        Ok(_) => {
+            let _ = shared.records.finish_queued(&claimed.run).await;
+            return;
+        }
+        Err(_) => {
+            let _ = shared.records.release(&claimed.run, owner).await;
+            return;
+        }
+    };
+    let planned = shared
+        .graph(&run.graph_id)
+        .map_err(|e| e.to_string())
+        .and_then(|served| {
+            let (start, modes) = crate::api::plan(&run.kwargs)?;
+            Ok((Arc::clone(&served.assistant), start, modes))
+        });
+    let (assistant, mut start, modes) = match planned {
+        Ok(planned) => planned,
+        Err(why) => {
+            let message = format!(
+                "run `{}` on thread `{}` cannot be carried out by worker `{owner}`: {why}",
+                run.run_id, run.thread_id
+            );
+            end_queued(
+                shared,
+                run,
+                RunStatus::Error,
+                Some(("run_invalid", message)),
+            )
+            .await;
+            return;
+        }
+    };
+    // Answers an earlier attempt committed are not given again: the run continues from them.
+    if let (Start::Resume(_), true) = (&start, claimed.attempt > 1) {
+        if let Ok(snapshot) = assistant.snapshot(&run.thread_id, None).await {
+            if snapshot.interrupts.is_empty() {
+                start = Start::Input(None);
+            }
+        }
+    }
+    // The events of its earlier attempts stay; this one's are numbered after them.
+    let base = match shared.records.events(&run.run_id, 0, usize::MAX).await {
+        Ok(events) => events.len(),
+        Err(_) => 0,
+    };
+    run.attempt = claimed.attempt;
+    let live = Live::attempt(&run.run_id, &run.thread_id, claimed.attempt, base);
+    shared.runs.register(&live, |_| Ok::<_, ()>(())).ok();
+    Job {
+        records: Arc::clone(&shared.records),
+        runs: Arc::clone(&shared.runs),
+        assistant,
+        live: Arc::clone(&live),
+        run,
+        start,
+        modes,
+        stateless: false,
+        agui: None,
+        worker: Some(owner.to_owned()),
+    }
+    .spawn();
+    live.result().await;
+}
+
+/// Ends `run`, taken out of the queue without being carried out, with `status` (and a
+/// failure's category and sentence), its thread `error` (a failure) or `interrupted`.
+async fn end_queued(
+    shared: &Shared,
+    mut run: RunRecord,
+    status: RunStatus,
+    failure: Option<(&str, String)>,
+) {
+    run.status = status;
+    run.updated_ms = now_ms();
+    run.error = failure.map(|(error, message)| RunFailure {
+        error: error.to_owned(),
+        message,
+    });
+    let thread_status = match status {
+        RunStatus::Error => ThreadStatus::Error,
+        _ => ThreadStatus::Interrupted,
+    };
+    let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
+    let _ = shared.records.put(Record::Run(run)).await;
+    if let Ok(Some(mut thread)) = shared.records.thread(&thread_id).await {
+        thread.status = thread_status;
+        thread.updated_ms = now_ms();
+        let _ = shared.records.put(Record::Thread(thread)).await;
+    }
+    let _ = shared.records.finish_queued(&run_id).await;
+}
+
+/// Every `sweep_every`: puts back the runs whose workers stopped (their thread's lease
+/// expired; a live lease is never swept), and ends those whose attempts are used up or that
+/// were cancelled meanwhile.
+async fn sweep(shared: Arc<Shared>, options: WorkerOptions, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        tokio::select! {
+            () = tokio::time::sleep(options.sweep_every) => {}
+            _ = stop.changed() => return,
+        }
+        let Ok(swept) = shared
+            .records
+            .sweep(options.sweep_grace, MAX_ATTEMPTS)
+            .await
+        else {
+            continue;
+        };
+        let gone = swept
+            .exhausted
+            .into_iter()
+            .map(|r| (r, RunStatus::Error))
+            .chain(
+                swept
+                    .cancelled
+                    .into_iter()
+                    .map(|r| (r, RunStatus::Interrupted)),
+            );
+        for (claimed, status) in gone {
+            let Ok(Some(run)) = shared.records.run(&claimed.run).await else {
+                continue;
+            };
+            let failure = (status == RunStatus::Error).then(|| {
+                (
+                    "run_attempts_exhausted",
+                    format!(
+                        "run `{}` on thread `{}` was attempted {} times, and each time its worker stopped before it ended",
+                        claimed.run, claimed.thread, claimed.attempt
+                    ),
+                )
+            });
+            end_queued(&shared, run, status, failure).await;
+        }
+    }
+}

@@ -1,0 +1,497 @@
+//! Crashes and scale on PostgreSQL: two server processes (API only, on 127.0.0.1) and three
+//! worker processes (this test binary run again as each) on one database, driven over HTTP. A worker killed with
+//! `kill -9` in the middle of a run (a node that ran its effect, then blocks): another worker
+//! finishes it, the effect ran once and no committed step ran again. 200 runs on 50 threads:
+//! never two running runs on one thread, every run reaches a final status, each step ran once.
+//!
+//! Without `AGENTSTATE_POSTGRES_URL` it prints one line and passes, unless `CI` is set (then it
+//! fails). Its own main (no libtest harness): it re-executes itself as the servers and the
+//! workers, and ends them (closing their standard input, or `kill -9`).
+
+#[path = "support/postgres.rs"]
+mod support;
+
+use agentstate::AgentState;
+use agentstate_graph::{BoxError, Context, Graph, END};
+use agentstate_server::Server;
+use agentstate_store::postgres::PostgresOptions;
+use agentstate_store::PostgresStore;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+/// A job's state: what its nodes did.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Job {
+    /// Its thread's id (the runs' input).
+    thread: String,
+    #[reducer(append)]
+    log: Vec<String>,
+}
+
+/// The environment variable that makes this binary a worker (its value: the schema).
+const WORKER: &str = "AGENTSTATE_POOL_WORKER";
+/// The environment variable that makes this binary a server (its value: the schema).
+const SERVER: &str = "AGENTSTATE_POOL_SERVER";
+/// The directory where the nodes leave their marks (shared by the processes).
+const MARKS: &str = "AGENTSTATE_POOL_MARKS";
+
+/// Appends `line` to the file `name` in `dir`.
+fn mark(dir: &Path, name: &str, line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(name))
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+fn lines(dir: &Path, name: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Two nodes: `first` (its mark: a committed step), then `pay`, whose effect leaves its mark
+/// (with the process id) and which, on threads `stop...`, blocks after running it. Each node
+/// holds a lock file of its thread while it runs: finding one held is two runs at once.
+fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
+    let (first_dir, pay_dir) = (dir.clone(), dir);
+    Ok(Graph::builder()
+        .node("first", move |s: Arc<Job>, _: Context| {
+            let dir = first_dir.clone();
+            async move {
+                let thread = s.thread.clone();
+                let lock = exclusive(&dir, &thread);
+                mark(&dir, &format!("first-{thread}"), "ran");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                drop(lock);
+                Ok::<_, BoxError>(JobUpdate::default().log(vec!["first".into()]))
+            }
+        })
+        .node("pay", move |s: Arc<Job>, cx: Context| {
+            let dir = pay_dir.clone();
+            async move {
+                let thread = s.thread.clone();
+                let lock = (!thread.starts_with("stop")).then(|| exclusive(&dir, &thread));
+                let ran = Arc::new(AtomicBool::new(false));
+                let (effect_ran, effect_dir, effect_thread) =
+                    (Arc::clone(&ran), dir.clone(), thread.clone());
+                let _: String = cx
+                    .effect("pay", move |_key| async move {
+                        let pid = std::process::id().to_string();
+                        mark(&effect_dir, &format!("effect-{effect_thread}"), &pid);
+                        effect_ran.store(true, Ordering::SeqCst);
+                        Ok::<_, std::io::Error>("paid".to_owned())
+                    })
+                    .await?;
+                if thread.starts_with("stop") && ran.load(Ordering::SeqCst) {
+                    // Stopped here (killed, or its worker shut down): the effect is journaled,
+                    // the step is not committed.
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                }
+                drop(lock);
+                Ok::<_, BoxError>(JobUpdate::default().log(vec!["pay".into()]))
+            }
+        })
+        .entry("first")
+        .edge("first", "pay")
+        .edge("pay", END)
+        .build()?)
+}
+
+/// A lock file of `thread`, removed when dropped; one already there is written down as a
+/// violation (two runs of the thread at once).
+struct Exclusive(PathBuf);
+
+fn exclusive(dir: &Path, thread: &str) -> Exclusive {
+    let path = dir.join(format!("lock-{thread}"));
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .is_err()
+    {
+        mark(dir, "violations", thread);
+    }
+    Exclusive(path)
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+async fn store(url: &str, schema: &str) -> PostgresStore {
+    let options = PostgresOptions {
+        schema: schema.to_owned(),
+        ..PostgresOptions::default()
+    };
+    PostgresStore::connect_with(url, options).await.unwrap()
+}
+
+/// A server on `store`: workers on the queue (`workers` of them), a short lease and sweep.
+fn server(store: &PostgresStore, dir: &Path, workers: usize) -> Server {
+    let durable = graph(dir.to_owned())
+        .unwrap()
+        .durable(store)
+        .lease_ttl(Duration::from_millis(900));
+    Server::builder(store)
+        .assistant("job", durable)
+        .workers(workers)
+        .sweep(Duration::from_millis(300), Duration::from_millis(900))
+        .worker_timing(Duration::from_secs(1), Duration::from_secs(2))
+        .build()
+}
+
+/// The runtime of a child process, and a future that ends when its standard input closes.
+fn child() -> (tokio::runtime::Runtime, tokio::sync::oneshot::Receiver<()>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (closed, stdin_closed) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        let _ = closed.send(());
+    });
+    (runtime, stdin_closed)
+}
+
+/// A worker process: four workers until its standard input closes, then a graceful shutdown.
+fn worker(url: &str, schema: &str) {
+    let dir = PathBuf::from(std::env::var(MARKS).unwrap());
+    let (runtime, stdin_closed) = child();
+    runtime.block_on(async {
+        let store = store(url, schema).await;
+        let workers = server(&store, &dir, 4).start_workers().unwrap();
+        let _ = stdin_closed.await;
+        workers.shutdown().await;
+    });
+}
+
+/// A server process (no workers) on 127.0.0.1, its address its first line, until its standard
+/// input closes.
+fn serve(url: &str, schema: &str) {
+    let dir = PathBuf::from(std::env::var(MARKS).unwrap());
+    let (runtime, stdin_closed) = child();
+    runtime.block_on(async {
+        let store = store(url, schema).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        tokio::select! {
+            served = server(&store, &dir, 0).serve(listener) => served.unwrap(),
+            _ = stdin_closed => {}
+        }
+    });
+}
+
+/// This test binary run again as a child process with `role` set, and its standard input
+/// and output piped.
+fn spawn(role: &str, schema: &str, dir: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(std::env::current_exe().unwrap())
+        .env(role, schema)
+        .env(MARKS, dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// The body of an HTTP/1.1 request to the server at `addr` (one connection per request).
+async fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    last: Option<&str>,
+) -> String {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if let Some(last) = last {
+        head.push_str(&format!("last-event-id: {last}\r\n"));
+    }
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("{head}\r\n{body}").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, mut rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return rest.to_owned();
+    }
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    body
+}
+
+async fn call(addr: &str, method: &str, path: &str, body: Option<Value>) -> Value {
+    let text = request(addr, method, path, body, None).await;
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Waits (up to `limit`) for `done`, checking every 50 ms.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut() -> F,
+) {
+    let until = Instant::now() + limit;
+    while !done().await {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn run_status(app: &str, thread: &str, run: &str) -> String {
+    let got = call(app, "GET", &format!("/threads/{thread}/runs/{run}"), None).await;
+    got["status"].as_str().unwrap_or("?").to_owned()
+}
+
+/// A run on thread `thread` (created on `a`) whose worker is stopped once the run's effect
+/// ran: killed (`kill`), or shut down gracefully (its standard input closed). Another worker
+/// finishes it (read on `b`): the effect ran once, no committed step ran again, the run's
+/// stream shows its two attempts. Returns the index of the stopped worker.
+async fn stopped_midway(
+    a: &str,
+    b: &str,
+    dir: &Path,
+    workers: &mut [tokio::process::Child],
+    thread: &str,
+    kill: bool,
+) -> usize {
+    call(a, "POST", "/threads", Some(json!({"thread_id": thread}))).await;
+    let input = json!({"assistant_id": "job", "input": {"thread": thread}});
+    let run = call(a, "POST", &format!("/threads/{thread}/runs"), Some(input)).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let effects = format!("effect-{thread}");
+    eventually(Duration::from_secs(20), "the effect", || {
+        let ran = !lines(dir, &effects).is_empty();
+        async move { ran }
+    })
+    .await;
+    let pid: u32 = lines(dir, &effects)[0].parse().unwrap();
+    let stopped = workers
+        .iter_mut()
+        .position(|w| w.id() == Some(pid))
+        .expect("the effect ran in a worker process");
+    if kill {
+        workers[stopped].start_kill().unwrap();
+        workers[stopped].wait().await.unwrap();
+    } else {
+        drop(workers[stopped].stdin.take());
+    }
+    let runs = format!("/threads/{thread}/runs/{run_id}");
+    eventually(
+        Duration::from_secs(20),
+        "the run's end on another worker",
+        || {
+            let (b, runs) = (b.to_owned(), runs.clone());
+            async move {
+                let got = call(&b, "GET", &runs, None).await;
+                got["status"] == "success"
+            }
+        },
+    )
+    .await;
+    assert_eq!(lines(dir, &effects).len(), 1, "the effect ran once");
+    assert_eq!(
+        lines(dir, &format!("first-{thread}")).len(),
+        1,
+        "`first` ran once"
+    );
+    let state = call(b, "GET", &format!("/threads/{thread}/state"), None).await;
+    assert_eq!(state["values"]["log"], json!(["first", "pay"]), "{state}");
+    let joined = call(a, "GET", &format!("{runs}/join"), None).await;
+    assert_eq!(joined["log"], json!(["first", "pay"]), "{joined}");
+    // Its stream, replayed from the database: the two attempts' events, numbered in order.
+    let body = request(b, "GET", &format!("{runs}/stream"), None, Some("-1")).await;
+    let attempts: Vec<Value> = body
+        .split("\n\n")
+        .filter(|frame| frame.contains("event: metadata"))
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str::<Value>(data).unwrap()["attempt"].clone())
+        .collect();
+    let expected = if kill { json!([1, 2]) } else { json!([1, 1]) };
+    assert_eq!(Value::from(attempts), expected, "{body}");
+    stopped
+}
+
+async fn pool(url: &str) {
+    let schema = format!("agentstate_pool_{}", std::process::id());
+    let dir = std::env::temp_dir().join(&schema);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // The tables, made before the processes start.
+    let one = store(url, &schema).await;
+    let mut servers: Vec<tokio::process::Child> =
+        (0..2).map(|_| spawn(SERVER, &schema, &dir)).collect();
+    let mut addresses = Vec::new();
+    for server in &mut servers {
+        let out = server.stdout.take().unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(out)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        addresses.push(line.trim().to_owned());
+    }
+    let (a, b) = (addresses[0].as_str(), addresses[1].as_str());
+    let mut workers: Vec<tokio::process::Child> =
+        (0..3).map(|_| spawn(WORKER, &schema, &dir)).collect();
+
+    // A worker killed in the middle of a run.
+    let killed = stopped_midway(a, b, &dir, &mut workers, "stop-kill", true).await;
+    workers.remove(killed);
+
+    // A run cancelled through one server: its worker, told by NOTIFY, stops it; it is not run
+    // again (no sweep puts it back), and its thread's lease is free.
+    call(
+        a,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": "stop-cancel"})),
+    )
+    .await;
+    let input = json!({"assistant_id": "job", "input": {"thread": "stop-cancel"}});
+    let run = call(a, "POST", "/threads/stop-cancel/runs", Some(input)).await;
+    let runs = format!(
+        "/threads/stop-cancel/runs/{}",
+        run["run_id"].as_str().unwrap()
+    );
+    eventually(Duration::from_secs(20), "the effect", || {
+        let ran = !lines(&dir, "effect-stop-cancel").is_empty();
+        async move { ran }
+    })
+    .await;
+    // Busy on another process: a state update is refused.
+    let update = json!({"values": {"log": ["x"]}, "as_node": "first"});
+    let refused = call(b, "POST", "/threads/stop-cancel/state", Some(update)).await;
+    let said = refused["detail"].as_str().unwrap_or_default();
+    assert!(said.contains("is busy with run"), "{refused}");
+    call(b, "POST", &format!("{runs}/cancel?wait=1"), None).await;
+    assert_eq!(call(a, "GET", &runs, None).await["status"], "interrupted");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(call(a, "GET", &runs, None).await["status"], "interrupted");
+    assert_eq!(lines(&dir, "effect-stop-cancel").len(), 1);
+    assert_eq!(one.lease_info("stop-cancel").await.unwrap(), None);
+
+    // 200 runs on 50 threads, created on both servers.
+    let threads: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();
+    for (i, thread) in threads.iter().enumerate() {
+        let app = if i % 2 == 0 { a } else { b };
+        call(app, "POST", "/threads", Some(json!({"thread_id": thread}))).await;
+    }
+    let mut runs = Vec::new();
+    for i in 0..200 {
+        let (app, thread) = (if i % 2 == 0 { b } else { a }, &threads[i % 50]);
+        let input = json!({"thread": thread});
+        let body = json!({"assistant_id": "job", "input": input, "multitask_strategy": "enqueue"});
+        let run = call(app, "POST", &format!("/threads/{thread}/runs"), Some(body)).await;
+        let id = run["run_id"].as_str().unwrap_or_else(|| panic!("{run}"));
+        runs.push((thread.clone(), id.to_owned()));
+    }
+    let started = Instant::now();
+    eventually(Duration::from_secs(40), "200 runs' ends", || {
+        let (a, runs) = (a.to_owned(), runs.clone());
+        async move {
+            for (thread, run) in &runs {
+                let status = run_status(&a, thread, run).await;
+                if status == "pending" || status == "running" {
+                    return false;
+                }
+            }
+            true
+        }
+    })
+    .await;
+    println!("200 runs on 50 threads ended in {:?}", started.elapsed());
+    for (thread, run) in &runs {
+        assert_eq!(run_status(b, thread, run).await, "success", "{run}");
+    }
+    assert!(
+        lines(&dir, "violations").is_empty(),
+        "two runs of a thread ran at once"
+    );
+    for thread in &threads {
+        let state = call(a, "GET", &format!("/threads/{thread}/state"), None).await;
+        let log = state["values"]["log"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            log, 8,
+            "thread {thread}: each of its 4 runs' 2 steps once: {state}"
+        );
+        assert_eq!(lines(&dir, &format!("effect-{thread}")).len(), 4);
+    }
+
+    // A worker shut down in the middle of a run: it hands the run back after its grace.
+    let stopped = stopped_midway(a, b, &dir, &mut workers, "stop-graceful", false).await;
+    let graceful = workers.remove(stopped);
+    assert!(graceful.wait_with_output().await.unwrap().status.success());
+
+    // Graceful shutdown: standard input closed, each worker stops.
+    for mut worker in workers {
+        drop(worker.stdin.take());
+        let stopped = tokio::time::timeout(Duration::from_secs(10), worker.wait()).await;
+        assert!(stopped.is_ok_and(|s| s.is_ok_and(|s| s.success())));
+    }
+    for mut server in servers {
+        drop(server.stdin.take());
+        let stopped = tokio::time::timeout(Duration::from_secs(10), server.wait()).await;
+        assert!(stopped.is_ok_and(|s| s.is_ok_and(|s| s.success())));
+    }
+    drop(one);
+    support::drop_schema(url, &schema).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    let url = std::env::var("AGENTSTATE_POSTGRES_URL");
+    if let (Ok(schema), Ok(url)) = (std::env::var(WORKER), &url) {
+        worker(url, &schema);
+        return;
+    }
+    if let (Ok(schema), Ok(url)) = (std::env::var(SERVER), &url) {
+        serve(url, &schema);
+        return;
+    }
+    let Ok(url) = url else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the worker pool test needs AGENTSTATE_POSTGRES_URL under CI"
+        );
+        println!("the worker pool on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(pool(&url));
+    println!("the worker pool on PostgreSQL: ok");
+}

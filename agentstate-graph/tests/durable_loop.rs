@@ -2035,11 +2035,16 @@ async fn a_blocking_node_keeps_its_lease<B: Backend>(store: Store<B>, t: String)
         if run.is_finished() {
             break;
         }
-        refused(second.resume(&t).await, "thread_leased");
+        match second.resume(&t).await {
+            Err(DurableError::Store(StoreError::Leased { .. })) => {}
+            // The first run finished between the check and the call: nothing is left to run.
+            Ok(_) if calls.of("b") > 0 => break,
+            other => panic!("the second worker is refused while the first runs: {other:?}"),
+        }
     }
     let (state, _) = finished(run.await.unwrap());
     assert_eq!(state.log, log(&["a", "b"]));
-    assert_eq!(calls.of("a"), 1);
+    assert_eq!((calls.of("a"), calls.of("b")), (1, 1));
 }
 
 /// `a_blocking_node_keeps_its_lease` on a current-thread runtime, whose only thread the node

@@ -97,8 +97,7 @@
 //! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and
 //! `goto`, runs from a checkpoint, `interrupt_before`/`interrupt_after` per run, the
 //! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, a state update at a
-//! checkpoint, thread copy,
-//! crons, the store API (a request for them is refused, 422, with a sentence saying so). With
+//! checkpoint, thread copy, crons, the store API (a request for them is refused, 422, with a sentence saying so). With
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates
 //! them; following another process's run polls its event log (every 50 ms, no `NOTIFY` yet).
 //!

@@ -14,10 +14,10 @@
 #[path = "../examples/support/desk.rs"]
 mod desk;
 
-use agentstate_server::Server;
-use agentstate_store::SqliteStore;
+#[path = "support/sdk.rs"]
+mod sdk;
+
 use std::path::Path;
-use std::time::Duration;
 
 /// The checks `sdk.mjs` prints, in order.
 const CHECKS: &[&str] = &[
@@ -86,35 +86,7 @@ async fn the_official_js_sdk_drives_the_server() {
         return;
     }
 
-    let store = SqliteStore::open_in_memory().unwrap();
-    let server = Server::builder(&store)
-        .assistant("desk", desk::graph().unwrap().durable(&store))
-        .api_key("test-key")
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = tokio::spawn(server.serve(listener));
-
-    let node = tokio::process::Command::new("node")
-        .arg("sdk.mjs")
-        .arg(&url)
-        .current_dir(&js)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), node).await;
-    serving.abort();
-    let output = output
-        .expect("the JS SDK script finishes within two minutes")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "sdk.mjs failed:\n{stdout}\n{stderr}"
-    );
-    let passed: Vec<&str> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ok "))
-        .collect();
-    assert_eq!(passed, CHECKS, "{stdout}\n{stderr}");
+    let mut node = tokio::process::Command::new("node");
+    node.arg("sdk.mjs").current_dir(&js);
+    sdk::drive(node, CHECKS).await;
 }

@@ -14,10 +14,10 @@
 #[path = "../examples/support/desk.rs"]
 mod desk;
 
-use agentstate_server::Server;
-use agentstate_store::SqliteStore;
+#[path = "support/sdk.rs"]
+mod sdk;
+
 use std::path::Path;
-use std::time::Duration;
 
 /// The checks `sdk.py` prints, in order.
 const CHECKS: &[&str] = &[
@@ -72,34 +72,7 @@ async fn the_official_python_sdk_drives_the_server() {
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/sdk.py");
 
-    let store = SqliteStore::open_in_memory().unwrap();
-    let server = Server::builder(&store)
-        .assistant("desk", desk::graph().unwrap().durable(&store))
-        .api_key("test-key")
-        .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = tokio::spawn(server.serve(listener));
-
-    let run = tokio::process::Command::new(python)
-        .arg(&script)
-        .arg(&url)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), run).await;
-    serving.abort();
-    let output = output
-        .expect("the Python SDK script finishes within two minutes")
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "sdk.py failed:\n{stdout}\n{stderr}"
-    );
-    let passed: Vec<&str> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ok "))
-        .collect();
-    assert_eq!(passed, CHECKS, "{stdout}\n{stderr}");
+    let mut run = tokio::process::Command::new(python);
+    run.arg(script);
+    sdk::drive(run, CHECKS).await;
 }

@@ -426,6 +426,9 @@ enum Begin<U> {
     Input(NodeOutput<U>, Option<String>),
     /// A new run even if the thread's last did not finish (that one is abandoned).
     Supersede(NodeOutput<U>, Option<String>),
+    /// A new run (superseding, as `Supersede`) whose first step runs these nodes (indices;
+    /// `usize::MAX` for a name the graph does not have), not the entry.
+    Goto(NodeOutput<U>, Option<String>, Vec<usize>),
     Resume(Answers),
 }
 
@@ -843,6 +846,65 @@ where
         )
     }
 
+    /// [`stream_superseding`](DurableGraph::stream_superseding), but the run's first step runs
+    /// the nodes `goto` instead of the graph's entry (LangGraph's `Command(goto=...)` as a
+    /// run's input), `input` merged first. With no nodes the input is merged and the run ends
+    /// there, having run none (LangGraph's `Command(update=...)` on a thread whose run
+    /// finished). The input is committed with the nodes it goes to, so a run cut short
+    /// resumes there. A node the graph does not have is refused when the run starts
+    /// (`run_state_invalid`).
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::{Context, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Log { #[reducer(append)] ran: Vec<String> }
+    ///
+    /// let step = |name: &'static str| move |_: Arc<Log>, _: Context| async move {
+    ///     Ok::<_, std::convert::Infallible>(LogUpdate::default().ran(vec![name.to_owned()]))
+    /// };
+    /// let graph = Graph::builder()
+    ///     .node("first", step("first"))
+    ///     .node("second", step("second"))
+    ///     .entry("first")
+    ///     .edge("first", "second")
+    ///     .edge("second", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.create("t-1", Log::default()).await?;
+    /// let durable = graph.durable(&store);
+    /// let input = LogUpdate::default().ran(vec!["input".to_owned()]);
+    /// let mut run = durable.stream_goto("t-1", "run-1", input, ["second"]);
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(store.load::<Log>("t-1").await?.state.ran, ["input", "second"]);
+    ///
+    /// // No nodes: the update alone.
+    /// let mut run = durable.stream_goto("t-1", "run-2", LogUpdate::default().ran(vec!["note".to_owned()]), []);
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(store.load::<Log>("t-1").await?.state.ran, ["input", "second", "note"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_goto(
+        &self,
+        thread: &str,
+        run_id: &str,
+        input: impl Into<NodeOutput<S::Update>>,
+        goto: impl IntoIterator<Item = K>,
+    ) -> DurableStream<S, K> {
+        let goto = self.indices(goto);
+        self.streamed(
+            thread,
+            Begin::Goto(input.into(), Some(run_id.to_owned()), goto),
+        )
+    }
+
     /// [`resume_with`](DurableGraph::resume_with) as a stream of [`Event`]s, as
     /// [`stream`](DurableGraph::stream) gives them (`Answers::new()` to resume after a
     /// crash).
@@ -997,7 +1059,9 @@ where
         let mut started = false;
         // A run the caller names that is already the thread's: resumed, not started again.
         let begin = match begin {
-            Begin::Input(_, Some(id)) | Begin::Supersede(_, Some(id))
+            Begin::Input(_, Some(id))
+            | Begin::Supersede(_, Some(id))
+            | Begin::Goto(_, Some(id), _)
                 if position.run_id.as_deref() == Some(id.as_str()) =>
             {
                 Begin::Resume(Answers::new())
@@ -1018,6 +1082,27 @@ where
             Begin::Supersede(input, id) => {
                 self.input(&mut handle, &mut position, input, id).await?;
                 started = true;
+            }
+            Begin::Goto(input, id, goto) => {
+                if goto.contains(&usize::MAX) {
+                    return Err(DurableError::State {
+                        thread: thread.to_owned(),
+                        reason: "the run goes to a node the graph does not have".to_owned(),
+                    });
+                }
+                let next = self.graph.names(&goto);
+                let run_id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                let meta = self.input_meta_to(&run_id, next.clone());
+                handle.merge(input, meta).await?;
+                position = Position {
+                    started: true,
+                    seq: handle.version(),
+                    run_id: Some(run_id),
+                    next,
+                    ..Position::default()
+                };
+                // Not `started`: the run takes its first step from `next`, not the entry (or
+                // with no nodes, ends below).
             }
             Begin::Input(input, id) => {
                 if !position.ended() || position.interrupts.is_some() {
@@ -1056,15 +1141,16 @@ where
                         return Ok(outcome);
                     }
                 }
-                if position.ended() {
-                    let outcome = Outcome::Finished {
-                        version: handle.version(),
-                        state: handle.shared_state(),
-                    };
-                    self.keep(thread, handle, Some(position));
-                    return Ok(outcome);
-                }
             }
+        }
+        // A run resumed (or gone to no node) that has nothing left to run.
+        if !started && position.ended() {
+            let outcome = Outcome::Finished {
+                version: handle.version(),
+                state: handle.shared_state(),
+            };
+            self.keep(thread, handle, Some(position));
+            return Ok(outcome);
         }
         self.drive_leased(
             thread, handle, position, started, lease_slot, heartbeat, out,
@@ -1179,10 +1265,12 @@ where
         let entry_node = self.graph.inner().nodes[self.graph.inner().entry]
             .name
             .to_string();
-        let entry = JournalEntry::Input {
-            step: 0,
-            next: vec![entry_node],
-        };
+        self.input_meta_to(run_id, vec![entry_node])
+    }
+
+    /// The metadata of run `run_id`'s input entry, its first step running `next`.
+    fn input_meta_to(&self, run_id: &str, next: Vec<String>) -> StepMeta {
+        let entry = JournalEntry::Input { step: 0, next };
         entry_meta(run_id, Some("__input__"), &entry)
     }
 

@@ -140,6 +140,37 @@ impl Interrupt {
         }
     }
 
+    /// Whether this is a static breakpoint ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before)
+    /// or `_after`, or a durable worker's), not a node's question: its payload is
+    /// `{"breakpoint": "before"}` or `{"breakpoint": "after"}`. Any answer lets the run go on.
+    ///
+    /// ```
+    /// use agentstate_graph::Interrupt;
+    ///
+    /// let asked: Interrupt = serde_json::from_value(serde_json::json!({
+    ///     "id": "approve:2.0:0", "node": "approve", "step_node": "approve", "step": 2,
+    ///     "payload": {"question": "send?"}
+    /// }))?;
+    /// assert!(!asked.is_breakpoint());
+    /// let stop: Interrupt = serde_json::from_value(serde_json::json!({
+    ///     "id": "approve:2.before", "node": "approve", "step_node": "approve", "step": 2,
+    ///     "payload": {"breakpoint": "before"}
+    /// }))?;
+    /// assert!(stop.is_breakpoint());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn is_breakpoint(&self) -> bool {
+        let Value::Object(payload) = &self.payload else {
+            return false;
+        };
+        let when = payload.get("breakpoint").and_then(Value::as_str);
+        payload.len() == 1
+            && when.is_some_and(|when| {
+                (when == "before" || when == "after")
+                    && self.id == format!("{}:{}.{when}", self.node, self.step)
+            })
+    }
+
     /// A static breakpoint (`when`: `before` or `after`) at node `node` of step `step`.
     pub(crate) fn breakpoint(node: &str, step: u64, when: &str) -> Self {
         let mut payload = Map::new();

@@ -601,6 +601,61 @@ async fn dropping_a_durable_stream_is_a_crash<B: Backend>(store: Store<B>, t: St
     assert_eq!(entries[0].run_id.as_ref(), Some(run_id));
 }
 
+/// A run that goes to a node (`stream_goto`) commits its input with that node as its next
+/// step: cut short there, it resumes there; run again with its id, it is not started twice; no
+/// node merges the input alone; a node the graph lacks is refused before anything is written.
+async fn a_run_goes_to_a_node<B: Backend>(store: Store<B>, t: String) {
+    let (calls, started) = (Calls::default(), Gate::new());
+    let graph = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .node("b", stuck_once(&calls, "b", &started))
+        .node("c", plain(&calls, "c"))
+        .entry("a")
+        .edge("a", "b")
+        .edge("b", "c")
+        .edge("c", END)
+        .build()
+        .unwrap();
+    store.create(&t, Flow::default()).await.unwrap();
+    let durable = graph.durable(&store).lease_ttl(Duration::from_millis(300));
+    let input = || FlowUpdate::default().log(vec!["in".to_owned()]);
+    let mut stream = durable.stream_goto(&t, "run-1", input(), ["b"]);
+    tokio::select! {
+        _ = async { while stream.next().await.is_some() {} } => panic!("the run was to be cut short"),
+        () = started.wait() => {}
+    }
+    drop(stream);
+    assert_eq!(
+        durable.status(&t).await.unwrap(),
+        RunStatus::Running {
+            step: 0,
+            next: log(&["b"])
+        }
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // The same run again: resumed at `b`, its input not merged twice, `a` never run.
+    let (events, error) = drain(durable.stream_goto(&t, "run-1", input(), ["b"])).await;
+    assert!(error.is_none(), "{error:?}");
+    let Some(Event::RunFinished { state }) = events.last() else {
+        panic!("{:?}", kinds_of(&events))
+    };
+    assert_eq!(state.log, log(&["in", "b", "c"]));
+    assert_eq!((calls.of("a"), calls.of("b"), calls.of("c")), (0, 2, 1));
+
+    let (events, error) = drain(durable.stream_goto(&t, "run-2", input(), [])).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(
+        matches!(events.last(), Some(Event::RunFinished { state }) if state.log == log(&["in", "b", "c", "in"]))
+    );
+    assert_eq!(calls.of("a") + calls.of("c"), 1);
+
+    let version = store.info(&t).await.unwrap().version;
+    let (_, error) = drain(durable.stream_goto(&t, "run-3", input(), ["nowhere"])).await;
+    let error = error.expect("an unknown node is refused");
+    assert_eq!(error.category(), "run_state_invalid", "{error}");
+    assert_eq!(store.info(&t).await.unwrap().version, version);
+}
+
 #[derive(Debug, PartialEq)]
 struct StepMarker(u64);
 
@@ -2465,6 +2520,7 @@ cases!(
     a_failing_stream_ends_with_its_error,
     a_filtered_durable_stream,
     dropping_a_durable_stream_is_a_crash,
+    a_run_goes_to_a_node,
     #[cfg(feature = "ag-ui")]
     ag_ui_on_a_durable_run,
     #[cfg(feature = "ag-ui")]

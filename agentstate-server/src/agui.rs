@@ -1,7 +1,7 @@
 //! The AG-UI endpoint: `POST /agui/{assistant}` takes a `RunAgentInput` and streams the run as
 //! AG-UI events (see the crate docs, "The AG-UI endpoint").
 
-use crate::assistant::{AssistantError, RunEvent, Start};
+use crate::assistant::{AssistantError, RunEvent, RunOptions, Start};
 use crate::error::ApiError;
 use crate::record::{now_ms, Record, RunRecord};
 use crate::runs::{new_thread, Job, Live};
@@ -119,6 +119,8 @@ impl AguiRun {
                 out.push(self.finished(RunOutcome::Interrupt { interrupts }));
             }
             RunEvent::Failed(error) => out = self.failed(error),
+            // Tasks and checkpoints have no AG-UI events of their own.
+            RunEvent::TaskStarted { .. } | RunEvent::Committed { .. } => {}
         }
         out
     }
@@ -260,6 +262,7 @@ async fn run(
         live: Arc::clone(&live),
         run,
         start,
+        options: RunOptions::new(),
         modes: Vec::new(),
         stateless: false,
         agui: Some(Arc::new(Mutex::new(agui))),

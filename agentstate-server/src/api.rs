@@ -1,12 +1,12 @@
 //! The routes of the LangGraph Agent Server API and their handlers.
 
-use crate::assistant::{CheckpointState, Snapshot, Start};
+use crate::assistant::{RunOptions, Snapshot, Start};
+use crate::checkpoints::{
+    checkpoint_json, history_entry, interrupt_json, task_id, tasks_json, with_interrupts,
+};
 use crate::error::ApiError;
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{
-    final_record, interrupt_json, new_thread, stored_frames, with_interrupts, Frame, Job, Live,
-    Mode,
-};
+use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode};
 use crate::server::{Served, Shared};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
@@ -186,11 +186,6 @@ async fn snapshot(
     }
 }
 
-/// The id LangGraph gives the task of node `node` that asked at `step`.
-fn task_id(node: &str, step: u64) -> String {
-    format!("{node}:{step}")
-}
-
 /// The interrupts by task id.
 fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
     let mut map = Map::new();
@@ -345,35 +340,6 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-fn checkpoint_json(thread: &str, version: Option<u64>) -> Value {
-    json!({
-        "thread_id": thread,
-        "checkpoint_ns": "",
-        "checkpoint_id": version.map(|v| v.to_string()),
-        "checkpoint_map": null,
-    })
-}
-
-fn tasks_json(next: &[String], interrupts: &[Interrupt], step: u64) -> Value {
-    next.iter()
-        .map(|node| {
-            let asked: Vec<&Interrupt> =
-                interrupts.iter().filter(|i| &i.step_node == node).collect();
-            let step = asked.first().map_or(step, |i| i.step);
-            json!({
-                "id": task_id(node, step),
-                "name": node,
-                "path": ["__pregel_pull", node],
-                "error": null,
-                "interrupts": asked.into_iter().map(interrupt_json).collect::<Vec<_>>(),
-                "checkpoint": null,
-                "state": null,
-                "result": null,
-            })
-        })
-        .collect()
-}
-
 fn empty_state(thread: &str) -> Value {
     json!({
         "values": {},
@@ -478,9 +444,11 @@ async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
         return ok(json!([]));
     };
     let served = shared.graph(graph)?;
+    let limit = limit.unwrap_or(10);
+    // One more than asked: the oldest shown names its parent.
     let mut checkpoints = served
         .assistant
-        .checkpoints(id, limit.unwrap_or(10))
+        .checkpoints(id, limit.saturating_add(1))
         .await
         .map_err(ApiError::from)?;
     for c in &mut checkpoints {
@@ -489,28 +457,10 @@ async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
     let states: Vec<Value> = checkpoints
         .iter()
         .enumerate()
+        .take(limit)
         .map(|(i, c)| history_entry(id, c, checkpoints.get(i + 1)))
         .collect();
     ok(Value::from(states))
-}
-
-fn history_entry(id: &str, state: &CheckpointState, parent: Option<&CheckpointState>) -> Value {
-    let c = &state.checkpoint;
-    json!({
-        "values": state.values,
-        "next": c.next,
-        "tasks": tasks_json(&c.next, &[], c.step + 1),
-        "checkpoint": checkpoint_json(id, Some(c.version)),
-        "metadata": {
-            "source": if c.step == 0 { "input" } else { "loop" },
-            "step": c.step,
-            "run_id": c.run_id,
-            "writes": null,
-            "parents": {},
-        },
-        "created_at": iso8601(c.time_ms),
-        "parent_checkpoint": parent.map(|p| checkpoint_json(id, Some(p.checkpoint.version))),
-    })
 }
 
 async fn history_get(
@@ -557,34 +507,72 @@ struct Command {
 
 /// What the server does not do yet with a run request, as the refusal.
 fn unsupported(create: &RunCreate) -> Option<&'static str> {
-    let command = create.command.as_ref();
-    [
-        (
-            command.is_some_and(|c| c.update.is_some()),
-            "`command.update`",
-        ),
-        (command.is_some_and(|c| c.goto.is_some()), "`command.goto`"),
-        (
-            create.checkpoint_id.is_some() || create.checkpoint.is_some(),
-            "a run from a checkpoint (`checkpoint_id`)",
-        ),
-        (
-            create.interrupt_before.is_some() || create.interrupt_after.is_some(),
-            "`interrupt_before` / `interrupt_after`",
-        ),
-    ]
+    [(
+        create.checkpoint_id.is_some() || create.checkpoint.is_some(),
+        "a run from a checkpoint (`checkpoint_id`)",
+    )]
     .into_iter()
     .find_map(|(asked, what)| asked.then_some(what))
 }
 
-/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
-/// reads back (the request was checked when the run was created).
-pub(crate) fn plan(kwargs: &Value) -> Result<(Start, Vec<Mode>), String> {
-    let create: RunCreate = serde_json::from_value(kwargs.clone())
-        .map_err(|e| format!("its request is not valid: {e}"))?;
-    Ok((start_of(&create), Mode::parse(create.stream_mode.as_ref())?))
+/// Node names: a name, `*`, or a list of names (`interrupt_before`, `goto`).
+fn node_names(value: &Value, what: &str) -> Result<Vec<String>, String> {
+    let one = |v: &Value| {
+        match v {
+        Value::String(name) => Ok(name.clone()),
+        Value::Object(send) if send.contains_key("node") => Err(format!(
+            "`{what}` sends to node {} with an input of its own (a `Send`); this server goes to nodes by name only",
+            send["node"]
+        )),
+        other => Err(format!("`{what}` names nodes by their names, not {other}")),
+    }
+    };
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(list) => list.iter().map(one).collect(),
+        single => Ok(vec![one(single)?]),
+    }
 }
 
+/// What a run request asks beyond its start: breakpoints, `command.update` and `goto`.
+fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
+    let mut options = RunOptions::new();
+    if let Some(before) = &create.interrupt_before {
+        options.interrupt_before = node_names(before, "interrupt_before")?;
+    }
+    if let Some(after) = &create.interrupt_after {
+        options.interrupt_after = node_names(after, "interrupt_after")?;
+    }
+    if let Some(command) = &create.command {
+        options.update = command.update.clone().filter(|u| !u.is_null());
+        if let Some(goto) = command.goto.as_ref().filter(|g| !g.is_null()) {
+            options.goto = Some(node_names(goto, "command.goto")?);
+        }
+    }
+    Ok(options)
+}
+
+/// How a run goes, from its request.
+pub(crate) struct Plan {
+    pub(crate) start: Start,
+    pub(crate) options: RunOptions,
+    pub(crate) modes: Vec<Mode>,
+}
+
+/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
+/// reads back (the request was checked when the run was created).
+pub(crate) fn plan(kwargs: &Value) -> Result<Plan, String> {
+    let create: RunCreate = serde_json::from_value(kwargs.clone())
+        .map_err(|e| format!("its request is not valid: {e}"))?;
+    Ok(Plan {
+        start: start_of(&create),
+        options: options_of(&create)?,
+        modes: Mode::parse(create.stream_mode.as_ref())?,
+    })
+}
+
+/// How a run begins: answering interrupts (`command.resume`), or from its `input` (a
+/// `command`'s `update` and `goto` take the place of the input).
 fn start_of(create: &RunCreate) -> Start {
     match create.command.as_ref().and_then(|c| c.resume.clone()) {
         Some(resume) => Start::Resume(resume),
@@ -623,6 +611,22 @@ async fn create_run(
     if let Some(what) = unsupported(&create) {
         return Err(ApiError::unprocessable(format!(
             "this server does not support {what} in a run request yet"
+        )));
+    }
+    let options = options_of(&create)
+        .map_err(|why| ApiError::unprocessable(format!("the run request is not valid: {why}")))?;
+    let known = served.assistant.nodes();
+    if let Some(name) = options
+        .interrupt_before
+        .iter()
+        .chain(&options.interrupt_after)
+        .chain(options.goto.iter().flatten())
+        .find(|n| *n != "*" && !known.contains(n))
+    {
+        return Err(ApiError::unprocessable(format!(
+            "the run request names node `{name}`, which graph `{}` does not have (its nodes: {})",
+            served.graph_id,
+            known.join(", ")
         )));
     }
     let run_id = uuid::Uuid::new_v4().to_string();
@@ -700,6 +704,7 @@ async fn create_run(
         live: Arc::clone(&live),
         run: run.clone(),
         start,
+        options,
         modes,
         stateless,
         agui: None,
@@ -826,20 +831,77 @@ fn sse_response(
     response
 }
 
-/// The SSE response of a run just created.
-fn created_stream(shared: &Shared, created: Created) -> Response {
-    match created.live {
-        Some(live) => stream_response(live, created.stateless, 0),
-        None => {
-            let (thread, run) = (&created.run.thread_id, &created.run.run_id);
-            let frames = stored_frames(Arc::clone(&shared.records), run.clone(), 0);
-            sse_response(frames, location(thread, run, false), false)
+/// Cancels a run when dropped before it ended: what a run created with `on_disconnect:
+/// "cancel"` holds in its response, which the server drops when the client goes away.
+struct CancelOnDrop {
+    shared: Arc<Shared>,
+    run: RunRecord,
+    live: Option<Arc<Live>>,
+}
+
+impl CancelOnDrop {
+    /// The guard of `created`, if its request asked to cancel it on disconnect.
+    fn of(shared: &Arc<Shared>, created: &Created) -> Option<Self> {
+        let asked = created
+            .run
+            .kwargs
+            .get("on_disconnect")
+            .and_then(Value::as_str);
+        (asked == Some("cancel")).then(|| CancelOnDrop {
+            shared: Arc::clone(shared),
+            run: created.run.clone(),
+            live: created.live.clone(),
+        })
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        match &self.live {
+            Some(live) => {
+                if !live.ended() {
+                    live.cancel();
+                }
+            }
+            None => {
+                let (shared, run) = (Arc::clone(&self.shared), self.run.clone());
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    handle.spawn(async move {
+                        if let Ok(Some(run)) = shared.records.run(&run.run_id).await {
+                            if !run.status.is_final() {
+                                let _ = cancel_queued(&shared, run).await;
+                            }
+                        }
+                    });
+                }
+            }
         }
     }
 }
 
+/// The SSE response of a run just created.
+fn created_stream(shared: &Arc<Shared>, created: Created) -> Response {
+    let guard = CancelOnDrop::of(shared, &created);
+    let frames: futures_util::stream::BoxStream<'static, (usize, Frame)> = match created.live {
+        Some(live) => live.frames(0).boxed(),
+        None => stored_frames(Arc::clone(&shared.records), created.run.run_id.clone(), 0).boxed(),
+    };
+    // The guard lives as long as the response's stream.
+    let frames = frames.map(move |frame| {
+        let _held = &guard;
+        frame
+    });
+    let (thread, run) = (&created.run.thread_id, &created.run.run_id);
+    sse_response(
+        frames,
+        location(thread, run, created.stateless),
+        created.stateless,
+    )
+}
+
 /// What `wait` answers for a run just created, once it ended.
-async fn created_wait(shared: &Shared, created: Created) -> Answer {
+async fn created_wait(shared: &Arc<Shared>, created: Created) -> Answer {
+    let _guard = CancelOnDrop::of(shared, &created);
     match created.live {
         Some(live) => Ok(wait_response(live, created.stateless).await),
         None => {

@@ -34,6 +34,77 @@ pub enum Start {
     Resume(Value),
 }
 
+/// How a run goes, beyond how it begins ([`Start`]): a run request's breakpoints and its
+/// `command`'s `update` and `goto`. The default: none of them.
+///
+/// ```
+/// use agentstate_server::RunOptions;
+///
+/// let options = RunOptions::new().interrupt_before(["approve"]).goto(["draft"]);
+/// assert_eq!(options.interrupt_before, ["approve"]);
+/// assert_eq!(options.goto.as_deref(), Some(&["draft".to_owned()][..]));
+/// assert_eq!(RunOptions::default(), RunOptions::new());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunOptions {
+    /// The run suspends before each step that would run one of these nodes (`interrupt_before`;
+    /// `*`: every node), beyond the graph's own breakpoints. A run without `input` goes on
+    /// past such a stop.
+    pub interrupt_before: Vec<String>,
+    /// The run suspends after each step that ran one of these nodes (`interrupt_after`; `*`:
+    /// every node).
+    pub interrupt_after: Vec<String>,
+    /// `command.update`: a JSON update of the state merged as the run's input.
+    pub update: Option<Value>,
+    /// `command.goto`: the nodes the run's first step runs, instead of where the thread's run
+    /// stands (or the entry).
+    pub goto: Option<Vec<String>>,
+}
+
+impl RunOptions {
+    /// No breakpoints, no command.
+    pub fn new() -> Self {
+        RunOptions::default()
+    }
+
+    /// Sets [`interrupt_before`](RunOptions::interrupt_before).
+    #[must_use]
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<String>>(
+        mut self,
+        nodes: I,
+    ) -> Self {
+        self.interrupt_before = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`interrupt_after`](RunOptions::interrupt_after).
+    #[must_use]
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.interrupt_after = nodes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`update`](RunOptions::update).
+    #[must_use]
+    pub fn update(mut self, update: Value) -> Self {
+        self.update = Some(update);
+        self
+    }
+
+    /// Sets [`goto`](RunOptions::goto).
+    #[must_use]
+    pub fn goto<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
+        self.goto = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether it has a `command.update` or `goto`.
+    pub fn commands(&self) -> bool {
+        self.update.is_some() || self.goto.is_some()
+    }
+}
+
 /// What happens in a run, as JSON.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -55,6 +126,21 @@ pub enum RunEvent {
         name: String,
         /// Its value.
         value: Value,
+    },
+    /// A node's task started (LangGraph's `tasks` and `debug` modes).
+    TaskStarted {
+        /// The node.
+        node: String,
+        /// The step.
+        step: u64,
+    },
+    /// A step was committed: the thread's version after it is a new checkpoint (LangGraph's
+    /// `checkpoints` and `debug` modes).
+    Committed {
+        /// The step.
+        step: u64,
+        /// The thread's version after it.
+        version: u64,
     },
     /// A piece of a model's text answer (LangGraph's `messages` tuples).
     MessageDelta {
@@ -166,7 +252,7 @@ impl From<StoreError> for AssistantError {
 /// ```
 /// use agentstate::AgentState;
 /// use agentstate_graph::{Context, Graph, END};
-/// use agentstate_server::{Assistant, RunEvent, Start};
+/// use agentstate_server::{Assistant, RunEvent, RunOptions, Start};
 /// use agentstate_store::SqliteStore;
 /// use futures_util::StreamExt;
 /// use std::sync::Arc;
@@ -185,7 +271,8 @@ impl From<StoreError> for AssistantError {
 /// let store = SqliteStore::open_in_memory()?;
 /// let assistant: Arc<dyn Assistant> = Arc::new(graph.durable(&store));
 /// assistant.ensure_thread("t-1").await?;
-/// let mut events = assistant.run("t-1", "run-1", Start::Input(Some(serde_json::json!({"n": 4})))).await?;
+/// let input = Start::Input(Some(serde_json::json!({"n": 4})));
+/// let mut events = assistant.run("t-1", "run-1", input, RunOptions::new()).await?;
 /// let mut last = None;
 /// while let Some(event) = events.next().await {
 ///     last = Some(event);
@@ -224,14 +311,16 @@ pub trait Assistant: Send + Sync + 'static {
     /// Creates thread `thread` with a new state if it does not exist.
     fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
 
-    /// Starts run `run_id` on thread `thread` (which exists). Refusals found before the run
-    /// starts (an input that is not an update of the state, no interrupt to answer) are the
-    /// error; what happens after is in the events.
+    /// Starts run `run_id` on thread `thread` (which exists), as `start` and `options` say.
+    /// Refusals found before the run starts (an input that is not an update of the state, no
+    /// interrupt to answer, a breakpoint at a node the graph does not have) are the error;
+    /// what happens after is in the events.
     fn run<'a>(
         &'a self,
         thread: &'a str,
         run_id: &'a str,
         start: Start,
+        options: RunOptions,
     ) -> BoxFuture<'a, Result<RunEvents, AssistantError>>;
 
     /// Thread `thread`'s state now, or at version `at`.
@@ -331,45 +420,75 @@ where
         thread: &'a str,
         run_id: &'a str,
         start: Start,
+        options: RunOptions,
     ) -> BoxFuture<'a, Result<RunEvents, AssistantError>> {
         Box::pin(async move {
-            let filter =
-                EventFilter::NODE_FINISHED | EventFilter::STEP_FINISHED | EventFilter::EMITTED;
+            let filter = EventFilter::NODE_STARTED
+                | EventFilter::NODE_FINISHED
+                | EventFilter::STEP_FINISHED
+                | EventFilter::STEP_COMMITTED
+                | EventFilter::EMITTED;
+            let this = with_breakpoints(self, thread, &options)?;
+            let this = &this;
+            let incoming = |value: Value, what: &str| {
+                let value =
+                    crate::messages::incoming(value, &crate::messages::message_fields::<S>());
+                S::Update::from_json(value).map_err(|e| {
+                    AssistantError::new(
+                        e.category(),
+                        format!("the {what} of run `{run_id}` on thread `{thread}` is not an update of its state: {e}"),
+                    )
+                })
+            };
+            if options.commands() {
+                let input = match (&start, options.update) {
+                    (Start::Resume(_), Some(_)) => return Err(AssistantError::new(
+                        "run_state_invalid",
+                        format!("run `{run_id}` on thread `{thread}` gives both `command.resume` and `command.update`; this server takes one of them: answer the interrupt, then update"),
+                    )),
+                    (_, Some(update)) => incoming(update, "`command.update`")?,
+                    (_, None) => S::Update::default(),
+                };
+                let goto = match options.goto {
+                    Some(goto) => goto,
+                    None => pending(this, thread).await?,
+                };
+                let goto = keys(this, thread, &goto, "`command.goto`")?;
+                let stream = this.stream_goto(thread, run_id, input, goto);
+                return Ok(events(stream.only(filter)));
+            }
             let stream = match start {
                 // No input: a run cut short (cancelled, crashed) continues where it stands, a
                 // suspended one gives its questions again, as LangGraph's run with a `null`
                 // input does; on a thread whose run finished, a new run starts.
-                Start::Input(None | Some(Value::Null)) => match self.status(thread).await? {
+                // A run stopped at breakpoints only goes on past them (LangGraph's `input:
+                // null` after `interrupt_before`).
+                Start::Input(None | Some(Value::Null)) => match this.status(thread).await? {
                     RunStatus::Idle { .. } => {
-                        self.stream_superseding(thread, run_id, S::Update::default())
+                        this.stream_superseding(thread, run_id, S::Update::default())
                     }
-                    _ => self.stream_resume(thread, Answers::new()),
+                    RunStatus::Suspended { interrupts, .. }
+                        if interrupts.iter().all(Interrupt::is_breakpoint) =>
+                    {
+                        let answers = interrupts
+                            .iter()
+                            .fold(Answers::new(), |a, i| a.answer(&i.id, Value::Null));
+                        this.stream_resume(thread, answers)
+                    }
+                    _ => this.stream_resume(thread, Answers::new()),
                 },
                 // A new input starts a new run whatever the last one left (LangGraph's).
                 Start::Input(Some(value)) => {
                     // Messages in any shape LangGraph's `add_messages` takes.
-                    let value =
-                        crate::messages::incoming(value, &crate::messages::message_fields::<S>());
-                    let update = S::Update::from_json(value).map_err(|e| {
-                        AssistantError::new(
-                            e.category(),
-                            format!("the input of run `{run_id}` on thread `{thread}` is not an update of its state: {e}"),
-                        )
-                    })?;
-                    self.stream_superseding(thread, run_id, update)
+                    let update = incoming(value, "input")?;
+                    this.stream_superseding(thread, run_id, update)
                 }
                 Start::Resume(value) => {
-                    let answers = answers(thread, self.status(thread).await?, value)?;
-                    self.stream_resume(thread, answers)
+                    let answers = answers(thread, this.status(thread).await?, value)?;
+                    this.stream_resume(thread, answers)
                 }
             };
-            let events = stream.only(filter).filter_map(|event| async move {
-                match event {
-                    Ok(event) => erase(event),
-                    Err(error) => Some(RunEvent::Failed(error.into())),
-                }
-            });
-            Ok(Box::pin(events) as RunEvents)
+            Ok(events(stream.only(filter)))
         })
     }
 
@@ -400,12 +519,28 @@ where
                 RunStatus::Running { next, .. } => (next, Vec::new()),
                 RunStatus::Suspended { interrupts, .. } => {
                     let mut next: Vec<String> = Vec::new();
+                    if interrupts
+                        .iter()
+                        .any(|i| i.payload["breakpoint"] == "after")
+                    {
+                        // Stopped after a step: the next step's nodes, as it committed them.
+                        next = DurableGraph::checkpoints(self, thread)
+                            .await?
+                            .pop()
+                            .map(|c| c.next)
+                            .unwrap_or_default();
+                    }
                     for i in &interrupts {
-                        if !next.contains(&i.step_node) {
+                        if i.payload["breakpoint"] != "after" && !next.contains(&i.step_node) {
                             next.push(i.step_node.clone());
                         }
                     }
-                    (next, interrupts)
+                    // Breakpoints are stops, not questions (LangGraph shows none for them).
+                    let asked = interrupts
+                        .into_iter()
+                        .filter(|i| !i.is_breakpoint())
+                        .collect();
+                    (next, asked)
                 }
                 _ => (Vec::new(), Vec::new()),
             };
@@ -474,6 +609,89 @@ where
     }
 }
 
+/// The graph's nodes named `names` (`*`: every node).
+fn keys<S: DurableState + Default, K: NodeKey, B: Backend>(
+    graph: &DurableGraph<S, K, B>,
+    thread: &str,
+    names: &[String],
+    what: &str,
+) -> Result<Vec<K>, AssistantError> {
+    if names.iter().any(|n| n == "*") {
+        return Ok(graph.graph().nodes().cloned().collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            graph.graph().nodes().find(|k| k.name() == name).cloned().ok_or_else(|| {
+                AssistantError::new(
+                    "run_state_invalid",
+                    format!(
+                        "the {what} of a run on thread `{thread}` names node `{name}`, which the graph does not have (its nodes: {})",
+                        Assistant::nodes(graph).join(", ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// This graph with the run's breakpoints added (a clone: the same worker).
+fn with_breakpoints<S: DurableState + Default, K: NodeKey, B: Backend>(
+    graph: &DurableGraph<S, K, B>,
+    thread: &str,
+    options: &RunOptions,
+) -> Result<DurableGraph<S, K, B>, AssistantError> {
+    let before = keys(
+        graph,
+        thread,
+        &options.interrupt_before,
+        "`interrupt_before`",
+    )?;
+    let after = keys(graph, thread, &options.interrupt_after, "`interrupt_after`")?;
+    Ok(graph
+        .clone()
+        .interrupt_before(before)
+        .interrupt_after(after))
+}
+
+/// The nodes thread `thread`'s run runs next: none if it finished, the step it stands
+/// before (cut short, or stopped at breakpoints). A run waiting for answers is refused: a
+/// command without `resume` does not answer it.
+async fn pending<S: DurableState + Default, K: NodeKey, B: Backend>(
+    graph: &DurableGraph<S, K, B>,
+    thread: &str,
+) -> Result<Vec<String>, AssistantError> {
+    match graph.status(thread).await? {
+        RunStatus::Idle { .. } => Ok(Vec::new()),
+        RunStatus::Running { next, .. } => Ok(next),
+        RunStatus::Suspended { interrupts, .. }
+            if interrupts.iter().all(Interrupt::is_breakpoint) =>
+        {
+            Ok(Assistant::snapshot(graph, thread, None).await?.next)
+        }
+        RunStatus::Suspended { interrupts, .. } => Err(AssistantError::new(
+            "interrupt_pending",
+            format!(
+                "thread `{thread}` waits for answers to {}; a command without `resume` cannot go on from there (answer with `command.resume`, or name the nodes with `command.goto`)",
+                interrupts.iter().map(|i| format!("`{}`", i.id)).collect::<Vec<_>>().join(", ")
+            ),
+        )),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// A durable run's events, erased.
+fn events<S: DurableState, K: NodeKey>(
+    stream: agentstate_graph::durable::DurableStream<S, K>,
+) -> RunEvents {
+    Box::pin(stream.filter_map(|event| async move {
+        match event {
+            Ok(event) => erase(event),
+            Err(error) => Some(RunEvent::Failed(error.into())),
+        }
+    }))
+}
+
 /// `command.resume` as answers to thread `thread`'s open interrupts.
 fn answers(thread: &str, status: RunStatus, resume: Value) -> Result<Answers, AssistantError> {
     let RunStatus::Suspended { interrupts, .. } = status else {
@@ -502,6 +720,11 @@ fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
             update: update.map_or(Value::Null, |u| to_json(&*u)),
         },
         Event::StepFinished { state, .. } => RunEvent::Values(to_json(&*state)),
+        Event::NodeStarted { step, node } => RunEvent::TaskStarted {
+            node: node.name().to_owned(),
+            step,
+        },
+        Event::StepCommitted { step, version } => RunEvent::Committed { step, version },
         Event::Emitted {
             step,
             node,

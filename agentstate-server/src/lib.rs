@@ -79,9 +79,22 @@
 //! `tool_calls`, `tool_call_id`, `usage_metadata`), as the SDKs and `useStream` read them.
 //!
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
-//! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples),
+//! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples;
+//! `tasks`, each task's start and result; `checkpoints`, each checkpoint the run commits, as
+//! its history entry with its `config` and `parent_config`; `debug`, both wrapped as
+//! LangGraph's `{type, timestamp, step, payload}`; `events`, LangChain's `on_chain_*` and
+//! `on_chat_model_*` events of the graph, its nodes and its models' streamed text),
 //! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
-//! run, from 0); the response's `Content-Location` names the run. A run's events are written
+//! run, from 0); the response's `Content-Location` names the run. A run created with
+//! `on_disconnect: "cancel"` is cancelled when the client that streams or waits for it goes
+//! away (`continue`, the default, lets it run).
+//!
+//! A run's `interrupt_before` / `interrupt_after` (node names, or `*`) stop it before or after
+//! those nodes' steps: the thread is `interrupted`, its state's `next` names the nodes, no
+//! question is shown; a run without `input` goes on past the stop. A `command`'s `update` is
+//! merged as the run's input, and its `goto` (a node's name or a list) is where the run's
+//! first step goes; `update` alone runs no node on a thread whose run finished, and goes on
+//! where a cut-short or stopped run stands. A run's events are written
 //! to the database as it streams (a batch at a time), so a client that joins a run
 //! (`GET .../runs/{rid}/stream`, the stream response's `Location`), on this server or on
 //! another one on the same database, while it runs or after it ended, with `Last-Event-ID`
@@ -94,10 +107,11 @@
 //! and waits for it under `enqueue`. A run its task's panic ended is `error`; without workers,
 //! [`Server::recover`] ends those a stopped process left.
 //!
-//! Not served yet: the `rollback` strategy (and cancel's `rollback`), `command.update` and
-//! `goto`, runs from a checkpoint, `interrupt_before`/`interrupt_after` per run, the
-//! `messages`, `events`, `debug`, `tasks` and `checkpoints` stream modes, a state update at a
-//! checkpoint, thread copy, crons, the store API (a request for them is refused, 422, with a sentence saying so). With
+//! Not served yet: the `rollback` strategy (and cancel's `rollback`), runs from a
+//! checkpoint, `command.goto` as a `Send` (a node with an input of its own), `command.resume`
+//! with `command.update`, the `messages` stream mode, a state update at a checkpoint, thread
+//! copy, crons, the store API (a request for them is refused, 422, with a sentence saying so);
+//! `stream_subgraphs` is accepted and streams the graph's own events. With
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates
 //! them; following another process's run polls its event log (every 50 ms, no `NOTIFY` yet).
 //!
@@ -167,6 +181,7 @@
 mod agui;
 mod api;
 mod assistant;
+mod checkpoints;
 mod error;
 mod messages;
 pub mod record;
@@ -176,7 +191,8 @@ mod server;
 mod worker;
 
 pub use assistant::{
-    Assistant, AssistantError, BoxFuture, CheckpointState, RunEvent, RunEvents, Snapshot, Start,
+    Assistant, AssistantError, BoxFuture, CheckpointState, RunEvent, RunEvents, RunOptions,
+    Snapshot, Start,
 };
 pub use error::ApiError;
 pub use server::{Server, ServerBuilder};

@@ -3,7 +3,8 @@
 //! event log in the database (batched: what came while the last batch was written), so that
 //! other servers on the database can stream them ([`stored_frames`]).
 
-use crate::assistant::{Assistant, AssistantError, RunEvent, Start};
+use crate::assistant::{Assistant, AssistantError, CheckpointState, RunEvent, RunOptions, Start};
+use crate::checkpoints::{checkpoint_event, interrupt_json, questions, task_id, with_interrupts};
 use crate::record::{
     now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus,
 };
@@ -22,6 +23,10 @@ pub(crate) enum Mode {
     Updates,
     Custom,
     MessagesTuple,
+    Tasks,
+    Checkpoints,
+    Debug,
+    Events,
 }
 
 impl Mode {
@@ -39,8 +44,12 @@ impl Mode {
                 Some("updates") => Ok(Mode::Updates),
                 Some("custom") => Ok(Mode::Custom),
                 Some("messages-tuple") => Ok(Mode::MessagesTuple),
-                Some(other @ ("messages" | "events" | "debug" | "tasks" | "checkpoints" | "tools")) => Err(format!(
-                    "stream mode `{other}` is not served yet (this server streams `values`, `updates`, `custom` and `messages-tuple`)"
+                Some("tasks") => Ok(Mode::Tasks),
+                Some("checkpoints") => Ok(Mode::Checkpoints),
+                Some("debug") => Ok(Mode::Debug),
+                Some("events") => Ok(Mode::Events),
+                Some(other @ ("messages" | "tools")) => Err(format!(
+                    "stream mode `{other}` is not served yet (this server streams `values`, `updates`, `custom`, `messages-tuple`, `tasks`, `checkpoints`, `debug` and `events`)"
                 )),
                 _ => Err(format!(
                     "stream mode {name} is not one of `values`, `updates`, `custom`, `messages-tuple`, `messages`, `events`, `debug`, `tasks`, `checkpoints`, `tools`"
@@ -172,6 +181,11 @@ impl Live {
                 }
             }
         });
+    }
+
+    /// Whether the run ended.
+    pub(crate) fn ended(&self) -> bool {
+        self.lock().result.is_some()
     }
 
     fn finish(&self, result: Value) {
@@ -330,6 +344,8 @@ pub(crate) struct Job {
     pub(crate) live: Arc<Live>,
     pub(crate) run: RunRecord,
     pub(crate) start: Start,
+    /// Its breakpoints and command.
+    pub(crate) options: RunOptions,
     pub(crate) modes: Vec<Mode>,
     /// A stateless run: its thread and records are deleted when it ends.
     pub(crate) stateless: bool,
@@ -340,6 +356,22 @@ pub(crate) struct Job {
     pub(crate) worker: Option<String>,
 }
 
+/// What a run's stream has seen so far, for the `tasks`, `checkpoints`, `debug` and `events`
+/// modes.
+#[derive(Default)]
+struct Seen {
+    /// The newest checkpoint pushed.
+    checkpoint: Option<u64>,
+    /// The state after the last step (a task's input).
+    values: Option<Value>,
+    /// The step each node's task runs in.
+    steps: HashMap<String, u64>,
+    /// The messages each node's model is streaming.
+    models: HashMap<String, Vec<String>>,
+    /// Whether the graph's `on_chain_start` was pushed.
+    started: bool,
+}
+
 /// How a run's task ended.
 enum End {
     Finished(Value),
@@ -347,23 +379,6 @@ enum End {
     Failed(AssistantError),
     /// Cancelled before it started (`false`) or while it ran (`true`).
     Cancelled(bool),
-}
-
-/// An interrupt as LangGraph shows it.
-pub(crate) fn interrupt_json(interrupt: &Interrupt) -> Value {
-    json!({"value": interrupt.payload, "id": interrupt.id})
-}
-
-/// `values` with the pending interrupts under `__interrupt__`.
-pub(crate) fn with_interrupts(values: &Value, interrupts: &[Interrupt]) -> Value {
-    let mut values = values.clone();
-    if let Value::Object(map) = &mut values {
-        map.insert(
-            "__interrupt__".into(),
-            interrupts.iter().map(interrupt_json).collect(),
-        );
-    }
-    values
 }
 
 impl Job {
@@ -440,9 +455,12 @@ impl Job {
         if let Err(e) = self.assistant.ensure_thread(thread).await {
             return End::Failed(self.named(e));
         }
-        let started = self
-            .assistant
-            .run(thread, &self.run.run_id, self.start.clone());
+        let started = self.assistant.run(
+            thread,
+            &self.run.run_id,
+            self.start.clone(),
+            self.options.clone(),
+        );
         let mut events = tokio::select! {
             started = started => match started {
                 Ok(events) => events,
@@ -451,6 +469,7 @@ impl Job {
             () = self.live.cancelled() => return End::Cancelled(false),
         };
         let mut last_values = None;
+        let mut seen = Seen::default();
         loop {
             let event = tokio::select! {
                 biased;
@@ -467,6 +486,20 @@ impl Job {
                 RunEvent::Failed(error) => RunEvent::Failed(self.named(error)),
                 event => event,
             };
+            if self.wants_checkpoints() {
+                // The checkpoints committed since the last seen: the run's input before its
+                // first task, each step's after it, any left at its end.
+                if matches!(
+                    event,
+                    RunEvent::TaskStarted { .. }
+                        | RunEvent::Committed { .. }
+                        | RunEvent::Finished { .. }
+                        | RunEvent::Suspended { .. }
+                ) {
+                    self.emit_checkpoints(&mut seen).await;
+                }
+            }
+            self.emit_events(&event, &mut seen);
             self.emit(&event, &mut last_values);
             match event {
                 RunEvent::Finished { values } => return End::Finished(values),
@@ -476,6 +509,225 @@ impl Job {
                 RunEvent::Failed(error) => return End::Failed(error),
                 _ => {}
             }
+        }
+    }
+
+    fn wants_checkpoints(&self) -> bool {
+        self.agui.is_none()
+            && (self.modes.contains(&Mode::Checkpoints) || self.modes.contains(&Mode::Debug))
+    }
+
+    /// Pushes the thread's checkpoints of this run not pushed yet (`checkpoints` and `debug`).
+    async fn emit_checkpoints(&self, seen: &mut Seen) {
+        let thread = &self.run.thread_id;
+        let Ok(mut recent) = self.assistant.checkpoints(thread, 8).await else {
+            return;
+        };
+        recent.reverse(); // oldest first
+        for (i, state) in recent.iter().enumerate() {
+            let version = state.checkpoint.version;
+            let mine = state.checkpoint.run_id.as_deref() == Some(self.run.run_id.as_str());
+            if !mine || seen.checkpoint.is_some_and(|v| v >= version) {
+                continue;
+            }
+            let mut state = state.clone();
+            state.values = self
+                .assistant
+                .wire_values(std::mem::take(&mut state.values));
+            let parent = i.checked_sub(1).map(|p| &recent[p]);
+            let parent = parent.map(|p| CheckpointState {
+                checkpoint: p.checkpoint.clone(),
+                values: Value::Null,
+            });
+            let payload = checkpoint_event(thread, &state, parent.as_ref());
+            if self.modes.contains(&Mode::Checkpoints) {
+                self.live.push("checkpoints", payload.clone());
+            }
+            if self.modes.contains(&Mode::Debug) {
+                self.live.push(
+                    "debug",
+                    json!({
+                        "type": "checkpoint",
+                        "timestamp": crate::record::iso8601(now_ms()),
+                        "step": state.checkpoint.step,
+                        "payload": payload,
+                    }),
+                );
+            }
+            seen.checkpoint = Some(version);
+        }
+    }
+
+    /// Pushes the frames of `event` in the `tasks`, `debug` and `events` modes.
+    fn emit_events(&self, event: &RunEvent, seen: &mut Seen) {
+        if self.agui.is_some() {
+            return;
+        }
+        let (tasks, debug, events) = (
+            self.modes.contains(&Mode::Tasks),
+            self.modes.contains(&Mode::Debug),
+            self.modes.contains(&Mode::Events),
+        );
+        if !(tasks || debug || events) {
+            return;
+        }
+        let live = &self.live;
+        let run_id = &self.run.run_id;
+        let wire = |values: &Value| self.assistant.wire_values(values.clone());
+        let task = |kind: &str, step: u64, payload: Value| {
+            if tasks {
+                live.push("tasks", payload.clone());
+            }
+            if debug {
+                live.push(
+                    "debug",
+                    json!({
+                        "type": kind,
+                        "timestamp": crate::record::iso8601(now_ms()),
+                        "step": step,
+                        "payload": payload,
+                    }),
+                );
+            }
+        };
+        let chain = |event: &str, name: &str, id: &str, data: Value, metadata: Value| {
+            if events {
+                let parents = if id == run_id.as_str() {
+                    json!([])
+                } else {
+                    json!([run_id])
+                };
+                live.push(
+                    "events",
+                    json!({
+                        "event": event,
+                        "name": name,
+                        "run_id": id,
+                        "tags": [],
+                        "metadata": metadata,
+                        "data": data,
+                        "parent_ids": parents,
+                    }),
+                );
+            }
+        };
+        let graph_meta = json!({"thread_id": self.run.thread_id, "run_id": run_id});
+        if !seen.started {
+            seen.started = true;
+            chain(
+                "on_chain_start",
+                "LangGraph",
+                run_id,
+                json!({"input": self.input_json()}),
+                graph_meta.clone(),
+            );
+        }
+        let node_meta = |node: &str, step: u64| {
+            json!({
+                "thread_id": self.run.thread_id,
+                "run_id": run_id,
+                "langgraph_step": step,
+                "langgraph_node": node,
+                "langgraph_triggers": [format!("branch:to:{node}")],
+            })
+        };
+        match event {
+            RunEvent::TaskStarted { node, step } => {
+                let id = task_id(node, *step);
+                let input = seen.values.clone().unwrap_or(Value::Null);
+                task(
+                    "task",
+                    *step,
+                    json!({"id": id, "name": node, "input": input, "triggers": [format!("branch:to:{node}")]}),
+                );
+                chain(
+                    "on_chain_start",
+                    node,
+                    &id,
+                    json!({"input": input}),
+                    node_meta(node, *step),
+                );
+                seen.steps.insert(node.clone(), *step);
+            }
+            RunEvent::Update { node, update } => {
+                let step = seen.steps.get(node).copied().unwrap_or_default();
+                let id = task_id(node, step);
+                let output = wire(update);
+                task(
+                    "task_result",
+                    step,
+                    json!({"id": id, "name": node, "error": null, "result": output, "interrupts": []}),
+                );
+                for message in seen.models.remove(node).unwrap_or_default() {
+                    chain(
+                        "on_chat_model_end",
+                        "model",
+                        &message,
+                        json!({"output": {"type": "AIMessageChunk", "id": message}}),
+                        node_meta(node, step),
+                    );
+                }
+                chain(
+                    "on_chain_end",
+                    node,
+                    &id,
+                    json!({"output": output}),
+                    node_meta(node, step),
+                );
+                chain(
+                    "on_chain_stream",
+                    "LangGraph",
+                    run_id,
+                    json!({"chunk": {node.as_str(): output}}),
+                    graph_meta.clone(),
+                );
+            }
+            RunEvent::MessageDelta {
+                node,
+                step,
+                message_id,
+                delta,
+            } => {
+                let open = seen.models.entry(node.clone()).or_default();
+                if !open.contains(message_id) {
+                    open.push(message_id.clone());
+                    chain(
+                        "on_chat_model_start",
+                        "model",
+                        message_id,
+                        json!({"input": {}}),
+                        node_meta(node, *step),
+                    );
+                }
+                let chunk = json!({"type": "AIMessageChunk", "id": message_id, "content": delta});
+                chain(
+                    "on_chat_model_stream",
+                    "model",
+                    message_id,
+                    json!({"chunk": chunk}),
+                    node_meta(node, *step),
+                );
+            }
+            RunEvent::Values(values) => seen.values = Some(wire(values)),
+            RunEvent::Finished { values } | RunEvent::Suspended { values, .. } => {
+                chain(
+                    "on_chain_end",
+                    "LangGraph",
+                    run_id,
+                    json!({"output": wire(values)}),
+                    graph_meta,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The run's input as the `events` mode's first event shows it.
+    fn input_json(&self) -> Value {
+        match &self.start {
+            Start::Input(Some(input)) => input.clone(),
+            Start::Resume(resume) => json!({"resume": resume}),
+            _ => Value::Null,
         }
     }
 
@@ -525,8 +777,9 @@ impl Job {
                 live.push("messages", json!([chunk, metadata]));
             }
             RunEvent::Suspended { values, interrupts } => {
-                if on(Mode::Updates) {
-                    let list: Vec<Value> = interrupts.iter().map(interrupt_json).collect();
+                let asked = questions(interrupts);
+                if on(Mode::Updates) && !asked.is_empty() {
+                    let list: Vec<Value> = asked.into_iter().map(interrupt_json).collect();
                     live.push("updates", json!({ "__interrupt__": list }));
                 }
                 if on(Mode::Values) {

@@ -231,10 +231,17 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
         .graph(&run.graph_id)
         .map_err(|e| e.to_string())
         .and_then(|served| {
-            let (start, modes) = crate::api::plan(&run.kwargs)?;
-            Ok((Arc::clone(&served.assistant), start, modes))
+            let plan = crate::api::plan(&run.kwargs)?;
+            Ok((Arc::clone(&served.assistant), plan))
         });
-    let (assistant, mut start, modes) = match planned {
+    let (
+        assistant,
+        crate::api::Plan {
+            mut start,
+            options,
+            modes,
+        },
+    ) = match planned {
         Ok(planned) => planned,
         Err(why) => {
             let message = format!(
@@ -274,6 +281,7 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
         live: Arc::clone(&live),
         run,
         start,
+        options,
         modes,
         stateless: false,
         agui: None,

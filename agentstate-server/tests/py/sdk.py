@@ -183,6 +183,82 @@ async def main():
     status = await refused(client.runs.wait(tid, "nobody", input=ask("hi")))
     check("unknown_assistant", status is not None and status[0] == 422 and "nobody" in status[1], status)
 
+    # Breakpoints of a run: it stops before (or after) a node, shows no question, and a run
+    # without input goes on past the stop.
+    paused = (await client.threads.create())["thread_id"]
+    stopped = await client.runs.wait(paused, "desk", input=ask("Pause?"), interrupt_before=["draft"])
+    paused_state = await client.threads.get_state(paused)
+    check(
+        "interrupt_before",
+        (await client.threads.get(paused))["status"] == "interrupted"
+        and stopped["log"] == ["triage"]
+        and "__interrupt__" not in stopped
+        and paused_state["next"] == ["draft"]
+        and paused_state["tasks"][0]["interrupts"] == [],
+        [stopped, paused_state],
+    )
+    went_on = await client.runs.wait(paused, "desk", input=None)
+    check(
+        "continue_after_breakpoint",
+        went_on["log"] == ["triage", "draft"] and len(went_on.get("__interrupt__", [])) == 1,
+        went_on,
+    )
+    after = (await client.threads.create())["thread_id"]
+    stopped = await client.runs.wait(after, "desk", input=ask("After?"), interrupt_after=["triage"])
+    after_state = await client.threads.get_state(after)
+    check("interrupt_after", stopped["log"] == ["triage"] and after_state["next"] == ["draft"], [stopped, after_state])
+    status = await refused(client.runs.wait(after, "desk", input=None, interrupt_before=["nowhere"]))
+    check("breakpoint_unknown_node", status is not None and status[0] == 422 and "nowhere" in status[1], status)
+
+    # Commands: `update` alone runs no node; `goto` starts the run at a node.
+    commanded = (await client.threads.create())["thread_id"]
+    await client.runs.wait(commanded, "desk", input=ask("Command?"))
+    await client.runs.wait(commanded, "desk", command=Command(resume=True))
+    noted = await client.runs.wait(commanded, "desk", command=Command(update={"log": ["noted"]}))
+    check("command_update", noted["log"] == ["triage", "draft", "approve", "noted"], noted)
+    jumped = await client.runs.wait(commanded, "desk", command=Command(goto="approve", update={"log": ["jump"]}))
+    jumped_state = await client.threads.get_state(commanded)
+    check(
+        "command_goto",
+        jumped["log"][-1] == "jump" and len(jumped.get("__interrupt__", [])) == 1 and jumped_state["next"] == ["approve"],
+        [jumped, jumped_state],
+    )
+
+    # The tasks, checkpoints, debug and events stream modes; debug's checkpoints are the
+    # thread's history.
+    modes = (await client.threads.create())["thread_id"]
+    parts = await collect(
+        client.runs.stream(modes, "desk", input=ask("Modes?"), stream_mode=["tasks", "checkpoints", "debug", "events"])
+    )
+    tasks = [p.data for p in parts if p.event == "tasks"]
+    check(
+        "stream_tasks",
+        [t["name"] for t in tasks if "input" in t] == ["triage", "draft", "approve"]
+        and [t["name"] for t in tasks if "result" in t] == ["triage", "draft"],
+        tasks,
+    )
+    debugged = [p.data["payload"] for p in parts if p.event == "debug" and p.data["type"] == "checkpoint"]
+    history = list(reversed(await client.threads.get_history(modes, limit=len(debugged))))
+    mine = lambda c: (c["metadata"]["step"], c["checkpoint"], c["parent_checkpoint"])
+    check(
+        "stream_debug_checkpoints",
+        len(debugged) == 3 and [mine(c) for c in debugged] == [mine(h) for h in history],
+        [debugged, history],
+    )
+    checkpoints = [p.data for p in parts if p.event == "checkpoints"]
+    check(
+        "stream_checkpoints",
+        [c["next"] for c in checkpoints] == [["triage"], ["draft"], ["approve"]]
+        and checkpoints[-1]["config"]["configurable"]["checkpoint_id"] == history[-1]["checkpoint"]["checkpoint_id"],
+        checkpoints,
+    )
+    kinds = {p.data["event"] for p in parts if p.event == "events"}
+    check(
+        "stream_events",
+        {"on_chain_start", "on_chain_end", "on_chat_model_start", "on_chat_model_stream", "on_chat_model_end"} <= kinds,
+        sorted(kinds),
+    )
+
     # Stateless, then deletion.
     stateless = await client.runs.wait(None, "desk", input=ask("Stateless?"))
     check("stateless_wait", len(stateless.get("__interrupt__", [])) == 1, stateless)

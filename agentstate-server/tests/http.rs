@@ -801,3 +801,36 @@ async fn the_api_on_postgresql() {
 
     support::drop_schema(&url, &schema).await;
 }
+
+#[tokio::test]
+async fn on_disconnect_cancel_stops_the_run_when_its_client_goes_away_and_continue_does_not() {
+    for (asked, expected) in [("cancel", "interrupted"), ("continue", "success")] {
+        let (app, _thread, runs) = on_a_thread().await;
+        let request = json!({
+            "assistant_id": "desk",
+            "input": ask("slow one"),
+            "on_disconnect": asked,
+        });
+        // The client waits for the run (a slow draft), then goes away before it ended.
+        let path = format!("{runs}/wait");
+        let waited = json(&app, "POST", &path, Some(request));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(400), waited)
+                .await
+                .is_err(),
+            "the slow run ended before its client went away"
+        );
+        let mut statuses = Vec::new();
+        for _ in 0..100 {
+            statuses = run_statuses(&app, &runs).await;
+            if statuses
+                .first()
+                .is_some_and(|s| s != "running" && s != "pending")
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(statuses, [expected], "on_disconnect `{asked}`");
+    }
+}

@@ -210,8 +210,12 @@
 //! with an unknown key is an error naming the entry.
 //!
 //! A thread deleted and created again under the same id is another incarnation: a handle of
-//! the old one is refused on its next append (`StoreError::Recreated`). Thread ids are
-//! non-empty, at most 1,024 bytes and free of control characters (`thread_id_invalid`).
+//! the old one is refused on its next append (`StoreError::Recreated`). So is a thread
+//! [`rewind`](crate::Store::rewind)ed to an earlier version (a run rolled back: its entries and
+//! snapshots after that version are deleted in one transaction, refused while a lease on the
+//! thread is held or a fork starts after that version), since its later versions will be
+//! written again with other updates. Thread ids are non-empty, at most 1,024 bytes and free of
+//! control characters (`thread_id_invalid`).
 //!
 //! ## Durability
 //!

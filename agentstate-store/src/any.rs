@@ -156,6 +156,10 @@ impl Backend for AnyBackend {
         dispatch!(self, b => b.compact(thread, seq, fingerprint, json).await)
     }
 
+    async fn rewind(&self, thread: &str, seq: u64) -> Result<ThreadInfo, StoreError> {
+        dispatch!(self, b => b.rewind(thread, seq).await)
+    }
+
     async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
         dispatch!(self, b => b.put_schema(schema).await)
     }

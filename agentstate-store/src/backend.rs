@@ -143,6 +143,26 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         json: String,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
+    /// In one transaction, with the thread locked against writers: takes the thread back to
+    /// version `seq`, as if nothing after it had been written. Deletes the thread's own entries
+    /// and snapshots after `seq`, sets its version to `seq` and draws a new incarnation, so
+    /// that a writer that read it before is refused ([`StoreError::Recreated`]) rather than
+    /// appending its versions again on another history. Returns the thread's row after it.
+    ///
+    /// Writes nothing and fails, in this order, if the thread is missing
+    /// ([`StoreError::ThreadNotFound`]), `seq` is after its version or before its oldest
+    /// version (compacted away, or a fork's starting point:
+    /// [`StoreError::VersionOutOfRange`]), a lease on it is held and has not expired
+    /// ([`StoreError::Leased`], judged by the same clock as [`lease`](Backend::lease)), or a
+    /// fork of it starts after `seq` ([`StoreError::HasForks`]). With `seq` at the thread's
+    /// version, once these checks pass, it writes nothing (the incarnation stays) and returns
+    /// the row.
+    fn rewind(
+        &self,
+        thread: &str,
+        seq: u64,
+    ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
+
     /// Acquires, renews, releases or revokes the thread's lease for `owner` (see [`LeaseOp`]), in one
     /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
     /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held,

@@ -308,6 +308,11 @@ impl<B: Backend> BlockingStore<B> {
         run(&self.runtime, self.store.compact::<S>(id))?
     }
 
+    /// See [`Store::rewind`].
+    pub fn rewind(&self, id: &str, seq: u64) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.rewind(id, seq))?
+    }
+
     /// See [`Store::migrate_thread`].
     pub fn migrate_thread<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
         run(&self.runtime, self.store.migrate_thread::<S>(id))?

@@ -162,7 +162,8 @@ pub enum StoreError {
         reason: String,
     },
 
-    /// The version asked for is not in the thread (`thread_version_out_of_range`).
+    /// The version asked for (to load, to fork from, to rewind to) is not in the thread
+    /// (`thread_version_out_of_range`).
     #[error("thread `{thread}` has no version {seq}: its versions are {oldest} to {head}")]
     VersionOutOfRange {
         /// The thread.
@@ -175,9 +176,10 @@ pub enum StoreError {
         head: u64,
     },
 
-    /// The thread has forks that still refer to it, so it cannot be deleted
-    /// (`thread_has_forks`).
-    #[error("thread `{thread}` cannot be deleted: fork `{fork}` starts from it")]
+    /// The thread has forks that still refer to it, so it cannot be deleted, nor rewound (see
+    /// [`Store::rewind`](crate::Store::rewind)) to before the version a fork starts from
+    /// (`thread_has_forks`). Nothing was changed.
+    #[error("thread `{thread}` cannot be deleted, or rewound to before the version fork `{fork}` starts from; nothing was changed")]
     HasForks {
         /// The thread.
         thread: String,
@@ -202,10 +204,11 @@ pub enum StoreError {
         reason: String,
     },
 
-    /// The thread was deleted and created again after this writer read it: the writer's state
-    /// belongs to the thread's previous life; nothing was written (`state_write_conflict`).
-    /// Reload and retry.
-    #[error("thread `{thread}` was deleted and created again after this writer read it; nothing was written (reload and retry)")]
+    /// The thread was deleted and created again, or rewound (see
+    /// [`Store::rewind`](crate::Store::rewind)), after this writer read it: the writer's state
+    /// belongs to the thread's previous life or to a history that was taken back; nothing was
+    /// written (`state_write_conflict`). Reload and retry.
+    #[error("thread `{thread}` was deleted and created again, or rewound, after this writer read it; nothing was written (reload and retry)")]
     Recreated {
         /// The thread.
         thread: String,

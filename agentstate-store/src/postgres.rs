@@ -8,9 +8,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object,
-    refusal, Base, Entries, Found, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded,
-    NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo,
-    ThreadQuery,
+    refusal, rewind_refusal, Base, Entries, Found, FoundLease, Head, HistoryPage, LeaseChange,
+    LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry,
+    StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
 use crate::store::Store;
@@ -25,8 +25,9 @@ use tokio_postgres::{IsolationLevel, NoTls, Row};
 ///
 /// Version 2 adds the schema table `agentstate_schemas` (one row per state schema ever written;
 /// see [`migrate`](crate::migrate)) and each thread's `incarnation`, drawn when it is created
-/// (0 for threads created before), which every append checks, so a writer that read a thread
-/// deleted and created again since is refused ([`StoreError::Recreated`]).
+/// (0 for threads created before) and again when it is rewound ([`Store::rewind`]), which every
+/// append checks, so a writer that read a thread deleted and created again, or rewound, since
+/// is refused ([`StoreError::Recreated`]).
 ///
 /// Version 3 adds each thread's lease, two columns of its row: `lease_owner` and
 /// `lease_expires_ms` (milliseconds since the Unix epoch by the server's clock, so workers on
@@ -322,6 +323,17 @@ fn first_refusal(
         }
     }
     None
+}
+
+/// The thread's lease, the server's time and the thread's head, as the `lease` statement gives
+/// them.
+fn lease_row(row: &Row) -> (FoundLease, i64, Head) {
+    let head = Head {
+        version: row.get::<_, i64>(3) as u64,
+        incarnation: row.get(4),
+        fingerprint: row.get::<_, i64>(5) as u64,
+    };
+    ((row.get(0), row.get(1)), row.get(2), head)
 }
 
 fn read_thread(row: &Row) -> Result<ThreadInfo, StoreError> {
@@ -1318,6 +1330,66 @@ impl Backend for Postgres {
         Ok(dropped)
     }
 
+    async fn rewind(&self, thread: &str, seq: u64) -> Result<ThreadInfo, StoreError> {
+        let doing = format!("rewinding thread `{thread}` to version {seq}");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        // The row lock keeps appends, lease changes and new forks (which lock their parent's
+        // row to share) out until the rewind commits.
+        let info = self.lock_thread(&tx, thread, &doing).await?;
+        let (lease, now, head) = lease_row(
+            &tx.query_one(&self.sql.lease, &[&thread])
+                .await
+                .map_err(db_err(&doing))?,
+        );
+        rewind_refusal(&info, seq, head, lease, now)?;
+        let seq_i = seq as i64;
+        let fork = tx
+            .query_opt(
+                &format!(
+                    "SELECT id FROM {} WHERE parent = $1 AND fork_seq > $2 ORDER BY id LIMIT 1",
+                    self.sql.threads
+                ),
+                &[&thread, &seq_i],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if let Some(fork) = fork {
+            return Err(StoreError::HasForks {
+                thread: thread.to_owned(),
+                fork: fork.get(0),
+            });
+        }
+        if seq == info.version {
+            tx.commit().await.map_err(db_err(&doing))?;
+            return Ok(info);
+        }
+        for table in [&self.sql.entries, &self.sql.snapshots] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE thread = $1 AND seq > $2"),
+                &[&thread, &seq_i],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        }
+        let incarnation = new_incarnation();
+        tx.execute(
+            &format!(
+                "UPDATE {} SET head = $2, incarnation = $3 WHERE id = $1",
+                self.sql.threads
+            ),
+            &[&thread, &seq_i, &incarnation],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(ThreadInfo {
+            version: seq,
+            incarnation,
+            ..info
+        })
+    }
+
     async fn lease(
         &self,
         thread: &str,
@@ -1388,12 +1460,8 @@ impl Backend for Postgres {
             .ok_or_else(|| StoreError::ThreadNotFound {
                 thread: thread.to_owned(),
             })?;
-        let head = Head {
-            version: row.get::<_, i64>(3) as u64,
-            incarnation: row.get(4),
-            fingerprint: row.get::<_, i64>(5) as u64,
-        };
-        Ok(held((row.get(0), row.get(1)), row.get(2), head))
+        let (lease, now, head) = lease_row(&row);
+        Ok(held(lease, now, head))
     }
 }
 

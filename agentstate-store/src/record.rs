@@ -125,9 +125,9 @@ pub(crate) fn check_lookup(id: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// A new thread's incarnation: a random non-zero number that tells this thread from an earlier
-/// one of the same id (deleted since). Threads created before incarnations were recorded
-/// have 0.
+/// A new incarnation of a thread: a random non-zero number that tells this thread from an
+/// earlier one of the same id (deleted since), or from its own history before a rewind. Threads
+/// created before incarnations were recorded have 0.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 pub(crate) fn new_incarnation() -> i64 {
     use std::hash::{BuildHasher, Hasher};
@@ -253,7 +253,8 @@ pub struct NewEntry {
     /// as `fingerprint: None` would then mean another schema.
     pub thread_fingerprint: u64,
     /// The thread's incarnation as the writer read it ([`ThreadInfo::incarnation`]): the append
-    /// is refused ([`StoreError::Recreated`]) if the thread was deleted and created again since.
+    /// is refused ([`StoreError::Recreated`]) if the thread was deleted and created again, or
+    /// rewound, since.
     pub thread_incarnation: i64,
     /// The lease owner the append is fenced by, if any: the append is refused
     /// ([`StoreError::LeaseLost`]) unless the thread's lease is this owner's and has not expired
@@ -441,9 +442,10 @@ pub struct ThreadInfo {
     pub metadata: Map<String, Value>,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
-    /// Which life of the id this is: a random number drawn when the thread was created (0 for a
-    /// thread created before the store recorded it), so a writer that read a thread deleted and
-    /// created again since is refused.
+    /// Which life of the id this is: a random number drawn when the thread was created, and
+    /// again when it is rewound ([`Store::rewind`](crate::Store::rewind)) (0 for a thread
+    /// created before the store recorded it and never rewound), so a writer that read the
+    /// thread before it was deleted and created again, or rewound, is refused.
     pub incarnation: i64,
 }
 
@@ -907,6 +909,30 @@ pub(crate) fn held(found: FoundLease, now_ms: i64, head: Head) -> Option<LeaseIn
             head,
         }),
         _ => None,
+    }
+}
+
+/// Why a thread refuses a rewind to `seq` (see [`Backend::rewind`](crate::backend::Backend)),
+/// from its row `info`, its head and its lease as found at the clock's `now_ms`, before its
+/// forks are looked at: `seq` out of its range ([`StoreError::VersionOutOfRange`]), or a
+/// lease held and not expired ([`StoreError::Leased`]). Shared by the backends, so that both
+/// give one answer.
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn rewind_refusal(
+    info: &ThreadInfo,
+    seq: u64,
+    head: Head,
+    lease: FoundLease,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    check_range(info, Some(seq))?;
+    match held(lease, now_ms, head) {
+        Some(holder) => Err(StoreError::Leased {
+            thread: info.id.clone(),
+            owner: holder.owner,
+            expires_in_ms: holder.expires_in_ms,
+        }),
+        None => Ok(()),
     }
 }
 

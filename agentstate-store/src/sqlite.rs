@@ -10,9 +10,9 @@ use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
     check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, refusal,
-    Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo,
-    LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow,
-    ThreadInfo, ThreadQuery,
+    rewind_refusal, Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseChange,
+    LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry,
+    StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{EventRow, RecordBackend, RecordRow};
 use crate::store::Store;
@@ -297,18 +297,19 @@ fn next_job(queue: &mpsc::Receiver<Job>) -> Option<Job> {
 /// are migrated when they are opened; any other version is refused with
 /// [`StoreError::UnsupportedVersion`] and not written to.
 ///
-/// A thread's version is the larger of its row's `head` (the version at its creation, fork or
-/// last compaction, or of the newest entry ever deleted) and its newest journal entry's, so an
-/// append writes one row of one table (a version-2 build, which would read a stale `head`,
-/// refuses the file). Version 4 adds:
+/// A thread's version is the larger of its row's `head` (the version at its creation, fork,
+/// last compaction or rewind, or of the newest entry deleted since) and its newest journal
+/// entry's, so an append writes one row of one table (a version-2 build, which would read a
+/// stale `head`, refuses the file). Version 4 adds:
 /// - the schema records (one per state schema ever written: its fingerprint, declared version,
 ///   type name, description and field types; see [`migrate`](crate::migrate)), kept as rows of
 ///   the snapshots table with negative keys (`-1 - (fingerprint & (2^63 - 1))`), which no
 ///   thread's snapshot has, so that they take no page of their own (the 300-turn chat's file
 ///   stays within its 0.5 MB);
-/// - each thread's `incarnation`, drawn when it is created (0 for threads created before),
-///   which every append checks, so a writer that read a thread deleted and created again since
-///   is refused ([`StoreError::Recreated`]);
+/// - each thread's `incarnation`, drawn when it is created (0 for threads created before) and
+///   again when it is rewound ([`Store::rewind`]), which every append checks, so a writer that
+///   read a thread deleted and created again, or rewound, since is refused
+///   ([`StoreError::Recreated`]);
 /// - a trigger that raises a thread's `head` to an entry deleted from its end, so an entry
 ///   deleted by hand is a gap that loading reports, never a silently shorter thread.
 ///
@@ -1572,6 +1573,61 @@ impl Backend for Sqlite {
             reclaim(&tx, &doing())?;
             tx.commit().map_err(db_err(doing()))?;
             Ok(dropped as u64)
+        })
+        .await
+    }
+
+    async fn rewind(&self, thread: &str, seq: u64) -> Result<ThreadInfo, StoreError> {
+        let id = thread.to_owned();
+        self.call(move |conn| {
+            let doing = || format!("rewinding thread `{id}` to version {seq}");
+            // The write lock first: no append, lease change or fork comes between the checks
+            // and the deletes.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let row = thread_row(&tx, &id)?;
+            let (_, head, lease) = thread_head(&tx, &id)
+                .map_err(db_err(doing()))?
+                .ok_or_else(|| StoreError::ThreadNotFound { thread: id.clone() })?;
+            rewind_refusal(&row.info, seq, head, lease, now_ms())?;
+            let fork: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM agentstate_threads WHERE parent = ?1 AND fork_seq > ?2
+                     ORDER BY id LIMIT 1",
+                    params![row.tid, seq as i64],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db_err(doing()))?;
+            if let Some(fork) = fork {
+                return Err(StoreError::HasForks { thread: id, fork });
+            }
+            if seq == row.info.version {
+                return Ok(row.info);
+            }
+            // The deletes first: the entries' delete trigger raises the row's head to the
+            // newest entry deleted, and the update then sets it.
+            let (after, last) = (key(row.tid, seq), key(row.tid, MAX_SEQ));
+            tx.execute(
+                "DELETE FROM agentstate_entries WHERE key > ?1 AND key <= ?2",
+                params![after, last],
+            )
+            .map_err(db_err(doing()))?;
+            tx.execute(
+                "DELETE FROM agentstate_snapshots WHERE key > ?1 AND key <= ?2",
+                params![after, last],
+            )
+            .map_err(db_err(doing()))?;
+            tx.execute(
+                "UPDATE agentstate_threads SET head = ?2, incarnation = ?3 WHERE tid = ?1",
+                params![row.tid, seq as i64, new_incarnation()],
+            )
+            .map_err(db_err(doing()))?;
+            reclaim(&tx, &doing())?;
+            let info = thread_row(&tx, &id)?.info;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(info)
         })
         .await
     }

@@ -1,4 +1,5 @@
-//! The typed store: threads of a state type, created, loaded, forked, listed and deleted.
+//! The typed store: threads of a state type, created, loaded, forked, listed, rewound and
+//! deleted.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -232,9 +233,10 @@ impl HistoryQuery {
 
 /// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`, or
 /// [`AnyStore`](crate::AnyStore) for a backend chosen at run time): created, loaded (latest or
-/// at any version), forked, listed, snapshotted, compacted and deleted; writing goes through a
-/// [`Thread`] handle. Cheap to clone; clones share the database. Every operation's future is `Send`; dropping it cancels the operation,
-/// and each write is one transaction, so a cancelled write is either whole or absent.
+/// at any version), forked, listed, snapshotted, compacted, rewound and deleted; writing goes
+/// through a [`Thread`] handle. Cheap to clone; clones share the database. Every operation's
+/// future is `Send`; dropping it cancels the operation, and each write is one transaction, so a
+/// cancelled write is either whole or absent.
 #[derive(Debug)]
 pub struct Store<B> {
     pub(crate) backend: Arc<B>,
@@ -756,6 +758,69 @@ impl<B: Backend> Store<B> {
             snapshot: loaded.version,
             dropped,
         })
+    }
+
+    /// Takes thread `id` back to version `seq`, as if nothing after it had been written (a run
+    /// rolled back). In one transaction that keeps writers out, it deletes the thread's entries
+    /// and snapshots after `seq` and sets its version to `seq`: the next append is version
+    /// `seq + 1`, loads and [`history`](Store::history) see only the versions up to `seq`, and
+    /// loading a later version is [`StoreError::VersionOutOfRange`], as for any version the
+    /// thread does not have. Forks starting at or before `seq` are untouched. Returns the
+    /// thread's row after it.
+    ///
+    /// The thread gets a new [`incarnation`](ThreadInfo::incarnation), since the versions after
+    /// `seq` will be written again with other updates: a [`Thread`] handle that read the thread
+    /// before is refused on its next append with [`StoreError::Recreated`]
+    /// (`state_write_conflict`) instead of appending on top of a history that is gone, and is
+    /// not [`is_current`](Thread::is_current) with a lease taken since; its
+    /// [`reload`](Thread::reload), or a new handle from [`thread`](Store::thread), reads the
+    /// thread afresh.
+    ///
+    /// Refused, writing nothing, in this order: a missing thread
+    /// ([`StoreError::ThreadNotFound`]); `seq` after the thread's version, or before its oldest
+    /// version (compacted away, or for a fork, before the version it starts at)
+    /// ([`StoreError::VersionOutOfRange`], naming the versions there are); a lease on the
+    /// thread that has not expired, whoever holds it ([`StoreError::Leased`]: the worker
+    /// running the thread would go on from the history taken back; take the lease away first
+    /// with [`revoke_lease`](Store::revoke_lease)); a fork of the thread that starts after
+    /// `seq` ([`StoreError::HasForks`]: delete the fork first). With `seq` the thread's
+    /// version, once these checks pass, it writes nothing and the incarnation stays.
+    ///
+    /// ```
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{HistoryQuery, SqliteStore, StepMeta, StoreError};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut chat = store.create("chat", AgentState::default()).await?;
+    /// let note = |text: &str| AgentStateUpdate::default().context_summary(Some(text.into()));
+    /// chat.merge(note("kept"), StepMeta::node("user")).await?;
+    ///
+    /// // A run writes two steps, then is cancelled: its lease is taken away, its steps back.
+    /// let lease = store.lease("chat", "run-2", Duration::from_secs(30)).await?;
+    /// chat.fence(&lease);
+    /// chat.merge(note("run-2, step 1"), StepMeta::node("bot")).await?;
+    /// chat.merge(note("run-2, step 2"), StepMeta::node("bot")).await?;
+    /// assert_eq!(store.rewind("chat", 1).await.unwrap_err().category(), "thread_leased");
+    /// store.revoke_lease("chat").await?;
+    /// assert_eq!(store.rewind("chat", 1).await?.version, 1);
+    /// let now = store.load::<AgentState>("chat").await?;
+    /// assert_eq!((now.state.context_summary.as_deref(), now.version), (Some("kept"), 1));
+    /// assert_eq!(store.history("chat", HistoryQuery::oldest(10)).await?.len(), 1);
+    ///
+    /// // The run's handle read the history taken back: refused until it reloads.
+    /// chat.unfence();
+    /// let err = chat.merge(note("late"), StepMeta::node("bot")).await.unwrap_err();
+    /// assert!(matches!(err, StoreError::Recreated { .. }), "{err}");
+    /// chat.reload().await?;
+    /// assert_eq!(chat.merge(note("next"), StepMeta::node("user")).await?, 2);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn rewind(&self, id: &str, seq: u64) -> Result<ThreadInfo, StoreError> {
+        crate::record::check_lookup(id)?;
+        self.backend.rewind(id, seq).await
     }
 
     /// Writes a migration back: rewrites the thread's own rows (its initial state, every entry

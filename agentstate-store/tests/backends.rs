@@ -10,7 +10,8 @@ use agentstate::{AgentState, State};
 use agentstate_store::backend::Backend;
 use agentstate_store::migrate::{fingerprint, Migration};
 use agentstate_store::{
-    HistoryQuery, SnapshotPolicy, StepMeta, Store, StoreError, Thread, ThreadQuery, Versioned,
+    HistoryQuery, SnapshotPolicy, StepMeta, Store, StoreError, Thread, ThreadInfo, ThreadQuery,
+    Versioned,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
@@ -3018,6 +3019,337 @@ async fn a_flush_is_one_transaction<B: Open>(db: Db) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rewinding.
+
+/// What a refused rewind must leave as it was: the thread's row, its latest state and its
+/// history.
+async fn everything_of<B: Backend>(
+    store: &Store<B>,
+    id: &str,
+) -> (ThreadInfo, Versioned<Tally>, Vec<u64>) {
+    let history = store
+        .history(id, HistoryQuery::oldest(1_000))
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    (
+        store.info(id).await.unwrap(),
+        store.load::<Tally>(id).await.unwrap(),
+        history,
+    )
+}
+
+/// Rewinds thread `id` to `seq`, which must be refused and leave the thread as it was; the
+/// refusal.
+async fn refused<B: Backend>(store: &Store<B>, id: &str, seq: u64) -> StoreError {
+    let before = everything_of(store, id).await;
+    let err = store.rewind(id, seq).await.unwrap_err();
+    assert_eq!(everything_of(store, id).await, before, "{err}");
+    err
+}
+
+/// The versions `store.history` lists for thread `id`, oldest first.
+async fn versions<B: Backend>(store: &Store<B>, id: &str) -> Vec<u64> {
+    everything_of(store, id).await.2
+}
+
+/// The thread, version and range a [`StoreError::VersionOutOfRange`] names.
+fn out_of_range(err: &StoreError) -> (&str, u64, u64, u64) {
+    assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+    match err {
+        StoreError::VersionOutOfRange {
+            thread,
+            seq,
+            oldest,
+            head,
+        } => (thread, *seq, *oldest, *head),
+        other => panic!("expected a version out of range, got: {other}"),
+    }
+}
+
+fn tally(log: std::ops::RangeInclusive<u64>) -> Tally {
+    let log: Vec<u64> = log.collect();
+    Tally {
+        last: log.last().copied(),
+        log,
+    }
+}
+
+/// A rewind drops the entries and snapshots after its version: the thread loads and lists as
+/// it was at that version, its later versions are missing, and appends go on after it.
+async fn rewinding_takes_a_thread_back<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    // Snapshots at 2, 4 and 6, all kept.
+    let snapshotting = store
+        .clone()
+        .with_snapshot_policy(SnapshotPolicy::every(2).keep(u32::MAX));
+    let mut t = snapshotting.create("r", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=7).await;
+    let before = store.info("r").await.unwrap();
+    // The snapshots after version 3 spoiled: a read of one that is still there fails.
+    db.exec("UPDATE {snapshots} SET body = '\"spoiled\"' WHERE {thread:r} AND seq > 3")
+        .await;
+    let err = store.load::<Tally>("r").await.unwrap_err();
+    assert_eq!(err.category(), "store_corrupt_data", "{err}");
+
+    let info = store.rewind("r", 3).await.unwrap();
+    assert_eq!((info.id.as_str(), info.version, info.oldest), ("r", 3, 0));
+    assert_ne!(info.incarnation, before.incarnation);
+    assert_eq!(store.info("r").await.unwrap(), info);
+    assert_eq!(
+        store.load::<Tally>("r").await.unwrap(),
+        Versioned {
+            state: tally(1..=3),
+            version: 3
+        }
+    );
+    assert_eq!(versions(&store, "r").await, [1, 2, 3]);
+    let newest = store.history("r", HistoryQuery::newest(10)).await.unwrap();
+    assert_eq!(newest.iter().map(|e| e.seq).collect::<Vec<_>>(), [3, 2, 1]);
+    // The versions after it are gone, as any version the thread does not have.
+    for seq in [4, 7] {
+        let err = store.load_at::<Tally>("r", seq).await.unwrap_err();
+        assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+        assert_eq!(
+            err.to_string(),
+            format!("thread `r` has no version {seq}: its versions are 0 to 3")
+        );
+    }
+    for seq in 0..=3 {
+        assert_eq!(
+            store.load_at::<Tally>("r", seq).await.unwrap().state,
+            tally(1..=seq)
+        );
+    }
+
+    // Appends go on at 4, and the new versions load from the new entries (with no snapshot
+    // of the old history left to read in their place).
+    let mut t = store.thread::<Tally>("r").await.unwrap();
+    assert_eq!(t.version(), 3);
+    for (seq, value) in [(4, 40), (5, 50), (6, 60), (7, 70)] {
+        assert_eq!(
+            t.merge(step(value), StepMeta::default()).await.unwrap(),
+            seq
+        );
+    }
+    let new_history = |upto: usize| {
+        let mut log = vec![1, 2, 3, 40, 50, 60, 70];
+        log.truncate(upto);
+        log
+    };
+    for seq in 4..=7 {
+        let loaded = store.load_at::<Tally>("r", seq).await.unwrap();
+        assert_eq!(loaded.state.log, new_history(seq as usize), "version {seq}");
+    }
+    assert_eq!(
+        store.load::<Tally>("r").await.unwrap().state.log,
+        new_history(7)
+    );
+    assert_eq!(versions(&store, "r").await, [1, 2, 3, 4, 5, 6, 7]);
+
+    // To the thread's own version: nothing changes, not even the incarnation, and handles
+    // keep appending.
+    let info = store.info("r").await.unwrap();
+    assert_eq!(store.rewind("r", 7).await.unwrap(), info);
+    assert_eq!(store.info("r").await.unwrap(), info);
+    assert_eq!(t.merge(step(80), StepMeta::default()).await.unwrap(), 8);
+
+    // To version 0: the initial state (on SQLite, the thread's snapshot at version 0) stays.
+    let mut z = snapshotting
+        .create(
+            "z",
+            Tally {
+                log: vec![9],
+                last: None,
+            },
+        )
+        .await
+        .unwrap();
+    merge_steps(&mut z, 1..=4).await;
+    assert_eq!(store.rewind("z", 0).await.unwrap().version, 0);
+    assert_eq!(
+        store.load::<Tally>("z").await.unwrap(),
+        Versioned {
+            state: Tally {
+                log: vec![9],
+                last: None
+            },
+            version: 0
+        }
+    );
+    assert_eq!(versions(&store, "z").await, Vec::<u64>::new());
+    let mut z = snapshotting.thread::<Tally>("z").await.unwrap();
+    merge_steps(&mut z, 5..=7).await;
+    assert_eq!(
+        store.load::<Tally>("z").await.unwrap().state.log,
+        [9, 5, 6, 7]
+    );
+
+    // A missing thread; an id no thread can have.
+    let err = store.rewind("nope", 0).await.unwrap_err();
+    assert_eq!(err.category(), "thread_not_found", "{err}");
+    assert!(err.to_string().contains("`nope`"), "{err}");
+    let err = store.rewind("a\0b", 0).await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+}
+
+/// A handle that read the thread before a rewind is refused (`Recreated`), also at the very
+/// version the thread was rewound to, and writes nothing; reloading, or a new handle, goes on
+/// from the rewound thread.
+async fn a_rewound_thread_refuses_stale_handles<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut writer = store.create("r", Tally::default()).await.unwrap();
+    merge_steps(&mut writer, 1..=3).await;
+    // One handle read the thread at the version it is rewound to, one at its head.
+    let mut at_seq = store.thread::<Tally>("r").await.unwrap();
+    merge_steps(&mut writer, 4..=5).await;
+    let mut retrying = store.thread::<Tally>("r").await.unwrap();
+    store.rewind("r", 3).await.unwrap();
+    for (name, handle) in [("at 3", &mut at_seq), ("at 5", &mut writer)] {
+        let err = handle
+            .merge(step(6), StepMeta::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Recreated { .. }), "{name}: {err}");
+        assert_eq!(err.category(), "state_write_conflict", "{err}");
+        assert!(err.to_string().contains("rewound"), "{err}");
+    }
+    assert_eq!(
+        store.load::<Tally>("r").await.unwrap(),
+        Versioned {
+            state: tally(1..=3),
+            version: 3
+        }
+    );
+    // Reloading reads the thread afresh, from either version.
+    writer.reload().await.unwrap();
+    assert_eq!((writer.version(), writer.state()), (3, &tally(1..=3)));
+    assert_eq!(
+        writer.merge(step(40), StepMeta::default()).await.unwrap(),
+        4
+    );
+    at_seq.reload().await.unwrap();
+    assert_eq!(at_seq.version(), 4);
+    assert_eq!(at_seq.state().log, [1, 2, 3, 40]);
+    // `merge_with` reloads and retries through the refusal.
+    let version = retrying
+        .merge_with_sync(StepMeta::default(), |state| {
+            Ok(step(state.log.len() as u64 * 10 + 10))
+        })
+        .await
+        .unwrap();
+    assert_eq!(version, 5);
+    assert_eq!(
+        store.load::<Tally>("r").await.unwrap().state.log,
+        [1, 2, 3, 40, 50]
+    );
+    // A new handle is current.
+    let mut fresh = store.thread::<Tally>("r").await.unwrap();
+    assert_eq!(fresh.merge(step(60), StepMeta::default()).await.unwrap(), 6);
+
+    // Rewound to the version a handle holds, with nothing else changed but the history after
+    // it: a lease taken since tells the handle it is not current.
+    let mut stale = store.thread::<Tally>("r").await.unwrap();
+    fresh.merge(step(70), StepMeta::default()).await.unwrap();
+    store.rewind("r", 6).await.unwrap();
+    let lease = store.lease("r", "w", LONG).await.unwrap();
+    assert_eq!(lease.version(), 6);
+    assert!(!stale.is_current(&lease));
+    stale.reload().await.unwrap();
+    assert!(stale.is_current(&lease));
+    stale.fence(&lease);
+    assert_eq!(stale.merge(step(70), StepMeta::default()).await.unwrap(), 7);
+    lease.release().await.unwrap();
+}
+
+/// Every refusal writes nothing: past the thread's version, before its oldest (compacted
+/// away, or a fork's start), a live lease (a revoked or expired one does not count), a fork
+/// after the version.
+async fn rewinding_is_refused_writing_nothing<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("r", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=6).await;
+
+    for seq in [7, u64::MAX] {
+        let err = refused(&store, "r", seq).await;
+        assert_eq!(out_of_range(&err), ("r", seq, 0, 6));
+        assert_eq!(
+            err.to_string(),
+            format!("thread `r` has no version {seq}: its versions are 0 to 6")
+        );
+    }
+
+    // A live lease, whoever holds it.
+    let mut lease = store.lease("r", "worker", LONG).await.unwrap();
+    let err = refused(&store, "r", 3).await;
+    assert_eq!(leased_by(&err), "worker");
+    assert_eq!(err.category(), "thread_leased", "{err}");
+    // Revoked: the rewind goes ahead, and the revoked holder commits nothing after it.
+    store.revoke_lease("r").await.unwrap();
+    assert_eq!(store.rewind("r", 5).await.unwrap().version, 5);
+    assert_eq!(lease.renew().await.unwrap_err().category(), "lease_lost");
+    // Expired: as good as none.
+    let _dead = store
+        .lease("r", "dead", Duration::from_millis(50))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert_eq!(store.rewind("r", 4).await.unwrap().version, 4);
+    assert_eq!(store.load::<Tally>("r").await.unwrap().state, tally(1..=4));
+
+    // A fork at 2 refuses a rewind to before it, naming the fork; to 2 is fine.
+    store.fork("r", 2, "f").await.unwrap();
+    let err = refused(&store, "r", 1).await;
+    assert!(
+        matches!(&err, StoreError::HasForks { thread, fork } if thread == "r" && fork == "f"),
+        "{err}"
+    );
+    assert_eq!(err.category(), "thread_has_forks", "{err}");
+    assert!(err.to_string().contains("rewound"), "{err}");
+    assert_eq!(store.rewind("r", 2).await.unwrap().version, 2);
+    assert_eq!(store.load::<Tally>("f").await.unwrap().state, tally(1..=2));
+
+    // A fork's own history starts at its fork point: it is not rewound below it.
+    let mut f = store.thread::<Tally>("f").await.unwrap();
+    merge_steps(&mut f, 30..=31).await;
+    let err = refused(&store, "f", 1).await;
+    assert_eq!(out_of_range(&err), ("f", 1, 2, 4));
+    let info = store.rewind("f", 2).await.unwrap();
+    assert_eq!((info.version, info.parent), (2, Some(("r".to_owned(), 2))));
+    assert_eq!(
+        store.load::<Tally>("f").await.unwrap(),
+        Versioned {
+            state: tally(1..=2),
+            version: 2
+        }
+    );
+    assert_eq!(versions(&store, "f").await, [1, 2]);
+    let mut f = store.thread::<Tally>("f").await.unwrap();
+    assert_eq!(f.merge(step(33), StepMeta::default()).await.unwrap(), 3);
+
+    // Compacted away: not before the oldest version; to it, the compaction's base stays.
+    let mut c = store.create("c", Tally::default()).await.unwrap();
+    merge_steps(&mut c, 1..=5).await;
+    store.compact::<Tally>("c").await.unwrap();
+    let mut c = store.thread::<Tally>("c").await.unwrap();
+    merge_steps(&mut c, 6..=7).await;
+    let err = refused(&store, "c", 4).await;
+    assert_eq!(out_of_range(&err), ("c", 4, 5, 7));
+    assert_eq!(store.rewind("c", 5).await.unwrap().version, 5);
+    assert_eq!(
+        store.load::<Tally>("c").await.unwrap(),
+        Versioned {
+            state: tally(1..=5),
+            version: 5
+        }
+    );
+    let mut c = store.thread::<Tally>("c").await.unwrap();
+    assert_eq!(c.merge(step(60), StepMeta::default()).await.unwrap(), 6);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The runner.
 
 type Case = fn(Db) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
@@ -3066,6 +3398,9 @@ where
         a_revoked_lease_is_lost,
         a_lease_tells_a_handle_if_it_is_current,
         a_flush_is_one_transaction,
+        rewinding_takes_a_thread_back,
+        a_rewound_thread_refuses_stale_handles,
+        rewinding_is_refused_writing_nothing,
         racing_tasks,
         racing_processes,
         crash,

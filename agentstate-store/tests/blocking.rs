@@ -96,6 +96,22 @@ fn exercise<B: Backend>(store: &BlockingStore<B>) {
             .unwrap(),
         3
     );
+
+    // Rewound: the steps after version 1 are gone, and the handle that read them is refused
+    // until it reloads.
+    assert_eq!(store.rewind("w0", 1).unwrap().version, 1);
+    assert_eq!(store.load::<Counter>("w0").unwrap().state.log, [0]);
+    let err = t
+        .merge(CounterUpdate::default().log(vec![4]), StepMeta::default())
+        .unwrap_err();
+    assert_eq!(err.category(), "state_write_conflict", "{err}");
+    t.reload().unwrap();
+    assert_eq!(
+        t.merge(CounterUpdate::default().log(vec![4]), StepMeta::default())
+            .unwrap(),
+        2
+    );
+    assert_eq!(store.load::<Counter>("w0").unwrap().state.log, [0, 4]);
 }
 
 #[cfg(feature = "sqlite")]

@@ -520,6 +520,11 @@ where
             .collect()
     }
 
+    /// This worker's name: the owner of the leases its runs take ([`worker`](DurableGraph::worker)).
+    pub fn worker_id(&self) -> &str {
+        &self.worker
+    }
+
     /// The graph.
     pub fn graph(&self) -> &Graph<S, K> {
         &self.graph

@@ -6,7 +6,7 @@ use crate::checkpoints::{
 };
 use crate::error::ApiError;
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode};
+use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode, Stop};
 use crate::server::{Served, Shared};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
@@ -505,16 +505,6 @@ struct Command {
     goto: Option<Value>,
 }
 
-/// What the server does not do yet with a run request, as the refusal.
-fn unsupported(create: &RunCreate) -> Option<&'static str> {
-    [(
-        create.checkpoint_id.is_some() || create.checkpoint.is_some(),
-        "a run from a checkpoint (`checkpoint_id`)",
-    )]
-    .into_iter()
-    .find_map(|(asked, what)| asked.then_some(what))
-}
-
 /// Node names: a name, `*`, or a list of names (`interrupt_before`, `goto`).
 fn node_names(value: &Value, what: &str) -> Result<Vec<String>, String> {
     let one = |v: &Value| {
@@ -542,6 +532,19 @@ fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
     }
     if let Some(after) = &create.interrupt_after {
         options.interrupt_after = node_names(after, "interrupt_after")?;
+    }
+    let checkpoint = match (&create.checkpoint_id, &create.checkpoint) {
+        (Some(id), _) => Some(id.clone()),
+        (None, Some(checkpoint)) => checkpoint["checkpoint_id"].as_str().map(str::to_owned),
+        (None, None) => None,
+    };
+    if let Some(id) = checkpoint {
+        let version = id.parse().map_err(|_| {
+            format!(
+                "checkpoint `{id}` is not one of the thread's checkpoint ids (versions: 1, 2, ...)"
+            )
+        })?;
+        options.checkpoint = Some(version);
     }
     if let Some(command) = &create.command {
         options.update = command.update.clone().filter(|u| !u.is_null());
@@ -608,11 +611,6 @@ async fn create_run(
         ApiError::unprocessable(format!("assistant `{assistant_id}` does not exist"))
     })?;
     let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
-    if let Some(what) = unsupported(&create) {
-        return Err(ApiError::unprocessable(format!(
-            "this server does not support {what} in a run request yet"
-        )));
-    }
     let options = options_of(&create)
         .map_err(|why| ApiError::unprocessable(format!("the run request is not valid: {why}")))?;
     let known = served.assistant.nodes();
@@ -651,6 +649,21 @@ async fn create_run(
             served.graph_id
         )));
     }
+    if let Some(version) = options.checkpoint {
+        let found = match record.graph_id {
+            Some(_) => served
+                .assistant
+                .snapshot(&thread_id, Some(version))
+                .await
+                .is_ok(),
+            None => false,
+        };
+        if !found {
+            return Err(ApiError::not_found(format!(
+                "checkpoint `{version}` of thread `{thread_id}` does not exist"
+            )));
+        }
+    }
     let start = start_of(&create);
     let strategy = create.multitask_strategy.as_deref().unwrap_or("reject");
     if shared.queued && !stateless {
@@ -681,6 +694,11 @@ async fn create_run(
         // after it, from its input.
         "interrupt" => {
             running.iter().for_each(|l| l.cancel());
+            Ok(())
+        }
+        // The running run stops and what it did is removed; the new one runs after it.
+        "rollback" => {
+            running.iter().for_each(|l| l.stop(Stop::Rollback));
             Ok(())
         }
         other => Err(unserved_strategy(other)),
@@ -720,7 +738,7 @@ async fn create_run(
 
 fn unserved_strategy(other: &str) -> ApiError {
     ApiError::unprocessable(format!(
-        "multitask_strategy `{other}` is not served yet (this server does `reject`, `interrupt` and `enqueue`)"
+        "multitask_strategy `{other}` is not one of `reject`, `interrupt`, `rollback` and `enqueue`"
     ))
 }
 
@@ -756,6 +774,9 @@ async fn queue_run(
                 cancel_queued(shared, run).await?;
             }
         }
+        "rollback" => return Err(ApiError::unprocessable(format!(
+            "multitask_strategy `rollback` is not served with workers yet (thread `{thread_id}`); use `interrupt`, or cancel the running run with action `rollback` on a server without workers"
+        ))),
         other => return Err(unserved_strategy(other)),
     }
     thread.graph_id = Some(graph_id.to_owned());
@@ -1082,14 +1103,20 @@ async fn cancel_run(
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
     let run = run_record(&shared, &id, &rid).await?;
-    match query.get("action").map(String::as_str) {
-        None | Some("interrupt") => {}
-        Some(other) => {
+    let why = match query.get("action").map(String::as_str) {
+        None | Some("interrupt") => Stop::Cancel,
+        Some("rollback") if shared.queued => {
             return Err(ApiError::unprocessable(format!(
-                "cancel action `{other}` of run `{rid}` is not served yet (this server does `interrupt`)"
+                "cancel action `rollback` of run `{rid}` is not served with workers yet; cancel it with action `interrupt`"
             )))
         }
-    }
+        Some("rollback") => Stop::Rollback,
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "cancel action `{other}` of run `{rid}` is not one of `interrupt` and `rollback`"
+            )))
+        }
+    };
     let wait = matches!(query.get("wait").map(String::as_str), Some("1" | "true"));
     // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
     // (a run cancelled only here could be swept back to the queue).
@@ -1109,7 +1136,7 @@ async fn cancel_run(
                 .unwrap_or("?")
         )));
     };
-    live.cancel();
+    live.stop(why);
     if wait {
         live.result().await;
         return Ok(StatusCode::NO_CONTENT.into_response());

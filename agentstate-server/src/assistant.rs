@@ -60,6 +60,9 @@ pub struct RunOptions {
     /// `command.goto`: the nodes the run's first step runs, instead of where the thread's run
     /// stands (or the entry).
     pub goto: Option<Vec<String>>,
+    /// `checkpoint_id`: the run starts from this version of the thread, which is first taken
+    /// back there ([`Assistant::rewind`]: the checkpoints after it are removed).
+    pub checkpoint: Option<u64>,
 }
 
 impl RunOptions {
@@ -96,6 +99,13 @@ impl RunOptions {
     #[must_use]
     pub fn goto<I: IntoIterator<Item = T>, T: Into<String>>(mut self, nodes: I) -> Self {
         self.goto = Some(nodes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets [`checkpoint`](RunOptions::checkpoint).
+    #[must_use]
+    pub fn checkpoint(mut self, version: u64) -> Self {
+        self.checkpoint = Some(version);
         self
     }
 
@@ -308,8 +318,20 @@ pub trait Assistant: Send + Sync + 'static {
         values
     }
 
-    /// Creates thread `thread` with a new state if it does not exist.
-    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>>;
+    /// Creates thread `thread` with a new state if it does not exist; returns its version
+    /// (where a run that starts now begins: [`rewind`](Assistant::rewind) takes the thread
+    /// back there).
+    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<u64, AssistantError>>;
+
+    /// Takes thread `thread` back to its version `version`: what was committed after it is
+    /// removed, as if it had never been (the `rollback` of a run, a run from an earlier
+    /// checkpoint). Refused while a run holds the thread (`thread_leased`), and below a
+    /// version a fork or a compaction needs.
+    fn rewind<'a>(
+        &'a self,
+        thread: &'a str,
+        version: u64,
+    ) -> BoxFuture<'a, Result<(), AssistantError>>;
 
     /// Starts run `run_id` on thread `thread` (which exists), as `start` and `options` say.
     /// Refusals found before the run starts (an input that is not an update of the state, no
@@ -400,18 +422,39 @@ where
             .map(|field| field.name.clone())
     }
 
-    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<(), AssistantError>> {
+    fn ensure_thread<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<u64, AssistantError>> {
         Box::pin(async move {
             match self.store().info(thread).await {
-                Ok(_) => Ok(()),
+                Ok(info) => Ok(info.version),
                 Err(StoreError::ThreadNotFound { .. }) => {
                     match self.store().create(thread, S::default()).await {
-                        Ok(_) | Err(StoreError::ThreadExists { .. }) => Ok(()),
+                        Ok(_) => Ok(0),
+                        Err(StoreError::ThreadExists { .. }) => {
+                            Ok(self.store().info(thread).await?.version)
+                        }
                         Err(error) => Err(error.into()),
                     }
                 }
                 Err(error) => Err(error.into()),
             }
+        })
+    }
+
+    fn rewind<'a>(
+        &'a self,
+        thread: &'a str,
+        version: u64,
+    ) -> BoxFuture<'a, Result<(), AssistantError>> {
+        Box::pin(async move {
+            // A run of this worker cut short (its future dropped) left its lease: none of its
+            // runs is in progress on the thread while the server rewinds it.
+            if let Some(lease) = self.store().lease_info(thread).await? {
+                if lease.owner == self.worker_id() {
+                    self.store().revoke_lease(thread).await?;
+                }
+            }
+            self.store().rewind(thread, version).await?;
+            Ok(())
         })
     }
 
@@ -429,6 +472,18 @@ where
                 | EventFilter::STEP_COMMITTED
                 | EventFilter::EMITTED;
             let this = with_breakpoints(self, thread, &options)?;
+            if let Some(version) = options.checkpoint {
+                let head = self.store().info(thread).await?.version;
+                if version > head {
+                    return Err(AssistantError::new(
+                        "checkpoint_not_found",
+                        format!("run `{run_id}` starts from checkpoint `{version}` of thread `{thread}`, which has none after `{head}`"),
+                    ));
+                }
+                if version < head {
+                    Assistant::rewind(self, thread, version).await?;
+                }
+            }
             let this = &this;
             let incoming = |value: Value, what: &str| {
                 let value =

@@ -103,12 +103,16 @@
 //! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
 //! `input` starts afresh from the state (whatever the last run left: cut short, failed, or
 //! waiting for answers). On a busy thread a run is refused (409) under `multitask_strategy`
-//! `reject` (the default), stops the running run under `interrupt` (its committed steps stay)
-//! and waits for it under `enqueue`. A run its task's panic ended is `error`; without workers,
+//! `reject` (the default), stops the running run under `interrupt` (its committed steps stay),
+//! stops it under `rollback` and removes what it did (its checkpoints, its record and its
+//! events: the thread is as it was before it started), and waits for it under `enqueue`; a
+//! cancel with `action=rollback` does the same to one run. A run with a `checkpoint_id` (or
+//! `checkpoint`) starts from that checkpoint: the thread is taken back there first (a journal
+//! is one line: the checkpoints after it are removed), then the run goes on from it (without
+//! `input`) or starts afresh from its state (with one). A run its task's panic ended is `error`; without workers,
 //! [`Server::recover`] ends those a stopped process left.
 //!
-//! Not served yet: the `rollback` strategy (and cancel's `rollback`), runs from a
-//! checkpoint, `command.goto` as a `Send` (a node with an input of its own), `command.resume`
+//! Not served yet: `rollback` with workers (refused, 422), `command.goto` as a `Send` (a node with an input of its own), `command.resume`
 //! with `command.update`, the `messages` stream mode, a state update at a checkpoint, thread
 //! copy, crons, the store API (a request for them is refused, 422, with a sentence saying so);
 //! `stream_subgraphs` is accepted and streams the graph's own events. With

@@ -86,6 +86,8 @@ pub(crate) struct Live {
     /// The number of its first frame in its event log (the events of its earlier attempts
     /// come before).
     base: usize,
+    /// Its thread's version when it started (where a rollback takes the thread back to).
+    started_at: std::sync::OnceLock<u64>,
 }
 
 /// Why a run in progress is asked to stop.
@@ -97,6 +99,9 @@ pub(crate) enum Stop {
     Cancel,
     /// Its worker stops: it goes back to the queue, for another worker.
     HandBack,
+    /// Rolled back: stopped, what it committed removed, its record deleted (the
+    /// `rollback` strategy and cancel action).
+    Rollback,
 }
 
 #[derive(Default)]
@@ -121,6 +126,7 @@ impl Live {
             cancel: watch::Sender::new(Stop::No),
             stored: tokio::sync::Mutex::new(0),
             base,
+            started_at: std::sync::OnceLock::new(),
         });
         live.push("metadata", json!({"run_id": run_id, "attempt": attempt}));
         live
@@ -416,13 +422,44 @@ impl Job {
         let lock = self.runs.lock_of(&self.run.thread_id);
         let end = tokio::select! {
             guard = lock.lock_owned() => {
-                let end = self.drive().await;
+                let mut end = self.drive().await;
+                if self.live.stopped() == Stop::Rollback {
+                    // Undone before the thread's next run may start; a run that could not be
+                    // undone ends `error`, saying why.
+                    if let Err(error) = self.roll_back().await {
+                        end = End::Failed(error);
+                    }
+                }
                 drop(guard);
                 end
             }
             () = self.live.cancelled() => End::Cancelled(false),
         };
         self.finish(end).await;
+    }
+
+    /// Takes the thread back to where it stood when the run started (the run's future was
+    /// dropped: nothing more of it is committed), and its record back to that state's status.
+    async fn roll_back(&self) -> Result<(), AssistantError> {
+        let thread = &self.run.thread_id;
+        let Some(&version) = self.live.started_at.get() else {
+            return Ok(()); // it never started
+        };
+        if let Err(error) = self.assistant.rewind(thread, version).await {
+            return Err(AssistantError::new(
+                error.category,
+                format!(
+                    "run `{}` on thread `{thread}` was stopped but could not be rolled back: {}",
+                    self.run.run_id, error.message
+                ),
+            ));
+        }
+        let status = match self.assistant.snapshot(thread, None).await {
+            Ok(s) if !s.interrupts.is_empty() || !s.next.is_empty() => ThreadStatus::Interrupted,
+            _ => ThreadStatus::Idle,
+        };
+        self.set_thread(status).await;
+        Ok(())
     }
 
     /// `error` with its sentence naming the run and its thread.
@@ -452,8 +489,11 @@ impl Job {
         }
         self.set_thread(ThreadStatus::Busy).await;
         let thread = &self.run.thread_id;
-        if let Err(e) = self.assistant.ensure_thread(thread).await {
-            return End::Failed(self.named(e));
+        match self.assistant.ensure_thread(thread).await {
+            Ok(version) => {
+                let _ = self.live.started_at.set(version);
+            }
+            Err(e) => return End::Failed(self.named(e)),
         }
         let started = self.assistant.run(
             thread,
@@ -820,6 +860,17 @@ impl Job {
             }
             // Cancelled: the next run of its thread takes the lease at once.
             let _ = self.records.revoke_lease(thread).await;
+        }
+        if matches!(end, End::Cancelled(_)) && self.live.stopped() == Stop::Rollback {
+            // As if it had never run: no record, no events (its thread was taken back).
+            let _ = self.records.delete_events(&run.run_id).await;
+            let _ = self.records.delete(crate::record::RUN, &run.run_id).await;
+            if self.worker.is_some() {
+                let _ = self.records.finish_queued(&self.run.run_id).await;
+            }
+            self.runs.remove(&self.live.run_id);
+            self.live.finish(Value::Null);
+            return;
         }
         if let Some(agui) = &self.agui {
             // A run that ended other than by its last event: the client hears why.

@@ -259,6 +259,59 @@ async def main():
         sorted(kinds),
     )
 
+    # Rollback: the running run stops and what it did is removed, as if it had never run.
+    rolled = (await client.threads.create())["thread_id"]
+    await client.runs.wait(rolled, "desk", input=ask("Keep me"))
+    await client.runs.wait(rolled, "desk", command=Command(resume=True))
+    kept = await client.threads.get_state(rolled)
+    doomed = await client.runs.create(rolled, "desk", input=ask("slow doomed"))
+    await asyncio.sleep(0.6)
+    replaced = await client.runs.wait(rolled, "desk", input=ask("Replacement"), multitask_strategy="rollback")
+    gone = await refused(client.runs.get(rolled, doomed["run_id"]))
+    said = [m["content"] for m in replaced["messages"]]
+    history = await client.threads.get_history(rolled, limit=100)
+    check(
+        "multitask_rollback",
+        gone is not None and gone[0] == 404
+        and said == ["Keep me", "You asked: Keep me", "Replacement", "You asked: Replacement"]
+        and all(h["metadata"].get("run_id") != doomed["run_id"] for h in history),
+        [gone, said],
+    )
+    before = await client.threads.get_state(rolled)
+    doomed = await client.runs.create(rolled, "desk", input=ask("slow cancelled"))
+    await asyncio.sleep(0.6)
+    await client.runs.cancel(rolled, doomed["run_id"], wait=True, action="rollback")
+    after = await client.threads.get_state(rolled)
+    gone = await refused(client.runs.get(rolled, doomed["run_id"]))
+    check(
+        "cancel_rollback",
+        gone is not None and gone[0] == 404
+        and after["values"] == before["values"]
+        and after["checkpoint"] == before["checkpoint"]
+        and (await client.threads.get(rolled))["status"] == "interrupted",
+        [before, after, kept["checkpoint"]],
+    )
+
+    # A run from an earlier checkpoint: the thread is taken back there and runs on from it.
+    forked = (await client.threads.create())["thread_id"]
+    await client.runs.wait(forked, "desk", input=ask("Original"))
+    history = await client.threads.get_history(forked, limit=100)
+    after_triage = next(h for h in history if h["next"] == ["draft"])
+    again = await client.runs.wait(forked, "desk", input=None, checkpoint_id=after_triage["checkpoint"]["checkpoint_id"])
+    steps = [h["metadata"]["step"] for h in await client.threads.get_history(forked, limit=100)]
+    check(
+        "run_from_checkpoint",
+        again["log"] == ["triage", "draft"] and len(again["messages"]) == 2 and steps == [2, 1, 0]
+        and len(again.get("__interrupt__", [])) == 1,
+        [again, steps],
+    )
+    at_input = next(h for h in history if h["next"] == ["triage"])
+    other = await client.runs.wait(forked, "desk", input=ask("Other"), checkpoint=at_input["checkpoint"])
+    said = [m["content"] for m in other["messages"]]
+    check("run_from_checkpoint_with_input", said == ["Original", "Other", "You asked: Other"], said)
+    status = await refused(client.runs.wait(forked, "desk", input=None, checkpoint_id="999"))
+    check("run_from_missing_checkpoint", status is not None and status[0] == 404, status)
+
     # Stateless, then deletion.
     stateless = await client.runs.wait(None, "desk", input=ask("Stateless?"))
     check("stateless_wait", len(stateless.get("__interrupt__", [])) == 1, stateless)

@@ -98,11 +98,12 @@ impl Backend for AnyBackend {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
         keep: u32,
     ) -> Result<(), StoreError> {
-        dispatch!(self, b => b.put_snapshot(thread, seq, fingerprint, json, keep).await)
+        dispatch!(self, b => b.put_snapshot(thread, seq, incarnation, fingerprint, json, keep).await)
     }
 
     async fn load(
@@ -150,10 +151,11 @@ impl Backend for AnyBackend {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
     ) -> Result<u64, StoreError> {
-        dispatch!(self, b => b.compact(thread, seq, fingerprint, json).await)
+        dispatch!(self, b => b.compact(thread, seq, incarnation, fingerprint, json).await)
     }
 
     async fn rewind(&self, thread: &str, seq: u64) -> Result<ThreadInfo, StoreError> {

@@ -60,14 +60,19 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         entries: Vec<NewEntry>,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
-    /// Stores the state of version `seq` (a committed version) as a snapshot (an existing one
-    /// is kept), then, in the same transaction, deletes the thread's snapshots older than its
-    /// newest `keep`, except the one at the thread's oldest version (a compaction's base) and
-    /// those a fork loads from (the newest at or before each fork point).
+    /// Stores the state of version `seq` (a committed version) of the thread's incarnation
+    /// `incarnation` as a snapshot (an existing one is kept), then, in the same transaction,
+    /// deletes the thread's snapshots older than its newest `keep`, except the one at the
+    /// thread's oldest version (a compaction's base) and those a fork loads from (the newest at
+    /// or before each fork point). If the thread does not have version `seq` or is another
+    /// incarnation now (it was deleted and created again, or rewound, since the state was
+    /// read: its version `seq` may be another state), no snapshot is stored, and that is not an
+    /// error. A rewind waits for it, or it for the rewind.
     fn put_snapshot(
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
         keep: u32,
@@ -132,13 +137,17 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// Every recorded schema.
     fn schemas(&self) -> impl Future<Output = Result<Vec<SchemaRecord>, StoreError>> + Send;
 
-    /// In one transaction: stores the snapshot of version `seq`, then drops the entries and
-    /// snapshots before the newest snapshot that no fork needs to go behind, and raises the
-    /// thread's oldest version to it. Returns the number of entries dropped.
+    /// In one transaction: stores the snapshot of version `seq` of the thread's incarnation
+    /// `incarnation`, then drops the entries and snapshots before the newest snapshot that no
+    /// fork needs to go behind, and raises the thread's oldest version to it. Returns the
+    /// number of entries dropped. If the thread is another incarnation now (deleted and created
+    /// again, or rewound, since the state was read), it writes nothing and fails with
+    /// [`StoreError::Recreated`].
     fn compact(
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;

@@ -7,10 +7,10 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation, parse_object,
-    refusal, rewind_refusal, Base, Entries, Found, FoundLease, Head, HistoryPage, LeaseChange,
-    LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry,
-    StoredRow, ThreadInfo, ThreadQuery,
+    check_compaction, check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation,
+    parse_object, refusal, rewind_refusal, Base, Entries, Found, FoundLease, Head, HistoryPage,
+    LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start,
+    StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
 use crate::store::Store;
@@ -794,6 +794,7 @@ impl Backend for Postgres {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
         keep: u32,
@@ -801,14 +802,25 @@ impl Backend for Postgres {
         let doing = format!("storing a snapshot of thread `{thread}`");
         let mut client = self.client(&doing).await?;
         let tx = client.transaction().await.map_err(db_err(&doing))?;
+        // The thread's row is locked (`FOR KEY SHARE`, which appends do not wait for) until the
+        // snapshot commits: a rewind, which locks it `FOR UPDATE`, waits, and then deletes the
+        // snapshot if it is after its version; or the rewind went first, and the row, read
+        // again once it committed, is another incarnation.
         tx.execute(
             &format!(
                 "INSERT INTO {} (thread, seq, fingerprint, body)
-                 SELECT id, $2, $3, $4::text::json FROM {} WHERE id = $1 AND head >= $2
+                 SELECT id, $2, $3, $4::text::json FROM {}
+                 WHERE id = $1 AND head >= $2 AND incarnation = $5 FOR KEY SHARE
                  ON CONFLICT DO NOTHING",
                 self.sql.snapshots, self.sql.threads
             ),
-            &[&thread, &(seq as i64), &(fingerprint as i64), &json],
+            &[
+                &thread,
+                &(seq as i64),
+                &(fingerprint as i64),
+                &json,
+                &incarnation,
+            ],
         )
         .await
         .map_err(db_err(&doing))?;
@@ -1264,6 +1276,7 @@ impl Backend for Postgres {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
     ) -> Result<u64, StoreError> {
@@ -1271,7 +1284,7 @@ impl Backend for Postgres {
         let mut client = self.client(&doing).await?;
         let tx = client.transaction().await.map_err(db_err(&doing))?;
         let info = self.lock_thread(&tx, thread, &doing).await?;
-        check_range(&info, Some(seq))?;
+        check_compaction(&info, seq, incarnation)?;
         let seq = seq as i64;
         tx.execute(
             &format!(

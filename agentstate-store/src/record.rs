@@ -673,6 +673,24 @@ pub(crate) fn check_range(info: &ThreadInfo, seq: Option<u64>) -> Result<u64, St
     Ok(target)
 }
 
+/// Why the thread (its row `info`) refuses a compaction at version `seq` of the state read in
+/// its incarnation `incarnation`: another incarnation now ([`StoreError::Recreated`]: it was
+/// deleted and created again, or rewound, since), or no version `seq`
+/// ([`StoreError::VersionOutOfRange`]).
+#[allow(dead_code)] // used by whichever backends are compiled in
+pub(crate) fn check_compaction(
+    info: &ThreadInfo,
+    seq: u64,
+    incarnation: i64,
+) -> Result<(), StoreError> {
+    if info.incarnation != incarnation {
+        return Err(StoreError::Recreated {
+            thread: info.id.clone(),
+        });
+    }
+    check_range(info, Some(seq)).map(|_| ())
+}
+
 /// Builds an [`EntryInfo`] from its columns.
 #[allow(clippy::too_many_arguments, dead_code)]
 pub(crate) fn entry_info(

@@ -9,10 +9,10 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_range, entry_info, held, lease_outcome, new_incarnation, now_ms, parse_object, refusal,
-    rewind_refusal, Base, Entries, EntryBatch, Found, FoundLease, Head, HistoryPage, LeaseChange,
-    LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start, StoredEntry,
-    StoredRow, ThreadInfo, ThreadQuery,
+    check_compaction, check_range, entry_info, held, lease_outcome, new_incarnation, now_ms,
+    parse_object, refusal, rewind_refusal, Base, Entries, EntryBatch, Found, FoundLease, Head,
+    HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
+    SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{EventRow, RecordBackend, RecordRow};
 use crate::store::Store;
@@ -1115,6 +1115,7 @@ impl Backend for Sqlite {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
         keep: u32,
@@ -1126,20 +1127,29 @@ impl Backend for Sqlite {
             tx.prepare_cached(concat!(
                 "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body)
                      SELECT (t.tid << 32) + ?2, ?3, ?4 FROM agentstate_threads t
-                     WHERE t.id = ?1 AND ",
+                     WHERE t.id = ?1 AND t.incarnation = ?5 AND ",
                 version_of!("t"),
                 " >= ?2"
             ))
-            .and_then(|mut s| s.execute(params![id, seq as i64, fingerprint as i64, json]))
+            .and_then(|mut s| {
+                s.execute(params![
+                    id,
+                    seq as i64,
+                    fingerprint as i64,
+                    json,
+                    incarnation
+                ])
+            })
             .map_err(db_err(doing()))?;
             // The thread's row records the version (in version 3 it is otherwise the newest
             // entry's): entries after it deleted by hand are then a gap, not an older version.
             tx.prepare_cached(concat!(
-                "UPDATE agentstate_threads AS t SET head = ?2 WHERE t.id = ?1 AND t.head < ?2 AND ",
+                "UPDATE agentstate_threads AS t SET head = ?2
+                 WHERE t.id = ?1 AND t.incarnation = ?3 AND t.head < ?2 AND ",
                 version_of!("t"),
                 " >= ?2"
             ))
-            .and_then(|mut s| s.execute(params![id, seq as i64]))
+            .and_then(|mut s| s.execute(params![id, seq as i64, incarnation]))
             .map_err(db_err(doing()))?;
             // The thread's snapshots after its oldest version (the one at it is a compaction's
             // base), newest first, but for those a fork loads from (the newest at or before
@@ -1516,6 +1526,7 @@ impl Backend for Sqlite {
         &self,
         thread: &str,
         seq: u64,
+        incarnation: i64,
         fingerprint: u64,
         json: String,
     ) -> Result<u64, StoreError> {
@@ -1526,7 +1537,7 @@ impl Backend for Sqlite {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err(doing()))?;
             let row = thread_row(&tx, &id)?;
-            check_range(&row.info, Some(seq))?;
+            check_compaction(&row.info, seq, incarnation)?;
             tx.execute(
                 "INSERT OR IGNORE INTO agentstate_snapshots (key, fingerprint, body) VALUES (?1, ?2, ?3)",
                 params![key(row.tid, seq), fingerprint as i64, json],

@@ -726,7 +726,9 @@ impl<B: Backend> Store<B> {
             .await
     }
 
-    /// Stores a snapshot of the thread's latest version; returns that version.
+    /// Stores a snapshot of the thread's latest version; returns that version. (If the thread
+    /// was rewound or deleted and created again while its state was read, no snapshot is
+    /// stored: it would be of a history that is gone.)
     pub async fn snapshot<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
         self.record_schema::<S>().await?;
@@ -735,6 +737,7 @@ impl<B: Backend> Store<B> {
             .put_snapshot(
                 id,
                 loaded.version,
+                loaded.incarnation,
                 fingerprint::<S>(),
                 json,
                 self.config.policy.kept(),
@@ -745,14 +748,22 @@ impl<B: Backend> Store<B> {
 
     /// Compacts the thread: stores a snapshot of its latest version and drops, in the same
     /// transaction, the entries and snapshots before it (keeping what forks of it still start
-    /// from). Versions before the snapshot can no longer be loaded.
+    /// from). Versions before the snapshot can no longer be loaded. If the thread was rewound
+    /// or deleted and created again while its state was read, nothing is written and it fails
+    /// with [`StoreError::Recreated`].
     pub async fn compact<S: StoredState>(&self, id: &str) -> Result<Compaction, StoreError> {
         let loaded = self.load_state::<S>(id, None).await?;
         self.record_schema::<S>().await?;
         let json = to_json(id, &loaded.state)?;
         let dropped = self
             .backend
-            .compact(id, loaded.version, fingerprint::<S>(), json)
+            .compact(
+                id,
+                loaded.version,
+                loaded.incarnation,
+                fingerprint::<S>(),
+                json,
+            )
             .await?;
         Ok(Compaction {
             snapshot: loaded.version,

@@ -1047,7 +1047,14 @@ impl<S: StoredState, B: Backend> Thread<S, B> {
                 let put = self
                     .store
                     .backend
-                    .put_snapshot(&self.id, seq, fingerprint::<S>(), json, policy.kept())
+                    .put_snapshot(
+                        &self.id,
+                        seq,
+                        self.incarnation,
+                        fingerprint::<S>(),
+                        json,
+                        policy.kept(),
+                    )
                     .await;
                 if put.is_ok() {
                     self.since_snapshot = 0;

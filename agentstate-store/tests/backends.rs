@@ -3349,6 +3349,53 @@ async fn rewinding_is_refused_writing_nothing<B: Open>(db: Db) {
     assert_eq!(c.merge(step(60), StepMeta::default()).await.unwrap(), 6);
 }
 
+/// A snapshot or a compaction of a state read before a rewind is of a history that is gone
+/// (its versions are written again, with other updates): neither is stored, so that no load
+/// reads it in place of the new versions.
+async fn snapshots_of_a_history_taken_back_are_not_stored<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut t = store.create("r", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=5).await;
+    let old = store.info("r").await.unwrap();
+    let old_state = serde_json::to_string(&tally(1..=5)).unwrap();
+    store.rewind("r", 2).await.unwrap();
+    let mut t = store.thread::<Tally>("r").await.unwrap();
+    merge_steps(&mut t, 30..=32).await;
+    let new_state = Tally {
+        log: vec![1, 2, 30, 31, 32],
+        last: Some(32),
+    };
+    let backend = store.backend();
+    backend
+        .put_snapshot(
+            "r",
+            5,
+            old.incarnation,
+            old.fingerprint,
+            old_state.clone(),
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.load::<Tally>("r").await.unwrap().state, new_state);
+    let before = everything_of(&store, "r").await;
+    let err = backend
+        .compact("r", 5, old.incarnation, old.fingerprint, old_state)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Recreated { .. }), "{err}");
+    assert_eq!(everything_of(&store, "r").await, before);
+    // With the thread's own incarnation, a snapshot is stored and read (here one that does not
+    // hold the thread's state, to tell it from a replay).
+    let marker = serde_json::to_string(&tally(7..=7)).unwrap();
+    let now = store.info("r").await.unwrap();
+    backend
+        .put_snapshot("r", 5, now.incarnation, now.fingerprint, marker, 1)
+        .await
+        .unwrap();
+    assert_eq!(store.load::<Tally>("r").await.unwrap().state, tally(7..=7));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The runner.
 
@@ -3401,6 +3448,7 @@ where
         rewinding_takes_a_thread_back,
         a_rewound_thread_refuses_stale_handles,
         rewinding_is_refused_writing_nothing,
+        snapshots_of_a_history_taken_back_are_not_stored,
         racing_tasks,
         racing_processes,
         crash,

@@ -193,20 +193,28 @@ async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
             "assistant `nobody` does not exist",
         ),
         (
-            json!({"assistant_id": "desk", "stream_mode": ["values", "events"]}),
-            "stream mode `events` is not served yet",
+            json!({"assistant_id": "desk", "stream_mode": ["values", "messages"]}),
+            "stream mode `messages` is not served yet",
         ),
         (
             json!({"assistant_id": "desk", "stream_mode": "nonsense"}),
             "stream mode \"nonsense\" is not one of",
         ),
         (
-            json!({"assistant_id": "desk", "command": {"update": {"log": []}}}),
-            "does not support `command.update`",
+            json!({"assistant_id": "desk", "command": {"goto": {"node": "draft", "input": {}}}}),
+            "with an input of its own (a `Send`)",
         ),
         (
-            json!({"assistant_id": "desk", "multitask_strategy": "rollback"}),
-            "multitask_strategy `rollback` is not served yet",
+            json!({"assistant_id": "desk", "interrupt_before": ["nowhere"]}),
+            "names node `nowhere`, which graph `desk` does not have",
+        ),
+        (
+            json!({"assistant_id": "desk", "checkpoint_id": "first"}),
+            "checkpoint `first` is not one of the thread's checkpoint ids",
+        ),
+        (
+            json!({"assistant_id": "desk", "multitask_strategy": "sometimes"}),
+            "multitask_strategy `sometimes` is not one of",
         ),
         (
             json!({"input": {}}),

@@ -321,7 +321,7 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
         // Queued: stopped by its worker, wherever it is, before its thread goes.
         if shared.queued && !run.status.is_final() {
             let rid = run.run_id.clone();
-            if cancel_queued(&shared, run.clone()).await? {
+            if cancel_queued(&shared, run.clone(), false).await? {
                 final_record(&*shared.records, &rid).await?;
             }
         }
@@ -388,11 +388,11 @@ struct StateUpdate {
 /// progress.
 async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
-    if update.checkpoint_id.is_some() || update.checkpoint.is_some() {
-        return Err(ApiError::unprocessable(format!(
-            "the state update of thread `{id}` names a checkpoint; this server updates a thread's latest state only"
-        )));
-    }
+    let checkpoint = match (&update.checkpoint_id, &update.checkpoint) {
+        (Some(c), _) => Some(c.clone()),
+        (None, Some(c)) => c["checkpoint_id"].as_str().map(str::to_owned),
+        (None, None) => None,
+    };
     let mut thread = thread_record(&shared, &id).await?;
     let Some(graph) = thread.graph_id.clone() else {
         return Err(ApiError::unprocessable(format!(
@@ -404,6 +404,21 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
         )));
+    }
+    if let Some(checkpoint) = checkpoint {
+        // An update at an earlier checkpoint: the thread is taken back there first (its
+        // later checkpoints removed), as a run from a checkpoint does.
+        let version = checkpoint_version(&id, &checkpoint)?;
+        if served.assistant.snapshot(&id, Some(version)).await.is_err() {
+            return Err(ApiError::not_found(format!(
+                "checkpoint `{version}` of thread `{id}` does not exist"
+            )));
+        }
+        served
+            .assistant
+            .rewind(&id, version)
+            .await
+            .map_err(ApiError::from)?;
     }
     let values = update.values.unwrap_or(Value::Null);
     let version = served
@@ -769,14 +784,11 @@ async fn queue_run(
             )))
         }
         "reject" | "enqueue" => {}
-        "interrupt" => {
+        "interrupt" | "rollback" => {
             for run in open {
-                cancel_queued(shared, run).await?;
+                cancel_queued(shared, run, strategy == "rollback").await?;
             }
         }
-        "rollback" => return Err(ApiError::unprocessable(format!(
-            "multitask_strategy `rollback` is not served with workers yet (thread `{thread_id}`); use `interrupt`, or cancel the running run with action `rollback` on a server without workers"
-        ))),
         other => return Err(unserved_strategy(other)),
     }
     thread.graph_id = Some(graph_id.to_owned());
@@ -793,11 +805,30 @@ async fn queue_run(
     Ok(run)
 }
 
-/// Cancels queued run `run`: a pending one ends `interrupted` at once; a running one is
-/// stopped by its worker, told by `NOTIFY`. False if it had already ended.
-async fn cancel_queued(shared: &Shared, mut run: RunRecord) -> Result<bool, ApiError> {
+/// Cancels queued run `run` (`rollback`: and removes what it did): a pending one ends
+/// `interrupted` at once (rolled back: is deleted); a running one is stopped by its worker,
+/// told by `NOTIFY` (which reads from its record whether to roll it back). False if it had
+/// already ended.
+async fn cancel_queued(
+    shared: &Shared,
+    mut run: RunRecord,
+    rollback: bool,
+) -> Result<bool, ApiError> {
+    if rollback {
+        run.rollback = true;
+        run.updated_ms = now_ms();
+        shared.records.put(Record::Run(run.clone())).await?;
+    }
     match shared.records.cancel_queued(&run.run_id).await? {
         Some(true) => Ok(true),
+        Some(false) if rollback => {
+            shared.records.delete_events(&run.run_id).await?;
+            shared
+                .records
+                .delete(crate::record::RUN, &run.run_id)
+                .await?;
+            Ok(true)
+        }
         Some(false) => {
             run.status = RunStatus::Interrupted;
             run.updated_ms = now_ms();
@@ -890,7 +921,7 @@ impl Drop for CancelOnDrop {
                     handle.spawn(async move {
                         if let Ok(Some(run)) = shared.records.run(&run.run_id).await {
                             if !run.status.is_final() {
-                                let _ = cancel_queued(&shared, run).await;
+                                let _ = cancel_queued(&shared, run, false).await;
                             }
                         }
                     });
@@ -1105,11 +1136,6 @@ async fn cancel_run(
     let run = run_record(&shared, &id, &rid).await?;
     let why = match query.get("action").map(String::as_str) {
         None | Some("interrupt") => Stop::Cancel,
-        Some("rollback") if shared.queued => {
-            return Err(ApiError::unprocessable(format!(
-                "cancel action `rollback` of run `{rid}` is not served with workers yet; cancel it with action `interrupt`"
-            )))
-        }
         Some("rollback") => Stop::Rollback,
         Some(other) => {
             return Err(ApiError::unprocessable(format!(
@@ -1120,7 +1146,11 @@ async fn cancel_run(
     let wait = matches!(query.get("wait").map(String::as_str), Some("1" | "true"));
     // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
     // (a run cancelled only here could be swept back to the queue).
-    if shared.queued && !run.status.is_final() && cancel_queued(&shared, run.clone()).await? {
+    let rollback = why == Stop::Rollback;
+    if shared.queued
+        && !run.status.is_final()
+        && cancel_queued(&shared, run.clone(), rollback).await?
+    {
         if wait {
             final_record(&*shared.records, &rid).await?;
             return Ok(StatusCode::NO_CONTENT.into_response());

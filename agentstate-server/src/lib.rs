@@ -66,7 +66,7 @@
 //! | `GET /ok`, `GET /info` | health, version |
 //! | `POST /assistants/search`, `GET /assistants/{id}`, `.../graph`, `.../schemas` | the served graphs (an assistant id is the UUID v5 of its graph id, as LangGraph's; runs accept either) |
 //! | `POST /threads` (`if_exists`), `POST /threads/search`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads |
-//! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress) |
+//! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress), at an earlier checkpoint too (the thread taken back there first) |
 //! | `POST /threads/{id}/runs` (background), `.../runs/stream`, `.../runs/wait`; `POST /runs`, `/runs/stream`, `/runs/wait` (stateless) | runs |
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
 //! | `POST /agui/{assistant}` | an AG-UI run (see [below](#the-ag-ui-endpoint)) |
@@ -80,6 +80,8 @@
 //!
 //! Streams send `metadata` (`run_id`, `attempt`) first, then the events of the run's
 //! `stream_mode`s (`values`, `updates`, `custom`, `messages-tuple` as `messages` tuples;
+//! `messages` as `messages/metadata` when a message first shows, `messages/partial` (a model's
+//! message so far) as its text streams, and `messages/complete` for each message a node adds;
 //! `tasks`, each task's start and result; `checkpoints`, each checkpoint the run commits, as
 //! its history entry with its `config` and `parent_config`; `debug`, both wrapped as
 //! LangGraph's `{type, timestamp, step, payload}`; `events`, LangChain's `on_chain_*` and
@@ -113,7 +115,7 @@
 //! [`Server::recover`] ends those a stopped process left.
 //!
 //! Not served yet: `rollback` with workers (refused, 422), `command.goto` as a `Send` (a node with an input of its own), `command.resume`
-//! with `command.update`, the `messages` stream mode, a state update at a checkpoint, thread
+//! with `command.update`, thread
 //! copy, crons, the store API (a request for them is refused, 422, with a sentence saying so);
 //! `stream_subgraphs` is accepted and streams the graph's own events. With
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates

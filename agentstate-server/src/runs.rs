@@ -27,6 +27,7 @@ pub(crate) enum Mode {
     Checkpoints,
     Debug,
     Events,
+    Messages,
 }
 
 impl Mode {
@@ -48,8 +49,9 @@ impl Mode {
                 Some("checkpoints") => Ok(Mode::Checkpoints),
                 Some("debug") => Ok(Mode::Debug),
                 Some("events") => Ok(Mode::Events),
-                Some(other @ ("messages" | "tools")) => Err(format!(
-                    "stream mode `{other}` is not served yet (this server streams `values`, `updates`, `custom`, `messages-tuple`, `tasks`, `checkpoints`, `debug` and `events`)"
+                Some("messages") => Ok(Mode::Messages),
+                Some(other @ "tools") => Err(format!(
+                    "stream mode `{other}` is not served yet (this server streams `values`, `updates`, `custom`, `messages`, `messages-tuple`, `tasks`, `checkpoints`, `debug` and `events`)"
                 )),
                 _ => Err(format!(
                     "stream mode {name} is not one of `values`, `updates`, `custom`, `messages-tuple`, `messages`, `events`, `debug`, `tasks`, `checkpoints`, `tools`"
@@ -376,6 +378,8 @@ struct Seen {
     models: HashMap<String, Vec<String>>,
     /// Whether the graph's `on_chain_start` was pushed.
     started: bool,
+    /// The text of each message streamed so far, by id (`messages` mode).
+    texts: HashMap<String, String>,
 }
 
 /// How a run's task ended.
@@ -603,6 +607,9 @@ impl Job {
         if self.agui.is_some() {
             return;
         }
+        if self.modes.contains(&Mode::Messages) {
+            self.emit_messages(event, seen);
+        }
         let (tasks, debug, events) = (
             self.modes.contains(&Mode::Tasks),
             self.modes.contains(&Mode::Debug),
@@ -757,6 +764,73 @@ impl Job {
                     json!({"output": wire(values)}),
                     graph_meta,
                 );
+            }
+            _ => {}
+        }
+    }
+
+    /// Pushes the frames of `event` in the `messages` mode: a message's `messages/metadata`
+    /// when it first shows, each piece of a model's text as `messages/partial` (the message so
+    /// far), and each message a node's update adds as `messages/complete`.
+    fn emit_messages(&self, event: &RunEvent, seen: &mut Seen) {
+        let live = &self.live;
+        let metadata = |node: &str, step: u64| {
+            json!({"metadata": {
+                "langgraph_node": node,
+                "langgraph_step": step,
+                "run_id": self.run.run_id,
+                "thread_id": self.run.thread_id,
+            }})
+        };
+        match event {
+            RunEvent::TaskStarted { node, step } => {
+                seen.steps.insert(node.clone(), *step);
+            }
+            RunEvent::MessageDelta {
+                node,
+                step,
+                message_id,
+                delta,
+            } => {
+                if !seen.texts.contains_key(message_id) {
+                    live.push(
+                        "messages/metadata",
+                        json!({ message_id.as_str(): metadata(node, *step) }),
+                    );
+                }
+                let text = seen.texts.entry(message_id.clone()).or_default();
+                text.push_str(delta);
+                let message = json!({
+                    "type": "ai",
+                    "id": message_id,
+                    "content": text,
+                    "tool_calls": [],
+                    "invalid_tool_calls": [],
+                    "additional_kwargs": {},
+                    "response_metadata": {},
+                });
+                live.push("messages/partial", json!([message]));
+            }
+            RunEvent::Update { node, update } => {
+                let Some(field) = self.assistant.messages_field() else {
+                    return;
+                };
+                let update = self.assistant.wire_values(update.clone());
+                let Some(Value::Array(messages)) = update.get(&field) else {
+                    return;
+                };
+                let step = seen.steps.get(node).copied().unwrap_or_default();
+                for message in messages {
+                    let id = message["id"].as_str().unwrap_or_default().to_owned();
+                    if !seen.texts.contains_key(&id) {
+                        live.push(
+                            "messages/metadata",
+                            json!({ id.as_str(): metadata(node, step) }),
+                        );
+                        seen.texts.insert(id, String::new());
+                    }
+                    live.push("messages/complete", json!([message]));
+                }
             }
             _ => {}
         }

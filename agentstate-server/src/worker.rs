@@ -179,7 +179,14 @@ async fn listen(
                 }
                 Some(RunNotice::Cancel(run)) => {
                     if let Some(live) = shared.runs.get(&run) {
-                        live.cancel();
+                        // Its record says whether it is to be rolled back.
+                        let rollback =
+                            matches!(shared.records.run(&run).await, Ok(Some(r)) if r.rollback);
+                        live.stop(if rollback {
+                            Stop::Rollback
+                        } else {
+                            Stop::Cancel
+                        });
                     }
                 }
                 None => break,

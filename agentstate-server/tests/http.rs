@@ -193,8 +193,8 @@ async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
             "assistant `nobody` does not exist",
         ),
         (
-            json!({"assistant_id": "desk", "stream_mode": ["values", "messages"]}),
-            "stream mode `messages` is not served yet",
+            json!({"assistant_id": "desk", "stream_mode": ["values", "tools"]}),
+            "stream mode `tools` is not served yet",
         ),
         (
             json!({"assistant_id": "desk", "stream_mode": "nonsense"}),

@@ -401,6 +401,48 @@ async fn pool(url: &str) {
     assert_eq!(lines(&dir, "effect-stop-cancel").len(), 1);
     assert_eq!(one.lease_info("stop-cancel").await.unwrap(), None);
 
+    // A run rolled back through one server: its worker stops it and takes its thread back to
+    // where the run started (its committed step removed); the run's record is gone.
+    call(
+        a,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": "stop-undo"})),
+    )
+    .await;
+    let input = json!({"assistant_id": "job", "input": {"thread": "stop-undo"}});
+    let run = call(a, "POST", "/threads/stop-undo/runs", Some(input)).await;
+    let runs = format!(
+        "/threads/stop-undo/runs/{}",
+        run["run_id"].as_str().unwrap()
+    );
+    eventually(Duration::from_secs(20), "the effect", || {
+        let ran = !lines(&dir, "effect-stop-undo").is_empty();
+        async move { ran }
+    })
+    .await;
+    let state = call(a, "GET", "/threads/stop-undo/state", None).await;
+    assert_eq!(state["values"]["log"], json!(["first"]), "{state}");
+    call(
+        b,
+        "POST",
+        &format!("{runs}/cancel?wait=1&action=rollback"),
+        None,
+    )
+    .await;
+    let gone = call(a, "GET", &runs, None).await;
+    assert!(
+        gone["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("does not exist")),
+        "{gone}"
+    );
+    let state = call(b, "GET", "/threads/stop-undo/state", None).await;
+    assert_eq!(state["values"]["log"], json!([]), "{state}");
+    let history = call(b, "GET", "/threads/stop-undo/history", None).await;
+    assert_eq!(history, json!([]));
+    assert_eq!(one.lease_info("stop-undo").await.unwrap(), None);
+
     // 200 runs on 50 threads, created on both servers.
     let threads: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();
     for (i, thread) in threads.iter().enumerate() {

@@ -66,11 +66,13 @@ const CHECKS: &[&str] = &[
     "stream_debug_checkpoints",
     "stream_checkpoints",
     "stream_events",
+    "stream_messages",
     "multitask_rollback",
     "cancel_rollback",
     "run_from_checkpoint",
     "run_from_checkpoint_with_input",
     "run_from_missing_checkpoint",
+    "update_state_at_checkpoint",
     "stateless_wait",
     "threads_delete",
 ];

@@ -259,6 +259,25 @@ async def main():
         sorted(kinds),
     )
 
+    # The `messages` mode: metadata when a message first shows, the text so far, then the
+    # whole message once its node's update has it.
+    talk = (await client.threads.create())["thread_id"]
+    parts = await collect(client.runs.stream(talk, "desk", input=ask("Messages?"), stream_mode="messages"))
+    names = {p.event for p in parts}
+    partial = [p.data[0] for p in parts if p.event == "messages/partial"]
+    complete = [p.data[0] for p in parts if p.event == "messages/complete"]
+    answer = next((m for m in complete if m["type"] == "ai"), None)
+    check(
+        "stream_messages",
+        names == {"metadata", "messages/metadata", "messages/partial", "messages/complete"}
+        and parts[-1].event == "messages/complete"
+        and answer is not None
+        and answer["content"] == "You asked: Messages?"
+        and partial[-1]["id"] == answer["id"]
+        and partial[-1]["content"] == answer["content"],
+        [[p.event, p.data] for p in parts],
+    )
+
     # Rollback: the running run stops and what it did is removed, as if it had never run.
     rolled = (await client.threads.create())["thread_id"]
     await client.runs.wait(rolled, "desk", input=ask("Keep me"))
@@ -311,6 +330,23 @@ async def main():
     check("run_from_checkpoint_with_input", said == ["Original", "Other", "You asked: Other"], said)
     status = await refused(client.runs.wait(forked, "desk", input=None, checkpoint_id="999"))
     check("run_from_missing_checkpoint", status is not None and status[0] == 404, status)
+
+    # A state update at an earlier checkpoint: made there, and a run without input goes on.
+    edited = (await client.threads.create())["thread_id"]
+    await client.runs.wait(edited, "desk", input=ask("Edit me"))
+    history = await client.threads.get_history(edited, limit=100)
+    after_triage = next(h for h in history if h["next"] == ["draft"])
+    await client.threads.update_state(
+        edited, {"log": ["edited"]}, as_node="triage", checkpoint_id=after_triage["checkpoint"]["checkpoint_id"]
+    )
+    state = await client.threads.get_state(edited)
+    went_on = await client.runs.wait(edited, "desk", input=None)
+    check(
+        "update_state_at_checkpoint",
+        state["values"]["log"] == ["triage", "edited"] and state["next"] == ["draft"]
+        and went_on["log"] == ["triage", "edited", "draft"],
+        [state, went_on],
+    )
 
     # Stateless, then deletion.
     stateless = await client.runs.wait(None, "desk", input=ask("Stateless?"))

@@ -158,7 +158,10 @@
 //! metadata. [`fork`](crate::Store::fork) creates a thread that starts at a version of another in O(1): it
 //! loads its parent at that version, then its own entries. A fork's history is, like `git log` of
 //! a branch, the parent's entries up to the fork point (each naming the thread that holds it in
-//! `inherited_from`), then its own.
+//! `inherited_from`), then its own. [`copy`](crate::Store::copy) creates an independent thread
+//! with the same versions and history (LangGraph's thread copy): in one transaction it copies
+//! every row the thread owns (its initial state, journal and snapshots), so that deleting or
+//! rewinding either one afterwards leaves the other as it was.
 //!
 //! A thread is also stored as plain JSON text, readable with `sqlite3` or `psql`: three tables
 //! (`agentstate_threads`, `agentstate_entries`, `agentstate_snapshots`) and the store's version

@@ -162,6 +162,16 @@ impl Backend for AnyBackend {
         dispatch!(self, b => b.rewind(thread, seq).await)
     }
 
+    async fn copy(
+        &self,
+        thread: &str,
+        new_id: &str,
+        metadata: String,
+        created_ms: i64,
+    ) -> Result<ThreadInfo, StoreError> {
+        dispatch!(self, b => b.copy(thread, new_id, metadata, created_ms).await)
+    }
+
     async fn put_schema(&self, schema: SchemaRecord) -> Result<(), StoreError> {
         dispatch!(self, b => b.put_schema(schema).await)
     }

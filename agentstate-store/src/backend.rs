@@ -172,6 +172,29 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         seq: u64,
     ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
 
+    /// In one transaction, with the thread locked against writers: creates thread `new_id` as
+    /// an independent copy of `thread`, with a new incarnation, the user metadata `metadata`
+    /// (a JSON object's text, as [`NewThread::metadata`]) and the creation time `created_ms`,
+    /// and everything else of the source's row: its schema's fingerprint, its version, its
+    /// oldest version and, for a fork, its parent link (the copy is then a fork of the same
+    /// parent at the same version). Copies every row the thread owns: its initial state, every
+    /// entry still in its journal (the same versions, kinds, times, nodes, run ids, metadata,
+    /// fingerprints and bodies) and every snapshot; not its lease. The copy's rows are its
+    /// own: what is done to either thread afterwards does not change the other. Returns the
+    /// copy's row.
+    ///
+    /// Writes nothing and fails, in this order, if `new_id` is one
+    /// [`check_id`](crate::check_id) refuses ([`StoreError::InvalidId`]), the thread is missing
+    /// ([`StoreError::ThreadNotFound`]), or a thread `new_id` exists
+    /// ([`StoreError::ThreadExists`]).
+    fn copy(
+        &self,
+        thread: &str,
+        new_id: &str,
+        metadata: String,
+        created_ms: i64,
+    ) -> impl Future<Output = Result<ThreadInfo, StoreError>> + Send;
+
     /// Acquires, renews, releases or revokes the thread's lease for `owner` (see [`LeaseOp`]), in one
     /// atomic statement or transaction. Expiry is judged, and the new one computed, by the
     /// database's clock (PostgreSQL) or the local clock (SQLite). Returns the lease now held,

@@ -298,6 +298,21 @@ impl<B: Backend> BlockingStore<B> {
         )?
     }
 
+    /// See [`Store::copy`].
+    pub fn copy(&self, id: &str, new_id: &str) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.copy(id, new_id))?
+    }
+
+    /// See [`Store::copy_with`].
+    pub fn copy_with(
+        &self,
+        id: &str,
+        new_id: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<ThreadInfo, StoreError> {
+        run(&self.runtime, self.store.copy_with(id, new_id, metadata))?
+    }
+
     /// See [`Store::snapshot`].
     pub fn snapshot<S: StoredState>(&self, id: &str) -> Result<u64, StoreError> {
         run(&self.runtime, self.store.snapshot::<S>(id))?

@@ -7,10 +7,10 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_compaction, check_range, entry_info, held, lease_outcome, lease_raced, new_incarnation,
-    parse_object, refusal, rewind_refusal, Base, Entries, Found, FoundLease, Head, HistoryPage,
-    LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter, SchemaRecord, Start,
-    StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_compaction, check_id, check_lookup, check_range, entry_info, held, lease_outcome,
+    lease_raced, new_incarnation, parse_object, refusal, rewind_refusal, Base, Entries, Found,
+    FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread,
+    Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
 use crate::store::Store;
@@ -1401,6 +1401,75 @@ impl Backend for Postgres {
             incarnation,
             ..info
         })
+    }
+
+    async fn copy(
+        &self,
+        thread: &str,
+        new_id: &str,
+        metadata: String,
+        created_ms: i64,
+    ) -> Result<ThreadInfo, StoreError> {
+        check_lookup(thread)?;
+        check_id(new_id)?;
+        let doing = format!("copying thread `{thread}` to `{new_id}`");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        // The row lock keeps appends, snapshots, compactions and rewinds of the source out
+        // until the copy commits, so its rows are read as of one version. (A parent the source
+        // is a fork of is kept by the copy's own foreign key, which locks the parent's row to
+        // share, as a fork's creation does.)
+        self.lock_thread(&tx, thread, &doing).await?;
+        let (threads, entries, snapshots) =
+            (&self.sql.threads, &self.sql.entries, &self.sql.snapshots);
+        let incarnation = new_incarnation();
+        // The source's row as it is, but for the id, the metadata, the time, the incarnation
+        // and the lease.
+        let inserted = tx
+            .execute(
+                &format!(
+                    "INSERT INTO {threads}
+                     (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
+                     SELECT $2, fingerprint, head, oldest, parent, fork_seq, initial, $3::text::jsonb, $4, $5
+                     FROM {threads} WHERE id = $1"
+                ),
+                &[&thread, &new_id, &metadata, &created_ms, &incarnation],
+            )
+            .await;
+        match inserted {
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                return Err(StoreError::ThreadExists {
+                    thread: new_id.to_owned(),
+                })
+            }
+            other => other.map_err(db_err(&doing))?,
+        };
+        tx.execute(
+            &format!(
+                "INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
+                 SELECT $2, seq, kind, time_ms, node, run_id, extra, fingerprint, body
+                 FROM {entries} WHERE thread = $1 ORDER BY seq"
+            ),
+            &[&thread, &new_id],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.execute(
+            &format!(
+                "INSERT INTO {snapshots} (thread, seq, fingerprint, body)
+                 SELECT $2, seq, fingerprint, body FROM {snapshots} WHERE thread = $1 ORDER BY seq"
+            ),
+            &[&thread, &new_id],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        let copy = read_thread(
+            &tx.query_one(&self.sql.thread, &[&new_id])
+                .await
+                .map_err(db_err(&doing))?,
+        )?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(copy)
     }
 
     async fn lease(

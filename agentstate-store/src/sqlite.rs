@@ -9,10 +9,10 @@
 use crate::backend::Backend;
 use crate::error::StoreError;
 use crate::record::{
-    check_compaction, check_range, entry_info, held, lease_outcome, new_incarnation, now_ms,
-    parse_object, refusal, rewind_refusal, Base, Entries, EntryBatch, Found, FoundLease, Head,
-    HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread, Rewriter,
-    SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
+    check_compaction, check_id, check_lookup, check_range, entry_info, held, lease_outcome,
+    new_incarnation, now_ms, parse_object, refusal, rewind_refusal, Base, Entries, EntryBatch,
+    Found, FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry,
+    NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
 use crate::records::{EventRow, RecordBackend, RecordRow};
 use crate::store::Store;
@@ -1637,6 +1637,82 @@ impl Backend for Sqlite {
             .map_err(db_err(doing()))?;
             reclaim(&tx, &doing())?;
             let info = thread_row(&tx, &id)?.info;
+            tx.commit().map_err(db_err(doing()))?;
+            Ok(info)
+        })
+        .await
+    }
+
+    async fn copy(
+        &self,
+        thread: &str,
+        new_id: &str,
+        metadata: String,
+        created_ms: i64,
+    ) -> Result<ThreadInfo, StoreError> {
+        check_lookup(thread)?;
+        check_id(new_id)?;
+        let (id, new_id) = (thread.to_owned(), new_id.to_owned());
+        self.call(move |conn| {
+            let doing = || format!("copying thread `{id}` to `{new_id}`");
+            // The write lock first: no append, snapshot, compaction or rewind of the source
+            // comes between the reads of its rows.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err(doing()))?;
+            let source = thread_row(&tx, &id)?;
+            let taken: bool = tx
+                .query_row(
+                    "SELECT count(*) FROM agentstate_threads WHERE id = ?1",
+                    [&new_id],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(db_err(doing()))?
+                > 0;
+            if taken {
+                return Err(StoreError::ThreadExists { thread: new_id });
+            }
+            // The source's row as it is (its `head` with the same entries gives the same
+            // version), but for the id, the metadata, the time and the incarnation.
+            tx.execute(
+                "INSERT INTO agentstate_threads
+                 (id, fingerprint, head, oldest, parent, fork_seq, metadata, created_ms, incarnation)
+                 SELECT ?2, fingerprint, head, oldest, parent, fork_seq, ?3, ?4, ?5
+                 FROM agentstate_threads WHERE tid = ?1",
+                params![source.tid, new_id, metadata, created_ms, new_incarnation()],
+            )
+            .map_err(db_err(doing()))?;
+            let copy = thread_row(&tx, &new_id)?;
+            if copy.tid >= MAX_TID || copy.tid < 1 {
+                return Err(StoreError::backend(
+                    BACKEND,
+                    doing(),
+                    format!(
+                        "SQLite gave the copy the row id {}, outside 1 to 2^31 - 1 (the database holds the most threads it can, or a row was written by hand)",
+                        copy.tid
+                    ),
+                ));
+            }
+            // The source's entries and snapshots (its initial state is its snapshot at version
+            // 0) under the copy's keys: the same versions. Its lease, keyed by its `tid` alone,
+            // is below the range.
+            let shift = key(copy.tid, 0) - key(source.tid, 0);
+            let (lo, hi) = (key(source.tid, 0), key(source.tid, MAX_SEQ));
+            tx.execute(
+                "INSERT INTO agentstate_entries (key, kind, time_ms, node, run_id, extra, fingerprint, body)
+                 SELECT key + ?3, kind, time_ms, node, run_id, extra, fingerprint, body
+                 FROM agentstate_entries WHERE key BETWEEN ?1 AND ?2 ORDER BY key",
+                params![lo, hi, shift],
+            )
+            .map_err(db_err(doing()))?;
+            tx.execute(
+                "INSERT INTO agentstate_snapshots (key, fingerprint, body)
+                 SELECT key + ?3, fingerprint, body
+                 FROM agentstate_snapshots WHERE key BETWEEN ?1 AND ?2 ORDER BY key",
+                params![lo, hi, shift],
+            )
+            .map_err(db_err(doing()))?;
+            let info = thread_row(&tx, &new_id)?.info;
             tx.commit().map_err(db_err(doing()))?;
             Ok(info)
         })

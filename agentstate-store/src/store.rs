@@ -1,5 +1,5 @@
-//! The typed store: threads of a state type, created, loaded, forked, listed, rewound and
-//! deleted.
+//! The typed store: threads of a state type, created, loaded, forked, copied, listed, rewound
+//! and deleted.
 
 use crate::backend::Backend;
 use crate::error::StoreError;
@@ -233,8 +233,8 @@ impl HistoryQuery {
 
 /// Threads of typed states in a database `B` (`SqliteStore`, `PostgresStore`, or
 /// [`AnyStore`](crate::AnyStore) for a backend chosen at run time): created, loaded (latest or
-/// at any version), forked, listed, snapshotted, compacted, rewound and deleted; writing goes
-/// through a [`Thread`] handle. Cheap to clone; clones share the database. Every operation's
+/// at any version), forked, copied, listed, snapshotted, compacted, rewound and deleted;
+/// writing goes through a [`Thread`] handle. Cheap to clone; clones share the database. Every operation's
 /// future is `Send`; dropping it cancels the operation, and each write is one transaction, so a
 /// cancelled write is either whole or absent.
 #[derive(Debug)]
@@ -723,6 +723,72 @@ impl<B: Backend> Store<B> {
                 metadata: Value::Object(metadata).to_string(),
                 created_ms: now_ms(),
             })
+            .await
+    }
+
+    /// Creates thread `new_id` as an independent copy of thread `id` (LangGraph's thread copy):
+    /// the same states at the same versions, the same history, and nothing shared. Unlike a
+    /// [`fork`](Store::fork), which refers to its parent (which then cannot be deleted, nor
+    /// rewound before the fork point), the copy holds its own rows: in one transaction that
+    /// keeps the source's writers out, it copies the source's initial state, every entry still
+    /// in its journal (the same versions, nodes, run ids, metadata and times) and every
+    /// snapshot. Deleting, rewinding, compacting or appending to either thread afterwards does
+    /// not change the other. With metadata of its own: [`copy_with`](Store::copy_with) (this
+    /// one gives the copy none). Returns the copy's row.
+    ///
+    /// The copy has the source's version, [`oldest`](ThreadInfo::oldest) version (versions a
+    /// compaction dropped are not in the copy either) and schema, so
+    /// [`load_at`](Store::load_at) of any of the source's versions, [`history`](Store::history),
+    /// appends, the snapshot policy and compaction behave on it as on the source. A copy of a
+    /// fork is a fork of the same parent at the same version (its history reads the same), so
+    /// that parent keeps the limits a fork puts on it. The copy is a new
+    /// [`incarnation`](ThreadInfo::incarnation), without the source's lease.
+    ///
+    /// Refused, writing nothing, in this order: a `new_id` that [`check_id`](crate::check_id)
+    /// refuses ([`StoreError::InvalidId`]); a missing source ([`StoreError::ThreadNotFound`]);
+    /// a thread `new_id` that exists ([`StoreError::ThreadExists`]).
+    ///
+    /// ```
+    /// use agentstate::state::{AgentState, AgentStateUpdate};
+    /// use agentstate_store::{HistoryQuery, SqliteStore, StepMeta};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let mut main = store.create("main", AgentState::default()).await?;
+    /// let note = |text: &str| AgentStateUpdate::default().context_summary(Some(text.into()));
+    /// main.merge(note("v1"), StepMeta::node("plan")).await?;
+    /// main.merge(note("v2"), StepMeta::node("answer")).await?;
+    ///
+    /// let info = store.copy("main", "main-copy").await?;
+    /// assert_eq!((info.version, info.parent), (2, None)); // its own rows, no parent
+    /// let log = store.history("main-copy", HistoryQuery::oldest(10)).await?;
+    /// assert_eq!(log.iter().map(|e| e.node.as_deref().unwrap()).collect::<Vec<_>>(), ["plan", "answer"]);
+    ///
+    /// // The source goes; the copy stays, every version of it.
+    /// store.delete("main").await?;
+    /// let v1 = store.load_at::<AgentState>("main-copy", 1).await?;
+    /// assert_eq!(v1.state.context_summary.as_deref(), Some("v1"));
+    /// let mut copy = store.thread::<AgentState>("main-copy").await?;
+    /// assert_eq!(copy.merge(note("v3"), StepMeta::node("answer")).await?, 3);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn copy(&self, id: &str, new_id: &str) -> Result<ThreadInfo, StoreError> {
+        self.copy_with(id, new_id, Map::new()).await
+    }
+
+    /// As [`copy`](Store::copy), with user metadata (a JSON object) for the new thread (the
+    /// source's is not copied: pass it, from [`info`](Store::info), to keep it).
+    pub async fn copy_with(
+        &self,
+        id: &str,
+        new_id: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<ThreadInfo, StoreError> {
+        crate::record::check_id(new_id)?;
+        crate::record::check_lookup(id)?;
+        self.backend
+            .copy(id, new_id, Value::Object(metadata).to_string(), now_ms())
             .await
     }
 

@@ -3397,6 +3397,329 @@ async fn snapshots_of_a_history_taken_back_are_not_stored<B: Open>(db: Db) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Copying.
+
+/// Everything a reader sees of thread `id` (but its row's id, incarnation, metadata and
+/// creation time): the state at each of its versions (and that a version before its oldest is
+/// missing), its whole history both ways, its row's version, oldest version, schema and parent,
+/// and its lease.
+async fn contents_of<B: Backend>(store: &Store<B>, id: &str) -> impl PartialEq + std::fmt::Debug {
+    let info = store.info(id).await.unwrap();
+    let mut states = Vec::new();
+    for seq in info.oldest..=info.version {
+        states.push(store.load_at::<Tally>(id, seq).await.unwrap());
+    }
+    let before_oldest = match info.oldest.checked_sub(1) {
+        Some(seq) => Some(
+            store
+                .load_at::<Tally>(id, seq)
+                .await
+                .unwrap_err()
+                .to_string()
+                .replace(&format!("`{id}`"), "`..`"),
+        ),
+        None => None,
+    };
+    let oldest = store
+        .history(id, HistoryQuery::oldest(1_000))
+        .await
+        .unwrap();
+    let newest = store
+        .history(id, HistoryQuery::newest(1_000))
+        .await
+        .unwrap();
+    (
+        (info.version, info.oldest, info.fingerprint, info.parent),
+        store.load::<Tally>(id).await.unwrap(),
+        states,
+        before_oldest,
+        (oldest, newest),
+        store.lease_info(id).await.unwrap().map(|l| l.owner),
+    )
+}
+
+/// A copy is the same thread under another id (every version, the history with its entries'
+/// nodes, run ids, metadata, times and schemas, the snapshots) with rows of its own: what is
+/// done to either afterwards (appends, snapshots, compaction, rewinding, deleting) does not
+/// change the other.
+async fn copying_makes_an_independent_thread<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    // Snapshots at 2, 4 and 6, all kept.
+    let snapshotting = store
+        .clone()
+        .with_snapshot_policy(SnapshotPolicy::every(2).keep(u32::MAX));
+    let initial = Tally {
+        log: vec![9],
+        last: None,
+    };
+    let mut s = snapshotting
+        .create_with(
+            "s",
+            initial.clone(),
+            json!({"of": "s"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    for i in 1..=4 {
+        let meta = StepMeta::node(format!("n{i}"))
+            .run_id(format!("run-{}", i / 3))
+            .with("i", json!(i));
+        s.merge(step(i), meta).await.unwrap();
+    }
+    s.merge_parallel(
+        vec![step(50), step(51)],
+        FanIn::Ordered,
+        StepMeta::node("fan"),
+    )
+    .await
+    .unwrap();
+    // An entry in a schema of its own (a compatible edit of the type).
+    let mut v0 = snapshotting.thread::<TallyV0>("s").await.unwrap();
+    v0.merge(
+        TallyV0Update::default().log(vec![6]).last(Some(6)),
+        StepMeta::node("v0"),
+    )
+    .await
+    .unwrap();
+    let mut s = snapshotting.thread::<Tally>("s").await.unwrap();
+    merge_steps(&mut s, 7..=7).await;
+    let source = store.info("s").await.unwrap();
+    let seen = contents_of(&store, "s").await;
+
+    let info = store.copy("s", "c").await.unwrap();
+    assert_eq!((info.id.as_str(), info.version, info.oldest), ("c", 7, 0));
+    assert_eq!(
+        (info.fingerprint, &info.parent),
+        (source.fingerprint, &None)
+    );
+    assert_ne!(info.incarnation, source.incarnation);
+    assert!(info.metadata.is_empty(), "{:?}", info.metadata);
+    assert!(info.created_ms >= source.created_ms);
+    assert_eq!(store.info("c").await.unwrap(), info);
+    assert_eq!(contents_of(&store, "c").await, seen);
+    assert_eq!(contents_of(&store, "s").await, seen);
+    assert_eq!(store.load_at::<Tally>("c", 0).await.unwrap().state, initial);
+    let history = store.history("c", HistoryQuery::oldest(10)).await.unwrap();
+    assert_eq!(history[2].run_id.as_deref(), Some("run-1"));
+    assert_eq!(history[2].extra, *json!({"i": 3}).as_object().unwrap());
+    assert_eq!(history[5].fingerprint, fingerprint::<TallyV0>());
+    assert!(history.iter().all(|e| e.inherited_from.is_none()));
+    // With metadata of its own, which lists find it by.
+    let mine = json!({"of": "c2"}).as_object().cloned().unwrap();
+    assert_eq!(
+        store
+            .copy_with("s", "c2", mine.clone())
+            .await
+            .unwrap()
+            .metadata,
+        mine
+    );
+    let found = store
+        .list(ThreadQuery::first(10).with("of", json!("c2")))
+        .await
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["c2"]
+    );
+
+    // The source's snapshots are the copy's: with the entries they stand for gone (by hand),
+    // the copy still loads its latest version, from its own snapshot at 6.
+    db.exec("DELETE FROM {entries} WHERE {thread:c2} AND seq <= 6")
+        .await;
+    assert_eq!(
+        store.load::<Tally>("c2").await.unwrap().state,
+        s.state().clone()
+    );
+
+    // The source goes on, is compacted, rewound and deleted: the copy stays as it was.
+    merge_steps(&mut s, 8..=9).await;
+    store.compact::<Tally>("s").await.unwrap();
+    assert_eq!(store.info("s").await.unwrap().oldest, 9);
+    assert_eq!(contents_of(&store, "c").await, seen);
+    store.rewind("s", 9).await.unwrap();
+    let mut s = store.thread::<Tally>("s").await.unwrap();
+    merge_steps(&mut s, 10..=10).await;
+    store.rewind("s", 9).await.unwrap();
+    assert!(store.delete("s").await.unwrap());
+    assert_eq!(contents_of(&store, "c").await, seen);
+    assert_eq!(store.info("c").await.unwrap(), info);
+
+    // The copy goes on as the source would have: appends after its version, its snapshot
+    // policy, a compaction, a rewind.
+    let mut c = snapshotting.thread::<Tally>("c").await.unwrap();
+    assert_eq!(c.version(), 7);
+    merge_steps(&mut c, 8..=10).await;
+    let mut expected = store.load_at::<Tally>("c", 7).await.unwrap().state;
+    expected.merge(step(8)).unwrap();
+    expected.merge(step(9)).unwrap();
+    let at9 = expected.clone();
+    expected.merge(step(10)).unwrap();
+    assert_eq!(store.load::<Tally>("c").await.unwrap().state, expected);
+    // Its policy stored version 8 (the second entry after the snapshot at 6 it was copied
+    // with): with entries 1 to 8 gone (by hand), version 9 still loads.
+    db.exec("DELETE FROM {entries} WHERE {thread:c} AND seq <= 8")
+        .await;
+    assert_eq!(store.load_at::<Tally>("c", 9).await.unwrap().state, at9);
+    assert_eq!(store.compact::<Tally>("c").await.unwrap().snapshot, 10);
+    assert_eq!(store.info("c").await.unwrap().oldest, 10);
+    let err = store.load_at::<Tally>("c", 9).await.unwrap_err();
+    assert_eq!(err.category(), "thread_version_out_of_range", "{err}");
+    assert_eq!(store.load::<Tally>("c").await.unwrap().state, expected);
+
+    // A compacted thread's copy starts at its oldest version too.
+    let info = store.copy("c", "cc").await.unwrap();
+    assert_eq!((info.version, info.oldest), (10, 10));
+    assert_eq!(
+        contents_of(&store, "cc").await,
+        contents_of(&store, "c").await
+    );
+    // And the other way: the copy's changes leave its source as it was.
+    let before = contents_of(&store, "c").await;
+    let mut cc = store.thread::<Tally>("cc").await.unwrap();
+    merge_steps(&mut cc, 11..=12).await;
+    store.rewind("cc", 11).await.unwrap();
+    store.compact::<Tally>("cc").await.unwrap();
+    assert!(store.delete("cc").await.unwrap());
+    assert_eq!(contents_of(&store, "c").await, before);
+}
+
+/// A copy of a fork is a fork of the same parent at the same version, with the fork's own
+/// entries: its history reads the same, and the parent keeps a fork's limits for it.
+async fn a_copy_of_a_fork_forks_the_same_parent<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut p = store.create("p", Tally::default()).await.unwrap();
+    merge_steps(&mut p, 1..=4).await;
+    store.fork("p", 2, "f").await.unwrap();
+    let mut f = store.thread::<Tally>("f").await.unwrap();
+    merge_steps(&mut f, 30..=31).await;
+    let seen = contents_of(&store, "f").await;
+
+    let info = store.copy("f", "fc").await.unwrap();
+    assert_eq!(
+        (info.version, info.oldest, info.parent.clone()),
+        (4, 2, Some(("p".to_owned(), 2)))
+    );
+    assert_eq!(contents_of(&store, "fc").await, seen);
+    let history = store.history("fc", HistoryQuery::oldest(10)).await.unwrap();
+    let from: Vec<Option<&str>> = history
+        .iter()
+        .map(|e| e.inherited_from.as_deref())
+        .collect();
+    assert_eq!(from, [Some("p"), Some("p"), None, None]);
+
+    // The fork goes: its copy still refers to the parent, which it keeps from being deleted
+    // or rewound before version 2.
+    assert!(store.delete("f").await.unwrap());
+    assert_eq!(contents_of(&store, "fc").await, seen);
+    let err = store.delete("p").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::HasForks { thread, fork } if thread == "p" && fork == "fc"),
+        "{err}"
+    );
+    let err = store.rewind("p", 1).await.unwrap_err();
+    assert_eq!(err.category(), "thread_has_forks", "{err}");
+    // The parent goes on, and is rewound to the fork point: the copy stays.
+    merge_steps(&mut p, 5..=5).await;
+    store.rewind("p", 2).await.unwrap();
+    assert_eq!(contents_of(&store, "fc").await, seen);
+    let mut fc = store.thread::<Tally>("fc").await.unwrap();
+    assert_eq!(fc.merge(step(32), StepMeta::default()).await.unwrap(), 5);
+    assert_eq!(
+        store.load::<Tally>("fc").await.unwrap().state.log,
+        [1, 2, 30, 31, 32]
+    );
+    assert!(store.delete("fc").await.unwrap());
+    assert!(store.delete("p").await.unwrap());
+}
+
+/// The source's lease stays the source's: the copy has none and is free to run, and the
+/// source's handles and lease go on as before.
+async fn a_copy_has_no_lease<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut s = store.create("s", Tally::default()).await.unwrap();
+    merge_steps(&mut s, 1..=2).await;
+    let mut lease = store.lease("s", "worker", LONG).await.unwrap();
+    s.fence(&lease);
+    let info = store.copy("s", "c").await.unwrap();
+    assert_eq!(info.version, 2);
+    assert_eq!(store.lease_info("c").await.unwrap(), None);
+    let taken = store.lease("c", "other", LONG).await.unwrap();
+    assert_eq!(taken.version(), 2);
+    taken.release().await.unwrap();
+    // The source's handle, read before the copy, appends under its lease.
+    assert_eq!(s.merge(step(3), StepMeta::default()).await.unwrap(), 3);
+    lease.renew().await.unwrap();
+    assert_eq!(
+        store
+            .lease_info("s")
+            .await
+            .unwrap()
+            .map(|l| l.owner)
+            .as_deref(),
+        Some("worker")
+    );
+    assert_eq!(store.load::<Tally>("c").await.unwrap().state, tally(1..=2));
+    lease.release().await.unwrap();
+}
+
+/// A copy is refused, writing nothing, for a missing source, a taken id (the source's own
+/// included) and ids no thread can have.
+async fn copying_is_refused_writing_nothing<B: Open>(db: Db) {
+    let store = B::open(&db).await.unwrap();
+    let mut s = store.create("s", Tally::default()).await.unwrap();
+    merge_steps(&mut s, 1..=3).await;
+    let mut t = store.create("t", Tally::default()).await.unwrap();
+    merge_steps(&mut t, 1..=1).await;
+    let all = || async {
+        let ids: Vec<String> = store
+            .list(ThreadQuery::first(100))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        (
+            ids,
+            everything_of(&store, "s").await,
+            everything_of(&store, "t").await,
+        )
+    };
+    let before = all().await;
+
+    let err = store.copy("nope", "n").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::ThreadNotFound { thread } if thread == "nope"),
+        "{err}"
+    );
+    for taken in ["t", "s"] {
+        let err = store.copy("s", taken).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::ThreadExists { thread } if thread == taken),
+            "{err}"
+        );
+        assert_eq!(err.category(), "thread_exists", "{err}");
+    }
+    for bad in ["", "a\nb", "a\0b"] {
+        let err = store.copy("s", bad).await.unwrap_err();
+        assert_eq!(err.category(), "thread_id_invalid", "{bad:?}: {err}");
+    }
+    // An invalid id is refused before the source is looked for.
+    let err = store.copy("nope", "").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    let err = store.copy("a\0b", "n").await.unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    // The backend refuses them as well, called directly.
+    let err = store
+        .backend()
+        .copy("s", "a\nb", "{}".into(), 0)
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "thread_id_invalid", "{err}");
+    assert_eq!(all().await, before);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The runner.
 
 type Case = fn(Db) -> std::pin::Pin<Box<dyn Future<Output = ()>>>;
@@ -3449,6 +3772,10 @@ where
         a_rewound_thread_refuses_stale_handles,
         rewinding_is_refused_writing_nothing,
         snapshots_of_a_history_taken_back_are_not_stored,
+        copying_makes_an_independent_thread,
+        a_copy_of_a_fork_forks_the_same_parent,
+        a_copy_has_no_lease,
+        copying_is_refused_writing_nothing,
         racing_tasks,
         racing_processes,
         crash,

@@ -112,6 +112,29 @@ fn exercise<B: Backend>(store: &BlockingStore<B>) {
         2
     );
     assert_eq!(store.load::<Counter>("w0").unwrap().state.log, [0, 4]);
+
+    // Copied: the copy has the thread's versions and keeps them once the thread is gone.
+    let meta = serde_json::json!({"copy": true})
+        .as_object()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        store
+            .copy_with("w0", "w0-copy", meta.clone())
+            .unwrap()
+            .metadata,
+        meta
+    );
+    assert_eq!(
+        store.copy("w0", "w0-copy").unwrap_err().category(),
+        "thread_exists"
+    );
+    assert!(store.delete("w0").unwrap());
+    assert_eq!(
+        store.load_at::<Counter>("w0-copy", 1).unwrap().state.log,
+        [0]
+    );
+    assert_eq!(store.load::<Counter>("w0-copy").unwrap().state.log, [0, 4]);
 }
 
 #[cfg(feature = "sqlite")]

@@ -42,6 +42,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
             "/threads/{id}",
             get(get_thread).patch(patch_thread).delete(delete_thread),
         )
+        .route("/threads/{id}/copy", post(copy_thread))
         .route("/threads/{id}/state", get(thread_state).post(update_state))
         .route("/threads/{id}/state/{checkpoint}", get(thread_state_at))
         .route("/threads/{id}/history", get(history_get).post(history_post))
@@ -338,6 +339,42 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     shared.records.delete_state(&id).await?;
     shared.records.delete(crate::record::THREAD, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// LangGraph's thread copy: a new thread (a new UUID) with the source's metadata, graph,
+/// status, state and history, whose rows are its own; not its runs. A thread no run made a
+/// state for yet is copied as its record alone. Refused (409) while a run is in progress on
+/// the source.
+async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
+    let source = thread_record(&shared, &id).await?;
+    if let Some(running) = running_on(&shared, &id).await? {
+        return Err(ApiError::conflict(format!(
+            "thread `{id}` is busy with run `{running}`; it cannot be copied until it ends"
+        )));
+    }
+    let new_id = uuid::Uuid::new_v4().to_string();
+    if let Some(graph) = &source.graph_id {
+        let served = shared.graph(graph)?;
+        match served.assistant.copy(&id, &new_id).await {
+            Ok(()) => {}
+            // Its first run has not made the store's thread yet.
+            Err(e) if e.category == "thread_not_found" => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let now = now_ms();
+    let copy = ThreadRecord {
+        thread_id: new_id,
+        created_ms: now,
+        updated_ms: now,
+        ..source
+    };
+    if let Err(error) = shared.records.put(Record::Thread(copy.clone())).await {
+        // Not recorded: no thread of the API holds the copied state.
+        let _ = shared.records.delete_state(&copy.thread_id).await;
+        return Err(error.into());
+    }
+    ok(thread_json(&shared, &copy).await?)
 }
 
 fn empty_state(thread: &str) -> Value {

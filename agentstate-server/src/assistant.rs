@@ -333,6 +333,17 @@ pub trait Assistant: Send + Sync + 'static {
         version: u64,
     ) -> BoxFuture<'a, Result<(), AssistantError>>;
 
+    /// Creates thread `new_thread` as an independent copy of thread `thread` (LangGraph's
+    /// thread copy): its state at every version, its checkpoints (the same versions, steps,
+    /// nodes, runs and times) and where its run stands (waiting for answers, cut short), with
+    /// nothing shared, so that a run on either, a rewind or a deletion leaves the other as it
+    /// was. Refused for a missing thread (`thread_not_found`) and a taken id (`thread_exists`).
+    fn copy<'a>(
+        &'a self,
+        thread: &'a str,
+        new_thread: &'a str,
+    ) -> BoxFuture<'a, Result<(), AssistantError>>;
+
     /// Starts run `run_id` on thread `thread` (which exists), as `start` and `options` say.
     /// Refusals found before the run starts (an input that is not an update of the state, no
     /// interrupt to answer, a breakpoint at a node the graph does not have) are the error;
@@ -454,6 +465,19 @@ where
                 }
             }
             self.store().rewind(thread, version).await?;
+            Ok(())
+        })
+    }
+
+    fn copy<'a>(
+        &'a self,
+        thread: &'a str,
+        new_thread: &'a str,
+    ) -> BoxFuture<'a, Result<(), AssistantError>> {
+        Box::pin(async move {
+            // The thread's journal holds its runs' whole course: a copy of its rows is a
+            // copy of where its run stands.
+            self.store().copy(thread, new_thread).await?;
             Ok(())
         })
     }

@@ -66,6 +66,7 @@
 //! | `GET /ok`, `GET /info` | health, version |
 //! | `POST /assistants/search`, `GET /assistants/{id}`, `.../graph`, `.../schemas` | the served graphs (an assistant id is the UUID v5 of its graph id, as LangGraph's; runs accept either) |
 //! | `POST /threads` (`if_exists`), `POST /threads/search`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads |
+//! | `POST /threads/{id}/copy` | a new thread (a new UUID) with the thread's metadata, status, state and history, its own (deleting, rewinding or running either leaves the other as it was); not its runs; 409 while a run is in progress |
 //! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress), at an earlier checkpoint too (the thread taken back there first) |
 //! | `POST /threads/{id}/runs` (background), `.../runs/stream`, `.../runs/wait`; `POST /runs`, `/runs/stream`, `/runs/wait` (stateless) | runs |
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
@@ -110,13 +111,14 @@
 //! events: the thread is as it was before it started), and waits for it under `enqueue`; a
 //! cancel with `action=rollback` does the same to one run. A run with a `checkpoint_id` (or
 //! `checkpoint`) starts from that checkpoint: the thread is taken back there first (a journal
-//! is one line: the checkpoints after it are removed), then the run goes on from it (without
+//! is one line: the checkpoints after it are removed; copy the thread first, `POST
+//! /threads/{id}/copy`, to keep them), then the run goes on from it (without
 //! `input`) or starts afresh from its state (with one). A run its task's panic ended is `error`; without workers,
 //! [`Server::recover`] ends those a stopped process left.
 //!
-//! Not served yet: `rollback` with workers (refused, 422), `command.goto` as a `Send` (a node with an input of its own), `command.resume`
-//! with `command.update`, thread
-//! copy, crons, the store API (a request for them is refused, 422, with a sentence saying so);
+//! Not served yet: `command.goto` as a `Send` (a node with an input of its own), `command.resume`
+//! with `command.update`, crons, the store API (a request for them is refused, 422, with a
+//! sentence saying so);
 //! `stream_subgraphs` is accepted and streams the graph's own events. With
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates
 //! them; following another process's run polls its event log (every 50 ms, no `NOTIFY` yet).

@@ -184,6 +184,14 @@ async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
             json!({"detail": "thread `nope` does not exist"})
         )
     );
+    let (status, body) = json(&app, "POST", "/threads/nope/copy", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "thread `nope` does not exist"})
+        )
+    );
 
     let thread = new_thread(&app).await;
     let runs = format!("/threads/{thread}/runs/stream");
@@ -264,6 +272,35 @@ async fn refusals_name_what_was_wrong_with_the_reference_servers_codes() {
         body["detail"],
         format!("run `r-1` of thread `{thread}` does not exist")
     );
+}
+
+/// A thread no run made a state for yet is copied as its record: a new id, its metadata and
+/// status, no state.
+#[tokio::test]
+async fn a_thread_without_state_is_copied_as_its_record() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, source) = json(
+        &app,
+        "POST",
+        "/threads",
+        Some(json!({"metadata": {"user": "ann"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{source}");
+    let id = source["thread_id"].as_str().unwrap();
+    let (status, copy) = json(&app, "POST", &format!("/threads/{id}/copy"), None).await;
+    assert_eq!(status, StatusCode::OK, "{copy}");
+    let copy_id = copy["thread_id"].as_str().unwrap();
+    assert_ne!(copy_id, id);
+    assert!(uuid::Uuid::parse_str(copy_id).is_ok(), "{copy}");
+    assert_eq!(
+        (&copy["metadata"], &copy["status"], &copy["values"]),
+        (&json!({"user": "ann"}), &json!("idle"), &Value::Null)
+    );
+    let (status, read) = json(&app, "GET", &format!("/threads/{copy_id}"), None).await;
+    assert_eq!((status, &read), (StatusCode::OK, &copy));
+    let (status, history) = json(&app, "GET", &format!("/threads/{copy_id}/history"), None).await;
+    assert_eq!((status, history), (StatusCode::OK, json!([])));
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //! Covers what the JS SDK test does through the Python client (threads, runs streamed in four
 //! modes, waited for, in the background and joined, cancelled, double texting, an interrupt
 //! answered by `Command(resume=...)`, state, history, an update as a node, failures, stateless
-//! runs), and a run's stream joined again from its start with `Last-Event-ID`.
+//! runs), a run's stream joined again from its start with `Last-Event-ID`, and a thread copied
+//! (`threads.copy`: its state and history, a run on it, its source deleted).
 //!
 //! Needs a Python with the requirements installed, named by `AGENTSTATE_LANGGRAPH_PYTHON`
 //! (`.ci/run` makes a venv and sets it). Without it the test prints one line and passes,
@@ -73,6 +74,10 @@ const CHECKS: &[&str] = &[
     "run_from_checkpoint_with_input",
     "run_from_missing_checkpoint",
     "update_state_at_checkpoint",
+    "threads_copy",
+    "threads_copy_independent",
+    "threads_copy_busy",
+    "threads_copy_outlives_source",
     "stateless_wait",
     "threads_delete",
 ];

@@ -348,6 +348,76 @@ async def main():
         [state, went_on],
     )
 
+    # Thread copy: a new thread with the source's metadata, status, state and history (the
+    # same checkpoints), whose rows are its own.
+    source = (await client.threads.create(metadata={"copied": "yes"}))["thread_id"]
+    await client.runs.wait(source, "desk", input=ask("Copy me"))
+    source_thread = await client.threads.get(source)
+    source_state = await client.threads.get_state(source)
+    source_history = await client.threads.get_history(source, limit=100)
+    copied = await client.threads.copy(source)
+    cid = copied["thread_id"]
+    copy_state = await client.threads.get_state(cid)
+    copy_history = await client.threads.get_history(cid, limit=100)
+    # What a thread shows, but its id (and its creation time, the state's `created_at`).
+    shown = lambda value, thread: json.dumps(
+        {k: v for k, v in value.items() if k not in ("created_at", "updated_at", "thread_id")}
+        if isinstance(value, dict) else value,
+        sort_keys=True,
+    ).replace(thread, "<thread>")
+    check(
+        "threads_copy",
+        cid != source
+        and shown(copied, cid) == shown(source_thread, source)
+        and copied["status"] == "interrupted"
+        and copied["metadata"] == {"copied": "yes"}
+        and shown(copy_state, cid) == shown(source_state, source)
+        and copy_state["checkpoint"]["thread_id"] == cid
+        and len(copy_history) == len(source_history) >= 3
+        and [shown(h, cid) for h in copy_history] == [shown(h, source) for h in source_history]
+        and [(h["checkpoint"]["checkpoint_id"], h["metadata"]["step"]) for h in copy_history]
+        == [(h["checkpoint"]["checkpoint_id"], h["metadata"]["step"]) for h in source_history],
+        [copied, source_thread, copy_state, source_state],
+    )
+    # A run on the copy (answering the interrupt it was copied with) leaves the source as it
+    # was; the source's runs are not the copy's.
+    no_runs = await client.runs.list(cid)
+    answered = await client.runs.wait(cid, "desk", command=Command(resume=True))
+    source_after = await client.threads.get_state(source)
+    check(
+        "threads_copy_independent",
+        no_runs == []
+        and answered["approved"] is True
+        and (await client.threads.get(cid))["status"] == "idle"
+        and shown(source_after, source) == shown(source_state, source)
+        and (await client.threads.get(source))["status"] == "interrupted"
+        and len(await client.threads.get_history(source, limit=100)) == len(source_history),
+        [answered, source_after],
+    )
+    # Busy: refused while a run is in progress on it.
+    slow = await client.runs.create(cid, "desk", input=ask("slow copy"))
+    await asyncio.sleep(0.3)
+    status = await refused(client.threads.copy(cid))
+    check(
+        "threads_copy_busy",
+        status is not None and status[0] == 409 and cid in status[1] and slow["run_id"] in status[1],
+        status,
+    )
+    await client.runs.cancel(cid, slow["run_id"], wait=True)
+    # The source deleted: the copy keeps its state and history.
+    kept_state = await client.threads.get_state(cid)
+    kept_history = await client.threads.get_history(cid, limit=100)
+    await client.threads.delete(source)
+    gone = await refused(client.threads.get(source))
+    check(
+        "threads_copy_outlives_source",
+        gone is not None and gone[0] == 404
+        and await client.threads.get_state(cid) == kept_state
+        and await client.threads.get_history(cid, limit=100) == kept_history
+        and len(kept_history) > len(source_history),
+        [kept_state, kept_history],
+    )
+
     # Stateless, then deletion.
     stateless = await client.runs.wait(None, "desk", input=ask("Stateless?"))
     check("stateless_wait", len(stateless.get("__interrupt__", [])) == 1, stateless)

@@ -822,12 +822,12 @@ impl Job {
                 let step = seen.steps.get(node).copied().unwrap_or_default();
                 for message in messages {
                     let id = message["id"].as_str().unwrap_or_default().to_owned();
-                    if !seen.texts.contains_key(&id) {
+                    if let std::collections::hash_map::Entry::Vacant(new) = seen.texts.entry(id) {
                         live.push(
                             "messages/metadata",
-                            json!({ id.as_str(): metadata(node, step) }),
+                            json!({ new.key().as_str(): metadata(node, step) }),
                         );
-                        seen.texts.insert(id, String::new());
+                        new.insert(String::new());
                     }
                     live.push("messages/complete", json!([message]));
                 }

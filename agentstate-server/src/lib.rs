@@ -171,7 +171,9 @@
 //!
 //! Behind CopilotKit's runtime, the endpoint is an `HttpAgent` of the runtime's agents (the
 //! runtime serves the browser; its `/agent/{id}/run` forwards the `RunAgentInput` here). The
-//! runtime 1.75.0 bundles `@ag-ui/client` 0.0.59, whose `HttpAgent` is tested here beside 1.0.0's:
+//! runtime 1.75.0 bundles `@ag-ui/client` 0.0.59, whose `HttpAgent` is tested here beside
+//! 1.0.0's, and the runtime itself is tested serving the endpoint so (text, an interrupt and
+//! its resume, a frontend tool, a failure):
 //!
 //! ```text
 //! import { CopilotRuntime, InMemoryAgentRunner } from "@copilotkit/runtime";

@@ -8,6 +8,10 @@
 //!   tool's pending call and its answer, a busy thread's 409, a malformed body's 422, an
 //!   unknown interrupt's 422, a failed run's and a cancelled run's `RUN_ERROR`. Its
 //!   event verifier checks every stream (a violation fails the run, and the script).
+//! - CopilotKit's runtime itself (`@copilotkit/runtime` 1.75.0, pinned beside it) serves the
+//!   endpoint as one of its agents (an `HttpAgent` of 0.0.59) to requests sent as a browser's
+//!   CopilotKit client sends them, in `tests/agui-js/copilotkit.mjs`: text, an interrupt and
+//!   its resume, a frontend tool, a failure, each reaching the thread on the server.
 //! - `ag-ui-validate` (PyPI, pinned in `.ci/run`, in the venv `target/agui-venv`) checks the
 //!   streams `tests/agui-js/record.mjs` records (text, interrupt, resume, frontend tool, a
 //!   failure) and the live endpoint with its own input, with no finding, warnings included.
@@ -163,6 +167,8 @@ async fn serve() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
 /// Runs `node script url args...` in `tests/agui-js`; gives its stdout.
 async fn node(script: &str, url: &str, args: &[&str]) -> String {
     let node = tokio::process::Command::new("node")
+        // CopilotKit's runtime sends telemetry unless told not to: nothing leaves the machine.
+        .env("COPILOTKIT_TELEMETRY_DISABLED", "true")
         .arg(script)
         .arg(url)
         .args(args)
@@ -268,6 +274,39 @@ async fn drive(client: &str) {
         .filter_map(|l| l.strip_prefix("ok "))
         .collect();
     assert_eq!(passed, CHECKS, "{client}: {stdout}");
+}
+
+/// The checks `copilotkit.mjs` prints, in order.
+const RUNTIME_CHECKS: &[&str] = &[
+    "runtime_lists_the_agent",
+    "runtime_run_started_first",
+    "runtime_one_run_finished_last",
+    "runtime_text_streamed",
+    "runtime_run_on_the_thread",
+    "runtime_state_snapshot",
+    "runtime_interrupt_outcome",
+    "runtime_resume",
+    "runtime_frontend_tool",
+    "runtime_run_error",
+];
+
+/// CopilotKit's runtime itself (1.75.0, its fetch handler) serves the endpoint to a browser's
+/// requests as one of its agents, an `HttpAgent`: text, an interrupt and its resume, a
+/// frontend tool, a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copilotkits_runtime_serves_the_endpoint_as_an_http_agent() {
+    let modules = js_dir().join("node_modules/@copilotkit/runtime");
+    if !installed(&modules, "@copilotkit/runtime", "`npm ci` in tests/agui-js") {
+        return;
+    }
+    let (url, serving) = serve().await;
+    let stdout = node("copilotkit.mjs", &url, &[]).await;
+    serving.abort();
+    let passed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("ok "))
+        .collect();
+    assert_eq!(passed, RUNTIME_CHECKS, "{stdout}");
 }
 
 /// The streams `record.mjs` records, in order.

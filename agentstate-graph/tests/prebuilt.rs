@@ -596,3 +596,88 @@ fn a_structured_answer_that_does_not_fit_fails_naming_the_type() {
         "{message}"
     );
 }
+
+/// A shop whose client declares tools of its own (AG-UI's frontend tools).
+#[derive(
+    agentstate::AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize,
+)]
+struct Shop {
+    #[reducer(add_messages)]
+    messages: Vec<Message>,
+    /// The client's tools, as AG-UI declares them.
+    tools: Vec<Value>,
+}
+
+impl agentstate_graph::prebuilt::MessagesState for Shop {
+    fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    fn frontend_tools(&self) -> Vec<agentstate::providers::Tool> {
+        self.tools
+            .iter()
+            .map(|t| {
+                agentstate::providers::Tool::new(
+                    t["name"].as_str().unwrap_or_default(),
+                    t["description"].as_str().unwrap_or_default(),
+                    t["parameters"].clone(),
+                )
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_frontend_tool_is_offered_and_its_call_ends_the_run_pending_for_the_client() {
+    let paid = Arc::new(AtomicUsize::new(0));
+    let model = ScriptedModel::new([
+        ask(vec![ToolCall::new(
+            "f1",
+            "confirm_order",
+            json!({"item": "book"}),
+        )]),
+        say("Ordered."),
+        ask(vec![ToolCall::new(
+            "w1",
+            "get_weather",
+            json!({"city": "Oslo"}),
+        )]),
+        say("Sunny."),
+    ]);
+    let agent: Graph<Shop> = ReactAgent::new(model.clone(), request(), tools(&paid))
+        .build()
+        .unwrap();
+    let declared = |name: &str| json!({"name": name, "description": "the client's", "parameters": {"type": "object"}});
+    let shop = Shop {
+        messages: vec![Message::text_message("order a book", Role::User)],
+        // One of the client's tools has the name of one of the agent's: the agent's wins.
+        tools: vec![declared("confirm_order"), declared("get_weather")],
+    };
+    let rt = runtime();
+    let mut state = rt.block_on(agent.invoke(shop)).unwrap();
+    // The run ended at the call, not run, with nothing after it.
+    let last = state.messages.last().unwrap();
+    assert_eq!(last.tool_calls()[0].function.name, "confirm_order");
+    assert_eq!(state.messages.len(), 2);
+    let offered: Vec<String> = model.requests()[0]
+        .request
+        .tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(offered, ["get_weather", "refund", "confirm_order"]);
+    // The client ran it: its result comes in, and the agent goes on.
+    state.messages.push(Message::tool_result("f1", "yes"));
+    let state = rt.block_on(agent.invoke(state)).unwrap();
+    assert_eq!(state.messages.last().unwrap().text(), "Ordered.");
+    // A call of the agent's own tool (one the client declared too) is run by the agent.
+    let mut state = state;
+    state
+        .messages
+        .push(Message::text_message("weather?", Role::User));
+    let state = rt.block_on(agent.invoke(state)).unwrap();
+    let said: Vec<String> = state.messages.iter().map(Message::text).collect();
+    assert_eq!(said[said.len() - 2..], ["sunny in Oslo", "Sunny."]);
+    // One model call per answer: the pending call was not answered by the agent.
+    assert_eq!(model.requests().len(), 4);
+}

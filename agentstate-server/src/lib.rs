@@ -157,9 +157,11 @@
 //!   call as `TOOL_CALL_START` / `ARGS` / `END` and `RUN_FINISHED`: the call has no result, so
 //!   the client takes it as pending, runs the tool, and starts the next run with the result as a
 //!   `tool` message, which comes in as a new message like any other. The prebuilt
-//!   [`ReactAgent`](agentstate_graph::prebuilt::ReactAgent) does not follow this contract yet:
-//!   its model is offered its `ToolSet`'s tools only, and its `ToolNode` answers a call of any
-//!   other tool as `unknown_tool`.
+//!   [`ReactAgent`](agentstate_graph::prebuilt::ReactAgent) follows this contract when its
+//!   state names the client's tools
+//!   ([`MessagesState::frontend_tools`](agentstate_graph::prebuilt::MessagesState::frontend_tools),
+//!   read from the state's `tools` field): its model is offered them beside its own, and a
+//!   reply that calls one ends the run.
 //! - **One run per thread**: a run on a thread busy with another run of this server is refused
 //!   before its stream starts: `409`, whose `detail` names the thread and the run it is busy
 //!   with (the client's `runAgent` rejects with it, as with the API's `reject`); a thread another process holds (its lease) ends

@@ -53,6 +53,11 @@ const OUT_OF_STEPS: &str = "Sorry, need more steps to process this request.";
 ///   with `recursion_limit`.
 /// - **Approval** ([`approve`](ReactAgent::approve)): calls of the named tools wait for a
 ///   person's decision in a durable run (see [`ToolNode`]).
+/// - **Frontend tools** ([`MessagesState::frontend_tools`]): tools a client declares and runs
+///   itself (AG-UI's `tools`) are offered to the model beside the agent's own (one of the
+///   agent's own wins a name both have). A reply that calls one of them ends the run there,
+///   the call pending for the client (it is not run, and no node after the agent runs); the
+///   client's next run brings its result as a `tool` message, and the agent goes on.
 /// - **Structured final answer** ([`structured`](ReactAgent::structured)): after the model's
 ///   last answer, one more call ([`RESPOND`]) asks it for an answer in the JSON Schema of a
 ///   type, checked by parsing it into the type; the answer is added as an assistant message
@@ -229,7 +234,9 @@ impl<S: MessagesState> ReactAgent<S> {
                 available: available(),
             });
         }
-        let request = self.request.clone().tools(self.tools.tools()).build()?;
+        let with_tools = self.request.clone().tools(self.tools.tools());
+        let request = with_tools.clone().build()?;
+        let own: Arc<[String]> = self.tools.names().map(str::to_owned).collect();
         let window = self
             .window
             .map(|window| (window, Arc::new(Mutex::new(ContextIndex::default()))));
@@ -239,6 +246,8 @@ impl<S: MessagesState> ReactAgent<S> {
         let call = ModelCall {
             model: self.model,
             request: Arc::new(request),
+            with_tools,
+            own: Arc::clone(&own),
             system,
             window,
         };
@@ -257,8 +266,8 @@ impl<S: MessagesState> ReactAgent<S> {
             .entry(AGENT)
             .route_to(
                 AGENT,
-                [Target::Node(TOOLS), after.clone()],
-                tools_condition(TOOLS, after),
+                [Target::Node(TOOLS), after.clone(), Target::End],
+                frontend_or(own, tools_condition(TOOLS, after)),
             )
             .edge(TOOLS, AGENT)
             .recursion_limit(self.recursion_limit);
@@ -270,6 +279,8 @@ impl<S: MessagesState> ReactAgent<S> {
             let respond = RespondNode {
                 call: ModelCall {
                     request: Arc::new(request),
+                    // The structured answer is asked for without tools.
+                    own: Arc::from(Vec::new()),
                     ..call
                 },
                 structured,
@@ -299,16 +310,69 @@ impl<S> std::fmt::Debug for ReactAgent<S> {
     }
 }
 
+/// Routes a reply that calls a frontend tool (one the state's client declared, not one of
+/// `own`) to the end of the run, the call pending for the client; any other reply as `route`.
+fn frontend_or<S: MessagesState>(
+    own: Arc<[String]>,
+    route: impl Fn(&S) -> crate::name::Routes<&'static str> + Send + Sync + 'static,
+) -> impl Fn(&S) -> crate::name::Routes<&'static str> + Send + Sync + 'static {
+    move |state: &S| {
+        let frontend = state.frontend_tools();
+        let calls_frontend = !frontend.is_empty()
+            && state.messages().last().is_some_and(|m| {
+                m.role == Role::Assistant
+                    && m.tool_calls().iter().any(|call| {
+                        let name = &call.function.name;
+                        !own.contains(name) && frontend.iter().any(|t| &t.name == name)
+                    })
+            });
+        if calls_frontend {
+            Target::End.into()
+        } else {
+            route(state)
+        }
+    }
+}
+
 /// One model call as the agent makes it: the model, the request, the system prompt, the window.
 #[derive(Clone)]
 struct ModelCall {
     model: Arc<dyn ChatModel>,
     request: Arc<ModelRequest>,
+    /// The request's builder with the agent's own tools, to add a client's frontend tools to.
+    with_tools: ModelRequestBuilder,
+    /// The agent's own tools' names (none for the structured answer's call).
+    own: Arc<[String]>,
     system: Option<Message>,
     window: Option<(ContextWindow, Arc<Mutex<ContextIndex>>)>,
 }
 
 impl ModelCall {
+    /// The request for a call on `state`: the agent's, with the client's frontend tools the
+    /// agent does not have itself added (a request no provider would take fails the node).
+    fn request_for<S: MessagesState>(&self, state: &S) -> Result<Arc<ModelRequest>, BoxError> {
+        if self.own.is_empty() {
+            return Ok(Arc::clone(&self.request));
+        }
+        let frontend: Vec<_> = state
+            .frontend_tools()
+            .into_iter()
+            .filter(|t| !self.own.contains(&t.name))
+            .collect();
+        if frontend.is_empty() {
+            return Ok(Arc::clone(&self.request));
+        }
+        let request = self
+            .with_tools
+            .clone()
+            .tools(frontend)
+            .build()
+            .map_err(|e| {
+                format!("the client's frontend tools do not make a request a provider takes: {e}")
+            })?;
+        Ok(Arc::new(request))
+    }
+
     /// What the model is sent: the system prompt, then the conversation or its view.
     fn conversation<S: MessagesState>(&self, state: &S) -> Result<Vec<Message>, BoxError> {
         let mut sent: Vec<Message> = self.system.iter().cloned().collect();
@@ -331,8 +395,13 @@ impl ModelCall {
 
     /// Calls the model: streamed into the run's stream when the run is streamed, whole
     /// otherwise ([`Context::complete`]).
-    async fn answer(&self, messages: &[Message], cx: &Context) -> Result<Message, BoxError> {
-        Ok(cx.complete(&self.model, &self.request, messages).await?)
+    async fn answer(
+        &self,
+        request: &ModelRequest,
+        messages: &[Message],
+        cx: &Context,
+    ) -> Result<Message, BoxError> {
+        Ok(cx.complete(&self.model, request, messages).await?)
     }
 }
 
@@ -350,7 +419,8 @@ impl<S: MessagesState> Node<S> for ModelNode {
         let node = self.clone();
         Box::pin(async move {
             let sent = node.call.conversation(&*state)?;
-            let mut reply = node.call.answer(&sent, &cx).await?;
+            let request = node.call.request_for(&*state)?;
+            let mut reply = node.call.answer(&request, &sent, &cx).await?;
             // A run succeeds in at most `limit - 1` steps.
             let out_of_steps = cx
                 .recursion_limit()
@@ -376,7 +446,7 @@ impl<S: MessagesState> Node<S> for RespondNode {
         let node = self.clone();
         Box::pin(async move {
             let sent = node.call.conversation(&*state)?;
-            let reply = node.call.answer(&sent, &cx).await?;
+            let reply = node.call.answer(&node.call.request, &sent, &cx).await?;
             let parsed = (node.structured.parse)(reply.text().trim()).map_err(|error| {
                 format!(
                     "node `{}`: the model's structured answer does not read as `{}`: {error}",

@@ -3,6 +3,7 @@
 use crate::GraphState;
 use agentstate::context::SummaryRef;
 use agentstate::message::Message;
+use agentstate::providers::Tool;
 use agentstate::{MessagesUpdate, State};
 
 /// A state with a messages field: what the prebuilt [`ToolNode`](super::ToolNode),
@@ -41,6 +42,52 @@ pub trait MessagesState: GraphState + State<Update: MessagesUpdate + Default> {
     /// to the model in their place). None by default.
     fn summary(&self) -> Option<SummaryRef<'_>> {
         None
+    }
+
+    /// Tools the client declares and runs itself (AG-UI's frontend tools, which
+    /// `agentstate-server`'s AG-UI endpoint puts in the state's `tools` field): a
+    /// [`ReactAgent`](super::ReactAgent) offers them to its model, and a reply that calls one
+    /// ends the run with the call pending for the client. None by default.
+    ///
+    /// ```
+    /// use agentstate::message::Message;
+    /// use agentstate::providers::Tool;
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::prebuilt::MessagesState;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Chat {
+    ///     #[reducer(add_messages)]
+    ///     messages: Vec<Message>,
+    ///     /// The client's tools, as AG-UI declares them (`name`, `description`, `parameters`).
+    ///     tools: Vec<serde_json::Value>,
+    /// }
+    ///
+    /// impl MessagesState for Chat {
+    ///     fn messages(&self) -> &[Message] {
+    ///         &self.messages
+    ///     }
+    ///
+    ///     fn frontend_tools(&self) -> Vec<Tool> {
+    ///         self.tools
+    ///             .iter()
+    ///             .map(|t| Tool::new(
+    ///                 t["name"].as_str().unwrap_or_default(),
+    ///                 t["description"].as_str().unwrap_or_default(),
+    ///                 t["parameters"].clone(),
+    ///             ))
+    ///             .collect()
+    ///     }
+    /// }
+    ///
+    /// let chat = Chat {
+    ///     tools: vec![serde_json::json!({"name": "confirm", "description": "Asks the user", "parameters": {"type": "object"}})],
+    ///     ..Chat::default()
+    /// };
+    /// assert_eq!(chat.frontend_tools()[0].name, "confirm");
+    /// ```
+    fn frontend_tools(&self) -> Vec<Tool> {
+        Vec::new()
     }
 }
 

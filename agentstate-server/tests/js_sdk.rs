@@ -6,7 +6,11 @@
 //! patch, search, delete); runs streamed in the `values`, `updates`, `custom` and
 //! `messages-tuple` modes, waited for, in the background and joined, listed, got, cancelled and
 //! continued; double texting with `reject`, `interrupt` and `enqueue`; an interrupt answered by
-//! `command.resume`; state, state at a checkpoint, a state update as a node, history; failures; stateless runs.
+//! `command.resume`; state, state at a checkpoint, a state update as a node, history; a run's
+//! breakpoints (`interruptBefore`, `interruptAfter: "*"`) and a run without input going on past
+//! them; `command.update` and `goto`; the `messages`, `tasks`, `checkpoints`, `debug` and
+//! `events` modes, debug's checkpoints equal to the history; a cancel with `rollback`; a run
+//! from a checkpoint; thread copy; failures; stateless runs.
 //!
 //! Needs `node` and `npm ci` run in `tests/js` (`.ci/run` does it). Without `node_modules` the
 //! test prints one line and passes, except under CI (`CI` set), where that is a failure.
@@ -65,6 +69,16 @@ const CHECKS: &[&str] = &[
     "thread_error",
     "unknown_assistant",
     "unknown_stream_mode",
+    "interrupt_before",
+    "continue_after_breakpoint",
+    "interrupt_after_all",
+    "command_update",
+    "command_goto",
+    "stream_modes",
+    "debug_checkpoints_are_history",
+    "cancel_rollback",
+    "run_from_checkpoint",
+    "threads_copy",
     "stateless_stream",
     "stateless_wait",
     "threads_delete",

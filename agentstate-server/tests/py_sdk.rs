@@ -6,7 +6,10 @@
 //! modes, waited for, in the background and joined, cancelled, double texting, an interrupt
 //! answered by `Command(resume=...)`, state, history, an update as a node, failures, stateless
 //! runs), a run's stream joined again from its start with `Last-Event-ID`, and a thread copied
-//! (`threads.copy`: its state and history, a run on it, its source deleted).
+//! (`threads.copy`: its state and history, a run on it, its source deleted); and in more detail:
+//! breakpoints of a run, `command.update` and `goto`, the `tasks`, `checkpoints`, `debug`,
+//! `events` and `messages` modes, double texting with `rollback` and a cancel with `rollback`,
+//! runs from a checkpoint (with and without input) and a state update at one.
 //!
 //! Needs a Python with the requirements installed, named by `AGENTSTATE_LANGGRAPH_PYTHON`
 //! (`.ci/run` makes a venv and sets it). Without it the test prints one line and passes,

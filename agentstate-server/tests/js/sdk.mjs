@@ -183,6 +183,62 @@ check("unknown_assistant", unknown.includes("422") && unknown.includes("nobody")
 const badMode = await refused(collect(client.runs.stream(thread.thread_id, "desk", { input: ask("hi"), streamMode: "nonsense" })));
 check("unknown_stream_mode", badMode.includes("422") && badMode.includes("nonsense"), badMode);
 
+// Breakpoints of a run, and a run without input going on past them.
+const paused = await client.threads.create();
+const stopped = await client.runs.wait(paused.thread_id, "desk", { input: ask("Pause?"), interruptBefore: ["draft"] });
+const pausedState = await client.threads.getState(paused.thread_id);
+check("interrupt_before", stopped.log.join() === "triage" && !("__interrupt__" in stopped)
+  && pausedState.next.join() === "draft" && (await client.threads.get(paused.thread_id)).status === "interrupted",
+  [stopped, pausedState]);
+const wentOn = await client.runs.wait(paused.thread_id, "desk", { input: null });
+check("continue_after_breakpoint", wentOn.log.join() === "triage,draft" && wentOn.__interrupt__?.length === 1, wentOn);
+const everywhere = await client.threads.create();
+const atFirst = await client.runs.wait(everywhere.thread_id, "desk", { input: ask("All?"), interruptAfter: "*" });
+check("interrupt_after_all", atFirst.log.join() === "triage", atFirst);
+
+// Commands: update alone, goto.
+const commanded = await client.threads.create();
+await client.runs.wait(commanded.thread_id, "desk", { input: ask("Command?") });
+await client.runs.wait(commanded.thread_id, "desk", { command: { resume: true } });
+const noted = await client.runs.wait(commanded.thread_id, "desk", { command: { update: { log: ["noted"] } } });
+check("command_update", noted.log.join() === "triage,draft,approve,noted", noted);
+const jumped = await client.runs.wait(commanded.thread_id, "desk", { command: { goto: ["approve"] } });
+check("command_goto", jumped.__interrupt__?.length === 1 && jumped.log.at(-1) === "noted", jumped);
+
+// The messages, tasks, checkpoints, debug and events stream modes.
+const modes = await client.threads.create();
+const moded = await collect(client.runs.stream(modes.thread_id, "desk", {
+  input: ask("Modes?"), streamMode: ["messages", "tasks", "checkpoints", "debug", "events"],
+}));
+const seen = new Set(moded.map((p) => p.event));
+check("stream_modes", ["metadata", "messages/metadata", "messages/partial", "messages/complete", "tasks", "checkpoints", "debug", "events"]
+  .every((e) => seen.has(e)), [...seen]);
+const debugged = moded.filter((p) => p.event === "debug" && p.data.type === "checkpoint").map((p) => p.data.payload);
+const modesHistory = (await client.threads.getHistory(modes.thread_id, { limit: debugged.length })).reverse();
+const mine = (c) => JSON.stringify([c.metadata?.step, c.checkpoint, c.parent_checkpoint]);
+check("debug_checkpoints_are_history", debugged.length === 3 && debugged.map(mine).join() === modesHistory.map(mine).join(),
+  [debugged, modesHistory]);
+
+// Rollback, a run from a checkpoint, thread copy.
+const rolled = await client.threads.create();
+await client.runs.wait(rolled.thread_id, "desk", { input: ask("Keep me") });
+const kept = await client.threads.getState(rolled.thread_id);
+const doomed = await client.runs.create(rolled.thread_id, "desk", { input: ask("slow doomed") });
+await sleep(600);
+await client.runs.cancel(rolled.thread_id, doomed.run_id, true, "rollback");
+const afterRollback = await client.threads.getState(rolled.thread_id);
+const doomedGone = await refused(client.runs.get(rolled.thread_id, doomed.run_id));
+check("cancel_rollback", doomedGone.includes("404") && afterRollback.checkpoint.checkpoint_id === kept.checkpoint.checkpoint_id,
+  [afterRollback, kept, doomedGone]);
+const rolledHistory = await client.threads.getHistory(rolled.thread_id);
+const afterTriage = rolledHistory.find((h) => h.next.join() === "draft");
+const fromCheckpoint = await client.runs.wait(rolled.thread_id, "desk", { input: null, checkpoint: afterTriage.checkpoint });
+check("run_from_checkpoint", fromCheckpoint.log.join() === "triage,draft" && fromCheckpoint.messages.length === 2, fromCheckpoint);
+const copied = await client.threads.copy(rolled.thread_id);
+const copiedState = await client.threads.getState(copied.thread_id);
+check("threads_copy", copied.thread_id !== rolled.thread_id && copiedState.values.log.join() === "triage,draft"
+  && copiedState.values.messages.length === 2 && copiedState.next.join() === "approve", [copiedState, fromCheckpoint]);
+
 // Stateless runs.
 const statelessParts = await collect(client.runs.stream(null, "desk", { input: ask("Stateless?"), streamMode: "updates" }));
 check("stateless_stream", statelessParts[0].event === "metadata" && statelessParts.some((p) => p.data?.draft), statelessParts);

@@ -429,7 +429,9 @@ enum Begin<U> {
     /// A new run (superseding, as `Supersede`) whose first step runs these nodes (indices;
     /// `usize::MAX` for a name the graph does not have), not the entry.
     Goto(NodeOutput<U>, Option<String>, Vec<usize>),
-    Resume(Answers),
+    /// The answers, and an update committed with them (nothing, but for
+    /// [`DurableGraph::stream_resume_updating`]).
+    Resume(Answers, NodeOutput<U>),
 }
 
 /// A run with its lease taken: begun warm (its input committed with the lease, the thread's
@@ -699,8 +701,12 @@ where
         answers: Answers,
     ) -> Result<Outcome<S>, DurableError<S>> {
         let run: Driver<'_, _> = Box::pin(async move {
-            self.execute(thread, Begin::Resume(answers), &mut Outbox::off())
-                .await
+            self.execute(
+                thread,
+                Begin::Resume(answers, NodeOutput::Nothing),
+                &mut Outbox::off(),
+            )
+            .await
         });
         run.await
     }
@@ -914,7 +920,56 @@ where
     /// [`stream`](DurableGraph::stream) gives them (`Answers::new()` to resume after a
     /// crash).
     pub fn stream_resume(&self, thread: &str, answers: Answers) -> DurableStream<S, K> {
-        self.streamed(thread, Begin::Resume(answers))
+        self.streamed(thread, Begin::Resume(answers, NodeOutput::Nothing))
+    }
+
+    /// [`stream_resume`](DurableGraph::stream_resume) with `update` merged into the state with
+    /// the answers, in the same commit, before the suspended step runs again (LangGraph's
+    /// `Command(resume=..., update=...)`). Refused, writing nothing, without answers
+    /// (`run_state_invalid`) and as the answers alone are.
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::durable::{Answers, Outcome, RunStatus};
+    /// use agentstate_graph::{BoxError, Context, Graph, END};
+    /// use agentstate_store::SqliteStore;
+    /// use futures_util::StreamExt;
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Draft { text: String, sent: Option<String> }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("send", |s: Arc<Draft>, cx: Context| async move {
+    ///         cx.interrupt(serde_json::json!("send it?"))?;
+    ///         Ok::<_, BoxError>(DraftUpdate::default().sent(Some(s.text.clone())))
+    ///     })
+    ///     .entry("send")
+    ///     .edge("send", END)
+    ///     .build()?;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// let durable = graph.durable(&store);
+    /// let Outcome::Suspended { interrupts, .. } = durable.start("d-1", Draft { text: "helo".into(), sent: None }).await? else {
+    ///     panic!("it asks")
+    /// };
+    /// // Approved, with the text corrected: the step runs again on the corrected state.
+    /// let answers = Answers::new().answer(&interrupts[0].id, true);
+    /// let fixed = DraftUpdate::default().text("hello".to_owned());
+    /// let mut run = durable.stream_resume_updating("d-1", answers, fixed);
+    /// while run.next().await.is_some() {}
+    /// assert_eq!(store.load::<Draft>("d-1").await?.state.sent.as_deref(), Some("hello"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_resume_updating(
+        &self,
+        thread: &str,
+        answers: Answers,
+        update: impl Into<NodeOutput<S::Update>>,
+    ) -> DurableStream<S, K> {
+        self.streamed(thread, Begin::Resume(answers, update.into()))
     }
 
     fn streamed(&self, thread: &str, begin: Begin<S::Update>) -> DurableStream<S, K> {
@@ -1069,12 +1124,12 @@ where
             | Begin::Goto(_, Some(id), _)
                 if position.run_id.as_deref() == Some(id.as_str()) =>
             {
-                Begin::Resume(Answers::new())
+                Begin::Resume(Answers::new(), NodeOutput::Nothing)
             }
             begin => begin,
         };
         match begin {
-            Begin::Resume(answers) if !position.started && answers.is_empty() => {
+            Begin::Resume(answers, _) if !position.started && answers.is_empty() => {
                 // No run was started on the thread (a `start` cut short between creating the
                 // thread and its run's input): start it now, as the run it was created for.
                 let id = self.start_run(thread).await?;
@@ -1123,7 +1178,15 @@ where
                 self.input(&mut handle, &mut position, input, id).await?;
                 started = true;
             }
-            Begin::Resume(answers) => {
+            Begin::Resume(answers, update) => {
+                if answers.is_empty() && !matches!(update, NodeOutput::Nothing) {
+                    return Err(DurableError::State {
+                        thread: thread.to_owned(),
+                        reason:
+                            "an update to commit with the answers of a resume came without answers"
+                                .to_owned(),
+                    });
+                }
                 if !answers.is_empty() {
                     let given = self.check_answers(thread, &position, answers)?;
                     let entry = JournalEntry::Answers {
@@ -1132,7 +1195,7 @@ where
                     };
                     let meta =
                         entry_meta(position.run_id.as_deref().unwrap_or_default(), None, &entry);
-                    handle.merge((), meta).await?;
+                    handle.merge(update, meta).await?;
                     position.answers.extend(given);
                 } else {
                     let open = position.open();

@@ -519,11 +519,23 @@ where
                     )
                 })
             };
+            if let (Start::Resume(value), Some(update), None) =
+                (&start, &options.update, &options.goto)
+            {
+                // The answers, and the update committed with them (LangGraph's
+                // `Command(resume=..., update=...)`).
+                let answers = answers(thread, this.status(thread).await?, value.clone())?;
+                let update = incoming(update.clone(), "`command.update`")?;
+                return Ok(events(
+                    this.stream_resume_updating(thread, answers, update)
+                        .only(filter),
+                ));
+            }
             if options.commands() {
                 let input = match (&start, options.update) {
-                    (Start::Resume(_), Some(_)) => return Err(AssistantError::new(
+                    (Start::Resume(_), _) => return Err(AssistantError::new(
                         "run_state_invalid",
-                        format!("run `{run_id}` on thread `{thread}` gives both `command.resume` and `command.update`; this server takes one of them: answer the interrupt, then update"),
+                        format!("run `{run_id}` on thread `{thread}` gives both `command.resume` and `command.goto`; this server takes one of them: answer the interrupt, or go to the nodes"),
                     )),
                     (_, Some(update)) => incoming(update, "`command.update`")?,
                     (_, None) => S::Update::default(),

@@ -97,7 +97,8 @@
 //! question is shown; a run without `input` goes on past the stop. A `command`'s `update` is
 //! merged as the run's input, and its `goto` (a node's name or a list) is where the run's
 //! first step goes; `update` alone runs no node on a thread whose run finished, and goes on
-//! where a cut-short or stopped run stands. A run's events are written
+//! where a cut-short or stopped run stands; with `resume`, it is committed with the answers,
+//! before the suspended step runs again. A run's events are written
 //! to the database as it streams (a batch at a time), so a client that joins a run
 //! (`GET .../runs/{rid}/stream`, the stream response's `Location`), on this server or on
 //! another one on the same database, while it runs or after it ended, with `Last-Event-ID`
@@ -117,7 +118,7 @@
 //! [`Server::recover`] ends those a stopped process left.
 //!
 //! Not served yet: `command.goto` as a `Send` (a node with an input of its own), `command.resume`
-//! with `command.update`, crons, the store API (a request for them is refused, 422, with a
+//! with `command.goto`, crons, the store API (a request for them is refused, 422, with a
 //! sentence saying so);
 //! `stream_subgraphs` is accepted and streams the graph's own events. With
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates

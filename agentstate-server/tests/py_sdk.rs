@@ -66,6 +66,7 @@ const CHECKS: &[&str] = &[
     "breakpoint_unknown_node",
     "command_update",
     "command_goto",
+    "command_resume_update",
     "stream_tasks",
     "stream_debug_checkpoints",
     "stream_checkpoints",

@@ -224,6 +224,16 @@ async def main():
         [jumped, jumped_state],
     )
 
+    # `resume` with `update`: the update is committed with the answer, before the step runs.
+    edited_answer = (await client.threads.create())["thread_id"]
+    await client.runs.wait(edited_answer, "desk", input=ask("Resume and update?"))
+    resumed = await client.runs.wait(edited_answer, "desk", command=Command(resume=True, update={"log": ["edited"]}))
+    check(
+        "command_resume_update",
+        resumed["approved"] is True and resumed["log"] == ["triage", "draft", "edited", "approve"],
+        resumed,
+    )
+
     # The tasks, checkpoints, debug and events stream modes; debug's checkpoints are the
     # thread's history.
     modes = (await client.threads.create())["thread_id"]

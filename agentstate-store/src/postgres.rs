@@ -91,6 +91,25 @@ fn db_err(doing: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Sto
     move |e| StoreError::backend(BACKEND, doing, e)
 }
 
+/// `sql` prepared once per pooled connection (deadpool's statement cache): a query is then one
+/// round trip to the server instead of two (a text query is parsed, then run).
+async fn prepared(
+    client: &deadpool_postgres::Object,
+    sql: &str,
+    doing: &str,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    client.prepare_cached(sql).await.map_err(db_err(doing))
+}
+
+/// [`prepared`], in a transaction.
+async fn prepared_tx(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &str,
+    doing: &str,
+) -> Result<tokio_postgres::Statement, StoreError> {
+    tx.prepare_cached(sql).await.map_err(db_err(doing))
+}
+
 impl Store<Postgres> {
     /// Connects to `url` (`postgres://user@host:port/db`) with a connection pool and creates
     /// or checks the store's tables in schema `public`.
@@ -370,7 +389,10 @@ impl Postgres {
         doing: &str,
     ) -> Result<ThreadInfo, StoreError> {
         let row = tx
-            .query_opt(&format!("{} FOR UPDATE", self.sql.thread), &[&thread])
+            .query_opt(
+                &prepared_tx(tx, &format!("{} FOR UPDATE", self.sql.thread), doing).await?,
+                &[&thread],
+            )
             .await
             .map_err(db_err(doing))?
             .ok_or_else(|| StoreError::ThreadNotFound {
@@ -508,7 +530,12 @@ impl Postgres {
         if exists.is_some() {
             let found: Option<i64> = tx
                 .query_opt(
-                    &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
+                    &prepared_tx(
+                        &tx,
+                        &format!("SELECT value FROM {meta} WHERE key = 'schema_version'"),
+                        doing,
+                    )
+                    .await?,
                     &[],
                 )
                 .await
@@ -610,7 +637,11 @@ impl Backend for Postgres {
             None => (thread.fingerprint, None),
             Some((parent, seq)) => {
                 let row = tx
-                    .query_opt(&format!("{} FOR SHARE", self.sql.thread), &[parent])
+                    .query_opt(
+                        &prepared_tx(&tx, &format!("{} FOR SHARE", self.sql.thread), &doing)
+                            .await?,
+                        &[parent],
+                    )
                     .await
                     .map_err(db_err(&doing))?
                     .ok_or_else(|| StoreError::ThreadNotFound {
@@ -633,11 +664,11 @@ impl Backend for Postgres {
         let incarnation = new_incarnation();
         let inserted = tx
             .execute(
-                &format!(
+                &prepared_tx(&tx, &format!(
                     "INSERT INTO {} (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
                      VALUES ($1, $2, $3, $3, $4, $5, $6::text::json, $7::text::jsonb, $8, $9)",
                     self.sql.threads
-                ),
+                ), &doing).await?,
                 &[
                     &id,
                     &(fingerprint as i64),
@@ -719,7 +750,10 @@ impl Backend for Postgres {
         let client = self.client(&doing).await?;
         let Some(first) = entries.first() else {
             let row = client
-                .query_opt(&self.sql.head, &[&thread])
+                .query_opt(
+                    &prepared(&client, &self.sql.head, &doing).await?,
+                    &[&thread],
+                )
                 .await
                 .map_err(db_err(&doing))?;
             return match row {
@@ -737,7 +771,10 @@ impl Backend for Postgres {
         let fence = owners.next();
         if entries.iter().any(|e| guard(e) != guard(first)) || owners.any(|o| Some(o) != fence) {
             let row = client
-                .query_opt(&self.sql.head, &[&thread])
+                .query_opt(
+                    &prepared(&client, &self.sql.head, &doing).await?,
+                    &[&thread],
+                )
                 .await
                 .map_err(db_err(&doing))?;
             return Err(self.refused(thread, expected, &entries, row));
@@ -807,13 +844,18 @@ impl Backend for Postgres {
         // snapshot if it is after its version; or the rewind went first, and the row, read
         // again once it committed, is another incarnation.
         tx.execute(
-            &format!(
-                "INSERT INTO {} (thread, seq, fingerprint, body)
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "INSERT INTO {} (thread, seq, fingerprint, body)
                  SELECT id, $2, $3, $4::text::json FROM {}
                  WHERE id = $1 AND head >= $2 AND incarnation = $5 FOR KEY SHARE
                  ON CONFLICT DO NOTHING",
-                self.sql.snapshots, self.sql.threads
-            ),
+                    self.sql.snapshots, self.sql.threads
+                ),
+                &doing,
+            )
+            .await?,
             &[
                 &thread,
                 &(seq as i64),
@@ -828,8 +870,10 @@ impl Backend for Postgres {
         // base), newest first, but for those a fork loads from (the newest at or before its
         // fork point); all but the first `keep` go.
         tx.execute(
-            &format!(
-                "DELETE FROM {snapshots} WHERE thread = $1 AND seq IN (
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "DELETE FROM {snapshots} WHERE thread = $1 AND seq IN (
                      SELECT s.seq FROM {snapshots} s JOIN {threads} t ON t.id = s.thread
                      WHERE s.thread = $1 AND s.seq > t.oldest
                        AND NOT EXISTS (
@@ -838,9 +882,12 @@ impl Backend for Postgres {
                                SELECT max(n.seq) FROM {snapshots} n
                                WHERE n.thread = $1 AND n.seq <= c.fork_seq))
                      ORDER BY s.seq DESC OFFSET $2)",
-                snapshots = self.sql.snapshots,
-                threads = self.sql.threads
-            ),
+                    snapshots = self.sql.snapshots,
+                    threads = self.sql.threads
+                ),
+                &doing,
+            )
+            .await?,
             &[&thread, &i64::from(keep)],
         )
         .await
@@ -860,7 +907,10 @@ impl Backend for Postgres {
         if let (None, Some(after)) = (seq, after) {
             // Catching up: the thread and the entries after `after` in one statement.
             let rows = client
-                .query(&self.sql.catch_up, &[&thread, &(after as i64)])
+                .query(
+                    &prepared(&client, &self.sql.catch_up, &doing).await?,
+                    &[&thread, &(after as i64)],
+                )
                 .await
                 .map_err(db_err(&doing))?;
             let first = rows.first().ok_or_else(|| StoreError::ThreadNotFound {
@@ -894,7 +944,10 @@ impl Backend for Postgres {
             .await
             .map_err(db_err(&doing))?;
         let row = tx
-            .query_opt(&self.sql.thread, &[&thread])
+            .query_opt(
+                &prepared_tx(&tx, &self.sql.thread, &doing).await?,
+                &[&thread],
+            )
             .await
             .map_err(db_err(&doing))?
             .ok_or_else(|| StoreError::ThreadNotFound {
@@ -907,11 +960,16 @@ impl Backend for Postgres {
             Start::Continue(_) => None,
             Start::Snapshot => tx
                 .query_opt(
-                    &format!(
+                    &prepared_tx(
+                        &tx,
+                        &format!(
                         "SELECT seq, fingerprint, body::text FROM {} WHERE thread = $1 AND seq <= $2
                          ORDER BY seq DESC LIMIT 1",
                         self.sql.snapshots
                     ),
+                        &doing,
+                    )
+                    .await?,
                     &[&thread, &(target as i64)],
                 )
                 .await
@@ -929,10 +987,15 @@ impl Backend for Postgres {
             None => Start::initial(
                 thread,
                 tx.query_one(
-                    &format!(
-                        "SELECT initial::text FROM {} WHERE id = $1",
-                        self.sql.threads
-                    ),
+                    &prepared_tx(
+                        &tx,
+                        &format!(
+                            "SELECT initial::text FROM {} WHERE id = $1",
+                            self.sql.threads
+                        ),
+                        &doing,
+                    )
+                    .await?,
                     &[&thread],
                 )
                 .await
@@ -942,11 +1005,11 @@ impl Backend for Postgres {
         };
         let entries: Vec<StoredEntry> = tx
             .query(
-                &format!(
+                &prepared_tx(&tx, &format!(
                     "SELECT seq, kind, body::text, fingerprint FROM {} WHERE thread = $1 AND seq > $2 AND seq <= $3
                      ORDER BY seq",
                     self.sql.entries
-                ),
+                ), &doing).await?,
                 // Loading the latest version, entries past it are read too, and reported
                 // (`Entries` refuses them): the thread's row and its journal disagree.
                 &[
@@ -978,7 +1041,10 @@ impl Backend for Postgres {
         let doing = format!("reading thread `{thread}`");
         let client = self.client(&doing).await?;
         let row = client
-            .query_opt(&self.sql.thread, &[&thread])
+            .query_opt(
+                &prepared(&client, &self.sql.thread, &doing).await?,
+                &[&thread],
+            )
             .await
             .map_err(db_err(&doing))?
             .ok_or_else(|| StoreError::ThreadNotFound {
@@ -1000,17 +1066,22 @@ impl Backend for Postgres {
         let bound = |v: u64| v.min(i64::MAX as u64) as i64;
         let rows = client
             .query(
-                &format!(
-                    "SELECT e.seq, e.time_ms, e.kind, e.node, e.run_id, e.extra::text,
+                &prepared(
+                    &client,
+                    &format!(
+                        "SELECT e.seq, e.time_ms, e.kind, e.node, e.run_id, e.extra::text,
                             octet_length(e.body::text), t.parent, t.fork_seq,
                             coalesce(e.fingerprint, t.fingerprint), t.head
                      FROM {threads} t
                      LEFT JOIN {entries} e ON e.thread = t.id AND e.seq > $2 AND e.seq <= $3
                      WHERE t.id = $1 ORDER BY e.seq {order} LIMIT $4",
-                    threads = self.sql.threads,
-                    entries = self.sql.entries,
-                    order = if newest_first { "DESC" } else { "ASC" },
-                ),
+                        threads = self.sql.threads,
+                        entries = self.sql.entries,
+                        order = if newest_first { "DESC" } else { "ASC" },
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[
                     &thread,
                     &bound(after),
@@ -1063,13 +1134,13 @@ impl Backend for Postgres {
         let filter = Value::Object(query.metadata).to_string();
         let rows = client
             .query(
-                &format!(
+                &prepared(&client, &format!(
                     "SELECT id, fingerprint, head, oldest, parent, fork_seq, metadata::text, created_ms,
                             incarnation
                      FROM {} WHERE ($1::text IS NULL OR id > $1) AND metadata @> $2::text::jsonb
                      ORDER BY id LIMIT $3",
                     self.sql.threads
-                ),
+                ), doing).await?,
                 &[&query.after, &filter, &i64::from(query.limit)],
             )
             .await
@@ -1083,10 +1154,15 @@ impl Backend for Postgres {
         let tx = client.transaction().await.map_err(db_err(&doing))?;
         let fork = tx
             .query_opt(
-                &format!(
-                    "SELECT id FROM {} WHERE parent = $1 LIMIT 1",
-                    self.sql.threads
-                ),
+                &prepared_tx(
+                    &tx,
+                    &format!(
+                        "SELECT id FROM {} WHERE parent = $1 LIMIT 1",
+                        self.sql.threads
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&thread],
             )
             .await
@@ -1098,20 +1174,35 @@ impl Backend for Postgres {
             });
         }
         tx.execute(
-            &format!("DELETE FROM {} WHERE thread = $1", self.sql.entries),
+            &prepared_tx(
+                &tx,
+                &format!("DELETE FROM {} WHERE thread = $1", self.sql.entries),
+                &doing,
+            )
+            .await?,
             &[&thread],
         )
         .await
         .map_err(db_err(&doing))?;
         tx.execute(
-            &format!("DELETE FROM {} WHERE thread = $1", self.sql.snapshots),
+            &prepared_tx(
+                &tx,
+                &format!("DELETE FROM {} WHERE thread = $1", self.sql.snapshots),
+                &doing,
+            )
+            .await?,
             &[&thread],
         )
         .await
         .map_err(db_err(&doing))?;
         let deleted = tx
             .execute(
-                &format!("DELETE FROM {} WHERE id = $1", self.sql.threads),
+                &prepared_tx(
+                    &tx,
+                    &format!("DELETE FROM {} WHERE id = $1", self.sql.threads),
+                    &doing,
+                )
+                .await?,
                 &[&thread],
             )
             .await;
@@ -1143,7 +1234,12 @@ impl Backend for Postgres {
             (&self.sql.threads, &self.sql.entries, &self.sql.snapshots);
         let initial: Option<String> = tx
             .query_one(
-                &format!("SELECT initial::text FROM {threads} WHERE id = $1"),
+                &prepared_tx(
+                    &tx,
+                    &format!("SELECT initial::text FROM {threads} WHERE id = $1"),
+                    &doing,
+                )
+                .await?,
                 &[&thread],
             )
             .await
@@ -1156,7 +1252,12 @@ impl Backend for Postgres {
                 json: &json,
             })?;
             tx.execute(
-                &format!("UPDATE {threads} SET initial = $2::text::json WHERE id = $1"),
+                &prepared_tx(
+                    &tx,
+                    &format!("UPDATE {threads} SET initial = $2::text::json WHERE id = $1"),
+                    &doing,
+                )
+                .await?,
                 &[&thread, &json],
             )
             .await
@@ -1170,9 +1271,14 @@ impl Backend for Postgres {
             .map_err(db_err(&doing))?;
         for r in tx
             .query(
-                &format!(
+                &prepared_tx(
+                    &tx,
+                    &format!(
                     "SELECT seq, kind, fingerprint, body::text FROM {entries} WHERE thread = $1"
                 ),
+                    &doing,
+                )
+                .await?,
                 &[&thread],
             )
             .await
@@ -1193,7 +1299,14 @@ impl Backend for Postgres {
         }
         for r in tx
             .query(
-                &format!("SELECT seq, fingerprint, body::text FROM {snapshots} WHERE thread = $1"),
+                &prepared_tx(
+                    &tx,
+                    &format!(
+                        "SELECT seq, fingerprint, body::text FROM {snapshots} WHERE thread = $1"
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&thread],
             )
             .await
@@ -1206,16 +1319,21 @@ impl Backend for Postgres {
                 json: r.get(2),
             })?;
             tx.execute(
-                &format!(
+                &prepared_tx(&tx, &format!(
                     "UPDATE {snapshots} SET body = $3::text::json, fingerprint = $4 WHERE thread = $1 AND seq = $2"
-                ),
+                ), &doing).await?,
                 &[&thread, &seq, &json, &fp],
             )
             .await
             .map_err(db_err(&doing))?;
         }
         tx.execute(
-            &format!("UPDATE {threads} SET fingerprint = $2 WHERE id = $1"),
+            &prepared_tx(
+                &tx,
+                &format!("UPDATE {threads} SET fingerprint = $2 WHERE id = $1"),
+                &doing,
+            )
+            .await?,
             &[&thread, &fp],
         )
         .await
@@ -1229,11 +1347,11 @@ impl Backend for Postgres {
         let client = self.client(&doing).await?;
         client
             .execute(
-                &format!(
+                &prepared(&client, &format!(
                     "INSERT INTO {} (fingerprint, version, type_name, schema, types) VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT DO NOTHING",
                     self.sql.schemas
-                ),
+                ), &doing).await?,
                 &[
                     &(schema.fingerprint as i64),
                     &i64::from(schema.version),
@@ -1252,10 +1370,15 @@ impl Backend for Postgres {
         let client = self.client(doing).await?;
         let rows = client
             .query(
-                &format!(
-                    "SELECT fingerprint, version, type_name, schema, types FROM {}",
-                    self.sql.schemas
-                ),
+                &prepared(
+                    &client,
+                    &format!(
+                        "SELECT fingerprint, version, type_name, schema, types FROM {}",
+                        self.sql.schemas
+                    ),
+                    doing,
+                )
+                .await?,
                 &[],
             )
             .await
@@ -1287,11 +1410,16 @@ impl Backend for Postgres {
         check_compaction(&info, seq, incarnation)?;
         let seq = seq as i64;
         tx.execute(
-            &format!(
+            &prepared_tx(
+                &tx,
+                &format!(
                 "INSERT INTO {} (thread, seq, fingerprint, body) VALUES ($1, $2, $3, $4::text::json)
                  ON CONFLICT DO NOTHING",
                 self.sql.snapshots
             ),
+                &doing,
+            )
+            .await?,
             &[&thread, &seq, &(fingerprint as i64), &json],
         )
         .await
@@ -1300,11 +1428,16 @@ impl Backend for Postgres {
         // point (or the new snapshot).
         let cut: i64 = tx
             .query_one(
-                &format!(
+                &prepared_tx(
+                    &tx,
+                    &format!(
                     "SELECT coalesce(max(seq), 0) FROM {} WHERE thread = $1 AND seq <= least($2,
                        (SELECT coalesce(min(fork_seq), $2) FROM {} WHERE parent = $1))",
                     self.sql.snapshots, self.sql.threads
                 ),
+                    &doing,
+                )
+                .await?,
                 &[&thread, &seq],
             )
             .await
@@ -1316,25 +1449,40 @@ impl Backend for Postgres {
         }
         let dropped = tx
             .execute(
-                &format!(
-                    "DELETE FROM {} WHERE thread = $1 AND seq <= $2",
-                    self.sql.entries
-                ),
+                &prepared_tx(
+                    &tx,
+                    &format!(
+                        "DELETE FROM {} WHERE thread = $1 AND seq <= $2",
+                        self.sql.entries
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&thread, &cut],
             )
             .await
             .map_err(db_err(&doing))?;
         tx.execute(
-            &format!(
-                "DELETE FROM {} WHERE thread = $1 AND seq < $2",
-                self.sql.snapshots
-            ),
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "DELETE FROM {} WHERE thread = $1 AND seq < $2",
+                    self.sql.snapshots
+                ),
+                &doing,
+            )
+            .await?,
             &[&thread, &cut],
         )
         .await
         .map_err(db_err(&doing))?;
         tx.execute(
-            &format!("UPDATE {} SET oldest = $2 WHERE id = $1", self.sql.threads),
+            &prepared_tx(
+                &tx,
+                &format!("UPDATE {} SET oldest = $2 WHERE id = $1", self.sql.threads),
+                &doing,
+            )
+            .await?,
             &[&thread, &cut],
         )
         .await
@@ -1351,18 +1499,26 @@ impl Backend for Postgres {
         // row to share) out until the rewind commits.
         let info = self.lock_thread(&tx, thread, &doing).await?;
         let (lease, now, head) = lease_row(
-            &tx.query_one(&self.sql.lease, &[&thread])
-                .await
-                .map_err(db_err(&doing))?,
+            &tx.query_one(
+                &prepared_tx(&tx, &self.sql.lease, &doing).await?,
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?,
         );
         rewind_refusal(&info, seq, head, lease, now)?;
         let seq_i = seq as i64;
         let fork = tx
             .query_opt(
-                &format!(
-                    "SELECT id FROM {} WHERE parent = $1 AND fork_seq > $2 ORDER BY id LIMIT 1",
-                    self.sql.threads
-                ),
+                &prepared_tx(
+                    &tx,
+                    &format!(
+                        "SELECT id FROM {} WHERE parent = $1 AND fork_seq > $2 ORDER BY id LIMIT 1",
+                        self.sql.threads
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&thread, &seq_i],
             )
             .await
@@ -1379,7 +1535,12 @@ impl Backend for Postgres {
         }
         for table in [&self.sql.entries, &self.sql.snapshots] {
             tx.execute(
-                &format!("DELETE FROM {table} WHERE thread = $1 AND seq > $2"),
+                &prepared_tx(
+                    &tx,
+                    &format!("DELETE FROM {table} WHERE thread = $1 AND seq > $2"),
+                    &doing,
+                )
+                .await?,
                 &[&thread, &seq_i],
             )
             .await
@@ -1387,10 +1548,15 @@ impl Backend for Postgres {
         }
         let incarnation = new_incarnation();
         tx.execute(
-            &format!(
-                "UPDATE {} SET head = $2, incarnation = $3 WHERE id = $1",
-                self.sql.threads
-            ),
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "UPDATE {} SET head = $2, incarnation = $3 WHERE id = $1",
+                    self.sql.threads
+                ),
+                &doing,
+            )
+            .await?,
             &[&thread, &seq_i, &incarnation],
         )
         .await
@@ -1427,12 +1593,12 @@ impl Backend for Postgres {
         // and the lease.
         let inserted = tx
             .execute(
-                &format!(
+                &prepared_tx(&tx, &format!(
                     "INSERT INTO {threads}
                      (id, fingerprint, head, oldest, parent, fork_seq, initial, metadata, created_ms, incarnation)
                      SELECT $2, fingerprint, head, oldest, parent, fork_seq, initial, $3::text::jsonb, $4, $5
                      FROM {threads} WHERE id = $1"
-                ),
+                ), &doing).await?,
                 &[&thread, &new_id, &metadata, &created_ms, &incarnation],
             )
             .await;
@@ -1445,28 +1611,36 @@ impl Backend for Postgres {
             other => other.map_err(db_err(&doing))?,
         };
         tx.execute(
-            &format!(
+            &prepared_tx(&tx, &format!(
                 "INSERT INTO {entries} (thread, seq, kind, time_ms, node, run_id, extra, fingerprint, body)
                  SELECT $2, seq, kind, time_ms, node, run_id, extra, fingerprint, body
                  FROM {entries} WHERE thread = $1 ORDER BY seq"
-            ),
+            ), &doing).await?,
             &[&thread, &new_id],
         )
         .await
         .map_err(db_err(&doing))?;
         tx.execute(
-            &format!(
-                "INSERT INTO {snapshots} (thread, seq, fingerprint, body)
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "INSERT INTO {snapshots} (thread, seq, fingerprint, body)
                  SELECT $2, seq, fingerprint, body FROM {snapshots} WHERE thread = $1 ORDER BY seq"
-            ),
+                ),
+                &doing,
+            )
+            .await?,
             &[&thread, &new_id],
         )
         .await
         .map_err(db_err(&doing))?;
         let copy = read_thread(
-            &tx.query_one(&self.sql.thread, &[&new_id])
-                .await
-                .map_err(db_err(&doing))?,
+            &tx.query_one(
+                &prepared_tx(&tx, &self.sql.thread, &doing).await?,
+                &[&new_id],
+            )
+            .await
+            .map_err(db_err(&doing))?,
         )?;
         tx.commit().await.map_err(db_err(&doing))?;
         Ok(copy)
@@ -1561,14 +1735,15 @@ impl RecordBackend for Postgres {
     async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
         let doing = format!("writing {} record `{}`", row.kind, row.id);
         let client = self.client(&doing).await?;
+        let sql = format!(
+            "INSERT INTO {} (kind, id, thread, created_ms, body)
+             VALUES ($1, $2, $3, $4, $5::text::jsonb)
+             ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
+            self.sql.records
+        );
         client
             .execute(
-                &format!(
-                    "INSERT INTO {} (kind, id, thread, created_ms, body)
-                     VALUES ($1, $2, $3, $4, $5::text::jsonb)
-                     ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
-                    self.sql.records
-                ),
+                &prepared(&client, &sql, &doing).await?,
                 &[&row.kind, &row.id, &row.thread, &row.created_ms, &row.body],
             )
             .await
@@ -1581,10 +1756,10 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         let row = client
             .query_opt(
-                &format!(
+                &prepared(&client, &format!(
                     "SELECT kind, id, thread, created_ms, body::text FROM {} WHERE kind = $1 AND id = $2",
                     self.sql.records
-                ),
+                ), &doing).await?,
                 &[&kind, &id],
             )
             .await
@@ -1601,11 +1776,16 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         let rows = client
             .query(
-                &format!(
-                    "SELECT kind, id, thread, created_ms, body::text FROM {}
+                &prepared(
+                    &client,
+                    &format!(
+                        "SELECT kind, id, thread, created_ms, body::text FROM {}
                      WHERE kind = $1 AND ($2::text IS NULL OR thread = $2) ORDER BY created_ms, id",
-                    self.sql.records
-                ),
+                        self.sql.records
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&kind, &thread],
             )
             .await
@@ -1618,10 +1798,15 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         let n = client
             .execute(
-                &format!(
-                    "DELETE FROM {} WHERE kind = $1 AND id = $2",
-                    self.sql.records
-                ),
+                &prepared(
+                    &client,
+                    &format!(
+                        "DELETE FROM {} WHERE kind = $1 AND id = $2",
+                        self.sql.records
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&kind, &id],
             )
             .await
@@ -1641,14 +1826,15 @@ impl RecordBackend for Postgres {
         let seqs: Vec<i64> = (0..bodies.len())
             .map(|i| (first + i as u64) as i64)
             .collect();
+        let sql = format!(
+            "INSERT INTO {} (log, seq, body)
+             SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
+             ON CONFLICT (log, seq) DO NOTHING",
+            self.sql.events
+        );
         client
             .execute(
-                &format!(
-                    "INSERT INTO {} (log, seq, body)
-                     SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
-                     ON CONFLICT (log, seq) DO NOTHING",
-                    self.sql.events
-                ),
+                &prepared(&client, &sql, &doing).await?,
                 &[&log, &seqs, &bodies],
             )
             .await
@@ -1666,10 +1852,10 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         let rows = client
             .query(
-                &format!(
+                &prepared(&client, &format!(
                     "SELECT seq, body::text FROM {} WHERE log = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
                     self.sql.events
-                ),
+                ), &doing).await?,
                 &[&log, &(from as i64), &(limit.min(i64::MAX as usize) as i64)],
             )
             .await
@@ -1688,7 +1874,12 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         client
             .execute(
-                &format!("DELETE FROM {} WHERE log = $1", self.sql.events),
+                &prepared(
+                    &client,
+                    &format!("DELETE FROM {} WHERE log = $1", self.sql.events),
+                    &doing,
+                )
+                .await?,
                 &[&log],
             )
             .await
@@ -1704,11 +1895,16 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         client
             .query(
-                &format!(
+                &prepared(
+                    &client,
+                    &format!(
                     "WITH queued AS (INSERT INTO {} (run, thread) VALUES ($1, $2) RETURNING run)
                      SELECT pg_notify($3, '') FROM queued",
                     self.sql.queue
                 ),
+                    &doing,
+                )
+                .await?,
                 &[&run, &thread, &self.sql.ready],
             )
             .await
@@ -1764,11 +1960,16 @@ impl RecordBackend for Postgres {
         let client = self.client(&doing).await?;
         client
             .query(
-                &format!(
-                    "WITH done AS (DELETE FROM {} WHERE run = $1 RETURNING run)
+                &prepared(
+                    &client,
+                    &format!(
+                        "WITH done AS (DELETE FROM {} WHERE run = $1 RETURNING run)
                      SELECT pg_notify($2, '') FROM done",
-                    self.sql.queue
-                ),
+                        self.sql.queue
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&run, &self.sql.ready],
             )
             .await
@@ -1783,17 +1984,22 @@ impl RecordBackend for Postgres {
         // next takes the lease without waiting, and no sweep sees it running without one.
         client
             .query(
-                &format!(
-                    "WITH back AS (UPDATE {queue} SET status = 'pending', owner = NULL,
+                &prepared(
+                    &client,
+                    &format!(
+                        "WITH back AS (UPDATE {queue} SET status = 'pending', owner = NULL,
                                           attempts = greatest(attempts - 1, 0)
                                    WHERE run = $1 AND owner = $2 AND status = 'running'
                                    RETURNING run, thread),
                      revoked AS (UPDATE {threads} t SET lease_owner = NULL, lease_expires_ms = NULL
                                  FROM back WHERE t.id = back.thread RETURNING t.id)
                      SELECT pg_notify($3, ''), (SELECT count(*) FROM revoked) FROM back",
-                    queue = self.sql.queue,
-                    threads = self.sql.threads,
-                ),
+                        queue = self.sql.queue,
+                        threads = self.sql.threads,
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&run, &owner, &self.sql.ready],
             )
             .await
@@ -1807,7 +2013,12 @@ impl RecordBackend for Postgres {
         let queue = &self.sql.queue;
         let pending = client
             .execute(
-                &format!("DELETE FROM {queue} WHERE run = $1 AND status = 'pending'"),
+                &prepared(
+                    &client,
+                    &format!("DELETE FROM {queue} WHERE run = $1 AND status = 'pending'"),
+                    &doing,
+                )
+                .await?,
                 &[&run],
             )
             .await
@@ -1817,11 +2028,16 @@ impl RecordBackend for Postgres {
         }
         let running = client
             .query(
-                &format!(
-                    "WITH marked AS (UPDATE {queue} SET cancelled = true
+                &prepared(
+                    &client,
+                    &format!(
+                        "WITH marked AS (UPDATE {queue} SET cancelled = true
                                      WHERE run = $1 AND status = 'running' RETURNING run)
                      SELECT pg_notify($2, run) FROM marked"
-                ),
+                    ),
+                    &doing,
+                )
+                .await?,
                 &[&run, &self.sql.cancel],
             )
             .await
@@ -1842,8 +2058,10 @@ impl RecordBackend for Postgres {
         // up or it was cancelled (its cancellation reached no worker).
         let rows = client
             .query(
-                &format!(
-                    "WITH dead AS (
+                &prepared(
+                    &client,
+                    &format!(
+                        "WITH dead AS (
                          SELECT q.run FROM {queue} q
                          WHERE q.status = 'running' AND q.claimed_ms <= {NOW_MS} - $1
                            AND NOT EXISTS (SELECT 1 FROM {threads} t WHERE t.id = q.thread
@@ -1858,7 +2076,10 @@ impl RecordBackend for Postgres {
                      SELECT run, thread, attempts, status,
                             CASE WHEN status = 'pending' THEN pg_notify($3, '') END
                      FROM swept"
-                ),
+                    ),
+                    doing,
+                )
+                .await?,
                 &[
                     &(grace.as_millis().min(i64::MAX as u128) as i64),
                     &(max_attempts as i32),
@@ -1887,7 +2108,15 @@ impl RecordBackend for Postgres {
         out.extend(swept.exhausted.iter().map(|r| r.run.clone()));
         if !out.is_empty() {
             client
-                .execute(&format!("DELETE FROM {queue} WHERE run = ANY($1)"), &[&out])
+                .execute(
+                    &prepared(
+                        &client,
+                        &format!("DELETE FROM {queue} WHERE run = ANY($1)"),
+                        doing,
+                    )
+                    .await?,
+                    &[&out],
+                )
                 .await
                 .map_err(db_err(doing))?;
         }

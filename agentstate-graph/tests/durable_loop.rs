@@ -540,20 +540,25 @@ async fn a_filtered_durable_stream<B: Backend>(store: Store<B>, t: String) {
     );
 }
 
-/// Dropping a durable stream in the middle of a step is a crash: a resume (streamed) runs the
-/// step again, the steps before it are not run again.
-async fn dropping_a_durable_stream_is_a_crash<B: Backend>(store: Store<B>, t: String) {
-    let (calls, started) = (Calls::default(), Gate::new());
-    let graph = Graph::builder()
-        .node("a", plain(&calls, "a"))
-        .node("b", stuck_once(&calls, "b", &started))
-        .node("c", plain(&calls, "c"))
+/// `a` -> `b` -> `c`, `b` stuck its first time (after opening `started`): a run cut short there.
+fn stuck_at_b(calls: &Calls, started: &Gate) -> Graph<Flow> {
+    Graph::builder()
+        .node("a", plain(calls, "a"))
+        .node("b", stuck_once(calls, "b", started))
+        .node("c", plain(calls, "c"))
         .entry("a")
         .edge("a", "b")
         .edge("b", "c")
         .edge("c", END)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// Dropping a durable stream in the middle of a step is a crash: a resume (streamed) runs the
+/// step again, the steps before it are not run again.
+async fn dropping_a_durable_stream_is_a_crash<B: Backend>(store: Store<B>, t: String) {
+    let (calls, started) = (Calls::default(), Gate::new());
+    let graph = stuck_at_b(&calls, &started);
     store.create(&t, Flow::default()).await.unwrap();
     let durable = graph.durable(&store).lease_ttl(Duration::from_millis(300));
     let mut stream = durable.stream(&t, ());
@@ -606,16 +611,7 @@ async fn dropping_a_durable_stream_is_a_crash<B: Backend>(store: Store<B>, t: St
 /// node merges the input alone; a node the graph lacks is refused before anything is written.
 async fn a_run_goes_to_a_node<B: Backend>(store: Store<B>, t: String) {
     let (calls, started) = (Calls::default(), Gate::new());
-    let graph = Graph::builder()
-        .node("a", plain(&calls, "a"))
-        .node("b", stuck_once(&calls, "b", &started))
-        .node("c", plain(&calls, "c"))
-        .entry("a")
-        .edge("a", "b")
-        .edge("b", "c")
-        .edge("c", END)
-        .build()
-        .unwrap();
+    let graph = stuck_at_b(&calls, &started);
     store.create(&t, Flow::default()).await.unwrap();
     let durable = graph.durable(&store).lease_ttl(Duration::from_millis(300));
     let input = || FlowUpdate::default().log(vec!["in".to_owned()]);

@@ -44,7 +44,8 @@
 //! - [`Assistant`]: a graph with its state type erased behind JSON (a run's input is a JSON
 //!   update of the state, `command.resume` its [`Answers`](agentstate_graph::durable::Answers),
 //!   its events [`RunEvent`]s); implemented for every `DurableGraph` whose state has a
-//!   `Default`. With it: [`Start`], [`RunEvents`], [`Snapshot`], [`CheckpointState`],
+//!   `Default`. With it: [`Start`], [`RunOptions`] (a run's breakpoints, `command.update` and
+//!   `goto`, its checkpoint), [`RunEvents`], [`Snapshot`], [`CheckpointState`],
 //!   [`AssistantError`], [`BoxFuture`].
 //! - [`record`]: what the server stores beside the threads, one serde-tagged, versioned type
 //!   ([`Record`](record::Record): runs and threads' bookkeeping, with their statuses, and the

@@ -670,13 +670,9 @@ impl Job {
             );
         }
         let node_meta = |node: &str, step: u64| {
-            json!({
-                "thread_id": self.run.thread_id,
-                "run_id": run_id,
-                "langgraph_step": step,
-                "langgraph_node": node,
-                "langgraph_triggers": [format!("branch:to:{node}")],
-            })
+            let mut metadata = self.node_metadata(node, step);
+            metadata["langgraph_triggers"] = json!([format!("branch:to:{node}")]);
+            metadata
         };
         match event {
             RunEvent::TaskStarted { node, step } => {
@@ -769,19 +765,23 @@ impl Job {
         }
     }
 
+    /// The metadata LangGraph gives what node `node` streams in step `step` (a message's, an
+    /// event's).
+    fn node_metadata(&self, node: &str, step: u64) -> Value {
+        json!({
+            "langgraph_node": node,
+            "langgraph_step": step,
+            "run_id": self.run.run_id,
+            "thread_id": self.run.thread_id,
+        })
+    }
+
     /// Pushes the frames of `event` in the `messages` mode: a message's `messages/metadata`
     /// when it first shows, each piece of a model's text as `messages/partial` (the message so
     /// far), and each message a node's update adds as `messages/complete`.
     fn emit_messages(&self, event: &RunEvent, seen: &mut Seen) {
         let live = &self.live;
-        let metadata = |node: &str, step: u64| {
-            json!({"metadata": {
-                "langgraph_node": node,
-                "langgraph_step": step,
-                "run_id": self.run.run_id,
-                "thread_id": self.run.thread_id,
-            }})
-        };
+        let metadata = |node: &str, step: u64| json!({"metadata": self.node_metadata(node, step)});
         match event {
             RunEvent::TaskStarted { node, step } => {
                 seen.steps.insert(node.clone(), *step);
@@ -882,13 +882,7 @@ impl Job {
                     "additional_kwargs": {},
                     "response_metadata": {},
                 });
-                let metadata = json!({
-                    "langgraph_node": node,
-                    "langgraph_step": step,
-                    "run_id": self.run.run_id,
-                    "thread_id": self.run.thread_id,
-                });
-                live.push("messages", json!([chunk, metadata]));
+                live.push("messages", json!([chunk, self.node_metadata(node, *step)]));
             }
             RunEvent::Suspended { values, interrupts } => {
                 let asked = questions(interrupts);

@@ -13,7 +13,7 @@ AGENTSTATE_SERVER_BINARY is the `three` example, built with
 - runs per second: 8 concurrent clients, each creating a thread and waiting for a run on it
   (`runs.wait`), for S seconds.
 
-Prints one table (Markdown) and stops both servers. Needs the packages of requirements.txt
+Prints one table (Markdown) and stops both servers. Needs the packages of ../../tests/reference/requirements.txt
 (`langgraph-cli[inmem]` and its pinned dependencies).
 """
 

@@ -289,6 +289,18 @@ where
             run_id: run.run_id.to_string(),
         });
     }
+    if out.wants(EventFilter::STEP_FINISHED) {
+        // The state the run starts from (its input merged; a resumed run's where it stands),
+        // as the step that made it: LangGraph's first `values`.
+        out.push(Event::StepFinished {
+            record: StepRecord {
+                step: run.step,
+                nodes: run.graph.keys(&run.last),
+                next: run.graph.keys(&run.active),
+            },
+            state: commit.state(),
+        });
+    }
     loop {
         if run.step as usize >= run.limit {
             let kind = RunErrorKind::RecursionLimit {

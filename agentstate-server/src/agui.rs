@@ -267,6 +267,7 @@ async fn run(
         stateless: false,
         agui: Some(Arc::new(Mutex::new(agui))),
         worker: None,
+        api_url: shared.api_url(),
     }
     .spawn();
     let events = live

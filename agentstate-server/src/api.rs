@@ -2,9 +2,11 @@
 
 use crate::assistant::{RunOptions, Snapshot, Start};
 use crate::checkpoints::{
-    checkpoint_json, history_entry, interrupt_json, task_id, tasks_json, with_interrupts,
+    checkpoint_json, empty_state, interrupt_json, thread_points, with_interrupts, CheckpointId,
+    Checkpoints,
 };
 use crate::error::ApiError;
+use crate::metadata::{run_metadata, task_id};
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
 use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode, Stop};
 use crate::server::{Served, Shared};
@@ -187,12 +189,12 @@ async fn snapshot(
     }
 }
 
-/// The interrupts by task id.
-fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
+/// The interrupts of thread `thread` by task id.
+fn interrupts_by_task(thread: &str, interrupts: &[Interrupt]) -> Map<String, Value> {
     let mut map = Map::new();
     for i in interrupts {
         let entry = map
-            .entry(task_id(&i.step_node, i.step))
+            .entry(task_id(thread, &i.step_node, i.step))
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(list) = entry {
             list.push(interrupt_json(i));
@@ -201,22 +203,26 @@ fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
     map
 }
 
+/// A thread as LangGraph shows it: once a run made its state, with its values, its
+/// questions by task, its config and its last run's error.
 async fn thread_json(shared: &Shared, thread: &ThreadRecord) -> Result<Value, ApiError> {
-    let snapshot = snapshot(shared, thread, None).await?;
-    let (values, interrupts) = match &snapshot {
-        Some(s) => (s.values.clone(), interrupts_by_task(&s.interrupts)),
-        None => (Value::Null, Map::new()),
-    };
-    Ok(json!({
+    let mut json = json!({
         "thread_id": thread.thread_id,
         "created_at": iso8601(thread.created_ms),
         "updated_at": iso8601(thread.updated_ms),
+        "state_updated_at": iso8601(thread.updated_ms),
         "metadata": thread.metadata,
         "status": thread.status,
-        "values": values,
-        "interrupts": interrupts,
+        "values": null,
         "config": {},
-    }))
+    });
+    if let Some(s) = snapshot(shared, thread, None).await? {
+        json["values"] = s.values;
+        json["interrupts"] = Value::Object(interrupts_by_task(&thread.thread_id, &s.interrupts));
+        json["config"] = json!({"configurable": {}});
+        json["error"] = serde_json::to_value(&thread.error).unwrap_or(Value::Null);
+    }
+    Ok(json)
 }
 
 #[derive(Deserialize, Default)]
@@ -377,35 +383,55 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     ok(thread_json(&shared, &copy).await?)
 }
 
-fn empty_state(thread: &str) -> Value {
-    json!({
-        "values": {},
-        "next": [],
-        "tasks": [],
-        "checkpoint": checkpoint_json(thread, None),
-        "metadata": {},
-        "created_at": null,
-        "parent_checkpoint": null,
-        "interrupts": [],
-    })
+/// Thread `id`'s state now, or at checkpoint `at`, as LangGraph shows it.
+async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answer {
+    let thread = thread_record(shared, id).await?;
+    let Some(graph) = &thread.graph_id else {
+        return match at {
+            None => ok(empty_state()),
+            Some(at) => Err(missing_checkpoint(id, at)),
+        };
+    };
+    let served = shared.graph(graph)?;
+    let assistant = &*served.assistant;
+    let points = thread_points(assistant, id).await?;
+    let Some(newest) = points.len().checked_sub(1) else {
+        return match at {
+            None => ok(empty_state()),
+            Some(at) => Err(missing_checkpoint(id, at)),
+        };
+    };
+    let at = match at {
+        None => newest,
+        Some(at) => points
+            .iter()
+            .position(|p| p.id == at)
+            .ok_or_else(|| missing_checkpoint(id, at))?,
+    };
+    let api_url = shared.api_url();
+    let mut checkpoints =
+        Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
+    if at != newest {
+        return ok(checkpoints.entry(&points, at, &[]).await?);
+    }
+    // The newest: where the thread's run stands now (its next nodes, its questions).
+    let now = snapshot(shared, &thread, None).await?;
+    let mut points = points;
+    let interrupts = match now {
+        Some(now) => {
+            points[at].next = now.next;
+            now.interrupts
+        }
+        None => Vec::new(),
+    };
+    ok(checkpoints.entry(&points, at, &interrupts).await?)
 }
 
-async fn state_json(shared: &Shared, id: &str, at: Option<u64>) -> Answer {
-    let thread = thread_record(shared, id).await?;
-    let Some(snapshot) = snapshot(shared, &thread, at).await? else {
-        return ok(empty_state(id));
-    };
-    let parent = snapshot.version.checked_sub(1).filter(|v| *v > 0);
-    ok(json!({
-        "values": snapshot.values,
-        "next": snapshot.next,
-        "tasks": tasks_json(&snapshot.next, &snapshot.interrupts, 0),
-        "checkpoint": checkpoint_json(id, Some(snapshot.version)),
-        "metadata": {"source": "loop"},
-        "created_at": iso8601(thread.updated_ms),
-        "parent_checkpoint": parent.map(|p| checkpoint_json(id, Some(p))),
-        "interrupts": snapshot.interrupts.iter().map(interrupt_json).collect::<Vec<_>>(),
-    }))
+/// The refusal of a checkpoint thread `thread` does not have.
+fn missing_checkpoint(thread: &str, at: CheckpointId) -> ApiError {
+    ApiError::not_found(format!(
+        "checkpoint `{at}` of thread `{thread}` does not exist"
+    ))
 }
 
 async fn thread_state(State(shared): Api, Path(id): Path<String>) -> Answer {
@@ -430,6 +456,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         (None, Some(c)) => c["checkpoint_id"].as_str().map(str::to_owned),
         (None, None) => None,
     };
+    let checkpoint = checkpoint.map(|c| checkpoint_id(&id, &c)).transpose()?;
     let mut thread = thread_record(&shared, &id).await?;
     let Some(graph) = thread.graph_id.clone() else {
         return Err(ApiError::unprocessable(format!(
@@ -445,11 +472,9 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
     if let Some(checkpoint) = checkpoint {
         // An update at an earlier checkpoint: the thread is taken back there first (its
         // later checkpoints removed), as a run from a checkpoint does.
-        let version = checkpoint_version(&id, &checkpoint)?;
+        let version = checkpoint.version();
         if served.assistant.snapshot(&id, Some(version)).await.is_err() {
-            return Err(ApiError::not_found(format!(
-                "checkpoint `{version}` of thread `{id}` does not exist"
-            )));
+            return Err(missing_checkpoint(&id, checkpoint));
         }
         served
             .assistant
@@ -465,13 +490,18 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         .map_err(ApiError::from)?;
     thread.updated_ms = now_ms();
     shared.records.put(Record::Thread(thread)).await?;
-    ok(json!({"checkpoint": checkpoint_json(&id, Some(version))}))
+    let checkpoint = CheckpointId::Version(version);
+    ok(json!({
+        "checkpoint": checkpoint_json(&id, checkpoint),
+        "configurable": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": checkpoint.to_string()},
+    }))
 }
 
-fn checkpoint_version(thread: &str, checkpoint: &str) -> Result<u64, ApiError> {
-    checkpoint.parse().map_err(|_| {
+/// Checkpoint id `checkpoint` of thread `thread`, read.
+fn checkpoint_id(thread: &str, checkpoint: &str) -> Result<CheckpointId, ApiError> {
+    CheckpointId::parse(checkpoint).ok_or_else(|| {
         ApiError::unprocessable(format!(
-            "checkpoint `{checkpoint}` of thread `{thread}` is not one of its checkpoint ids (versions: 1, 2, ...)"
+            "checkpoint `{checkpoint}` of thread `{thread}` is not one of its checkpoint ids (`5`, or `5-input` for a run's input)"
         ))
     })
 }
@@ -480,8 +510,8 @@ async fn thread_state_at(
     State(shared): Api,
     Path((id, checkpoint)): Path<(String, String)>,
 ) -> Answer {
-    let version = checkpoint_version(&id, &checkpoint)?;
-    state_json(&shared, &id, Some(version)).await
+    let at = checkpoint_id(&id, &checkpoint)?;
+    state_json(&shared, &id, Some(at)).await
 }
 
 #[derive(Deserialize, Default)]
@@ -490,28 +520,34 @@ struct HistoryQuery {
     limit: Option<usize>,
 }
 
+/// Thread `id`'s checkpoints, the newest first, at most `limit` (10 by default); the newest
+/// with the questions the thread waits for there.
 async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
     let thread = thread_record(shared, id).await?;
     let Some(graph) = &thread.graph_id else {
         return ok(json!([]));
     };
     let served = shared.graph(graph)?;
-    let limit = limit.unwrap_or(10);
-    // One more than asked: the oldest shown names its parent.
-    let mut checkpoints = served
-        .assistant
-        .checkpoints(id, limit.saturating_add(1))
-        .await
-        .map_err(ApiError::from)?;
-    for c in &mut checkpoints {
-        c.values = served.assistant.wire_values(std::mem::take(&mut c.values));
+    let assistant = &*served.assistant;
+    let points = thread_points(assistant, id).await?;
+    let newest_interrupts = match points.is_empty() {
+        true => Vec::new(),
+        false => snapshot(shared, &thread, None)
+            .await?
+            .map(|s| s.interrupts)
+            .unwrap_or_default(),
+    };
+    let api_url = shared.api_url();
+    let mut checkpoints =
+        Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
+    let mut states = Vec::new();
+    for at in (0..points.len()).rev().take(limit.unwrap_or(10)) {
+        let interrupts = match at + 1 == points.len() {
+            true => &newest_interrupts[..],
+            false => &[],
+        };
+        states.push(checkpoints.entry(&points, at, interrupts).await?);
     }
-    let states: Vec<Value> = checkpoints
-        .iter()
-        .enumerate()
-        .take(limit)
-        .map(|(i, c)| history_entry(id, c, checkpoints.get(i + 1)))
-        .collect();
     ok(Value::from(states))
 }
 
@@ -591,12 +627,12 @@ fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
         (None, None) => None,
     };
     if let Some(id) = checkpoint {
-        let version = id.parse().map_err(|_| {
+        let at = CheckpointId::parse(&id).ok_or_else(|| {
             format!(
-                "checkpoint `{id}` is not one of the thread's checkpoint ids (versions: 1, 2, ...)"
+                "checkpoint `{id}` is not one of the thread's checkpoint ids (`5`, or `5-input` for a run's input)"
             )
         })?;
-        options.checkpoint = Some(version);
+        options.checkpoint = Some(at.version());
     }
     if let Some(command) = &create.command {
         options.update = command.update.clone().filter(|u| !u.is_null());
@@ -717,13 +753,14 @@ async fn create_run(
         }
     }
     let start = start_of(&create);
-    let strategy = create.multitask_strategy.as_deref().unwrap_or("reject");
+    // LangGraph's servers enqueue a run on a busy thread unless told otherwise.
+    let strategy = create.multitask_strategy.as_deref().unwrap_or("enqueue");
     if shared.queued && !stateless {
         let run = queue_run(
             shared,
             record,
             &run_id,
-            &served.graph_id,
+            served,
             strategy,
             kwargs,
             create.metadata,
@@ -756,9 +793,13 @@ async fn create_run(
         other => Err(unserved_strategy(other)),
     })?;
     record.graph_id = Some(served.graph_id.clone());
-    record.updated_ms = now_ms();
+    mark_thread(&mut record, served);
     let mut run = RunRecord::new(&run_id, &thread_id, &served.graph_id, kwargs, now_ms());
-    run.metadata = Value::Object(create.metadata.clone().unwrap_or_default());
+    run.metadata = run_metadata(
+        create.metadata.clone(),
+        &served.assistant_id,
+        &served.graph_id,
+    );
     // Two rows of their own, written at once (on PostgreSQL, on two connections: one round
     // trip less before the stream's first event).
     let stored = tokio::try_join!(
@@ -781,6 +822,7 @@ async fn create_run(
         stateless,
         agui: None,
         worker: None,
+        api_url: shared.api_url(),
     };
     job.spawn();
     Ok(Created {
@@ -788,6 +830,18 @@ async fn create_run(
         live: Some(live),
         stateless,
     })
+}
+
+/// Thread `thread`'s record as a run of `served` leaves it: its metadata names the assistant
+/// and the graph (as LangGraph's server marks a thread a run is created on).
+fn mark_thread(thread: &mut ThreadRecord, served: &Served) {
+    let metadata = &mut thread.metadata;
+    metadata.insert("graph_id".into(), Value::from(served.graph_id.as_str()));
+    metadata.insert(
+        "assistant_id".into(),
+        Value::from(served.assistant_id.as_str()),
+    );
+    thread.updated_ms = now_ms();
 }
 
 fn unserved_strategy(other: &str) -> ApiError {
@@ -802,11 +856,12 @@ async fn queue_run(
     shared: &Shared,
     mut thread: ThreadRecord,
     run_id: &str,
-    graph_id: &str,
+    served: &Served,
     strategy: &str,
     kwargs: Value,
     metadata: Option<Map<String, Value>>,
 ) -> Result<RunRecord, ApiError> {
+    let graph_id = served.graph_id.as_str();
     let thread_id = thread.thread_id.clone();
     let open: Vec<RunRecord> = shared
         .records
@@ -831,9 +886,9 @@ async fn queue_run(
         other => return Err(unserved_strategy(other)),
     }
     thread.graph_id = Some(graph_id.to_owned());
-    thread.updated_ms = now_ms();
+    mark_thread(&mut thread, served);
     let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
-    run.metadata = Value::Object(metadata.unwrap_or_default());
+    run.metadata = run_metadata(metadata, &served.assistant_id, graph_id);
     shared.records.put(Record::Thread(thread)).await?;
     shared.records.put(Record::Run(run.clone())).await?;
     if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {

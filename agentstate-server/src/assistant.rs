@@ -4,7 +4,7 @@ use agentstate::Update;
 use agentstate_graph::durable::{
     Answers, Checkpoint, DurableError, DurableGraph, DurableState, RunStatus,
 };
-use agentstate_graph::{Emitted, Event, EventFilter, Interrupt, NodeKey};
+use agentstate_graph::{Emitted, Event, EventFilter, Interrupt, NodeKey, RunError, RunErrorKind};
 use agentstate_store::backend::Backend;
 use agentstate_store::StoreError;
 use futures_util::{Stream, StreamExt};
@@ -216,22 +216,94 @@ pub struct CheckpointState {
 }
 
 /// Why an assistant refused or failed: a category (the graph's and store's stable names, as
-/// `thread_not_found` or `state_validation_error`) and a sentence naming what was wrong.
+/// `thread_not_found` or `state_validation_error`) and a sentence naming what was wrong; and
+/// how the LangGraph API shows it, as LangGraph shows a Python exception's class and text
+/// (`{"error": "ValueError", "message": "boom"}`): [`name`](AssistantError::name) and
+/// [`detail`](AssistantError::detail).
+///
+/// A failed node's error is named by its type: the leading name of its `Debug` form (a
+/// derived `Debug`'s type or variant name, `ValueError` for `ValueError("boom")`; `Error` for
+/// an error that has none, such as a string made a `BoxError`), and its detail is its own
+/// `Display`. A run that took too many steps is LangGraph's `GraphRecursionError`, an update
+/// that does not merge its `InvalidUpdateError`; any other error is named by its category.
+///
+/// ```
+/// use agentstate_server::AssistantError;
+///
+/// let error = AssistantError::new("thread_leased", "thread `t-1` is leased by worker `w-2`");
+/// assert_eq!((error.name.as_str(), error.detail.as_str()), ("thread_leased", error.message.as_str()));
+/// let shown = error.shown_as("ValueError", "boom");
+/// assert_eq!((shown.name.as_str(), shown.detail.as_str()), ("ValueError", "boom"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssistantError {
     /// The stable category.
     pub category: String,
     /// The sentence.
     pub message: String,
+    /// The error's name as the API shows it (its `error`).
+    pub name: String,
+    /// What the API shows as its `message`.
+    pub detail: String,
 }
 
 impl AssistantError {
-    /// An error of `category` saying `message`.
+    /// An error of `category` saying `message` (shown by the API as its category and that
+    /// sentence).
     pub fn new(category: impl Into<String>, message: impl Into<String>) -> Self {
+        let (category, message) = (category.into(), message.into());
         AssistantError {
-            category: category.into(),
-            message: message.into(),
+            name: category.clone(),
+            detail: message.clone(),
+            category,
+            message,
         }
+    }
+
+    /// The same error, shown by the API as `name` saying `detail`.
+    #[must_use]
+    pub fn shown_as(mut self, name: impl Into<String>, detail: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.detail = detail.into();
+        self
+    }
+
+    /// The error of a failed run, named as the API shows it.
+    fn of_run<S>(error: &RunError<S>) -> Self {
+        let plain = AssistantError::new(error.category(), error.to_string());
+        match (error.kind(), error.category()) {
+            (RunErrorKind::Node { error: node, .. }, "node_exception")
+            | (RunErrorKind::Edge { error: node, .. }, "edge_exception") => {
+                plain.shown_as(type_name(node.as_ref()), node.to_string())
+            }
+            (RunErrorKind::RecursionLimit { .. }, _) => {
+                let detail = plain.message.clone();
+                plain.shown_as("GraphRecursionError", detail)
+            }
+            (RunErrorKind::Merge { .. } | RunErrorKind::ConcurrentWrite { .. }, _) => {
+                let detail = plain.message.clone();
+                plain.shown_as("InvalidUpdateError", detail)
+            }
+            _ => plain,
+        }
+    }
+}
+
+/// The name of an error's type: the leading name of its `Debug` form (a derived `Debug`
+/// starts with the type's or the variant's name), `Error` if it has none.
+fn type_name(error: &(dyn std::error::Error + 'static)) -> String {
+    let debug = format!("{error:?}");
+    let name: String = debug
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let rest = &debug[name.len()..];
+    let starts_well = name.starts_with(|c: char| c.is_ascii_uppercase());
+    let ends_well = rest.is_empty() || rest.starts_with('(') || rest.starts_with(" {");
+    if starts_well && ends_well {
+        name
+    } else {
+        "Error".to_owned()
     }
 }
 
@@ -245,7 +317,10 @@ impl std::error::Error for AssistantError {}
 
 impl<S> From<DurableError<S>> for AssistantError {
     fn from(error: DurableError<S>) -> Self {
-        AssistantError::new(error.category(), error.to_string())
+        match &error {
+            DurableError::Run(run) => AssistantError::of_run(run),
+            _ => AssistantError::new(error.category(), error.to_string()),
+        }
     }
 }
 
@@ -303,9 +378,10 @@ pub trait Assistant: Send + Sync + 'static {
     fn state_schema(&self) -> Value;
 
     /// The state's field that holds the conversation (agentstate
-    /// [`Message`](agentstate::message::Message)s, merged by `add_messages`), if it has one:
-    /// the AG-UI endpoint adds a client's new messages to it and streams the run's messages
-    /// from it. None by default; a `DurableGraph`'s is its state's first `add_messages` field.
+    /// [`Message`](agentstate::message::Message)s, merged by `add_messages` or
+    /// `upsert_messages`), if it has one: the AG-UI endpoint adds a client's new messages to
+    /// it, and the `messages` stream modes and AG-UI stream the messages nodes write to it.
+    /// None by default; a `DurableGraph`'s is its state's first such field.
     fn messages_field(&self) -> Option<String> {
         None
     }
@@ -381,6 +457,21 @@ pub trait Assistant: Send + Sync + 'static {
         thread: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<CheckpointState>, AssistantError>>;
+
+    /// Thread `thread`'s committed steps, the oldest first, without their states (what the
+    /// history and the state number their checkpoints by). By default,
+    /// [`checkpoints`](Assistant::checkpoints)' without their states; a `DurableGraph` reads
+    /// its journal's entries only.
+    fn steps<'a>(
+        &'a self,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Checkpoint>, AssistantError>> {
+        Box::pin(async move {
+            let mut states = self.checkpoints(thread, usize::MAX).await?;
+            states.reverse();
+            Ok(states.into_iter().map(|s| s.checkpoint).collect())
+        })
+    }
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Value {
@@ -429,7 +520,12 @@ where
         S::schema()
             .fields()
             .iter()
-            .find(|field| field.reducer.name == "add_messages")
+            .find(|field| {
+                matches!(
+                    field.reducer.name.as_str(),
+                    "add_messages" | "upsert_messages"
+                )
+            })
             .map(|field| field.name.clone())
     }
 
@@ -698,6 +794,13 @@ where
             Ok(states)
         })
     }
+
+    fn steps<'a>(
+        &'a self,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Checkpoint>, AssistantError>> {
+        Box::pin(async move { Ok(DurableGraph::checkpoints(self, thread).await?) })
+    }
 }
 
 /// The graph's nodes named `names` (`*`: every node).
@@ -853,9 +956,7 @@ fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
             values: to_json(&*state),
             interrupts,
         },
-        Event::RunFailed { error } => {
-            RunEvent::Failed(AssistantError::new(error.category(), error.to_string()))
-        }
+        Event::RunFailed { error } => RunEvent::Failed(AssistantError::of_run(&error)),
         _ => return None,
     })
 }

@@ -1,19 +1,31 @@
-//! LangGraph's JSON of a thread's checkpoints (its versions), their tasks and interrupts: as
-//! the state, the history and the `checkpoints`, `tasks` and `debug` stream modes show them.
+//! LangGraph's JSON of a thread's checkpoints, their tasks and interrupts: as the state, the
+//! history and the `checkpoints`, `tasks` and `debug` stream modes show them.
+//!
+//! A thread's checkpoints are its committed steps (its versions), and before each run's input
+//! the run's input checkpoint, as LangGraph lists them: the state before the input, its next
+//! task `__start__`, source `input`. Their steps are numbered across the thread's runs as
+//! LangGraph numbers them: a run's input checkpoint one after the last step of the run before
+//! (-1 for the thread's first run), the input merged one after it, each step one after the
+//! step before.
 
-use crate::assistant::CheckpointState;
-use crate::record::iso8601;
+use crate::assistant::{Assistant, AssistantError};
+use crate::metadata::{config_metadata, task_id};
+use crate::record::{iso8601, ThreadRecord};
+use crate::records::Records;
+use agentstate_graph::durable::Checkpoint;
 use agentstate_graph::Interrupt;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
-/// The id LangGraph gives the task of node `node` that asked at `step`.
-pub(crate) fn task_id(node: &str, step: u64) -> String {
-    format!("{node}:{step}")
-}
-
-/// An interrupt as LangGraph shows it.
+/// An interrupt as LangGraph shows it in a state, a thread and a task.
 pub(crate) fn interrupt_json(interrupt: &Interrupt) -> Value {
     json!({"value": interrupt.payload, "id": interrupt.id})
+}
+
+/// An interrupt as LangGraph streams it (`__interrupt__` of `values` and `updates`, and of a
+/// waited run's result): with its `response_schema`, which this server never sets.
+pub(crate) fn streamed_interrupt_json(interrupt: &Interrupt) -> Value {
+    json!({"value": interrupt.payload, "id": interrupt.id, "response_schema": null})
 }
 
 /// `values` with the pending questions under `__interrupt__` (breakpoints are stops, not
@@ -27,7 +39,10 @@ pub(crate) fn with_interrupts(values: &Value, interrupts: &[Interrupt]) -> Value
     if let Value::Object(map) = &mut values {
         map.insert(
             "__interrupt__".into(),
-            interrupts.into_iter().map(interrupt_json).collect(),
+            interrupts
+                .into_iter()
+                .map(streamed_interrupt_json)
+                .collect(),
         );
     }
     values
@@ -38,25 +53,66 @@ pub(crate) fn questions(interrupts: &[Interrupt]) -> Vec<&Interrupt> {
     interrupts.iter().filter(|i| !i.is_breakpoint()).collect()
 }
 
-/// A checkpoint's reference: the thread and the version (`None`: no checkpoint yet).
-pub(crate) fn checkpoint_json(thread: &str, version: Option<u64>) -> Value {
+/// A checkpoint's id: a version of the thread (`"5"`), or the input checkpoint of the run whose
+/// input is version `v` (`"5-input"`: the state at the version before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum CheckpointId {
+    /// A committed step: the thread at this version.
+    Version(u64),
+    /// The input checkpoint of the run whose input is this version.
+    Input(u64),
+}
+
+impl CheckpointId {
+    /// The id a client gives back, if it is one of this server's.
+    pub(crate) fn parse(id: &str) -> Option<CheckpointId> {
+        match id.strip_suffix("-input") {
+            Some(version) => version.parse().ok().map(CheckpointId::Input),
+            None => id.parse().ok().map(CheckpointId::Version),
+        }
+    }
+
+    /// The version whose state the checkpoint shows.
+    pub(crate) fn version(self) -> u64 {
+        match self {
+            CheckpointId::Version(v) => v,
+            CheckpointId::Input(v) => v.saturating_sub(1),
+        }
+    }
+}
+
+impl std::fmt::Display for CheckpointId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckpointId::Version(v) => write!(f, "{v}"),
+            CheckpointId::Input(v) => write!(f, "{v}-input"),
+        }
+    }
+}
+
+/// A checkpoint's reference: the thread and the checkpoint.
+pub(crate) fn checkpoint_json(thread: &str, id: CheckpointId) -> Value {
     json!({
         "thread_id": thread,
         "checkpoint_ns": "",
-        "checkpoint_id": version.map(|v| v.to_string()),
-        "checkpoint_map": null,
+        "checkpoint_id": id.to_string(),
     })
 }
 
-/// The tasks of a checkpoint's next step, with the questions they asked.
-pub(crate) fn tasks_json(next: &[String], interrupts: &[Interrupt], step: u64) -> Value {
+/// The tasks of a checkpoint's next step on thread `thread`, with the questions they asked.
+pub(crate) fn tasks_json(
+    thread: &str,
+    next: &[String],
+    interrupts: &[Interrupt],
+    step: i64,
+) -> Value {
     next.iter()
         .map(|node| {
             let asked: Vec<&Interrupt> =
                 interrupts.iter().filter(|i| &i.step_node == node).collect();
-            let step = asked.first().map_or(step, |i| i.step);
+            let step = asked.first().map_or(step.max(0) as u64, |i| i.step);
             json!({
-                "id": task_id(node, step),
+                "id": task_id(thread, node, step),
                 "name": node,
                 "path": ["__pregel_pull", node],
                 "error": null,
@@ -69,53 +125,252 @@ pub(crate) fn tasks_json(next: &[String], interrupts: &[Interrupt], step: u64) -
         .collect()
 }
 
-/// A history entry: a checkpoint with its state, its parent the one before it.
-pub(crate) fn history_entry(
-    id: &str,
-    state: &CheckpointState,
-    parent: Option<&CheckpointState>,
-) -> Value {
-    let c = &state.checkpoint;
+/// One of a thread's checkpoints as LangGraph lists them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Point {
+    /// Its id.
+    pub(crate) id: CheckpointId,
+    /// Its step, numbered across the thread's runs.
+    pub(crate) step: i64,
+    /// `input` (before a run's input) or `loop`.
+    pub(crate) source: &'static str,
+    /// The run that made it.
+    pub(crate) run_id: Option<String>,
+    /// The nodes that run next (`__start__` for an input checkpoint).
+    pub(crate) next: Vec<String>,
+    /// When it was committed.
+    pub(crate) time_ms: i64,
+}
+
+/// A thread's checkpoints as LangGraph lists them, oldest first, from its committed steps
+/// (oldest first).
+pub(crate) fn points(steps: Vec<Checkpoint>) -> Vec<Point> {
+    let mut points = Vec::with_capacity(steps.len() * 2);
+    let mut last: i64 = -2;
+    for c in steps {
+        if c.step == 0 {
+            last += 1;
+            points.push(Point {
+                id: CheckpointId::Input(c.version),
+                step: last,
+                source: "input",
+                run_id: c.run_id.clone(),
+                next: vec!["__start__".to_owned()],
+                time_ms: c.time_ms,
+            });
+        }
+        last += 1;
+        points.push(Point {
+            id: CheckpointId::Version(c.version),
+            step: last,
+            source: "loop",
+            run_id: c.run_id,
+            next: c.next,
+            time_ms: c.time_ms,
+        });
+    }
+    points
+}
+
+/// Thread `thread`'s checkpoints as LangGraph lists them, oldest first.
+pub(crate) async fn thread_points(
+    assistant: &dyn Assistant,
+    thread: &str,
+) -> Result<Vec<Point>, AssistantError> {
+    match assistant.steps(thread).await {
+        Ok(steps) => Ok(points(steps)),
+        Err(e) if e.category == "thread_not_found" => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a thread's checkpoints' JSON is made of: the thread, its assistant, the run records
+/// (each run's config metadata, read once) and the server's URL.
+pub(crate) struct Checkpoints<'a> {
+    pub(crate) assistant: &'a dyn Assistant,
+    pub(crate) records: &'a dyn Records,
+    pub(crate) thread: &'a ThreadRecord,
+    pub(crate) api_url: Option<&'a str>,
+    runs: HashMap<String, Map<String, Value>>,
+}
+
+impl<'a> Checkpoints<'a> {
+    /// The checkpoints' JSON of `thread`, served by `assistant`.
+    pub(crate) fn new(
+        assistant: &'a dyn Assistant,
+        records: &'a dyn Records,
+        thread: &'a ThreadRecord,
+        api_url: Option<&'a str>,
+    ) -> Self {
+        Checkpoints {
+            assistant,
+            records,
+            thread,
+            api_url,
+            runs: HashMap::new(),
+        }
+    }
+
+    /// The metadata of checkpoint `point`: its thread's, its run's config metadata, and where
+    /// it stands.
+    async fn metadata(&mut self, point: &Point) -> Value {
+        let mut metadata = self.thread.metadata.clone();
+        if let Some(run_id) = &point.run_id {
+            if !self.runs.contains_key(run_id) {
+                let config = match self.records.run(run_id).await {
+                    Ok(Some(run)) => config_metadata(&run, self.api_url),
+                    _ => Map::new(),
+                };
+                self.runs.insert(run_id.clone(), config);
+            }
+            metadata.extend(self.runs[run_id].clone());
+            metadata.insert("run_id".into(), Value::from(run_id.as_str()));
+            let request = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, run_id.as_bytes());
+            metadata.insert("langgraph_request_id".into(), request.to_string().into());
+        }
+        metadata.insert("langgraph_auth_user_id".into(), Value::from(""));
+        metadata.insert("user_id".into(), Value::from(""));
+        metadata.insert(
+            "thread_id".into(),
+            Value::from(self.thread.thread_id.as_str()),
+        );
+        metadata.insert("source".into(), Value::from(point.source));
+        metadata.insert("step".into(), Value::from(point.step));
+        metadata.insert("parents".into(), json!({}));
+        Value::Object(metadata)
+    }
+
+    /// Checkpoint `points[at]` as the state and the history show it, its parent the one before
+    /// it; `interrupts`: the questions waiting there (the thread's newest checkpoint's).
+    pub(crate) async fn entry(
+        &mut self,
+        points: &[Point],
+        at: usize,
+        interrupts: &[Interrupt],
+    ) -> Result<Value, AssistantError> {
+        let point = &points[at];
+        let thread = self.thread.thread_id.as_str();
+        let values = match self
+            .assistant
+            .snapshot(thread, Some(point.id.version()))
+            .await
+        {
+            Ok(snapshot) => self.assistant.wire_values(snapshot.values),
+            // Before the thread's first version: its state as it began.
+            Err(_) if point.id.version() == 0 => json!({}),
+            Err(e) => return Err(e),
+        };
+        let tasks = match point.id {
+            CheckpointId::Input(_) => json!([{
+                "id": task_id(thread, "__start__", 0),
+                "name": "__start__",
+                "path": ["__pregel_pull", "__start__"],
+                "error": null,
+                "interrupts": [],
+                "checkpoint": null,
+                "state": null,
+                "result": null,
+            }]),
+            CheckpointId::Version(_) => tasks_json(thread, &point.next, interrupts, point.step + 1),
+        };
+        let parent = at.checked_sub(1).map(|p| points[p].id);
+        Ok(json!({
+            "values": values,
+            "next": point.next,
+            "tasks": tasks,
+            "checkpoint": checkpoint_json(thread, point.id),
+            "checkpoint_id": point.id.to_string(),
+            "metadata": self.metadata(point).await,
+            "created_at": iso8601(point.time_ms),
+            "parent_checkpoint": parent.map(|p| checkpoint_json(thread, p)),
+            "parent_checkpoint_id": parent.map(|p| p.to_string()),
+            "interrupts": questions(interrupts).into_iter().map(interrupt_json).collect::<Vec<_>>(),
+        }))
+    }
+
+    /// Checkpoint `points[at]` as the `checkpoints` and `debug` stream modes show it: its
+    /// history entry, with its and its parent's config.
+    pub(crate) async fn event(
+        &mut self,
+        points: &[Point],
+        at: usize,
+    ) -> Result<Value, AssistantError> {
+        let mut entry = self.entry(points, at, &[]).await?;
+        let config = |c: &Value| match c {
+            Value::Null => Value::Null,
+            c => json!({"configurable": {
+                "thread_id": c["thread_id"],
+                "checkpoint_ns": "",
+                "checkpoint_id": c["checkpoint_id"],
+            }}),
+        };
+        let (own, parents) = (
+            config(&entry["checkpoint"]),
+            config(&entry["parent_checkpoint"]),
+        );
+        if let Value::Object(map) = &mut entry {
+            map.insert("config".into(), own);
+            map.insert("parent_config".into(), parents);
+        }
+        Ok(entry)
+    }
+}
+
+/// The state of a thread no run made a state for yet, as LangGraph shows it.
+pub(crate) fn empty_state() -> Value {
     json!({
-        "values": state.values,
-        "next": c.next,
-        "tasks": tasks_json(&c.next, &[], c.step + 1),
-        "checkpoint": checkpoint_json(id, Some(c.version)),
-        "metadata": {
-            "source": if c.step == 0 { "input" } else { "loop" },
-            "step": c.step,
-            "run_id": c.run_id,
-            "writes": null,
-            "parents": {},
-        },
-        "created_at": iso8601(c.time_ms),
-        "parent_checkpoint": parent.map(|p| checkpoint_json(id, Some(p.checkpoint.version))),
+        "values": {},
+        "next": [],
+        "tasks": [],
+        "checkpoint": null,
+        "checkpoint_id": null,
+        "metadata": null,
+        "created_at": null,
+        "parent_checkpoint": null,
+        "parent_checkpoint_id": null,
+        "interrupts": [],
     })
 }
 
-/// A checkpoint as the `checkpoints` and `debug` stream modes show it: its history entry, with
-/// its and its parent's config.
-pub(crate) fn checkpoint_event(
-    id: &str,
-    state: &CheckpointState,
-    parent: Option<&CheckpointState>,
-) -> Value {
-    let mut entry = history_entry(id, state, parent);
-    let config = |c: &Value| match c {
-        Value::Null => Value::Null,
-        c => json!({"configurable": {
-            "thread_id": c["thread_id"],
-            "checkpoint_ns": "",
-            "checkpoint_id": c["checkpoint_id"],
-        }}),
-    };
-    let (own, parents) = (
-        config(&entry["checkpoint"]),
-        config(&entry["parent_checkpoint"]),
-    );
-    if let Value::Object(map) = &mut entry {
-        map.insert("config".into(), own);
-        map.insert("parent_config".into(), parents);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(version: u64, step: u64, run: &str, next: &[&str]) -> Checkpoint {
+        Checkpoint {
+            version,
+            step,
+            run_id: Some(run.to_owned()),
+            nodes: Vec::new(),
+            next: next.iter().map(|n| (*n).to_owned()).collect(),
+            time_ms: 0,
+        }
     }
-    entry
+
+    #[test]
+    fn each_run_has_an_input_checkpoint_and_steps_are_numbered_across_runs() {
+        let listed = points(vec![
+            step(1, 0, "r1", &["a"]),
+            step(2, 1, "r1", &["b"]),
+            step(3, 2, "r1", &[]),
+            step(4, 0, "r2", &["a"]),
+            step(5, 1, "r2", &[]),
+        ]);
+        let ids: Vec<String> = listed.iter().map(|p| p.id.to_string()).collect();
+        assert_eq!(ids, ["1-input", "1", "2", "3", "4-input", "4", "5"]);
+        let steps: Vec<i64> = listed.iter().map(|p| p.step).collect();
+        assert_eq!(steps, [-1, 0, 1, 2, 3, 4, 5]);
+        assert_eq!(listed[0].next, ["__start__"]);
+        assert_eq!((listed[0].source, listed[1].source), ("input", "loop"));
+    }
+
+    #[test]
+    fn checkpoint_ids_read_back() {
+        for id in [CheckpointId::Version(7), CheckpointId::Input(7)] {
+            assert_eq!(CheckpointId::parse(&id.to_string()), Some(id));
+        }
+        assert_eq!(CheckpointId::Input(7).version(), 6);
+        assert_eq!(CheckpointId::parse("x-input"), None);
+        assert_eq!(CheckpointId::parse("nope"), None);
+    }
 }

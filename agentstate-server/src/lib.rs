@@ -198,6 +198,7 @@ mod assistant;
 mod checkpoints;
 mod error;
 mod messages;
+mod metadata;
 pub mod record;
 mod records;
 mod runs;

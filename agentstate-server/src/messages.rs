@@ -33,9 +33,12 @@ pub(crate) fn message_fields<S: State + 'static>() -> Arc<[String]> {
     }))
 }
 
-/// A state's or an update's JSON with its message fields (`fields`) as LangChain's dicts.
+/// A state's or an update's JSON with its message fields (`fields`) as LangChain's dicts, and
+/// without its fields that hold nothing (`null`): LangGraph shows a field no node wrote yet
+/// as absent, not as `null`.
 pub(crate) fn outgoing(mut value: Value, fields: &[String]) -> Value {
     if let Value::Object(object) = &mut value {
+        object.retain(|_, v| !v.is_null());
         for field in fields {
             if let Some(Value::Array(messages)) = object.get_mut(field) {
                 for message in messages.iter_mut() {
@@ -144,7 +147,6 @@ pub(crate) fn to_langchain(message: &Value) -> Value {
             out.insert("tool_calls".into(), Value::Array(calls));
             out.insert("invalid_tool_calls".into(), json!([]));
             out.insert("usage_metadata".into(), usage(object.get("usages")));
-            out.insert("example".into(), Value::Bool(false));
         }
         "tool" => {
             let result = blocks
@@ -179,9 +181,7 @@ pub(crate) fn to_langchain(message: &Value) -> Value {
                 Value::from(if failed { "error" } else { "success" }),
             );
         }
-        _ => {
-            out.insert("example".into(), Value::Bool(false));
-        }
+        _ => {}
     }
     Value::Object(out)
 }

@@ -151,12 +151,15 @@ pub struct RunRecord {
     pub rollback: bool,
 }
 
-/// Why a run failed (the `__error__` of a `wait` or `join`).
+/// Why a run failed (the `__error__` of a `wait` or `join`), as the API shows it
+/// ([`AssistantError::name`](crate::AssistantError::name) and
+/// [`detail`](crate::AssistantError::detail): a failed node's error's type and text, as
+/// `{"error": "ValueError", "message": "boom"}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunFailure {
-    /// The error's stable category (`node_exception`, ...).
+    /// The error's name (a failed node's error's type, else its category: `run_orphaned`, ...).
     pub error: String,
-    /// The sentence.
+    /// What it says.
     pub message: String,
 }
 
@@ -205,6 +208,10 @@ pub struct ThreadRecord {
     pub status: ThreadStatus,
     /// The graph whose state it holds, once a run made it (a thread holds one state type).
     pub graph_id: Option<String>,
+    /// Why its last run failed, if it did (absent in the JSON when it did not, and in records
+    /// written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunFailure>,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
     /// When it last changed.
@@ -219,6 +226,7 @@ impl ThreadRecord {
             metadata,
             status: ThreadStatus::Idle,
             graph_id: None,
+            error: None,
             created_ms: now_ms,
             updated_ms: now_ms,
         }

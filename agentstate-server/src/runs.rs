@@ -3,8 +3,11 @@
 //! event log in the database (batched: what came while the last batch was written), so that
 //! other servers on the database can stream them ([`stored_frames`]).
 
-use crate::assistant::{Assistant, AssistantError, CheckpointState, RunEvent, RunOptions, Start};
-use crate::checkpoints::{checkpoint_event, interrupt_json, questions, task_id, with_interrupts};
+use crate::assistant::{Assistant, AssistantError, RunEvent, RunOptions, Start};
+use crate::checkpoints::{
+    questions, streamed_interrupt_json, thread_points, with_interrupts, Checkpoints,
+};
+use crate::metadata::{config_metadata, node_metadata, task_id};
 use crate::record::{
     now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus,
 };
@@ -362,14 +365,16 @@ pub(crate) struct Job {
     pub(crate) agui: Option<crate::agui::SharedAguiRun>,
     /// The worker that claimed it from the run queue, if it did.
     pub(crate) worker: Option<String>,
+    /// The server's URL, if it knows it (its config metadata's `langgraph_api_url`).
+    pub(crate) api_url: Option<Arc<str>>,
 }
 
 /// What a run's stream has seen so far, for the `tasks`, `checkpoints`, `debug` and `events`
 /// modes.
 #[derive(Default)]
 struct Seen {
-    /// The newest checkpoint pushed.
-    checkpoint: Option<u64>,
+    /// The step of the newest checkpoint pushed.
+    checkpoint: Option<i64>,
     /// The state after the last step (a task's input).
     values: Option<Value>,
     /// The step each node's task runs in.
@@ -380,6 +385,12 @@ struct Seen {
     started: bool,
     /// The text of each message streamed so far, by id (`messages` mode).
     texts: HashMap<String, String>,
+    /// The ids of the messages streamed as pieces (`messages-tuple` mode: not sent again
+    /// whole when their node's update has them).
+    streamed: std::collections::HashSet<String>,
+    /// The run's config metadata (what its tasks' and streamed messages' metadata start
+    /// from).
+    config: Map<String, Value>,
 }
 
 /// How a run's task ended.
@@ -476,9 +487,15 @@ impl Job {
     }
 
     async fn set_thread(&self, status: ThreadStatus) {
+        self.set_thread_failed(status, None).await;
+    }
+
+    /// Sets the thread's status, and the error of its last run (`None`: it did not fail).
+    async fn set_thread_failed(&self, status: ThreadStatus, error: Option<RunFailure>) {
         let thread = &self.run.thread_id;
         if let Ok(Some(mut record)) = self.records.thread(thread).await {
             record.status = status;
+            record.error = error;
             record.updated_ms = now_ms();
             let _ = self.records.put(Record::Thread(record)).await;
         }
@@ -513,7 +530,10 @@ impl Job {
             () = self.live.cancelled() => return End::Cancelled(false),
         };
         let mut last_values = None;
-        let mut seen = Seen::default();
+        let mut seen = Seen {
+            config: config_metadata(&self.run, self.api_url.as_deref()),
+            ..Seen::default()
+        };
         loop {
             let event = tokio::select! {
                 biased;
@@ -543,8 +563,11 @@ impl Job {
                     self.emit_checkpoints(&mut seen).await;
                 }
             }
+            if let RunEvent::TaskStarted { node, step } = &event {
+                seen.steps.insert(node.clone(), *step);
+            }
             self.emit_events(&event, &mut seen);
-            self.emit(&event, &mut last_values);
+            self.emit(&event, &mut last_values, &mut seen);
             match event {
                 RunEvent::Finished { values } => return End::Finished(values),
                 RunEvent::Suspended { values, interrupts } => {
@@ -564,26 +587,26 @@ impl Job {
     /// Pushes the thread's checkpoints of this run not pushed yet (`checkpoints` and `debug`).
     async fn emit_checkpoints(&self, seen: &mut Seen) {
         let thread = &self.run.thread_id;
-        let Ok(mut recent) = self.assistant.checkpoints(thread, 8).await else {
+        let (Ok(points), Ok(Some(record))) = (
+            thread_points(&*self.assistant, thread).await,
+            self.records.thread(thread).await,
+        ) else {
             return;
         };
-        recent.reverse(); // oldest first
-        for (i, state) in recent.iter().enumerate() {
-            let version = state.checkpoint.version;
-            let mine = state.checkpoint.run_id.as_deref() == Some(self.run.run_id.as_str());
-            if !mine || seen.checkpoint.is_some_and(|v| v >= version) {
+        let mut checkpoints = Checkpoints::new(
+            &*self.assistant,
+            &*self.records,
+            &record,
+            self.api_url.as_deref(),
+        );
+        for (at, point) in points.iter().enumerate() {
+            let mine = point.run_id.as_deref() == Some(self.run.run_id.as_str());
+            if !mine || seen.checkpoint.is_some_and(|s| s >= point.step) {
                 continue;
             }
-            let mut state = state.clone();
-            state.values = self
-                .assistant
-                .wire_values(std::mem::take(&mut state.values));
-            let parent = i.checked_sub(1).map(|p| &recent[p]);
-            let parent = parent.map(|p| CheckpointState {
-                checkpoint: p.checkpoint.clone(),
-                values: Value::Null,
-            });
-            let payload = checkpoint_event(thread, &state, parent.as_ref());
+            let Ok(payload) = checkpoints.event(&points, at).await else {
+                return;
+            };
             if self.modes.contains(&Mode::Checkpoints) {
                 self.live.push("checkpoints", payload.clone());
             }
@@ -593,12 +616,12 @@ impl Job {
                     json!({
                         "type": "checkpoint",
                         "timestamp": crate::record::iso8601(now_ms()),
-                        "step": state.checkpoint.step,
+                        "step": point.step,
                         "payload": payload,
                     }),
                 );
             }
-            seen.checkpoint = Some(version);
+            seen.checkpoint = Some(point.step);
         }
     }
 
@@ -658,7 +681,8 @@ impl Job {
                 );
             }
         };
-        let graph_meta = json!({"thread_id": self.run.thread_id, "run_id": run_id});
+        let thread = self.run.thread_id.as_str();
+        let graph_meta = json!({"thread_id": thread, "run_id": run_id});
         if !seen.started {
             seen.started = true;
             chain(
@@ -669,19 +693,15 @@ impl Job {
                 graph_meta.clone(),
             );
         }
-        let node_meta = |node: &str, step: u64| {
-            let mut metadata = self.node_metadata(node, step);
-            metadata["langgraph_triggers"] = json!([format!("branch:to:{node}")]);
-            metadata
-        };
+        let node_meta = |node: &str, step: u64| node_metadata(&seen.config, thread, node, step);
         match event {
             RunEvent::TaskStarted { node, step } => {
-                let id = task_id(node, *step);
+                let id = task_id(thread, node, *step);
                 let input = seen.values.clone().unwrap_or(Value::Null);
                 task(
                     "task",
                     *step,
-                    json!({"id": id, "name": node, "input": input, "triggers": [format!("branch:to:{node}")]}),
+                    json!({"id": id, "name": node, "input": input, "triggers": [format!("branch:to:{node}")], "metadata": seen.config}),
                 );
                 chain(
                     "on_chain_start",
@@ -694,7 +714,7 @@ impl Job {
             }
             RunEvent::Update { node, update } => {
                 let step = seen.steps.get(node).copied().unwrap_or_default();
-                let id = task_id(node, step);
+                let id = task_id(thread, node, step);
                 let output = wire(update);
                 task(
                     "task_result",
@@ -765,23 +785,13 @@ impl Job {
         }
     }
 
-    /// The metadata LangGraph gives what node `node` streams in step `step` (a message's, an
-    /// event's).
-    fn node_metadata(&self, node: &str, step: u64) -> Value {
-        json!({
-            "langgraph_node": node,
-            "langgraph_step": step,
-            "run_id": self.run.run_id,
-            "thread_id": self.run.thread_id,
-        })
-    }
-
     /// Pushes the frames of `event` in the `messages` mode: a message's `messages/metadata`
     /// when it first shows, each piece of a model's text as `messages/partial` (the message so
     /// far), and each message a node's update adds as `messages/complete`.
     fn emit_messages(&self, event: &RunEvent, seen: &mut Seen) {
         let live = &self.live;
-        let metadata = |node: &str, step: u64| json!({"metadata": self.node_metadata(node, step)});
+        let thread = self.run.thread_id.as_str();
+        let metadata = |node: &str, step: u64| json!({"metadata": node_metadata(&seen.config, thread, node, step)});
         match event {
             RunEvent::TaskStarted { node, step } => {
                 seen.steps.insert(node.clone(), *step);
@@ -845,8 +855,23 @@ impl Job {
         }
     }
 
+    /// The messages of node `node`'s update `update` (its messages field's, as LangChain's
+    /// dicts).
+    fn messages_of(&self, update: &Value) -> Vec<Value> {
+        let Some(field) = self.assistant.messages_field() else {
+            return Vec::new();
+        };
+        let Value::Object(mut update) = self.assistant.wire_values(update.clone()) else {
+            return Vec::new();
+        };
+        match update.remove(&field) {
+            Some(Value::Array(messages)) => messages,
+            _ => Vec::new(),
+        }
+    }
+
     /// Pushes the frames of `event` in the run's stream modes.
-    fn emit(&self, event: &RunEvent, last_values: &mut Option<Value>) {
+    fn emit(&self, event: &RunEvent, last_values: &mut Option<Value>, seen: &mut Seen) {
         let live = &self.live;
         if let Some(agui) = &self.agui {
             for event in crate::agui::lock(agui).event(event) {
@@ -867,6 +892,22 @@ impl Job {
             RunEvent::Custom { value, .. } if on(Mode::Custom) => {
                 live.push("custom", value.clone());
             }
+            _ => {}
+        }
+        // A message a node writes whole (not streamed in pieces) is one `messages` tuple, as
+        // LangGraph's stream sends it when the node's update has it.
+        if let (RunEvent::Update { node, update }, true) = (event, on(Mode::MessagesTuple)) {
+            let step = seen.steps.get(node).copied().unwrap_or_default();
+            for message in self.messages_of(update) {
+                let id = message["id"].as_str().unwrap_or_default();
+                if seen.streamed.contains(id) {
+                    continue;
+                }
+                let metadata = node_metadata(&seen.config, &self.run.thread_id, node, step);
+                live.push("messages", json!([message, metadata]));
+            }
+        }
+        match event {
             RunEvent::MessageDelta {
                 node,
                 step,
@@ -882,12 +923,14 @@ impl Job {
                     "additional_kwargs": {},
                     "response_metadata": {},
                 });
-                live.push("messages", json!([chunk, self.node_metadata(node, *step)]));
+                seen.streamed.insert(message_id.clone());
+                let metadata = node_metadata(&seen.config, &self.run.thread_id, node, *step);
+                live.push("messages", json!([chunk, metadata]));
             }
             RunEvent::Suspended { values, interrupts } => {
                 let asked = questions(interrupts);
                 if on(Mode::Updates) && !asked.is_empty() {
-                    let list: Vec<Value> = asked.into_iter().map(interrupt_json).collect();
+                    let list: Vec<Value> = asked.into_iter().map(streamed_interrupt_json).collect();
                     live.push("updates", json!({ "__interrupt__": list }));
                 }
                 if on(Mode::Values) {
@@ -903,7 +946,7 @@ impl Job {
             RunEvent::Failed(error) => {
                 live.push(
                     "error",
-                    json!({"error": error.category, "message": error.message}),
+                    json!({"error": error.name, "message": error.detail}),
                 );
             }
             _ => {}
@@ -970,12 +1013,12 @@ impl Job {
                 if !matches!(self.live.lock().frames.last(), Some(f) if f.event == "error") {
                     self.live.push(
                         "error",
-                        json!({"error": error.category, "message": error.message}),
+                        json!({"error": error.name, "message": error.detail}),
                     );
                 }
                 let failure = RunFailure {
-                    error: error.category,
-                    message: error.message,
+                    error: error.name,
+                    message: error.detail,
                 };
                 let result = json!({"__error__": failure});
                 run.error = Some(failure);
@@ -1004,9 +1047,10 @@ impl Job {
             // Its last events before its final status: a server following it from the
             // database stops at that status, having read them.
             let _ = self.live.store(&*self.records).await;
+            let failure = run.error.clone();
             let _ = self.records.put(Record::Run(run)).await;
             if let Some(status) = thread_status {
-                self.set_thread(status).await;
+                self.set_thread_failed(status, failure).await;
             }
             if self.worker.is_some() {
                 let _ = self.records.finish_queued(&self.run.run_id).await;

@@ -36,9 +36,17 @@ pub(crate) struct Shared {
     /// Runs on threads are queued in the database for the workers (of any process), not
     /// carried out where they are created.
     pub(crate) queued: bool,
+    /// The URL it serves at, once [`Server::serve`] knows it (`langgraph_api_url` in runs'
+    /// metadata).
+    pub(crate) api_url: std::sync::OnceLock<Arc<str>>,
 }
 
 impl Shared {
+    /// The URL it serves at, if known.
+    pub(crate) fn api_url(&self) -> Option<Arc<str>> {
+        self.api_url.get().cloned()
+    }
+
     /// The assistant named `id` (its graph id or its assistant id).
     pub(crate) fn assistant(&self, id: &str) -> Option<&Served> {
         self.assistants
@@ -188,6 +196,12 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        if let Ok(address) = listener.local_addr() {
+            let _ = self
+                .shared
+                .api_url
+                .set(Arc::from(format!("http://{address}")));
+        }
         self.recover().await.map_err(std::io::Error::other)?;
         // Dropped when serving ends: they claim nothing more (what they run goes on).
         let _workers = match self.shared.queued {
@@ -298,6 +312,7 @@ impl ServerBuilder {
             assistants: self.assistants,
             runs: Arc::default(),
             queued,
+            api_url: std::sync::OnceLock::new(),
         });
         let mut router = api::routes().with_state(Arc::clone(&shared));
         if let Some(key) = self.api_key {

@@ -293,6 +293,7 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
         stateless: false,
         agui: None,
         worker: Some(owner.to_owned()),
+        api_url: shared.api_url(),
     }
     .spawn();
     live.result().await;

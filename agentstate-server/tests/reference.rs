@@ -1,0 +1,176 @@
+//! The differential harness against LangGraph's own server: `langgraph dev` (langgraph-api,
+//! pinned in `tests/reference/requirements.txt`) serves `tests/reference/graphs.py`, this
+//! server the same graphs written in Rust (`tests/support/reference.rs`), on SQLite, both on
+//! 127.0.0.1; `tests/reference/driver.py` makes the same calls against both with the official
+//! Python SDK and compares what comes back. A difference fails the test unless
+//! `docs/divergences.md` lists it (and a listed one that no longer differs fails it too).
+//!
+//! Needs a Python with those requirements, named by `AGENTSTATE_LANGGRAPH_REF_PYTHON` (`.ci/run`
+//! makes the venv and sets it). Without it the test prints one line and passes, except under CI
+//! (`CI` set), where that is a failure. `AGENTSTATE_REFERENCE_ONLY` (scenario names, separated
+//! by spaces) runs only those; `AGENTSTATE_REFERENCE_SHOW=1` prints both transcripts;
+//! `AGENTSTATE_REFERENCE_URL` uses a `langgraph dev` already serving the graphs there.
+
+#[path = "support/reference.rs"]
+mod reference;
+
+use agentstate_store::SqliteStore;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// `langgraph dev` in a process group of its own, ended (with its children) when dropped.
+struct LanggraphDev {
+    child: std::process::Child,
+    dir: PathBuf,
+}
+
+impl Drop for LanggraphDev {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", "--", &group])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .status();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts `langgraph dev` on the reference graphs, in a directory of its own (it keeps its
+/// state files there), and waits until it answers `/ok`.
+async fn langgraph_dev(python: &Path, here: &Path) -> (LanggraphDev, String) {
+    use std::os::unix::process::CommandExt;
+    let dir = std::env::temp_dir().join(format!("agentstate-reference-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["graphs.py", "langgraph.json"] {
+        std::fs::copy(here.join(file), dir.join(file)).unwrap();
+    }
+    let port = free_port();
+    let langgraph = python.with_file_name("langgraph");
+    let log = std::fs::File::create(dir.join("langgraph-dev.log")).unwrap();
+    let child = std::process::Command::new(&langgraph)
+        .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"])
+        .args(["--port", &port.to_string(), "--n-jobs-per-worker", "10"])
+        .args([
+            "--server-log-level",
+            "WARNING",
+            "--config",
+            "langgraph.json",
+        ])
+        .current_dir(&dir)
+        .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+        .env("LANGSMITH_TRACING", "false")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} does not start: {e}", langgraph.display()));
+    let mut dev = LanggraphDev { child, dir };
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(Some(status)) = dev.child.try_wait() {
+            let log =
+                std::fs::read_to_string(dev.dir.join("langgraph-dev.log")).unwrap_or_default();
+            panic!("langgraph dev exited ({status}) before it served:\n{log}");
+        }
+        let ok = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok();
+        if ok && http_ok(port).await {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "langgraph dev did not answer /ok within 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Leave the directory's removal to the drop, the process to its group.
+    let _ = &mut dev;
+    (dev, url)
+}
+
+/// Whether `GET /ok` on the port answers 200.
+async fn http_ok(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let request = "GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    answer.starts_with(b"HTTP/1.1 200")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_answers_as_langgraph_dev_does() {
+    let Some(python) = std::env::var_os("AGENTSTATE_LANGGRAPH_REF_PYTHON").map(PathBuf::from)
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "AGENTSTATE_LANGGRAPH_REF_PYTHON is not set under CI: .ci/run installs langgraph dev"
+        );
+        println!("skipped: the differential harness against langgraph dev (AGENTSTATE_LANGGRAPH_REF_PYTHON not set)");
+        return;
+    };
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
+    let (_dev, reference_url) = match std::env::var("AGENTSTATE_REFERENCE_URL") {
+        Ok(url) => (None, url),
+        Err(_) => {
+            let (dev, url) = langgraph_dev(&python, &here).await;
+            (Some(dev), url)
+        }
+    };
+
+    let store = SqliteStore::open_in_memory().unwrap();
+    let server = reference::server(&store).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ours_url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = tokio::spawn(server.serve(listener));
+
+    let divergences = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/divergences.md");
+    let mut driver = tokio::process::Command::new(&python);
+    driver
+        .arg(here.join("driver.py"))
+        .args([&ours_url, &reference_url])
+        .arg(&divergences)
+        .kill_on_drop(true);
+    if let Ok(only) = std::env::var("AGENTSTATE_REFERENCE_ONLY") {
+        driver.arg("--only").args(only.split_whitespace());
+    }
+    if std::env::var_os("AGENTSTATE_REFERENCE_SHOW").is_some() {
+        driver.arg("--show");
+    }
+    let output = tokio::time::timeout(Duration::from_secs(900), driver.output())
+        .await
+        .expect("the driver finishes within 15 minutes")
+        .expect("the driver runs");
+    serving.abort();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "agentstate-server answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
+    );
+}

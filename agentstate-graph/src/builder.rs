@@ -1,7 +1,7 @@
 //! Building a graph: nodes, edges, the entry, and the checks that make a [`Graph`].
 
 use crate::error::{CompileError, CompileWarning};
-use crate::graph::{Breakpoints, Edge, Graph, Inner, NodeEntry, RouteFn};
+use crate::graph::{Breakpoints, Graph, GraphEdge as Edge, Inner, NodeEntry, RouteFn};
 use crate::json::JsonState;
 use crate::name::{NodeKey, Routes, Target};
 use crate::node::{BoxError, Node};

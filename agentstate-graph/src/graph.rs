@@ -17,8 +17,19 @@ pub(crate) type RouteFn<S, K> = Arc<dyn Fn(&S) -> Result<Routes<K>, BoxError> + 
 pub(crate) type SendFn<S, K> =
     Arc<dyn Fn(&S) -> Result<crate::name::Sends<K, S>, BoxError> + Send + Sync>;
 
+/// An edge of a graph as drawn ([`Graph::edges`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge<'a, K> {
+    /// The node it leaves.
+    pub from: &'a K,
+    /// The node it goes to; `None`: [`END`](crate::END).
+    pub to: Option<&'a K>,
+    /// Whether a route picks it (a conditional or `Send` edge) rather than always taken.
+    pub conditional: bool,
+}
+
 /// A node's outgoing edge, its targets resolved to node indices (`None` is END).
-pub(crate) enum Edge<S, K> {
+pub(crate) enum GraphEdge<S, K> {
     Static(Vec<Option<usize>>),
     Conditional {
         route: RouteFn<S, K>,
@@ -34,7 +45,7 @@ pub(crate) struct NodeEntry<S, K> {
     pub(crate) key: K,
     pub(crate) name: Arc<str>,
     pub(crate) node: Arc<dyn Node<S>>,
-    pub(crate) edge: Edge<S, K>,
+    pub(crate) edge: GraphEdge<S, K>,
 }
 
 /// The nodes a run suspends before, and after (by node index), as the graph was built with
@@ -244,6 +255,50 @@ impl<S: GraphState, K: NodeKey> Graph<S, K> {
     /// The warnings found when the graph was built.
     pub fn warnings(&self) -> &[CompileWarning] {
         &self.inner.warnings
+    }
+
+    /// The graph's edges as drawn (LangGraph's `get_graph()`): each node's outgoing edges, in
+    /// the order the nodes were added, to a node or to [`END`](crate::END) (`to: None`). A
+    /// conditional edge or a `Send` edge is one edge per node it may go to: those it declared,
+    /// or, when it declared none, every node and `END`.
+    ///
+    /// ```
+    /// use agentstate_graph::{Context, Edge, Graph, END};
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(agentstate::AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Count { n: u32 }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("add", |s: Arc<Count>, _: Context| async move {
+    ///         Ok::<_, std::convert::Infallible>(CountUpdate::default().n(s.n + 1))
+    ///     })
+    ///     .entry("add")
+    ///     .edge("add", END)
+    ///     .build()?;
+    /// assert_eq!(graph.edges(), [Edge { from: &"add", to: None, conditional: false }]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn edges(&self) -> Vec<Edge<'_, K>> {
+        let nodes = &self.inner.nodes;
+        let mut edges = Vec::new();
+        for entry in nodes {
+            let (targets, conditional) = match &entry.edge {
+                GraphEdge::Static(to) => (to.clone(), false),
+                GraphEdge::Conditional { declared, .. } | GraphEdge::Send { declared, .. } => {
+                    let every = || (0..nodes.len()).map(Some).chain([None]).collect();
+                    (declared.clone().unwrap_or_else(every), true)
+                }
+            };
+            for to in targets {
+                edges.push(Edge {
+                    from: &entry.key,
+                    to: to.map(|i| &nodes[i].key),
+                    conditional,
+                });
+            }
+        }
+        edges
     }
 
     /// Runs the graph from `state` to its end, and returns the final state.

@@ -169,7 +169,7 @@ pub use builder::{GraphBuilder, DEFAULT_RECURSION_LIMIT};
 pub use effect::{EffectError, Interrupt, Interrupted, UnsupportedSuspension};
 pub use error::{CompileError, CompileWarning, RunError, RunErrorKind};
 pub use event::{Event, EventFilter};
-pub use graph::{Graph, Nodes, RunConfig, StepRecord};
+pub use graph::{Edge, Graph, Nodes, RunConfig, StepRecord};
 pub use name::{Dispatch, End, NodeKey, Routes, Sends, Target, END};
 pub use node::{BoxError, BoxNode, Context, Emitted, Node, NodeFuture};
 pub use stream::RunStream;

@@ -8,7 +8,7 @@
 //! calls these in order.
 
 use crate::error::RunErrorKind;
-use crate::graph::{Edge, Graph, NodeEntry};
+use crate::graph::{Graph, GraphEdge as Edge, NodeEntry};
 use crate::name::NodeKey;
 use crate::run::NodeResult;
 use crate::GraphState;

@@ -40,6 +40,11 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/assistants/{id}/schemas", get(assistant_schemas))
         .route("/threads", post(create_thread))
         .route("/threads/search", post(search_threads))
+        .route("/threads/count", post(count_threads))
+        .route("/runs/crons", axum::routing::any(not_served))
+        .route("/runs/crons/{*rest}", axum::routing::any(not_served))
+        .route("/threads/{id}/runs/crons", axum::routing::any(not_served))
+        .route("/store/{*rest}", axum::routing::any(not_served))
         .route(
             "/threads/{id}",
             get(get_thread).patch(patch_thread).delete(delete_thread),
@@ -116,9 +121,12 @@ struct AssistantSearch {
 
 async fn search_assistants(State(shared): Api, bytes: Bytes) -> Answer {
     let query: AssistantSearch = body(&bytes, "an assistant search")?;
+    // The newest first, as LangGraph's server lists the assistants it made for its graphs, in
+    // their order: the last served first.
     let found: Vec<Value> = shared
         .assistants
         .iter()
+        .rev()
         .filter(|a| query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id))
         .skip(query.offset.unwrap_or(0))
         .take(query.limit.unwrap_or(10))
@@ -128,24 +136,52 @@ async fn search_assistants(State(shared): Api, bytes: Bytes) -> Answer {
 }
 
 async fn get_assistant(State(shared): Api, Path(id): Path<String>) -> Answer {
-    ok(assistant_json(served(&shared, &id)?))
+    match shared.assistant(&id) {
+        Some(served) => ok(assistant_json(served)),
+        // As LangGraph's server answers it.
+        None => Err(ApiError::not_found("Not Found")),
+    }
 }
 
+/// The graph as LangGraph draws it: its nodes between `__start__` and `__end__`, and every
+/// edge, sorted (a conditional one marked so).
 async fn assistant_graph(State(shared): Api, Path(id): Path<String>) -> Answer {
     let served = served(&shared, &id)?;
-    let nodes = served.assistant.nodes();
-    let mut list = vec![json!({"id": "__start__", "type": "schema", "data": "__start__"})];
-    list.extend(
-        nodes
-            .iter()
-            .map(|n| json!({"id": n, "type": "runnable", "data": {"name": n}})),
-    );
-    list.push(json!({"id": "__end__", "type": "schema", "data": "__end__"}));
-    let edges = json!([{"source": "__start__", "target": served.assistant.entry()}]);
-    ok(json!({"nodes": list, "edges": edges}))
+    let node = |id: &str| json!({"id": id, "type": "runnable", "data": {"name": id}});
+    let mut nodes = vec![node("__start__")];
+    nodes.extend(served.assistant.nodes().iter().map(|n| node(n)));
+    nodes.push(json!({"id": "__end__"}));
+    let mut edges: Vec<(String, String, bool)> = served
+        .assistant
+        .edges()
+        .into_iter()
+        .map(|(from, to, conditional)| {
+            (
+                from,
+                to.unwrap_or_else(|| "__end__".to_owned()),
+                conditional,
+            )
+        })
+        .collect();
+    edges.push(("__start__".to_owned(), served.assistant.entry(), false));
+    edges.sort();
+    let edges: Vec<Value> = edges
+        .into_iter()
+        .map(|(source, target, conditional)| match conditional {
+            true => json!({"source": source, "target": target, "conditional": true}),
+            false => json!({"source": source, "target": target}),
+        })
+        .collect();
+    ok(json!({"nodes": nodes, "edges": edges}))
 }
 
 async fn assistant_schemas(State(shared): Api, Path(id): Path<String>) -> Answer {
+    if uuid::Uuid::parse_str(&id).is_err() {
+        // LangGraph's server reads schemas by assistant id only.
+        return Err(ApiError::unprocessable(
+            "Invalid assistant ID: must be a UUID",
+        ));
+    }
     let served = served(&shared, &id)?;
     let state = served.assistant.state_schema();
     ok(json!({
@@ -165,7 +201,7 @@ async fn thread_record(shared: &Shared, id: &str) -> Result<ThreadRecord, ApiErr
         .records
         .thread(id)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("thread `{id}` does not exist")))
+        .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
 }
 
 /// Thread `thread`'s state now (`None`: no run made it yet).
@@ -243,7 +279,9 @@ async fn create_thread(State(shared): Api, bytes: Bytes) -> Answer {
     if let Some(existing) = shared.records.thread(&id).await? {
         return match create.if_exists.as_deref() {
             Some("do_nothing") => ok(thread_json(&shared, &existing).await?),
-            _ => Err(ApiError::conflict(format!("thread `{id}` exists already"))),
+            _ => Err(ApiError::conflict(format!(
+                "Thread with ID {id} already exists"
+            ))),
         };
     }
     let thread = ThreadRecord::new(&id, create.metadata.unwrap_or_default(), now_ms());
@@ -255,35 +293,105 @@ async fn create_thread(State(shared): Api, bytes: Bytes) -> Answer {
 #[serde(default)]
 struct ThreadSearch {
     metadata: Option<Map<String, Value>>,
+    values: Option<Map<String, Value>>,
     status: Option<ThreadStatus>,
     ids: Option<Vec<String>>,
     limit: Option<usize>,
     offset: Option<usize>,
+    sort_by: Option<String>,
+    sort_order: Option<String>,
+}
+
+impl ThreadSearch {
+    /// The threads it finds, in its order (LangGraph's: the last updated first), before its
+    /// offset and limit; those filtered by values read their state.
+    async fn find(&self, shared: &Shared) -> Result<Vec<ThreadRecord>, ApiError> {
+        let mut threads = shared.records.threads().await?;
+        threads.retain(|t| {
+            self.status.is_none_or(|s| s == t.status)
+                && self
+                    .ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.contains(&t.thread_id))
+                && self
+                    .metadata
+                    .as_ref()
+                    .is_none_or(|m| m.iter().all(|(k, v)| t.metadata.get(k) == Some(v)))
+        });
+        if let Some(values) = self.values.as_ref().filter(|v| !v.is_empty()) {
+            let mut kept = Vec::new();
+            for thread in threads {
+                let state = snapshot(shared, &thread, None).await?;
+                let holds =
+                    state.is_some_and(|s| values.iter().all(|(k, v)| s.values.get(k) == Some(v)));
+                if holds {
+                    kept.push(thread);
+                }
+            }
+            threads = kept;
+        }
+        let key = self.sort_by.as_deref().unwrap_or("updated_at");
+        let by = |t: &ThreadRecord| -> (i64, String) {
+            match key {
+                "created_at" => (t.created_ms, t.thread_id.clone()),
+                "thread_id" => (0, t.thread_id.clone()),
+                "status" => (0, format!("{:?}", t.status).to_lowercase()),
+                _ => (t.updated_ms, t.thread_id.clone()),
+            }
+        };
+        match key {
+            "thread_id" | "status" | "created_at" | "updated_at" | "state_updated_at" => {}
+            other => {
+                return Err(ApiError::unprocessable(format!(
+                    "a thread search cannot sort by `{other}` (it sorts by `thread_id`, `status`, `created_at`, `updated_at` or `state_updated_at`)"
+                )))
+            }
+        }
+        threads.sort_by_key(by);
+        match self.sort_order.as_deref() {
+            None | Some("desc") => threads.reverse(),
+            Some("asc") => {}
+            Some(other) => {
+                return Err(ApiError::unprocessable(format!(
+                    "a thread search's sort order is `asc` or `desc`, not `{other}`"
+                )))
+            }
+        }
+        Ok(threads)
+    }
 }
 
 async fn search_threads(State(shared): Api, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread search")?;
-    let mut threads = shared.records.threads().await?;
-    threads.sort_by_key(|t| std::cmp::Reverse(t.created_ms));
+    let threads = search.find(&shared).await?;
     let mut found = Vec::new();
-    let matching = threads.iter().filter(|t| {
-        search.status.is_none_or(|s| s == t.status)
-            && search
-                .ids
-                .as_ref()
-                .is_none_or(|ids| ids.contains(&t.thread_id))
-            && search
-                .metadata
-                .as_ref()
-                .is_none_or(|m| m.iter().all(|(k, v)| t.metadata.get(k) == Some(v)))
-    });
-    for thread in matching
+    for thread in threads
+        .iter()
         .skip(search.offset.unwrap_or(0))
         .take(search.limit.unwrap_or(10))
     {
         found.push(thread_json(&shared, thread).await?);
     }
     ok(Value::from(found))
+}
+
+/// How many threads a search finds (`POST /threads/count`).
+async fn count_threads(State(shared): Api, bytes: Bytes) -> Answer {
+    let search: ThreadSearch = body(&bytes, "a thread count")?;
+    ok(Value::from(search.find(&shared).await?.len()))
+}
+
+/// The routes of what this server does not serve yet: LangGraph's crons and its store API.
+async fn not_served(uri: axum::http::Uri) -> ApiError {
+    let what = if uri.path().starts_with("/store") {
+        "the store API (long-term memory)"
+    } else {
+        "crons"
+    };
+    ApiError::unprocessable(format!(
+        "`{}` is not served: this server does not serve {what} yet",
+        uri.path()
+    ))
 }
 
 async fn get_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
@@ -696,7 +804,11 @@ async fn create_run(
         .as_deref()
         .ok_or_else(|| ApiError::unprocessable("a run request needs an `assistant_id`"))?;
     let served = shared.assistant(assistant_id).ok_or_else(|| {
-        ApiError::unprocessable(format!("assistant `{assistant_id}` does not exist"))
+        let graphs: Vec<&str> = shared.assistants.iter().map(|a| a.graph_id.as_str()).collect();
+        ApiError::unprocessable(format!(
+            "Invalid assistant: '{assistant_id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
+            graphs.join(", ")
+        ))
     })?;
     let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
     let options = options_of(&create)
@@ -726,17 +838,13 @@ async fn create_run(
                 })?;
                 new_thread(id)
             }
-            None => return Err(ApiError::not_found(format!("thread `{id}` does not exist"))),
+            None => return Err(ApiError::not_found("Thread or assistant not found.")),
         },
         None => new_thread(&uuid::Uuid::new_v4().to_string()),
     };
     let thread_id = record.thread_id.clone();
-    if let Some(graph) = record.graph_id.as_deref().filter(|g| *g != served.graph_id) {
-        return Err(ApiError::unprocessable(format!(
-            "thread `{thread_id}` holds the state of graph `{graph}`, so assistant `{assistant_id}` (graph `{}`) cannot run on it",
-            served.graph_id
-        )));
-    }
+    // Any graph runs on any thread, as on LangGraph's server: its state is read as the graph's
+    // (the fields of both of the same names; see the store's schema evolution).
     if let Some(version) = options.checkpoint {
         let found = match record.graph_id {
             Some(_) => served

@@ -374,6 +374,14 @@ pub trait Assistant: Send + Sync + 'static {
     /// The graph's entry node.
     fn entry(&self) -> String;
 
+    /// The graph's edges as drawn (`GET /assistants/{id}/graph`): from a node to a node or,
+    /// `None`, to the end, and whether a route picks it. None by default (the graph is drawn
+    /// from its entry alone); a `DurableGraph`'s are its graph's
+    /// ([`Graph::edges`](agentstate_graph::Graph::edges)).
+    fn edges(&self) -> Vec<(String, Option<String>, bool)> {
+        Vec::new()
+    }
+
     /// The state's JSON Schema (an object with a property per field).
     fn state_schema(&self) -> Value;
 
@@ -491,6 +499,17 @@ where
 
     fn entry(&self) -> String {
         self.graph().entry().name().to_owned()
+    }
+
+    fn edges(&self) -> Vec<(String, Option<String>, bool)> {
+        self.graph()
+            .edges()
+            .into_iter()
+            .map(|e| {
+                let to = e.to.map(|k| k.name().to_owned());
+                (e.from.name().to_owned(), to, e.conditional)
+            })
+            .collect()
     }
 
     fn state_schema(&self) -> Value {

@@ -432,8 +432,34 @@ impl Job {
         });
     }
 
+    /// How long the run waits before it starts: its request's `after_seconds`, counted from
+    /// its creation.
+    fn delay(&self) -> std::time::Duration {
+        let seconds = self.run.kwargs.get("after_seconds").and_then(Value::as_f64);
+        let Some(seconds) = seconds.filter(|s| s.is_finite() && *s > 0.0) else {
+            return std::time::Duration::ZERO;
+        };
+        let start = self
+            .run
+            .created_ms
+            .saturating_add((seconds * 1000.0) as i64);
+        let wait = start.saturating_sub(now_ms()).max(0);
+        std::time::Duration::from_millis(wait as u64)
+    }
+
     /// Carries the run out, then updates its records and ends its streams.
     async fn execute(self) {
+        let delay = self.delay();
+        if !delay.is_zero() {
+            // Pending until its time (`after_seconds`); a cancel ends it at once.
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = self.live.cancelled() => {
+                    self.finish(End::Cancelled(false)).await;
+                    return;
+                }
+            }
+        }
         let lock = self.runs.lock_of(&self.run.thread_id);
         let end = tokio::select! {
             guard = lock.lock_owned() => {

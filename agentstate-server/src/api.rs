@@ -6,7 +6,7 @@ use crate::checkpoints::{
     Checkpoints,
 };
 use crate::error::ApiError;
-use crate::metadata::{run_metadata, task_id};
+use crate::metadata::{run_json, run_metadata, task_id};
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
 use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode, Stop};
 use crate::server::{Served, Shared};
@@ -64,6 +64,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/runs/stream", post(stateless_stream))
         .route("/runs/wait", post(stateless_wait))
         .merge(crate::agui::routes())
+        .fallback(|| async { ApiError::not_found("Not Found") })
 }
 
 /// A JSON body as `T`; an empty body is `T::default()`.
@@ -882,10 +883,9 @@ async fn create_run(
     }
     let live = Live::new(&run_id, &thread_id);
     shared.runs.register(&live, |running| match strategy {
-        "reject" if !running.is_empty() => Err(ApiError::conflict(format!(
-            "thread `{thread_id}` is busy with run `{}`; the new run was rejected (multitask_strategy `reject`)",
-            running[0].run_id
-        ))),
+        "reject" if !running.is_empty() => Err(ApiError::conflict(
+            "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+        )),
         "reject" | "enqueue" => Ok(()),
         // The running run stops where it is (its committed steps stay); the new one runs
         // after it, from its input.
@@ -980,10 +980,9 @@ async fn queue_run(
         .collect();
     match strategy {
         "reject" if !open.is_empty() => {
-            return Err(ApiError::conflict(format!(
-                "thread `{thread_id}` is busy with run `{}`; the new run was rejected (multitask_strategy `reject`)",
-                open[0].run_id
-            )))
+            return Err(ApiError::conflict(
+                "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+            ))
         }
         "reject" | "enqueue" => {}
         "interrupt" | "rollback" => {
@@ -1051,21 +1050,32 @@ fn location(thread: &str, run: &str, stateless: bool) -> HeaderValue {
     HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
 }
 
-/// The SSE response of a run's frames from the one numbered `from`, each with its number as
-/// its `id`.
-fn stream_response(live: Arc<Live>, stateless: bool, from: usize) -> Response {
-    let where_ = location(&live.thread_id, &live.run_id, stateless);
-    sse_response(live.frames(from), where_, stateless)
+/// Whether run `run` was created resumable (`stream_resumable`): its streams give each event
+/// its number as its SSE `id`, and its events are streamed again after it ended.
+fn resumable(run: &RunRecord) -> bool {
+    run.kwargs.get("stream_resumable").and_then(Value::as_bool) == Some(true)
 }
 
-/// The SSE response of `frames`, each with its number as its `id`, of the run at `where_`.
+/// The SSE response of a run's frames from the one numbered `from` (`ids`: each with its
+/// number as its `id`).
+fn stream_response(live: Arc<Live>, stateless: bool, from: usize, ids: bool) -> Response {
+    let where_ = location(&live.thread_id, &live.run_id, stateless);
+    sse_response(live.frames(from), where_, stateless, ids)
+}
+
+/// The SSE response of `frames` of the run at `where_` (`ids`: each with its number as its
+/// `id`, as LangGraph's server numbers a resumable run's events).
 fn sse_response(
     frames: impl futures_util::Stream<Item = (usize, Frame)> + Send + 'static,
     where_: HeaderValue,
     stateless: bool,
+    ids: bool,
 ) -> Response {
-    let events = frames.map(|(i, f)| {
-        let event = SseEvent::default().id(i.to_string()).event(f.event);
+    let events = frames.map(move |(i, f)| {
+        let mut event = SseEvent::default().event(f.event);
+        if ids {
+            event = event.id(i.to_string());
+        }
         Ok::<_, Infallible>(event.data(f.data.to_string()))
     });
     let mut response = Sse::new(events)
@@ -1150,6 +1160,7 @@ fn created_stream(shared: &Arc<Shared>, created: Created) -> Response {
         frames,
         location(thread, run, created.stateless),
         created.stateless,
+        resumable(&created.run),
     )
 }
 
@@ -1192,7 +1203,12 @@ async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -
 /// The answer to a background run's creation: the run.
 fn run_answer(shared: &Shared, created: &Created) -> Response {
     let run = &created.run;
-    let mut response = Json(run.to_api(&assistant_id_of(shared, run))).into_response();
+    let shown = run_json(
+        run,
+        &assistant_id_of(shared, run),
+        shared.api_url().as_deref(),
+    );
+    let mut response = Json(shown).into_response();
     response.headers_mut().insert(
         header::CONTENT_LOCATION,
         location(&run.thread_id, &run.run_id, created.stateless),
@@ -1229,15 +1245,18 @@ fn assistant_id_of(shared: &Shared, run: &RunRecord) -> String {
 async fn run_record(shared: &Shared, thread: &str, run_id: &str) -> Result<RunRecord, ApiError> {
     match shared.records.run(run_id).await? {
         Some(run) if run.thread_id == thread => Ok(run),
-        _ => Err(ApiError::not_found(format!(
-            "run `{run_id}` of thread `{thread}` does not exist"
-        ))),
+        // As LangGraph's server answers it.
+        _ => Err(ApiError::not_found("Not Found")),
     }
 }
 
 async fn get_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
     let run = run_record(&shared, &id, &rid).await?;
-    ok(run.to_api(&assistant_id_of(&shared, &run)))
+    ok(run_json(
+        &run,
+        &assistant_id_of(&shared, &run),
+        shared.api_url().as_deref(),
+    ))
 }
 
 async fn list_runs(
@@ -1260,12 +1279,13 @@ async fn list_runs(
     };
     let mut runs = shared.records.runs(&id).await?;
     runs.reverse();
+    let api_url = shared.api_url();
     let found: Vec<Value> = runs
         .iter()
         .filter(|r| status.is_none_or(|s| s == r.status))
         .skip(number("offset", 0))
         .take(number("limit", 10))
-        .map(|r| r.to_api(&assistant_id_of(&shared, r)))
+        .map(|r| run_json(r, &assistant_id_of(&shared, r), api_url.as_deref()))
         .collect();
     ok(Value::from(found))
 }
@@ -1283,7 +1303,13 @@ async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>)
 }
 
 async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    run_record(&shared, &id, &rid).await?;
+    if run_record(&shared, &id, &rid).await.is_err() {
+        // LangGraph's server answers a join of a run it does not have (or deleted, as a
+        // rollback does) with the error as the run's result.
+        return ok(
+            json!({"__error__": {"error": "HTTPException", "message": "404: Run not found"}}),
+        );
+    }
     if let Some(live) = shared.runs.get(&rid) {
         return ok(live.result().await);
     }
@@ -1295,7 +1321,7 @@ async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -
 async fn ended(shared: &Shared, id: &str, rid: &str) -> Answer {
     let run = final_record(&*shared.records, rid)
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("run `{rid}` of thread `{id}` was deleted")))?;
+        .ok_or_else(|| ApiError::not_found("Not Found"))?;
     if let Some(failure) = run.error {
         return ok(json!({"__error__": failure}));
     }
@@ -1314,18 +1340,27 @@ async fn join_stream(
     Path((id, rid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Answer {
-    run_record(&shared, &id, &rid).await?;
+    let run = run_record(&shared, &id, &rid).await?;
+    // A client that reconnects with `Last-Event-ID` gets the ids to reconnect with again.
+    let asked = headers.contains_key("last-event-id");
+    let ids = resumable(&run) || asked;
     let from = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok())
         .map_or(0, |seen| seen + 1);
     Ok(match shared.runs.get(&rid) {
-        Some(live) => stream_response(live, false, from),
+        Some(live) => stream_response(live, false, from, ids),
+        // Ended, not resumable, no event asked for again: LangGraph's server has nothing more
+        // of it to stream.
+        None if run.status.is_final() && !ids && !asked => {
+            let none = futures_util::stream::empty();
+            sse_response(none, location(&id, &rid, false), false, false)
+        }
         // Carried out by another server on the database, or ended: its event log.
         None => {
             let frames = stored_frames(Arc::clone(&shared.records), rid.clone(), from);
-            sse_response(frames, location(&id, &rid, false), false)
+            sse_response(frames, location(&id, &rid, false), false, ids)
         }
     })
 }
@@ -1335,7 +1370,9 @@ async fn cancel_run(
     Path((id, rid)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
+    let Ok(run) = run_record(&shared, &id, &rid).await else {
+        return Err(ApiError::not_found("No runs found to cancel."));
+    };
     let why = match query.get("action").map(String::as_str) {
         None | Some("interrupt") => Stop::Cancel,
         Some("rollback") => Stop::Rollback,
@@ -1349,29 +1386,27 @@ async fn cancel_run(
     // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
     // (a run cancelled only here could be swept back to the queue).
     let rollback = why == Stop::Rollback;
+    // As LangGraph's server answers: `{}` once a waited cancel is done, else 202 at once.
+    let done = || ok(json!({}));
     if shared.queued
         && !run.status.is_final()
         && cancel_queued(&shared, run.clone(), rollback).await?
     {
         if wait {
             final_record(&*shared.records, &rid).await?;
-            return Ok(StatusCode::NO_CONTENT.into_response());
+            return done();
         }
         return Ok(StatusCode::ACCEPTED.into_response());
     }
     let Some(live) = shared.runs.get(&rid) else {
-        return Err(ApiError::conflict(format!(
-            "run `{rid}` of thread `{id}` has already ended ({})",
-            serde_json::to_value(run.status)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("?")
-        )));
+        return Err(ApiError::not_found(
+            "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't been deleted or completed.",
+        ));
     };
     live.stop(why);
     if wait {
         live.result().await;
-        return Ok(StatusCode::NO_CONTENT.into_response());
+        return done();
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }

@@ -9,7 +9,7 @@
 //! step before.
 
 use crate::assistant::{Assistant, AssistantError};
-use crate::metadata::{config_metadata, task_id};
+use crate::metadata::{config_metadata, request_id, task_id};
 use crate::record::{iso8601, ThreadRecord};
 use crate::records::Records;
 use agentstate_graph::durable::Checkpoint;
@@ -225,8 +225,7 @@ impl<'a> Checkpoints<'a> {
             }
             metadata.extend(self.runs[run_id].clone());
             metadata.insert("run_id".into(), Value::from(run_id.as_str()));
-            let request = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, run_id.as_bytes());
-            metadata.insert("langgraph_request_id".into(), request.to_string().into());
+            metadata.insert("langgraph_request_id".into(), request_id(run_id).into());
         }
         metadata.insert("langgraph_auth_user_id".into(), Value::from(""));
         metadata.insert("user_id".into(), Value::from(""));

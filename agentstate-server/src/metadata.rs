@@ -3,7 +3,7 @@
 //! the attempt), and that of what its nodes stream (a task's, a message's), as
 //! `langgraph dev` shows them.
 
-use crate::record::RunRecord;
+use crate::record::{iso8601, RunRecord, RunStatus};
 use serde_json::{json, Map, Value};
 
 /// The namespace of the ids of tasks (UUID v5 of their thread, step and node).
@@ -74,4 +74,77 @@ pub(crate) fn node_metadata(
     );
     metadata.insert("ls_integration".into(), Value::from("langgraph"));
     Value::Object(metadata)
+}
+
+/// The id LangGraph's server gives the request that created run `run_id` (derived from the
+/// run's id, so that every view of the run names the same).
+pub(crate) fn request_id(run_id: &str) -> String {
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, run_id.as_bytes()).to_string()
+}
+
+/// Run `run` as the API shows it (LangGraph's `Run`): its request as LangGraph keeps it
+/// (`kwargs`: its input, command, config, stream modes, breakpoints, ...), its metadata and
+/// its multitask strategy.
+pub(crate) fn run_json(run: &RunRecord, assistant_id: &str, api_url: Option<&str>) -> Value {
+    let asked = |key: &str| run.kwargs.get(key).cloned().unwrap_or(Value::Null);
+    let stream_mode = match asked("stream_mode") {
+        Value::Null => json!(["values"]),
+        Value::Array(modes) => Value::Array(modes),
+        one => json!([one]),
+    };
+    let mut configurable = json!({
+        "__after_seconds__": asked("after_seconds").as_f64().map_or(json!(0), |s| json!(s)),
+        "__request_start_time_ms__": run.created_ms,
+        "assistant_id": assistant_id,
+        "graph_id": run.graph_id,
+        "langgraph_auth_permissions": [],
+        "langgraph_auth_user": null,
+        "langgraph_auth_user_id": "",
+        "langgraph_request_id": request_id(&run.run_id),
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "user_id": "",
+    });
+    let mut metadata = run.metadata.clone();
+    if run.status != RunStatus::Pending {
+        // Once it ran: what its config carried then.
+        configurable["__pregel_node_finished"] = Value::Null;
+        metadata = Value::Object(config_metadata(run, api_url));
+        if let Value::Object(map) = &mut metadata {
+            map.remove("run_id");
+        }
+    }
+    let user_config = asked("config");
+    if let Some(own) = user_config.get("configurable").and_then(Value::as_object) {
+        for (key, value) in own {
+            configurable[key] = value.clone();
+        }
+    }
+    json!({
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "assistant_id": assistant_id,
+        "created_at": iso8601(run.created_ms),
+        "updated_at": iso8601(run.updated_ms),
+        "status": run.status,
+        "metadata": run.metadata,
+        "kwargs": {
+            "input": asked("input"),
+            "command": asked("command"),
+            "config": {"configurable": configurable, "metadata": metadata},
+            "context": run.kwargs.get("context").cloned().unwrap_or(json!({})),
+            "stream_mode": stream_mode,
+            "interrupt_before": asked("interrupt_before"),
+            "interrupt_after": asked("interrupt_after"),
+            "webhook": asked("webhook"),
+            "feedback_keys": asked("feedback_keys"),
+            "temporary": false,
+            "subgraphs": asked("stream_subgraphs").as_bool().unwrap_or(false),
+            "resumable": asked("stream_resumable").as_bool().unwrap_or(false),
+            "checkpoint_during": true,
+            "durability": run.kwargs.get("durability").cloned().unwrap_or(json!("async")),
+        },
+        "multitask_strategy": run.kwargs.get("multitask_strategy").cloned().unwrap_or(json!("enqueue")),
+        "langsmith_session_name": null,
+    })
 }

@@ -180,21 +180,6 @@ impl RunRecord {
             rollback: false,
         }
     }
-
-    /// The run as the API shows it (LangGraph's `Run`).
-    pub(crate) fn to_api(&self, assistant_id: &str) -> Value {
-        json!({
-            "run_id": self.run_id,
-            "thread_id": self.thread_id,
-            "assistant_id": assistant_id,
-            "created_at": iso8601(self.created_ms),
-            "updated_at": iso8601(self.updated_ms),
-            "status": self.status,
-            "metadata": self.metadata,
-            "kwargs": self.kwargs,
-            "multitask_strategy": self.kwargs.get("multitask_strategy").cloned().unwrap_or(Value::from("reject")),
-        })
-    }
 }
 
 /// A thread's bookkeeping (version 1).

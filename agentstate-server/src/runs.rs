@@ -499,7 +499,8 @@ impl Job {
             Ok(s) if !s.interrupts.is_empty() || !s.next.is_empty() => ThreadStatus::Interrupted,
             _ => ThreadStatus::Idle,
         };
-        self.set_thread(status).await;
+        let failure = stopped_by("UserRollback", "rollback");
+        self.set_thread_failed(status, Some(failure)).await;
         Ok(())
     }
 
@@ -1073,7 +1074,11 @@ impl Job {
             // Its last events before its final status: a server following it from the
             // database stops at that status, having read them.
             let _ = self.live.store(&*self.records).await;
-            let failure = run.error.clone();
+            let failure = match run.status {
+                // What LangGraph's server leaves on a thread whose run was cancelled.
+                RunStatus::Interrupted => Some(stopped_by("UserInterrupt", "interrupt")),
+                _ => run.error.clone(),
+            };
             let _ = self.records.put(Record::Run(run)).await;
             if let Some(status) = thread_status {
                 self.set_thread_failed(status, failure).await;
@@ -1084,6 +1089,17 @@ impl Job {
         }
         self.runs.remove(&self.live.run_id);
         self.live.finish(result);
+    }
+}
+
+/// The error LangGraph's server leaves on a thread whose run was stopped: `name`
+/// (`UserInterrupt`, `UserRollback`), saying which `action` was asked.
+fn stopped_by(name: &str, action: &str) -> RunFailure {
+    RunFailure {
+        error: name.to_owned(),
+        message: format!(
+            "{action} requested via POST /threads/{{thread_id}}/runs/{{run_id}}/cancel"
+        ),
     }
 }
 

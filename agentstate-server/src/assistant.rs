@@ -303,9 +303,10 @@ pub trait Assistant: Send + Sync + 'static {
     fn state_schema(&self) -> Value;
 
     /// The state's field that holds the conversation (agentstate
-    /// [`Message`](agentstate::message::Message)s, merged by `add_messages`), if it has one:
-    /// the AG-UI endpoint adds a client's new messages to it and streams the run's messages
-    /// from it. None by default; a `DurableGraph`'s is its state's first `add_messages` field.
+    /// [`Message`](agentstate::message::Message)s, merged by `add_messages` or
+    /// `upsert_messages`), if it has one: the AG-UI endpoint adds a client's new messages to
+    /// it, and the `messages` stream modes and AG-UI stream the messages nodes write to it.
+    /// None by default; a `DurableGraph`'s is its state's first such field.
     fn messages_field(&self) -> Option<String> {
         None
     }
@@ -429,7 +430,12 @@ where
         S::schema()
             .fields()
             .iter()
-            .find(|field| field.reducer.name == "add_messages")
+            .find(|field| {
+                matches!(
+                    field.reducer.name.as_str(),
+                    "add_messages" | "upsert_messages"
+                )
+            })
             .map(|field| field.name.clone())
     }
 

@@ -144,7 +144,6 @@ pub(crate) fn to_langchain(message: &Value) -> Value {
             out.insert("tool_calls".into(), Value::Array(calls));
             out.insert("invalid_tool_calls".into(), json!([]));
             out.insert("usage_metadata".into(), usage(object.get("usages")));
-            out.insert("example".into(), Value::Bool(false));
         }
         "tool" => {
             let result = blocks
@@ -179,9 +178,7 @@ pub(crate) fn to_langchain(message: &Value) -> Value {
                 Value::from(if failed { "error" } else { "success" }),
             );
         }
-        _ => {
-            out.insert("example".into(), Value::Bool(false));
-        }
+        _ => {}
     }
     Value::Object(out)
 }

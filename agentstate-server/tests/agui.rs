@@ -189,16 +189,18 @@ async fn node(script: &str, url: &str, args: &[&str]) -> String {
 }
 
 /// Runs `ag-ui-validate` on `target` (a recorded stream or a live endpoint) failing on any
-/// warning; panics with its report if it finds one.
-async fn validate(validator: &Path, target: &str) {
+/// warning, with the shared-state feature declared if `shared_state` (a stream that shares no
+/// state, a run failed before its first step, is checked without); panics with its report if
+/// it finds something.
+async fn validate(validator: &Path, target: &str, shared_state: bool) {
+    let features: &[&str] = if shared_state {
+        &["--features", "shared-state"]
+    } else {
+        &[]
+    };
     let output = tokio::process::Command::new(validator)
-        .args([
-            "--no-color",
-            "--features",
-            "shared-state",
-            "--timeout",
-            "60",
-        ])
+        .args(["--no-color", "--timeout", "60"])
+        .args(features)
         .args(["--max-warnings", "0", "--fail-on", "warning"])
         .arg(target)
         .kill_on_drop(true)
@@ -288,6 +290,7 @@ const RUNTIME_CHECKS: &[&str] = &[
     "runtime_resume",
     "runtime_frontend_tool",
     "runtime_run_error",
+    "runtime_restart_reads_the_thread",
 ];
 
 /// CopilotKit's runtime itself (1.75.0, its fetch handler) serves the endpoint to a browser's
@@ -332,11 +335,12 @@ async fn ag_ui_validate_finds_nothing_in_the_endpoints_streams() {
         .collect();
     assert_eq!(recorded, RECORDED, "{stdout}");
     for name in recorded {
-        validate(&venv, dir.join(format!("{name}.sse")).to_str().unwrap()).await;
+        let target = dir.join(format!("{name}.sse"));
+        validate(&venv, target.to_str().unwrap(), name != "failed").await;
     }
     // The live endpoint, with the validator's own input (one user message): the transport's
     // rules too (content type, frames as they come).
-    validate(&venv, &format!("{url}/agui/concierge")).await;
+    validate(&venv, &format!("{url}/agui/concierge"), true).await;
     serving.abort();
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -429,7 +433,30 @@ async fn a_run_streams_frames_that_fold_into_the_threads_state() {
         assert!(chat.apply(event).is_applied(), "{event:?}");
     }
     assert!(chat.errors().is_empty(), "{:?}", chat.errors());
-    assert_eq!(chat.messages().last().unwrap().text(), "You said: hello");
+    // The answer streamed; the run's MESSAGES_SNAPSHOT adds the question (this fold had not
+    // got it: a client that sent it has it first).
+    let texts: Vec<String> = chat.messages().iter().map(|m| m.text().into()).collect();
+    assert_eq!(texts, ["You said: hello", "hello"]);
+    // Each node a step, the state after it, then the thread's state and conversation.
+    let types: Vec<&str> = events.iter().map(Event::event_type).collect();
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STATE_SNAPSHOT",
+            "STEP_FINISHED",
+            "STATE_SNAPSHOT",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
     let (_, _, state) = call(&app, "GET", "/threads/t-1/state", "").await;
     let state: Value = serde_json::from_str(&state).unwrap();
     assert_eq!(chat.agent_state(), &state["values"]);

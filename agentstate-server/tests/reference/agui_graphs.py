@@ -1,0 +1,144 @@
+"""The AG-UI differential harness's reference: the concierge graph of `tests/agui_reference.rs`,
+written with LangGraph and served by ag-ui-langgraph's FastAPI endpoint
+(`add_langgraph_fastapi_endpoint`) at `/agui/concierge`, on an in-memory checkpointer.
+
+Run by `tests/agui_reference.rs` as `python agui_graphs.py PORT` (uvicorn on 127.0.0.1:PORT); it
+prints `ready` once it listens. The Rust graph in that test is the same graph, node for node:
+keep the two in step.
+"""
+
+import re
+import sys
+from typing import Annotated, Any, Iterator, Optional
+
+import uvicorn
+from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+from fastapi import FastAPI
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import interrupt
+from typing_extensions import NotRequired, TypedDict
+
+
+class Concierge(TypedDict):
+    messages: Annotated[list, add_messages]
+    tools: NotRequired[list]
+    note: NotRequired[str]
+    approved: NotRequired[bool]
+
+
+class Scripted(BaseChatModel):
+    """A chat model that streams one scripted answer: its text split as GenericFakeChatModel
+    splits it (on whitespace, kept), or one tool call whose arguments come in two pieces."""
+
+    text: str = ""
+    call: Optional[dict] = None
+    fail_after: Optional[int] = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _chunks(self) -> list:
+        if self.call is not None:
+            return [
+                AIMessageChunk(content="", tool_call_chunks=[{
+                    "name": self.call["name"] if i == 0 else None,
+                    "args": piece,
+                    "id": self.call["id"] if i == 0 else None,
+                    "index": 0,
+                }])
+                for i, piece in enumerate(self.call["pieces"])
+            ]
+        return [AIMessageChunk(content=t) for t in re.split(r"(\s)", self.text) if t]
+
+    def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        for i, chunk in enumerate(self._chunks()):
+            if self.fail_after is not None and i == self.fail_after:
+                raise ValueError("the concierge broke down mid-answer")
+            generation = ChatGenerationChunk(message=chunk)
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.content, chunk=generation)
+            yield generation
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        message: Any = None
+        for generation in self._stream(messages, stop, run_manager, **kwargs):
+            message = generation.message if message is None else message + generation.message
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(**{
+            k: v for k, v in message.model_dump().items() if k in ("content", "tool_calls", "id")
+        }))])
+
+
+def asked(state: Concierge) -> Optional[str]:
+    last = state["messages"][-1] if state["messages"] else None
+    return last.content if last is not None and last.type == "human" else None
+
+
+async def model(state: Concierge):
+    q = asked(state)
+    last = state["messages"][-1] if state["messages"] else None
+    if q in ("refund", "write"):
+        return {}
+    if q == "fail":
+        raise ValueError("the concierge cannot answer `fail`")
+    if q == "break":
+        await Scripted(text="I will not finish this", fail_after=2).ainvoke(state["messages"])
+    if q == "order" and any(t.get("name") == "confirm_order" for t in state.get("tools", [])):
+        n = len(state["messages"])
+        call = {"name": "confirm_order", "id": f"call-{n}", "pieces": ['{"item": ', '"book"}']}
+        reply = await Scripted(call=call).ainvoke(state["messages"])
+        return {"messages": [reply]}
+    if q is not None:
+        text = f"You said: {q}"
+        if q == "note":
+            text = f"Your note: {state.get('note', 'none')}"
+    elif last is not None and last.type == "tool":
+        text = f"The user chose: {last.content}"
+    else:
+        text = "Nothing to answer."
+    reply = await Scripted(text=text).ainvoke(state["messages"])
+    return {"messages": [reply]}
+
+
+def writer(state: Concierge):
+    return {"messages": [AIMessage(content="Written without streaming.", id="written-1")]}
+
+
+def approve(state: Concierge):
+    yes = interrupt("Refund 30 EUR?") is True
+    return {"approved": yes, "messages": [AIMessage(content="Refunded." if yes else "Not refunded.")]}
+
+
+def route(state: Concierge):
+    q = asked(state)
+    return {"refund": "approve", "write": "writer"}.get(q, END)
+
+
+builder = StateGraph(Concierge)
+builder.add_node("model", model)
+builder.add_node("writer", writer)
+builder.add_node("approve", approve)
+builder.add_edge(START, "model")
+builder.add_conditional_edges("model", route, ["approve", "writer", END])
+builder.add_edge("approve", END)
+builder.add_edge("writer", END)
+graph = builder.compile(checkpointer=InMemorySaver())
+
+app = FastAPI()
+add_langgraph_fastapi_endpoint(
+    app,
+    LangGraphAgent(name="concierge", graph=graph, emit_interrupt_outcome=True),
+    "/agui/concierge",
+)
+
+
+if __name__ == "__main__":
+    config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    server = uvicorn.Server(config)
+    print("ready", flush=True)
+    server.run()

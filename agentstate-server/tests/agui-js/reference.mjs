@@ -25,7 +25,8 @@ function agent(base, thread, state) {
   });
 }
 
-/// A run of `agent` with `parameters`: the events it gives the client, and whether it failed.
+/// A run of `agent` with `parameters`: the events it gives the client, whether it failed, and
+/// the messages and state the client has after it.
 async function run(agent, parameters = {}) {
   const events = [];
   let rejected = false;
@@ -34,7 +35,7 @@ async function run(agent, parameters = {}) {
   } catch {
     rejected = true;
   }
-  return { events, rejected };
+  return { events, rejected, messages: agent.messages, state: agent.state };
 }
 
 /// The scenarios: each makes its runs on one server (`base`) and gives what they gave.
@@ -114,9 +115,7 @@ const scenarios = {
     const chat = agent(base, "again");
     chat.addMessage({ id: "g1", role: "user", content: "hello" });
     await run(chat, { runId: `again-1-${suffix}` });
-    const fresh = agent(base, "again");
-    const result = await run(fresh, { runId: `again-2-${suffix}` });
-    return { ...result, messages: fresh.messages };
+    return run(agent(base, "again"), { runId: `again-2-${suffix}` });
   },
 };
 

@@ -80,6 +80,30 @@ fn stream(cx: &Context, id: &str, text: &str) -> Message {
     Message::text_message(text, Role::Assistant).with_id(id)
 }
 
+/// A model's call of tool `name` with `args`, its arguments streamed in `pieces`, as message
+/// `id` (the call's id `call-<messages so far>`).
+fn call<const N: usize>(
+    cx: &Context,
+    id: &str,
+    state: &Concierge,
+    name: &str,
+    pieces: [&str; N],
+    args: Value,
+) -> Message {
+    let call_id = format!("call-{}", state.messages.len());
+    for delta in pieces {
+        cx.emit(Emitted::ToolCallDelta {
+            message_id: id.to_owned(),
+            tool_call_id: call_id.clone(),
+            name: name.to_owned(),
+            delta: delta.to_owned(),
+        });
+    }
+    Message::text_message("", Role::Assistant)
+        .with_id(id)
+        .with_tool_calls(vec![ToolCall::new(call_id, name, args)])
+}
+
 /// The concierge of `agui_graphs.py`, node for node.
 fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileError> {
     Graph::builder()
@@ -93,21 +117,23 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
                     stream(&cx, &id, "I ");
                     return Err(BoxError::from("the concierge broke down mid-answer"));
                 }
+                Some("weather") => {
+                    let pieces = [r#"{"city": "#, r#""Paris"}"#];
+                    let call = call(
+                        &cx,
+                        &id,
+                        &state,
+                        "weather",
+                        pieces,
+                        json!({"city": "Paris"}),
+                    );
+                    return Ok(ConciergeUpdate::default().messages(vec![call.into()]));
+                }
                 Some("order") if state.tools.iter().any(|t| t["name"] == "confirm_order") => {
-                    let call_id = format!("call-{}", state.messages.len());
-                    for delta in [r#"{"item": "#, r#""book"}"#] {
-                        cx.emit(Emitted::ToolCallDelta {
-                            message_id: id.clone(),
-                            tool_call_id: call_id.clone(),
-                            name: "confirm_order".to_owned(),
-                            delta: delta.to_owned(),
-                        });
-                    }
-                    let call = ToolCall::new(call_id, "confirm_order", json!({"item": "book"}));
-                    let asking = Message::text_message("", Role::Assistant)
-                        .with_id(id)
-                        .with_tool_calls(vec![call]);
-                    return Ok(ConciergeUpdate::default().messages(vec![asking.into()]));
+                    let pieces = [r#"{"item": "#, r#""book"}"#];
+                    let args = json!({"item": "book"});
+                    let call = call(&cx, &id, &state, "confirm_order", pieces, args);
+                    return Ok(ConciergeUpdate::default().messages(vec![call.into()]));
                 }
                 Some("note") => format!("Your note: {}", state.note.as_deref().unwrap_or("none")),
                 Some(q) => format!("You said: {q}"),
@@ -118,6 +144,21 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
             };
             let reply = stream(&cx, &id, &text);
             Ok::<_, BoxError>(ConciergeUpdate::default().messages(vec![reply.into()]))
+        })
+        // LangGraph's ToolNode running the backend tool `weather`.
+        .node("tools", |state: Arc<Concierge>, _: Context| async move {
+            let asked = state.messages.last().map(|m| m.tool_calls().to_vec());
+            let results = asked.unwrap_or_default().into_iter().map(|call| {
+                let args = call.arguments::<Value>().unwrap_or_default();
+                let city = args["city"].as_str().unwrap_or("nowhere").to_owned();
+                let mut result = Message::tool_result(call.id, json!(format!("sunny in {city}")));
+                // The tool's name, as LangGraph's ToolNode names its results.
+                result
+                    .metadata
+                    .insert("function_name", json!(call.function.name));
+                result.into()
+            });
+            Ok::<_, BoxError>(ConciergeUpdate::default().messages(results.collect::<Vec<_>>()))
         })
         .node("writer", |_: Arc<Concierge>, _: Context| async move {
             let written = Message::text_message("Written without streaming.", Role::Assistant)
@@ -134,11 +175,18 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
             )
         })
         .entry("model")
-        .route("model", |state: &Concierge| match asked(state).as_deref() {
-            Some("refund") => "approve".into(),
-            Some("write") => "writer".into(),
-            _ => END.into(),
+        .route("model", |state: &Concierge| {
+            let last = state.messages.last();
+            if last.is_some_and(|m| m.tool_calls().iter().any(|c| c.function.name == "weather")) {
+                return "tools".into();
+            }
+            match asked(state).as_deref() {
+                Some("refund") => "approve".into(),
+                Some("write") => "writer".into(),
+                _ => END.into(),
+            }
         })
+        .edge("tools", "model")
         .edge("approve", END)
         .edge("writer", END)
         .build()
@@ -277,7 +325,7 @@ async fn agui_answers_as_ag_ui_langgraph_does_but_where_listed() {
             details.push(format!("{name}: {detail}"));
         }
     }
-    assert_eq!(ran.len(), 10, "every scenario ran:\n{stdout}");
+    assert_eq!(ran.len(), 11, "every scenario ran:\n{stdout}");
     let listed = listed();
     let unlisted: Vec<&String> = differing.difference(&listed).collect();
     let stale: Vec<&String> = listed.difference(&differing).collect();

@@ -91,6 +91,12 @@ const scenarios = {
     const answered = await run(chat, { runId: `order-2-${suffix}`, tools });
     return { called, answered };
   },
+  // A backend tool: the model calls it, the graph's tool node runs it, the model answers.
+  async backend_tool(base) {
+    const chat = agent(base, "weather");
+    chat.addMessage({ id: "t1", role: "user", content: "weather" });
+    return run(chat, { runId: `weather-${suffix}` });
+  },
   // A node that fails before it streams anything.
   async failing_node(base) {
     const chat = agent(base, "fail");

@@ -17,9 +17,11 @@ from fastapi import FastAPI
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 from typing_extensions import NotRequired, TypedDict
 
@@ -88,6 +90,11 @@ async def model(state: Concierge):
         raise ValueError("the concierge cannot answer `fail`")
     if q == "break":
         await Scripted(text="I will not finish this", fail_after=2).ainvoke(state["messages"])
+    if q == "weather":
+        n = len(state["messages"])
+        call = {"name": "weather", "id": f"call-{n}", "pieces": ['{"city": ', '"Paris"}']}
+        reply = await Scripted(call=call).ainvoke(state["messages"])
+        return {"messages": [reply]}
     if q == "order" and any(t.get("name") == "confirm_order" for t in state.get("tools", [])):
         n = len(state["messages"])
         call = {"name": "confirm_order", "id": f"call-{n}", "pieces": ['{"item": ', '"book"}']}
@@ -105,6 +112,12 @@ async def model(state: Concierge):
     return {"messages": [reply]}
 
 
+@tool
+def weather(city: str) -> str:
+    """The weather in a city (a backend tool: the graph runs it)."""
+    return f"sunny in {city}"
+
+
 def writer(state: Concierge):
     return {"messages": [AIMessage(content="Written without streaming.", id="written-1")]}
 
@@ -115,6 +128,9 @@ def approve(state: Concierge):
 
 
 def route(state: Concierge):
+    last = state["messages"][-1] if state["messages"] else None
+    if last is not None and last.type == "ai" and any(c["name"] == "weather" for c in last.tool_calls):
+        return "tools"
     q = asked(state)
     return {"refund": "approve", "write": "writer"}.get(q, END)
 
@@ -123,8 +139,10 @@ builder = StateGraph(Concierge)
 builder.add_node("model", model)
 builder.add_node("writer", writer)
 builder.add_node("approve", approve)
+builder.add_node("tools", ToolNode([weather]))
 builder.add_edge(START, "model")
-builder.add_conditional_edges("model", route, ["approve", "writer", END])
+builder.add_conditional_edges("model", route, ["approve", "writer", "tools", END])
+builder.add_edge("tools", "model")
 builder.add_edge("approve", END)
 builder.add_edge("writer", END)
 graph = builder.compile(checkpointer=InMemorySaver())

@@ -650,6 +650,39 @@ mod tests {
         assert_eq!(texts, ["Hi", "Yo!"]);
     }
 
+    /// The client's state goes in as ag-ui-langgraph's does: the state's fields only, those
+    /// whose value is new, never the messages field; its tools after the input's.
+    #[test]
+    fn a_runs_input_takes_the_clients_new_state_messages_and_tools() {
+        let schema = json!({"properties": {"messages": {}, "note": {}, "count": {}, "tools": {}}});
+        let values = json!({"messages": [assistant("a1", "Hi")], "note": "old", "count": 1});
+        let shown = values.clone();
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t", "runId": "r",
+            "state": {"note": "new", "count": 1, "unknown": true, "messages": [],
+                "tools": [{"name": "a", "description": "from state"},
+                    {"name": "b", "description": "from state"}]},
+            "messages": [{"id": "a1", "role": "assistant", "content": "Hi"},
+                {"id": "u1", "role": "user", "content": "hello"}],
+            "tools": [{"name": "a", "description": "from input", "parameters": {}}],
+        }))
+        .unwrap();
+        let update = run_input(&schema, Some("messages"), &values, &shown, &input);
+        let keys: Vec<&str> = update.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["messages", "note", "tools"]);
+        assert_eq!(update["note"], "new");
+        let messages: Vec<Message> = serde_json::from_value(update["messages"].clone()).unwrap();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].text(), "hello");
+        let tools: Vec<&str> = update["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["description"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["from input", "from state"]);
+    }
+
     /// After the last event, nothing more: a failure that follows is not a second end.
     #[test]
     fn one_end_only() {

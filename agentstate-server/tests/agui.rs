@@ -756,3 +756,20 @@ async fn forwarded_props_command_resume_answers_the_thread() {
     assert_eq!(values["approved"], false);
     assert_eq!(values["messages"][1]["content"], "Not refunded.");
 }
+
+#[tokio::test]
+async fn client_state_that_does_not_fit_the_state_fails_the_run_with_a_sentence() {
+    let app = notebook();
+    let body = json!({"threadId": "n-3", "runId": "n-r4", "state": {"note": 5},
+        "messages": [{"id": "u1", "role": "user", "content": "hi"}]});
+    let (status, _, body) = call(&app, "POST", "/agui/notebook", &body.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let Some(Event::RunError(error)) = events(&body).pop() else {
+        panic!("{body}")
+    };
+    assert_eq!(error.code.as_deref(), Some("state_validation_error"));
+    assert_eq!(
+        error.message,
+        "the input of run `n-r4` on thread `n-3` is not an update of its state: field `note` has a value that does not fit at `note`: invalid type: integer `5`, expected a string"
+    );
+}

@@ -166,7 +166,10 @@
 //!   end, the thread's state (`STATE_SNAPSHOT`) and its whole conversation (`MESSAGES_SNAPSHOT`:
 //!   the text of messages a node wrote without streaming comes so, and a client that connects
 //!   to a thread it has nothing of, after a reload or a restart of CopilotKit's runtime, gets
-//!   the thread's messages back from any run, one with no new messages included); then exactly
+//!   the thread's messages back from any run, one with no new messages included: AG-UI over
+//!   HTTP has no other way to load a thread, `HttpAgent` has no `connect`, and CopilotKit's
+//!   `/connect` replays what its runner kept in memory; a runner that reads the thread through
+//!   the API above, `GET /threads/{id}/state`, works too); then exactly
 //!   one of `RUN_FINISHED` (no `outcome`: a plain success, the client derives the tool calls
 //!   left pending; or, when the run waits for answers, `CUSTOM` `on_interrupt` with each
 //!   question's payload, then `outcome` `{"type": "interrupt", "interrupts": [{id, reason,

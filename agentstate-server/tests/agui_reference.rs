@@ -227,14 +227,8 @@ fn listed() -> BTreeSet<String> {
 
 /// The reference, on a free port of 127.0.0.1: its URL and its process.
 async fn reference(python: &Path) -> (String, tokio::process::Child) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let mut child = tokio::process::Command::new(python)
         .arg("agui_graphs.py")
-        .arg(port.to_string())
         .current_dir(manifest().join("tests/reference"))
         .stdout(std::process::Stdio::piped())
         // Its log (a failed run's traceback) goes to a file, not into the test's output.
@@ -247,10 +241,11 @@ async fn reference(python: &Path) -> (String, tokio::process::Child) {
         .expect("the reference's Python starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await;
-    assert!(
-        matches!(ready, Ok(Ok(Some(ref line))) if line == "ready"),
-        "the reference did not start: {ready:?}"
-    );
+    let port: u16 = match &ready {
+        Ok(Ok(Some(line))) => line.strip_prefix("ready ").and_then(|p| p.parse().ok()),
+        _ => None,
+    }
+    .unwrap_or_else(|| panic!("the reference did not start: {ready:?}"));
     // Ready once it accepts connections.
     for _ in 0..200 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))

@@ -2,13 +2,13 @@
 written with LangGraph and served by ag-ui-langgraph's FastAPI endpoint
 (`add_langgraph_fastapi_endpoint`) at `/agui/concierge`, on an in-memory checkpointer.
 
-Run by `tests/agui_reference.rs` as `python agui_graphs.py PORT` (uvicorn on 127.0.0.1:PORT); it
-prints `ready` once it listens. The Rust graph in that test is the same graph, node for node:
+Run by `tests/agui_reference.rs` as `python agui_graphs.py` (uvicorn on a free port of 127.0.0.1);
+it prints `ready PORT` once it has the port. The Rust graph in that test is the same graph, node for node:
 keep the two in step.
 """
 
 import re
-import sys
+import socket
 from typing import Annotated, Any, Iterator, Optional
 
 import uvicorn
@@ -156,7 +156,9 @@ add_langgraph_fastapi_endpoint(
 
 
 if __name__ == "__main__":
-    config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
-    server = uvicorn.Server(config)
-    print("ready", flush=True)
-    server.run()
+    # A free port of 127.0.0.1, taken here (no other process can take it meanwhile).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    print(f"ready {sock.getsockname()[1]}", flush=True)
+    server.run(sockets=[sock])

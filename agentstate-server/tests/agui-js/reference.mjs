@@ -91,6 +91,12 @@ const scenarios = {
     const answered = await run(chat, { runId: `order-2-${suffix}`, tools });
     return { called, answered };
   },
+  // A node's custom event, then its answer.
+  async custom_event(base) {
+    const chat = agent(base, "progress");
+    chat.addMessage({ id: "p1", role: "user", content: "progress" });
+    return run(chat, { runId: `progress-${suffix}` });
+  },
   // A backend tool: the model calls it, the graph's tool node runs it, the model answers.
   async backend_tool(base) {
     const chat = agent(base, "weather");

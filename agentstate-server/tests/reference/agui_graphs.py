@@ -14,6 +14,7 @@ from typing import Annotated, Any, Iterator, Optional
 import uvicorn
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
 from fastapi import FastAPI
+from langchain_core.callbacks import adispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -90,6 +91,8 @@ async def model(state: Concierge):
         raise ValueError("the concierge cannot answer `fail`")
     if q == "break":
         await Scripted(text="I will not finish this", fail_after=2).ainvoke(state["messages"])
+    if q == "progress":
+        await adispatch_custom_event("progress", {"done": 1})
     if q == "weather":
         n = len(state["messages"])
         call = {"name": "weather", "id": f"call-{n}", "pieces": ['{"city": ', '"Paris"}']}

@@ -326,7 +326,7 @@ async fn agui_answers_as_ag_ui_langgraph_does_but_where_listed() {
             details.push(format!("{name}: {detail}"));
         }
     }
-    assert_eq!(ran.len(), 12, "every scenario ran:\n{stdout}");
+    assert_eq!(ran.len(), 15, "every scenario ran:\n{stdout}");
     let listed = listed();
     let unlisted: Vec<&String> = differing.difference(&listed).collect();
     let stale: Vec<&String> = listed.difference(&differing).collect();

@@ -3,7 +3,8 @@
 // of tests/reference/agui_graphs.py) and against agentstate-server (the same concierge in Rust,
 // tests/agui_reference.rs), and compares the events each run gives the client. Run by
 // tests/agui_reference.rs as `node reference.mjs REFERENCE_URL OUR_URL` (each serving
-// `/agui/concierge`); prints, per scenario, `same NAME` or `differs NAME <the first difference>`.
+// `/agui/concierge`); prints, per run of each scenario (`SCENARIO`, or `SCENARIO.RUN` for a
+// scenario of several runs), `same NAME` or `differs NAME <the first difference>`.
 //
 // Normalized, because the values must differ and nothing else: ids (threads, runs, messages,
 // tool calls, interrupts: each replaced by the order it first appears in, `<id N>`), timestamps,
@@ -220,10 +221,18 @@ function report(name, reference, ours) {
   }
 }
 
+/// A scenario's runs by name: the scenario's name for its one run, `<scenario>.<run>` for each of
+/// several; each is compared, and listed, on its own.
+function runsOf(name, result) {
+  if (Array.isArray(result.events)) return [[name, result]];
+  return Object.entries(result).map(([run, value]) => [`${name}.${run}`, value]);
+}
+
 const nodeExit = { reference: {}, ours: {} };
 for (const [name, scenario] of Object.entries(scenarios)) {
   const reference = takeNodeExitStates(name, normalize(await scenario(referenceUrl)), nodeExit.reference);
   const ours = takeNodeExitStates(name, normalize(await scenario(ourUrl)), nodeExit.ours);
-  report(name, reference, ours);
+  const theirs = Object.fromEntries(runsOf(name, reference));
+  for (const [run, result] of runsOf(name, ours)) report(run, theirs[run], result);
 }
 report("node_exit_state", nodeExit.reference, nodeExit.ours);

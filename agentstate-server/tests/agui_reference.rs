@@ -7,9 +7,14 @@
 //! the events (types, order, payloads; normalized only where values must differ: ids,
 //! timestamps, LangGraph's own RAW events).
 //!
-//! Every scenario must give what the reference gives, except those in the AG-UI table of
+//! Every run of every scenario (compared one by one; a scenario of several runs names them
+//! `SCENARIO.RUN`) must give what the reference gives, except those in the AG-UI table of
 //! `docs/divergences.md`: the test fails on a difference not listed there, and on a listed
-//! scenario that no longer differs.
+//! scenario that no longer differs. The scenarios: a model's streamed answer and a second turn,
+//! a node's message, an interrupt and its resume with the asking run's `runId`, a new client on
+//! an interrupted thread, a frontend tool and its answer, a node's custom event, a backend tool,
+//! a node failing before and while it streams, the client's state, a new client on a thread
+//! with a conversation; and, apart, the state sent after each node (`node_exit_state`).
 //!
 //! Without the venv or `node_modules` it prints one line and passes, except under CI (`CI`
 //! set), where that is a failure.

@@ -409,7 +409,7 @@ async fn prepare(
     let assistant = &served.assistant;
     let (thread, run) = (&input.thread_id, &input.run_id);
     assistant.ensure_thread(thread).await?;
-    let snapshot = assistant.snapshot(thread, None).await?;
+    let mut snapshot = assistant.snapshot(thread, None).await?;
     let field = assistant.messages_field();
     let mut answers = Map::new();
     for entry in input.resume.as_deref().unwrap_or_default() {
@@ -455,9 +455,27 @@ async fn prepare(
             "run `{run}` exists already on thread `{thread}`; only a run answering the thread's interrupts may take an earlier run's `runId`"
         )));
     } else {
+        // A user message the thread has, edited (its id, other text): the conversation from it
+        // on is done again (ag-ui-langgraph's time travel): the thread goes back to where it was
+        // before that message came, and the run's input is the edited message.
+        let mut redo = None;
+        if let Some(edited) = edited_message(field.as_deref(), &snapshot.values, input) {
+            if let Some(version) =
+                version_before(assistant, thread, field.as_deref(), edited.id()).await?
+            {
+                assistant.rewind(thread, version).await?;
+                snapshot = assistant.snapshot(thread, None).await?;
+                redo = Some(RunAgentInput {
+                    messages: vec![edited.clone()],
+                    state: None,
+                    ..input.clone()
+                });
+            }
+        }
         let shown = assistant.wire_values(snapshot.values.clone());
         let schema = assistant.state_schema();
-        let update = run_input(&schema, field.as_deref(), &snapshot.values, &shown, input);
+        let taken = redo.as_ref().unwrap_or(input);
+        let update = run_input(&schema, field.as_deref(), &snapshot.values, &shown, taken);
         Start::Input(Some(Value::Object(update)))
     };
     // The run's new messages are those neither the client nor the thread has.
@@ -497,6 +515,44 @@ impl AguiRun {
             ended: false,
         }
     }
+}
+
+/// The first of the client's user messages that the thread has (by id) with another text.
+fn edited_message<'a>(
+    field: Option<&str>,
+    values: &Value,
+    input: &'a RunAgentInput,
+) -> Option<&'a AguiMessage> {
+    let thread = messages_of(field, values);
+    input.messages.iter().find(|m| {
+        let AguiMessage::User(_) = m else {
+            return false;
+        };
+        let Some(now) = messages_from_agui([*m]).pop() else {
+            return false;
+        };
+        thread.iter().any(|had| {
+            had.message_id.to_string() == m.id() && had.role == now.role && had.text() != now.text()
+        })
+    })
+}
+
+/// The thread's version just before message `id` came into its messages field `field` (none if
+/// no checkpoint of the thread has it).
+async fn version_before(
+    assistant: &Arc<dyn crate::Assistant>,
+    thread: &str,
+    field: Option<&str>,
+    id: &str,
+) -> Result<Option<u64>, ApiError> {
+    let checkpoints = assistant.checkpoints(thread, usize::MAX).await?;
+    // Newest first: the oldest that has the message is where it came.
+    let came = checkpoints.iter().rev().find(|c| {
+        messages_of(field, &c.values)
+            .iter()
+            .any(|m| m.message_id.to_string() == id)
+    });
+    Ok(came.map(|c| c.checkpoint.version.saturating_sub(1)))
 }
 
 /// `forwardedProps.command.resume`, if the input has one (not `null`; a string holding JSON

@@ -145,7 +145,11 @@
 //!   merged through the field's reducer before the graph's first step (keys the state has no
 //!   field for are left out); the client's `tools`, then those of its `state.tools` of other
 //!   names, replace the state's field `tools`, if it has one. `context` and `forwardedProps`
-//!   are not applied. A state without a messages field takes no messages.
+//!   are not applied. A state without a messages field takes no messages. A user message the
+//!   thread has, with other text under its id (an edited message), makes the run do the
+//!   conversation again from it, as ag-ui-langgraph does: the thread is taken back to where it
+//!   was before that message came (what came after leaves its history, as with a run from an
+//!   earlier checkpoint in the API above) and the edited message is the run's input.
 //! - **Answers**: with `resume`, the run answers the thread's interrupts instead (each entry's
 //!   `payload` for its `interruptId`; a cancelled one is answered `null`); an id the thread does
 //!   not wait for is refused (422). `forwardedProps.command.resume` (ag-ui-langgraph's older

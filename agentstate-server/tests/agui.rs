@@ -773,3 +773,29 @@ async fn client_state_that_does_not_fit_the_state_fails_the_run_with_a_sentence(
         "the input of run `n-r4` on thread `n-3` is not an update of its state: field `note` has a value that does not fit at `note`: invalid type: integer `5`, expected a string"
     );
 }
+
+#[tokio::test]
+async fn an_edited_message_does_the_conversation_again_from_it() {
+    let app = notebook();
+    let said = |text: &str, run: &str| {
+        json!({"threadId": "n-edit", "runId": run, "messages": [{"id": "e1", "role": "user", "content": text}]})
+            .to_string()
+    };
+    call(&app, "POST", "/agui/notebook", &said("hello", "n-e1")).await;
+    let (status, _, body) = call(&app, "POST", "/agui/notebook", &said("goodbye", "n-e2")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, state) = call(&app, "GET", "/threads/n-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["goodbye", "no note / goodbye"]);
+    // The same text again is no edit: the conversation goes on.
+    call(&app, "POST", "/agui/notebook", &said("goodbye", "n-e3")).await;
+    let (_, _, state) = call(&app, "GET", "/threads/n-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    assert_eq!(values["messages"].as_array().map(Vec::len), Some(3));
+}

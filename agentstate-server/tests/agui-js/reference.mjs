@@ -122,6 +122,15 @@ const scenarios = {
     chat.addMessage({ id: "n1", role: "user", content: "note" });
     return run(chat, { runId: `note-${suffix}` });
   },
+  // The user edits their message (same id, new text) and runs again: the conversation from
+  // that message on is redone (CopilotKit's message editing).
+  async edited_message(base) {
+    const chat = agent(base, "edit");
+    chat.addMessage({ id: "e1", role: "user", content: "hello" });
+    await run(chat, { runId: `edit-1-${suffix}` });
+    chat.setMessages([{ id: "e1", role: "user", content: "goodbye" }]);
+    return run(chat, { runId: `edit-2-${suffix}` });
+  },
   // A new client on a thread with a conversation (a reload, a restarted CopilotKit runtime):
   // a run with no messages; the conversation comes back as MESSAGES_SNAPSHOT.
   async reconnect(base) {

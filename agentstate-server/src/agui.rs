@@ -439,38 +439,43 @@ async fn prepare(
     }
     let start = if !answers.is_empty() {
         Start::Resume(Value::Object(answers))
-    } else if snapshot.interrupts.iter().any(|i| !i.is_breakpoint()) {
-        let run = AguiRun::new(served, input, field, HashSet::new());
-        let mut events = run.started();
-        events.extend(asking(&snapshot.interrupts));
-        events.push(Event::RunFinished(RunFinishedEvent {
-            thread_id: thread.clone(),
-            run_id: run.run_id.clone(),
-            outcome: Some(interrupt_outcome(&snapshot.interrupts)),
-            ..Default::default()
-        }));
-        return Ok(Prepared::Asking(events));
-    } else if reused {
-        return Err(ApiError::conflict(format!(
-            "run `{run}` exists already on thread `{thread}`; only a run answering the thread's interrupts may take an earlier run's `runId`"
-        )));
     } else {
         // A user message the thread has, edited (its id, other text): the conversation from it
-        // on is done again (ag-ui-langgraph's time travel): the thread goes back to where it was
-        // before that message came, and the run's input is the edited message.
+        // on is done again (ag-ui-langgraph's time travel, before anything else): the thread
+        // goes back to where it was before that message came, and the run's input is the
+        // edited message.
+        let edited = match edited_message(field.as_deref(), &snapshot.values, input) {
+            Some(message) => version_before(assistant, thread, field.as_deref(), message.id())
+                .await?
+                .map(|version| (version, message)),
+            None => None,
+        };
+        if edited.is_none() && snapshot.interrupts.iter().any(|i| !i.is_breakpoint()) {
+            let run = AguiRun::new(served, input, field, HashSet::new());
+            let mut events = run.started();
+            events.extend(asking(&snapshot.interrupts));
+            events.push(Event::RunFinished(RunFinishedEvent {
+                thread_id: thread.clone(),
+                run_id: run.run_id.clone(),
+                outcome: Some(interrupt_outcome(&snapshot.interrupts)),
+                ..Default::default()
+            }));
+            return Ok(Prepared::Asking(events));
+        }
+        if reused {
+            return Err(ApiError::conflict(format!(
+                "run `{run}` exists already on thread `{thread}`; only a run answering the thread's interrupts may take an earlier run's `runId`"
+            )));
+        }
         let mut redo = None;
-        if let Some(edited) = edited_message(field.as_deref(), &snapshot.values, input) {
-            if let Some(version) =
-                version_before(assistant, thread, field.as_deref(), edited.id()).await?
-            {
-                assistant.rewind(thread, version).await?;
-                snapshot = assistant.snapshot(thread, None).await?;
-                redo = Some(RunAgentInput {
-                    messages: vec![edited.clone()],
-                    state: None,
-                    ..input.clone()
-                });
-            }
+        if let Some((version, message)) = edited {
+            assistant.rewind(thread, version).await?;
+            snapshot = assistant.snapshot(thread, None).await?;
+            redo = Some(RunAgentInput {
+                messages: vec![message.clone()],
+                state: None,
+                ..input.clone()
+            });
         }
         let shown = assistant.wire_values(snapshot.values.clone());
         let schema = assistant.state_schema();

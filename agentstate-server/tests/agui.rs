@@ -799,3 +799,27 @@ async fn an_edited_message_does_the_conversation_again_from_it() {
     let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
     assert_eq!(values["messages"].as_array().map(Vec::len), Some(3));
 }
+
+#[tokio::test]
+async fn an_edit_goes_before_the_threads_questions() {
+    let app = router();
+    let refund = json!([{"id": "q1", "role": "user", "content": "refund"}]);
+    post(&app, &input("t-edit", "r-e1", refund)).await;
+    let edited = json!([{"id": "q1", "role": "user", "content": "never mind"}]);
+    let (status, _, body) = post(&app, &input("t-edit", "r-e2", edited)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, thread) = call(&app, "GET", "/threads/t-edit", "").await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&thread).unwrap()["status"],
+        "idle"
+    );
+    let (_, _, state) = call(&app, "GET", "/threads/t-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["never mind", "You said: never mind"]);
+}

@@ -13,8 +13,8 @@
 //! scenario that no longer differs. The scenarios: a model's streamed answer and a second turn,
 //! a node's message, an interrupt and its resume with the asking run's `runId`, a new client on
 //! an interrupted thread, a frontend tool and its answer, a node's custom event, a backend tool,
-//! a node failing before and while it streams, the client's state, an edited message, a new
-//! client on a thread with a conversation; and, apart, the state sent after each node (`node_exit_state`).
+//! a node failing before and while it streams, the client's state, an edited message (on a
+//! thread waiting for an answer too), a new client on a thread with a conversation; and, apart, the state sent after each node (`node_exit_state`).
 //!
 //! Without the venv or `node_modules` it prints one line and passes, except under CI (`CI`
 //! set), where that is a failure.
@@ -331,7 +331,7 @@ async fn agui_answers_as_ag_ui_langgraph_does_but_where_listed() {
             details.push(format!("{name}: {detail}"));
         }
     }
-    assert_eq!(ran.len(), 16, "every scenario ran:\n{stdout}");
+    assert_eq!(ran.len(), 17, "every scenario ran:\n{stdout}");
     let listed = listed();
     let unlisted: Vec<&String> = differing.difference(&listed).collect();
     let stale: Vec<&String> = listed.difference(&differing).collect();

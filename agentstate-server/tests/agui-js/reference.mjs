@@ -131,6 +131,15 @@ const scenarios = {
     chat.setMessages([{ id: "e1", role: "user", content: "goodbye" }]);
     return run(chat, { runId: `edit-2-${suffix}` });
   },
+  // An edited message on a thread that waits for an answer: the edit goes first.
+  async edited_while_asked(base) {
+    const chat = agent(base, "edit-asked");
+    chat.addMessage({ id: "q1", role: "user", content: "refund" });
+    await run(chat, { runId: `edit-asked-1-${suffix}` });
+    const fresh = agent(base, "edit-asked");
+    fresh.setMessages([{ id: "q1", role: "user", content: "never mind" }]);
+    return run(fresh, { runId: `edit-asked-2-${suffix}` });
+  },
   // A new client on a thread with a conversation (a reload, a restarted CopilotKit runtime):
   // a run with no messages; the conversation comes back as MESSAGES_SNAPSHOT.
   async reconnect(base) {

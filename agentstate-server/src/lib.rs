@@ -131,11 +131,10 @@
 //! ([`agentstate::agui::RunAgentInput`]: what `@ag-ui/client`'s `HttpAgent` POSTs) and answers
 //! `text/event-stream`, one `data: <event JSON>` frame per AG-UI event, sent as it happens. The
 //! run is a durable run, with the client's `runId`, on thread `threadId` (created if missing),
-//! and a run of the thread like any other (`GET /threads/{id}/state` reads what it did):
-//!
+//! and a run of the thread like any other (`GET /threads/{id}/state` reads what it did).
 //! Its events are those ag-ui-langgraph (the AG-UI server of LangGraph graphs) sends for the
 //! same graph; where they still differ, and why, is listed in `docs/divergences.md`, which a
-//! differential test keeps true.
+//! differential test keeps true:
 //!
 //! - **Its input**: the client's messages that the thread does not have (by id) are added to
 //!   the state's messages field ([`Assistant::messages_field`]: a `DurableGraph`'s first
@@ -156,9 +155,10 @@
 //!   way, which CopilotKit's `useInterrupt` uses after `on_interrupt`) answers every question
 //!   the thread waits for with its value. A run answering the thread's interrupts may take the
 //!   `runId` of the run that asked (CopilotKit's `useInterrupt` does); any other run needs a new
-//!   one (409 otherwise). A run without answers on a thread that waits for them runs nothing:
-//!   it gives the questions again (`RUN_STARTED`, `CUSTOM` `on_interrupt`, `RUN_FINISHED` with
-//!   the interrupt outcome), as ag-ui-langgraph does. Otherwise a run starts afresh from the
+//!   one (409 otherwise). A run without answers on a thread that waits for them (and without
+//!   an edited message, which goes first) runs nothing: it gives the questions again
+//!   (`RUN_STARTED`, `CUSTOM` `on_interrupt`, `RUN_FINISHED` with the interrupt outcome), as
+//!   ag-ui-langgraph does. Otherwise a run starts afresh from the
 //!   thread's state whatever its last run left, as a new `input` does in the API above.
 //! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); each node a step
 //!   (`STEP_STARTED` / `STEP_FINISHED` with its name; a node of the same step streaming at once
@@ -173,8 +173,7 @@
 //!   the thread's messages back from any run, one with no new messages included: AG-UI over
 //!   HTTP has no other way to load a thread, `HttpAgent` has no `connect`, and CopilotKit's
 //!   `/connect` replays what its runner kept in memory; a runner that reads the thread through
-//!   the API above, `GET /threads/{id}/state`, works too); then exactly
-//!   one of `RUN_FINISHED` (no `outcome`: a plain success, the client derives the tool calls
+//!   the API above, `GET /threads/{id}/state`, works too); then exactly one of `RUN_FINISHED` (no `outcome`: a plain success, the client derives the tool calls
 //!   left pending; or, when the run waits for answers, `CUSTOM` `on_interrupt` with each
 //!   question's payload, then `outcome` `{"type": "interrupt", "interrupts": [{id, reason,
 //!   message, metadata}]}`: a later run with `resume` answers them) and `RUN_ERROR` (its `code`

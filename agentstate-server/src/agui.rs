@@ -31,6 +31,14 @@ pub(crate) const FRAME: &str = "agui";
 /// The state field the client's tools go to, if the state has it.
 const TOOLS_FIELD: &str = "tools";
 
+/// The state field the client's tools and context go to (`{"tools", "context"}`), if the state
+/// has it (ag-ui-langgraph's).
+const AGUI_FIELD: &str = "ag-ui";
+
+/// The state field whose `actions` the client's tools go to, if the state has it (CopilotKit's
+/// `CopilotKitState`, as ag-ui-langgraph fills it).
+const COPILOTKIT_FIELD: &str = "copilotkit";
+
 /// The AG-UI route.
 pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new().route("/agui/{assistant}", post(run))
@@ -578,9 +586,10 @@ fn legacy_resume(input: &RunAgentInput) -> Option<Value> {
 /// A new run's input (ag-ui-langgraph's): the client's `state`, each of its keys the state has
 /// as a field (`schema`'s properties) and whose value is not the thread's already (`shown`: the
 /// thread's state `values` as the server shows it), the messages field aside; the client's
-/// messages the thread does not have (by id) in the messages field `field`; and in the field
-/// `tools`, if the state has one, the client's tools, then those of its `state.tools` of other
-/// names.
+/// messages the thread does not have (by id) in the messages field `field`; and the client's
+/// tools, then those of its `state.tools` of other names, in the field `tools`, in `ag-ui` (with
+/// the client's context: `{"tools", "context"}`) and in `copilotkit.actions` (the client's
+/// `state.copilotkit` otherwise kept), those of the three the state has.
 fn run_input(
     schema: &Value,
     field: Option<&str>,
@@ -593,7 +602,8 @@ fn run_input(
     let mut update = Map::new();
     if let Some(Value::Object(state)) = &input.state {
         for (key, value) in state {
-            let applied = has(key) && Some(key.as_str()) != field && key != TOOLS_FIELD;
+            let ours = [TOOLS_FIELD, AGUI_FIELD, COPILOTKIT_FIELD].contains(&key.as_str());
+            let applied = has(key) && Some(key.as_str()) != field && !ours;
             if applied && shown.get(key) != Some(value) {
                 update.insert(key.clone(), value.clone());
             }
@@ -617,18 +627,33 @@ fn run_input(
             );
         }
     }
-    if has(TOOLS_FIELD) {
-        let mut tools: Vec<Value> = input
-            .tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .collect();
-        let offered = input.state.as_ref().and_then(|s| s.get(TOOLS_FIELD));
-        for tool in offered.and_then(Value::as_array).into_iter().flatten() {
-            if !tools.iter().any(|t| t.get("name") == tool.get("name")) {
-                tools.push(tool.clone());
-            }
+    let mut tools: Vec<Value> = input
+        .tools
+        .iter()
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect();
+    let offered = input.state.as_ref().and_then(|s| s.get(TOOLS_FIELD));
+    for tool in offered.and_then(Value::as_array).into_iter().flatten() {
+        if !tools.iter().any(|t| t.get("name") == tool.get("name")) {
+            tools.push(tool.clone());
         }
+    }
+    if has(AGUI_FIELD) {
+        let context = serde_json::to_value(&input.context).unwrap_or_default();
+        update.insert(
+            AGUI_FIELD.to_owned(),
+            json!({"tools": tools, "context": context}),
+        );
+    }
+    if has(COPILOTKIT_FIELD) {
+        let mut copilotkit = match input.state.as_ref().and_then(|s| s.get(COPILOTKIT_FIELD)) {
+            Some(Value::Object(given)) => given.clone(),
+            _ => Map::new(),
+        };
+        copilotkit.insert("actions".to_owned(), Value::Array(tools.clone()));
+        update.insert(COPILOTKIT_FIELD.to_owned(), Value::Object(copilotkit));
+    }
+    if has(TOOLS_FIELD) {
         update.insert(TOOLS_FIELD.to_owned(), Value::Array(tools));
     }
     update
@@ -715,22 +740,29 @@ mod tests {
     /// whose value is new, never the messages field; its tools after the input's.
     #[test]
     fn a_runs_input_takes_the_clients_new_state_messages_and_tools() {
-        let schema = json!({"properties": {"messages": {}, "note": {}, "count": {}, "tools": {}}});
+        let schema = json!({"properties": {"messages": {}, "note": {}, "count": {}, "tools": {},
+            "ag-ui": {}, "copilotkit": {}}});
         let values = json!({"messages": [assistant("a1", "Hi")], "note": "old", "count": 1});
         let shown = values.clone();
         let input: RunAgentInput = serde_json::from_value(json!({
             "threadId": "t", "runId": "r",
             "state": {"note": "new", "count": 1, "unknown": true, "messages": [],
+                "copilotkit": {"kept": 1, "actions": []},
                 "tools": [{"name": "a", "description": "from state"},
                     {"name": "b", "description": "from state"}]},
             "messages": [{"id": "a1", "role": "assistant", "content": "Hi"},
                 {"id": "u1", "role": "user", "content": "hello"}],
             "tools": [{"name": "a", "description": "from input", "parameters": {}}],
+            "context": [{"description": "locale", "value": "en-GB"}],
         }))
         .unwrap();
         let update = run_input(&schema, Some("messages"), &values, &shown, &input);
         let keys: Vec<&str> = update.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["messages", "note", "tools"]);
+        assert_eq!(keys, ["ag-ui", "copilotkit", "messages", "note", "tools"]);
+        assert_eq!(update["ag-ui"]["context"][0]["value"], "en-GB");
+        assert_eq!(update["ag-ui"]["tools"], update["tools"]);
+        assert_eq!(update["copilotkit"]["actions"], update["tools"]);
+        assert_eq!(update["copilotkit"]["kept"], 1);
         assert_eq!(update["note"], "new");
         let messages: Vec<Message> = serde_json::from_value(update["messages"].clone()).unwrap();
         assert_eq!(messages.len(), 1);

@@ -143,8 +143,11 @@
 //!   messages field) and whose value is not the thread's already is part of the run's input,
 //!   merged through the field's reducer before the graph's first step (keys the state has no
 //!   field for are left out); the client's `tools`, then those of its `state.tools` of other
-//!   names, replace the state's field `tools`, if it has one. `context` and `forwardedProps`
-//!   are not applied. A state without a messages field takes no messages. A user message the
+//!   names, replace the state's field `tools`, and are `actions` in its field `copilotkit`
+//!   (CopilotKit's `CopilotKitState`, the rest of the client's `state.copilotkit` kept) and
+//!   `tools` in its field `ag-ui` beside the client's `context` (`{"tools", "context"}`), as
+//!   ag-ui-langgraph gives them, those of the three the state has. `forwardedProps` is not
+//!   applied. A state without a messages field takes no messages. A user message the
 //!   thread has, with other text under its id (an edited message), makes the run do the
 //!   conversation again from it, as ag-ui-langgraph does: the thread is taken back to where it
 //!   was before that message came (what came after leaves its history, as with a run from an

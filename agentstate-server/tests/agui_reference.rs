@@ -40,6 +40,12 @@ struct Concierge {
     messages: Vec<Message>,
     /// The client's tools.
     tools: Vec<Value>,
+    /// The client's tools and context, as ag-ui-langgraph gives them.
+    #[serde(rename = "ag-ui", default, skip_serializing_if = "Option::is_none")]
+    ag_ui: Option<Value>,
+    /// CopilotKit's state: the client's tools as `actions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    copilotkit: Option<Value>,
     /// A note the client's state gives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     note: Option<String>,
@@ -145,6 +151,19 @@ fn graph() -> Result<Graph<Concierge, &'static str>, agentstate_graph::CompileEr
                     let args = json!({"item": "book"});
                     let call = call(&cx, &id, &state, "confirm_order", pieces, args);
                     return Ok(ConciergeUpdate::default().messages(vec![call.into()]));
+                }
+                Some("actions") => {
+                    let values = |field: &Option<Value>, list: &str, key: &str| -> Vec<String> {
+                        let list = field.as_ref().and_then(|f| f[list].as_array().cloned());
+                        let items = list.unwrap_or_default();
+                        items
+                            .iter()
+                            .filter_map(|i| i[key].as_str().map(str::to_owned))
+                            .collect()
+                    };
+                    let names = values(&state.copilotkit, "actions", "name").join(" ");
+                    let context = values(&state.ag_ui, "context", "value").join(" ");
+                    format!("Actions: {names}; context: {context}")
                 }
                 Some("note") => format!("Your note: {}", state.note.as_deref().unwrap_or("none")),
                 Some(q) => format!("You said: {q}"),
@@ -331,7 +350,7 @@ async fn agui_answers_as_ag_ui_langgraph_does_but_where_listed() {
             details.push(format!("{name}: {detail}"));
         }
     }
-    assert_eq!(ran.len(), 17, "every scenario ran:\n{stdout}");
+    assert_eq!(ran.len(), 18, "every scenario ran:\n{stdout}");
     let listed = listed();
     let unlisted: Vec<&String> = differing.difference(&listed).collect();
     let stale: Vec<&String> = listed.difference(&differing).collect();

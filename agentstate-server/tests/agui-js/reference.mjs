@@ -140,6 +140,16 @@ const scenarios = {
     fresh.setMessages([{ id: "q1", role: "user", content: "never mind" }]);
     return run(fresh, { runId: `edit-asked-2-${suffix}` });
   },
+  // The client's tools and context, as a CopilotKitState graph reads them.
+  async client_tools(base) {
+    const chat = agent(base, "actions", { copilotkit: { kept: true } });
+    chat.addMessage({ id: "k1", role: "user", content: "actions" });
+    return run(chat, {
+      runId: `actions-${suffix}`,
+      tools: [{ name: "pick_color", description: "Picks a color", parameters: { type: "object" } }],
+      context: [{ description: "locale", value: "en-GB" }],
+    });
+  },
   // A new client on a thread with a conversation (a reload, a restarted CopilotKit runtime):
   // a run with no messages; the conversation comes back as MESSAGES_SNAPSHOT.
   async reconnect(base) {

@@ -27,11 +27,16 @@ from langgraph.types import interrupt
 from typing_extensions import NotRequired, TypedDict
 
 
-class Concierge(TypedDict):
-    messages: Annotated[list, add_messages]
-    tools: NotRequired[list]
-    note: NotRequired[str]
-    approved: NotRequired[bool]
+# `ag-ui` and `copilotkit` as ag-ui-langgraph fills them (the client's tools and context; and
+# CopilotKitState's `actions`).
+Concierge = TypedDict("Concierge", {
+    "messages": Annotated[list, add_messages],
+    "tools": NotRequired[list],
+    "ag-ui": NotRequired[dict],
+    "copilotkit": NotRequired[dict],
+    "note": NotRequired[str],
+    "approved": NotRequired[bool],
+})
 
 
 class Scripted(BaseChatModel):
@@ -107,6 +112,11 @@ async def model(state: Concierge):
         text = f"You said: {q}"
         if q == "note":
             text = f"Your note: {state.get('note', 'none')}"
+        if q == "actions":
+            names = [t["name"] for t in state.get("copilotkit", {}).get("actions", [])]
+            # ag-ui-langgraph puts the context in as ag_ui's `Context` objects.
+            context = [getattr(c, "value", None) or c["value"] for c in state.get("ag-ui", {}).get("context", [])]
+            text = f"Actions: {' '.join(names)}; context: {' '.join(context)}"
     elif last is not None and last.type == "tool":
         text = f"The user chose: {last.content}"
     else:

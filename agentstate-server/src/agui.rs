@@ -53,9 +53,10 @@ pub(crate) struct AguiRun {
     run_id: String,
     parent_run_id: Option<String>,
     messages_field: Option<String>,
-    /// The state as the server shows it ([`Assistant::wire_values`](crate::Assistant::wire_values)).
+    /// How the server shows a state ([`Assistant::wire_values`](crate::Assistant::wire_values)).
     wire: Wire,
-    /// Ids of the messages the client has.
+    /// Ids of the messages the client or the thread had when the run started, and of those
+    /// the run sent since.
     seen: HashSet<String>,
     /// The text messages and tool calls streamed, and those open (by node).
     streams: OpenStreams,

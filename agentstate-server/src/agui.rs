@@ -339,7 +339,7 @@ async fn run(
         let run = RunRecord::new(run_id, thread_id, &served.graph_id, kwargs, now_ms());
         shared.records.put(Record::Thread(record)).await?;
         shared.records.put(Record::Run(run.clone())).await?;
-        Ok::<_, ApiError>(Ok((start, agui, run)))
+        Ok::<_, ApiError>(Ok((start, *agui, run)))
     };
     let (start, agui, run) = match prepared.await {
         Ok(Ok(prepared)) => prepared,
@@ -370,7 +370,7 @@ async fn run(
         options: RunOptions::new(),
         modes: Vec::new(),
         stateless: false,
-        agui: Some(Arc::new(Mutex::new(*agui))),
+        agui: Some(Arc::new(Mutex::new(agui))),
         worker: None,
     }
     .spawn();

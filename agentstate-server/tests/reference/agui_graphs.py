@@ -2,9 +2,13 @@
 written with LangGraph and served by ag-ui-langgraph's FastAPI endpoint
 (`add_langgraph_fastapi_endpoint`) at `/agui/concierge`, on an in-memory checkpointer.
 
-Run by `tests/agui_reference.rs` as `python agui_graphs.py` (uvicorn on a free port of 127.0.0.1);
-it prints `ready PORT` once it has the port. The Rust graph in that test is the same graph, node for node:
-keep the two in step.
+Run by `tests/agui_reference.rs` as `python agui_graphs.py` (uvicorn on a free port of
+127.0.0.1); it prints `ready PORT` once it has the port. The Rust graph in that test is the same
+graph, node for node: keep the two in step.
+
+The agent is configured with `emit_interrupt_outcome=True`: an interrupted run ends with
+AG-UI's interrupt outcome (as agentstate-server's do), not only with the `on_interrupt` CUSTOM
+event that ag-ui-langgraph sends by default.
 """
 
 import re

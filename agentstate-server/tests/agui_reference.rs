@@ -255,6 +255,15 @@ fn listed() -> BTreeSet<String> {
         .collect()
 }
 
+/// Where the reference's log goes (its failed runs' tracebacks): a file of this process's,
+/// removed when the test passes.
+fn log() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "agentstate-agui-reference-{}.log",
+        std::process::id()
+    ))
+}
+
 /// The reference, on a free port of 127.0.0.1: its URL and its process.
 async fn reference(python: &Path) -> (String, tokio::process::Child) {
     let mut child = tokio::process::Command::new(python)
@@ -262,10 +271,7 @@ async fn reference(python: &Path) -> (String, tokio::process::Child) {
         .current_dir(manifest().join("tests/reference"))
         .stdout(std::process::Stdio::piped())
         // Its log (a failed run's traceback) goes to a file, not into the test's output.
-        .stderr(
-            std::fs::File::create(std::env::temp_dir().join("agentstate-agui-reference.log"))
-                .unwrap(),
-        )
+        .stderr(std::fs::File::create(log()).unwrap())
         .kill_on_drop(true)
         .spawn()
         .expect("the reference's Python starts");
@@ -357,7 +363,9 @@ async fn agui_answers_as_ag_ui_langgraph_does_but_where_listed() {
     assert!(
         unlisted.is_empty() && stale.is_empty(),
         "AG-UI scenarios that differ from the reference but are not listed in docs/divergences.md: {unlisted:?}; \
-         listed there but no longer differing (remove their rows): {stale:?}\n{}",
-        details.join("\n")
+         listed there but no longer differing (remove their rows): {stale:?}\n{}\n(the reference's log: {})",
+        details.join("\n"),
+        log().display()
     );
+    std::fs::remove_file(log()).ok();
 }

@@ -7,11 +7,12 @@ use crate::record::{now_ms, Record, RunRecord};
 use crate::runs::{new_thread, Job, Live};
 use crate::server::{Served, Shared};
 use agentstate::agui::{
-    message_events, messages_from_agui, messages_to_agui, state_delta, Event,
+    message_events, messages_from_agui, messages_to_agui, AguiMessage, Event,
     MessagesSnapshotEvent, OpenStreams, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
-    RunStartedEvent,
+    RunStartedEvent, StepFinishedEvent, StepStartedEvent, TextRole,
 };
 use agentstate::message::Message;
+use agentstate_graph::Interrupt;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -30,26 +31,37 @@ pub(crate) const FRAME: &str = "agui";
 /// The state field the client's tools go to, if the state has it.
 const TOOLS_FIELD: &str = "tools";
 
+/// The state field the client's tools and context go to (`{"tools", "context"}`), if the state
+/// has it (ag-ui-langgraph's).
+const AGUI_FIELD: &str = "ag-ui";
+
+/// The state field whose `actions` the client's tools go to, if the state has it (CopilotKit's
+/// `CopilotKitState`, as ag-ui-langgraph fills it).
+const COPILOTKIT_FIELD: &str = "copilotkit";
+
 /// The AG-UI route.
 pub(crate) fn routes() -> Router<Arc<Shared>> {
     Router::new().route("/agui/{assistant}", post(run))
 }
 
-/// One run's AG-UI events from its [`RunEvent`]s: what the client has (its messages, the state
-/// as the events so far make it), what is streaming, and whether the run's last event went.
+/// One run's AG-UI events from its [`RunEvent`]s, framed as ag-ui-langgraph frames a LangGraph
+/// run: each node a step (`STEP_STARTED` / `STEP_FINISHED`), the state after each step as
+/// `STATE_SNAPSHOT`, and the thread's state and whole conversation (`STATE_SNAPSHOT`,
+/// `MESSAGES_SNAPSHOT`) before the run's last event.
 pub(crate) struct AguiRun {
     thread_id: String,
     run_id: String,
     parent_run_id: Option<String>,
     messages_field: Option<String>,
-    /// The state as the server shows it ([`Assistant::wire_values`](crate::Assistant::wire_values)).
+    /// How the server shows a state ([`Assistant::wire_values`](crate::Assistant::wire_values)).
     wire: Wire,
-    /// The state as the client has it (as the server shows it).
-    json: Value,
-    /// Ids of the messages the client has.
+    /// Ids of the messages the client or the thread had when the run started, and of those
+    /// the run sent since.
     seen: HashSet<String>,
     /// The text messages and tool calls streamed, and those open (by node).
     streams: OpenStreams,
+    /// The node whose step is open.
+    step: Option<String>,
     ended: bool,
 }
 
@@ -59,19 +71,19 @@ type Wire = Arc<dyn Fn(Value) -> Value + Send + Sync>;
 /// A run's AG-UI translation, shared by its task and its watcher.
 pub(crate) type SharedAguiRun = Arc<Mutex<AguiRun>>;
 
+/// The name of the `CUSTOM` event that gives an interrupt's payload before the run ends
+/// (ag-ui-langgraph's, which CopilotKit's `useInterrupt` reads).
+const ON_INTERRUPT: &str = "on_interrupt";
+
 impl AguiRun {
-    /// `RUN_STARTED` (with the run the client started this one from) and the state the run
-    /// starts from.
+    /// `RUN_STARTED`, with the run the client started this one from.
     fn started(&self) -> Vec<Event> {
-        vec![
-            Event::RunStarted(RunStartedEvent {
-                thread_id: self.thread_id.clone(),
-                run_id: self.run_id.clone(),
-                parent_run_id: self.parent_run_id.clone(),
-                ..Default::default()
-            }),
-            Event::state_snapshot(self.json.clone()),
-        ]
+        vec![Event::RunStarted(RunStartedEvent {
+            thread_id: self.thread_id.clone(),
+            run_id: self.run_id.clone(),
+            parent_run_id: self.parent_run_id.clone(),
+            ..Default::default()
+        })]
     }
 
     /// The AG-UI events of `event`; nothing once the run's last event went.
@@ -81,97 +93,170 @@ impl AguiRun {
             return out;
         }
         match event {
+            RunEvent::TaskStarted { node, .. } => self.step_to(node, &mut out),
             RunEvent::MessageDelta {
                 node,
                 message_id,
                 delta,
                 ..
-            } => self.streams.text(node, message_id, delta, &mut out),
+            } => {
+                self.step_to(node, &mut out);
+                self.streams.text(node, message_id, delta, &mut out);
+            }
             RunEvent::ToolCallDelta {
                 node,
                 message_id,
                 tool_call_id,
                 name,
                 delta,
-            } => self
-                .streams
-                .tool_call(node, message_id, tool_call_id, name, delta, &mut out),
+            } => {
+                self.step_to(node, &mut out);
+                self.streams
+                    .tool_call(node, message_id, tool_call_id, name, delta, &mut out);
+            }
             RunEvent::Update { node, .. } => self.streams.close(Some(node), &mut out),
             RunEvent::Custom { name, value, .. } => out.push(Event::custom(name, value.clone())),
             RunEvent::Values(values) => {
                 self.streams.close(None, &mut out);
-                self.sync(values, &mut out);
+                self.new_messages(values, &mut out);
+                out.push(Event::state_snapshot((self.wire)(values.clone())));
             }
             RunEvent::Finished { values } => {
                 self.streams.close(None, &mut out);
-                self.sync(values, &mut out);
-                out.push(self.finished(RunOutcome::Success {
-                    pending_tool_call_ids: None,
-                }));
+                self.new_messages(values, &mut out);
+                self.step_end(&mut out);
+                self.snapshots(values, &mut out);
+                out.push(self.finished(None));
             }
             RunEvent::Suspended { values, interrupts } => {
                 self.streams.close(None, &mut out);
-                self.sync(values, &mut out);
-                let interrupts = interrupts
-                    .iter()
-                    .map(agentstate_graph::agui::interrupt)
-                    .collect();
-                out.push(self.finished(RunOutcome::Interrupt { interrupts }));
+                self.new_messages(values, &mut out);
+                self.snapshots(values, &mut out);
+                self.step_end(&mut out);
+                out.extend(asking(interrupts));
+                out.push(self.finished(Some(interrupt_outcome(interrupts))));
             }
             RunEvent::Failed(error) => out = self.failed(error),
-            // Tasks and checkpoints have no AG-UI events of their own.
-            RunEvent::TaskStarted { .. } | RunEvent::Committed { .. } => {}
+            // Checkpoints have no AG-UI events of their own.
+            RunEvent::Committed { .. } => {}
+        }
+        // A streamed message says whose it is, as ag-ui-langgraph's do.
+        for event in &mut out {
+            if let Event::TextMessageStart(start) = event {
+                start.role.get_or_insert(TextRole::Assistant);
+            }
         }
         out
     }
 
-    /// `RUN_ERROR` for `error`, unless the run's last event went.
+    /// `RUN_ERROR` for `error`, unless the run's last event went; the text messages and tool
+    /// calls still streaming are ended first (what they hold is all there will be).
     pub(crate) fn failed(&mut self, error: &AssistantError) -> Vec<Event> {
         if std::mem::replace(&mut self.ended, true) {
             return Vec::new();
         }
-        // What is open stays so: the client marks it cut short.
-        self.streams.forget();
-        vec![Event::run_error(
+        let mut out = Vec::new();
+        self.streams.close(None, &mut out);
+        out.push(Event::run_error(
             &error.message,
             Some(error.category.clone()),
-        )]
+        ));
+        out
     }
 
-    fn finished(&mut self, outcome: RunOutcome) -> Event {
+    /// `RUN_FINISHED`, with `outcome` (none: a plain success, as ag-ui-langgraph sends it; the
+    /// client derives the tool calls left pending).
+    fn finished(&mut self, outcome: Option<RunOutcome>) -> Event {
         self.ended = true;
         Event::RunFinished(RunFinishedEvent {
             thread_id: self.thread_id.clone(),
             run_id: self.run_id.clone(),
-            outcome: Some(outcome),
+            outcome,
             ..Default::default()
         })
     }
 
-    /// Sends what the client does not have of `values`: its new messages, then `STATE_DELTA`.
-    fn sync(&mut self, values: &Value, out: &mut Vec<Event>) {
-        let messages = messages_of(self.messages_field.as_deref(), values);
-        let mut snapshot = false;
-        for message in &messages {
-            if !self.seen.insert(message.message_id.to_string()) {
-                continue;
-            }
-            for agui in agentstate::agui::to_agui(message) {
-                snapshot |= !message_events(agui, self.streams.streamed(), out);
-            }
+    /// Makes `node`'s step the open one: the open step (another node's) finishes, `node`'s
+    /// starts.
+    fn step_to(&mut self, node: &str, out: &mut Vec<Event>) {
+        if self.step.as_deref() == Some(node) {
+            return;
         }
-        if snapshot {
-            // A user or system message has no streaming event: the whole list, as it is.
-            out.push(Event::MessagesSnapshot(MessagesSnapshotEvent {
-                messages: messages_to_agui(&messages),
+        self.step_end(out);
+        out.push(Event::StepStarted(StepStartedEvent {
+            step_name: node.to_owned(),
+            ..Default::default()
+        }));
+        self.step = Some(node.to_owned());
+    }
+
+    /// Finishes the open step, if there is one.
+    fn step_end(&mut self, out: &mut Vec<Event>) {
+        if let Some(step_name) = self.step.take() {
+            out.push(Event::StepFinished(StepFinishedEvent {
+                step_name,
                 ..Default::default()
             }));
         }
-        let shown = (self.wire)(values.clone());
-        if shown != self.json {
-            out.push(state_delta(&self.json, &shown));
-            self.json = shown;
+    }
+
+    /// The events of the tool calls and tool results of the messages of `values` that the
+    /// run added and did not stream (`TOOL_CALL_START` / `ARGS` / `END`, `TOOL_CALL_RESULT`:
+    /// what a client runs a frontend tool on); their text, and the other messages, come with
+    /// the run's `MESSAGES_SNAPSHOT` (as ag-ui-langgraph sends a message a node writes).
+    fn new_messages(&mut self, values: &Value, out: &mut Vec<Event>) {
+        for message in messages_of(self.messages_field.as_deref(), values) {
+            if !self.seen.insert(message.message_id.to_string()) {
+                continue;
+            }
+            for mut agui in agentstate::agui::to_agui(&message) {
+                if let AguiMessage::Assistant(assistant) = &mut agui {
+                    assistant.content = None;
+                }
+                message_events(agui, self.streams.streamed(), out);
+            }
         }
+    }
+
+    /// The thread's state and its whole conversation, as the run leaves them.
+    fn snapshots(&self, values: &Value, out: &mut Vec<Event>) {
+        out.push(Event::state_snapshot((self.wire)(values.clone())));
+        out.push(messages_snapshot(self.messages_field.as_deref(), values));
+    }
+}
+
+/// `MESSAGES_SNAPSHOT` of the messages in `values`' field `field` (an assistant's message
+/// without text has the empty text, as a LangChain message's).
+fn messages_snapshot(field: Option<&str>, values: &Value) -> Event {
+    let mut messages = messages_to_agui(&messages_of(field, values));
+    for message in &mut messages {
+        if let AguiMessage::Assistant(assistant) = message {
+            assistant.content.get_or_insert_with(String::new);
+        }
+    }
+    Event::MessagesSnapshot(MessagesSnapshotEvent {
+        messages,
+        ..Default::default()
+    })
+}
+
+/// `CUSTOM` `on_interrupt` with each question's payload, as ag-ui-langgraph sends them before
+/// an interrupted run's end.
+fn asking(interrupts: &[Interrupt]) -> Vec<Event> {
+    interrupts
+        .iter()
+        .filter(|i| !i.is_breakpoint())
+        .map(|i| Event::custom(ON_INTERRUPT, i.payload.clone()))
+        .collect()
+}
+
+/// AG-UI's interrupt outcome for `interrupts`.
+fn interrupt_outcome(interrupts: &[Interrupt]) -> RunOutcome {
+    RunOutcome::Interrupt {
+        interrupts: interrupts
+            .iter()
+            .map(agentstate_graph::agui::interrupt)
+            .collect(),
     }
 }
 
@@ -210,7 +295,7 @@ async fn run(
         Some(live) => Some(live.thread_id.clone()),
         None => shared.records.run(run_id).await?.map(|run| run.thread_id),
     };
-    if let Some(thread) = existing {
+    if let Some(thread) = existing.as_deref().filter(|t| *t != thread_id) {
         return Err(ApiError::conflict(format!(
             "run `{run_id}` exists already (on thread `{thread}`); an AG-UI run needs a new `runId`"
         )));
@@ -226,7 +311,15 @@ async fn run(
             served.graph_id
         )));
     }
-    let live = Live::new(run_id, thread_id);
+    // A run id used before on this thread (CopilotKit's `useInterrupt` resumes with the
+    // interrupted run's own): this run's events follow that run's in its event log.
+    let live = match existing {
+        Some(_) => {
+            let base = shared.records.events(run_id, 0, usize::MAX).await?.len();
+            Live::attempt(run_id, thread_id, 1, base)
+        }
+        None => Live::new(run_id, thread_id),
+    };
     // One run per thread: a busy thread refuses the run before its stream starts.
     shared.runs.register(&live, |running| match running.first() {
         Some(other) => Err(ApiError::conflict(format!(
@@ -236,17 +329,29 @@ async fn run(
         None => Ok(()),
     })?;
     let prepared = async {
-        let (start, agui) = prepare(served, &input).await?;
+        let prepared = prepare(served, &input, existing.is_some()).await?;
+        let Prepared::Run(start, agui) = prepared else {
+            return Ok(Err(prepared));
+        };
         record.graph_id = Some(served.graph_id.clone());
         record.updated_ms = now_ms();
         let kwargs = json!({"agui": {"run_id": run_id, "parent_run_id": input.parent_run_id}});
         let run = RunRecord::new(run_id, thread_id, &served.graph_id, kwargs, now_ms());
         shared.records.put(Record::Thread(record)).await?;
         shared.records.put(Record::Run(run.clone())).await?;
-        Ok::<_, ApiError>((start, agui, run))
+        Ok::<_, ApiError>(Ok((start, *agui, run)))
     };
     let (start, agui, run) = match prepared.await {
-        Ok(prepared) => prepared,
+        Ok(Ok(prepared)) => prepared,
+        Ok(Err(Prepared::Asking(events))) => {
+            // Nothing runs: the thread's questions, again.
+            shared.runs.abandon(&live);
+            let frames = events.into_iter().map(|event| {
+                Ok::<_, Infallible>(SseEvent::default().data(agui_json(&event).to_string()))
+            });
+            return Ok(Sse::new(futures_util::stream::iter(frames)).into_response());
+        }
+        Ok(Err(Prepared::Run(..))) => unreachable!("a run to start is prepared as one"),
         Err(error) => {
             shared.runs.abandon(&live);
             return Err(error);
@@ -292,79 +397,268 @@ pub(crate) fn agui_json(event: &Event) -> Value {
     json
 }
 
-/// The run's start (its input: the client's new messages, and its tools; or its answers) and
-/// its translation, from the thread's state.
-async fn prepare(served: &Served, input: &RunAgentInput) -> Result<(Start, AguiRun), ApiError> {
+/// What a run's input asks for.
+enum Prepared {
+    /// A run: its start, and its translation.
+    Run(Start, Box<AguiRun>),
+    /// No run: the thread waits for answers the input does not give, so the answer is its
+    /// questions again (ag-ui-langgraph's): `RUN_STARTED`, `CUSTOM` `on_interrupt`s and
+    /// `RUN_FINISHED` with the interrupt outcome.
+    Asking(Vec<Event>),
+}
+
+/// The run's start (its input: the client's new messages, its state and its tools; or its
+/// answers) and its translation, from the thread's state; or, on a thread waiting for answers
+/// that the input does not give, the questions again. `reused`: the run id names an earlier
+/// run of the thread, which only a run answering the thread's questions may take.
+async fn prepare(
+    served: &Served,
+    input: &RunAgentInput,
+    reused: bool,
+) -> Result<Prepared, ApiError> {
     let assistant = &served.assistant;
     let (thread, run) = (&input.thread_id, &input.run_id);
     assistant.ensure_thread(thread).await?;
-    let snapshot = assistant.snapshot(thread, None).await?;
+    let mut snapshot = assistant.snapshot(thread, None).await?;
     let field = assistant.messages_field();
-    let start = match input.resume.as_deref() {
-        Some(resume) if !resume.is_empty() => {
-            let mut answers = Map::new();
-            for entry in resume {
-                let id = &entry.interrupt_id;
-                if !snapshot.interrupts.iter().any(|i| &i.id == id) {
-                    let open: Vec<&str> =
-                        snapshot.interrupts.iter().map(|i| i.id.as_str()).collect();
-                    return Err(ApiError::unprocessable(format!(
-                        "AG-UI run `{run}` on thread `{thread}` answers interrupt `{id}`, which the thread does not wait for (it waits for: {})",
-                        if open.is_empty() { "nothing".to_owned() } else { open.join(", ") }
-                    )));
-                }
-                // A cancelled interrupt is answered with `null`.
-                let answer = match entry.status {
-                    ResumeStatus::Resolved => entry.payload.clone().unwrap_or(Value::Null),
-                    ResumeStatus::Cancelled => Value::Null,
-                };
-                answers.insert(id.clone(), answer);
-            }
-            Start::Resume(Value::Object(answers))
+    let mut answers = Map::new();
+    for entry in input.resume.as_deref().unwrap_or_default() {
+        let id = &entry.interrupt_id;
+        if !snapshot.interrupts.iter().any(|i| &i.id == id) {
+            let open: Vec<&str> = snapshot.interrupts.iter().map(|i| i.id.as_str()).collect();
+            return Err(ApiError::unprocessable(format!(
+                "AG-UI run `{run}` on thread `{thread}` answers interrupt `{id}`, which the thread does not wait for (it waits for: {})",
+                if open.is_empty() { "nothing".to_owned() } else { open.join(", ") }
+            )));
         }
-        _ => {
-            let mut update = Map::new();
-            let known: HashSet<String> = messages_of(field.as_deref(), &snapshot.values)
-                .iter()
-                .map(|m| m.message_id.to_string())
-                .collect();
-            let new: Vec<_> = input
-                .messages
-                .iter()
-                .filter(|m| !known.contains(m.id()))
-                .collect();
-            if let Some(field) = field.as_ref().filter(|_| !new.is_empty()) {
-                let messages = messages_from_agui(new);
-                update.insert(
-                    field.clone(),
-                    serde_json::to_value(messages).unwrap_or_default(),
-                );
+        // A cancelled interrupt is answered with `null`.
+        let answer = match entry.status {
+            ResumeStatus::Resolved => entry.payload.clone().unwrap_or(Value::Null),
+            ResumeStatus::Cancelled => Value::Null,
+        };
+        answers.insert(id.clone(), answer);
+    }
+    if answers.is_empty() {
+        // ag-ui-langgraph's older way (CopilotKit's `useInterrupt` after `on_interrupt`):
+        // `forwardedProps.command.resume` answers every question the thread waits for.
+        if let Some(resume) = legacy_resume(input) {
+            for asked in &snapshot.interrupts {
+                answers.insert(asked.id.clone(), resume.clone());
             }
-            let has_tools = assistant.state_schema()["properties"]
-                .get(TOOLS_FIELD)
-                .is_some();
-            if has_tools {
-                let tools = serde_json::to_value(&input.tools).unwrap_or_default();
-                update.insert(TOOLS_FIELD.to_owned(), tools);
-            }
-            Start::Input(Some(Value::Object(update)))
         }
+    }
+    let start = if !answers.is_empty() {
+        Start::Resume(Value::Object(answers))
+    } else {
+        // A user message the thread has, edited (its id, other text): the conversation from it
+        // on is done again (ag-ui-langgraph's time travel, before anything else): the thread
+        // goes back to where it was before that message came, and the run's input is the
+        // edited message.
+        let edited = match edited_message(field.as_deref(), &snapshot.values, input) {
+            Some(message) => version_before(assistant, thread, field.as_deref(), message.id())
+                .await?
+                .map(|version| (version, message)),
+            None => None,
+        };
+        if edited.is_none() && snapshot.interrupts.iter().any(|i| !i.is_breakpoint()) {
+            let run = AguiRun::new(served, input, field, HashSet::new());
+            let mut events = run.started();
+            events.extend(asking(&snapshot.interrupts));
+            events.push(Event::RunFinished(RunFinishedEvent {
+                thread_id: thread.clone(),
+                run_id: run.run_id.clone(),
+                outcome: Some(interrupt_outcome(&snapshot.interrupts)),
+                ..Default::default()
+            }));
+            return Ok(Prepared::Asking(events));
+        }
+        if reused {
+            return Err(ApiError::conflict(format!(
+                "run `{run}` exists already on thread `{thread}`; only a run answering the thread's interrupts may take an earlier run's `runId`"
+            )));
+        }
+        let mut redo = None;
+        if let Some((version, message)) = edited {
+            assistant.rewind(thread, version).await?;
+            snapshot = assistant.snapshot(thread, None).await?;
+            redo = Some(RunAgentInput {
+                messages: vec![message.clone()],
+                state: None,
+                ..input.clone()
+            });
+        }
+        let shown = assistant.wire_values(snapshot.values.clone());
+        let schema = assistant.state_schema();
+        let taken = redo.as_ref().unwrap_or(input);
+        let update = run_input(&schema, field.as_deref(), &snapshot.values, &shown, taken);
+        Start::Input(Some(Value::Object(update)))
     };
-    let agui = AguiRun {
-        thread_id: thread.clone(),
-        run_id: run.clone(),
-        parent_run_id: input.parent_run_id.clone(),
-        messages_field: field,
-        json: assistant.wire_values(snapshot.values),
-        wire: {
-            let assistant = Arc::clone(assistant);
-            Arc::new(move |values| assistant.wire_values(values))
-        },
-        seen: input.messages.iter().map(|m| m.id().to_owned()).collect(),
-        streams: OpenStreams::default(),
-        ended: false,
-    };
-    Ok((start, agui))
+    // The run's new messages are those neither the client nor the thread has.
+    let seen = input
+        .messages
+        .iter()
+        .map(|m| m.id().to_owned())
+        .chain(
+            messages_of(field.as_deref(), &snapshot.values)
+                .iter()
+                .map(|m| m.message_id.to_string()),
+        )
+        .collect();
+    Ok(Prepared::Run(
+        start,
+        Box::new(AguiRun::new(served, input, field, seen)),
+    ))
+}
+
+impl AguiRun {
+    fn new(
+        served: &Served,
+        input: &RunAgentInput,
+        messages_field: Option<String>,
+        seen: HashSet<String>,
+    ) -> Self {
+        let assistant = Arc::clone(&served.assistant);
+        AguiRun {
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            parent_run_id: input.parent_run_id.clone(),
+            messages_field,
+            wire: Arc::new(move |values| assistant.wire_values(values)),
+            seen,
+            streams: OpenStreams::default(),
+            step: None,
+            ended: false,
+        }
+    }
+}
+
+/// The first of the client's user messages that the thread has (by id) with another text.
+fn edited_message<'a>(
+    field: Option<&str>,
+    values: &Value,
+    input: &'a RunAgentInput,
+) -> Option<&'a AguiMessage> {
+    let thread = messages_of(field, values);
+    input.messages.iter().find(|m| {
+        let AguiMessage::User(_) = m else {
+            return false;
+        };
+        let Some(now) = messages_from_agui([*m]).pop() else {
+            return false;
+        };
+        thread.iter().any(|had| {
+            had.message_id.to_string() == m.id() && had.role == now.role && had.text() != now.text()
+        })
+    })
+}
+
+/// The thread's version just before message `id` came into its messages field `field` (none if
+/// no checkpoint of the thread has it).
+async fn version_before(
+    assistant: &Arc<dyn crate::Assistant>,
+    thread: &str,
+    field: Option<&str>,
+    id: &str,
+) -> Result<Option<u64>, ApiError> {
+    let checkpoints = assistant.checkpoints(thread, usize::MAX).await?;
+    // Newest first: the oldest that has the message is where it came.
+    let came = checkpoints.iter().rev().find(|c| {
+        messages_of(field, &c.values)
+            .iter()
+            .any(|m| m.message_id.to_string() == id)
+    });
+    Ok(came.map(|c| c.checkpoint.version.saturating_sub(1)))
+}
+
+/// `forwardedProps.command.resume`, if the input has one (not `null`; a string holding JSON
+/// is read as that JSON, as ag-ui-langgraph reads it).
+fn legacy_resume(input: &RunAgentInput) -> Option<Value> {
+    let resume = input
+        .forwarded_props
+        .as_ref()?
+        .get("command")?
+        .get("resume")?;
+    match resume {
+        Value::Null => None,
+        Value::String(text) => Some(serde_json::from_str(text).unwrap_or_else(|_| resume.clone())),
+        other => Some(other.clone()),
+    }
+}
+
+/// A new run's input (ag-ui-langgraph's): the client's `state`, each of its keys the state has
+/// as a field (`schema`'s properties) and whose value is not the thread's already (`shown`: the
+/// thread's state `values` as the server shows it), the messages field aside; the client's
+/// messages the thread does not have (by id) in the messages field `field`; and the client's
+/// tools, then those of its `state.tools` of other names, in the field `tools`, in `ag-ui` (with
+/// the client's context: `{"tools", "context"}`) and in `copilotkit.actions` (the client's
+/// `state.copilotkit` otherwise kept), those of the three the state has.
+fn run_input(
+    schema: &Value,
+    field: Option<&str>,
+    values: &Value,
+    shown: &Value,
+    input: &RunAgentInput,
+) -> Map<String, Value> {
+    let properties = schema.get("properties");
+    let has = |key: &str| properties.and_then(|p| p.get(key)).is_some();
+    let mut update = Map::new();
+    if let Some(Value::Object(state)) = &input.state {
+        for (key, value) in state {
+            let ours = [TOOLS_FIELD, AGUI_FIELD, COPILOTKIT_FIELD].contains(&key.as_str());
+            let applied = has(key) && Some(key.as_str()) != field && !ours;
+            if applied && shown.get(key) != Some(value) {
+                update.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if let Some(field) = field {
+        let known: HashSet<String> = messages_of(Some(field), values)
+            .iter()
+            .map(|m| m.message_id.to_string())
+            .collect();
+        let new: Vec<_> = input
+            .messages
+            .iter()
+            .filter(|m| !known.contains(m.id()))
+            .collect();
+        if !new.is_empty() {
+            let messages = messages_from_agui(new);
+            update.insert(
+                field.to_owned(),
+                serde_json::to_value(messages).unwrap_or_default(),
+            );
+        }
+    }
+    let mut tools: Vec<Value> = input
+        .tools
+        .iter()
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect();
+    let offered = input.state.as_ref().and_then(|s| s.get(TOOLS_FIELD));
+    for tool in offered.and_then(Value::as_array).into_iter().flatten() {
+        if !tools.iter().any(|t| t.get("name") == tool.get("name")) {
+            tools.push(tool.clone());
+        }
+    }
+    if has(AGUI_FIELD) {
+        let context = serde_json::to_value(&input.context).unwrap_or_default();
+        update.insert(
+            AGUI_FIELD.to_owned(),
+            json!({"tools": tools, "context": context}),
+        );
+    }
+    if has(COPILOTKIT_FIELD) {
+        let mut copilotkit = match input.state.as_ref().and_then(|s| s.get(COPILOTKIT_FIELD)) {
+            Some(Value::Object(given)) => given.clone(),
+            _ => Map::new(),
+        };
+        copilotkit.insert("actions".to_owned(), Value::Array(tools.clone()));
+        update.insert(COPILOTKIT_FIELD.to_owned(), Value::Object(copilotkit));
+    }
+    if has(TOOLS_FIELD) {
+        update.insert(TOOLS_FIELD.to_owned(), Value::Array(tools));
+    }
+    update
 }
 
 /// Locks a run's translation (a poisoned lock is still the translation).
@@ -384,9 +678,9 @@ mod tests {
             parent_run_id: Some("r-0".into()),
             messages_field: Some("messages".into()),
             wire: Arc::new(|values| values),
-            json: json!({"messages": []}),
             seen: HashSet::new(),
             streams: OpenStreams::default(),
+            step: None,
             ended: false,
         }
     }
@@ -442,6 +736,46 @@ mod tests {
         assert_eq!(chat.agent_state(), &values);
         let texts: Vec<String> = chat.messages().iter().map(|m| m.text().into()).collect();
         assert_eq!(texts, ["Hi", "Yo!"]);
+    }
+
+    /// The client's state goes in as ag-ui-langgraph's does: the state's fields only, those
+    /// whose value is new, never the messages field; its tools after the input's.
+    #[test]
+    fn a_runs_input_takes_the_clients_new_state_messages_and_tools() {
+        let schema = json!({"properties": {"messages": {}, "note": {}, "count": {}, "tools": {},
+            "ag-ui": {}, "copilotkit": {}}});
+        let values = json!({"messages": [assistant("a1", "Hi")], "note": "old", "count": 1});
+        let shown = values.clone();
+        let input: RunAgentInput = serde_json::from_value(json!({
+            "threadId": "t", "runId": "r",
+            "state": {"note": "new", "count": 1, "unknown": true, "messages": [],
+                "copilotkit": {"kept": 1, "actions": []},
+                "tools": [{"name": "a", "description": "from state"},
+                    {"name": "b", "description": "from state"}]},
+            "messages": [{"id": "a1", "role": "assistant", "content": "Hi"},
+                {"id": "u1", "role": "user", "content": "hello"}],
+            "tools": [{"name": "a", "description": "from input", "parameters": {}}],
+            "context": [{"description": "locale", "value": "en-GB"}],
+        }))
+        .unwrap();
+        let update = run_input(&schema, Some("messages"), &values, &shown, &input);
+        let keys: Vec<&str> = update.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["ag-ui", "copilotkit", "messages", "note", "tools"]);
+        assert_eq!(update["ag-ui"]["context"][0]["value"], "en-GB");
+        assert_eq!(update["ag-ui"]["tools"], update["tools"]);
+        assert_eq!(update["copilotkit"]["actions"], update["tools"]);
+        assert_eq!(update["copilotkit"]["kept"], 1);
+        assert_eq!(update["note"], "new");
+        let messages: Vec<Message> = serde_json::from_value(update["messages"].clone()).unwrap();
+        assert_eq!(messages.len(), 1);
+        assert_eq!(messages[0].text(), "hello");
+        let tools: Vec<&str> = update["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["description"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["from input", "from state"]);
     }
 
     /// After the last event, nothing more: a failure that follows is not a second end.

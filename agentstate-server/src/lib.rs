@@ -131,28 +131,57 @@
 //! ([`agentstate::agui::RunAgentInput`]: what `@ag-ui/client`'s `HttpAgent` POSTs) and answers
 //! `text/event-stream`, one `data: <event JSON>` frame per AG-UI event, sent as it happens. The
 //! run is a durable run, with the client's `runId`, on thread `threadId` (created if missing),
-//! and a run of the thread like any other (`GET /threads/{id}/state` reads what it did):
+//! and a run of the thread like any other (`GET /threads/{id}/state` reads what it did).
+//! Its events are those ag-ui-langgraph (the AG-UI server of LangGraph graphs) sends for the
+//! same graph; where they still differ, and why, is listed in `docs/divergences.md`, which a
+//! differential test keeps true:
 //!
 //! - **Its input**: the client's messages that the thread does not have (by id) are added to
 //!   the state's messages field ([`Assistant::messages_field`]: a `DurableGraph`'s first
-//!   `add_messages` field); the client's `tools` replace the state's field `tools`, if it has
-//!   one. The thread's state is the server's: the client's `state`, `context` and
-//!   `forwardedProps` are not applied (the client gets the thread's state as `STATE_SNAPSHOT`).
-//!   With `resume`, the run answers the thread's interrupts instead (each entry's `payload` for
-//!   its `interruptId`; a cancelled one is answered `null`); an id the thread does not wait for
-//!   is refused (422). Without `resume`, a run starts afresh from the thread's state whatever
-//!   its last run left, as a new `input` does in the API above (`HttpAgent` itself refuses to
-//!   start one while interrupts are pending). A state without a messages field takes no
-//!   messages.
-//! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); `STATE_SNAPSHOT` of the thread's state; a model's streamed
-//!   text as `TEXT_MESSAGE_START` / `CONTENT` / `END` and its streamed tool calls as
-//!   `TOOL_CALL_START` / `ARGS` / `END`; after each step, the messages the client
-//!   lacks (an assistant's text and `TOOL_CALL_START` / `ARGS` / `END` under it, a tool's
-//!   `TOOL_CALL_RESULT`, `MESSAGES_SNAPSHOT` for a user or system message) and `STATE_DELTA`;
-//!   nodes' custom events as `CUSTOM`; then exactly one of `RUN_FINISHED` (`outcome`
-//!   `{"type": "success"}`, or `{"type": "interrupt", "interrupts": [{id, reason, message,
-//!   metadata}]}` when the run waits for answers: a later run with `resume` answers them) and
-//!   `RUN_ERROR` (its `code` the error's category, its message naming the run and thread).
+//!   `add_messages` or `upsert_messages` field); the client's `state` is applied as
+//!   ag-ui-langgraph applies it: each of its keys that is a field of the state (other than the
+//!   messages field) and whose value is not the thread's already is part of the run's input,
+//!   merged through the field's reducer before the graph's first step (keys the state has no
+//!   field for are left out); the client's `tools`, then those of its `state.tools` of other
+//!   names, replace the state's field `tools`, and are `actions` in its field `copilotkit`
+//!   (CopilotKit's `CopilotKitState`, the rest of the client's `state.copilotkit` kept) and
+//!   `tools` in its field `ag-ui` beside the client's `context` (`{"tools", "context"}`), as
+//!   ag-ui-langgraph gives them, those of the three the state has. `forwardedProps` is not
+//!   applied. A state without a messages field takes no messages. A user message the
+//!   thread has, with other text under its id (an edited message), makes the run do the
+//!   conversation again from it, as ag-ui-langgraph does: the thread is taken back to where it
+//!   was before that message came (what came after leaves its history, as with a run from an
+//!   earlier checkpoint in the API above) and the edited message is the run's input.
+//! - **Answers**: with `resume`, the run answers the thread's interrupts instead (each entry's
+//!   `payload` for its `interruptId`; a cancelled one is answered `null`); an id the thread does
+//!   not wait for is refused (422). `forwardedProps.command.resume` (ag-ui-langgraph's older
+//!   way, which CopilotKit's `useInterrupt` uses after `on_interrupt`) answers every question
+//!   the thread waits for with its value. A run answering the thread's interrupts may take the
+//!   `runId` of the run that asked (CopilotKit's `useInterrupt` does); any other run needs a new
+//!   one (409 otherwise). A run without answers on a thread that waits for them (and without
+//!   an edited message, which goes first) runs nothing: it gives the questions again
+//!   (`RUN_STARTED`, `CUSTOM` `on_interrupt`, `RUN_FINISHED` with the interrupt outcome), as
+//!   ag-ui-langgraph does. Otherwise a run starts afresh from the
+//!   thread's state whatever its last run left, as a new `input` does in the API above.
+//! - **Its events**: `RUN_STARTED` (with the input's `parentRunId`); each node a step
+//!   (`STEP_STARTED` / `STEP_FINISHED` with its name; a node of the same step streaming at once
+//!   ends the other's step); a model's streamed text as `TEXT_MESSAGE_START` (role
+//!   `assistant`) / `CONTENT` / `END` and its streamed tool calls as `TOOL_CALL_START` / `ARGS` /
+//!   `END`; after each step, the tool calls and tool results the step wrote and did not stream
+//!   (`TOOL_CALL_START` / `ARGS` / `END`, `TOOL_CALL_RESULT`: a frontend tool's call reaches the
+//!   client so) and the state as `STATE_SNAPSHOT`; nodes' custom events as `CUSTOM`; before the
+//!   end, the thread's state (`STATE_SNAPSHOT`) and its whole conversation (`MESSAGES_SNAPSHOT`:
+//!   the text of messages a node wrote without streaming comes so, and a client that connects
+//!   to a thread it has nothing of, after a reload or a restart of CopilotKit's runtime, gets
+//!   the thread's messages back from any run, one with no new messages included: AG-UI over
+//!   HTTP has no other way to load a thread, `HttpAgent` has no `connect`, and CopilotKit's
+//!   `/connect` replays what its runner kept in memory; a runner that reads the thread through
+//!   the API above, `GET /threads/{id}/state`, works too); then exactly one of `RUN_FINISHED` (no `outcome`: a plain success, the client derives the tool calls
+//!   left pending; or, when the run waits for answers, `CUSTOM` `on_interrupt` with each
+//!   question's payload, then `outcome` `{"type": "interrupt", "interrupts": [{id, reason,
+//!   message, metadata}]}`: a later run with `resume` answers them) and `RUN_ERROR` (its `code`
+//!   the error's category, its message naming the run and thread; the text messages and tool
+//!   calls still streaming are ended before it).
 //! - **Frontend tools** (tools the client declares and executes): the graph reads them from its
 //!   state's `tools` field, and its model node may answer with an assistant message calling one;
 //!   the graph then routes to `END` (it does not run that tool itself). The run ends with the

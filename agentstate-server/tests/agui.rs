@@ -11,7 +11,9 @@
 //! - CopilotKit's runtime itself (`@copilotkit/runtime` 1.75.0, pinned beside it) serves the
 //!   endpoint as one of its agents (an `HttpAgent` of 0.0.59) to requests sent as a browser's
 //!   CopilotKit client sends them, in `tests/agui-js/copilotkit.mjs`: text, an interrupt and
-//!   its resume, a frontend tool, a failure, each reaching the thread on the server.
+//!   its resume (with the interrupted run's `runId`, as its `useInterrupt` does), a frontend
+//!   tool, a failure, each reaching the thread on the server, and, after the runtime restarts,
+//!   a run with no messages reading the thread's conversation back.
 //! - `ag-ui-validate` (PyPI, pinned in `.ci/run`, in the venv `target/agui-venv`) checks the
 //!   streams `tests/agui-js/record.mjs` records (text, interrupt, resume, frontend tool, a
 //!   failure) and the live endpoint with its own input, with no finding, warnings included.
@@ -20,7 +22,10 @@
 //! set), where that is a failure.
 //!
 //! Without a client, requests to the router check the wire itself (frames, content type, the
-//! events folded by agentstate's own AG-UI fold) and the refusals.
+//! events folded by agentstate's own AG-UI fold, steps and snapshots), the refusals, the
+//! client's messages and state on a state whose conversation is `upsert_messages`, a thread's
+//! conversation read back by a run with no messages, a failure ending what streamed, a resume
+//! with the interrupted run's own id, a thread asking again, and `forwardedProps.command.resume`.
 
 use agentstate::agui::{ChatState, Event};
 use agentstate::message::{Message, Role, ToolCall};
@@ -189,16 +194,18 @@ async fn node(script: &str, url: &str, args: &[&str]) -> String {
 }
 
 /// Runs `ag-ui-validate` on `target` (a recorded stream or a live endpoint) failing on any
-/// warning; panics with its report if it finds one.
-async fn validate(validator: &Path, target: &str) {
+/// warning, with the shared-state feature declared if `shared_state` (a stream that shares no
+/// state, a run failed before its first step, is checked without); panics with its report if
+/// it finds something.
+async fn validate(validator: &Path, target: &str, shared_state: bool) {
+    let features: &[&str] = if shared_state {
+        &["--features", "shared-state"]
+    } else {
+        &[]
+    };
     let output = tokio::process::Command::new(validator)
-        .args([
-            "--no-color",
-            "--features",
-            "shared-state",
-            "--timeout",
-            "60",
-        ])
+        .args(["--no-color", "--timeout", "60"])
+        .args(features)
         .args(["--max-warnings", "0", "--fail-on", "warning"])
         .arg(target)
         .kill_on_drop(true)
@@ -288,6 +295,7 @@ const RUNTIME_CHECKS: &[&str] = &[
     "runtime_resume",
     "runtime_frontend_tool",
     "runtime_run_error",
+    "runtime_restart_reads_the_thread",
 ];
 
 /// CopilotKit's runtime itself (1.75.0, its fetch handler) serves the endpoint to a browser's
@@ -332,11 +340,12 @@ async fn ag_ui_validate_finds_nothing_in_the_endpoints_streams() {
         .collect();
     assert_eq!(recorded, RECORDED, "{stdout}");
     for name in recorded {
-        validate(&venv, dir.join(format!("{name}.sse")).to_str().unwrap()).await;
+        let target = dir.join(format!("{name}.sse"));
+        validate(&venv, target.to_str().unwrap(), name != "failed").await;
     }
     // The live endpoint, with the validator's own input (one user message): the transport's
     // rules too (content type, frames as they come).
-    validate(&venv, &format!("{url}/agui/concierge")).await;
+    validate(&venv, &format!("{url}/agui/concierge"), true).await;
     serving.abort();
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -429,7 +438,30 @@ async fn a_run_streams_frames_that_fold_into_the_threads_state() {
         assert!(chat.apply(event).is_applied(), "{event:?}");
     }
     assert!(chat.errors().is_empty(), "{:?}", chat.errors());
-    assert_eq!(chat.messages().last().unwrap().text(), "You said: hello");
+    // The answer streamed; the run's MESSAGES_SNAPSHOT adds the question (this fold had not
+    // got it: a client that sent it has it first).
+    let texts: Vec<String> = chat.messages().iter().map(|m| m.text().into()).collect();
+    assert_eq!(texts, ["You said: hello", "hello"]);
+    // Each node a step, the state after it, then the thread's state and conversation.
+    let types: Vec<&str> = events.iter().map(Event::event_type).collect();
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "STATE_SNAPSHOT",
+            "STEP_FINISHED",
+            "STATE_SNAPSHOT",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
     let (_, _, state) = call(&app, "GET", "/threads/t-1/state", "").await;
     let state: Value = serde_json::from_str(&state).unwrap();
     assert_eq!(chat.agent_state(), &state["values"]);
@@ -537,4 +569,257 @@ async fn a_run_whose_node_panics_ends_with_run_error() {
         .filter(|e| e.event_type().starts_with("RUN_"))
         .count();
     assert_eq!(ends, 2, "{events:?}");
+}
+
+/// A notebook whose conversation is LangGraph's `add_messages` (`upsert_messages`) and whose
+/// note the client's state gives.
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Notebook {
+    #[reducer(upsert_messages)]
+    messages: Vec<Message>,
+    note: Option<String>,
+}
+
+/// `read` answers `<note> / <the user's last words>`; `break` streams `Half` then fails.
+fn notebook() -> Router {
+    let graph = Graph::builder()
+        .node("read", |state: Arc<Notebook>, cx: Context| async move {
+            let said = state.messages.last().map(Message::text).unwrap_or_default();
+            if said == "break" {
+                cx.emit(Emitted::TextDelta {
+                    message_id: "half".into(),
+                    delta: "Half".into(),
+                });
+                return Err(BoxError::from("the notebook broke"));
+            }
+            let note = state.note.as_deref().unwrap_or("no note");
+            let reply = Message::text_message(format!("{note} / {said}"), Role::Assistant);
+            Ok::<_, BoxError>(NotebookUpdate::default().messages(vec![reply.into()]))
+        })
+        .entry("read")
+        .edge("read", END)
+        .build()
+        .unwrap();
+    let store = SqliteStore::open_in_memory().unwrap();
+    Server::builder(&store)
+        .assistant("notebook", graph.durable(&store))
+        .build()
+        .router()
+}
+
+#[tokio::test]
+async fn client_messages_and_state_reach_an_upsert_messages_state() {
+    let app = notebook();
+    let body = json!({"threadId": "n-1", "runId": "n-r1", "tools": [], "context": [],
+        "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+        "state": {"note": "from the client", "unknown": 1}});
+    let (status, _, body) = call(&app, "POST", "/agui/notebook", &body.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let first = events(&body);
+    let types: Vec<&str> = first.iter().map(Event::event_type).collect();
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "STATE_SNAPSHOT",
+            "STEP_FINISHED",
+            "STATE_SNAPSHOT",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED"
+        ]
+    );
+    let Event::MessagesSnapshot(snapshot) = &first[5] else {
+        unreachable!()
+    };
+    let texts: Vec<String> = snapshot.messages.iter().map(|m| m.text().into()).collect();
+    assert_eq!(texts, ["hi", "from the client / hi"]);
+    let Event::RunFinished(finished) = &first[6] else {
+        unreachable!()
+    };
+    assert_eq!(finished.outcome, None);
+    let (_, _, state) = call(&app, "GET", "/threads/n-1/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    assert_eq!(values["note"], "from the client");
+    assert_eq!(values.get("unknown"), None);
+    assert_eq!(values["messages"].as_array().map(Vec::len), Some(2));
+
+    // A reload: a new client, no messages, its state empty; the conversation comes back.
+    let again = json!({"threadId": "n-1", "runId": "n-r2", "messages": [], "state": {}});
+    let (_, _, body) = call(&app, "POST", "/agui/notebook", &again.to_string()).await;
+    let reloaded = events(&body);
+    let Some(Event::MessagesSnapshot(snapshot)) = reloaded.iter().rev().nth(1) else {
+        panic!("{reloaded:?}")
+    };
+    let texts: Vec<String> = snapshot.messages.iter().map(|m| m.text().into()).collect();
+    assert_eq!(
+        texts,
+        [
+            "hi",
+            "from the client / hi",
+            "from the client / from the client / hi"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failure_ends_what_was_streaming_before_run_error() {
+    let app = notebook();
+    let body = json!({"threadId": "n-2", "runId": "n-r3",
+        "messages": [{"id": "b1", "role": "user", "content": "break"}]});
+    let (_, _, body) = call(&app, "POST", "/agui/notebook", &body.to_string()).await;
+    let events = events(&body);
+    let types: Vec<&str> = events.iter().map(Event::event_type).collect();
+    assert_eq!(
+        types,
+        [
+            "RUN_STARTED",
+            "STEP_STARTED",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+            "RUN_ERROR"
+        ]
+    );
+    let mut chat = ChatState::new();
+    for event in &events {
+        assert!(chat.apply(event).is_applied(), "{event:?}");
+    }
+    assert_eq!(chat.messages()[0].text(), "Half");
+}
+
+#[tokio::test]
+async fn a_resume_may_take_the_interrupted_runs_id_and_an_unanswered_thread_asks_again() {
+    let app = router();
+    let refund = json!([{"id": "r1", "role": "user", "content": "refund"}]);
+    let (_, _, body) = post(&app, &input("t-ask", "r-ask", refund.clone())).await;
+    let asked = events(&body);
+    let Some(Event::RunFinished(finished)) = asked.last() else {
+        panic!("{asked:?}")
+    };
+    let Some(agentstate::agui::RunOutcome::Interrupt { interrupts }) = &finished.outcome else {
+        panic!("{finished:?}")
+    };
+    let id = interrupts[0]["id"].as_str().unwrap().to_owned();
+    let Event::Custom(on_interrupt) = &asked[asked.len() - 2] else {
+        panic!("{asked:?}")
+    };
+    assert_eq!(
+        (on_interrupt.name.as_str(), &on_interrupt.value),
+        ("on_interrupt", &json!("Refund 30 EUR?"))
+    );
+
+    // A run without answers runs nothing: the questions again.
+    let (status, _, body) = post(&app, &input("t-ask", "r-again", refund.clone())).await;
+    assert_eq!(status, StatusCode::OK);
+    let again = events(&body);
+    let types: Vec<&str> = again.iter().map(Event::event_type).collect();
+    assert_eq!(types, ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]);
+
+    // The resume takes the interrupted run's id (CopilotKit's useInterrupt).
+    let resume = json!({"threadId": "t-ask", "runId": "r-ask", "messages": refund,
+        "resume": [{"interruptId": id, "status": "resolved", "payload": true}]});
+    let (status, _, body) = post(&app, &resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let resumed = events(&body);
+    assert_eq!(resumed.last().map(Event::event_type), Some("RUN_FINISHED"));
+    let (_, _, state) = call(&app, "GET", "/threads/t-ask/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    assert_eq!(values["approved"], true);
+    let (_, _, run) = call(&app, "GET", "/threads/t-ask/runs/r-ask", "").await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&run).unwrap()["status"],
+        "success"
+    );
+
+    // A new input may not: the run id is taken.
+    let later = json!([{"id": "r2", "role": "user", "content": "hello"}]);
+    let (status, _, body) = post(&app, &input("t-ask", "r-ask", later)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["detail"],
+        "run `r-ask` exists already on thread `t-ask`; only a run answering the thread's interrupts may take an earlier run's `runId`"
+    );
+}
+
+#[tokio::test]
+async fn forwarded_props_command_resume_answers_the_thread() {
+    let app = router();
+    let refund = json!([{"id": "r1", "role": "user", "content": "refund"}]);
+    post(&app, &input("t-legacy", "r-l1", refund.clone())).await;
+    let resume = json!({"threadId": "t-legacy", "runId": "r-l2", "messages": refund,
+        "forwardedProps": {"command": {"resume": "false"}}});
+    let (status, _, body) = post(&app, &resume.to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, state) = call(&app, "GET", "/threads/t-legacy/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    assert_eq!(values["approved"], false);
+    assert_eq!(values["messages"][1]["content"], "Not refunded.");
+}
+
+#[tokio::test]
+async fn client_state_that_does_not_fit_the_state_fails_the_run_with_a_sentence() {
+    let app = notebook();
+    let body = json!({"threadId": "n-3", "runId": "n-r4", "state": {"note": 5},
+        "messages": [{"id": "u1", "role": "user", "content": "hi"}]});
+    let (status, _, body) = call(&app, "POST", "/agui/notebook", &body.to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    let Some(Event::RunError(error)) = events(&body).pop() else {
+        panic!("{body}")
+    };
+    assert_eq!(error.code.as_deref(), Some("state_validation_error"));
+    assert_eq!(
+        error.message,
+        "the input of run `n-r4` on thread `n-3` is not an update of its state: field `note` has a value that does not fit at `note`: invalid type: integer `5`, expected a string"
+    );
+}
+
+#[tokio::test]
+async fn an_edited_message_does_the_conversation_again_from_it() {
+    let app = notebook();
+    let said = |text: &str, run: &str| {
+        json!({"threadId": "n-edit", "runId": run, "messages": [{"id": "e1", "role": "user", "content": text}]})
+            .to_string()
+    };
+    call(&app, "POST", "/agui/notebook", &said("hello", "n-e1")).await;
+    let (status, _, body) = call(&app, "POST", "/agui/notebook", &said("goodbye", "n-e2")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, state) = call(&app, "GET", "/threads/n-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["goodbye", "no note / goodbye"]);
+    // The same text again is no edit: the conversation goes on.
+    call(&app, "POST", "/agui/notebook", &said("goodbye", "n-e3")).await;
+    let (_, _, state) = call(&app, "GET", "/threads/n-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    assert_eq!(values["messages"].as_array().map(Vec::len), Some(3));
+}
+
+#[tokio::test]
+async fn an_edit_goes_before_the_threads_questions() {
+    let app = router();
+    let refund = json!([{"id": "q1", "role": "user", "content": "refund"}]);
+    post(&app, &input("t-edit", "r-e1", refund)).await;
+    let edited = json!([{"id": "q1", "role": "user", "content": "never mind"}]);
+    let (status, _, body) = post(&app, &input("t-edit", "r-e2", edited)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, _, thread) = call(&app, "GET", "/threads/t-edit", "").await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&thread).unwrap()["status"],
+        "idle"
+    );
+    let (_, _, state) = call(&app, "GET", "/threads/t-edit/state", "").await;
+    let values = serde_json::from_str::<Value>(&state).unwrap()["values"].clone();
+    let texts: Vec<&str> = values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["never mind", "You said: never mind"]);
 }

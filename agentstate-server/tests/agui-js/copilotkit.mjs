@@ -62,15 +62,19 @@ ok("runtime_state_snapshot", snapshot && isDeepStrictEqual(Object.keys(snapshot.
 // An interrupt through the runtime, and its resume.
 const refund = `copilotkit-refund-${randomUUID()}`;
 const asking = [{ id: "r1", role: "user", content: "refund" }];
-events = await run({ threadId: refund, messages: asking });
+// CopilotKit's `useInterrupt` resumes with the interrupted run's own runId.
+const askingRun = randomUUID();
+events = await run({ threadId: refund, runId: askingRun, messages: asking });
 const asked = events.at(-1);
 ok("runtime_interrupt_outcome", asked.type === "RUN_FINISHED" && asked.outcome?.type === "interrupt"
   && asked.outcome.interrupts.length === 1, asked);
 const interruptId = asked.outcome.interrupts[0].id;
-events = await run({ threadId: refund, messages: asking, resume: [{ interruptId, status: "resolved", payload: true }] });
+events = await run({ threadId: refund, runId: askingRun, messages: asking,
+  resume: [{ interruptId, status: "resolved", payload: true }] });
 const done = events.at(-1);
 values = await serverState(refund);
-ok("runtime_resume", done.type === "RUN_FINISHED" && done.outcome?.type === "success"
+// A plain success has no outcome (ag-ui-langgraph's RUN_FINISHED).
+ok("runtime_resume", done.type === "RUN_FINISHED" && done.outcome === undefined
   && values.approved === true && values.messages.at(-1).content === "Refunded.", { done, values });
 
 // A frontend tool the browser declares: the run ends with its call for the browser to run.
@@ -85,3 +89,26 @@ ok("runtime_frontend_tool", start?.toolCallName === "confirm_order" && events.at
 // A failing run reaches the browser as RUN_ERROR.
 events = await run({ threadId: `copilotkit-fail-${randomUUID()}`, messages: [{ id: "f1", role: "user", content: "fail" }] });
 ok("runtime_run_error", events.at(-1).type === "RUN_ERROR" && events.at(-1).message.includes("fail"), events.at(-1));
+
+// The runtime restarted (a new one, its runner's memory empty): a run with no new messages on
+// the earlier chat's thread gives the browser the thread's conversation (MESSAGES_SNAPSHOT).
+const restarted = createCopilotRuntimeHandler({
+  runtime: new CopilotRuntime({
+    agents: { concierge: new HttpAgent({ url: `${server}/agui/concierge` }) },
+    runner: new InMemoryAgentRunner(),
+  }),
+  basePath: "/api/copilotkit",
+  activateChannels: false,
+});
+const reloaded = await restarted(new Request(`${base}/agent/concierge/run`, {
+  method: "POST",
+  headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+  body: JSON.stringify({ threadId: chat, runId: randomUUID(), state: {}, messages: [], tools: [], context: [], forwardedProps: {} }),
+}));
+const replayed = (await reloaded.text()).split("\n\n")
+  .map((frame) => frame.split("\n").find((line) => line.startsWith("data:")))
+  .filter(Boolean)
+  .map((line) => JSON.parse(line.slice(5)));
+const conversation = replayed.findLast((e) => e.type === "MESSAGES_SNAPSHOT")?.messages ?? [];
+ok("runtime_restart_reads_the_thread", reloaded.status === 200 && conversation[0]?.id === "u1"
+  && conversation[1]?.content === "You said: hello", replayed);

@@ -15,6 +15,7 @@ pub fn dist() -> PathBuf {
 }
 
 /// Whether the useStream page is built (`dist/chat.html` and its script).
+#[allow(dead_code)] // the `chat` example's; the browser test bundles the pages itself
 pub fn built(dist: &Path) -> bool {
     dist.join("chat.html").is_file() && dist.join("assets/chat.js").is_file()
 }

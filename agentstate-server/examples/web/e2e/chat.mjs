@@ -61,6 +61,8 @@ await check("approve", async () => {
 await check("second_turn_reject", async () => {
   await ask("Can I get a refund?");
   await answers.filter({ hasText: "You asked: Can I get a refund?" }).waitFor();
+  await page.getByTestId("approval").waitFor();
+  await page.screenshot({ path: join(shots, "chat-second-turn.png") });
   await page.getByRole("button", { name: "Reject" }).click();
   await page.getByTestId("verdict").filter({ hasText: "Rejected" }).waitFor();
   const state = await (await fetch(`${api}/threads/${threadId()}/state`)).json();

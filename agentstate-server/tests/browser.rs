@@ -13,6 +13,9 @@
 //!   endpoint: a streamed answer, a frontend tool run by the page and the answer to its result
 //!   (a second turn), an approval (`useInterrupt`) approved.
 //!
+//! Without a browser, requests to the router check `cors_origins` and `cors_permissive`'s
+//! answers.
+//!
 //! Each script prints `ok <check>` or `fail <check>: <why>`; the test expects exactly the
 //! checks below to pass and the known server gaps (`*_GAPS`, each saying why) to fail, so a
 //! fixed gap fails the test until it is moved to the checks.
@@ -280,4 +283,84 @@ async fn copilotkits_chat_in_a_browser() {
     .await;
     runtime.kill().await.ok();
     expect("CopilotKit's chat", results, COPILOT_CHECKS, COPILOT_GAPS);
+}
+
+/// Without a browser: `cors_origins` answers a preflight and a request from its origins, with
+/// the response headers exposed (the SDKs read `Content-Location`), and gives other origins no
+/// CORS header; `cors_permissive` answers any origin.
+#[tokio::test]
+async fn cors_origins_lets_in_only_its_origins() {
+    use axum::body::Body;
+    use axum::http::{header, Method, Request};
+    use tower::ServiceExt;
+
+    let store = SqliteStore::open_in_memory().unwrap();
+    let graph = || desk::graph().unwrap().durable(&store);
+    let preflight = |origin: &str| {
+        Request::builder()
+            .method(Method::OPTIONS)
+            .uri("/threads")
+            .header(header::ORIGIN, origin)
+            .header(header::ACCESS_CONTROL_REQUEST_METHOD, "POST")
+            .header(
+                header::ACCESS_CONTROL_REQUEST_HEADERS,
+                "content-type,x-api-key",
+            )
+            .body(Body::empty())
+            .unwrap()
+    };
+    let allowed = |response: &axum::response::Response| {
+        response
+            .headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    let server = Server::builder(&store)
+        .assistant("desk", graph())
+        .cors_origins(["http://localhost:5173", "https://chat.example.com"])
+        .build();
+    let answer = server
+        .router()
+        .oneshot(preflight("https://chat.example.com"))
+        .await
+        .unwrap();
+    assert!(answer.status().is_success(), "{answer:?}");
+    assert_eq!(
+        allowed(&answer).as_deref(),
+        Some("https://chat.example.com")
+    );
+    let methods = answer.headers()[header::ACCESS_CONTROL_ALLOW_METHODS]
+        .to_str()
+        .unwrap();
+    assert!(methods.contains("POST") || methods == "*", "{methods}");
+    let answer = server
+        .router()
+        .oneshot(preflight("https://elsewhere.example.com"))
+        .await
+        .unwrap();
+    assert_eq!(allowed(&answer), None, "another origin is not let in");
+
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/threads")
+        .header(header::ORIGIN, "http://localhost:5173")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from("{}"))
+        .unwrap();
+    let answer = server.router().oneshot(request).await.unwrap();
+    assert!(answer.status().is_success(), "{answer:?}");
+    assert_eq!(allowed(&answer).as_deref(), Some("http://localhost:5173"));
+    assert_eq!(answer.headers()[header::ACCESS_CONTROL_EXPOSE_HEADERS], "*");
+
+    let server = Server::builder(&store)
+        .assistant("desk", graph())
+        .cors_permissive()
+        .build();
+    let answer = server
+        .router()
+        .oneshot(preflight("http://any.example"))
+        .await
+        .unwrap();
+    assert_eq!(allowed(&answer).as_deref(), Some("*"));
 }

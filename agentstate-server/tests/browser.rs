@@ -5,8 +5,8 @@
 //! - the useStream page (`@langchain/langgraph-sdk` 1.15.0's React hook) served with the help
 //!   desk graph on one origin, as the `chat` example serves it: a message and its answer
 //!   streamed in, the approval (Approve, then Reject on a second turn), a reload (the
-//!   conversation back), a run rejoined after a reload, a run stopped (and cancelled on the
-//!   server), an answer regenerated and its branch switcher; and the same page on another
+//!   conversation back), a run stopped (and cancelled on the server) and continued, a run
+//!   rejoined after a reload, an answer regenerated and its branch switcher; and the same page on another
 //!   origin, which the server lets in with [`ServerBuilder::cors_origins`];
 //! - CopilotKit's chat (`@copilotkit/react-core` 1.74.0) behind CopilotKit's runtime
 //!   (`@copilotkit/runtime` 1.75.0, in node: `examples/web/copilotkit.mjs`) on the AG-UI
@@ -52,6 +52,7 @@ const CHAT_CHECKS: &[&str] = &[
     "second_turn_reject",
     "reload_shows_history",
     "stop",
+    "continue_after_stop",
     "reload_rejoins_a_run",
     "approve_after_rejoin",
     "regenerate",

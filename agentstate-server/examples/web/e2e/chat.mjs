@@ -3,7 +3,7 @@
 //   node e2e/chat.mjs <page URL> <screenshot dir> [<the page on another origin>]
 //
 // A message and its answer streamed in, the approval (Approve, then Reject on a second turn),
-// a reload (the conversation back), a run rejoined after a reload, a run stopped, an answer
+// a reload (the conversation back), a run stopped and continued, a run rejoined after a reload, an answer
 // regenerated and the branch switcher, and the page on another origin (CORS). Prints `ok` or
 // `fail` per check (tests/browser.rs compares them with what it expects).
 import { checker, expect, launch } from "./browser.mjs";
@@ -87,6 +87,15 @@ await check("stop", async () => {
   }
   expect(status === "interrupted", `the stopped run is \`${status}\`, not \`interrupted\``);
   expect(!(await answers.filter({ hasText: "slow: stop me" }).count()), "the stopped run answered");
+  await page.getByTestId("stopped").waitFor();
+  expect(!(await page.getByTestId("approval").count()), "a stopped run asks for an approval");
+});
+await check("continue_after_stop", async () => {
+  await page.getByRole("button", { name: "Continue" }).click();
+  await answers.filter({ hasText: "You asked: slow: stop me" }).waitFor();
+  await page.getByTestId("approval").waitFor();
+  await page.getByRole("button", { name: "Reject" }).click();
+  await page.getByTestId("verdict").filter({ hasText: "Rejected" }).waitFor();
 });
 await check("reload_rejoins_a_run", async () => {
   await ask("slow: wait for me");

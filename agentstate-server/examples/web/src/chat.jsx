@@ -97,10 +97,15 @@ function Chat() {
 
   const answer = (approved) => stream.submit(undefined, { command: { resume: approved } });
 
-  // The run waits at the `approve` node: its question, or (a thread whose state shows where it
-  // stopped but not the question) a plain one.
-  const waiting = stream.interrupt != null;
-  const question = stream.interrupt?.value?.question ?? "The answer waits for your approval.";
+  // The run waits at the `approve` node: the interrupt's question. A thread whose state shows
+  // where it stopped but not the question (useStream then reports a breakpoint) waits there
+  // too if its last node was `draft`; any other stop is a run cut short (Stop), which a run
+  // without input continues.
+  const interrupt = stream.isLoading ? undefined : stream.interrupt;
+  const asked = interrupt?.value?.question;
+  const waiting = asked != null || (interrupt?.when === "breakpoint" && stream.values?.log?.at(-1) === "draft");
+  const question = asked ?? "The answer waits for your approval.";
+  const stopped = interrupt != null && !waiting;
   const approved = stream.values?.approved;
   return (
     <main>
@@ -117,14 +122,20 @@ function Chat() {
             onRegenerate={regenerate} onBranch={stream.setBranch} />
         ))}
       </ol>
-      {waiting && !stream.isLoading && (
+      {waiting && (
         <div className="approval" data-testid="approval">
           <span>{question}</span>
           <button type="button" onClick={() => answer(true)}>Approve</button>
           <button type="button" onClick={() => answer(false)}>Reject</button>
         </div>
       )}
-      {!waiting && approved != null && !stream.isLoading && (
+      {stopped && (
+        <div className="stopped" data-testid="stopped">
+          <span>Stopped.</span>
+          <button type="button" onClick={() => stream.submit(undefined)}>Continue</button>
+        </div>
+      )}
+      {!waiting && !stopped && approved != null && !stream.isLoading && (
         <div className="verdict" data-testid="verdict">{approved ? "Approved: sent." : "Rejected: not sent."}</div>
       )}
       {error && <div className="error" data-testid="error">{error}</div>}

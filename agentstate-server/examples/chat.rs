@@ -15,9 +15,11 @@
 //! ```
 //!
 //! then open the printed URL: send a message (the answer streams in), approve or reject it,
-//! stop a run, regenerate an answer and switch between its branches, reload (the conversation
-//! comes back; a run in progress is rejoined). Without the bundle it serves the API and prints
-//! how to build the page.
+//! stop a run and continue it, regenerate an answer, reload (the conversation comes back; a run
+//! in progress is rejoined). The page has a branch switcher for regenerated answers, which shows
+//! once the server keeps the branch a run from a checkpoint leaves (today it removes it).
+//! Without the bundle it serves the API and prints how to build the page.
+//! `tests/browser.rs` clicks through all of it in headless Chromium.
 //!
 //! CopilotKit's chat on the same server: `node copilotkit.mjs http://127.0.0.1:2024` in
 //! `examples/web` serves CopilotKit's runtime (its agent `concierge` an `HttpAgent` on

@@ -5,14 +5,16 @@
 // A message and its answer streamed in, the approval (Approve, then Reject on a second turn),
 // a reload (the conversation back), a run stopped and continued, a run rejoined after a reload, an answer
 // regenerated and the branch switcher, and the page on another origin (CORS). Prints `ok` or
-// `fail` per check (tests/browser.rs compares them with what it expects).
+// `fail` per check (tests/browser.rs compares them with what it expects). With `?api=URL` in the
+// page's URL the page and these checks use the API there (LangGraph's own server, to compare).
 import { checker, expect, launch } from "./browser.mjs";
 import { join } from "node:path";
 
 const [url, shots, crossOrigin] = process.argv.slice(2);
 const { page, close } = await launch();
 const check = checker(page, shots);
-const api = new URL(url).origin;
+// The API the page calls: its `?api=`, or its own origin.
+const api = new URL(url).searchParams.get("api") ?? new URL(url).origin;
 
 // Every text an answer bubble showed, in order (the streamed answer grows in place).
 await page.addInitScript(() => {
@@ -126,7 +128,10 @@ await check("regenerate", async () => {
   await ready();
   expect((await answers.count()) === before, `${await answers.count()} answers after regenerating, not ${before}`);
   const latest = (await runs())[0];
-  expect(latest?.kwargs?.checkpoint != null && latest.status === "success", `the regenerate run: ${JSON.stringify(latest)}`);
+  // A run from a checkpoint (agentstate-server keeps it in `kwargs.checkpoint`, LangGraph's
+  // server in the run's config).
+  const from = latest?.kwargs?.checkpoint ?? latest?.kwargs?.config?.configurable?.checkpoint_id;
+  expect(from != null && latest.status === "success", `the regenerate run: ${JSON.stringify(latest)}`);
 });
 await check("branch_switcher", async () => {
   await page.getByTestId("branch-position").filter({ hasText: "2 / 2" }).waitFor({ timeout: 5_000 });

@@ -13,6 +13,9 @@
 //!   endpoint: a streamed answer, a frontend tool run by the page and the answer to its result
 //!   (a second turn), an approval (`useInterrupt`) approved.
 //!
+//! The README's screenshot (`agentstate-server/docs/chat.png`) is this test's
+//! `chat/chat-second-turn.png`.
+//!
 //! Without a browser, requests to the router check `cors_origins` and `cors_permissive`'s
 //! answers.
 //!

@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let graph = desk::graph_with(provider.map(|(client, name, _)| (client, name)))?;
     let mut server = Server::builder(&store)
         .assistant("desk", graph.durable(&store))
-        .cors(tower_http::cors::CorsLayer::permissive());
+        .cors_permissive();
     if let Ok(workers) = std::env::var("AGENTSTATE_WORKERS") {
         server = server.workers(workers.parse()?);
     }

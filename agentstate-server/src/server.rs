@@ -241,11 +241,84 @@ impl ServerBuilder {
         self
     }
 
-    /// Answers browsers' cross-origin requests as `cors` says (for a UI on another origin).
+    /// Answers browsers' cross-origin requests as `cors` says (for a UI on another origin; a
+    /// `tower_http::cors::CorsLayer`, which needs `tower-http` with its `cors` feature among the
+    /// application's dependencies: [`cors_permissive`](ServerBuilder::cors_permissive) and
+    /// [`cors_origins`](ServerBuilder::cors_origins) do not).
     #[must_use]
     pub fn cors(mut self, cors: CorsLayer) -> Self {
         self.cors = Some(cors);
         self
+    }
+
+    /// Answers browsers' cross-origin requests from any origin, with any method and header,
+    /// and lets the page read every response header (the SDKs read a run's id from
+    /// `Content-Location`): a UI on another origin (a development server, another port) calls
+    /// the API with no more. Requests with credentials (cookies) are not allowed; name the
+    /// origins with [`cors_origins`](ServerBuilder::cors_origins) instead for a deployed UI.
+    ///
+    /// ```
+    /// # fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # use agentstate_server::Server;
+    /// # let store = agentstate_store::SqliteStore::open_in_memory()?;
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     .cors_permissive()
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn cors_permissive(self) -> Self {
+        self.cors(CorsLayer::permissive())
+    }
+
+    /// Answers browsers' cross-origin requests from `origins` only (each a scheme, host and
+    /// port, as a browser sends it in `Origin`: `https://chat.example.com`,
+    /// `http://localhost:5173`), with any method and header, and lets the page read every
+    /// response header (the SDKs read a run's id from `Content-Location`). Other origins get no
+    /// CORS headers, so their browsers refuse the answers.
+    ///
+    /// # Panics
+    ///
+    /// If an origin is not a valid header value (a control character or a non-ASCII one).
+    ///
+    /// ```
+    /// # fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # use agentstate_server::Server;
+    /// # let store = agentstate_store::SqliteStore::open_in_memory()?;
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     .cors_origins(["https://chat.example.com", "http://localhost:5173"])
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn cors_origins<I>(self, origins: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        use tower_http::cors::{AllowOrigin, Any};
+        let origins: Vec<HeaderValue> = origins
+            .into_iter()
+            .map(|origin| {
+                let origin = origin.as_ref();
+                HeaderValue::from_str(origin).unwrap_or_else(|_| {
+                    panic!("the CORS origin `{origin}` is not a valid header value")
+                })
+            })
+            .collect();
+        self.cors(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(origins))
+                .allow_methods(Any)
+                .allow_headers(Any)
+                .expose_headers(Any),
+        )
     }
 
     /// Queues the runs created on threads in the database's run queue, for the workers of every

@@ -260,6 +260,9 @@ impl<S: GraphState + Serialize> AguiAdapter<S> {
                 }
                 out.push(step_finished(name));
             }
+            // The state the run starts from (no node made it): AG-UI's `RUN_STARTED` and
+            // snapshots said it already.
+            Event::StepFinished { record, .. } if record.nodes.is_empty() => {}
             Event::StepFinished { state, .. } => self.sync(state, true, &mut out),
             Event::RunFinished { state } => {
                 self.close(&mut out);

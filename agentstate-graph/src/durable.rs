@@ -744,9 +744,11 @@ where
     /// while let Some(event) = run.next().await {
     ///     kinds.push(event?.kind());
     /// }
-    /// // The run's one step is committed with its end: `step_committed` comes last.
-    /// assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
-    ///                    "node_finished", "step_finished", "step_committed", "run_finished"]);
+    /// // The state it starts from (the input merged) first; the run's one step is committed
+    /// // with its end: `step_committed` comes last.
+    /// assert_eq!(kinds, ["run_started", "step_finished", "step_started", "node_started",
+    ///                    "emitted", "emitted", "node_finished", "step_finished",
+    ///                    "step_committed", "run_finished"]);
     /// assert_eq!(store.load::<Chat>("chat-1").await?.state.said, ["Hi", "Hello"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # })?;

@@ -56,7 +56,10 @@ pub enum Event<S: State, K> {
         /// bytes).
         update: Option<Box<S::Update>>,
     },
-    /// A step merged and routed.
+    /// A step merged and routed. The first, right after [`RunStarted`](Event::RunStarted), is
+    /// the state the run starts from (its input merged; a resumed run's state where it
+    /// stands), LangGraph's first `values`: its record names no nodes, the run's step so far
+    /// (0 for a new run) and the nodes its first step runs.
     StepFinished {
         /// What the step did.
         record: StepRecord<K>,

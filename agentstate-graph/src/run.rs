@@ -290,12 +290,12 @@ where
         });
     }
     if out.wants(EventFilter::STEP_FINISHED) {
-        // The state the run starts from (its input merged; a resumed run's where it stands),
-        // as the step that made it: LangGraph's first `values`.
+        // The state the run starts from (its input merged; a resumed run's where it stands):
+        // LangGraph's first `values`. No node of the run made it: its record has none.
         out.push(Event::StepFinished {
             record: StepRecord {
                 step: run.step,
-                nodes: run.graph.keys(&run.last),
+                nodes: Nodes::from(Vec::new()),
                 next: run.graph.keys(&run.active),
             },
             state: commit.state(),

@@ -141,8 +141,9 @@ impl<S: State, K, T> Driven<S, K, T> {
 ///     .build()?
 ///     .block_on(graph.stream(Doc::default()).collect());
 /// let kinds: Vec<&str> = events.iter().map(Event::kind).collect();
-/// assert_eq!(kinds, ["run_started", "step_started", "node_started", "emitted", "emitted",
-///                    "node_finished", "step_finished", "run_finished"]);
+/// // The state it starts from first (no node ran yet), then the step.
+/// assert_eq!(kinds, ["run_started", "step_finished", "step_started", "node_started", "emitted",
+///                    "emitted", "node_finished", "step_finished", "run_finished"]);
 /// let Some(Event::RunFinished { state }) = events.last() else { unreachable!() };
 /// assert_eq!(state.text, "Hello");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -206,7 +207,8 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
     ///     .route("add", |s: &Count| if s.n < 3 { "add".into() } else { END.into() })
     ///     .build()?;
     ///
-    /// // The state after each step, as LangGraph's "values" stream mode gives it.
+    /// // The state the run starts from, then after each step, as LangGraph's "values" stream
+    /// // mode gives it.
     /// let values: Vec<u32> = tokio::runtime::Builder::new_current_thread().build()?.block_on(
     ///     graph
     ///         .stream(Count::default())
@@ -219,7 +221,7 @@ impl<S: GraphState, K: NodeKey> RunStream<S, K> {
     ///         })
     ///         .collect(),
     /// );
-    /// assert_eq!(values, [1, 2, 3]);
+    /// assert_eq!(values, [0, 1, 2, 3]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn only(mut self, filter: EventFilter) -> Self {

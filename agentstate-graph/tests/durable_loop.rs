@@ -247,6 +247,7 @@ async fn a_durable_stream_is_the_memory_stream_plus_commits<B: Backend>(
         kinds_of(&events),
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "emitted",
@@ -356,6 +357,7 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
         kinds_of(&events),
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "node_finished",
@@ -389,6 +391,7 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
         kinds_of(&events),
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "node_finished",
@@ -435,6 +438,7 @@ async fn a_failing_stream_ends_with_its_error<B: Backend>(store: Store<B>, t: St
         kinds_of(&events),
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "node_finished",
@@ -501,6 +505,7 @@ async fn a_filtered_durable_stream<B: Backend>(store: Store<B>, t: String) {
             "step_finished",
             "step_finished",
             "step_finished",
+            "step_finished",
             "run_finished"
         ]
     );
@@ -514,6 +519,8 @@ async fn a_filtered_durable_stream<B: Backend>(store: Store<B>, t: String) {
     assert_eq!(
         logs,
         [
+            // The run starts from an empty log (no input).
+            log(&[]),
             log(&["a"]),
             log(&["a", "b", "c"]),
             log(&["a", "b", "c", "d"])
@@ -718,6 +725,7 @@ async fn streams_in_each_mode<B: Backend>(store: Store<B>, t: String) {
             without,
             [
                 "run_started",
+                "step_finished",
                 "step_started",
                 "node_started",
                 "node_finished",
@@ -1486,7 +1494,8 @@ async fn a_failing_step_merges_nothing<B: Backend>(store: Store<B>, t: String) {
             .iter()
             .filter(|e| matches!(e, Event::StepFinished { .. }))
             .count();
-        assert_eq!(finished_steps, 1);
+        // The run's start (its input merged) and step 1: step 2 failed, nothing of it merged.
+        assert_eq!(finished_steps, 2);
 
         for (mode, name) in [
             (Durability::Sync, "sync"),
@@ -1538,7 +1547,7 @@ async fn a_failing_step_merges_nothing<B: Backend>(store: Store<B>, t: String) {
                     .iter()
                     .filter(|e| matches!(e, Event::StepFinished { .. }))
                     .count(),
-                1,
+                2, // the run's start, and step 1
                 "{name}"
             );
             assert_eq!(

@@ -442,7 +442,8 @@ fn a_send_router_falls_back_to_a_node_when_there_is_nothing_to_send() {
             }
         }
     });
-    assert_eq!(order, [vec!["split"], vec!["audit", "square"]]);
+    // The run's start first (no node), then each step's nodes in merge order.
+    assert_eq!(order, [vec![], vec!["split"], vec!["audit", "square"]]);
 
     // A target the router did not declare is a routing error, as a task's node or plain.
     let graph = send_or_fall_back(Some("split")).unwrap();

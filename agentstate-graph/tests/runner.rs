@@ -423,8 +423,9 @@ fn dropping_a_run_cancels_it_without_a_partial_merge() {
         }
     });
     assert_eq!(started.load(Ordering::SeqCst), 1);
-    // The second step never finished: `fast` finished, but nothing of its step merged.
-    assert_eq!(events.iter().filter(|k| **k == "step_finished").count(), 1);
+    // The second step never finished: `fast` finished, but nothing of its step merged (the
+    // steps that finished: the start, and `a`'s).
+    assert_eq!(events.iter().filter(|k| **k == "step_finished").count(), 2);
     assert!(events.contains(&"node_finished"));
 }
 
@@ -478,6 +479,7 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
         kinds,
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "emitted",
@@ -490,9 +492,12 @@ fn a_streamed_run_reports_steps_updates_and_emissions_in_order() {
             "run_finished"
         ]
     );
+    // The state the run starts from first (LangGraph's first `values`): step 0, no nodes, the
+    // entry next.
     assert_eq!(
         states,
         [
+            (0, vec![], vec!["a"], vec![]),
             (1, vec!["a"], vec!["b"], vec!["a".to_owned()]),
             (2, vec!["b"], vec![], vec!["a".to_owned(), "b".to_owned()])
         ]
@@ -530,6 +535,7 @@ fn a_filtered_stream_builds_only_the_events_asked_for() {
         kinds(EventFilter::STEP_FINISHED),
         [
             "run_started",
+            "step_finished",
             "step_finished",
             "step_finished",
             "run_finished"
@@ -596,6 +602,7 @@ fn emissions_from_another_task_wake_the_stream_and_come_before_the_node_finishes
         kinds,
         [
             "run_started",
+            "step_finished",
             "step_started",
             "node_started",
             "emitted",

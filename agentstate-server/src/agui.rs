@@ -138,7 +138,9 @@ impl AguiRun {
             }
             RunEvent::Failed(error) => out = self.failed(error),
             // Checkpoints have no AG-UI events of their own.
-            RunEvent::Committed { .. } => {}
+            // The state the run starts from: `RUN_STARTED` said it (ag-ui-langgraph sends nothing
+            // for it).
+            RunEvent::Committed { .. } | RunEvent::Start { .. } => {}
         }
         // A streamed message says whose it is, as ag-ui-langgraph's do.
         for event in &mut out {

@@ -119,6 +119,12 @@ impl RunOptions {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RunEvent {
+    /// The state the run starts from (its input merged; a resumed run's where it stands), its
+    /// first event after its start: LangGraph's first `values`.
+    Start {
+        /// The state.
+        values: Value,
+    },
     /// The state after a step (LangGraph's `values`).
     Values(Value),
     /// A node's update (LangGraph's `updates`; `null` for none).
@@ -931,6 +937,10 @@ fn erase<S: DurableState, K: NodeKey>(event: Event<S, K>) -> Option<RunEvent> {
         Event::NodeFinished { node, update, .. } => RunEvent::Update {
             node: node.name().to_owned(),
             update: update.map_or(Value::Null, |u| to_json(&*u)),
+        },
+        // No node made it: the state the run starts from.
+        Event::StepFinished { record, state } if record.nodes.is_empty() => RunEvent::Start {
+            values: to_json(&*state),
         },
         Event::StepFinished { state, .. } => RunEvent::Values(to_json(&*state)),
         Event::NodeStarted { step, node } => RunEvent::TaskStarted {

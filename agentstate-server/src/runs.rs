@@ -798,7 +798,9 @@ impl Job {
                     node_meta(node, *step),
                 );
             }
-            RunEvent::Values(values) => seen.values = Some(wire(values)),
+            RunEvent::Values(values) | RunEvent::Start { values } => {
+                seen.values = Some(wire(values))
+            }
             RunEvent::Finished { values } | RunEvent::Suspended { values, .. } => {
                 chain(
                     "on_chain_end",
@@ -909,7 +911,7 @@ impl Job {
         let on = |mode| self.modes.contains(&mode);
         let wire = |values: &Value| self.assistant.wire_values(values.clone());
         match event {
-            RunEvent::Values(values) if on(Mode::Values) => {
+            RunEvent::Values(values) | RunEvent::Start { values } if on(Mode::Values) => {
                 live.push("values", wire(values));
                 *last_values = Some(values.clone());
             }

@@ -1,9 +1,9 @@
 //! The routes of the LangGraph Agent Server API and their handlers.
 
 use crate::assistant::{RunOptions, Snapshot, Start};
+use crate::branches;
 use crate::checkpoints::{
-    checkpoint_json, empty_state, interrupt_json, thread_points, with_interrupts, CheckpointId,
-    Checkpoints,
+    self, checkpoint_json, empty_state, interrupt_json, with_interrupts, CheckpointId, Checkpoints,
 };
 use crate::error::ApiError;
 use crate::metadata::{run_json, run_metadata, task_id};
@@ -432,7 +432,7 @@ async fn running_on(shared: &Shared, id: &str) -> Result<Option<String>, ApiErro
 }
 
 async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
-    thread_record(&shared, &id).await?;
+    let thread = thread_record(&shared, &id).await?;
     for run in shared.records.runs(&id).await? {
         // Queued: stopped by its worker, wherever it is, before its thread goes.
         if shared.queued && !run.status.is_final() {
@@ -451,6 +451,7 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
             .delete(crate::record::RUN, &run.run_id)
             .await?;
     }
+    branches::delete_all(&*shared.records, &thread).await;
     shared.records.delete_state(&id).await?;
     shared.records.delete(crate::record::THREAD, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -468,6 +469,7 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
         )));
     }
     let new_id = uuid::Uuid::new_v4().to_string();
+    let mut kept = Vec::new();
     if let Some(graph) = &source.graph_id {
         let served = shared.graph(graph)?;
         match served.assistant.copy(&id, &new_id).await {
@@ -476,12 +478,14 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
             Err(e) if e.category == "thread_not_found" => {}
             Err(e) => return Err(e.into()),
         }
+        kept = branches::copy_all(&*served.assistant, &source, &new_id).await?;
     }
     let now = now_ms();
     let copy = ThreadRecord {
         thread_id: new_id,
         created_ms: now,
         updated_ms: now,
+        branches: kept,
         ..source
     };
     if let Err(error) = shared.records.put(Record::Thread(copy.clone())).await {
@@ -489,10 +493,19 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
         let _ = shared.records.delete_state(&copy.thread_id).await;
         return Err(error.into());
     }
-    ok(thread_json(&shared, &copy).await?)
+    // As LangGraph's server answers a copy: the new thread's record, without its state.
+    let mut answer = thread_json(&shared, &copy).await?;
+    if let Value::Object(map) = &mut answer {
+        for key in ["values", "interrupts", "error"] {
+            map.remove(key);
+        }
+        map.insert("config".into(), json!({}));
+    }
+    ok(answer)
 }
 
-/// Thread `id`'s state now, or at checkpoint `at`, as LangGraph shows it.
+/// Thread `id`'s state now, or at checkpoint `at` (of its head or of a branch), as LangGraph
+/// shows it.
 async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answer {
     let thread = thread_record(shared, id).await?;
     let Some(graph) = &thread.graph_id else {
@@ -503,37 +516,38 @@ async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answ
     };
     let served = shared.graph(graph)?;
     let assistant = &*served.assistant;
-    let points = thread_points(assistant, id).await?;
-    let Some(newest) = points.len().checked_sub(1) else {
-        return match at {
-            None => ok(empty_state()),
-            Some(at) => Err(missing_checkpoint(id, at)),
-        };
+    let listed = match at {
+        None => checkpoints::head(assistant, &thread).await?,
+        Some(_) => checkpoints::list(assistant, &thread).await?,
     };
-    let at = match at {
-        None => newest,
-        Some(at) => points
-            .iter()
-            .position(|p| p.id == at)
-            .ok_or_else(|| missing_checkpoint(id, at))?,
+    let found = match at {
+        None => listed.last(),
+        Some(at) => Some(
+            listed
+                .iter()
+                .find(|l| l.point.id == at)
+                .ok_or_else(|| missing_checkpoint(id, at))?,
+        ),
+    };
+    let Some(found) = found else {
+        return ok(empty_state());
     };
     let api_url = shared.api_url();
     let mut checkpoints =
         Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
-    if at != newest {
-        return ok(checkpoints.entry(&points, at, &[]).await?);
+    if !found.head {
+        return ok(checkpoints.entry(found, &[]).await?);
     }
-    // The newest: where the thread's run stands now (its next nodes, its questions).
-    let now = snapshot(shared, &thread, None).await?;
-    let mut points = points;
-    let interrupts = match now {
+    // The head: where the thread's run stands now (its next nodes, its questions).
+    let mut found = found.clone();
+    let interrupts = match snapshot(shared, &thread, None).await? {
         Some(now) => {
-            points[at].next = now.next;
+            found.point.next = now.next;
             now.interrupts
         }
         None => Vec::new(),
     };
-    ok(checkpoints.entry(&points, at, &interrupts).await?)
+    ok(checkpoints.entry(&found, &interrupts).await?)
 }
 
 /// The refusal of a checkpoint thread `thread` does not have.
@@ -579,12 +593,19 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         )));
     }
     if let Some(checkpoint) = checkpoint {
-        // An update at an earlier checkpoint: the thread is taken back there first (its
-        // later checkpoints removed), as a run from a checkpoint does.
-        let version = checkpoint.version();
-        if served.assistant.snapshot(&id, Some(version)).await.is_err() {
+        // An update at an earlier checkpoint: the thread goes on from there (what came after
+        // kept as a branch), as a run from a checkpoint does.
+        let listed = checkpoints::list(&*served.assistant, &thread).await?;
+        if !listed.iter().any(|l| l.point.id == checkpoint) {
             return Err(missing_checkpoint(&id, checkpoint));
         }
+        let version = branches::fork_at(
+            &*shared.records,
+            &*served.assistant,
+            &mut thread,
+            checkpoint,
+        )
+        .await?;
         served
             .assistant
             .rewind(&id, version)
@@ -599,7 +620,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         .map_err(ApiError::from)?;
     thread.updated_ms = now_ms();
     shared.records.put(Record::Thread(thread)).await?;
-    let checkpoint = CheckpointId::Version(version);
+    let checkpoint = CheckpointId::version_of_head(version);
     ok(json!({
         "checkpoint": checkpoint_json(&id, checkpoint),
         "configurable": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": checkpoint.to_string()},
@@ -629,8 +650,8 @@ struct HistoryQuery {
     limit: Option<usize>,
 }
 
-/// Thread `id`'s checkpoints, the newest first, at most `limit` (10 by default); the newest
-/// with the questions the thread waits for there.
+/// Thread `id`'s checkpoints on every branch, the newest first, at most `limit` (10 by
+/// default); the head with the questions the thread waits for there.
 async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
     let thread = thread_record(shared, id).await?;
     let Some(graph) = &thread.graph_id else {
@@ -638,24 +659,20 @@ async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
     };
     let served = shared.graph(graph)?;
     let assistant = &*served.assistant;
-    let points = thread_points(assistant, id).await?;
-    let newest_interrupts = match points.is_empty() {
-        true => Vec::new(),
-        false => snapshot(shared, &thread, None)
-            .await?
-            .map(|s| s.interrupts)
-            .unwrap_or_default(),
-    };
+    let listed = checkpoints::list(assistant, &thread).await?;
     let api_url = shared.api_url();
     let mut checkpoints =
         Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
     let mut states = Vec::new();
-    for at in (0..points.len()).rev().take(limit.unwrap_or(10)) {
-        let interrupts = match at + 1 == points.len() {
-            true => &newest_interrupts[..],
-            false => &[],
+    for entry in listed.iter().take(limit.unwrap_or(10)) {
+        let interrupts = match entry.head {
+            true => snapshot(shared, &thread, None)
+                .await?
+                .map(|s| s.interrupts)
+                .unwrap_or_default(),
+            false => Vec::new(),
         };
-        states.push(checkpoints.entry(&points, at, interrupts).await?);
+        states.push(checkpoints.entry(entry, &interrupts).await?);
     }
     ok(Value::from(states))
 }
@@ -846,19 +863,16 @@ async fn create_run(
     let thread_id = record.thread_id.clone();
     // Any graph runs on any thread, as on LangGraph's server: its state is read as the graph's
     // (the fields of both of the same names; see the store's schema evolution).
-    if let Some(version) = options.checkpoint {
+    if let Some(at) = checkpoints::checkpoint_of(&kwargs) {
         let found = match record.graph_id {
-            Some(_) => served
-                .assistant
-                .snapshot(&thread_id, Some(version))
-                .await
-                .is_ok(),
+            Some(_) => checkpoints::list(&*served.assistant, &record)
+                .await?
+                .iter()
+                .any(|l| l.point.id == at),
             None => false,
         };
         if !found {
-            return Err(ApiError::not_found(format!(
-                "checkpoint `{version}` of thread `{thread_id}` does not exist"
-            )));
+            return Err(missing_checkpoint(&thread_id, at));
         }
     }
     let start = start_of(&create);

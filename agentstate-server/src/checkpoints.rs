@@ -54,40 +54,76 @@ pub(crate) fn questions(interrupts: &[Interrupt]) -> Vec<&Interrupt> {
 }
 
 /// A checkpoint's id: a version of the thread (`"5"`), or the input checkpoint of the run whose
-/// input is version `v` (`"5-input"`: the state at the version before it).
+/// input is version `v` (`"5-input"`: the state at the version before it); of the thread's
+/// head, or of one of its branches (`"b1-5"`, `"b1-5-input"`: branch 1, the thread's second;
+/// see [`branches`](crate::branches)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum CheckpointId {
-    /// A committed step: the thread at this version.
-    Version(u64),
-    /// The input checkpoint of the run whose input is this version.
-    Input(u64),
+pub(crate) struct CheckpointId {
+    /// The branch (its index in the thread's branches); `None`: the thread's head.
+    pub(crate) branch: Option<usize>,
+    /// The version of the entry it belongs to.
+    pub(crate) entry: u64,
+    /// The input checkpoint of the run whose input is entry `entry`.
+    pub(crate) input: bool,
 }
 
 impl CheckpointId {
+    /// Version `v` of the thread's head.
+    pub(crate) fn version_of_head(v: u64) -> Self {
+        CheckpointId {
+            branch: None,
+            entry: v,
+            input: false,
+        }
+    }
+
     /// The id a client gives back, if it is one of this server's.
     pub(crate) fn parse(id: &str) -> Option<CheckpointId> {
-        match id.strip_suffix("-input") {
-            Some(version) => version.parse().ok().map(CheckpointId::Input),
-            None => id.parse().ok().map(CheckpointId::Version),
-        }
+        let (branch, rest) = match id.strip_prefix('b').and_then(|r| r.split_once('-')) {
+            Some((n, rest)) => (Some(n.parse().ok()?), rest),
+            None => (None, id),
+        };
+        let (entry, input) = match rest.strip_suffix("-input") {
+            Some(entry) => (entry, true),
+            None => (rest, false),
+        };
+        Some(CheckpointId {
+            branch,
+            entry: entry.parse().ok()?,
+            input,
+        })
     }
 
     /// The version whose state the checkpoint shows.
     pub(crate) fn version(self) -> u64 {
-        match self {
-            CheckpointId::Version(v) => v,
-            CheckpointId::Input(v) => v.saturating_sub(1),
+        match self.input {
+            true => self.entry.saturating_sub(1),
+            false => self.entry,
         }
     }
 }
 
 impl std::fmt::Display for CheckpointId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CheckpointId::Version(v) => write!(f, "{v}"),
-            CheckpointId::Input(v) => write!(f, "{v}-input"),
+        if let Some(branch) = self.branch {
+            write!(f, "b{branch}-")?;
         }
+        write!(f, "{}", self.entry)?;
+        if self.input {
+            f.write_str("-input")?;
+        }
+        Ok(())
     }
+}
+
+/// The checkpoint a run request starts from (`checkpoint_id`, or `checkpoint.checkpoint_id`),
+/// if it names one of this server's.
+pub(crate) fn checkpoint_of(kwargs: &Value) -> Option<CheckpointId> {
+    let id = match kwargs.get("checkpoint_id") {
+        Some(Value::String(id)) => id.as_str(),
+        _ => kwargs.get("checkpoint")?.get("checkpoint_id")?.as_str()?,
+    };
+    CheckpointId::parse(id)
 }
 
 /// A checkpoint's reference: the thread and the checkpoint.
@@ -142,16 +178,21 @@ pub(crate) struct Point {
     pub(crate) time_ms: i64,
 }
 
-/// A thread's checkpoints as LangGraph lists them, oldest first, from its committed steps
-/// (oldest first).
-pub(crate) fn points(steps: Vec<Checkpoint>) -> Vec<Point> {
+/// A thread's checkpoints as LangGraph lists them, oldest first, from the committed steps
+/// (oldest first) of its head (`branch`: `None`) or of one of its branches.
+pub(crate) fn points(steps: Vec<Checkpoint>, branch: Option<usize>) -> Vec<Point> {
     let mut points = Vec::with_capacity(steps.len() * 2);
     let mut last: i64 = -2;
+    let id = |entry, input| CheckpointId {
+        branch,
+        entry,
+        input,
+    };
     for c in steps {
         if c.step == 0 {
             last += 1;
             points.push(Point {
-                id: CheckpointId::Input(c.version),
+                id: id(c.version, true),
                 step: last,
                 source: "input",
                 run_id: c.run_id.clone(),
@@ -161,7 +202,7 @@ pub(crate) fn points(steps: Vec<Checkpoint>) -> Vec<Point> {
         }
         last += 1;
         points.push(Point {
-            id: CheckpointId::Version(c.version),
+            id: id(c.version, false),
             step: last,
             source: "loop",
             run_id: c.run_id,
@@ -172,16 +213,98 @@ pub(crate) fn points(steps: Vec<Checkpoint>) -> Vec<Point> {
     points
 }
 
-/// Thread `thread`'s checkpoints as LangGraph lists them, oldest first.
-pub(crate) async fn thread_points(
+/// Store thread `store`'s checkpoints as LangGraph lists them, oldest first (`branch`: which
+/// of the thread's timelines it holds).
+pub(crate) async fn store_points(
     assistant: &dyn Assistant,
-    thread: &str,
+    store: &str,
+    branch: Option<usize>,
 ) -> Result<Vec<Point>, AssistantError> {
-    match assistant.steps(thread).await {
-        Ok(steps) => Ok(points(steps)),
+    match assistant.steps(store).await {
+        Ok(steps) => Ok(points(steps, branch)),
         Err(e) if e.category == "thread_not_found" => Ok(Vec::new()),
         Err(e) => Err(e),
     }
+}
+
+/// One of a thread's checkpoints, where its state is read, and its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Listed {
+    /// The checkpoint.
+    pub(crate) point: Point,
+    /// The store thread its state is read from (the thread's own, or a branch's).
+    pub(crate) store: String,
+    /// The checkpoint before it (`None`: the thread's first).
+    pub(crate) parent: Option<CheckpointId>,
+    /// Whether it is the thread's head: its newest checkpoint, where its run stands.
+    pub(crate) head: bool,
+}
+
+/// Thread `thread`'s checkpoints on every branch, the newest first (LangGraph's history): the
+/// head's, then each branch's own (after its fork point, whose parent is the checkpoint it
+/// forked from), ordered by when they were made.
+pub(crate) async fn list(
+    assistant: &dyn Assistant,
+    thread: &ThreadRecord,
+) -> Result<Vec<Listed>, AssistantError> {
+    let mut all: Vec<(i64, usize, Listed)> = Vec::new();
+    let mut push = |points: Vec<Point>, store: &str, first_parent: Option<CheckpointId>, head| {
+        let mut parent = first_parent;
+        let last = points.len().checked_sub(1);
+        for (i, point) in points.into_iter().enumerate() {
+            let id = point.id;
+            let listed = Listed {
+                head: head && Some(i) == last,
+                store: store.to_owned(),
+                parent,
+                point,
+            };
+            all.push((listed.point.time_ms, all.len(), listed));
+            parent = Some(id);
+        }
+    };
+    let main = store_points(assistant, &thread.thread_id, None).await?;
+    push(main, &thread.thread_id, None, true);
+    for (at, branch) in thread.branches.iter().enumerate() {
+        let own: Vec<Point> = store_points(assistant, &branch.store_id, Some(at))
+            .await?
+            .into_iter()
+            .filter(|p| p.id.entry > branch.fork)
+            .collect();
+        let owner = crate::branches::owner(&thread.branches, branch.parent, branch.fork);
+        let forked_from = CheckpointId {
+            branch: owner,
+            entry: branch.fork,
+            input: false,
+        };
+        push(own, &branch.store_id, Some(forked_from), false);
+    }
+    all.sort_by_key(|(time, at, _)| std::cmp::Reverse((*time, *at)));
+    Ok(all.into_iter().map(|(_, _, listed)| listed).collect())
+}
+
+/// Thread `thread`'s head's checkpoints, oldest first, each with its parent.
+pub(crate) async fn head(
+    assistant: &dyn Assistant,
+    thread: &ThreadRecord,
+) -> Result<Vec<Listed>, AssistantError> {
+    let points = store_points(assistant, &thread.thread_id, None).await?;
+    let last = points.len().checked_sub(1);
+    let mut parent = None;
+    Ok(points
+        .into_iter()
+        .enumerate()
+        .map(|(i, point)| {
+            let listed = Listed {
+                head: Some(i) == last,
+                store: thread.thread_id.clone(),
+                parent,
+                point,
+            };
+            parent = Some(listed.point.id);
+            listed
+        })
+        .collect())
 }
 
 /// What a thread's checkpoints' JSON is made of: the thread, its assistant, the run records
@@ -239,19 +362,18 @@ impl<'a> Checkpoints<'a> {
         Value::Object(metadata)
     }
 
-    /// Checkpoint `points[at]` as the state and the history show it, its parent the one before
-    /// it; `interrupts`: the questions waiting there (the thread's newest checkpoint's).
+    /// Checkpoint `listed` as the state and the history show it; `interrupts`: the questions
+    /// waiting there (the head's).
     pub(crate) async fn entry(
         &mut self,
-        points: &[Point],
-        at: usize,
+        listed: &Listed,
         interrupts: &[Interrupt],
     ) -> Result<Value, AssistantError> {
-        let point = &points[at];
+        let point = &listed.point;
         let thread = self.thread.thread_id.as_str();
         let values = match self
             .assistant
-            .snapshot(thread, Some(point.id.version()))
+            .snapshot(&listed.store, Some(point.id.version()))
             .await
         {
             Ok(snapshot) => self.assistant.wire_values(snapshot.values),
@@ -259,8 +381,8 @@ impl<'a> Checkpoints<'a> {
             Err(_) if point.id.version() == 0 => json!({}),
             Err(e) => return Err(e),
         };
-        let tasks = match point.id {
-            CheckpointId::Input(_) => json!([{
+        let tasks = match point.id.input {
+            true => json!([{
                 "id": task_id(thread, "__start__", 0),
                 "name": "__start__",
                 "path": ["__pregel_pull", "__start__"],
@@ -270,9 +392,24 @@ impl<'a> Checkpoints<'a> {
                 "state": null,
                 "result": null,
             }]),
-            CheckpointId::Version(_) => tasks_json(thread, &point.next, interrupts, point.step + 1),
+            false => {
+                let mut tasks = tasks_json(thread, &point.next, interrupts, point.step + 1);
+                // The head of a thread whose run failed: its next tasks failed, shown as
+                // Python shows the exception (`ValueError('boom')`).
+                let failed = self.thread.status == crate::record::ThreadStatus::Error;
+                if let (Some(failure), true) = (&self.thread.error, listed.head && failed) {
+                    for task in tasks.as_array_mut().into_iter().flatten() {
+                        task["error"] = Value::from(format!(
+                            "{}({})",
+                            failure.error,
+                            python_repr(&failure.message)
+                        ));
+                    }
+                }
+                tasks
+            }
         };
-        let parent = at.checked_sub(1).map(|p| points[p].id);
+        let parent = listed.parent;
         Ok(json!({
             "values": values,
             "next": point.next,
@@ -287,14 +424,10 @@ impl<'a> Checkpoints<'a> {
         }))
     }
 
-    /// Checkpoint `points[at]` as the `checkpoints` and `debug` stream modes show it: its
-    /// history entry, with its and its parent's config.
-    pub(crate) async fn event(
-        &mut self,
-        points: &[Point],
-        at: usize,
-    ) -> Result<Value, AssistantError> {
-        let mut entry = self.entry(points, at, &[]).await?;
+    /// Checkpoint `listed` as the `checkpoints` and `debug` stream modes show it: its history
+    /// entry, with its and its parent's config.
+    pub(crate) async fn event(&mut self, listed: &Listed) -> Result<Value, AssistantError> {
+        let mut entry = self.entry(listed, &[]).await?;
         let config = |c: &Value| match c {
             Value::Null => Value::Null,
             c => json!({"configurable": {
@@ -313,6 +446,31 @@ impl<'a> Checkpoints<'a> {
         }
         Ok(entry)
     }
+}
+
+/// A string as Python's `repr` writes it: in single quotes, or double quotes when it holds a
+/// single quote and no double quote, with backslashes and the chosen quote escaped.
+fn python_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 /// The state of a thread no run made a state for yet, as LangGraph shows it.
@@ -348,13 +506,16 @@ mod tests {
 
     #[test]
     fn each_run_has_an_input_checkpoint_and_steps_are_numbered_across_runs() {
-        let listed = points(vec![
-            step(1, 0, "r1", &["a"]),
-            step(2, 1, "r1", &["b"]),
-            step(3, 2, "r1", &[]),
-            step(4, 0, "r2", &["a"]),
-            step(5, 1, "r2", &[]),
-        ]);
+        let listed = points(
+            vec![
+                step(1, 0, "r1", &["a"]),
+                step(2, 1, "r1", &["b"]),
+                step(3, 2, "r1", &[]),
+                step(4, 0, "r2", &["a"]),
+                step(5, 1, "r2", &[]),
+            ],
+            None,
+        );
         let ids: Vec<String> = listed.iter().map(|p| p.id.to_string()).collect();
         assert_eq!(ids, ["1-input", "1", "2", "3", "4-input", "4", "5"]);
         let steps: Vec<i64> = listed.iter().map(|p| p.step).collect();
@@ -364,12 +525,32 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_quoted_as_python_quotes_them() {
+        assert_eq!(python_repr("boom"), "'boom'");
+        assert_eq!(python_repr("it's"), "\"it's\"");
+        assert_eq!(python_repr("say \"it's\""), "'say \"it\\'s\"'");
+        assert_eq!(python_repr("a\nb"), "'a\\nb'");
+    }
+
+    #[test]
     fn checkpoint_ids_read_back() {
-        for id in [CheckpointId::Version(7), CheckpointId::Input(7)] {
-            assert_eq!(CheckpointId::parse(&id.to_string()), Some(id));
+        let id = |branch, entry, input| CheckpointId {
+            branch,
+            entry,
+            input,
+        };
+        for (id, shown) in [
+            (id(None, 7, false), "7"),
+            (id(None, 7, true), "7-input"),
+            (id(Some(2), 7, false), "b2-7"),
+            (id(Some(0), 12, true), "b0-12-input"),
+        ] {
+            assert_eq!(id.to_string(), shown);
+            assert_eq!(CheckpointId::parse(shown), Some(id));
         }
-        assert_eq!(CheckpointId::Input(7).version(), 6);
-        assert_eq!(CheckpointId::parse("x-input"), None);
-        assert_eq!(CheckpointId::parse("nope"), None);
+        assert_eq!(id(None, 7, true).version(), 6);
+        for bad in ["x-input", "nope", "b-7", "bx-7", "b1-", ""] {
+            assert_eq!(CheckpointId::parse(bad), None, "{bad}");
+        }
     }
 }

@@ -224,6 +224,7 @@
 mod agui;
 mod api;
 mod assistant;
+mod branches;
 mod checkpoints;
 mod error;
 mod messages;

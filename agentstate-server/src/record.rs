@@ -197,6 +197,10 @@ pub struct ThreadRecord {
     /// written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunFailure>,
+    /// Its branches: the timelines runs from earlier checkpoints (and state updates at them)
+    /// left behind, in the order they were made (absent in the JSON when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<Branch>,
     /// When it was created, in milliseconds since the Unix epoch.
     pub created_ms: i64,
     /// When it last changed.
@@ -212,10 +216,25 @@ impl ThreadRecord {
             status: ThreadStatus::Idle,
             graph_id: None,
             error: None,
+            branches: Vec::new(),
             created_ms: now_ms,
             updated_ms: now_ms,
         }
     }
+}
+
+/// A branch of a thread: a timeline a run from an earlier checkpoint (or a state update at
+/// one) left behind, kept in a store thread of its own, as LangGraph keeps the abandoned
+/// branch of a fork.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Branch {
+    /// The store thread that holds it (every version of it, its shared ones too).
+    pub store_id: String,
+    /// The last version it shares with the timeline it forks from.
+    pub fork: u64,
+    /// The branch it forks from (its index in the thread's branches); `None`: the thread's
+    /// head.
+    pub parent: Option<usize>,
 }
 
 /// Milliseconds since the Unix epoch now.

@@ -5,7 +5,7 @@
 
 use crate::assistant::{Assistant, AssistantError, RunEvent, RunOptions, Start};
 use crate::checkpoints::{
-    questions, streamed_interrupt_json, thread_points, with_interrupts, Checkpoints,
+    checkpoint_of, head, questions, streamed_interrupt_json, with_interrupts, Checkpoints,
 };
 use crate::metadata::{config_metadata, node_metadata, task_id};
 use crate::record::{
@@ -543,12 +543,29 @@ impl Job {
             }
             Err(e) => return End::Failed(self.named(e)),
         }
-        let started = self.assistant.run(
-            thread,
-            &self.run.run_id,
-            self.start.clone(),
-            self.options.clone(),
-        );
+        let mut options = self.options.clone();
+        if let Some(at) = checkpoint_of(&self.run.kwargs) {
+            // From an earlier checkpoint: the thread goes on from there, what came after kept
+            // as a branch (a branch's checkpoint: that branch becomes the head).
+            let forked = match self.records.thread(thread).await {
+                Ok(Some(mut record)) => {
+                    crate::branches::fork_at(&*self.records, &*self.assistant, &mut record, at)
+                        .await
+                }
+                Ok(None) => Err(AssistantError::new(
+                    "thread_not_found",
+                    format!("thread `{thread}` was deleted"),
+                )),
+                Err(e) => Err(e.into()),
+            };
+            match forked {
+                Ok(version) => options.checkpoint = Some(version),
+                Err(e) => return End::Failed(self.named(e)),
+            }
+        }
+        let started = self
+            .assistant
+            .run(thread, &self.run.run_id, self.start.clone(), options);
         let mut events = tokio::select! {
             started = started => match started {
                 Ok(events) => events,
@@ -614,10 +631,10 @@ impl Job {
     /// Pushes the thread's checkpoints of this run not pushed yet (`checkpoints` and `debug`).
     async fn emit_checkpoints(&self, seen: &mut Seen) {
         let thread = &self.run.thread_id;
-        let (Ok(points), Ok(Some(record))) = (
-            thread_points(&*self.assistant, thread).await,
-            self.records.thread(thread).await,
-        ) else {
+        let Ok(Some(record)) = self.records.thread(thread).await else {
+            return;
+        };
+        let Ok(listed) = head(&*self.assistant, &record).await else {
             return;
         };
         let mut checkpoints = Checkpoints::new(
@@ -626,12 +643,13 @@ impl Job {
             &record,
             self.api_url.as_deref(),
         );
-        for (at, point) in points.iter().enumerate() {
+        for entry in &listed {
+            let point = &entry.point;
             let mine = point.run_id.as_deref() == Some(self.run.run_id.as_str());
             if !mine || seen.checkpoint.is_some_and(|s| s >= point.step) {
                 continue;
             }
-            let Ok(payload) = checkpoints.event(&points, at).await else {
+            let Ok(payload) = checkpoints.event(entry).await else {
                 return;
             };
             if self.modes.contains(&Mode::Checkpoints) {

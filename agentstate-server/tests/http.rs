@@ -879,3 +879,95 @@ async fn on_disconnect_cancel_stops_the_run_when_its_client_goes_away_and_contin
         assert_eq!(statuses, [expected], "on_disconnect `{asked}`");
     }
 }
+
+/// A run from an earlier checkpoint keeps what came after it as a branch, as LangGraph's fork
+/// keeps the abandoned branch: the history lists both (the branch's first checkpoint a child
+/// of the checkpoint it forked from), a branch's checkpoint is read, and a run from it makes
+/// that branch the head again, the head it replaces kept in its turn.
+#[tokio::test]
+async fn a_run_from_an_earlier_checkpoint_keeps_the_later_ones_as_a_branch() {
+    let (app, thread, runs) = on_a_thread().await;
+    let wait = format!("{runs}/wait");
+    let history = |limit: usize| {
+        let app = app.clone();
+        let path = format!("/threads/{thread}/history?limit={limit}");
+        async move { json(&app, "GET", &path, None).await.1 }
+    };
+    let hi = json!({"assistant_id": "desk", "input": ask("hi")});
+    json(&app, "POST", &wait, Some(hi)).await;
+    let resume = json!({"assistant_id": "desk", "command": {"resume": true}});
+    let (_, done) = json(&app, "POST", &wait, Some(resume)).await;
+    assert_eq!(done["log"], json!(["triage", "draft", "approve"]), "{done}");
+    let before = history(50).await;
+    let entries = before.as_array().unwrap();
+    let after_triage = entries
+        .iter()
+        .find(|e| e["next"] == json!(["draft"]))
+        .unwrap();
+    let after_triage_id = after_triage["checkpoint_id"].as_str().unwrap().to_owned();
+    let old_draft = entries
+        .iter()
+        .find(|e| e["next"] == json!(["approve"]))
+        .unwrap()["values"]["messages"][1]["id"]
+        .clone();
+
+    // From the checkpoint after `triage`: `draft` runs again, and asks again.
+    let again = json!({"assistant_id": "desk", "input": null, "checkpoint_id": after_triage_id});
+    let (status, values) = json(&app, "POST", &wait, Some(again)).await;
+    assert_eq!(status, StatusCode::OK, "{values}");
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    let new_draft = values["messages"][1]["id"].clone();
+    assert_ne!(new_draft, old_draft);
+
+    let after = history(50).await;
+    let entries = after.as_array().unwrap();
+    // Nothing removed: every checkpoint is still listed, and the new ones beside them.
+    assert!(entries.len() > before.as_array().unwrap().len(), "{after}");
+    let children: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["parent_checkpoint_id"] == json!(after_triage_id))
+        .collect();
+    assert_eq!(children.len(), 2, "the head's and the branch's: {after}");
+    let kept = children
+        .iter()
+        .find(|e| e["checkpoint_id"].as_str().unwrap().starts_with("b0-"))
+        .expect("the old draft kept on branch 0");
+    assert_eq!(kept["values"]["messages"][1]["id"], old_draft);
+    let finished = entries
+        .iter()
+        .find(|e| e["values"]["log"] == json!(["triage", "draft", "approve"]))
+        .expect("the old run's end kept");
+    let finished_id = finished["checkpoint_id"].as_str().unwrap();
+    assert!(finished_id.starts_with("b0-"), "{finished_id}");
+    let (status, read) = json(
+        &app,
+        "GET",
+        &format!("/threads/{thread}/state/{finished_id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["values"]["log"], json!(["triage", "draft", "approve"]));
+
+    // From the kept draft (its question): that branch is the head again.
+    let kept_id = kept["checkpoint_id"].as_str().unwrap().to_owned();
+    let back = json!({"assistant_id": "desk", "input": null, "checkpoint_id": kept_id});
+    let (status, values) = json(&app, "POST", &wait, Some(back)).await;
+    assert_eq!(status, StatusCode::OK, "{values}");
+    assert_eq!(values["messages"][1]["id"], old_draft, "{values}");
+    let (_, state) = json(&app, "GET", &format!("/threads/{thread}/state"), None).await;
+    assert_eq!(state["values"]["messages"][1]["id"], old_draft);
+    assert_eq!(state["next"], json!(["approve"]));
+    // The head it replaced is a branch now: its draft is still listed.
+    let last = history(100).await;
+    let drafts: Vec<&Value> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["values"]["messages"][1]["id"] == new_draft)
+        .collect();
+    assert!(!drafts.is_empty(), "{last}");
+    assert!(drafts
+        .iter()
+        .all(|e| e["checkpoint_id"].as_str().unwrap().starts_with('b')));
+}

@@ -535,19 +535,28 @@ async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answ
     let api_url = shared.api_url();
     let mut checkpoints =
         Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
-    if !found.head {
-        return ok(checkpoints.entry(found, &[]).await?);
-    }
-    // The head: where the thread's run stands now (its next nodes, its questions).
-    let mut found = found.clone();
-    let interrupts = match snapshot(shared, &thread, None).await? {
-        Some(now) => {
-            found.point.next = now.next;
-            now.interrupts
+    let mut entry = match found.head {
+        false => checkpoints.entry(found, &[]).await?,
+        // The head: where the thread's run stands now (its next nodes, its questions).
+        true => {
+            let mut found = found.clone();
+            let interrupts = match snapshot(shared, &thread, None).await? {
+                Some(now) => {
+                    found.point.next = now.next;
+                    now.interrupts
+                }
+                None => Vec::new(),
+            };
+            checkpoints.entry(&found, &interrupts).await?
         }
-        None => Vec::new(),
     };
-    ok(checkpoints.entry(&found, &interrupts).await?)
+    if at.is_some() {
+        // As LangGraph's server answers a state read at a checkpoint.
+        if let Some(checkpoint) = entry["checkpoint"].as_object_mut() {
+            checkpoint.remove("checkpoint_ns");
+        }
+    }
+    ok(entry)
 }
 
 /// The refusal of a checkpoint thread `thread` does not have.

@@ -238,6 +238,8 @@ pub(crate) struct Listed {
     pub(crate) parent: Option<CheckpointId>,
     /// Whether it is the thread's head: its newest checkpoint, where its run stands.
     pub(crate) head: bool,
+    /// The checkpoint after it on its timeline, if there is one: its next tasks ran.
+    pub(crate) child: Option<CheckpointId>,
 }
 
 /// Thread `thread`'s checkpoints on every branch, the newest first (LangGraph's history): the
@@ -251,12 +253,16 @@ pub(crate) async fn list(
     let mut push = |points: Vec<Point>, store: &str, first_parent: Option<CheckpointId>, head| {
         let mut parent = first_parent;
         let last = points.len().checked_sub(1);
+        let children: Vec<Option<CheckpointId>> = (0..points.len())
+            .map(|i| points.get(i + 1).map(|p| p.id))
+            .collect();
         for (i, point) in points.into_iter().enumerate() {
             let id = point.id;
             let listed = Listed {
                 head: head && Some(i) == last,
                 store: store.to_owned(),
                 parent,
+                child: children[i],
                 point,
             };
             all.push((listed.point.time_ms, all.len(), listed));
@@ -290,6 +296,9 @@ pub(crate) async fn head(
 ) -> Result<Vec<Listed>, AssistantError> {
     let points = store_points(assistant, &thread.thread_id, None).await?;
     let last = points.len().checked_sub(1);
+    let children: Vec<Option<CheckpointId>> = (0..points.len())
+        .map(|i| points.get(i + 1).map(|p| p.id))
+        .collect();
     let mut parent = None;
     Ok(points
         .into_iter()
@@ -299,6 +308,7 @@ pub(crate) async fn head(
                 head: Some(i) == last,
                 store: thread.thread_id.clone(),
                 parent,
+                child: children[i],
                 point,
             };
             parent = Some(listed.point.id);
@@ -383,17 +393,33 @@ impl<'a> Checkpoints<'a> {
         };
         let tasks = match point.id.input {
             true => json!([{
-                "id": task_id(thread, "__start__", 0),
+                "id": task_id(thread, "__start__", point.id.entry),
                 "name": "__start__",
                 "path": ["__pregel_pull", "__start__"],
                 "error": null,
                 "interrupts": [],
                 "checkpoint": null,
                 "state": null,
-                "result": null,
+                // What `__start__` wrote: the run's input, as its request gave it.
+                "result": self.input_of(point).await,
             }]),
             false => {
                 let mut tasks = tasks_json(thread, &point.next, interrupts, point.step + 1);
+                // A step that ran: its one task's result is what its node wrote, read as the
+                // difference between the states before and after it.
+                if let (Some(child), [task]) = (
+                    listed.child,
+                    tasks.as_array_mut().map_or(&mut [][..], |t| &mut t[..]),
+                ) {
+                    if let Ok(after) = self
+                        .assistant
+                        .snapshot(&listed.store, Some(child.version()))
+                        .await
+                    {
+                        task["result"] =
+                            written(&values, &self.assistant.wire_values(after.values));
+                    }
+                }
                 // The head of a thread whose run failed: its next tasks failed, shown as
                 // Python shows the exception (`ValueError('boom')`).
                 let failed = self.thread.status == crate::record::ThreadStatus::Error;
@@ -424,6 +450,17 @@ impl<'a> Checkpoints<'a> {
         }))
     }
 
+    /// The input of the run checkpoint `point` belongs to, as its request gave it.
+    async fn input_of(&self, point: &Point) -> Value {
+        let Some(run_id) = &point.run_id else {
+            return Value::Null;
+        };
+        match self.records.run(run_id).await {
+            Ok(Some(run)) => run.kwargs.get("input").cloned().unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
     /// Checkpoint `listed` as the `checkpoints` and `debug` stream modes show it: its history
     /// entry, with its and its parent's config.
     pub(crate) async fn event(&mut self, listed: &Listed) -> Result<Value, AssistantError> {
@@ -446,6 +483,29 @@ impl<'a> Checkpoints<'a> {
         }
         Ok(entry)
     }
+}
+
+/// What a step wrote, from the states before and after it: each field that changed, a list
+/// that grew by what was added to its end, any other by its new value.
+fn written(before: &Value, after: &Value) -> Value {
+    let Value::Object(after) = after else {
+        return Value::Null;
+    };
+    let mut wrote = Map::new();
+    for (field, now) in after {
+        let was = before.get(field);
+        if was == Some(now) {
+            continue;
+        }
+        let value = match (was, now) {
+            (Some(Value::Array(was)), Value::Array(now)) if now.starts_with(was) => {
+                Value::Array(now[was.len()..].to_vec())
+            }
+            _ => now.clone(),
+        };
+        wrote.insert(field.clone(), value);
+    }
+    Value::Object(wrote)
 }
 
 /// A string as Python's `repr` writes it: in single quotes, or double quotes when it holds a
@@ -522,6 +582,21 @@ mod tests {
         assert_eq!(steps, [-1, 0, 1, 2, 3, 4, 5]);
         assert_eq!(listed[0].next, ["__start__"]);
         assert_eq!((listed[0].source, listed[1].source), ("input", "loop"));
+    }
+
+    #[test]
+    fn a_steps_writes_are_what_changed() {
+        let before = json!({"log": ["a"], "answer": "x", "same": 1});
+        let after = json!({"log": ["a", "b"], "answer": "y", "same": 1, "new": true});
+        assert_eq!(
+            written(&before, &after),
+            json!({"log": ["b"], "answer": "y", "new": true})
+        );
+        // A list rewritten, not grown: its new value.
+        assert_eq!(
+            written(&json!({"log": ["a"]}), &json!({"log": ["b"]})),
+            json!({"log": ["b"]})
+        );
     }
 
     #[test]

@@ -38,6 +38,14 @@
 //! # }
 //! ```
 //!
+//! # How faithful to the reference
+//!
+//! A differential test serves the same small graphs with LangGraph's own `langgraph dev`
+//! (written in Python) and with this server (in Rust), makes the same calls against both with
+//! the official Python SDK, and compares what comes back; another does so for the AG-UI
+//! endpoint against ag-ui-langgraph with `@ag-ui/client`. Where this server still answers
+//! otherwise, [`_divergences`] says what differs and why.
+//!
 //! # What is where
 //!
 //! - [`Server`] and its [`ServerBuilder`]: the router, the API key, CORS.
@@ -66,9 +74,9 @@
 //! |---|---|
 //! | `GET /ok`, `GET /info` | health, version |
 //! | `POST /assistants/search`, `GET /assistants/{id}`, `.../graph`, `.../schemas` | the served graphs (an assistant id is the UUID v5 of its graph id, as LangGraph's; runs accept either) |
-//! | `POST /threads` (`if_exists`), `POST /threads/search`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads |
-//! | `POST /threads/{id}/copy` | a new thread (a new UUID) with the thread's metadata, status, state and history, its own (deleting, rewinding or running either leaves the other as it was); not its runs; 409 while a run is in progress |
-//! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now, at a checkpoint (a version of the thread), and its history; an update made as a node (`as_node`; 409 while a run is in progress), at an earlier checkpoint too (the thread taken back there first) |
+//! | `POST /threads` (`if_exists`), `POST /threads/search` (metadata, values, status, ids, sorted, paged), `POST /threads/count`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads (a thread runs any served graph, as on LangGraph's server) |
+//! | `POST /threads/{id}/copy` | a new thread (a new UUID) with the thread's metadata, status, state, history and branches, its own (deleting, rewinding or running either leaves the other as it was); not its runs; 409 while a run is in progress |
+//! | `GET`/`POST /threads/{id}/state`, `.../state/{checkpoint_id}`, `GET`/`POST .../history` | a thread's state (values, next, tasks with their interrupts, checkpoint) now or at a checkpoint, and its history (every branch's checkpoints, the newest first); an update made as a node (`as_node`; 409 while a run is in progress), at an earlier checkpoint too (a fork, as a run from it) |
 //! | `POST /threads/{id}/runs` (background), `.../runs/stream`, `.../runs/wait`; `POST /runs`, `/runs/stream`, `/runs/wait` (stateless) | runs |
 //! | `GET /threads/{id}/runs`, `GET`/`DELETE .../runs/{rid}`, `.../join`, `.../stream`, `POST .../cancel` | a thread's runs |
 //! | `POST /agui/{assistant}` | an AG-UI run (see [below](#the-ag-ui-endpoint)) |
@@ -88,8 +96,11 @@
 //! its history entry with its `config` and `parent_config`; `debug`, both wrapped as
 //! LangGraph's `{type, timestamp, step, payload}`; `events`, LangChain's `on_chain_*` and
 //! `on_chat_model_*` events of the graph, its nodes and its models' streamed text),
-//! interrupts as `__interrupt__`, and `error` on failure, each with an `id` (its number in the
-//! run, from 0); the response's `Content-Location` names the run. A run created with
+//! interrupts as `__interrupt__`, and `error` on failure (`{"error": "ValueError", "message":
+//! "boom"}`: a node's error named by its type, see [`AssistantError`]); the state the run
+//! starts from (its input merged) is its first `values`. The events of a run created with
+//! `stream_resumable` carry an `id` (its number in the run, from 0); the response's
+//! `Content-Location` names the run. A run created with
 //! `on_disconnect: "cancel"` is cancelled when the client that streams or waits for it goes
 //! away (`continue`, the default, lets it run).
 //!
@@ -102,21 +113,30 @@
 //! before the suspended step runs again. A run's events are written
 //! to the database as it streams (a batch at a time), so a client that joins a run
 //! (`GET .../runs/{rid}/stream`, the stream response's `Location`), on this server or on
-//! another one on the same database, while it runs or after it ended, with `Last-Event-ID`
-//! gets every later event once (`-1`: all); `join` waits for a run another server carries out. A run that stops at an interrupt ends `success` and leaves its thread
+//! another one on the same database, while it runs, or after it ended if it was created
+//! resumable, with `Last-Event-ID` gets every later event once (`-1`: all); `join` waits for a
+//! run another server carries out. A run with `after_seconds` is `pending` until then. A run
+//! that stops at an interrupt ends `success` and leaves its thread
 //! `interrupted`, as the reference server does; `command.resume` answers it. A cancelled run
 //! leaves its thread `interrupted`; a run without `input` continues it, and a run with a new
 //! `input` starts afresh from the state (whatever the last run left: cut short, failed, or
-//! waiting for answers). On a busy thread a run is refused (409) under `multitask_strategy`
-//! `reject` (the default), stops the running run under `interrupt` (its committed steps stay),
+//! waiting for answers). On a busy thread a run waits for the running one under
+//! `multitask_strategy` `enqueue` (the default, as LangGraph's server's), is refused (409)
+//! under `reject`, stops the running run under `interrupt` (its committed steps stay), and
 //! stops it under `rollback` and removes what it did (its checkpoints, its record and its
-//! events: the thread is as it was before it started), and waits for it under `enqueue`; a
-//! cancel with `action=rollback` does the same to one run. A run with a `checkpoint_id` (or
-//! `checkpoint`) starts from that checkpoint: the thread is taken back there first (a journal
-//! is one line: the checkpoints after it are removed; copy the thread first, `POST
-//! /threads/{id}/copy`, to keep them), then the run goes on from it (without
-//! `input`) or starts afresh from its state (with one). A run its task's panic ended is `error`; without workers,
+//! events: the thread is as it was before it started); a cancel with `action=rollback` does
+//! the same to one run. A run with a `checkpoint_id` (or `checkpoint`) starts from that
+//! checkpoint, of the thread's head or of one of its branches: the thread goes on from there,
+//! and what came after is kept as a branch, listed in the history (below), then the run goes on from it (without `input`) or starts afresh from its
+//! state (with one). A run its task's panic ended is `error`; without workers,
 //! [`Server::recover`] ends those a stopped process left.
+//!
+//! A thread's branches: a run from an earlier checkpoint (or a state update at one) keeps the
+//! thread's later checkpoints as a branch, in a store thread of its own, as LangGraph keeps the
+//! abandoned branch of a fork (`useStream`'s branch switcher reads them from the history):
+//! the history lists every branch's checkpoints beside the head's, each branch's first one a
+//! child of the checkpoint it forked from; a branch's checkpoint ids name it (`b0-5`); a run
+//! from one makes that branch the head, and the head it replaces is kept as a branch in turn.
 //!
 //! Not served yet: `command.goto` as a `Send` (a node with an input of its own), `command.resume`
 //! with `command.goto`, crons, the store API (a request for them is refused, 422, with a
@@ -220,6 +240,9 @@
 
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
+
+#[doc = include_str!("../docs/divergences.md")]
+pub mod _divergences {}
 
 mod agui;
 mod api;

@@ -632,6 +632,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
     let checkpoint = CheckpointId::version_of_head(version);
     ok(json!({
         "checkpoint": checkpoint_json(&id, checkpoint),
+        "checkpoint_id": checkpoint.to_string(),
         "configurable": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": checkpoint.to_string()},
     }))
 }

@@ -9,8 +9,8 @@
 //! step before.
 
 use crate::assistant::{Assistant, AssistantError};
-use crate::metadata::{config_metadata, request_id, task_id};
-use crate::record::{iso8601, ThreadRecord};
+use crate::metadata::{config_metadata, request_id, run_configurable, task_id};
+use crate::record::{iso8601, RunRecord, ThreadRecord};
 use crate::records::Records;
 use agentstate_graph::durable::Checkpoint;
 use agentstate_graph::Interrupt;
@@ -461,27 +461,52 @@ impl<'a> Checkpoints<'a> {
         }
     }
 
-    /// Checkpoint `listed` as the `checkpoints` and `debug` stream modes show it: its history
-    /// entry, with its and its parent's config.
-    pub(crate) async fn event(&mut self, listed: &Listed) -> Result<Value, AssistantError> {
-        let mut entry = self.entry(listed, &[]).await?;
-        let config = |c: &Value| match c {
-            Value::Null => Value::Null,
-            c => json!({"configurable": {
-                "thread_id": c["thread_id"],
-                "checkpoint_ns": "",
-                "checkpoint_id": c["checkpoint_id"],
-            }}),
+    /// Checkpoint `listed` of run `run` as the `checkpoints` and `debug` stream modes show it
+    /// (LangGraph's debug checkpoint): its config and its parent's (the run's `configurable`
+    /// with the checkpoint), its metadata, its next tasks and its values.
+    pub(crate) async fn event(
+        &mut self,
+        listed: &Listed,
+        run: &RunRecord,
+    ) -> Result<Value, AssistantError> {
+        let point = &listed.point;
+        let thread = self.thread.thread_id.as_str();
+        let values = match self
+            .assistant
+            .snapshot(&listed.store, Some(point.id.version()))
+            .await
+        {
+            Ok(snapshot) => self.assistant.wire_values(snapshot.values),
+            Err(_) if point.id.version() == 0 => json!({}),
+            Err(e) => return Err(e),
         };
-        let (own, parents) = (
-            config(&entry["checkpoint"]),
-            config(&entry["parent_checkpoint"]),
-        );
-        if let Value::Object(map) = &mut entry {
-            map.insert("config".into(), own);
-            map.insert("parent_config".into(), parents);
-        }
-        Ok(entry)
+        let assistant_id = run.metadata["assistant_id"].as_str().unwrap_or_default();
+        let base = run_configurable(run, assistant_id);
+        let config = |id: CheckpointId| {
+            let mut configurable = base.clone();
+            configurable["checkpoint_id"] = Value::from(id.to_string());
+            configurable["checkpoint_ns"] = Value::from("");
+            json!({"configurable": configurable})
+        };
+        let tasks: Vec<Value> = point
+            .next
+            .iter()
+            .map(|node| {
+                let id = match point.id.input {
+                    true => task_id(thread, node, point.id.entry),
+                    false => task_id(thread, node, (point.step + 1).max(0) as u64),
+                };
+                json!({"id": id, "name": node, "interrupts": [], "state": null})
+            })
+            .collect();
+        Ok(json!({
+            "config": config(point.id),
+            "parent_config": listed.parent.map(config),
+            "metadata": {"parents": {}, "source": point.source, "step": point.step},
+            "next": point.next,
+            "tasks": tasks,
+            "values": values,
+        }))
     }
 }
 

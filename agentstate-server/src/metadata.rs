@@ -82,18 +82,16 @@ pub(crate) fn request_id(run_id: &str) -> String {
     uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, run_id.as_bytes()).to_string()
 }
 
-/// Run `run` as the API shows it (LangGraph's `Run`): its request as LangGraph keeps it
-/// (`kwargs`: its input, command, config, stream modes, breakpoints, ...), its metadata and
-/// its multitask strategy.
-pub(crate) fn run_json(run: &RunRecord, assistant_id: &str, api_url: Option<&str>) -> Value {
+/// What run `run`'s config carries as its `configurable`, as LangGraph's server fills it: the
+/// run's own (its assistant, graph, thread and ids, when it was asked for) and the request's
+/// `config.configurable`.
+pub(crate) fn run_configurable(run: &RunRecord, assistant_id: &str) -> Value {
     let asked = |key: &str| run.kwargs.get(key).cloned().unwrap_or(Value::Null);
-    let stream_mode = match asked("stream_mode") {
-        Value::Null => json!(["values"]),
-        Value::Array(modes) => Value::Array(modes),
-        one => json!([one]),
-    };
     let mut configurable = json!({
-        "__after_seconds__": asked("after_seconds").as_f64().map_or(json!(0), |s| json!(s)),
+        "__after_seconds__": match asked("after_seconds") {
+            Value::Number(seconds) => Value::Number(seconds),
+            _ => json!(0),
+        },
         "__request_start_time_ms__": run.created_ms,
         "assistant_id": assistant_id,
         "graph_id": run.graph_id,
@@ -105,19 +103,33 @@ pub(crate) fn run_json(run: &RunRecord, assistant_id: &str, api_url: Option<&str
         "thread_id": run.thread_id,
         "user_id": "",
     });
+    let user_config = asked("config");
+    if let Some(own) = user_config.get("configurable").and_then(Value::as_object) {
+        for (key, value) in own {
+            configurable[key] = value.clone();
+        }
+    }
+    configurable
+}
+
+/// Run `run` as the API shows it (LangGraph's `Run`): its request as LangGraph keeps it
+/// (`kwargs`: its input, command, config, stream modes, breakpoints, ...), its metadata and
+/// its multitask strategy.
+pub(crate) fn run_json(run: &RunRecord, assistant_id: &str, api_url: Option<&str>) -> Value {
+    let asked = |key: &str| run.kwargs.get(key).cloned().unwrap_or(Value::Null);
+    let stream_mode = match asked("stream_mode") {
+        Value::Null => json!(["values"]),
+        Value::Array(modes) => Value::Array(modes),
+        one => json!([one]),
+    };
+    let mut configurable = run_configurable(run, assistant_id);
     let mut metadata = run.metadata.clone();
-    if run.status != RunStatus::Pending {
+    if run.started || !matches!(run.status, RunStatus::Pending | RunStatus::Interrupted) {
         // Once it ran: what its config carried then.
         configurable["__pregel_node_finished"] = Value::Null;
         metadata = Value::Object(config_metadata(run, api_url));
         if let Value::Object(map) = &mut metadata {
             map.remove("run_id");
-        }
-    }
-    let user_config = asked("config");
-    if let Some(own) = user_config.get("configurable").and_then(Value::as_object) {
-        for (key, value) in own {
-            configurable[key] = value.clone();
         }
     }
     json!({

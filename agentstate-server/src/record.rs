@@ -149,6 +149,10 @@ pub struct RunRecord {
     /// written before it: false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rollback: bool,
+    /// It started running (absent in the JSON when false, and in records written before it:
+    /// false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started: bool,
 }
 
 /// Why a run failed (the `__error__` of a `wait` or `join`), as the API shows it
@@ -178,6 +182,7 @@ impl RunRecord {
             created_ms: now_ms,
             updated_ms: now_ms,
             rollback: false,
+            started: false,
         }
     }
 }

@@ -375,6 +375,8 @@ pub(crate) struct Job {
 struct Seen {
     /// The step of the newest checkpoint pushed.
     checkpoint: Option<i64>,
+    /// The thread's version after the newest commit the run's events reported.
+    committed: Option<u64>,
     /// The state after the last step (a task's input).
     values: Option<Value>,
     /// The step each node's task runs in.
@@ -531,6 +533,7 @@ impl Job {
     async fn drive(&self) -> End {
         let mut run = self.run.clone();
         run.status = RunStatus::Running;
+        run.started = true;
         run.updated_ms = now_ms();
         if let Err(e) = self.records.put(Record::Run(run)).await {
             return End::Failed(e.into());
@@ -597,14 +600,19 @@ impl Job {
             if self.wants_checkpoints() {
                 // The checkpoints committed since the last seen: the run's input before its
                 // first task, each step's after it, any left at its end.
-                if matches!(
-                    event,
-                    RunEvent::TaskStarted { .. }
-                        | RunEvent::Committed { .. }
-                        | RunEvent::Finished { .. }
-                        | RunEvent::Suspended { .. }
-                ) {
-                    self.emit_checkpoints(&mut seen).await;
+                // The run may have gone further than its events say: only what they reported
+                // committed (the run's input before its first commit; all at its end).
+                let upto = match &event {
+                    RunEvent::Committed { version, .. } => {
+                        seen.committed = Some(*version);
+                        Some(Some(*version))
+                    }
+                    RunEvent::TaskStarted { .. } => Some(seen.committed),
+                    RunEvent::Finished { .. } | RunEvent::Suspended { .. } => Some(Some(u64::MAX)),
+                    _ => None,
+                };
+                if let Some(upto) = upto {
+                    self.emit_checkpoints(&mut seen, upto).await;
                 }
             }
             if let RunEvent::TaskStarted { node, step } = &event {
@@ -628,8 +636,9 @@ impl Job {
             && (self.modes.contains(&Mode::Checkpoints) || self.modes.contains(&Mode::Debug))
     }
 
-    /// Pushes the thread's checkpoints of this run not pushed yet (`checkpoints` and `debug`).
-    async fn emit_checkpoints(&self, seen: &mut Seen) {
+    /// Pushes the thread's checkpoints of this run not pushed yet (`checkpoints` and `debug`),
+    /// those of entries up to version `upto` (`None`: its input's only).
+    async fn emit_checkpoints(&self, seen: &mut Seen, upto: Option<u64>) {
         let thread = &self.run.thread_id;
         let Ok(Some(record)) = self.records.thread(thread).await else {
             return;
@@ -643,19 +652,37 @@ impl Job {
             &record,
             self.api_url.as_deref(),
         );
+        let first = listed
+            .iter()
+            .find(|l| l.point.run_id.as_deref() == Some(self.run.run_id.as_str()))
+            .map(|l| l.point.id.entry);
+        let upto = upto.or(first).unwrap_or(0);
         for entry in &listed {
             let point = &entry.point;
             let mine = point.run_id.as_deref() == Some(self.run.run_id.as_str());
-            if !mine || seen.checkpoint.is_some_and(|s| s >= point.step) {
+            let reported = point.id.entry <= upto;
+            if !mine || !reported || seen.checkpoint.is_some_and(|s| s >= point.step) {
                 continue;
             }
-            let Ok(payload) = checkpoints.event(entry).await else {
+            let Ok(payload) = checkpoints.event(entry, &self.run).await else {
                 return;
             };
             if self.modes.contains(&Mode::Checkpoints) {
                 self.live.push("checkpoints", payload.clone());
             }
             if self.modes.contains(&Mode::Debug) {
+                // The debug mode's checkpoint also names itself and its parent.
+                let mut payload = payload;
+                let named = |config: &Value| match &config["configurable"] {
+                    Value::Object(c) => json!({
+                        "checkpoint_id": c["checkpoint_id"],
+                        "checkpoint_ns": "",
+                        "thread_id": c["thread_id"],
+                    }),
+                    _ => Value::Null,
+                };
+                payload["checkpoint"] = named(&payload["config"]);
+                payload["parent_checkpoint"] = named(&payload["parent_config"]);
                 self.live.push(
                     "debug",
                     json!({
@@ -1002,6 +1029,8 @@ impl Job {
 
     async fn finish(self, end: End) {
         let mut run = self.run.clone();
+        // Cancelled before it started is the one end of a run that never ran.
+        run.started = !matches!(end, End::Cancelled(false));
         let thread = &run.thread_id;
         if let (End::Cancelled(_), Some(worker)) = (&end, &self.worker) {
             // Stopped here (its future dropped: nothing more of it is committed).

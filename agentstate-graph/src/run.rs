@@ -300,6 +300,9 @@ where
             },
             state: commit.state(),
         });
+        // Taken (and its state let go) before the first step merges, which would copy the
+        // state otherwise.
+        out.handed_out().await;
     }
     loop {
         if run.step as usize >= run.limit {

@@ -226,12 +226,12 @@ async fn snapshot(
     }
 }
 
-/// The interrupts of thread `thread` by task id.
-fn interrupts_by_task(thread: &str, interrupts: &[Interrupt]) -> Map<String, Value> {
+/// The interrupts by task id.
+fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
     let mut map = Map::new();
     for i in interrupts {
         let entry = map
-            .entry(task_id(thread, &i.step_node, i.step))
+            .entry(task_id(&i.step_node, i.step))
             .or_insert_with(|| Value::Array(Vec::new()));
         if let Value::Array(list) = entry {
             list.push(interrupt_json(i));
@@ -255,7 +255,7 @@ async fn thread_json(shared: &Shared, thread: &ThreadRecord) -> Result<Value, Ap
     });
     if let Some(s) = snapshot(shared, thread, None).await? {
         json["values"] = s.values;
-        json["interrupts"] = Value::Object(interrupts_by_task(&thread.thread_id, &s.interrupts));
+        json["interrupts"] = Value::Object(interrupts_by_task(&s.interrupts));
         json["config"] = json!({"configurable": {}});
         json["error"] = serde_json::to_value(&thread.error).unwrap_or(Value::Null);
     }

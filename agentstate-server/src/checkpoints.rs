@@ -9,7 +9,7 @@
 //! step before.
 
 use crate::assistant::{Assistant, AssistantError};
-use crate::metadata::{config_metadata, request_id, run_configurable, task_id};
+use crate::metadata::{config_metadata, request_id, run_configurable, run_metadata, task_id};
 use crate::record::{iso8601, RunRecord, ThreadRecord};
 use crate::records::Records;
 use agentstate_graph::durable::Checkpoint;
@@ -135,20 +135,15 @@ pub(crate) fn checkpoint_json(thread: &str, id: CheckpointId) -> Value {
     })
 }
 
-/// The tasks of a checkpoint's next step on thread `thread`, with the questions they asked.
-pub(crate) fn tasks_json(
-    thread: &str,
-    next: &[String],
-    interrupts: &[Interrupt],
-    step: i64,
-) -> Value {
+/// The tasks of a checkpoint's next step, with the questions they asked.
+pub(crate) fn tasks_json(next: &[String], interrupts: &[Interrupt], step: i64) -> Value {
     next.iter()
         .map(|node| {
             let asked: Vec<&Interrupt> =
                 interrupts.iter().filter(|i| &i.step_node == node).collect();
             let step = asked.first().map_or(step.max(0) as u64, |i| i.step);
             json!({
-                "id": task_id(thread, node, step),
+                "id": task_id(node, step),
                 "name": node,
                 "path": ["__pregel_pull", node],
                 "error": null,
@@ -350,10 +345,21 @@ impl<'a> Checkpoints<'a> {
         let mut metadata = self.thread.metadata.clone();
         if let Some(run_id) = &point.run_id {
             if !self.runs.contains_key(run_id) {
-                let config = match self.records.run(run_id).await {
-                    Ok(Some(run)) => config_metadata(&run, self.api_url),
-                    _ => Map::new(),
+                let run = match self.records.run(run_id).await {
+                    Ok(Some(run)) => run,
+                    // Deleted (with the thread it was made on, for a copy's checkpoints): as
+                    // a run of the thread's graph, asked with no metadata of its own, made it.
+                    _ => {
+                        let graph = self.thread.graph_id.clone().unwrap_or_default();
+                        let assistant = self.thread.metadata.get("assistant_id");
+                        let assistant = assistant.and_then(Value::as_str).unwrap_or_default();
+                        let mut run =
+                            RunRecord::new(run_id, &self.thread.thread_id, &graph, json!({}), 0);
+                        run.metadata = run_metadata(None, assistant, &graph);
+                        run
+                    }
                 };
+                let config = config_metadata(&run, self.api_url);
                 self.runs.insert(run_id.clone(), config);
             }
             metadata.extend(self.runs[run_id].clone());
@@ -393,7 +399,7 @@ impl<'a> Checkpoints<'a> {
         };
         let tasks = match point.id.input {
             true => json!([{
-                "id": task_id(thread, "__start__", point.id.entry),
+                "id": task_id("__start__", point.id.entry),
                 "name": "__start__",
                 "path": ["__pregel_pull", "__start__"],
                 "error": null,
@@ -404,7 +410,7 @@ impl<'a> Checkpoints<'a> {
                 "result": self.input_of(point).await,
             }]),
             false => {
-                let mut tasks = tasks_json(thread, &point.next, interrupts, point.step + 1);
+                let mut tasks = tasks_json(&point.next, interrupts, point.step + 1);
                 // A step that ran: its one task's result is what its node wrote, read as the
                 // difference between the states before and after it.
                 if let (Some(child), [task]) = (
@@ -470,7 +476,6 @@ impl<'a> Checkpoints<'a> {
         run: &RunRecord,
     ) -> Result<Value, AssistantError> {
         let point = &listed.point;
-        let thread = self.thread.thread_id.as_str();
         let values = match self
             .assistant
             .snapshot(&listed.store, Some(point.id.version()))
@@ -493,8 +498,8 @@ impl<'a> Checkpoints<'a> {
             .iter()
             .map(|node| {
                 let id = match point.id.input {
-                    true => task_id(thread, node, point.id.entry),
-                    false => task_id(thread, node, (point.step + 1).max(0) as u64),
+                    true => task_id(node, point.id.entry),
+                    false => task_id(node, (point.step + 1).max(0) as u64),
                 };
                 json!({"id": id, "name": node, "interrupts": [], "state": null})
             })

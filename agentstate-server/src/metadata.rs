@@ -6,13 +6,13 @@
 use crate::record::{iso8601, RunRecord, RunStatus};
 use serde_json::{json, Map, Value};
 
-/// The namespace of the ids of tasks (UUID v5 of their thread, step and node).
+/// The namespace of the ids of tasks (UUID v5 of their step and node).
 const NAMESPACE_TASK: uuid::Uuid = uuid::Uuid::from_u128(0x3c1e_7a52_5a0d_4f0b_9d4e_61a7_2f0c_8b11);
 
-/// The id of the task of node `node` in step `step` of thread `thread`: a UUID, as
-/// LangGraph's task ids are, the same each time it is asked for.
-pub(crate) fn task_id(thread: &str, node: &str, step: u64) -> String {
-    let name = format!("{thread}\u{0}{step}\u{0}{node}");
+/// The id of the task of node `node` in step `step`: a UUID, as LangGraph's task ids are, the
+/// same each time it is asked for, and in a thread's copy.
+pub(crate) fn task_id(node: &str, step: u64) -> String {
+    let name = format!("{step}\u{0}{node}");
     uuid::Uuid::new_v5(&NAMESPACE_TASK, name.as_bytes()).to_string()
 }
 
@@ -70,7 +70,7 @@ pub(crate) fn node_metadata(
     metadata.insert("langgraph_path".into(), json!(["__pregel_pull", node]));
     metadata.insert(
         "langgraph_checkpoint_ns".into(),
-        Value::from(format!("{node}:{}", task_id(thread, node, step))),
+        Value::from(format!("{node}:{}", task_id(node, step))),
     );
     metadata.insert("ls_integration".into(), Value::from("langgraph"));
     Value::Object(metadata)
@@ -103,6 +103,14 @@ pub(crate) fn run_configurable(run: &RunRecord, assistant_id: &str) -> Value {
         "thread_id": run.thread_id,
         "user_id": "",
     });
+    // A run from a checkpoint names it, as LangGraph's server keeps it.
+    let from = match asked("checkpoint_id") {
+        Value::String(id) => Some(Value::String(id)),
+        _ => asked("checkpoint").get("checkpoint_id").cloned(),
+    };
+    if let Some(id) = from.filter(|id| !id.is_null()) {
+        configurable["checkpoint_id"] = id;
+    }
     let user_config = asked("config");
     if let Some(own) = user_config.get("configurable").and_then(Value::as_object) {
         for (key, value) in own {

@@ -574,7 +574,9 @@ impl Job {
                 Ok(events) => events,
                 Err(e) => return End::Failed(self.named(e)),
             },
-            () = self.live.cancelled() => return End::Cancelled(false),
+            // Cancelled while it started: its thread, marked busy, is left as a cancelled
+            // run leaves it.
+            () = self.live.cancelled() => return End::Cancelled(true),
         };
         let mut last_values = None;
         let mut seen = Seen {
@@ -768,7 +770,7 @@ impl Job {
         let node_meta = |node: &str, step: u64| node_metadata(&seen.config, thread, node, step);
         match event {
             RunEvent::TaskStarted { node, step } => {
-                let id = task_id(thread, node, *step);
+                let id = task_id(node, *step);
                 let input = seen.values.clone().unwrap_or(Value::Null);
                 task(
                     "task",
@@ -786,7 +788,7 @@ impl Job {
             }
             RunEvent::Update { node, update } => {
                 let step = seen.steps.get(node).copied().unwrap_or_default();
-                let id = task_id(thread, node, step);
+                let id = task_id(node, step);
                 let output = wire(update);
                 task(
                     "task_result",

@@ -46,11 +46,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// The useStream page's checks that pass.
+/// The useStream page's checks that pass, in the order its script runs them.
 const CHAT_CHECKS: &[&str] = &[
     "answer_streamed_in",
     "thread_in_the_address",
     "approval_shown",
+    "approval_question",
     "approve",
     "second_turn_reject",
     "reload_shows_history",
@@ -59,35 +60,24 @@ const CHAT_CHECKS: &[&str] = &[
     "reload_rejoins_a_run",
     "approve_after_rejoin",
     "regenerate",
+    "branch_switcher",
     "other_origin",
 ];
 
-/// The useStream page's checks that fail, for the server's reasons.
-const CHAT_GAPS: &[&str] = &[
-    // `useStream` reads a finished run's interrupts from the head of the thread's history
-    // (`POST /threads/{id}/history`); the server's history leaves out the checkpoint its
-    // `/state` shows as the head (the one recording the question) and lists the `approve` task
-    // without its interrupt, so the page sees a breakpoint, not the question.
-    "approval_question",
-    // A run from a checkpoint (regenerate) takes the thread back there and removes the later
-    // checkpoints (and reuses their ids), so the history has one branch: no switcher.
-    "branch_switcher",
-];
+/// The useStream page's checks that fail, for the server's reasons: none.
+const CHAT_GAPS: &[&str] = &[];
 
-/// CopilotKit's chat's checks that pass.
+/// CopilotKit's chat's checks that pass, in the order its script runs them.
 const COPILOT_CHECKS: &[&str] = &[
     "answer_streamed_in",
     "frontend_tool",
     "frontend_tool_result_answered",
     "approval_shown",
-];
-
-/// CopilotKit's chat's checks that fail, for the server's reasons.
-const COPILOT_GAPS: &[&str] = &[
-    // `useInterrupt`'s resume reuses the interrupted run's `runId`, which the AG-UI endpoint
-    // refuses (409: "an AG-UI run needs a new `runId`"), so the answer never runs.
     "approve",
 ];
+
+/// CopilotKit's chat's checks that fail, for the server's reasons: none.
+const COPILOT_GAPS: &[&str] = &[];
 
 fn web_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/web")

@@ -296,8 +296,14 @@ async fn a_thread_without_state_is_copied_as_its_record() {
         (&copy["metadata"], &copy["status"], &copy["values"]),
         (&json!({"user": "ann"}), &json!("idle"), &Value::Null)
     );
-    let (status, read) = json(&app, "GET", &format!("/threads/{copy_id}"), None).await;
-    assert_eq!((status, &read), (StatusCode::OK, &copy));
+    // Read back, the thread shows its (empty) values; the copy's answer, as LangGraph's, not.
+    let (status, mut read) = json(&app, "GET", &format!("/threads/{copy_id}"), None).await;
+    assert_eq!(
+        (status, read["values"].take()),
+        (StatusCode::OK, Value::Null)
+    );
+    read.as_object_mut().unwrap().remove("values");
+    assert_eq!(read, copy);
     let (status, history) = json(&app, "GET", &format!("/threads/{copy_id}/history"), None).await;
     assert_eq!((status, history), (StatusCode::OK, json!([])));
 }
@@ -970,4 +976,23 @@ async fn a_run_from_an_earlier_checkpoint_keeps_the_later_ones_as_a_branch() {
     assert!(drafts
         .iter()
         .all(|e| e["checkpoint_id"].as_str().unwrap().starts_with('b')));
+}
+
+/// A run cancelled right after it was created (whether or not its input was committed yet)
+/// leaves its thread no longer busy once the cancel that waited for it returned.
+#[tokio::test]
+async fn a_run_cancelled_at_once_leaves_its_thread_not_busy() {
+    for _ in 0..5 {
+        let (app, thread, runs) = on_a_thread().await;
+        let slow = json!({"assistant_id": "desk", "input": ask("slow one")});
+        let (_, run) = json(&app, "POST", &runs, Some(slow)).await;
+        let run_id = run["run_id"].as_str().unwrap();
+        let cancel = format!("{runs}/{run_id}/cancel?wait=1");
+        let (status, _) = json(&app, "POST", &cancel, None).await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+        assert_ne!(got["status"], "busy", "{got}");
+        let (_, run) = json(&app, "GET", &format!("{runs}/{run_id}"), None).await;
+        assert_eq!(run["status"], "interrupted", "{run}");
+    }
 }

@@ -5,6 +5,9 @@
 //! Python SDK and compares what comes back. A difference fails the test unless
 //! `docs/divergences.md` lists it (and a listed one that no longer differs fails it too).
 //!
+//! `tests/js/reference.mjs` then does the same with the official JS SDK (where `npm ci` ran in
+//! `tests/js`).
+//!
 //! Needs a Python with those requirements, named by `AGENTSTATE_LANGGRAPH_REF_PYTHON` (`.ci/run`
 //! makes the venv and sets it). Without it the test prints one line and passes, except under CI
 //! (`CI` set), where that is a failure. `AGENTSTATE_REFERENCE_ONLY` (scenario names, separated
@@ -165,6 +168,38 @@ async fn the_server_answers_as_langgraph_dev_does() {
         .await
         .expect("the driver finishes within 15 minutes")
         .expect("the driver runs");
+
+    // The same with the official JS SDK, where `npm ci` installed it in tests/js.
+    let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js");
+    let js_output = match js.join("node_modules/@langchain/langgraph-sdk").is_dir() {
+        true => {
+            let mut node = tokio::process::Command::new("node");
+            node.arg(js.join("reference.mjs"))
+                .args([&ours_url, &reference_url])
+                .arg(&divergences)
+                .current_dir(&js)
+                .kill_on_drop(true);
+            if std::env::var_os("AGENTSTATE_REFERENCE_SHOW").is_some() {
+                node.arg("--show");
+            }
+            let run = tokio::time::timeout(Duration::from_secs(600), node.output());
+            Some(
+                run.await
+                    .expect("the JS driver finishes within 10 minutes")
+                    .expect("node runs"),
+            )
+        }
+        false => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the LangGraph JS SDK is not installed in tests/js under CI: .ci/run runs `npm ci` there"
+            );
+            println!(
+                "skipped: the JS SDK's half of the differential harness (no `npm ci` in tests/js)"
+            );
+            None
+        }
+    };
     serving.abort();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -173,4 +208,15 @@ async fn the_server_answers_as_langgraph_dev_does() {
         output.status.success(),
         "agentstate-server answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
     );
+    if let Some(js) = js_output {
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&js.stdout),
+            String::from_utf8_lossy(&js.stderr),
+        );
+        println!("{stdout}");
+        assert!(
+            js.status.success(),
+            "through the JS SDK, agentstate-server answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
+        );
+    }
 }

@@ -147,8 +147,10 @@ await client.runs.wait(thread.thread_id, "desk", { command: { resume: false } })
 const busy = await client.threads.create();
 const slow = await client.runs.create(busy.thread_id, "desk", { input: ask("slow question") });
 await sleep(300);
-const rejected = await refused(client.runs.create(busy.thread_id, "desk", { input: ask("again") }));
-check("multitask_reject", rejected.includes("409") && rejected.includes(busy.thread_id), rejected);
+const rejected = await refused(
+  client.runs.create(busy.thread_id, "desk", { input: ask("again"), multitaskStrategy: "reject" }),
+);
+check("multitask_reject", rejected.includes("409") && rejected.includes("Thread is already running a task"), rejected);
 await client.runs.cancel(busy.thread_id, slow.run_id, true);
 const cancelled = await client.runs.get(busy.thread_id, slow.run_id);
 check("runs_cancel", cancelled.status === "interrupted", cancelled);
@@ -217,7 +219,7 @@ check("stream_modes", ["metadata", "messages/metadata", "messages/partial", "mes
 const debugged = moded.filter((p) => p.event === "debug" && p.data.type === "checkpoint").map((p) => p.data.payload);
 const modesHistory = (await client.threads.getHistory(modes.thread_id, { limit: debugged.length })).reverse();
 const mine = (c) => JSON.stringify([c.metadata?.step, c.checkpoint, c.parent_checkpoint]);
-check("debug_checkpoints_are_history", debugged.length === 3 && debugged.map(mine).join() === modesHistory.map(mine).join(),
+check("debug_checkpoints_are_history", debugged.length === 4 && debugged.map(mine).join() === modesHistory.map(mine).join(),
   [debugged, modesHistory]);
 
 // Rollback, a run from a checkpoint, thread copy.

@@ -85,8 +85,16 @@ await check("reload_shows_history", async () => {
   await page.getByTestId("verdict").filter({ hasText: "Rejected" }).waitFor();
 });
 await check("stop", async () => {
+  const earlier = (await runs()).length;
   await ask("slow: stop me");
   await page.getByTestId("status").filter({ hasText: "answering" }).waitFor();
+  // Stopped once the run is running on the server (its id known to the page: a Stop before
+  // the run's creation was answered has no run to cancel, and only stops listening).
+  for (let i = 0; i < 100; i++) {
+    const now = await runs();
+    if (now.length > earlier && now[0].status === "running") break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
   await page.getByRole("button", { name: "Stop" }).click();
   await ready();
   // The run was cancelled on the server (the stopped page does not just stop listening).

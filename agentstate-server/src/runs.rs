@@ -530,15 +530,19 @@ impl Job {
         }
     }
 
-    async fn drive(&self) -> End {
+    /// Marks the run `running` and its thread `busy`: once its first event came, its input
+    /// committed (a run seen running has its input in its thread, as on LangGraph's server).
+    async fn mark_running(&self) -> Result<(), AssistantError> {
         let mut run = self.run.clone();
         run.status = RunStatus::Running;
         run.started = true;
         run.updated_ms = now_ms();
-        if let Err(e) = self.records.put(Record::Run(run)).await {
-            return End::Failed(e.into());
-        }
+        self.records.put(Record::Run(run)).await?;
         self.set_thread(ThreadStatus::Busy).await;
+        Ok(())
+    }
+
+    async fn drive(&self) -> End {
         let thread = &self.run.thread_id;
         match self.assistant.ensure_thread(thread).await {
             Ok(version) => {
@@ -583,12 +587,19 @@ impl Job {
             config: config_metadata(&self.run, self.api_url.as_deref()),
             ..Seen::default()
         };
+        let mut running = false;
         loop {
             let event = tokio::select! {
                 biased;
                 () = self.live.cancelled() => return End::Cancelled(true),
                 event = events.next() => event,
             };
+            if !running {
+                running = true;
+                if let Err(e) = self.mark_running().await {
+                    return End::Failed(e);
+                }
+            }
             let Some(event) = event else {
                 return End::Failed(AssistantError::new(
                     "run_ended_early",

@@ -378,6 +378,17 @@ impl<'a> Checkpoints<'a> {
         Value::Object(metadata)
     }
 
+    /// The state at checkpoint `listed`, as the API shows it.
+    async fn values(&self, listed: &Listed) -> Result<Value, AssistantError> {
+        let version = listed.point.id.version();
+        match self.assistant.snapshot(&listed.store, Some(version)).await {
+            Ok(snapshot) => Ok(self.assistant.wire_values(snapshot.values)),
+            // Before the thread's first version: its state as it began.
+            Err(_) if version == 0 => Ok(json!({})),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Checkpoint `listed` as the state and the history show it; `interrupts`: the questions
     /// waiting there (the head's).
     pub(crate) async fn entry(
@@ -387,16 +398,7 @@ impl<'a> Checkpoints<'a> {
     ) -> Result<Value, AssistantError> {
         let point = &listed.point;
         let thread = self.thread.thread_id.as_str();
-        let values = match self
-            .assistant
-            .snapshot(&listed.store, Some(point.id.version()))
-            .await
-        {
-            Ok(snapshot) => self.assistant.wire_values(snapshot.values),
-            // Before the thread's first version: its state as it began.
-            Err(_) if point.id.version() == 0 => json!({}),
-            Err(e) => return Err(e),
-        };
+        let values = self.values(listed).await?;
         let tasks = match point.id.input {
             true => json!([{
                 "id": task_id("__start__", point.id.entry),
@@ -476,15 +478,7 @@ impl<'a> Checkpoints<'a> {
         run: &RunRecord,
     ) -> Result<Value, AssistantError> {
         let point = &listed.point;
-        let values = match self
-            .assistant
-            .snapshot(&listed.store, Some(point.id.version()))
-            .await
-        {
-            Ok(snapshot) => self.assistant.wire_values(snapshot.values),
-            Err(_) if point.id.version() == 0 => json!({}),
-            Err(e) => return Err(e),
-        };
+        let values = self.values(listed).await?;
         let assistant_id = run.metadata["assistant_id"].as_str().unwrap_or_default();
         let base = run_configurable(run, assistant_id);
         let config = |id: CheckpointId| {

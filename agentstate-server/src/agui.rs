@@ -1,11 +1,11 @@
 //! The AG-UI endpoint: `POST /agui/{assistant}` takes a `RunAgentInput` and streams the run as
 //! AG-UI events (see the crate docs, "The AG-UI endpoint").
 
-use crate::assistant::{AssistantError, RunEvent, RunOptions, Start};
+use crate::assistant::{AssistantError, RunEvent, Start};
 use crate::error::ApiError;
 use crate::record::{now_ms, Record, RunRecord};
-use crate::runs::{new_thread, Job, Live};
-use crate::server::{Served, Shared};
+use crate::runs::{Frame, Job, Live, Translate};
+use crate::service::{new_thread, Served, Service};
 use agentstate::agui::{
     message_events, messages_from_agui, messages_to_agui, AguiMessage, Event,
     MessagesSnapshotEvent, OpenStreams, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
@@ -26,7 +26,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The name of the frames of a run's AG-UI events (beside the LangGraph ones of other runs).
-pub(crate) const FRAME: &str = "agui";
+const FRAME: &str = "agui";
 
 /// The state field the client's tools go to, if the state has it.
 const TOOLS_FIELD: &str = "tools";
@@ -40,7 +40,7 @@ const AGUI_FIELD: &str = "ag-ui";
 const COPILOTKIT_FIELD: &str = "copilotkit";
 
 /// The AG-UI route.
-pub(crate) fn routes() -> Router<Arc<Shared>> {
+pub(crate) fn routes() -> Router<Arc<Service>> {
     Router::new().route("/agui/{assistant}", post(run))
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
 /// run: each node a step (`STEP_STARTED` / `STEP_FINISHED`), the state after each step as
 /// `STATE_SNAPSHOT`, and the thread's state and whole conversation (`STATE_SNAPSHOT`,
 /// `MESSAGES_SNAPSHOT`) before the run's last event.
-pub(crate) struct AguiRun {
+struct AguiRun {
     thread_id: String,
     run_id: String,
     parent_run_id: Option<String>,
@@ -68,8 +68,36 @@ pub(crate) struct AguiRun {
 /// How the server shows a state's JSON.
 type Wire = Arc<dyn Fn(Value) -> Value + Send + Sync>;
 
-/// A run's AG-UI translation, shared by its task and its watcher.
-pub(crate) type SharedAguiRun = Arc<Mutex<AguiRun>>;
+/// A run's AG-UI translation, as its task uses it (its task and its watcher share it).
+struct Translation(Mutex<AguiRun>);
+
+impl Translate for Translation {
+    fn event(&self, event: &RunEvent) -> Vec<Frame> {
+        let events = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .event(event);
+        events.iter().map(frame).collect()
+    }
+
+    fn failed(&self, error: &AssistantError) -> Vec<Frame> {
+        let events = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .failed(error);
+        events.iter().map(frame).collect()
+    }
+}
+
+/// AG-UI event `event` as a frame of its run.
+fn frame(event: &Event) -> Frame {
+    Frame {
+        event: FRAME.to_owned(),
+        data: agui_json(event),
+    }
+}
 
 /// The name of the `CUSTOM` event that gives an interrupt's payload before the run ends
 /// (ag-ui-langgraph's, which CopilotKit's `useInterrupt` reads).
@@ -87,7 +115,7 @@ impl AguiRun {
     }
 
     /// The AG-UI events of `event`; nothing once the run's last event went.
-    pub(crate) fn event(&mut self, event: &RunEvent) -> Vec<Event> {
+    fn event(&mut self, event: &RunEvent) -> Vec<Event> {
         let mut out = Vec::new();
         if self.ended {
             return out;
@@ -153,7 +181,7 @@ impl AguiRun {
 
     /// `RUN_ERROR` for `error`, unless the run's last event went; the text messages and tool
     /// calls still streaming are ended first (what they hold is all there will be).
-    pub(crate) fn failed(&mut self, error: &AssistantError) -> Vec<Event> {
+    fn failed(&mut self, error: &AssistantError) -> Vec<Event> {
         if std::mem::replace(&mut self.ended, true) {
             return Vec::new();
         }
@@ -273,7 +301,7 @@ fn messages_of(field: Option<&str>, values: &Value) -> Vec<Message> {
 
 /// `POST /agui/{assistant}`: a run on thread `threadId`, streamed as AG-UI events.
 async fn run(
-    State(shared): State<Arc<Shared>>,
+    State(service): State<Arc<Service>>,
     Path(assistant): Path<String>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
@@ -282,7 +310,7 @@ async fn run(
             "the body of an AG-UI run of assistant `{assistant}` is not a RunAgentInput: {e}"
         ))
     })?;
-    let served = shared
+    let served = service
         .assistant(&assistant)
         .ok_or_else(|| ApiError::not_found(format!("assistant `{assistant}` does not exist")))?;
     let (thread_id, run_id) = (input.thread_id.as_str(), input.run_id.as_str());
@@ -293,16 +321,16 @@ async fn run(
             ))
         })?;
     }
-    let existing = match shared.runs.get(run_id) {
+    let existing = match service.runs.get(run_id) {
         Some(live) => Some(live.thread_id.clone()),
-        None => shared.records.run(run_id).await?.map(|run| run.thread_id),
+        None => service.records.run(run_id).await?.map(|run| run.thread_id),
     };
     if let Some(thread) = existing.as_deref().filter(|t| *t != thread_id) {
         return Err(ApiError::conflict(format!(
             "run `{run_id}` exists already (on thread `{thread}`); an AG-UI run needs a new `runId`"
         )));
     }
-    let mut record = shared
+    let mut record = service
         .records
         .thread(thread_id)
         .await?
@@ -317,13 +345,13 @@ async fn run(
     // interrupted run's own): this run's events follow that run's in its event log.
     let live = match existing {
         Some(_) => {
-            let base = shared.records.events(run_id, 0, usize::MAX).await?.len();
+            let base = service.records.events(run_id, 0, usize::MAX).await?.len();
             Live::attempt(run_id, thread_id, 1, base)
         }
         None => Live::new(run_id, thread_id),
     };
     // One run per thread: a busy thread refuses the run before its stream starts.
-    shared.runs.register(&live, |running| match running.first() {
+    service.runs.register(&live, |running| match running.first() {
         Some(other) => Err(ApiError::conflict(format!(
             "thread `{thread_id}` is busy with run `{}`; AG-UI run `{run_id}` was refused (retry when it ends)",
             other.run_id
@@ -339,15 +367,15 @@ async fn run(
         record.updated_ms = now_ms();
         let kwargs = json!({"agui": {"run_id": run_id, "parent_run_id": input.parent_run_id}});
         let run = RunRecord::new(run_id, thread_id, &served.graph_id, kwargs, now_ms());
-        shared.records.put(Record::Thread(record)).await?;
-        shared.records.put(Record::Run(run.clone())).await?;
+        service.records.put(Record::Thread(record)).await?;
+        service.records.put(Record::Run(run.clone())).await?;
         Ok::<_, ApiError>(Ok((start, *agui, run)))
     };
     let (start, agui, run) = match prepared.await {
         Ok(Ok(prepared)) => prepared,
         Ok(Err(Prepared::Asking(events))) => {
             // Nothing runs: the thread's questions, again.
-            shared.runs.abandon(&live);
+            service.runs.abandon(&live);
             let frames = events.into_iter().map(|event| {
                 Ok::<_, Infallible>(SseEvent::default().data(agui_json(&event).to_string()))
             });
@@ -355,7 +383,7 @@ async fn run(
         }
         Ok(Err(Prepared::Run(..))) => unreachable!("a run to start is prepared as one"),
         Err(error) => {
-            shared.runs.abandon(&live);
+            service.runs.abandon(&live);
             return Err(error);
         }
     };
@@ -363,18 +391,8 @@ async fn run(
         live.push(FRAME, agui_json(&event));
     }
     Job {
-        records: Arc::clone(&shared.records),
-        runs: Arc::clone(&shared.runs),
-        assistant: Arc::clone(&served.assistant),
-        live: Arc::clone(&live),
-        run,
-        start,
-        options: RunOptions::new(),
-        modes: Vec::new(),
-        stateless: false,
-        agui: Some(Arc::new(Mutex::new(agui))),
-        worker: None,
-        api_url: shared.api_url(),
+        translate: Some(Arc::new(Translation(Mutex::new(agui)))),
+        ..service.job(served, &live, run, start)
     }
     .spawn();
     let events = live
@@ -390,7 +408,7 @@ async fn run(
 
 /// An AG-UI event's JSON, stamped with the time it was sent (`timestamp`, milliseconds since
 /// the epoch) unless it has one. (An event serializes: its fields are JSON already.)
-pub(crate) fn agui_json(event: &Event) -> Value {
+fn agui_json(event: &Event) -> Value {
     let mut json = serde_json::to_value(event).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut json {
         map.entry("timestamp")
@@ -661,11 +679,6 @@ fn run_input(
         update.insert(TOOLS_FIELD.to_owned(), Value::Array(tools));
     }
     update
-}
-
-/// Locks a run's translation (a poisoned lock is still the translation).
-pub(crate) fn lock(agui: &SharedAguiRun) -> std::sync::MutexGuard<'_, AguiRun> {
-    agui.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -1,15 +1,14 @@
 //! The routes of the LangGraph Agent Server API and their handlers.
 
-use crate::assistant::{RunOptions, Snapshot, Start};
 use crate::branches;
 use crate::checkpoints::{
-    self, checkpoint_json, empty_state, interrupt_json, with_interrupts, CheckpointId, Checkpoints,
+    self, checkpoint_json, empty_state, interrupt_json, CheckpointId, Checkpoints,
 };
 use crate::error::ApiError;
-use crate::metadata::{run_json, run_metadata, task_id};
+use crate::metadata::{run_json, task_id};
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{final_record, new_thread, stored_frames, Frame, Job, Live, Mode, Stop};
-use crate::server::{Served, Shared};
+use crate::runs::{stored_frames, Frame, Live, Stop};
+use crate::service::{missing_checkpoint, Cancelled, Created, Served, Service};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -26,11 +25,11 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-type Api = State<Arc<Shared>>;
+type Api = State<Arc<Service>>;
 type Answer = Result<Response, ApiError>;
 
 /// Every route.
-pub(crate) fn routes() -> Router<Arc<Shared>> {
+pub(crate) fn routes() -> Router<Arc<Service>> {
     Router::new()
         .route("/ok", get(|| async { Json(json!({"ok": true})) }))
         .route("/info", get(info))
@@ -63,8 +62,6 @@ pub(crate) fn routes() -> Router<Arc<Shared>> {
         .route("/runs", post(stateless_background))
         .route("/runs/stream", post(stateless_stream))
         .route("/runs/wait", post(stateless_wait))
-        .merge(crate::agui::routes())
-        .fallback(|| async { ApiError::not_found("Not Found") })
 }
 
 /// A JSON body as `T`; an empty body is `T::default()`.
@@ -106,8 +103,8 @@ fn assistant_json(served: &Served) -> Value {
     })
 }
 
-fn served<'a>(shared: &'a Shared, id: &str) -> Result<&'a Served, ApiError> {
-    shared
+fn served<'a>(service: &'a Service, id: &str) -> Result<&'a Served, ApiError> {
+    service
         .assistant(id)
         .ok_or_else(|| ApiError::not_found(format!("assistant `{id}` does not exist")))
 }
@@ -120,11 +117,11 @@ struct AssistantSearch {
     offset: Option<usize>,
 }
 
-async fn search_assistants(State(shared): Api, bytes: Bytes) -> Answer {
+async fn search_assistants(State(service): Api, bytes: Bytes) -> Answer {
     let query: AssistantSearch = body(&bytes, "an assistant search")?;
     // The newest first, as LangGraph's server lists the assistants it made for its graphs, in
     // their order: the last served first.
-    let found: Vec<Value> = shared
+    let found: Vec<Value> = service
         .assistants
         .iter()
         .rev()
@@ -136,8 +133,8 @@ async fn search_assistants(State(shared): Api, bytes: Bytes) -> Answer {
     ok(Value::from(found))
 }
 
-async fn get_assistant(State(shared): Api, Path(id): Path<String>) -> Answer {
-    match shared.assistant(&id) {
+async fn get_assistant(State(service): Api, Path(id): Path<String>) -> Answer {
+    match service.assistant(&id) {
         Some(served) => ok(assistant_json(served)),
         // As LangGraph's server answers it.
         None => Err(ApiError::not_found("Not Found")),
@@ -146,8 +143,8 @@ async fn get_assistant(State(shared): Api, Path(id): Path<String>) -> Answer {
 
 /// The graph as LangGraph draws it: its nodes between `__start__` and `__end__`, and every
 /// edge, sorted (a conditional one marked so).
-async fn assistant_graph(State(shared): Api, Path(id): Path<String>) -> Answer {
-    let served = served(&shared, &id)?;
+async fn assistant_graph(State(service): Api, Path(id): Path<String>) -> Answer {
+    let served = served(&service, &id)?;
     let node = |id: &str| json!({"id": id, "type": "runnable", "data": {"name": id}});
     let mut nodes = vec![node("__start__")];
     nodes.extend(served.assistant.nodes().iter().map(|n| node(n)));
@@ -176,14 +173,14 @@ async fn assistant_graph(State(shared): Api, Path(id): Path<String>) -> Answer {
     ok(json!({"nodes": nodes, "edges": edges}))
 }
 
-async fn assistant_schemas(State(shared): Api, Path(id): Path<String>) -> Answer {
+async fn assistant_schemas(State(service): Api, Path(id): Path<String>) -> Answer {
     if uuid::Uuid::parse_str(&id).is_err() {
         // LangGraph's server reads schemas by assistant id only.
         return Err(ApiError::unprocessable(
             "Invalid assistant ID: must be a UUID",
         ));
     }
-    let served = served(&shared, &id)?;
+    let served = served(&service, &id)?;
     let state = served.assistant.state_schema();
     ok(json!({
         "graph_id": served.graph_id,
@@ -196,35 +193,6 @@ async fn assistant_schemas(State(shared): Api, Path(id): Path<String>) -> Answer
 }
 
 // ---- threads ----
-
-async fn thread_record(shared: &Shared, id: &str) -> Result<ThreadRecord, ApiError> {
-    shared
-        .records
-        .thread(id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
-}
-
-/// Thread `thread`'s state now (`None`: no run made it yet).
-async fn snapshot(
-    shared: &Shared,
-    thread: &ThreadRecord,
-    at: Option<u64>,
-) -> Result<Option<Snapshot>, ApiError> {
-    let Some(graph) = &thread.graph_id else {
-        return Ok(None);
-    };
-    let served = shared.graph(graph)?;
-    match served.assistant.snapshot(&thread.thread_id, at).await {
-        Ok(mut snapshot) => {
-            snapshot.values = served.assistant.wire_values(snapshot.values);
-            Ok(Some(snapshot))
-        }
-        // Its first run has not made the store's thread yet.
-        Err(e) if e.category == "thread_not_found" => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
 
 /// The interrupts by task id.
 fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
@@ -242,7 +210,7 @@ fn interrupts_by_task(interrupts: &[Interrupt]) -> Map<String, Value> {
 
 /// A thread as LangGraph shows it: once a run made its state, with its values, its
 /// questions by task, its config and its last run's error.
-async fn thread_json(shared: &Shared, thread: &ThreadRecord) -> Result<Value, ApiError> {
+async fn thread_json(service: &Service, thread: &ThreadRecord) -> Result<Value, ApiError> {
     let mut json = json!({
         "thread_id": thread.thread_id,
         "created_at": iso8601(thread.created_ms),
@@ -253,7 +221,7 @@ async fn thread_json(shared: &Shared, thread: &ThreadRecord) -> Result<Value, Ap
         "values": null,
         "config": {},
     });
-    if let Some(s) = snapshot(shared, thread, None).await? {
+    if let Some(s) = service.snapshot(thread, None).await? {
         json["values"] = s.values;
         json["interrupts"] = Value::Object(interrupts_by_task(&s.interrupts));
         json["config"] = json!({"configurable": {}});
@@ -270,24 +238,24 @@ struct ThreadCreate {
     if_exists: Option<String>,
 }
 
-async fn create_thread(State(shared): Api, bytes: Bytes) -> Answer {
+async fn create_thread(State(service): Api, bytes: Bytes) -> Answer {
     let create: ThreadCreate = body(&bytes, "a thread creation")?;
     let id = create
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     agentstate_store::check_id(&id)
         .map_err(|e| ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}")))?;
-    if let Some(existing) = shared.records.thread(&id).await? {
+    if let Some(existing) = service.records.thread(&id).await? {
         return match create.if_exists.as_deref() {
-            Some("do_nothing") => ok(thread_json(&shared, &existing).await?),
+            Some("do_nothing") => ok(thread_json(&service, &existing).await?),
             _ => Err(ApiError::conflict(format!(
                 "Thread with ID {id} already exists"
             ))),
         };
     }
     let thread = ThreadRecord::new(&id, create.metadata.unwrap_or_default(), now_ms());
-    shared.records.put(Record::Thread(thread.clone())).await?;
-    ok(thread_json(&shared, &thread).await?)
+    service.records.put(Record::Thread(thread.clone())).await?;
+    ok(thread_json(&service, &thread).await?)
 }
 
 #[derive(Deserialize, Default)]
@@ -306,8 +274,8 @@ struct ThreadSearch {
 impl ThreadSearch {
     /// The threads it finds, in its order (LangGraph's: the last updated first), before its
     /// offset and limit; those filtered by values read their state.
-    async fn find(&self, shared: &Shared) -> Result<Vec<ThreadRecord>, ApiError> {
-        let mut threads = shared.records.threads().await?;
+    async fn find(&self, service: &Service) -> Result<Vec<ThreadRecord>, ApiError> {
+        let mut threads = service.records.threads().await?;
         threads.retain(|t| {
             self.status.is_none_or(|s| s == t.status)
                 && self
@@ -322,7 +290,7 @@ impl ThreadSearch {
         if let Some(values) = self.values.as_ref().filter(|v| !v.is_empty()) {
             let mut kept = Vec::new();
             for thread in threads {
-                let state = snapshot(shared, &thread, None).await?;
+                let state = service.snapshot(&thread, None).await?;
                 let holds =
                     state.is_some_and(|s| values.iter().all(|(k, v)| s.values.get(k) == Some(v)));
                 if holds {
@@ -362,24 +330,24 @@ impl ThreadSearch {
     }
 }
 
-async fn search_threads(State(shared): Api, bytes: Bytes) -> Answer {
+async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread search")?;
-    let threads = search.find(&shared).await?;
+    let threads = search.find(&service).await?;
     let mut found = Vec::new();
     for thread in threads
         .iter()
         .skip(search.offset.unwrap_or(0))
         .take(search.limit.unwrap_or(10))
     {
-        found.push(thread_json(&shared, thread).await?);
+        found.push(thread_json(&service, thread).await?);
     }
     ok(Value::from(found))
 }
 
 /// How many threads a search finds (`POST /threads/count`).
-async fn count_threads(State(shared): Api, bytes: Bytes) -> Answer {
+async fn count_threads(State(service): Api, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread count")?;
-    ok(Value::from(search.find(&shared).await?.len()))
+    ok(Value::from(search.find(&service).await?.len()))
 }
 
 /// The routes of what this server does not serve yet: LangGraph's crons and its store API.
@@ -395,9 +363,9 @@ async fn not_served(uri: axum::http::Uri) -> ApiError {
     ))
 }
 
-async fn get_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
-    let thread = thread_record(&shared, &id).await?;
-    ok(thread_json(&shared, &thread).await?)
+async fn get_thread(State(service): Api, Path(id): Path<String>) -> Answer {
+    let thread = service.thread_record(&id).await?;
+    ok(thread_json(&service, &thread).await?)
 }
 
 #[derive(Deserialize, Default)]
@@ -406,54 +374,17 @@ struct ThreadPatch {
     metadata: Option<Map<String, Value>>,
 }
 
-async fn patch_thread(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn patch_thread(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let patch: ThreadPatch = body(&bytes, &format!("the patch of thread `{id}`"))?;
-    let mut thread = thread_record(&shared, &id).await?;
+    let mut thread = service.thread_record(&id).await?;
     thread.metadata.extend(patch.metadata.unwrap_or_default());
     thread.updated_ms = now_ms();
-    shared.records.put(Record::Thread(thread.clone())).await?;
-    ok(thread_json(&shared, &thread).await?)
+    service.records.put(Record::Thread(thread.clone())).await?;
+    ok(thread_json(&service, &thread).await?)
 }
 
-/// The id of a run in progress on thread `id`: in this process, or (with workers) a queued run
-/// not yet ended, on any process.
-async fn running_on(shared: &Shared, id: &str) -> Result<Option<String>, ApiError> {
-    if let Some(running) = shared.runs.on_thread(id) {
-        return Ok(Some(running));
-    }
-    if !shared.queued {
-        return Ok(None);
-    }
-    let runs = shared.records.runs(id).await?;
-    Ok(runs
-        .into_iter()
-        .find(|r| !r.status.is_final())
-        .map(|r| r.run_id))
-}
-
-async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
-    let thread = thread_record(&shared, &id).await?;
-    for run in shared.records.runs(&id).await? {
-        // Queued: stopped by its worker, wherever it is, before its thread goes.
-        if shared.queued && !run.status.is_final() {
-            let rid = run.run_id.clone();
-            if cancel_queued(&shared, run.clone(), false).await? {
-                final_record(&*shared.records, &rid).await?;
-            }
-        }
-        if let Some(live) = shared.runs.get(&run.run_id) {
-            live.cancel();
-            live.result().await;
-        }
-        shared.records.delete_events(&run.run_id).await?;
-        shared
-            .records
-            .delete(crate::record::RUN, &run.run_id)
-            .await?;
-    }
-    branches::delete_all(&*shared.records, &thread).await;
-    shared.records.delete_state(&id).await?;
-    shared.records.delete(crate::record::THREAD, &id).await?;
+async fn delete_thread(State(service): Api, Path(id): Path<String>) -> Answer {
+    service.delete_thread(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -461,9 +392,9 @@ async fn delete_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
 /// status, state and history, whose rows are its own; not its runs. A thread no run made a
 /// state for yet is copied as its record alone. Refused (409) while a run is in progress on
 /// the source.
-async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
-    let source = thread_record(&shared, &id).await?;
-    if let Some(running) = running_on(&shared, &id).await? {
+async fn copy_thread(State(service): Api, Path(id): Path<String>) -> Answer {
+    let source = service.thread_record(&id).await?;
+    if let Some(running) = service.running_on(&id).await? {
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; it cannot be copied until it ends"
         )));
@@ -471,7 +402,7 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
     let new_id = uuid::Uuid::new_v4().to_string();
     let mut kept = Vec::new();
     if let Some(graph) = &source.graph_id {
-        let served = shared.graph(graph)?;
+        let served = service.graph(graph)?;
         match served.assistant.copy(&id, &new_id).await {
             Ok(()) => {}
             // Its first run has not made the store's thread yet.
@@ -488,13 +419,13 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
         branches: kept,
         ..source
     };
-    if let Err(error) = shared.records.put(Record::Thread(copy.clone())).await {
+    if let Err(error) = service.records.put(Record::Thread(copy.clone())).await {
         // Not recorded: no thread of the API holds the copied state.
-        let _ = shared.records.delete_state(&copy.thread_id).await;
+        let _ = service.records.delete_state(&copy.thread_id).await;
         return Err(error.into());
     }
     // As LangGraph's server answers a copy: the new thread's record, without its state.
-    let mut answer = thread_json(&shared, &copy).await?;
+    let mut answer = thread_json(&service, &copy).await?;
     if let Value::Object(map) = &mut answer {
         for key in ["values", "interrupts", "error"] {
             map.remove(key);
@@ -506,15 +437,15 @@ async fn copy_thread(State(shared): Api, Path(id): Path<String>) -> Answer {
 
 /// Thread `id`'s state now, or at checkpoint `at` (of its head or of a branch), as LangGraph
 /// shows it.
-async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answer {
-    let thread = thread_record(shared, id).await?;
+async fn state_json(service: &Service, id: &str, at: Option<CheckpointId>) -> Answer {
+    let thread = service.thread_record(id).await?;
     let Some(graph) = &thread.graph_id else {
         return match at {
             None => ok(empty_state()),
             Some(at) => Err(missing_checkpoint(id, at)),
         };
     };
-    let served = shared.graph(graph)?;
+    let served = service.graph(graph)?;
     let assistant = &*served.assistant;
     let listed = match at {
         None => checkpoints::head(assistant, &thread).await?,
@@ -532,15 +463,15 @@ async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answ
     let Some(found) = found else {
         return ok(empty_state());
     };
-    let api_url = shared.api_url();
+    let api_url = service.api_url();
     let mut checkpoints =
-        Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
+        Checkpoints::new(assistant, &*service.records, &thread, api_url.as_deref());
     let mut entry = match found.head {
         false => checkpoints.entry(found, &[]).await?,
         // The head: where the thread's run stands now (its next nodes, its questions).
         true => {
             let mut found = found.clone();
-            let interrupts = match snapshot(shared, &thread, None).await? {
+            let interrupts = match service.snapshot(&thread, None).await? {
                 Some(now) => {
                     found.point.next = now.next;
                     now.interrupts
@@ -559,15 +490,8 @@ async fn state_json(shared: &Shared, id: &str, at: Option<CheckpointId>) -> Answ
     ok(entry)
 }
 
-/// The refusal of a checkpoint thread `thread` does not have.
-fn missing_checkpoint(thread: &str, at: CheckpointId) -> ApiError {
-    ApiError::not_found(format!(
-        "checkpoint `{at}` of thread `{thread}` does not exist"
-    ))
-}
-
-async fn thread_state(State(shared): Api, Path(id): Path<String>) -> Answer {
-    state_json(&shared, &id, None).await
+async fn thread_state(State(service): Api, Path(id): Path<String>) -> Answer {
+    state_json(&service, &id, None).await
 }
 
 #[derive(Deserialize, Default)]
@@ -581,7 +505,7 @@ struct StateUpdate {
 
 /// LangGraph's `update_state`: the values as a node's update, on a thread with no run in
 /// progress.
-async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
     let checkpoint = match (&update.checkpoint_id, &update.checkpoint) {
         (Some(c), _) => Some(c.clone()),
@@ -589,14 +513,14 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         (None, None) => None,
     };
     let checkpoint = checkpoint.map(|c| checkpoint_id(&id, &c)).transpose()?;
-    let mut thread = thread_record(&shared, &id).await?;
+    let mut thread = service.thread_record(&id).await?;
     let Some(graph) = thread.graph_id.clone() else {
         return Err(ApiError::unprocessable(format!(
             "thread `{id}` has no state yet (no run made it), so it cannot be updated"
         )));
     };
-    let served = shared.graph(&graph)?;
-    if let Some(running) = running_on(&shared, &id).await? {
+    let served = service.graph(&graph)?;
+    if let Some(running) = service.running_on(&id).await? {
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; its state cannot be updated until it ends"
         )));
@@ -609,7 +533,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
             return Err(missing_checkpoint(&id, checkpoint));
         }
         let version = branches::fork_at(
-            &*shared.records,
+            &*service.records,
             &*served.assistant,
             &mut thread,
             checkpoint,
@@ -628,7 +552,7 @@ async fn update_state(State(shared): Api, Path(id): Path<String>, bytes: Bytes) 
         .await
         .map_err(ApiError::from)?;
     thread.updated_ms = now_ms();
-    shared.records.put(Record::Thread(thread)).await?;
+    service.records.put(Record::Thread(thread)).await?;
     let checkpoint = CheckpointId::version_of_head(version);
     ok(json!({
         "checkpoint": checkpoint_json(&id, checkpoint),
@@ -647,11 +571,11 @@ fn checkpoint_id(thread: &str, checkpoint: &str) -> Result<CheckpointId, ApiErro
 }
 
 async fn thread_state_at(
-    State(shared): Api,
+    State(service): Api,
     Path((id, checkpoint)): Path<(String, String)>,
 ) -> Answer {
     let at = checkpoint_id(&id, &checkpoint)?;
-    state_json(&shared, &id, Some(at)).await
+    state_json(&service, &id, Some(at)).await
 }
 
 #[derive(Deserialize, Default)]
@@ -662,21 +586,22 @@ struct HistoryQuery {
 
 /// Thread `id`'s checkpoints on every branch, the newest first, at most `limit` (10 by
 /// default); the head with the questions the thread waits for there.
-async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
-    let thread = thread_record(shared, id).await?;
+async fn history(service: &Service, id: &str, limit: Option<usize>) -> Answer {
+    let thread = service.thread_record(id).await?;
     let Some(graph) = &thread.graph_id else {
         return ok(json!([]));
     };
-    let served = shared.graph(graph)?;
+    let served = service.graph(graph)?;
     let assistant = &*served.assistant;
     let listed = checkpoints::list(assistant, &thread).await?;
-    let api_url = shared.api_url();
+    let api_url = service.api_url();
     let mut checkpoints =
-        Checkpoints::new(assistant, &*shared.records, &thread, api_url.as_deref());
+        Checkpoints::new(assistant, &*service.records, &thread, api_url.as_deref());
     let mut states = Vec::new();
     for entry in listed.iter().take(limit.unwrap_or(10)) {
         let interrupts = match entry.head {
-            true => snapshot(shared, &thread, None)
+            true => service
+                .snapshot(&thread, None)
                 .await?
                 .map(|s| s.interrupts)
                 .unwrap_or_default(),
@@ -688,381 +613,20 @@ async fn history(shared: &Shared, id: &str, limit: Option<usize>) -> Answer {
 }
 
 async fn history_get(
-    State(shared): Api,
+    State(service): Api,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
     let limit = query.get("limit").and_then(|l| l.parse().ok());
-    history(&shared, &id, limit).await
+    history(&service, &id, limit).await
 }
 
-async fn history_post(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn history_post(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let query: HistoryQuery = body(&bytes, &format!("the history query of thread `{id}`"))?;
-    history(&shared, &id, query.limit).await
+    history(&service, &id, query.limit).await
 }
 
 // ---- runs ----
-
-/// A run request (LangGraph's `RunCreate`): the fields this server reads; the others are kept
-/// in the run's `kwargs`.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct RunCreate {
-    assistant_id: Option<String>,
-    input: Option<Value>,
-    command: Option<Command>,
-    metadata: Option<Map<String, Value>>,
-    stream_mode: Option<Value>,
-    multitask_strategy: Option<String>,
-    if_not_exists: Option<String>,
-    checkpoint_id: Option<String>,
-    checkpoint: Option<Value>,
-    interrupt_before: Option<Value>,
-    interrupt_after: Option<Value>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Command {
-    resume: Option<Value>,
-    update: Option<Value>,
-    goto: Option<Value>,
-}
-
-/// Node names: a name, `*`, or a list of names (`interrupt_before`, `goto`).
-fn node_names(value: &Value, what: &str) -> Result<Vec<String>, String> {
-    let one = |v: &Value| {
-        match v {
-        Value::String(name) => Ok(name.clone()),
-        Value::Object(send) if send.contains_key("node") => Err(format!(
-            "`{what}` sends to node {} with an input of its own (a `Send`); this server goes to nodes by name only",
-            send["node"]
-        )),
-        other => Err(format!("`{what}` names nodes by their names, not {other}")),
-    }
-    };
-    match value {
-        Value::Null => Ok(Vec::new()),
-        Value::Array(list) => list.iter().map(one).collect(),
-        single => Ok(vec![one(single)?]),
-    }
-}
-
-/// What a run request asks beyond its start: breakpoints, `command.update` and `goto`.
-fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
-    let mut options = RunOptions::new();
-    if let Some(before) = &create.interrupt_before {
-        options.interrupt_before = node_names(before, "interrupt_before")?;
-    }
-    if let Some(after) = &create.interrupt_after {
-        options.interrupt_after = node_names(after, "interrupt_after")?;
-    }
-    let checkpoint = match (&create.checkpoint_id, &create.checkpoint) {
-        (Some(id), _) => Some(id.clone()),
-        (None, Some(checkpoint)) => checkpoint["checkpoint_id"].as_str().map(str::to_owned),
-        (None, None) => None,
-    };
-    if let Some(id) = checkpoint {
-        let at = CheckpointId::parse(&id).ok_or_else(|| {
-            format!(
-                "checkpoint `{id}` is not one of the thread's checkpoint ids (`5`, or `5-input` for a run's input)"
-            )
-        })?;
-        options.checkpoint = Some(at.version());
-    }
-    if let Some(command) = &create.command {
-        options.update = command.update.clone().filter(|u| !u.is_null());
-        if let Some(goto) = command.goto.as_ref().filter(|g| !g.is_null()) {
-            options.goto = Some(node_names(goto, "command.goto")?);
-        }
-    }
-    Ok(options)
-}
-
-/// How a run goes, from its request.
-pub(crate) struct Plan {
-    pub(crate) start: Start,
-    pub(crate) options: RunOptions,
-    pub(crate) modes: Vec<Mode>,
-}
-
-/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
-/// reads back (the request was checked when the run was created).
-pub(crate) fn plan(kwargs: &Value) -> Result<Plan, String> {
-    let create: RunCreate = serde_json::from_value(kwargs.clone())
-        .map_err(|e| format!("its request is not valid: {e}"))?;
-    Ok(Plan {
-        start: start_of(&create),
-        options: options_of(&create)?,
-        modes: Mode::parse(create.stream_mode.as_ref())?,
-    })
-}
-
-/// How a run begins: answering interrupts (`command.resume`), or from its `input` (a
-/// `command`'s `update` and `goto` take the place of the input).
-fn start_of(create: &RunCreate) -> Start {
-    match create.command.as_ref().and_then(|c| c.resume.clone()) {
-        Some(resume) => Start::Resume(resume),
-        None => Start::Input(create.input.clone()),
-    }
-}
-
-/// A run just created: in progress in this process (`live`), or queued for the workers on the
-/// database.
-struct Created {
-    run: RunRecord,
-    live: Option<Arc<Live>>,
-    stateless: bool,
-}
-
-/// Creates a run on thread `thread` (`None`: a stateless run, on a temporary thread) and
-/// starts its task, or queues it for the workers (a run on a thread, on a database with a run
-/// queue, when the server has workers: see [`ServerBuilder::workers`](crate::ServerBuilder::workers)).
-async fn create_run(
-    shared: &Arc<Shared>,
-    thread: Option<&str>,
-    bytes: &Bytes,
-) -> Result<Created, ApiError> {
-    let kwargs: Value = body(bytes, "a run request")?;
-    let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
-        ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
-    })?;
-    let assistant_id = create
-        .assistant_id
-        .as_deref()
-        .ok_or_else(|| ApiError::unprocessable("a run request needs an `assistant_id`"))?;
-    let served = shared.assistant(assistant_id).ok_or_else(|| {
-        let graphs: Vec<&str> = shared.assistants.iter().map(|a| a.graph_id.as_str()).collect();
-        ApiError::unprocessable(format!(
-            "Invalid assistant: '{assistant_id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
-            graphs.join(", ")
-        ))
-    })?;
-    let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
-    let options = options_of(&create)
-        .map_err(|why| ApiError::unprocessable(format!("the run request is not valid: {why}")))?;
-    let known = served.assistant.nodes();
-    if let Some(name) = options
-        .interrupt_before
-        .iter()
-        .chain(&options.interrupt_after)
-        .chain(options.goto.iter().flatten())
-        .find(|n| *n != "*" && !known.contains(n))
-    {
-        return Err(ApiError::unprocessable(format!(
-            "the run request names node `{name}`, which graph `{}` does not have (its nodes: {})",
-            served.graph_id,
-            known.join(", ")
-        )));
-    }
-    let run_id = uuid::Uuid::new_v4().to_string();
-    let stateless = thread.is_none();
-    let mut record = match thread {
-        Some(id) => match shared.records.thread(id).await? {
-            Some(record) => record,
-            None if create.if_not_exists.as_deref() == Some("create") => {
-                agentstate_store::check_id(id).map_err(|e| {
-                    ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}"))
-                })?;
-                new_thread(id)
-            }
-            None => return Err(ApiError::not_found("Thread or assistant not found.")),
-        },
-        None => new_thread(&uuid::Uuid::new_v4().to_string()),
-    };
-    let thread_id = record.thread_id.clone();
-    // Any graph runs on any thread, as on LangGraph's server: its state is read as the graph's
-    // (the fields of both of the same names; see the store's schema evolution).
-    if let Some(at) = checkpoints::checkpoint_of(&kwargs) {
-        let found = match record.graph_id {
-            Some(_) => checkpoints::list(&*served.assistant, &record)
-                .await?
-                .iter()
-                .any(|l| l.point.id == at),
-            None => false,
-        };
-        if !found {
-            return Err(missing_checkpoint(&thread_id, at));
-        }
-    }
-    let start = start_of(&create);
-    // LangGraph's servers enqueue a run on a busy thread unless told otherwise.
-    let strategy = create.multitask_strategy.as_deref().unwrap_or("enqueue");
-    if shared.queued && !stateless {
-        let run = queue_run(
-            shared,
-            record,
-            &run_id,
-            served,
-            strategy,
-            kwargs,
-            create.metadata,
-        )
-        .await?;
-        return Ok(Created {
-            run,
-            live: None,
-            stateless,
-        });
-    }
-    let live = Live::new(&run_id, &thread_id);
-    shared.runs.register(&live, |running| match strategy {
-        "reject" if !running.is_empty() => Err(ApiError::conflict(
-            "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
-        )),
-        "reject" | "enqueue" => Ok(()),
-        // The running run stops where it is (its committed steps stay); the new one runs
-        // after it, from its input.
-        "interrupt" => {
-            running.iter().for_each(|l| l.cancel());
-            Ok(())
-        }
-        // The running run stops and what it did is removed; the new one runs after it.
-        "rollback" => {
-            running.iter().for_each(|l| l.stop(Stop::Rollback));
-            Ok(())
-        }
-        other => Err(unserved_strategy(other)),
-    })?;
-    record.graph_id = Some(served.graph_id.clone());
-    mark_thread(&mut record, served);
-    let mut run = RunRecord::new(&run_id, &thread_id, &served.graph_id, kwargs, now_ms());
-    run.metadata = run_metadata(
-        create.metadata.clone(),
-        &served.assistant_id,
-        &served.graph_id,
-    );
-    // Two rows of their own, written at once (on PostgreSQL, on two connections: one round
-    // trip less before the stream's first event).
-    let stored = tokio::try_join!(
-        shared.records.put(Record::Thread(record)),
-        shared.records.put(Record::Run(run.clone())),
-    );
-    if let Err(error) = stored {
-        shared.runs.abandon(&live);
-        return Err(error.into());
-    }
-    let job = Job {
-        records: Arc::clone(&shared.records),
-        runs: Arc::clone(&shared.runs),
-        assistant: Arc::clone(&served.assistant),
-        live: Arc::clone(&live),
-        run: run.clone(),
-        start,
-        options,
-        modes,
-        stateless,
-        agui: None,
-        worker: None,
-        api_url: shared.api_url(),
-    };
-    job.spawn();
-    Ok(Created {
-        run,
-        live: Some(live),
-        stateless,
-    })
-}
-
-/// Thread `thread`'s record as a run of `served` leaves it: its metadata names the assistant
-/// and the graph (as LangGraph's server marks a thread a run is created on).
-fn mark_thread(thread: &mut ThreadRecord, served: &Served) {
-    let metadata = &mut thread.metadata;
-    metadata.insert("graph_id".into(), Value::from(served.graph_id.as_str()));
-    metadata.insert(
-        "assistant_id".into(),
-        Value::from(served.assistant_id.as_str()),
-    );
-    thread.updated_ms = now_ms();
-}
-
-fn unserved_strategy(other: &str) -> ApiError {
-    ApiError::unprocessable(format!(
-        "multitask_strategy `{other}` is not one of `reject`, `interrupt`, `rollback` and `enqueue`"
-    ))
-}
-
-/// Writes run `run_id` (pending) and its thread's record, and queues it, after `strategy` said
-/// what to do with the thread's runs not yet ended (on any server).
-async fn queue_run(
-    shared: &Shared,
-    mut thread: ThreadRecord,
-    run_id: &str,
-    served: &Served,
-    strategy: &str,
-    kwargs: Value,
-    metadata: Option<Map<String, Value>>,
-) -> Result<RunRecord, ApiError> {
-    let graph_id = served.graph_id.as_str();
-    let thread_id = thread.thread_id.clone();
-    let open: Vec<RunRecord> = shared
-        .records
-        .runs(&thread_id)
-        .await?
-        .into_iter()
-        .filter(|r| !r.status.is_final())
-        .collect();
-    match strategy {
-        "reject" if !open.is_empty() => {
-            return Err(ApiError::conflict(
-                "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
-            ))
-        }
-        "reject" | "enqueue" => {}
-        "interrupt" | "rollback" => {
-            for run in open {
-                cancel_queued(shared, run, strategy == "rollback").await?;
-            }
-        }
-        other => return Err(unserved_strategy(other)),
-    }
-    thread.graph_id = Some(graph_id.to_owned());
-    mark_thread(&mut thread, served);
-    let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
-    run.metadata = run_metadata(metadata, &served.assistant_id, graph_id);
-    shared.records.put(Record::Thread(thread)).await?;
-    shared.records.put(Record::Run(run.clone())).await?;
-    if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
-        // Not queued: no worker would ever end it.
-        let _ = shared.records.delete(crate::record::RUN, run_id).await;
-        return Err(error.into());
-    }
-    Ok(run)
-}
-
-/// Cancels queued run `run` (`rollback`: and removes what it did): a pending one ends
-/// `interrupted` at once (rolled back: is deleted); a running one is stopped by its worker,
-/// told by `NOTIFY` (which reads from its record whether to roll it back). False if it had
-/// already ended.
-async fn cancel_queued(
-    shared: &Shared,
-    mut run: RunRecord,
-    rollback: bool,
-) -> Result<bool, ApiError> {
-    if rollback {
-        run.rollback = true;
-        run.updated_ms = now_ms();
-        shared.records.put(Record::Run(run.clone())).await?;
-    }
-    match shared.records.cancel_queued(&run.run_id).await? {
-        Some(true) => Ok(true),
-        Some(false) if rollback => {
-            shared.records.delete_events(&run.run_id).await?;
-            shared
-                .records
-                .delete(crate::record::RUN, &run.run_id)
-                .await?;
-            Ok(true)
-        }
-        Some(false) => {
-            run.status = RunStatus::Interrupted;
-            run.updated_ms = now_ms();
-            shared.records.put(Record::Run(run)).await?;
-            Ok(true)
-        }
-        None => Ok(false),
-    }
-}
 
 /// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
 fn location(thread: &str, run: &str, stateless: bool) -> HeaderValue {
@@ -1122,21 +686,21 @@ fn sse_response(
 /// Cancels a run when dropped before it ended: what a run created with `on_disconnect:
 /// "cancel"` holds in its response, which the server drops when the client goes away.
 struct CancelOnDrop {
-    shared: Arc<Shared>,
+    service: Arc<Service>,
     run: RunRecord,
     live: Option<Arc<Live>>,
 }
 
 impl CancelOnDrop {
     /// The guard of `created`, if its request asked to cancel it on disconnect.
-    fn of(shared: &Arc<Shared>, created: &Created) -> Option<Self> {
+    fn of(service: &Arc<Service>, created: &Created) -> Option<Self> {
         let asked = created
             .run
             .kwargs
             .get("on_disconnect")
             .and_then(Value::as_str);
         (asked == Some("cancel")).then(|| CancelOnDrop {
-            shared: Arc::clone(shared),
+            service: Arc::clone(service),
             run: created.run.clone(),
             live: created.live.clone(),
         })
@@ -1152,15 +716,9 @@ impl Drop for CancelOnDrop {
                 }
             }
             None => {
-                let (shared, run) = (Arc::clone(&self.shared), self.run.clone());
+                let (service, run_id) = (Arc::clone(&self.service), self.run.run_id.clone());
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                    handle.spawn(async move {
-                        if let Ok(Some(run)) = shared.records.run(&run.run_id).await {
-                            if !run.status.is_final() {
-                                let _ = cancel_queued(&shared, run, false).await;
-                            }
-                        }
-                    });
+                    handle.spawn(async move { service.cancel_if_open(&run_id).await });
                 }
             }
         }
@@ -1168,11 +726,11 @@ impl Drop for CancelOnDrop {
 }
 
 /// The SSE response of a run just created.
-fn created_stream(shared: &Arc<Shared>, created: Created) -> Response {
-    let guard = CancelOnDrop::of(shared, &created);
+fn created_stream(service: &Arc<Service>, created: Created) -> Response {
+    let guard = CancelOnDrop::of(service, &created);
     let frames: futures_util::stream::BoxStream<'static, (usize, Frame)> = match created.live {
         Some(live) => live.frames(0).boxed(),
-        None => stored_frames(Arc::clone(&shared.records), created.run.run_id.clone(), 0).boxed(),
+        None => stored_frames(Arc::clone(&service.records), created.run.run_id.clone(), 0).boxed(),
     };
     // The guard lives as long as the response's stream.
     let frames = frames.map(move |frame| {
@@ -1189,13 +747,13 @@ fn created_stream(shared: &Arc<Shared>, created: Created) -> Response {
 }
 
 /// What `wait` answers for a run just created, once it ended.
-async fn created_wait(shared: &Arc<Shared>, created: Created) -> Answer {
-    let _guard = CancelOnDrop::of(shared, &created);
+async fn created_wait(service: &Arc<Service>, created: Created) -> Answer {
+    let _guard = CancelOnDrop::of(service, &created);
     match created.live {
         Some(live) => Ok(wait_response(live, created.stateless).await),
         None => {
             let (thread, run) = (&created.run.thread_id, &created.run.run_id);
-            let mut response = ended(shared, thread, run).await?;
+            let mut response = Json(service.ended(thread, run).await?).into_response();
             response
                 .headers_mut()
                 .insert(header::CONTENT_LOCATION, location(thread, run, false));
@@ -1214,23 +772,27 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
     response
 }
 
-async fn create_stream(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(created_stream(&shared, created))
+async fn create_stream(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .await?;
+    Ok(created_stream(&service, created))
 }
 
-async fn create_wait(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, Some(&id), &bytes).await?;
-    created_wait(&shared, created).await
+async fn create_wait(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .await?;
+    created_wait(&service, created).await
 }
 
 /// The answer to a background run's creation: the run.
-fn run_answer(shared: &Shared, created: &Created) -> Response {
+fn run_answer(service: &Service, created: &Created) -> Response {
     let run = &created.run;
     let shown = run_json(
         run,
-        &assistant_id_of(shared, run),
-        shared.api_url().as_deref(),
+        &service.assistant_id_of(run),
+        service.api_url().as_deref(),
     );
     let mut response = Json(shown).into_response();
     response.headers_mut().insert(
@@ -1240,55 +802,49 @@ fn run_answer(shared: &Shared, created: &Created) -> Response {
     response
 }
 
-async fn create_background(State(shared): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, Some(&id), &bytes).await?;
-    Ok(run_answer(&shared, &created))
+async fn create_background(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .await?;
+    Ok(run_answer(&service, &created))
 }
 
-async fn stateless_stream(State(shared): Api, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, None, &bytes).await?;
-    Ok(created_stream(&shared, created))
+async fn stateless_stream(State(service): Api, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(None, body(&bytes, "a run request")?)
+        .await?;
+    Ok(created_stream(&service, created))
 }
 
-async fn stateless_wait(State(shared): Api, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, None, &bytes).await?;
-    created_wait(&shared, created).await
+async fn stateless_wait(State(service): Api, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(None, body(&bytes, "a run request")?)
+        .await?;
+    created_wait(&service, created).await
 }
 
-async fn stateless_background(State(shared): Api, bytes: Bytes) -> Answer {
-    let created = create_run(&shared, None, &bytes).await?;
-    Ok(run_answer(&shared, &created))
+async fn stateless_background(State(service): Api, bytes: Bytes) -> Answer {
+    let created = service
+        .create_run(None, body(&bytes, "a run request")?)
+        .await?;
+    Ok(run_answer(&service, &created))
 }
 
-fn assistant_id_of(shared: &Shared, run: &RunRecord) -> String {
-    shared
-        .assistant(&run.graph_id)
-        .map_or_else(|| run.graph_id.clone(), |a| a.assistant_id.clone())
-}
-
-async fn run_record(shared: &Shared, thread: &str, run_id: &str) -> Result<RunRecord, ApiError> {
-    match shared.records.run(run_id).await? {
-        Some(run) if run.thread_id == thread => Ok(run),
-        // As LangGraph's server answers it.
-        _ => Err(ApiError::not_found("Not Found")),
-    }
-}
-
-async fn get_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
+async fn get_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    let run = service.run_record(&id, &rid).await?;
     ok(run_json(
         &run,
-        &assistant_id_of(&shared, &run),
-        shared.api_url().as_deref(),
+        &service.assistant_id_of(&run),
+        service.api_url().as_deref(),
     ))
 }
 
 async fn list_runs(
-    State(shared): Api,
+    State(service): Api,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
-    thread_record(&shared, &id).await?;
+    service.thread_record(&id).await?;
     let status: Option<RunStatus> = match query.get("status") {
         None => None,
         Some(s) => Some(serde_json::from_value(Value::from(s.as_str())).map_err(|_| {
@@ -1301,70 +857,36 @@ async fn list_runs(
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let mut runs = shared.records.runs(&id).await?;
+    let mut runs = service.records.runs(&id).await?;
     runs.reverse();
-    let api_url = shared.api_url();
+    let api_url = service.api_url();
     let found: Vec<Value> = runs
         .iter()
         .filter(|r| status.is_none_or(|s| s == r.status))
         .skip(number("offset", 0))
         .take(number("limit", 10))
-        .map(|r| run_json(r, &assistant_id_of(&shared, r), api_url.as_deref()))
+        .map(|r| run_json(r, &service.assistant_id_of(r), api_url.as_deref()))
         .collect();
     ok(Value::from(found))
 }
 
-async fn delete_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
-    if shared.runs.get(&rid).is_some() || (shared.queued && !run.status.is_final()) {
-        return Err(ApiError::conflict(format!(
-            "run `{rid}` of thread `{id}` is in progress; cancel it before deleting it"
-        )));
-    }
-    shared.records.delete_events(&rid).await?;
-    shared.records.delete(crate::record::RUN, &rid).await?;
+async fn delete_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    service.delete_run(&id, &rid).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn join_run(State(shared): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
-    if run_record(&shared, &id, &rid).await.is_err() {
-        // LangGraph's server answers a join of a run it does not have (or deleted, as a
-        // rollback does) with the error as the run's result.
-        return ok(
-            json!({"__error__": {"error": "HTTPException", "message": "404: Run not found"}}),
-        );
-    }
-    if let Some(live) = shared.runs.get(&rid) {
-        return ok(live.result().await);
-    }
-    ended(&shared, &id, &rid).await
-}
-
-/// What `join` answers for run `rid` of thread `id` (carried out by another process, or
-/// ended), once it ended.
-async fn ended(shared: &Shared, id: &str, rid: &str) -> Answer {
-    let run = final_record(&*shared.records, rid)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Not Found"))?;
-    if let Some(failure) = run.error {
-        return ok(json!({"__error__": failure}));
-    }
-    let thread = thread_record(shared, id).await?;
-    match snapshot(shared, &thread, None).await? {
-        Some(s) if s.interrupts.is_empty() => ok(s.values),
-        Some(s) => ok(with_interrupts(&s.values, &s.interrupts)),
-        None => ok(json!({})),
-    }
+async fn join_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+    ok(service.join(&id, &rid).await?)
 }
 
 /// A run's stream joined: from its first event, or after the one a reconnecting client names
 /// in `Last-Event-ID` (`-1`: from the first).
 async fn join_stream(
-    State(shared): Api,
+    State(service): Api,
     Path((id, rid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Answer {
-    let run = run_record(&shared, &id, &rid).await?;
+    let run = service.run_record(&id, &rid).await?;
     // A client that reconnects with `Last-Event-ID` gets the ids to reconnect with again.
     let asked = headers.contains_key("last-event-id");
     let ids = resumable(&run) || asked;
@@ -1373,7 +895,7 @@ async fn join_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok())
         .map_or(0, |seen| seen + 1);
-    Ok(match shared.runs.get(&rid) {
+    Ok(match service.runs.get(&rid) {
         Some(live) => stream_response(live, false, from, ids),
         // Ended, not resumable, no event asked for again: LangGraph's server has nothing more
         // of it to stream.
@@ -1383,20 +905,17 @@ async fn join_stream(
         }
         // Carried out by another server on the database, or ended: its event log.
         None => {
-            let frames = stored_frames(Arc::clone(&shared.records), rid.clone(), from);
+            let frames = stored_frames(Arc::clone(&service.records), rid.clone(), from);
             sse_response(frames, location(&id, &rid, false), false, ids)
         }
     })
 }
 
 async fn cancel_run(
-    State(shared): Api,
+    State(service): Api,
     Path((id, rid)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
-    let Ok(run) = run_record(&shared, &id, &rid).await else {
-        return Err(ApiError::not_found("No runs found to cancel."));
-    };
     let why = match query.get("action").map(String::as_str) {
         None | Some("interrupt") => Stop::Cancel,
         Some("rollback") => Stop::Rollback,
@@ -1407,30 +926,9 @@ async fn cancel_run(
         }
     };
     let wait = matches!(query.get("wait").map(String::as_str), Some("1" | "true"));
-    // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by `NOTIFY`
-    // (a run cancelled only here could be swept back to the queue).
-    let rollback = why == Stop::Rollback;
     // As LangGraph's server answers: `{}` once a waited cancel is done, else 202 at once.
-    let done = || ok(json!({}));
-    if shared.queued
-        && !run.status.is_final()
-        && cancel_queued(&shared, run.clone(), rollback).await?
-    {
-        if wait {
-            final_record(&*shared.records, &rid).await?;
-            return done();
-        }
-        return Ok(StatusCode::ACCEPTED.into_response());
+    match service.cancel(&id, &rid, why, wait).await? {
+        Cancelled::Done => ok(json!({})),
+        Cancelled::Asked => Ok(StatusCode::ACCEPTED.into_response()),
     }
-    let Some(live) = shared.runs.get(&rid) else {
-        return Err(ApiError::not_found(
-            "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't been deleted or completed.",
-        ));
-    };
-    live.stop(why);
-    if wait {
-        live.result().await;
-        return done();
-    }
-    Ok(StatusCode::ACCEPTED.into_response())
 }

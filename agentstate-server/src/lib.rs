@@ -256,6 +256,7 @@ pub mod record;
 mod records;
 mod runs;
 mod server;
+mod service;
 mod worker;
 
 pub use assistant::{

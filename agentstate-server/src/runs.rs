@@ -8,9 +8,7 @@ use crate::checkpoints::{
     checkpoint_of, head, questions, streamed_interrupt_json, with_interrupts, Checkpoints,
 };
 use crate::metadata::{config_metadata, node_metadata, task_id};
-use crate::record::{
-    now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus,
-};
+use crate::record::{now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
 use crate::records::Records;
 use agentstate_graph::Interrupt;
 use futures_util::{Stream, StreamExt};
@@ -141,11 +139,17 @@ impl Live {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Streams event `event` with its JSON `data`.
     pub(crate) fn push(&self, event: &str, data: Value) {
-        self.lock().frames.push(Frame {
+        self.push_frame(Frame {
             event: event.to_owned(),
             data,
         });
+    }
+
+    /// Streams `frame`.
+    pub(crate) fn push_frame(&self, frame: Frame) {
+        self.lock().frames.push(frame);
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -346,6 +350,16 @@ impl Runs {
     }
 }
 
+/// A run's events as the frames of another protocol than the stream modes' (AG-UI's): what
+/// the front that speaks it gives the run's [`Job`].
+pub(crate) trait Translate: Send + Sync {
+    /// The frames of `event`.
+    fn event(&self, event: &RunEvent) -> Vec<Frame>;
+    /// The frames that tell the client why the run ended other than by its last event
+    /// (`error`: it failed, or was cancelled).
+    fn failed(&self, error: &AssistantError) -> Vec<Frame>;
+}
+
 /// What the task of a run needs.
 #[derive(Clone)]
 pub(crate) struct Job {
@@ -360,9 +374,9 @@ pub(crate) struct Job {
     pub(crate) modes: Vec<Mode>,
     /// A stateless run: its thread and records are deleted when it ends.
     pub(crate) stateless: bool,
-    /// An AG-UI run: its events are AG-UI events (frames [`FRAME`](crate::agui::FRAME)), not
-    /// the stream modes'.
-    pub(crate) agui: Option<crate::agui::SharedAguiRun>,
+    /// A run of another protocol (AG-UI): its frames are what `translate` makes of its
+    /// events, not the stream modes'.
+    pub(crate) translate: Option<Arc<dyn Translate>>,
     /// The worker that claimed it from the run queue, if it did.
     pub(crate) worker: Option<String>,
     /// The server's URL, if it knows it (its config metadata's `langgraph_api_url`).
@@ -645,7 +659,7 @@ impl Job {
     }
 
     fn wants_checkpoints(&self) -> bool {
-        self.agui.is_none()
+        self.translate.is_none()
             && (self.modes.contains(&Mode::Checkpoints) || self.modes.contains(&Mode::Debug))
     }
 
@@ -712,7 +726,7 @@ impl Job {
 
     /// Pushes the frames of `event` in the `tasks`, `debug` and `events` modes.
     fn emit_events(&self, event: &RunEvent, seen: &mut Seen) {
-        if self.agui.is_some() {
+        if self.translate.is_some() {
             return;
         }
         if self.modes.contains(&Mode::Messages) {
@@ -960,9 +974,9 @@ impl Job {
     /// Pushes the frames of `event` in the run's stream modes.
     fn emit(&self, event: &RunEvent, last_values: &mut Option<Value>, seen: &mut Seen) {
         let live = &self.live;
-        if let Some(agui) = &self.agui {
-            for event in crate::agui::lock(agui).event(event) {
-                live.push(crate::agui::FRAME, crate::agui::agui_json(&event));
+        if let Some(translate) = &self.translate {
+            for frame in translate.event(event) {
+                live.push_frame(frame);
             }
             return;
         }
@@ -1072,7 +1086,7 @@ impl Job {
             self.live.finish(Value::Null);
             return;
         }
-        if let Some(agui) = &self.agui {
+        if let Some(translate) = &self.translate {
             // A run that ended other than by its last event: the client hears why.
             let why = match &end {
                 End::Failed(error) => Some(error.clone()),
@@ -1082,12 +1096,8 @@ impl Job {
                 )),
                 End::Finished(_) | End::Suspended(..) => None,
             };
-            for event in why
-                .map(|e| crate::agui::lock(agui).failed(&e))
-                .unwrap_or_default()
-            {
-                self.live
-                    .push(crate::agui::FRAME, crate::agui::agui_json(&event));
+            for frame in why.map(|e| translate.failed(&e)).unwrap_or_default() {
+                self.live.push_frame(frame);
             }
         }
         let wire = |values: Value| self.assistant.wire_values(values);
@@ -1163,60 +1173,6 @@ fn stopped_by(name: &str, action: &str) -> RunFailure {
             "{action} requested via POST /threads/{{thread_id}}/runs/{{run_id}}/cancel"
         ),
     }
-}
-
-/// A new thread record for a run request's thread.
-pub(crate) fn new_thread(id: &str) -> ThreadRecord {
-    ThreadRecord::new(id, Map::new(), now_ms())
-}
-
-/// Ends the runs of the records that are pending or running here but not in progress in this
-/// process (see [`Server::recover`](crate::Server::recover)).
-pub(crate) async fn recover(shared: &crate::server::Shared) -> Result<usize, crate::ApiError> {
-    let mut ended = 0;
-    for mut thread in shared.records.threads().await? {
-        let mut orphans = 0;
-        for mut run in shared.records.runs(&thread.thread_id).await? {
-            if run.status.is_final() || shared.runs.get(&run.run_id).is_some() {
-                continue;
-            }
-            let was = if run.status == RunStatus::Pending {
-                "pending"
-            } else {
-                "running"
-            };
-            run.error = Some(RunFailure {
-                error: "run_orphaned".to_owned(),
-                message: format!(
-                    "the server stopped while run `{}` of thread `{}` was {was}; a run without `input` continues the thread",
-                    run.run_id, run.thread_id
-                ),
-            });
-            run.status = RunStatus::Error;
-            run.updated_ms = now_ms();
-            shared.records.put(Record::Run(run)).await?;
-            orphans += 1;
-        }
-        if orphans == 0 && thread.status != ThreadStatus::Busy {
-            continue;
-        }
-        let cut_short = match thread.graph_id.as_deref().and_then(|g| shared.assistant(g)) {
-            Some(served) => match served.assistant.snapshot(&thread.thread_id, None).await {
-                Ok(snapshot) => !snapshot.next.is_empty(),
-                Err(_) => false,
-            },
-            None => false,
-        };
-        thread.status = if cut_short {
-            ThreadStatus::Interrupted
-        } else {
-            ThreadStatus::Idle
-        };
-        thread.updated_ms = now_ms();
-        shared.records.put(Record::Thread(thread)).await?;
-        ended += orphans;
-    }
-    Ok(ended)
 }
 
 /// Run `run_id`'s frames from its event log, from the one numbered `from`, then as another

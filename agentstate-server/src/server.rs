@@ -1,11 +1,12 @@
-//! The server: its builder, its router, and what its handlers share.
+//! The server: its builder, its router (the LangGraph API's routes and AG-UI's, over the run
+//! service), its API key and CORS, and its listener.
 
-use crate::api;
 use crate::assistant::Assistant;
 use crate::error::ApiError;
 use crate::records::Records;
-use crate::runs::Runs;
+use crate::service::{Served, Service};
 use crate::worker::{WorkerOptions, Workers};
+use crate::{agui, api};
 use agentstate_store::{RecordBackend, Store};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -20,52 +21,6 @@ use tower_http::cors::CorsLayer;
 /// The namespace of LangGraph's assistant ids: an assistant's id is the UUID v5 of its graph id
 /// in it, as LangGraph's servers derive the ids of the assistants they create for their graphs.
 const NAMESPACE_GRAPH: uuid::Uuid = uuid::Uuid::from_u128(0x6ba7b821_9dad_11d1_80b4_00c04fd430c8);
-
-/// A served graph.
-pub(crate) struct Served {
-    pub(crate) graph_id: String,
-    pub(crate) assistant_id: String,
-    pub(crate) assistant: Arc<dyn Assistant>,
-}
-
-/// What the handlers share.
-pub(crate) struct Shared {
-    pub(crate) records: Arc<dyn Records>,
-    pub(crate) assistants: Vec<Served>,
-    pub(crate) runs: Arc<Runs>,
-    /// Runs on threads are queued in the database for the workers (of any process), not
-    /// carried out where they are created.
-    pub(crate) queued: bool,
-    /// The URL it serves at, once [`Server::serve`] knows it (`langgraph_api_url` in runs'
-    /// metadata).
-    pub(crate) api_url: std::sync::OnceLock<Arc<str>>,
-}
-
-impl Shared {
-    /// The URL it serves at, if known.
-    pub(crate) fn api_url(&self) -> Option<Arc<str>> {
-        self.api_url.get().cloned()
-    }
-
-    /// The assistant named `id` (its graph id or its assistant id).
-    pub(crate) fn assistant(&self, id: &str) -> Option<&Served> {
-        self.assistants
-            .iter()
-            .find(|a| a.graph_id == id || a.assistant_id == id)
-    }
-
-    /// The assistant of graph `graph_id`.
-    pub(crate) fn graph(&self, graph_id: &str) -> Result<&Served, ApiError> {
-        self.assistants
-            .iter()
-            .find(|a| a.graph_id == graph_id)
-            .ok_or_else(|| {
-                ApiError::unprocessable(format!(
-                    "graph `{graph_id}` is no longer served by this server"
-                ))
-            })
-    }
-}
 
 /// The LangGraph Agent Server API over durable graphs: build it with [`Server::builder`],
 /// mount its [`router`](Server::router) or [`serve`](Server::serve) it.
@@ -99,7 +54,7 @@ impl Shared {
 /// ```
 pub struct Server {
     router: Router,
-    shared: Arc<Shared>,
+    service: Arc<Service>,
     workers: Option<WorkerOptions>,
 }
 
@@ -163,10 +118,10 @@ impl Server {
     /// With workers on a run queue ([`ServerBuilder::workers`]) it ends nothing (the runs are
     /// other processes' too: the sweeper puts back those of workers that stopped).
     pub async fn recover(&self) -> Result<usize, ApiError> {
-        if self.shared.queued {
+        if self.service.queued {
             return Ok(0);
         }
-        crate::runs::recover(&self.shared).await
+        self.service.recover().await
     }
 
     /// Starts this process's workers on the database's run queue ([`ServerBuilder::workers`]:
@@ -176,7 +131,7 @@ impl Server {
     /// by the serving process).
     pub fn start_workers(&self) -> Result<Workers, ApiError> {
         match &self.workers {
-            Some(options) if self.shared.queued => Ok(Workers::start(Arc::clone(&self.shared), options)),
+            Some(options) if self.service.queued => Ok(Workers::start(Arc::clone(&self.service), options)),
             Some(_) => Err(ApiError::unprocessable(
                 "this server's store keeps no run queue (SQLite): its runs are carried out by the serving process, so it has no workers to start",
             )),
@@ -198,13 +153,13 @@ impl Server {
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         if let Ok(address) = listener.local_addr() {
             let _ = self
-                .shared
+                .service
                 .api_url
                 .set(Arc::from(format!("http://{address}")));
         }
         self.recover().await.map_err(std::io::Error::other)?;
         // Dropped when serving ends: they claim nothing more (what they run goes on).
-        let _workers = match self.shared.queued {
+        let _workers = match self.service.queued {
             true => Some(self.start_workers().map_err(std::io::Error::other)?),
             false => None,
         };
@@ -380,14 +335,17 @@ impl ServerBuilder {
     /// The server.
     pub fn build(self) -> Server {
         let queued = self.workers.is_some() && self.records.has_queue();
-        let shared = Arc::new(Shared {
+        let service = Arc::new(Service {
             records: self.records,
             assistants: self.assistants,
             runs: Arc::default(),
             queued,
             api_url: std::sync::OnceLock::new(),
         });
-        let mut router = api::routes().with_state(Arc::clone(&shared));
+        let mut router = api::routes()
+            .merge(agui::routes())
+            .fallback(|| async { ApiError::not_found("Not Found") })
+            .with_state(Arc::clone(&service));
         if let Some(key) = self.api_key {
             router = router.layer(axum::middleware::from_fn_with_state(key, check_key));
         }
@@ -396,7 +354,7 @@ impl ServerBuilder {
         }
         Server {
             router,
-            shared,
+            service,
             workers: self.workers,
         }
     }

@@ -6,7 +6,7 @@
 use crate::assistant::Start;
 use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
 use crate::runs::{Job, Live, Stop};
-use crate::server::Shared;
+use crate::service::{plan, Plan, Service};
 use agentstate_store::{ClaimedRun, RunNotice};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,7 @@ impl Default for WorkerOptions {
 /// # }
 /// ```
 pub struct Workers {
-    shared: Arc<Shared>,
+    service: Arc<Service>,
     owner: String,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
@@ -76,7 +76,7 @@ impl std::fmt::Debug for Workers {
 
 impl Workers {
     /// Starts `options.count` workers, the queue's listener and the sweeper.
-    pub(crate) fn start(shared: Arc<Shared>, options: &WorkerOptions) -> Workers {
+    pub(crate) fn start(service: Arc<Service>, options: &WorkerOptions) -> Workers {
         let owner = format!(
             "worker-{}-{}",
             std::process::id(),
@@ -86,19 +86,19 @@ impl Workers {
         let (ready, _) = watch::channel(0u64);
         let ready = Arc::new(ready);
         let listener = tokio::spawn(listen(
-            Arc::clone(&shared),
+            Arc::clone(&service),
             Arc::clone(&ready),
             stop.subscribe(),
         ));
         let sweeper = tokio::spawn(sweep(
-            Arc::clone(&shared),
+            Arc::clone(&service),
             options.clone(),
             stop.subscribe(),
         ));
         let workers = (0..options.count)
             .map(|_| {
                 tokio::spawn(work(
-                    Arc::clone(&shared),
+                    Arc::clone(&service),
                     owner.clone(),
                     ready.subscribe(),
                     stop.subscribe(),
@@ -107,7 +107,7 @@ impl Workers {
             })
             .collect();
         Workers {
-            shared,
+            service,
             owner,
             stop,
             workers,
@@ -134,7 +134,7 @@ impl Workers {
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        for live in self.shared.runs.all() {
+        for live in self.service.runs.all() {
             live.stop(Stop::HandBack);
         }
         futures_util::future::join_all(std::mem::take(&mut self.workers)).await;
@@ -156,12 +156,12 @@ impl Drop for Workers {
 /// Wakes the workers on the queue's notices, and stops the runs whose cancellation is
 /// notified; listens again after a lost connection.
 async fn listen(
-    shared: Arc<Shared>,
+    service: Arc<Service>,
     ready: Arc<watch::Sender<u64>>,
     mut stop: watch::Receiver<bool>,
 ) {
     while !*stop.borrow() {
-        let mut notices = match shared.records.listen().await {
+        let mut notices = match service.records.listen().await {
             Ok(notices) => notices,
             Err(_) => {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -178,10 +178,10 @@ async fn listen(
                     ready.send_modify(|n| *n += 1);
                 }
                 Some(RunNotice::Cancel(run)) => {
-                    if let Some(live) = shared.runs.get(&run) {
+                    if let Some(live) = service.runs.get(&run) {
                         // Its record says whether it is to be rolled back.
                         let rollback =
-                            matches!(shared.records.run(&run).await, Ok(Some(r)) if r.rollback);
+                            matches!(service.records.run(&run).await, Ok(Some(r)) if r.rollback);
                         live.stop(if rollback {
                             Stop::Rollback
                         } else {
@@ -198,7 +198,7 @@ async fn listen(
 /// One worker: claims a run, carries it out, claims the next; waits for a notice (or the slow
 /// poll) when there is none.
 async fn work(
-    shared: Arc<Shared>,
+    service: Arc<Service>,
     owner: String,
     mut ready: watch::Receiver<u64>,
     mut stop: watch::Receiver<bool>,
@@ -206,8 +206,8 @@ async fn work(
 ) {
     while !*stop.borrow() {
         ready.borrow_and_update();
-        match shared.records.claim(&owner, MAX_ATTEMPTS).await {
-            Ok(Some(claimed)) => carry_out(&shared, &owner, claimed).await,
+        match service.records.claim(&owner, MAX_ATTEMPTS).await {
+            Ok(Some(claimed)) => carry_out(&service, &owner, claimed).await,
             Ok(None) => {
                 tokio::select! {
                     _ = ready.changed() => {}
@@ -221,29 +221,26 @@ async fn work(
 }
 
 /// Carries out the run `claimed`, as this process's runs are, until it ends or is handed back.
-async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
-    let mut run = match shared.records.run(&claimed.run).await {
+async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
+    let mut run = match service.records.run(&claimed.run).await {
         Ok(Some(run)) if !run.status.is_final() => run,
         // Deleted, or ended (its worker stopped between its end and the queue's).
         Ok(_) => {
-            let _ = shared.records.finish_queued(&claimed.run).await;
+            let _ = service.records.finish_queued(&claimed.run).await;
             return;
         }
         Err(_) => {
-            let _ = shared.records.release(&claimed.run, owner).await;
+            let _ = service.records.release(&claimed.run, owner).await;
             return;
         }
     };
-    let planned = shared
+    let planned = service
         .graph(&run.graph_id)
         .map_err(|e| e.to_string())
-        .and_then(|served| {
-            let plan = crate::api::plan(&run.kwargs)?;
-            Ok((Arc::clone(&served.assistant), plan))
-        });
+        .and_then(|served| Ok((served, plan(&run.kwargs)?)));
     let (
-        assistant,
-        crate::api::Plan {
+        served,
+        Plan {
             mut start,
             options,
             modes,
@@ -256,7 +253,7 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
                 run.run_id, run.thread_id
             );
             end_queued(
-                shared,
+                service,
                 run,
                 RunStatus::Error,
                 Some(("run_invalid", message)),
@@ -267,33 +264,25 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
     };
     // Answers an earlier attempt committed are not given again: the run continues from them.
     if let (Start::Resume(_), true) = (&start, claimed.attempt > 1) {
-        if let Ok(snapshot) = assistant.snapshot(&run.thread_id, None).await {
+        if let Ok(snapshot) = served.assistant.snapshot(&run.thread_id, None).await {
             if snapshot.interrupts.is_empty() {
                 start = Start::Input(None);
             }
         }
     }
     // The events of its earlier attempts stay; this one's are numbered after them.
-    let base = match shared.records.events(&run.run_id, 0, usize::MAX).await {
+    let base = match service.records.events(&run.run_id, 0, usize::MAX).await {
         Ok(events) => events.len(),
         Err(_) => 0,
     };
     run.attempt = claimed.attempt;
     let live = Live::attempt(&run.run_id, &run.thread_id, claimed.attempt, base);
-    shared.runs.register(&live, |_| Ok::<_, ()>(())).ok();
+    service.runs.register(&live, |_| Ok::<_, ()>(())).ok();
     Job {
-        records: Arc::clone(&shared.records),
-        runs: Arc::clone(&shared.runs),
-        assistant,
-        live: Arc::clone(&live),
-        run,
-        start,
         options,
         modes,
-        stateless: false,
-        agui: None,
         worker: Some(owner.to_owned()),
-        api_url: shared.api_url(),
+        ..service.job(served, &live, run, start)
     }
     .spawn();
     live.result().await;
@@ -302,7 +291,7 @@ async fn carry_out(shared: &Arc<Shared>, owner: &str, claimed: ClaimedRun) {
 /// Ends `run`, taken out of the queue without being carried out, with `status` (and a
 /// failure's category and sentence), its thread `error` (a failure) or `interrupted`.
 async fn end_queued(
-    shared: &Shared,
+    service: &Service,
     mut run: RunRecord,
     status: RunStatus,
     failure: Option<(&str, String)>,
@@ -318,25 +307,25 @@ async fn end_queued(
         _ => ThreadStatus::Interrupted,
     };
     let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
-    let _ = shared.records.put(Record::Run(run)).await;
-    if let Ok(Some(mut thread)) = shared.records.thread(&thread_id).await {
+    let _ = service.records.put(Record::Run(run)).await;
+    if let Ok(Some(mut thread)) = service.records.thread(&thread_id).await {
         thread.status = thread_status;
         thread.updated_ms = now_ms();
-        let _ = shared.records.put(Record::Thread(thread)).await;
+        let _ = service.records.put(Record::Thread(thread)).await;
     }
-    let _ = shared.records.finish_queued(&run_id).await;
+    let _ = service.records.finish_queued(&run_id).await;
 }
 
 /// Every `sweep_every`: puts back the runs whose workers stopped (their thread's lease
 /// expired; a live lease is never swept), and ends those whose attempts are used up or that
 /// were cancelled meanwhile.
-async fn sweep(shared: Arc<Shared>, options: WorkerOptions, mut stop: watch::Receiver<bool>) {
+async fn sweep(service: Arc<Service>, options: WorkerOptions, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
         tokio::select! {
             () = tokio::time::sleep(options.sweep_every) => {}
             _ = stop.changed() => return,
         }
-        let Ok(swept) = shared
+        let Ok(swept) = service
             .records
             .sweep(options.sweep_grace, MAX_ATTEMPTS)
             .await
@@ -354,7 +343,7 @@ async fn sweep(shared: Arc<Shared>, options: WorkerOptions, mut stop: watch::Rec
                     .map(|r| (r, RunStatus::Interrupted)),
             );
         for (claimed, status) in gone {
-            let Ok(Some(run)) = shared.records.run(&claimed.run).await else {
+            let Ok(Some(run)) = service.records.run(&claimed.run).await else {
                 continue;
             };
             let failure = (status == RunStatus::Error).then(|| {
@@ -366,7 +355,7 @@ async fn sweep(shared: Arc<Shared>, options: WorkerOptions, mut stop: watch::Rec
                     ),
                 )
             });
-            end_queued(&shared, run, status, failure).await;
+            end_queued(&service, run, status, failure).await;
         }
     }
 }

@@ -1,0 +1,690 @@
+//! The run service: what both HTTP fronts (the LangGraph API and AG-UI) and the workers ask of
+//! runs, above the stores of records and events and below HTTP. It creates a run (its request
+//! read, its multitask strategy applied to the runs its thread has not ended) and starts its
+//! task here or queues it for the workers; it cancels, joins and deletes runs, reads threads'
+//! state, and ends the runs a stopped server left (`recover`). How a run's task ends, in this
+//! process or a worker's, is decided in one place: [`Job`]'s end.
+
+use crate::assistant::{Assistant, RunOptions, Snapshot, Start};
+use crate::branches;
+use crate::checkpoints::{self, with_interrupts, CheckpointId};
+use crate::error::ApiError;
+use crate::metadata::run_metadata;
+use crate::record::{
+    now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus, RUN, THREAD,
+};
+use crate::records::Records;
+use crate::runs::{final_record, Job, Live, Mode, Runs, Stop};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// A served graph.
+pub(crate) struct Served {
+    pub(crate) graph_id: String,
+    pub(crate) assistant_id: String,
+    pub(crate) assistant: Arc<dyn Assistant>,
+}
+
+/// The run service: the stores, the served graphs, and the runs in progress in this process.
+pub(crate) struct Service {
+    pub(crate) records: Arc<dyn Records>,
+    pub(crate) assistants: Vec<Served>,
+    pub(crate) runs: Arc<Runs>,
+    /// Runs on threads are queued in the database for the workers (of any process), not
+    /// carried out where they are created.
+    pub(crate) queued: bool,
+    /// The URL it serves at, once [`Server::serve`](crate::Server::serve) knows it
+    /// (`langgraph_api_url` in runs' metadata).
+    pub(crate) api_url: std::sync::OnceLock<Arc<str>>,
+}
+
+/// A run just created: in progress in this process (`live`), or queued for the workers on the
+/// database.
+pub(crate) struct Created {
+    pub(crate) run: RunRecord,
+    pub(crate) live: Option<Arc<Live>>,
+    pub(crate) stateless: bool,
+}
+
+/// How a cancel went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cancelled {
+    /// The run ended (a cancel that waited).
+    Done,
+    /// The run was asked to stop.
+    Asked,
+}
+
+/// The sentence of a run refused on a busy thread (`reject`), as LangGraph's server says it.
+const BUSY: &str = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
+
+/// What multitask strategy `strategy` does to the runs a thread has not ended (`busy`: it has
+/// some) when a new run comes: refuses the new run, leaves them (`None`: the new run waits its
+/// turn), or stops them (the new run runs after them). The one place that decides it, for runs
+/// carried out here and for queued runs.
+fn multitask(strategy: &str, busy: bool) -> Result<Option<Stop>, ApiError> {
+    match strategy {
+        "reject" if busy => Err(ApiError::conflict(BUSY)),
+        "reject" | "enqueue" => Ok(None),
+        // The running run stops where it is (its committed steps stay); the new one runs
+        // after it, from its input.
+        "interrupt" => Ok(Some(Stop::Cancel)),
+        // The running run stops and what it did is removed; the new one runs after it.
+        "rollback" => Ok(Some(Stop::Rollback)),
+        other => Err(ApiError::unprocessable(format!(
+            "multitask_strategy `{other}` is not one of `reject`, `interrupt`, `rollback` and `enqueue`"
+        ))),
+    }
+}
+
+impl Service {
+    /// The URL it serves at, if known.
+    pub(crate) fn api_url(&self) -> Option<Arc<str>> {
+        self.api_url.get().cloned()
+    }
+
+    /// The assistant named `id` (its graph id or its assistant id).
+    pub(crate) fn assistant(&self, id: &str) -> Option<&Served> {
+        self.assistants
+            .iter()
+            .find(|a| a.graph_id == id || a.assistant_id == id)
+    }
+
+    /// The assistant of graph `graph_id`.
+    pub(crate) fn graph(&self, graph_id: &str) -> Result<&Served, ApiError> {
+        self.assistants
+            .iter()
+            .find(|a| a.graph_id == graph_id)
+            .ok_or_else(|| {
+                ApiError::unprocessable(format!(
+                    "graph `{graph_id}` is no longer served by this server"
+                ))
+            })
+    }
+
+    /// The assistant id of the graph run `run` ran (its graph id if no longer served).
+    pub(crate) fn assistant_id_of(&self, run: &RunRecord) -> String {
+        self.assistant(&run.graph_id)
+            .map_or_else(|| run.graph_id.clone(), |a| a.assistant_id.clone())
+    }
+
+    /// Thread `id`'s record.
+    pub(crate) async fn thread_record(&self, id: &str) -> Result<ThreadRecord, ApiError> {
+        self.records
+            .thread(id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
+    }
+
+    /// Thread `thread`'s state now, or at version `at` (`None`: no run made it yet).
+    pub(crate) async fn snapshot(
+        &self,
+        thread: &ThreadRecord,
+        at: Option<u64>,
+    ) -> Result<Option<Snapshot>, ApiError> {
+        let Some(graph) = &thread.graph_id else {
+            return Ok(None);
+        };
+        let served = self.graph(graph)?;
+        match served.assistant.snapshot(&thread.thread_id, at).await {
+            Ok(mut snapshot) => {
+                snapshot.values = served.assistant.wire_values(snapshot.values);
+                Ok(Some(snapshot))
+            }
+            // Its first run has not made the store's thread yet.
+            Err(e) if e.category == "thread_not_found" => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Run `run_id` of thread `thread`.
+    pub(crate) async fn run_record(
+        &self,
+        thread: &str,
+        run_id: &str,
+    ) -> Result<RunRecord, ApiError> {
+        match self.records.run(run_id).await? {
+            Some(run) if run.thread_id == thread => Ok(run),
+            // As LangGraph's server answers it.
+            _ => Err(ApiError::not_found("Not Found")),
+        }
+    }
+
+    /// The task of run `run` of `served`, in progress as `live`, from `start` (its options,
+    /// modes and the rest as a plain run on a thread has them).
+    pub(crate) fn job(
+        &self,
+        served: &Served,
+        live: &Arc<Live>,
+        run: RunRecord,
+        start: Start,
+    ) -> Job {
+        Job {
+            records: Arc::clone(&self.records),
+            runs: Arc::clone(&self.runs),
+            assistant: Arc::clone(&served.assistant),
+            live: Arc::clone(live),
+            run,
+            start,
+            options: RunOptions::new(),
+            modes: Vec::new(),
+            stateless: false,
+            translate: None,
+            worker: None,
+            api_url: self.api_url(),
+        }
+    }
+
+    /// Creates a run on thread `thread` (`None`: a stateless run, on a temporary thread) from
+    /// its request `kwargs`, and starts its task, or queues it for the workers (a run on a
+    /// thread, on a database with a run queue, when the server has workers: see
+    /// [`ServerBuilder::workers`](crate::ServerBuilder::workers)).
+    pub(crate) async fn create_run(
+        &self,
+        thread: Option<&str>,
+        kwargs: Value,
+    ) -> Result<Created, ApiError> {
+        let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
+            ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
+        })?;
+        let assistant_id = create
+            .assistant_id
+            .as_deref()
+            .ok_or_else(|| ApiError::unprocessable("a run request needs an `assistant_id`"))?;
+        let served = self.assistant(assistant_id).ok_or_else(|| {
+            let graphs: Vec<&str> = self.assistants.iter().map(|a| a.graph_id.as_str()).collect();
+            ApiError::unprocessable(format!(
+                "Invalid assistant: '{assistant_id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
+                graphs.join(", ")
+            ))
+        })?;
+        let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
+        let options = options_of(&create).map_err(|why| {
+            ApiError::unprocessable(format!("the run request is not valid: {why}"))
+        })?;
+        let known = served.assistant.nodes();
+        if let Some(name) = options
+            .interrupt_before
+            .iter()
+            .chain(&options.interrupt_after)
+            .chain(options.goto.iter().flatten())
+            .find(|n| *n != "*" && !known.contains(n))
+        {
+            return Err(ApiError::unprocessable(format!(
+                "the run request names node `{name}`, which graph `{}` does not have (its nodes: {})",
+                served.graph_id,
+                known.join(", ")
+            )));
+        }
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let stateless = thread.is_none();
+        let mut record = match thread {
+            Some(id) => match self.records.thread(id).await? {
+                Some(record) => record,
+                None if create.if_not_exists.as_deref() == Some("create") => {
+                    agentstate_store::check_id(id).map_err(|e| {
+                        ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}"))
+                    })?;
+                    new_thread(id)
+                }
+                None => return Err(ApiError::not_found("Thread or assistant not found.")),
+            },
+            None => new_thread(&uuid::Uuid::new_v4().to_string()),
+        };
+        let thread_id = record.thread_id.clone();
+        // Any graph runs on any thread, as on LangGraph's server: its state is read as the graph's
+        // (the fields of both of the same names; see the store's schema evolution).
+        if let Some(at) = checkpoints::checkpoint_of(&kwargs) {
+            let found = match record.graph_id {
+                Some(_) => checkpoints::list(&*served.assistant, &record)
+                    .await?
+                    .iter()
+                    .any(|l| l.point.id == at),
+                None => false,
+            };
+            if !found {
+                return Err(missing_checkpoint(&thread_id, at));
+            }
+        }
+        let start = start_of(&create);
+        // LangGraph's servers enqueue a run on a busy thread unless told otherwise.
+        let strategy = create.multitask_strategy.as_deref().unwrap_or("enqueue");
+        if self.queued && !stateless {
+            let run = queue_run(
+                self,
+                record,
+                &run_id,
+                served,
+                strategy,
+                kwargs,
+                create.metadata,
+            )
+            .await?;
+            return Ok(Created {
+                run,
+                live: None,
+                stateless,
+            });
+        }
+        let live = Live::new(&run_id, &thread_id);
+        self.runs.register(&live, |running| {
+            if let Some(stop) = multitask(strategy, !running.is_empty())? {
+                running.iter().for_each(|l| l.stop(stop));
+            }
+            Ok::<_, ApiError>(())
+        })?;
+        record.graph_id = Some(served.graph_id.clone());
+        mark_thread(&mut record, served);
+        let mut run = RunRecord::new(&run_id, &thread_id, &served.graph_id, kwargs, now_ms());
+        run.metadata = run_metadata(
+            create.metadata.clone(),
+            &served.assistant_id,
+            &served.graph_id,
+        );
+        // Two rows of their own, written at once (on PostgreSQL, on two connections: one round
+        // trip less before the stream's first event).
+        let stored = tokio::try_join!(
+            self.records.put(Record::Thread(record)),
+            self.records.put(Record::Run(run.clone())),
+        );
+        if let Err(error) = stored {
+            self.runs.abandon(&live);
+            return Err(error.into());
+        }
+        let job = Job {
+            options,
+            modes,
+            stateless,
+            ..self.job(served, &live, run.clone(), start)
+        };
+        job.spawn();
+        Ok(Created {
+            run,
+            live: Some(live),
+            stateless,
+        })
+    }
+
+    /// The id of a run in progress on thread `id`: in this process, or (with workers) a queued
+    /// run not yet ended, on any process.
+    pub(crate) async fn running_on(&self, id: &str) -> Result<Option<String>, ApiError> {
+        if let Some(running) = self.runs.on_thread(id) {
+            return Ok(Some(running));
+        }
+        if !self.queued {
+            return Ok(None);
+        }
+        let runs = self.records.runs(id).await?;
+        Ok(runs
+            .into_iter()
+            .find(|r| !r.status.is_final())
+            .map(|r| r.run_id))
+    }
+
+    /// Deletes thread `id`, its runs (stopped first, wherever they are carried out), their
+    /// events, its state and its branches.
+    pub(crate) async fn delete_thread(&self, id: &str) -> Result<(), ApiError> {
+        let thread = self.thread_record(id).await?;
+        for run in self.records.runs(id).await? {
+            // Queued: stopped by its worker, wherever it is, before its thread goes.
+            if self.queued && !run.status.is_final() {
+                let rid = run.run_id.clone();
+                if cancel_queued(self, run.clone(), false).await? {
+                    final_record(&*self.records, &rid).await?;
+                }
+            }
+            if let Some(live) = self.runs.get(&run.run_id) {
+                live.cancel();
+                live.result().await;
+            }
+            self.records.delete_events(&run.run_id).await?;
+            self.records.delete(RUN, &run.run_id).await?;
+        }
+        branches::delete_all(&*self.records, &thread).await;
+        self.records.delete_state(id).await?;
+        self.records.delete(THREAD, id).await?;
+        Ok(())
+    }
+
+    /// Cancels run `run_id` of thread `thread` (`rollback`: and removes what it did; `wait`:
+    /// once it ended).
+    pub(crate) async fn cancel(
+        &self,
+        thread: &str,
+        run_id: &str,
+        why: Stop,
+        wait: bool,
+    ) -> Result<Cancelled, ApiError> {
+        let Ok(run) = self.run_record(thread, run_id).await else {
+            return Err(ApiError::not_found("No runs found to cancel."));
+        };
+        // Queued: marked cancelled in the queue, its worker (here or elsewhere) told by
+        // `NOTIFY` (a run cancelled only here could be swept back to the queue).
+        if self.queued
+            && !run.status.is_final()
+            && cancel_queued(self, run, why == Stop::Rollback).await?
+        {
+            if wait {
+                final_record(&*self.records, run_id).await?;
+                return Ok(Cancelled::Done);
+            }
+            return Ok(Cancelled::Asked);
+        }
+        let Some(live) = self.runs.get(run_id) else {
+            return Err(ApiError::not_found(
+                "No matching runs to cancel. Please verify the thread ID and run IDs are correct, and the runs haven't been deleted or completed.",
+            ));
+        };
+        live.stop(why);
+        if wait {
+            live.result().await;
+            return Ok(Cancelled::Done);
+        }
+        Ok(Cancelled::Asked)
+    }
+
+    /// Cancels run `run` (not in progress here: queued, or carried out by a worker) if it has
+    /// not ended: what a client's disconnect asks (`on_disconnect: "cancel"`).
+    pub(crate) async fn cancel_if_open(&self, run_id: &str) {
+        if let Ok(Some(run)) = self.records.run(run_id).await {
+            if !run.status.is_final() {
+                let _ = cancel_queued(self, run, false).await;
+            }
+        }
+    }
+
+    /// Deletes run `run_id` of thread `thread` and its events; refused while it is in
+    /// progress.
+    pub(crate) async fn delete_run(&self, thread: &str, run_id: &str) -> Result<(), ApiError> {
+        let run = self.run_record(thread, run_id).await?;
+        if self.runs.get(run_id).is_some() || (self.queued && !run.status.is_final()) {
+            return Err(ApiError::conflict(format!(
+                "run `{run_id}` of thread `{thread}` is in progress; cancel it before deleting it"
+            )));
+        }
+        self.records.delete_events(run_id).await?;
+        self.records.delete(RUN, run_id).await?;
+        Ok(())
+    }
+
+    /// What a join of run `run_id` of thread `thread` answers: its result once it ended (its
+    /// thread's values, with its questions; or its error).
+    pub(crate) async fn join(&self, thread: &str, run_id: &str) -> Result<Value, ApiError> {
+        if self.run_record(thread, run_id).await.is_err() {
+            // LangGraph's server answers a join of a run it does not have (or deleted, as a
+            // rollback does) with the error as the run's result.
+            return Ok(
+                json!({"__error__": {"error": "HTTPException", "message": "404: Run not found"}}),
+            );
+        }
+        if let Some(live) = self.runs.get(run_id) {
+            return Ok(live.result().await);
+        }
+        self.ended(thread, run_id).await
+    }
+
+    /// What a join answers for run `run_id` of thread `thread` (carried out by another
+    /// process, or ended), once it ended.
+    pub(crate) async fn ended(&self, thread: &str, run_id: &str) -> Result<Value, ApiError> {
+        let run = final_record(&*self.records, run_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("Not Found"))?;
+        if let Some(failure) = run.error {
+            return Ok(json!({"__error__": failure}));
+        }
+        let thread = self.thread_record(thread).await?;
+        Ok(match self.snapshot(&thread, None).await? {
+            Some(s) if s.interrupts.is_empty() => s.values,
+            Some(s) => with_interrupts(&s.values, &s.interrupts),
+            None => json!({}),
+        })
+    }
+
+    /// Ends the runs of the records that are pending or running here but not in progress in this
+    /// process (see [`Server::recover`](crate::Server::recover)).
+    pub(crate) async fn recover(&self) -> Result<usize, ApiError> {
+        let mut ended = 0;
+        for mut thread in self.records.threads().await? {
+            let mut orphans = 0;
+            for mut run in self.records.runs(&thread.thread_id).await? {
+                if run.status.is_final() || self.runs.get(&run.run_id).is_some() {
+                    continue;
+                }
+                let was = if run.status == RunStatus::Pending {
+                    "pending"
+                } else {
+                    "running"
+                };
+                run.error = Some(RunFailure {
+                    error: "run_orphaned".to_owned(),
+                    message: format!(
+                        "the server stopped while run `{}` of thread `{}` was {was}; a run without `input` continues the thread",
+                        run.run_id, run.thread_id
+                    ),
+                });
+                run.status = RunStatus::Error;
+                run.updated_ms = now_ms();
+                self.records.put(Record::Run(run)).await?;
+                orphans += 1;
+            }
+            if orphans == 0 && thread.status != ThreadStatus::Busy {
+                continue;
+            }
+            let cut_short = match thread.graph_id.as_deref().and_then(|g| self.assistant(g)) {
+                Some(served) => match served.assistant.snapshot(&thread.thread_id, None).await {
+                    Ok(snapshot) => !snapshot.next.is_empty(),
+                    Err(_) => false,
+                },
+                None => false,
+            };
+            thread.status = if cut_short {
+                ThreadStatus::Interrupted
+            } else {
+                ThreadStatus::Idle
+            };
+            thread.updated_ms = now_ms();
+            self.records.put(Record::Thread(thread)).await?;
+            ended += orphans;
+        }
+        Ok(ended)
+    }
+}
+
+/// A run request (LangGraph's `RunCreate`): the fields this server reads; the others are kept
+/// in the run's `kwargs`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RunCreate {
+    assistant_id: Option<String>,
+    input: Option<Value>,
+    command: Option<Command>,
+    metadata: Option<Map<String, Value>>,
+    stream_mode: Option<Value>,
+    multitask_strategy: Option<String>,
+    if_not_exists: Option<String>,
+    checkpoint_id: Option<String>,
+    checkpoint: Option<Value>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Command {
+    resume: Option<Value>,
+    update: Option<Value>,
+    goto: Option<Value>,
+}
+
+/// Node names: a name, `*`, or a list of names (`interrupt_before`, `goto`).
+fn node_names(value: &Value, what: &str) -> Result<Vec<String>, String> {
+    let one = |v: &Value| {
+        match v {
+        Value::String(name) => Ok(name.clone()),
+        Value::Object(send) if send.contains_key("node") => Err(format!(
+            "`{what}` sends to node {} with an input of its own (a `Send`); this server goes to nodes by name only",
+            send["node"]
+        )),
+        other => Err(format!("`{what}` names nodes by their names, not {other}")),
+    }
+    };
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(list) => list.iter().map(one).collect(),
+        single => Ok(vec![one(single)?]),
+    }
+}
+
+/// What a run request asks beyond its start: breakpoints, `command.update` and `goto`.
+fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
+    let mut options = RunOptions::new();
+    if let Some(before) = &create.interrupt_before {
+        options.interrupt_before = node_names(before, "interrupt_before")?;
+    }
+    if let Some(after) = &create.interrupt_after {
+        options.interrupt_after = node_names(after, "interrupt_after")?;
+    }
+    let checkpoint = match (&create.checkpoint_id, &create.checkpoint) {
+        (Some(id), _) => Some(id.clone()),
+        (None, Some(checkpoint)) => checkpoint["checkpoint_id"].as_str().map(str::to_owned),
+        (None, None) => None,
+    };
+    if let Some(id) = checkpoint {
+        let at = CheckpointId::parse(&id).ok_or_else(|| {
+            format!(
+                "checkpoint `{id}` is not one of the thread's checkpoint ids (`5`, or `5-input` for a run's input)"
+            )
+        })?;
+        options.checkpoint = Some(at.version());
+    }
+    if let Some(command) = &create.command {
+        options.update = command.update.clone().filter(|u| !u.is_null());
+        if let Some(goto) = command.goto.as_ref().filter(|g| !g.is_null()) {
+            options.goto = Some(node_names(goto, "command.goto")?);
+        }
+    }
+    Ok(options)
+}
+
+/// How a run goes, from its request.
+pub(crate) struct Plan {
+    pub(crate) start: Start,
+    pub(crate) options: RunOptions,
+    pub(crate) modes: Vec<Mode>,
+}
+
+/// What a queued run starts with and streams, from its request (`kwargs`): what a worker
+/// reads back (the request was checked when the run was created).
+pub(crate) fn plan(kwargs: &Value) -> Result<Plan, String> {
+    let create: RunCreate = serde_json::from_value(kwargs.clone())
+        .map_err(|e| format!("its request is not valid: {e}"))?;
+    Ok(Plan {
+        start: start_of(&create),
+        options: options_of(&create)?,
+        modes: Mode::parse(create.stream_mode.as_ref())?,
+    })
+}
+
+/// How a run begins: answering interrupts (`command.resume`), or from its `input` (a
+/// `command`'s `update` and `goto` take the place of the input).
+fn start_of(create: &RunCreate) -> Start {
+    match create.command.as_ref().and_then(|c| c.resume.clone()) {
+        Some(resume) => Start::Resume(resume),
+        None => Start::Input(create.input.clone()),
+    }
+}
+
+/// Thread `thread`'s record as a run of `served` leaves it: its metadata names the assistant
+/// and the graph (as LangGraph's server marks a thread a run is created on).
+fn mark_thread(thread: &mut ThreadRecord, served: &Served) {
+    let metadata = &mut thread.metadata;
+    metadata.insert("graph_id".into(), Value::from(served.graph_id.as_str()));
+    metadata.insert(
+        "assistant_id".into(),
+        Value::from(served.assistant_id.as_str()),
+    );
+    thread.updated_ms = now_ms();
+}
+
+/// Writes run `run_id` (pending) and its thread's record, and queues it, after `strategy` said
+/// what to do with the thread's runs not yet ended (on any server).
+async fn queue_run(
+    shared: &Service,
+    mut thread: ThreadRecord,
+    run_id: &str,
+    served: &Served,
+    strategy: &str,
+    kwargs: Value,
+    metadata: Option<Map<String, Value>>,
+) -> Result<RunRecord, ApiError> {
+    let graph_id = served.graph_id.as_str();
+    let thread_id = thread.thread_id.clone();
+    let open: Vec<RunRecord> = shared
+        .records
+        .runs(&thread_id)
+        .await?
+        .into_iter()
+        .filter(|r| !r.status.is_final())
+        .collect();
+    if let Some(stop) = multitask(strategy, !open.is_empty())? {
+        for run in open {
+            cancel_queued(shared, run, stop == Stop::Rollback).await?;
+        }
+    }
+    thread.graph_id = Some(graph_id.to_owned());
+    mark_thread(&mut thread, served);
+    let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
+    run.metadata = run_metadata(metadata, &served.assistant_id, graph_id);
+    shared.records.put(Record::Thread(thread)).await?;
+    shared.records.put(Record::Run(run.clone())).await?;
+    if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
+        // Not queued: no worker would ever end it.
+        let _ = shared.records.delete(RUN, run_id).await;
+        return Err(error.into());
+    }
+    Ok(run)
+}
+
+/// Cancels queued run `run` (`rollback`: and removes what it did): a pending one ends
+/// `interrupted` at once (rolled back: is deleted); a running one is stopped by its worker,
+/// told by `NOTIFY` (which reads from its record whether to roll it back). False if it had
+/// already ended.
+async fn cancel_queued(
+    shared: &Service,
+    mut run: RunRecord,
+    rollback: bool,
+) -> Result<bool, ApiError> {
+    if rollback {
+        run.rollback = true;
+        run.updated_ms = now_ms();
+        shared.records.put(Record::Run(run.clone())).await?;
+    }
+    match shared.records.cancel_queued(&run.run_id).await? {
+        Some(true) => Ok(true),
+        Some(false) if rollback => {
+            shared.records.delete_events(&run.run_id).await?;
+            shared.records.delete(RUN, &run.run_id).await?;
+            Ok(true)
+        }
+        Some(false) => {
+            run.status = RunStatus::Interrupted;
+            run.updated_ms = now_ms();
+            shared.records.put(Record::Run(run)).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// The refusal of a checkpoint thread `thread` does not have.
+pub(crate) fn missing_checkpoint(thread: &str, at: CheckpointId) -> ApiError {
+    ApiError::not_found(format!(
+        "checkpoint `{at}` of thread `{thread}` does not exist"
+    ))
+}
+
+/// A new thread record for a run request's thread.
+pub(crate) fn new_thread(id: &str) -> ThreadRecord {
+    ThreadRecord::new(id, Map::new(), now_ms())
+}

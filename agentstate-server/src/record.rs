@@ -144,11 +144,6 @@ pub struct RunRecord {
     pub created_ms: i64,
     /// When it last changed.
     pub updated_ms: i64,
-    /// Asked to be rolled back (the `rollback` strategy or cancel action): whoever carries it
-    /// out stops it and removes what it did (absent in the JSON when false, and in records
-    /// written before it: false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rollback: bool,
     /// It started running (absent in the JSON when false, and in records written before it:
     /// false).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -181,7 +176,6 @@ impl RunRecord {
             error: None,
             created_ms: now_ms,
             updated_ms: now_ms,
-            rollback: false,
             started: false,
         }
     }

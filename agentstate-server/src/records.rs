@@ -76,9 +76,12 @@ pub(crate) trait Records: Send + Sync + 'static {
     fn release<'a>(&'a self, run: &'a str, owner: &'a str)
         -> BoxFuture<'a, Result<(), StoreError>>;
 
-    /// Cancels queued run `run`.
-    fn cancel_queued<'a>(&'a self, run: &'a str)
-        -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
+    /// Cancels queued run `run` (`rollback`: and undoes what it did).
+    fn cancel_queued<'a>(
+        &'a self,
+        run: &'a str,
+        rollback: bool,
+    ) -> BoxFuture<'a, Result<Option<bool>, StoreError>>;
 
     /// Sweeps the queue.
     fn sweep(&self, grace: Duration, max_attempts: u32)
@@ -244,8 +247,9 @@ impl<B: RecordBackend> Records for Store<B> {
     fn cancel_queued<'a>(
         &'a self,
         run: &'a str,
+        rollback: bool,
     ) -> BoxFuture<'a, Result<Option<bool>, StoreError>> {
-        Box::pin(self.backend().cancel_run(run))
+        Box::pin(self.backend().cancel_run(run, rollback))
     }
 
     fn sweep(

@@ -282,32 +282,60 @@ impl Live {
 /// The runs in progress in this process, and the per-thread locks that order them.
 #[derive(Default)]
 pub(crate) struct Runs {
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    live: Mutex<Registry>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+/// The runs in progress here, and the stops asked of runs before they were (a worker's claimed
+/// run is cancelled before its task registered it): both under one lock, so a stop is never
+/// asked between a run's registration and its check for one.
+#[derive(Default)]
+struct Registry {
+    live: HashMap<String, Arc<Live>>,
+    early: HashMap<String, Stop>,
+}
+
+/// The most stops kept for runs not (yet) in progress here: a cancel notice reaches every
+/// worker process, and most never carry the run out.
+const EARLY_STOPS: usize = 1024;
+
 impl Runs {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Run `run_id`, if it is in progress here.
     pub(crate) fn get(&self, run_id: &str) -> Option<Arc<Live>> {
-        self.live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(run_id)
-            .cloned()
+        self.registry().live.get(run_id).cloned()
     }
 
     /// Every run in progress here.
     pub(crate) fn all(&self) -> Vec<Arc<Live>> {
-        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        map.values().cloned().collect()
+        self.registry().live.values().cloned().collect()
     }
 
     /// The id of a run in progress on `thread`, if there is one.
     pub(crate) fn on_thread(&self, thread: &str) -> Option<String> {
-        let map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        map.values()
+        let registry = self.registry();
+        registry
+            .live
+            .values()
             .find(|l| l.thread_id == thread)
             .map(|l| l.run_id.clone())
+    }
+
+    /// Asks run `run_id` to stop for `why`: at once if it is in progress here, else when it is
+    /// registered here (a run a worker here claimed and is about to start).
+    pub(crate) fn stop(&self, run_id: &str, why: Stop) {
+        let mut registry = self.registry();
+        if let Some(live) = registry.live.get(run_id) {
+            live.stop(why);
+            return;
+        }
+        if registry.early.len() >= EARLY_STOPS {
+            registry.early.clear();
+        }
+        registry.early.insert(run_id.to_owned(), why);
     }
 
     /// Registers `live` unless `refuse` says no to the runs in progress on its thread (checked
@@ -317,14 +345,18 @@ impl Runs {
         live: &Arc<Live>,
         refuse: impl FnOnce(&[Arc<Live>]) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut map = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let on_thread: Vec<Arc<Live>> = map
+        let mut registry = self.registry();
+        let on_thread: Vec<Arc<Live>> = registry
+            .live
             .values()
             .filter(|l| l.thread_id == live.thread_id)
             .cloned()
             .collect();
         refuse(&on_thread)?;
-        map.insert(live.run_id.clone(), Arc::clone(live));
+        if let Some(why) = registry.early.remove(&live.run_id) {
+            live.stop(why);
+        }
+        registry.live.insert(live.run_id.clone(), Arc::clone(live));
         Ok(())
     }
 
@@ -336,10 +368,7 @@ impl Runs {
     }
 
     fn remove(&self, run_id: &str) {
-        self.live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run_id);
+        self.registry().live.remove(run_id);
     }
 
     fn lock_of(&self, thread: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -408,6 +437,9 @@ struct Seen {
     /// from).
     config: Map<String, Value>,
 }
+
+/// How long a rollback waits for the thread's lease that the stopped run left.
+const ROLLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// How a run's task ended.
 enum End {
@@ -502,7 +534,18 @@ impl Job {
         let Some(&version) = self.live.started_at.get() else {
             return Ok(()); // it never started
         };
-        if let Err(error) = self.assistant.rewind(thread, version).await {
+        // The run's future was dropped, but what it started may hold the thread's lease a
+        // moment longer (its lease taken, or renewed, as it was dropped): the rewind, which
+        // takes back this worker's own lease, is tried again until it is free.
+        let mut rewound = self.assistant.rewind(thread, version).await;
+        let deadline = tokio::time::Instant::now() + ROLLBACK_WAIT;
+        while matches!(&rewound, Err(e) if e.category == "thread_leased")
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            rewound = self.assistant.rewind(thread, version).await;
+        }
+        if let Err(error) = rewound {
             return Err(AssistantError::new(
                 error.category,
                 format!(
@@ -1230,5 +1273,38 @@ pub(crate) async fn final_record(
             Some(run) if !run.status.is_final() => tokio::time::sleep(FOLLOW_EVERY).await,
             done => return Ok(done),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_asked_before_a_run_is_registered_stops_it_when_it_is() {
+        let runs = Runs::default();
+        runs.stop("r1", Stop::Rollback);
+        let (r1, r2) = (Live::new("r1", "t1"), Live::new("r2", "t2"));
+        runs.register(&r2, |_| Ok::<_, ()>(())).unwrap();
+        assert_eq!(r2.stopped(), Stop::No);
+        runs.register(&r1, |_| Ok::<_, ()>(())).unwrap();
+        assert_eq!(r1.stopped(), Stop::Rollback);
+        // Asked once: a later run of the same id (another attempt) starts unstopped.
+        runs.remove("r1");
+        let again = Live::new("r1", "t1");
+        runs.register(&again, |_| Ok::<_, ()>(())).unwrap();
+        assert_eq!(again.stopped(), Stop::No);
+        // A run in progress stops at once.
+        runs.stop("r2", Stop::Cancel);
+        assert_eq!(r2.stopped(), Stop::Cancel);
+    }
+
+    #[test]
+    fn early_stops_are_bounded() {
+        let runs = Runs::default();
+        for i in 0..EARLY_STOPS * 3 {
+            runs.stop(&format!("r{i}"), Stop::Cancel);
+        }
+        assert!(runs.registry().early.len() <= EARLY_STOPS);
     }
 }

@@ -648,19 +648,14 @@ async fn queue_run(
 
 /// Cancels queued run `run` (`rollback`: and removes what it did): a pending one ends
 /// `interrupted` at once (rolled back: is deleted); a running one is stopped by its worker,
-/// told by `NOTIFY` (which reads from its record whether to roll it back). False if it had
-/// already ended.
+/// told by `NOTIFY` (the notice says whether to roll it back: its record, which its worker
+/// writes, is not written here). False if it had already ended.
 async fn cancel_queued(
     shared: &Service,
     mut run: RunRecord,
     rollback: bool,
 ) -> Result<bool, ApiError> {
-    if rollback {
-        run.rollback = true;
-        run.updated_ms = now_ms();
-        shared.records.put(Record::Run(run.clone())).await?;
-    }
-    match shared.records.cancel_queued(&run.run_id).await? {
+    match shared.records.cancel_queued(&run.run_id, rollback).await? {
         Some(true) => Ok(true),
         Some(false) if rollback => {
             shared.records.delete_events(&run.run_id).await?;

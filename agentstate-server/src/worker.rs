@@ -177,17 +177,13 @@ async fn listen(
                 Some(RunNotice::Ready) => {
                     ready.send_modify(|n| *n += 1);
                 }
-                Some(RunNotice::Cancel(run)) => {
-                    if let Some(live) = service.runs.get(&run) {
-                        // Its record says whether it is to be rolled back.
-                        let rollback =
-                            matches!(service.records.run(&run).await, Ok(Some(r)) if r.rollback);
-                        live.stop(if rollback {
-                            Stop::Rollback
-                        } else {
-                            Stop::Cancel
-                        });
-                    }
+                Some(RunNotice::Cancel { run, rollback }) => {
+                    let why = if rollback {
+                        Stop::Rollback
+                    } else {
+                        Stop::Cancel
+                    };
+                    service.runs.stop(&run, why);
                 }
                 None => break,
             }

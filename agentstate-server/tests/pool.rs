@@ -70,7 +70,9 @@ fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
                 let thread = s.thread.clone();
                 let lock = exclusive(&dir, &thread);
                 mark(&dir, &format!("first-{thread}"), "ran");
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                // Threads `mt...`: long enough for a second run to come while it runs.
+                let long = thread.starts_with("mt");
+                tokio::time::sleep(Duration::from_millis(if long { 300 } else { 5 })).await;
                 drop(lock);
                 Ok::<_, BoxError>(JobUpdate::default().log(vec!["first".into()]))
             }
@@ -439,6 +441,59 @@ async fn pool(url: &str) {
     let history = call(b, "GET", "/threads/stop-undo/history", None).await;
     assert_eq!(history, json!([]));
     assert_eq!(one.lease_info("stop-undo").await.unwrap(), None);
+
+    // `interrupt` and `rollback`: a second run, created on the other server while the first is
+    // pending, just claimed or running, stops the first every time (interrupted; rolled back:
+    // deleted, its thread as if it had never run), then runs.
+    for strategy in ["interrupt", "rollback"] {
+        let mut pairs = Vec::new();
+        for i in 0..8 {
+            let thread = format!("mt-{strategy}-{i}");
+            call(a, "POST", "/threads", Some(json!({"thread_id": thread}))).await;
+            let input = json!({"assistant_id": "job", "input": {"thread": thread}});
+            let first = call(a, "POST", &format!("/threads/{thread}/runs"), Some(input)).await;
+            // From right away (pending) to well into its first node (running).
+            tokio::time::sleep(Duration::from_millis(i * 40)).await;
+            let body = json!({"assistant_id": "job", "input": {"thread": thread}, "multitask_strategy": strategy});
+            let second = call(b, "POST", &format!("/threads/{thread}/runs"), Some(body)).await;
+            let id = |run: &Value| {
+                run["run_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{run}"))
+                    .to_owned()
+            };
+            pairs.push((thread, id(&first), id(&second)));
+        }
+        for (thread, first, second) in &pairs {
+            eventually(Duration::from_secs(20), "the second run's end", || {
+                let (a, thread, second) = (a.to_owned(), thread.clone(), second.clone());
+                async move { run_status(&a, &thread, &second).await == "success" }
+            })
+            .await;
+            let first_run = call(a, "GET", &format!("/threads/{thread}/runs/{first}"), None).await;
+            let state = call(a, "GET", &format!("/threads/{thread}/state"), None).await;
+            let log = state["values"]["log"].clone();
+            match strategy {
+                "interrupt" => {
+                    assert_eq!(first_run["status"], "interrupted", "{thread}: {first_run}")
+                }
+                _ => {
+                    let why = call(
+                        a,
+                        "GET",
+                        &format!("/threads/{thread}/runs/{first}/join"),
+                        None,
+                    )
+                    .await;
+                    assert_eq!(
+                        first_run["detail"], "Not Found",
+                        "{thread}: {first_run} {why}"
+                    );
+                    assert_eq!(log, json!(["first", "pay"]), "{thread}: {state}");
+                }
+            }
+        }
+    }
 
     // 200 runs on 50 threads, created on both servers.
     let threads: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();

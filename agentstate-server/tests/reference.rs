@@ -1,7 +1,7 @@
 //! The differential harness against LangGraph's own server: `langgraph dev` (langgraph-api,
 //! pinned in `tests/reference/requirements.txt`) serves `tests/reference/graphs.py`, this
-//! server the same graphs written in Rust (`tests/support/reference.rs`), on SQLite, both on
-//! 127.0.0.1; `tests/reference/driver.py` makes the same calls against both with the official
+//! server the same graphs written in Rust (`tests/support/reference.rs`), on SQLite and (feature
+//! `postgres`, `AGENTSTATE_POSTGRES_URL`) on PostgreSQL with workers, all on 127.0.0.1; `tests/reference/driver.py` makes the same calls against both with the official
 //! Python SDK and compares what comes back. A difference fails the test unless
 //! `docs/divergences.md` lists it (and a listed one that no longer differs fails it too).
 //!
@@ -16,6 +16,9 @@
 
 #[path = "support/reference.rs"]
 mod reference;
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod support;
 
 use agentstate_store::SqliteStore;
 use std::path::{Path, PathBuf};
@@ -125,37 +128,20 @@ async fn http_ok(port: u16) -> bool {
     answer.starts_with(b"HTTP/1.1 200")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_server_answers_as_langgraph_dev_does() {
-    let Some(python) = std::env::var_os("AGENTSTATE_LANGGRAPH_REF_PYTHON").map(PathBuf::from)
-    else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "AGENTSTATE_LANGGRAPH_REF_PYTHON is not set under CI: .ci/run installs langgraph dev"
-        );
-        println!("skipped: the differential harness against langgraph dev (AGENTSTATE_LANGGRAPH_REF_PYTHON not set)");
-        return;
-    };
+/// What the drivers printed, and whether each found the servers alike.
+struct Drove {
+    python: std::process::Output,
+    js: Option<std::process::Output>,
+}
+
+/// Runs both drivers against our server at `ours` and the reference at `reference`.
+async fn drive(python: &Path, ours: &str, reference: &str) -> Drove {
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
-    let (_dev, reference_url) = match std::env::var("AGENTSTATE_REFERENCE_URL") {
-        Ok(url) => (None, url),
-        Err(_) => {
-            let (dev, url) = langgraph_dev(&python, &here).await;
-            (Some(dev), url)
-        }
-    };
-
-    let store = SqliteStore::open_in_memory().unwrap();
-    let server = reference::server(&store).build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let ours_url = format!("http://{}", listener.local_addr().unwrap());
-    let serving = tokio::spawn(server.serve(listener));
-
     let divergences = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/divergences.md");
-    let mut driver = tokio::process::Command::new(&python);
+    let mut driver = tokio::process::Command::new(python);
     driver
         .arg(here.join("driver.py"))
-        .args([&ours_url, &reference_url])
+        .args([ours, reference])
         .arg(&divergences)
         .kill_on_drop(true);
     if let Ok(only) = std::env::var("AGENTSTATE_REFERENCE_ONLY") {
@@ -175,7 +161,7 @@ async fn the_server_answers_as_langgraph_dev_does() {
         true => {
             let mut node = tokio::process::Command::new("node");
             node.arg(js.join("reference.mjs"))
-                .args([&ours_url, &reference_url])
+                .args([ours, reference])
                 .arg(&divergences)
                 .current_dir(&js)
                 .kill_on_drop(true);
@@ -200,23 +186,100 @@ async fn the_server_answers_as_langgraph_dev_does() {
             None
         }
     };
-    serving.abort();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
+    Drove {
+        python: output,
+        js: js_output,
+    }
+}
+
+/// Fails unless both drivers found our server (on `backend`) answering as the reference does.
+fn check(drove: &Drove, backend: &str) {
+    let stdout = String::from_utf8_lossy(&drove.python.stdout);
+    let stderr = String::from_utf8_lossy(&drove.python.stderr);
+    println!("{backend}: {stdout}");
     assert!(
-        output.status.success(),
-        "agentstate-server answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
+        drove.python.status.success(),
+        "agentstate-server on {backend} answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
     );
-    if let Some(js) = js_output {
+    if let Some(js) = &drove.js {
         let (stdout, stderr) = (
             String::from_utf8_lossy(&js.stdout),
             String::from_utf8_lossy(&js.stderr),
         );
-        println!("{stdout}");
+        println!("{backend}: {stdout}");
         assert!(
             js.status.success(),
-            "through the JS SDK, agentstate-server answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
+            "through the JS SDK, agentstate-server on {backend} answered otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_answers_as_langgraph_dev_does() {
+    let Some(python) = std::env::var_os("AGENTSTATE_LANGGRAPH_REF_PYTHON").map(PathBuf::from)
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "AGENTSTATE_LANGGRAPH_REF_PYTHON is not set under CI: .ci/run installs langgraph dev"
+        );
+        println!("skipped: the differential harness against langgraph dev (AGENTSTATE_LANGGRAPH_REF_PYTHON not set)");
+        return;
+    };
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
+    let (_dev, reference_url) = match std::env::var("AGENTSTATE_REFERENCE_URL") {
+        Ok(url) => (None, url),
+        Err(_) => {
+            let (dev, url) = langgraph_dev(&python, &here).await;
+            (Some(dev), url)
+        }
+    };
+
+    // On SQLite, runs carried out in the serving process.
+    let store = SqliteStore::open_in_memory().unwrap();
+    let server = reference::server(&store).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ours_url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = tokio::spawn(server.serve(listener));
+    let drove = drive(&python, &ours_url, &reference_url).await;
+    serving.abort();
+    check(&drove, "SQLite");
+
+    // On PostgreSQL, runs queued in the database and carried out by the workers.
+    #[cfg(feature = "postgres")]
+    on_postgres(&python, &reference_url).await;
+}
+
+/// The same drivers against the server on PostgreSQL (a schema of its own) with workers: every
+/// run on a thread goes through the run queue (`AGENTSTATE_POSTGRES_URL`; without it one line,
+/// except under CI, where that is a failure).
+#[cfg(feature = "postgres")]
+async fn on_postgres(python: &Path, reference_url: &str) {
+    use agentstate_store::postgres::PostgresOptions;
+    use agentstate_store::PostgresStore;
+    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "AGENTSTATE_POSTGRES_URL is not set under CI"
+        );
+        println!(
+            "skipped: the differential harness on PostgreSQL (AGENTSTATE_POSTGRES_URL not set)"
+        );
+        return;
+    };
+    let schema = format!("agentstate_reference_{}", std::process::id());
+    let options = PostgresOptions {
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    };
+    let store = PostgresStore::connect_with(&url, options).await.unwrap();
+    let server = reference::server(&store).workers(4).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ours_url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = tokio::spawn(server.serve(listener));
+    let drove = drive(python, &ours_url, reference_url).await;
+    serving.abort();
+    let _ = serving.await;
+    drop(store);
+    support::drop_schema(&url, &schema).await;
+    check(&drove, "PostgreSQL");
 }

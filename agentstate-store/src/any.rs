@@ -368,8 +368,8 @@ impl crate::RecordBackend for AnyBackend {
         dispatch!(self, b => b.release_run(run, owner).await)
     }
 
-    async fn cancel_run(&self, run: &str) -> Result<Option<bool>, StoreError> {
-        dispatch!(self, b => b.cancel_run(run).await)
+    async fn cancel_run(&self, run: &str, rollback: bool) -> Result<Option<bool>, StoreError> {
+        dispatch!(self, b => b.cancel_run(run, rollback).await)
     }
 
     async fn sweep_runs(

@@ -86,6 +86,29 @@ impl Default for PostgresOptions {
     }
 }
 
+/// The payload of a cancel notice: the run and whether to roll it back, as JSON.
+fn cancel_notice(run: &str, rollback: bool) -> String {
+    serde_json::json!({"run": run, "rollback": rollback}).to_string()
+}
+
+/// A cancel notice read back; a payload that is not such JSON is a run's id alone (a plain
+/// cancel, as servers of earlier versions notify it).
+fn read_cancel_notice(payload: &str) -> RunNotice {
+    #[derive(serde::Deserialize)]
+    struct Notice {
+        run: String,
+        #[serde(default)]
+        rollback: bool,
+    }
+    match serde_json::from_str::<Notice>(payload) {
+        Ok(Notice { run, rollback }) => RunNotice::Cancel { run, rollback },
+        Err(_) => RunNotice::Cancel {
+            run: payload.to_owned(),
+            rollback: false,
+        },
+    }
+}
+
 fn db_err(doing: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
     let doing = doing.into();
     move |e| StoreError::backend(BACKEND, doing, e)
@@ -2007,7 +2030,7 @@ impl RecordBackend for Postgres {
         Ok(())
     }
 
-    async fn cancel_run(&self, run: &str) -> Result<Option<bool>, StoreError> {
+    async fn cancel_run(&self, run: &str, rollback: bool) -> Result<Option<bool>, StoreError> {
         let doing = format!("cancelling queued run `{run}`");
         let client = self.client(&doing).await?;
         let queue = &self.sql.queue;
@@ -2033,12 +2056,12 @@ impl RecordBackend for Postgres {
                     &format!(
                         "WITH marked AS (UPDATE {queue} SET cancelled = true
                                      WHERE run = $1 AND status = 'running' RETURNING run)
-                     SELECT pg_notify($2, run) FROM marked"
+                     SELECT pg_notify($2, $3) FROM marked"
                     ),
                     &doing,
                 )
                 .await?,
-                &[&run, &self.sql.cancel],
+                &[&run, &self.sql.cancel, &cancel_notice(run, rollback)],
             )
             .await
             .map_err(db_err(&doing))?;
@@ -2141,7 +2164,7 @@ impl RecordBackend for Postgres {
                     continue;
                 };
                 let notice = if n.channel() == cancel {
-                    RunNotice::Cancel(n.payload().to_owned())
+                    read_cancel_notice(n.payload())
                 } else {
                     RunNotice::Ready
                 };

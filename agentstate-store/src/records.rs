@@ -72,8 +72,14 @@ pub struct Swept {
 pub enum RunNotice {
     /// A run can be claimed (a new one, one put back, or a thread freed).
     Ready,
-    /// Run `0` was cancelled: its worker stops it.
-    Cancel(String),
+    /// Run `run` was cancelled: its worker stops it (`rollback`: and takes its thread back to
+    /// where it stood before the run).
+    Cancel {
+        /// The run's id.
+        run: String,
+        /// Whether what the run did is to be undone.
+        rollback: bool,
+    },
 }
 
 fn no_queue(doing: &str) -> StoreError {
@@ -181,12 +187,15 @@ pub trait RecordBackend: Backend {
     }
 
     /// Cancels run `run`: a pending run leaves the queue (`Some(false)`), a running one stays
-    /// and its worker is told to stop it (`Some(true)`); `None` if it is not queued.
+    /// and its worker is told to stop it (`Some(true)`), and whether to undo what it did
+    /// (`rollback`, in the same notice: nothing the worker writes meanwhile can lose it);
+    /// `None` if it is not queued.
     fn cancel_run(
         &self,
         run: &str,
+        rollback: bool,
     ) -> impl Future<Output = Result<Option<bool>, StoreError>> + Send {
-        let _ = run;
+        let _ = (run, rollback);
         async { Err(no_queue("cancelling a queued run")) }
     }
 
@@ -502,19 +511,19 @@ mod tests {
         assert_eq!(swept.requeued, [claimed("b1", "tb", 1)]);
         assert!(swept.exhausted.is_empty() && swept.cancelled.is_empty());
         lease.release().await.unwrap();
-        assert_eq!(q.cancel_run("b1").await.unwrap(), Some(false));
-        assert_eq!(q.cancel_run("a2").await.unwrap(), Some(true));
+        assert_eq!(q.cancel_run("b1", false).await.unwrap(), Some(false));
+        assert_eq!(q.cancel_run("a2", true).await.unwrap(), Some(true));
         let mut cancels = Vec::new();
         while let Ok(Some(notice)) =
             tokio::time::timeout(Duration::from_secs(5), notices.recv()).await
         {
-            if let RunNotice::Cancel(run) = notice {
-                cancels.push(run);
+            if let RunNotice::Cancel { run, rollback } = notice {
+                cancels.push((run, rollback));
                 break;
             }
         }
-        assert_eq!(cancels, ["a2"]);
-        assert_eq!(q.cancel_run("nope").await.unwrap(), None);
+        assert_eq!(cancels, [("a2".to_owned(), true)]);
+        assert_eq!(q.cancel_run("nope", false).await.unwrap(), None);
         let swept = q.sweep_runs(Duration::ZERO, 3).await.unwrap();
         assert_eq!(swept.cancelled, [claimed("a2", "ta", 1)]);
         // Attempts are capped: the third claim's run is taken out when its worker stops.

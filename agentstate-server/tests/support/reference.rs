@@ -5,7 +5,7 @@ use agentstate::message::{Message, Role};
 use agentstate::AgentState;
 use agentstate_graph::{BoxError, CompileError, Context, Graph, END};
 use agentstate_server::{Server, ServerBuilder};
-use agentstate_store::SqliteStore;
+use agentstate_store::{RecordBackend, Store};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -142,7 +142,7 @@ pub fn slow() -> Result<Graph<Slow, &'static str>, CompileError> {
 }
 
 /// A server builder with the five graphs, in `langgraph.json`'s order.
-pub fn server(store: &SqliteStore) -> ServerBuilder {
+pub fn server<B: RecordBackend>(store: &Store<B>) -> ServerBuilder {
     Server::builder(store)
         .assistant("three", three().unwrap().durable(store))
         .assistant("chat", chat().unwrap().durable(store))

@@ -15,7 +15,7 @@ use crate::record::{
 };
 use crate::records::Records;
 use crate::runs::{final_record, Job, Live, Mode, Runs, Stop};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -493,27 +493,45 @@ impl Service {
 
 /// A run request (LangGraph's `RunCreate`): the fields this server reads; the others are kept
 /// in the run's `kwargs`.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct RunCreate {
+pub(crate) struct RunCreate {
+    /// The assistant to run: its id or its graph id.
+    #[schema(required = true)]
     assistant_id: Option<String>,
+    /// The run's input: an update of the state (`null`: the run continues the thread's last).
     input: Option<Value>,
+    /// What to resume the thread's interrupts with, an update, where to go.
     command: Option<Command>,
+    /// The run's metadata.
     metadata: Option<Map<String, Value>>,
+    /// What to stream: a mode (`values`, the default; `updates`, `messages`, `messages-tuple`,
+    /// `custom`, `tasks`, `checkpoints`, `debug`, `events`) or a list of them.
     stream_mode: Option<Value>,
+    /// What a run on a busy thread does: `enqueue` (the default), `reject`, `interrupt` or
+    /// `rollback`.
     multitask_strategy: Option<String>,
+    /// `create`: a missing thread is created (`reject`, the default: 404).
     if_not_exists: Option<String>,
+    /// The checkpoint the run starts from.
     checkpoint_id: Option<String>,
+    /// The checkpoint the run starts from, as its config (`{"checkpoint_id": ...}`).
     checkpoint: Option<Value>,
+    /// Nodes to stop before (names, or `*`).
     interrupt_before: Option<Value>,
+    /// Nodes to stop after (names, or `*`).
     interrupt_after: Option<Value>,
 }
 
-#[derive(Deserialize, Default)]
+/// A run's command (LangGraph's `Command`). `Serialize`: the spec shows its default (`null`).
+#[derive(Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct Command {
+pub(crate) struct Command {
+    /// The answers to the thread's interrupts.
     resume: Option<Value>,
+    /// An update merged as the run's input.
     update: Option<Value>,
+    /// The node (or nodes) the run's first step goes to.
     goto: Option<Value>,
 }
 

@@ -184,7 +184,7 @@ struct AssistantSearch {
     tag = "Assistants",
     summary = "Search Assistants",
     description = "The assistants of the served graphs (one each), the last served first.",
-    request_body = Option<AssistantSearch>,
+    request_body = AssistantSearch,
     responses(
         (status = 200, description = "Success", body = Vec<Assistant>),
         (status = 422, description = "Validation Error", body = ErrorResponse),
@@ -377,7 +377,7 @@ struct ThreadCreate {
     tag = "Threads",
     summary = "Create Thread",
     description = "Creates a thread (`if_exists: do_nothing`: answers the existing one).",
-    request_body = Option<ThreadCreate>,
+    request_body = ThreadCreate,
     responses(
         (status = 200, description = "Success", body = Thread),
         (status = 409, description = "Conflict", body = ErrorResponse),
@@ -493,7 +493,7 @@ impl ThreadSearch {
     tag = "Threads",
     summary = "Search Threads",
     description = "The threads whose metadata, values, status and ids match, sorted and paged.",
-    request_body = Option<ThreadSearch>,
+    request_body = ThreadSearch,
     responses(
         (status = 200, description = "Success", body = Vec<Thread>),
         (status = 422, description = "Validation Error", body = ErrorResponse),
@@ -520,7 +520,7 @@ async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
     tag = "Threads",
     summary = "Count Threads",
     description = "How many threads a search finds.",
-    request_body = Option<ThreadSearch>,
+    request_body = ThreadSearch,
     responses(
         (status = 200, description = "Success", content_type = "application/json", body = usize),
         (status = 422, description = "Validation Error", body = ErrorResponse),
@@ -576,7 +576,7 @@ struct ThreadPatch {
     summary = "Patch Thread",
     description = "Merges metadata into a thread's.",
     params(ThreadPath),
-    request_body = Option<ThreadPatch>,
+    request_body = ThreadPatch,
     responses(
         (status = 200, description = "Success", body = Thread),
         (status = 404, description = "Not Found", body = ErrorResponse),
@@ -764,7 +764,7 @@ struct StateUpdate {
     summary = "Update Thread State",
     description = "Merges values into the thread's state as a node's update (`as_node`), at its head or at an earlier checkpoint (a fork).",
     params(ThreadPath),
-    request_body = Option<StateUpdate>,
+    request_body = StateUpdate,
     responses(
         (status = 200, description = "Success", body = ThreadStateUpdateResponse),
         (status = 404, description = "Not Found", body = ErrorResponse),
@@ -923,7 +923,7 @@ async fn history_get(
     summary = "Get Thread History Post",
     description = "The thread's checkpoints on every branch, the newest first.",
     params(ThreadPath),
-    request_body = Option<HistoryQuery>,
+    request_body = HistoryQuery,
     responses(
         (status = 200, description = "Success", body = Vec<ThreadState>),
         (status = 404, description = "Not Found", body = ErrorResponse),

@@ -521,6 +521,39 @@ pub(crate) struct RunCreate {
     interrupt_before: Option<Value>,
     /// Nodes to stop after (names, or `*`).
     interrupt_after: Option<Value>,
+    // Read from the run's `kwargs` where they take effect; here for the spec (any JSON reads,
+    // so a request is accepted as before).
+    /// The run's config: its `configurable` is added to the run's own, shown in its config and
+    /// its checkpoints' metadata (the graph's nodes do not read it).
+    #[schema(value_type = Option<Object>)]
+    #[allow(dead_code)]
+    config: Option<Value>,
+    /// The run's context, shown in its checkpoints' metadata.
+    #[schema(value_type = Option<Object>)]
+    #[allow(dead_code)]
+    context: Option<Value>,
+    /// Accepted: a subgraph's events are streamed as the graph's own.
+    #[schema(value_type = Option<bool>)]
+    #[allow(dead_code)]
+    stream_subgraphs: Option<Value>,
+    /// Whether the run's events are numbered (their SSE `id`) and kept, to be streamed again
+    /// after it ended (`GET .../runs/{run_id}/stream` with `Last-Event-ID`).
+    #[schema(value_type = Option<bool>)]
+    #[allow(dead_code)]
+    stream_resumable: Option<Value>,
+    /// `cancel`: the run is cancelled when the client that streams or waits for it goes away
+    /// (`continue`, the default, lets it run).
+    #[schema(value_type = Option<String>)]
+    #[allow(dead_code)]
+    on_disconnect: Option<Value>,
+    /// The run waits this many seconds (`pending`) before it starts.
+    #[schema(value_type = Option<f64>)]
+    #[allow(dead_code)]
+    after_seconds: Option<Value>,
+    /// Shown in the run's metadata (`async` by default); every step is committed either way.
+    #[schema(value_type = Option<String>)]
+    #[allow(dead_code)]
+    durability: Option<Value>,
 }
 
 /// A run's command (LangGraph's `Command`). `Serialize`: the spec shows its default (`null`).

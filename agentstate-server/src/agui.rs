@@ -310,9 +310,9 @@ fn messages_of(field: Option<&str>, values: &Value) -> Vec<Message> {
     request_body = crate::openapi::RunAgentInput,
     responses(
         (status = 200, description = "Success: the run's AG-UI events, as server-sent events", content_type = "text/event-stream", body = crate::openapi::EventStream),
-        (status = 404, description = "Not Found", body = crate::openapi::ErrorResponse),
-        (status = 409, description = "Conflict", body = crate::openapi::ErrorResponse),
-        (status = 422, description = "Validation Error", body = crate::openapi::ErrorResponse),
+        (status = 404, description = "Not Found", body = crate::error::ErrorResponse),
+        (status = 409, description = "Conflict", body = crate::error::ErrorResponse),
+        (status = 422, description = "Validation Error", body = crate::error::ErrorResponse),
     )
 )]
 async fn run(

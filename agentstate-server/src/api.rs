@@ -2,14 +2,13 @@
 
 use crate::branches;
 use crate::checkpoints::{
-    self, checkpoint_json, empty_state, interrupt_json, CheckpointId, Checkpoints,
+    self, empty_state, interrupt_json, CheckpointConfig, CheckpointId, Checkpoints,
 };
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorResponse};
 use crate::metadata::{run_json, task_id};
 use crate::openapi::{
-    AssistantPath, CancelParams, CheckpointPath, ErrorResponse, EventStream, Health, HistoryParams,
-    Info, Run, RunPath, RunResult, RunsParams, StreamHeaders, Thread, ThreadPath, ThreadState,
-    ThreadStateUpdateResponse,
+    AssistantPath, CancelParams, CheckpointPath, EventStream, HistoryParams, Run, RunPath,
+    RunResult, RunsParams, StreamHeaders, Thread, ThreadPath, ThreadState,
 };
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
 use crate::runs::{stored_frames, Frame, Live, Stop};
@@ -91,8 +90,41 @@ fn ok(value: Value) -> Answer {
     description = "Whether the server is up (never behind the API key).",
     responses((status = 200, description = "Success", body = Health))
 )]
-async fn health() -> Json<Value> {
-    Json(json!({"ok": true}))
+async fn health() -> Json<Health> {
+    Json(Health { ok: true })
+}
+
+/// `GET /ok`'s answer.
+#[derive(Serialize, ToSchema)]
+#[schema(as = HealthResponse)]
+struct Health {
+    /// Indicates the server is healthy.
+    ok: bool,
+}
+
+/// `GET /info`'s answer (its fields by name, as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+#[schema(as = ServerInfo)]
+struct Info {
+    /// Enabled features and capabilities.
+    flags: Flags,
+    /// Always `null`: no graph here is LangGraph JS's.
+    langgraph_js_version: Option<String>,
+    /// This server's version.
+    version: &'static str,
+}
+
+/// The features `GET /info` says the server has.
+#[derive(Serialize, ToSchema)]
+struct Flags {
+    /// Assistants are served.
+    assistants: bool,
+    /// No crons.
+    crons: bool,
+    /// No LangSmith.
+    langsmith: bool,
+    /// No LangSmith tracing replicas.
+    langsmith_tracing_replicas: bool,
 }
 
 #[utoipa::path(
@@ -103,12 +135,17 @@ async fn health() -> Json<Value> {
     description = "The server's version and feature flags.",
     responses((status = 200, description = "Success", body = Info))
 )]
-async fn info() -> Json<Value> {
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "langgraph_js_version": null,
-        "flags": {"assistants": true, "crons": false, "langsmith": false, "langsmith_tracing_replicas": false},
-    }))
+async fn info() -> Json<Info> {
+    Json(Info {
+        flags: Flags {
+            assistants: true,
+            crons: false,
+            langsmith: false,
+            langsmith_tracing_replicas: false,
+        },
+        langgraph_js_version: None,
+        version: env!("CARGO_PKG_VERSION"),
+    })
 }
 
 // ---- assistants ----
@@ -140,6 +177,7 @@ struct Assistant {
 }
 
 impl Assistant {
+    /// The assistant of `served`.
     fn of(served: &Served) -> Self {
         let epoch = iso8601(0);
         let mut metadata = Map::new();
@@ -821,11 +859,23 @@ async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes)
     thread.updated_ms = now_ms();
     service.records.put(Record::Thread(thread)).await?;
     let checkpoint = CheckpointId::version_of_head(version);
-    ok(json!({
-        "checkpoint": checkpoint_json(&id, checkpoint),
-        "checkpoint_id": checkpoint.to_string(),
-        "configurable": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": checkpoint.to_string()},
-    }))
+    let made = ThreadStateUpdateResponse {
+        checkpoint: CheckpointConfig::at(&id, checkpoint),
+        checkpoint_id: checkpoint.to_string(),
+        configurable: CheckpointConfig::at(&id, checkpoint),
+    };
+    Ok(Json(made).into_response())
+}
+
+/// What a state update made (its fields by name, as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+struct ThreadStateUpdateResponse {
+    /// The checkpoint it made.
+    checkpoint: CheckpointConfig,
+    /// Its id.
+    checkpoint_id: String,
+    /// Its address, as a run's `configurable`.
+    configurable: CheckpointConfig,
 }
 
 /// Checkpoint id `checkpoint` of thread `thread`, read.

@@ -5,10 +5,12 @@
 //! its own: the served graphs' ids as `graph_id`'s enum, and the `x-api-key` scheme when the
 //! server has a key. The page is the reference's: Scalar's API reference with the spec inlined.
 //!
-//! The schemas here describe answers that the handlers build as JSON (a thread, a run, a
-//! state...): they are named and shaped as the reference's spec names them, and used only for
-//! the spec.
+//! The schemas here are named and shaped as the reference's spec names them. Most describe
+//! answers that the handlers build as JSON (a thread, a run, a state...) and serve only the
+//! spec; the answers the handlers build from a type (an assistant, a checkpoint's address...)
+//! are described by that type.
 
+use crate::checkpoints::CheckpointConfig;
 use axum::extract::Extension;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
@@ -152,36 +154,6 @@ pub(crate) async fn docs(Extension(docs): Extension<Arc<Docs>>) -> Html<String> 
 
 // ---- schemas of the answers (for the spec only) ----
 
-/// An error: what was refused or failed, and why (`ApiError`'s body).
-#[derive(ToSchema)]
-#[allow(dead_code)] // A schema: `ApiError` builds the body.
-pub(crate) struct ErrorResponse {
-    /// Human-readable error message.
-    detail: String,
-}
-
-/// `GET /ok`'s answer.
-#[derive(ToSchema)]
-#[schema(as = HealthResponse)]
-#[allow(dead_code)] // A schema: the handler builds the body.
-pub(crate) struct Health {
-    /// Indicates the server is healthy.
-    ok: bool,
-}
-
-/// `GET /info`'s answer.
-#[derive(ToSchema)]
-#[schema(as = ServerInfo)]
-#[allow(dead_code)] // A schema: the handler builds the body.
-pub(crate) struct Info {
-    /// This server's version.
-    version: String,
-    /// Always `null`: no graph here is LangGraph JS's.
-    langgraph_js_version: Option<String>,
-    /// Enabled features and capabilities.
-    flags: Map<String, Value>,
-}
-
 /// A thread's status.
 #[derive(ToSchema)]
 #[schema(rename_all = "lowercase")]
@@ -225,18 +197,6 @@ pub(crate) struct Thread {
     error: Option<Value>,
 }
 
-/// A checkpoint's address.
-#[derive(ToSchema)]
-#[allow(dead_code)] // A schema: the handlers build the body.
-pub(crate) struct CheckpointConfig {
-    /// Its thread.
-    thread_id: String,
-    /// Its namespace (`""`: the graph's own).
-    checkpoint_ns: String,
-    /// Its id.
-    checkpoint_id: String,
-}
-
 /// A thread's state at a checkpoint.
 #[derive(ToSchema)]
 #[allow(dead_code)] // A schema: the handlers build the body.
@@ -257,18 +217,6 @@ pub(crate) struct ThreadState {
     parent_checkpoint: Option<CheckpointConfig>,
     /// The questions the thread waits for there.
     interrupts: Vec<Value>,
-}
-
-/// What a state update made.
-#[derive(ToSchema)]
-#[allow(dead_code)] // A schema: the handler builds the body.
-pub(crate) struct ThreadStateUpdateResponse {
-    /// The checkpoint it made.
-    checkpoint: CheckpointConfig,
-    /// Its id.
-    checkpoint_id: String,
-    /// Its address, as a run's `configurable`.
-    configurable: CheckpointConfig,
 }
 
 /// A run's status.

@@ -1122,6 +1122,16 @@ async fn the_spec_documents_every_route_the_server_serves_and_no_other() {
             "{what} is not served: {answer}"
         );
     }
+    // The answers built from the types that give their schemas: their JSON as it was (its
+    // keys by name).
+    let (_, _, body) = call(&app, "GET", "/info", None, Some("k")).await;
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"flags":{{"assistants":true,"crons":false,"langsmith":false,"langsmith_tracing_replicas":false}},"langgraph_js_version":null,"version":"{version}"}}"#
+        )
+    );
     let error = &spec["components"]["schemas"]["ErrorResponse"];
     assert_eq!(error["required"], json!(["detail"]));
     // The request types' schemas, by the reference's names, their fields as serde reads them.

@@ -90,6 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("  LangGraph API (JS and Python SDKs, useStream): http://{at}");
     println!("  AG-UI (HttpAgent, CopilotKit):                 http://{at}/agui/desk");
+    println!("  API reference (OpenAPI: /openapi.json):        http://{at}/docs");
     server.serve(listener).await?;
     Ok(())
 }

@@ -17,13 +17,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, PoisonError};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 /// The name of the frames of a run's AG-UI events (beside the LangGraph ones of other runs).
 const FRAME: &str = "agui";
@@ -39,9 +39,9 @@ const AGUI_FIELD: &str = "ag-ui";
 /// `CopilotKitState`, as ag-ui-langgraph fills it).
 const COPILOTKIT_FIELD: &str = "copilotkit";
 
-/// The AG-UI route.
-pub(crate) fn routes() -> Router<Arc<Service>> {
-    Router::new().route("/agui/{assistant}", post(run))
+/// The AG-UI route, with its entry in the spec.
+pub(crate) fn routes() -> OpenApiRouter<Arc<Service>> {
+    OpenApiRouter::new().routes(routes!(run))
 }
 
 /// One run's AG-UI events from its [`RunEvent`]s, framed as ag-ui-langgraph frames a LangGraph
@@ -300,6 +300,21 @@ fn messages_of(field: Option<&str>, values: &Value) -> Vec<Message> {
 }
 
 /// `POST /agui/{assistant}`: a run on thread `threadId`, streamed as AG-UI events.
+#[utoipa::path(
+    post,
+    path = "/agui/{assistant}",
+    tag = "AG-UI",
+    summary = "Run an AG-UI Agent",
+    description = "A durable run of the assistant on thread `threadId` (created if missing), with the client's `runId` (an interrupted run's, to resume it), streamed as AG-UI events (`data: <event JSON>` frames).",
+    params(("assistant" = String, Path, description = "The assistant's graph id or assistant id.")),
+    request_body = crate::openapi::RunAgentInput,
+    responses(
+        (status = 200, description = "Success: the run's AG-UI events, as server-sent events", content_type = "text/event-stream", body = crate::openapi::EventStream),
+        (status = 404, description = "Not Found", body = crate::error::ErrorResponse),
+        (status = 409, description = "Conflict", body = crate::error::ErrorResponse),
+        (status = 422, description = "Validation Error", body = crate::error::ErrorResponse),
+    )
+)]
 async fn run(
     State(service): State<Arc<Service>>,
     Path(assistant): Path<String>,

@@ -2,66 +2,71 @@
 
 use crate::branches;
 use crate::checkpoints::{
-    self, checkpoint_json, empty_state, interrupt_json, CheckpointId, Checkpoints,
+    self, empty_state, interrupt_json, CheckpointConfig, CheckpointId, Checkpoints,
 };
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorResponse};
 use crate::metadata::{run_json, task_id};
+use crate::openapi::{
+    AssistantPath, CancelParams, CheckpointPath, EventStream, HistoryParams, Run, RunPath,
+    RunResult, RunsParams, StreamHeaders, Thread, ThreadPath, ThreadState,
+};
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
 use crate::runs::{stored_frames, Frame, Live, Stop};
-use crate::service::{missing_checkpoint, Cancelled, Created, Served, Service};
+use crate::service::{missing_checkpoint, Cancelled, Created, RunCreate, Served, Service};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::routing::any;
+use axum::Json;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 type Api = State<Arc<Service>>;
 type Answer = Result<Response, ApiError>;
 
-/// Every route.
-pub(crate) fn routes() -> Router<Arc<Service>> {
-    Router::new()
-        .route("/ok", get(|| async { Json(json!({"ok": true})) }))
-        .route("/info", get(info))
-        .route("/assistants/search", post(search_assistants))
-        .route("/assistants/{id}", get(get_assistant))
-        .route("/assistants/{id}/graph", get(assistant_graph))
-        .route("/assistants/{id}/schemas", get(assistant_schemas))
-        .route("/threads", post(create_thread))
-        .route("/threads/search", post(search_threads))
-        .route("/threads/count", post(count_threads))
-        .route("/runs/crons", axum::routing::any(not_served))
-        .route("/runs/crons/{*rest}", axum::routing::any(not_served))
-        .route("/threads/{id}/runs/crons", axum::routing::any(not_served))
-        .route("/store/{*rest}", axum::routing::any(not_served))
-        .route(
-            "/threads/{id}",
-            get(get_thread).patch(patch_thread).delete(delete_thread),
-        )
-        .route("/threads/{id}/copy", post(copy_thread))
-        .route("/threads/{id}/state", get(thread_state).post(update_state))
-        .route("/threads/{id}/state/{checkpoint}", get(thread_state_at))
-        .route("/threads/{id}/history", get(history_get).post(history_post))
-        .route("/threads/{id}/runs", get(list_runs).post(create_background))
-        .route("/threads/{id}/runs/stream", post(create_stream))
-        .route("/threads/{id}/runs/wait", post(create_wait))
-        .route("/threads/{id}/runs/{rid}", get(get_run).delete(delete_run))
-        .route("/threads/{id}/runs/{rid}/join", get(join_run))
-        .route("/threads/{id}/runs/{rid}/stream", get(join_stream))
-        .route("/threads/{id}/runs/{rid}/cancel", post(cancel_run))
-        .route("/runs", post(stateless_background))
-        .route("/runs/stream", post(stateless_stream))
-        .route("/runs/wait", post(stateless_wait))
+/// Every route, each with its entry in the spec (its `#[utoipa::path]`), but those of what is
+/// not served (crons, the store API), which only refuse.
+pub(crate) fn routes() -> OpenApiRouter<Arc<Service>> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(info))
+        .routes(routes!(search_assistants))
+        .routes(routes!(get_assistant))
+        .routes(routes!(assistant_graph))
+        .routes(routes!(assistant_schemas))
+        .routes(routes!(create_thread))
+        .routes(routes!(search_threads))
+        .routes(routes!(count_threads))
+        .route("/runs/crons", any(not_served))
+        .route("/runs/crons/{*rest}", any(not_served))
+        .route("/threads/{thread_id}/runs/crons", any(not_served))
+        .route("/store/{*rest}", any(not_served))
+        .routes(routes!(get_thread, patch_thread, delete_thread))
+        .routes(routes!(copy_thread))
+        .routes(routes!(thread_state, update_state))
+        .routes(routes!(thread_state_at))
+        .routes(routes!(history_get, history_post))
+        .routes(routes!(list_runs, create_background))
+        .routes(routes!(create_stream))
+        .routes(routes!(create_wait))
+        .routes(routes!(get_run, delete_run))
+        .routes(routes!(join_run))
+        .routes(routes!(join_stream))
+        .routes(routes!(cancel_run))
+        .routes(routes!(stateless_background))
+        .routes(routes!(stateless_stream))
+        .routes(routes!(stateless_wait))
 }
 
 /// A JSON body as `T`; an empty body is `T::default()`.
@@ -77,30 +82,119 @@ fn ok(value: Value) -> Answer {
     Ok(Json(value).into_response())
 }
 
-async fn info() -> Json<Value> {
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "langgraph_js_version": null,
-        "flags": {"assistants": true, "crons": false, "langsmith": false, "langsmith_tracing_replicas": false},
-    }))
+#[utoipa::path(
+    get,
+    path = "/ok",
+    tag = "System",
+    summary = "Health Check",
+    description = "Whether the server is up (never behind the API key).",
+    responses((status = 200, description = "Success", body = Health))
+)]
+async fn health() -> Json<Health> {
+    Json(Health { ok: true })
+}
+
+/// `GET /ok`'s answer.
+#[derive(Serialize, ToSchema)]
+#[schema(as = HealthResponse)]
+struct Health {
+    /// Indicates the server is healthy.
+    ok: bool,
+}
+
+/// `GET /info`'s answer (its fields by name, as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+#[schema(as = ServerInfo)]
+struct Info {
+    /// Enabled features and capabilities.
+    flags: Flags,
+    /// Always `null`: no graph here is LangGraph JS's.
+    langgraph_js_version: Option<String>,
+    /// This server's version.
+    version: &'static str,
+}
+
+/// The features `GET /info` says the server has.
+#[derive(Serialize, ToSchema)]
+struct Flags {
+    /// Assistants are served.
+    assistants: bool,
+    /// No crons.
+    crons: bool,
+    /// No LangSmith.
+    langsmith: bool,
+    /// No LangSmith tracing replicas.
+    langsmith_tracing_replicas: bool,
+}
+
+#[utoipa::path(
+    get,
+    path = "/info",
+    tag = "System",
+    summary = "Server Information",
+    description = "The server's version and feature flags.",
+    responses((status = 200, description = "Success", body = Info))
+)]
+async fn info() -> Json<Info> {
+    Json(Info {
+        flags: Flags {
+            assistants: true,
+            crons: false,
+            langsmith: false,
+            langsmith_tracing_replicas: false,
+        },
+        langgraph_js_version: None,
+        version: env!("CARGO_PKG_VERSION"),
+    })
 }
 
 // ---- assistants ----
 
-fn assistant_json(served: &Served) -> Value {
-    let epoch = iso8601(0);
-    json!({
-        "assistant_id": served.assistant_id,
-        "graph_id": served.graph_id,
-        "name": served.graph_id,
-        "description": null,
-        "config": {},
-        "context": {},
-        "metadata": {"created_by": "system"},
-        "version": 1,
-        "created_at": epoch,
-        "updated_at": epoch,
-    })
+/// An assistant, as LangGraph's server shows the one it made for a graph (its fields by name,
+/// as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+struct Assistant {
+    /// The assistant's id: the UUID v5 of its graph id.
+    assistant_id: String,
+    /// Its config (none).
+    config: Map<String, Value>,
+    /// Its context (none).
+    context: Map<String, Value>,
+    /// When it was made (never: the epoch).
+    created_at: String,
+    /// Its description (none).
+    description: Option<String>,
+    /// Its graph.
+    graph_id: String,
+    /// Its metadata: `{"created_by": "system"}`.
+    metadata: Map<String, Value>,
+    /// Its name: its graph id.
+    name: String,
+    /// When it was last updated (the epoch).
+    updated_at: String,
+    /// Its version: 1.
+    version: u32,
+}
+
+impl Assistant {
+    /// The assistant of `served`.
+    fn of(served: &Served) -> Self {
+        let epoch = iso8601(0);
+        let mut metadata = Map::new();
+        metadata.insert("created_by".into(), "system".into());
+        Assistant {
+            assistant_id: served.assistant_id.clone(),
+            config: Map::new(),
+            context: Map::new(),
+            created_at: epoch.clone(),
+            description: None,
+            graph_id: served.graph_id.clone(),
+            metadata,
+            name: served.graph_id.clone(),
+            updated_at: epoch,
+            version: 1,
+        }
+    }
 }
 
 fn served<'a>(service: &'a Service, id: &str) -> Result<&'a Served, ApiError> {
@@ -109,33 +203,62 @@ fn served<'a>(service: &'a Service, id: &str) -> Result<&'a Served, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("assistant `{id}` does not exist")))
 }
 
-#[derive(Deserialize, Default)]
+/// An assistant search: the fields this server reads.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
+#[schema(as = AssistantSearchRequest)]
 struct AssistantSearch {
+    /// Only the assistant of this graph.
     graph_id: Option<String>,
+    /// At most this many (10 by default).
     limit: Option<usize>,
+    /// After skipping this many.
     offset: Option<usize>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/assistants/search",
+    tag = "Assistants",
+    summary = "Search Assistants",
+    description = "The assistants of the served graphs (one each), the last served first.",
+    request_body = AssistantSearch,
+    responses(
+        (status = 200, description = "Success", body = Vec<Assistant>),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn search_assistants(State(service): Api, bytes: Bytes) -> Answer {
     let query: AssistantSearch = body(&bytes, "an assistant search")?;
     // The newest first, as LangGraph's server lists the assistants it made for its graphs, in
     // their order: the last served first.
-    let found: Vec<Value> = service
+    let found: Vec<Assistant> = service
         .assistants
         .iter()
         .rev()
         .filter(|a| query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id))
         .skip(query.offset.unwrap_or(0))
         .take(query.limit.unwrap_or(10))
-        .map(assistant_json)
+        .map(Assistant::of)
         .collect();
-    ok(Value::from(found))
+    Ok(Json(found).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/assistants/{assistant_id}",
+    tag = "Assistants",
+    summary = "Get Assistant",
+    description = "An assistant, by its id or its graph id.",
+    params(AssistantPath),
+    responses(
+        (status = 200, description = "Success", body = Assistant),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn get_assistant(State(service): Api, Path(id): Path<String>) -> Answer {
     match service.assistant(&id) {
-        Some(served) => ok(assistant_json(served)),
+        Some(served) => Ok(Json(Assistant::of(served)).into_response()),
         // As LangGraph's server answers it.
         None => Err(ApiError::not_found("Not Found")),
     }
@@ -143,6 +266,18 @@ async fn get_assistant(State(service): Api, Path(id): Path<String>) -> Answer {
 
 /// The graph as LangGraph draws it: its nodes between `__start__` and `__end__`, and every
 /// edge, sorted (a conditional one marked so).
+#[utoipa::path(
+    get,
+    path = "/assistants/{assistant_id}/graph",
+    tag = "Assistants",
+    summary = "Get Assistant Graph",
+    description = "The assistant's graph: its nodes (`__start__` and `__end__` included) and its edges.",
+    params(AssistantPath),
+    responses(
+        (status = 200, description = "Success", body = Object),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn assistant_graph(State(service): Api, Path(id): Path<String>) -> Answer {
     let served = served(&service, &id)?;
     let node = |id: &str| json!({"id": id, "type": "runnable", "data": {"name": id}});
@@ -173,6 +308,36 @@ async fn assistant_graph(State(service): Api, Path(id): Path<String>) -> Answer 
     ok(json!({"nodes": nodes, "edges": edges}))
 }
 
+/// A graph's schemas (its state's, as its input, output and state).
+#[derive(Serialize, ToSchema)]
+struct GraphSchema {
+    /// Its config's schema (none).
+    config_schema: Option<Value>,
+    /// Its context's schema (none).
+    context_schema: Option<Value>,
+    /// The graph.
+    graph_id: String,
+    /// Its input's schema: its state's.
+    input_schema: Value,
+    /// Its output's schema: its state's.
+    output_schema: Value,
+    /// Its state's schema.
+    state_schema: Value,
+}
+
+#[utoipa::path(
+    get,
+    path = "/assistants/{assistant_id}/schemas",
+    tag = "Assistants",
+    summary = "Get Assistant Schemas",
+    description = "The JSON Schemas of the assistant's graph (by assistant id only, as LangGraph's server reads them).",
+    params(AssistantPath),
+    responses(
+        (status = 200, description = "Success", body = GraphSchema),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn assistant_schemas(State(service): Api, Path(id): Path<String>) -> Answer {
     if uuid::Uuid::parse_str(&id).is_err() {
         // LangGraph's server reads schemas by assistant id only.
@@ -182,14 +347,15 @@ async fn assistant_schemas(State(service): Api, Path(id): Path<String>) -> Answe
     }
     let served = served(&service, &id)?;
     let state = served.assistant.state_schema();
-    ok(json!({
-        "graph_id": served.graph_id,
-        "input_schema": state,
-        "output_schema": state,
-        "state_schema": state,
-        "config_schema": null,
-        "context_schema": null,
-    }))
+    let schemas = GraphSchema {
+        config_schema: None,
+        context_schema: None,
+        graph_id: served.graph_id.clone(),
+        input_schema: state.clone(),
+        output_schema: state.clone(),
+        state_schema: state,
+    };
+    Ok(Json(schemas).into_response())
 }
 
 // ---- threads ----
@@ -230,14 +396,32 @@ async fn thread_json(service: &Service, thread: &ThreadRecord) -> Result<Value, 
     Ok(json)
 }
 
-#[derive(Deserialize, Default)]
+/// A thread's creation: the fields this server reads.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct ThreadCreate {
+    /// The thread's id (a new UUID by default).
     thread_id: Option<String>,
+    /// Its metadata.
     metadata: Option<Map<String, Value>>,
+    /// `raise` (the default: 409) or `do_nothing` (answers the existing thread) when it
+    /// exists.
     if_exists: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads",
+    tag = "Threads",
+    summary = "Create Thread",
+    description = "Creates a thread (`if_exists: do_nothing`: answers the existing one).",
+    request_body = ThreadCreate,
+    responses(
+        (status = 200, description = "Success", body = Thread),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn create_thread(State(service): Api, bytes: Bytes) -> Answer {
     let create: ThreadCreate = body(&bytes, "a thread creation")?;
     let id = create
@@ -258,16 +442,27 @@ async fn create_thread(State(service): Api, bytes: Bytes) -> Answer {
     ok(thread_json(&service, &thread).await?)
 }
 
-#[derive(Deserialize, Default)]
+/// A thread search or count: the fields this server reads.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
+#[schema(as = ThreadSearchRequest)]
 struct ThreadSearch {
+    /// Only the threads whose metadata has these keys and values.
     metadata: Option<Map<String, Value>>,
+    /// Only the threads whose state's values have these keys and values.
     values: Option<Map<String, Value>>,
+    /// Only the threads of this status.
+    #[schema(value_type = Option<crate::openapi::ThreadStatus>)]
     status: Option<ThreadStatus>,
+    /// Only these threads.
     ids: Option<Vec<String>>,
+    /// At most this many (10 by default; a count counts them all).
     limit: Option<usize>,
+    /// After skipping this many.
     offset: Option<usize>,
+    /// `thread_id`, `status`, `created_at`, `updated_at` (the default) or `state_updated_at`.
     sort_by: Option<String>,
+    /// `desc` (the default) or `asc`.
     sort_order: Option<String>,
 }
 
@@ -330,6 +525,18 @@ impl ThreadSearch {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/search",
+    tag = "Threads",
+    summary = "Search Threads",
+    description = "The threads whose metadata, values, status and ids match, sorted and paged.",
+    request_body = ThreadSearch,
+    responses(
+        (status = 200, description = "Success", body = Vec<Thread>),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread search")?;
     let threads = search.find(&service).await?;
@@ -345,6 +552,18 @@ async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
 }
 
 /// How many threads a search finds (`POST /threads/count`).
+#[utoipa::path(
+    post,
+    path = "/threads/count",
+    tag = "Threads",
+    summary = "Count Threads",
+    description = "How many threads a search finds.",
+    request_body = ThreadSearch,
+    responses(
+        (status = 200, description = "Success", content_type = "application/json", body = usize),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn count_threads(State(service): Api, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread count")?;
     ok(Value::from(search.find(&service).await?.len()))
@@ -363,17 +582,45 @@ async fn not_served(uri: axum::http::Uri) -> ApiError {
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}",
+    tag = "Threads",
+    summary = "Get Thread",
+    description = "A thread.",
+    params(ThreadPath),
+    responses(
+        (status = 200, description = "Success", body = Thread),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn get_thread(State(service): Api, Path(id): Path<String>) -> Answer {
     let thread = service.thread_record(&id).await?;
     ok(thread_json(&service, &thread).await?)
 }
 
-#[derive(Deserialize, Default)]
+/// A thread's patch.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct ThreadPatch {
+    /// Metadata merged into the thread's (key by key).
     metadata: Option<Map<String, Value>>,
 }
 
+#[utoipa::path(
+    patch,
+    path = "/threads/{thread_id}",
+    tag = "Threads",
+    summary = "Patch Thread",
+    description = "Merges metadata into a thread's.",
+    params(ThreadPath),
+    request_body = ThreadPatch,
+    responses(
+        (status = 200, description = "Success", body = Thread),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn patch_thread(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let patch: ThreadPatch = body(&bytes, &format!("the patch of thread `{id}`"))?;
     let mut thread = service.thread_record(&id).await?;
@@ -383,6 +630,18 @@ async fn patch_thread(State(service): Api, Path(id): Path<String>, bytes: Bytes)
     ok(thread_json(&service, &thread).await?)
 }
 
+#[utoipa::path(
+    delete,
+    path = "/threads/{thread_id}",
+    tag = "Threads",
+    summary = "Delete Thread",
+    description = "Deletes a thread, its runs (stopped first), their events, its state and its branches.",
+    params(ThreadPath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn delete_thread(State(service): Api, Path(id): Path<String>) -> Answer {
     service.delete_thread(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -392,6 +651,19 @@ async fn delete_thread(State(service): Api, Path(id): Path<String>) -> Answer {
 /// status, state and history, whose rows are its own; not its runs. A thread no run made a
 /// state for yet is copied as its record alone. Refused (409) while a run is in progress on
 /// the source.
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/copy",
+    tag = "Threads",
+    summary = "Copy Thread",
+    description = "A new thread with the thread's metadata, status, state, history and branches (not its runs).",
+    params(ThreadPath),
+    responses(
+        (status = 200, description = "Success", body = Thread),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+    )
+)]
 async fn copy_thread(State(service): Api, Path(id): Path<String>) -> Answer {
     let source = service.thread_record(&id).await?;
     if let Some(running) = service.running_on(&id).await? {
@@ -490,21 +762,54 @@ async fn state_json(service: &Service, id: &str, at: Option<CheckpointId>) -> An
     ok(entry)
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/state",
+    tag = "Threads",
+    summary = "Get Thread State",
+    description = "The thread's state now: its values, next nodes, tasks with their interrupts, and checkpoint.",
+    params(ThreadPath),
+    responses(
+        (status = 200, description = "Success", body = ThreadState),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn thread_state(State(service): Api, Path(id): Path<String>) -> Answer {
     state_json(&service, &id, None).await
 }
 
-#[derive(Deserialize, Default)]
+/// A state update (LangGraph's `update_state`).
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
+#[schema(as = ThreadStateUpdate)]
 struct StateUpdate {
+    /// The update, merged through the state's reducers.
     values: Option<Value>,
+    /// The node it is made as (where the thread goes on from).
     as_node: Option<String>,
+    /// The checkpoint to update at (an earlier one: a fork).
     checkpoint_id: Option<String>,
+    /// The checkpoint to update at, as its config (`{"checkpoint_id": ...}`).
     checkpoint: Option<Value>,
 }
 
 /// LangGraph's `update_state`: the values as a node's update, on a thread with no run in
 /// progress.
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/state",
+    tag = "Threads",
+    summary = "Update Thread State",
+    description = "Merges values into the thread's state as a node's update (`as_node`), at its head or at an earlier checkpoint (a fork).",
+    params(ThreadPath),
+    request_body = StateUpdate,
+    responses(
+        (status = 200, description = "Success", body = ThreadStateUpdateResponse),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
     let checkpoint = match (&update.checkpoint_id, &update.checkpoint) {
@@ -554,11 +859,23 @@ async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes)
     thread.updated_ms = now_ms();
     service.records.put(Record::Thread(thread)).await?;
     let checkpoint = CheckpointId::version_of_head(version);
-    ok(json!({
-        "checkpoint": checkpoint_json(&id, checkpoint),
-        "checkpoint_id": checkpoint.to_string(),
-        "configurable": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": checkpoint.to_string()},
-    }))
+    let made = ThreadStateUpdateResponse {
+        checkpoint: CheckpointConfig::at(&id, checkpoint),
+        checkpoint_id: checkpoint.to_string(),
+        configurable: CheckpointConfig::at(&id, checkpoint),
+    };
+    Ok(Json(made).into_response())
+}
+
+/// What a state update made (its fields by name, as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+struct ThreadStateUpdateResponse {
+    /// The checkpoint it made.
+    checkpoint: CheckpointConfig,
+    /// Its id.
+    checkpoint_id: String,
+    /// Its address, as a run's `configurable`.
+    configurable: CheckpointConfig,
 }
 
 /// Checkpoint id `checkpoint` of thread `thread`, read.
@@ -570,6 +887,19 @@ fn checkpoint_id(thread: &str, checkpoint: &str) -> Result<CheckpointId, ApiErro
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/state/{checkpoint_id}",
+    tag = "Threads",
+    summary = "Get Thread State At Checkpoint",
+    description = "The thread's state at a checkpoint, of its head or of a branch.",
+    params(CheckpointPath),
+    responses(
+        (status = 200, description = "Success", body = ThreadState),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn thread_state_at(
     State(service): Api,
     Path((id, checkpoint)): Path<(String, String)>,
@@ -578,9 +908,12 @@ async fn thread_state_at(
     state_json(&service, &id, Some(at)).await
 }
 
-#[derive(Deserialize, Default)]
+/// A history query: the fields this server reads.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
+#[schema(as = ThreadStateSearch)]
 struct HistoryQuery {
+    /// At most this many checkpoints (10 by default).
     limit: Option<usize>,
 }
 
@@ -612,6 +945,18 @@ async fn history(service: &Service, id: &str, limit: Option<usize>) -> Answer {
     ok(Value::from(states))
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/history",
+    tag = "Threads",
+    summary = "Get Thread History",
+    description = "The thread's checkpoints on every branch, the newest first.",
+    params(ThreadPath, HistoryParams),
+    responses(
+        (status = 200, description = "Success", body = Vec<ThreadState>),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn history_get(
     State(service): Api,
     Path(id): Path<String>,
@@ -621,6 +966,20 @@ async fn history_get(
     history(&service, &id, limit).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/history",
+    tag = "Threads",
+    summary = "Get Thread History Post",
+    description = "The thread's checkpoints on every branch, the newest first.",
+    params(ThreadPath),
+    request_body = HistoryQuery,
+    responses(
+        (status = 200, description = "Success", body = Vec<ThreadState>),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn history_post(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let query: HistoryQuery = body(&bytes, &format!("the history query of thread `{id}`"))?;
     history(&service, &id, query.limit).await
@@ -772,6 +1131,21 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
     response
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/runs/stream",
+    tag = "Thread Runs",
+    summary = "Create Run, Stream Output",
+    description = "Creates a run on the thread and streams its events.",
+    params(ThreadPath),
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success: the run's events, as server-sent events", content_type = "text/event-stream", body = EventStream),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn create_stream(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let created = service
         .create_run(Some(&id), body(&bytes, "a run request")?)
@@ -779,6 +1153,21 @@ async fn create_stream(State(service): Api, Path(id): Path<String>, bytes: Bytes
     Ok(created_stream(&service, created))
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/runs/wait",
+    tag = "Thread Runs",
+    summary = "Create Run, Wait for Output",
+    description = "Creates a run on the thread and answers its final state once it ended.",
+    params(ThreadPath),
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success", body = RunResult),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn create_wait(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let created = service
         .create_run(Some(&id), body(&bytes, "a run request")?)
@@ -802,6 +1191,21 @@ fn run_answer(service: &Service, created: &Created) -> Response {
     response
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/runs",
+    tag = "Thread Runs",
+    summary = "Create Background Run",
+    description = "Creates a run on the thread and answers it at once.",
+    params(ThreadPath),
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success", body = Run),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn create_background(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
     let created = service
         .create_run(Some(&id), body(&bytes, "a run request")?)
@@ -809,6 +1213,18 @@ async fn create_background(State(service): Api, Path(id): Path<String>, bytes: B
     Ok(run_answer(&service, &created))
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs/stream",
+    tag = "Stateless Runs",
+    summary = "Create Run, Stream Output",
+    description = "Creates a run on a thread of its own and streams its events.",
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success: the run's events, as server-sent events", content_type = "text/event-stream", body = EventStream),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn stateless_stream(State(service): Api, bytes: Bytes) -> Answer {
     let created = service
         .create_run(None, body(&bytes, "a run request")?)
@@ -816,6 +1232,18 @@ async fn stateless_stream(State(service): Api, bytes: Bytes) -> Answer {
     Ok(created_stream(&service, created))
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs/wait",
+    tag = "Stateless Runs",
+    summary = "Create Run, Wait for Output",
+    description = "Creates a run on a thread of its own and answers its final state once it ended.",
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success", body = RunResult),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn stateless_wait(State(service): Api, bytes: Bytes) -> Answer {
     let created = service
         .create_run(None, body(&bytes, "a run request")?)
@@ -823,6 +1251,18 @@ async fn stateless_wait(State(service): Api, bytes: Bytes) -> Answer {
     created_wait(&service, created).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/runs",
+    tag = "Stateless Runs",
+    summary = "Create Background Run",
+    description = "Creates a run on a thread of its own and answers it at once.",
+    request_body = RunCreate,
+    responses(
+        (status = 200, description = "Success", body = Run),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn stateless_background(State(service): Api, bytes: Bytes) -> Answer {
     let created = service
         .create_run(None, body(&bytes, "a run request")?)
@@ -830,6 +1270,18 @@ async fn stateless_background(State(service): Api, bytes: Bytes) -> Answer {
     Ok(run_answer(&service, &created))
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/runs/{run_id}",
+    tag = "Thread Runs",
+    summary = "Get Run",
+    description = "A run of the thread.",
+    params(RunPath),
+    responses(
+        (status = 200, description = "Success", body = Run),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn get_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
     let run = service.run_record(&id, &rid).await?;
     ok(run_json(
@@ -839,6 +1291,19 @@ async fn get_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/runs",
+    tag = "Thread Runs",
+    summary = "List Runs",
+    description = "The thread's runs, the newest first.",
+    params(ThreadPath, RunsParams),
+    responses(
+        (status = 200, description = "Success", body = Vec<Run>),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn list_runs(
     State(service): Api,
     Path(id): Path<String>,
@@ -870,17 +1335,54 @@ async fn list_runs(
     ok(Value::from(found))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/threads/{thread_id}/runs/{run_id}",
+    tag = "Thread Runs",
+    summary = "Delete Run",
+    description = "Deletes an ended run and its events.",
+    params(RunPath),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 409, description = "Conflict", body = ErrorResponse),
+    )
+)]
 async fn delete_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
     service.delete_run(&id, &rid).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/runs/{run_id}/join",
+    tag = "Thread Runs",
+    summary = "Join Run",
+    description = "Waits for the run to end, and answers the thread's final state.",
+    params(RunPath),
+    responses(
+        (status = 200, description = "Success", body = RunResult),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn join_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
     ok(service.join(&id, &rid).await?)
 }
 
 /// A run's stream joined: from its first event, or after the one a reconnecting client names
 /// in `Last-Event-ID` (`-1`: from the first).
+#[utoipa::path(
+    get,
+    path = "/threads/{thread_id}/runs/{run_id}/stream",
+    tag = "Thread Runs",
+    summary = "Join Run Stream",
+    description = "Streams the run's events: from the first, or after the one `Last-Event-ID` names.",
+    params(RunPath, StreamHeaders),
+    responses(
+        (status = 200, description = "Success: the run's events, as server-sent events", content_type = "text/event-stream", body = EventStream),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+    )
+)]
 async fn join_stream(
     State(service): Api,
     Path((id, rid)): Path<(String, String)>,
@@ -911,6 +1413,20 @@ async fn join_stream(
     })
 }
 
+#[utoipa::path(
+    post,
+    path = "/threads/{thread_id}/runs/{run_id}/cancel",
+    tag = "Thread Runs",
+    summary = "Cancel Run",
+    description = "Stops the run (`action=rollback`: and removes what it did); with `wait`, answers once it ended.",
+    params(RunPath, CancelParams),
+    responses(
+        (status = 200, description = "Success", body = Object),
+        (status = 202, description = "Accepted: the run is asked to stop"),
+        (status = 404, description = "Not Found", body = ErrorResponse),
+        (status = 422, description = "Validation Error", body = ErrorResponse),
+    )
+)]
 async fn cancel_run(
     State(service): Api,
     Path((id, rid)): Path<(String, String)>,

@@ -14,8 +14,10 @@ use crate::record::{iso8601, RunRecord, ThreadRecord};
 use crate::records::Records;
 use agentstate_graph::durable::Checkpoint;
 use agentstate_graph::Interrupt;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use utoipa::ToSchema;
 
 /// An interrupt as LangGraph shows it in a state, a thread and a task.
 pub(crate) fn interrupt_json(interrupt: &Interrupt) -> Value {
@@ -126,13 +128,31 @@ pub(crate) fn checkpoint_of(kwargs: &Value) -> Option<CheckpointId> {
     CheckpointId::parse(id)
 }
 
-/// A checkpoint's reference: the thread and the checkpoint.
+/// A checkpoint's address (its fields by name, as a JSON object writes them).
+#[derive(Serialize, ToSchema)]
+pub(crate) struct CheckpointConfig {
+    /// Its id.
+    checkpoint_id: String,
+    /// Its namespace (`""`: the graph's own).
+    checkpoint_ns: String,
+    /// Its thread.
+    thread_id: String,
+}
+
+impl CheckpointConfig {
+    /// Checkpoint `id` of thread `thread`.
+    pub(crate) fn at(thread: &str, id: CheckpointId) -> Self {
+        CheckpointConfig {
+            checkpoint_id: id.to_string(),
+            checkpoint_ns: String::new(),
+            thread_id: thread.to_owned(),
+        }
+    }
+}
+
+/// Checkpoint `id` of thread `thread`'s address, as JSON.
 pub(crate) fn checkpoint_json(thread: &str, id: CheckpointId) -> Value {
-    json!({
-        "thread_id": thread,
-        "checkpoint_ns": "",
-        "checkpoint_id": id.to_string(),
-    })
+    serde_json::to_value(CheckpointConfig::at(thread, id)).unwrap_or(Value::Null)
 }
 
 /// The tasks of a checkpoint's next step, with the questions they asked.

@@ -63,9 +63,18 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "detail": self.message });
+        let body = ErrorResponse {
+            detail: self.message,
+        };
         (self.status, axum::Json(body)).into_response()
     }
+}
+
+/// An error's body: what was refused or failed, and why (the reference's `ErrorResponse`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct ErrorResponse {
+    /// Human-readable error message.
+    detail: String,
 }
 
 /// The status of an error's category: missing things 404, a thread another worker holds 409,

@@ -73,6 +73,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /ok`, `GET /info` | health, version |
+//! | `GET /openapi.json`, `GET /docs` | the API's OpenAPI 3.1 spec, and its reference page (Scalar's, with the spec inlined, its script from the jsDelivr CDN), as LangGraph's server serves them: not behind the API key; the spec generated from the routes themselves (each route is registered with its entry), the served graphs' ids as `graph_id`'s enum, and the `x-api-key` scheme when the server has a key |
 //! | `POST /assistants/search`, `GET /assistants/{id}`, `.../graph`, `.../schemas` | the served graphs (an assistant id is the UUID v5 of its graph id, as LangGraph's; runs accept either) |
 //! | `POST /threads` (`if_exists`), `POST /threads/search` (metadata, values, status, ids, sorted, paged), `POST /threads/count`, `GET`/`PATCH`/`DELETE /threads/{id}` | threads (a thread runs any served graph, as on LangGraph's server) |
 //! | `POST /threads/{id}/copy` | a new thread (a new UUID) with the thread's metadata, status, state, history and branches, its own (deleting, rewinding or running either leaves the other as it was); not its runs; 409 while a run is in progress |
@@ -252,6 +253,7 @@ mod checkpoints;
 mod error;
 mod messages;
 mod metadata;
+mod openapi;
 pub mod record;
 mod records;
 mod runs;

@@ -3,6 +3,7 @@
 
 use crate::assistant::Assistant;
 use crate::error::ApiError;
+use crate::openapi::{self, ApiDoc, Docs};
 use crate::records::Records;
 use crate::service::{Served, Service};
 use crate::worker::{WorkerOptions, Workers};
@@ -12,11 +13,19 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::serve::ListenerExt;
 use axum::Router;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::cors::CorsLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// The routes the API key does not guard, as LangGraph's server does not (its "unshadowable"
+/// meta routes): the health check, the spec and its page.
+pub(crate) const UNGUARDED: [&str; 3] = ["/ok", "/docs", "/openapi.json"];
 
 /// The namespace of LangGraph's assistant ids: an assistant's id is the UUID v5 of its graph id
 /// in it, as LangGraph's servers derive the ids of the assistants they create for their graphs.
@@ -188,8 +197,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Requires every request but `/ok` to carry `key` in its `x-api-key` header (401
-    /// otherwise).
+    /// Requires every request but `/ok`, `/docs` and `/openapi.json` (as LangGraph's server,
+    /// which guards none of them) to carry `key` in its `x-api-key` header (401 otherwise); the
+    /// spec then declares the `x-api-key` scheme.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Arc::from(key.into()));
@@ -342,9 +352,21 @@ impl ServerBuilder {
             queued,
             api_url: std::sync::OnceLock::new(),
         });
-        let mut router = api::routes()
+        let (routes, spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+            .merge(api::routes())
             .merge(agui::routes())
+            .routes(routes!(openapi::docs))
+            .split_for_parts();
+        let graph_ids: Vec<String> = service
+            .assistants
+            .iter()
+            .map(|a| a.graph_id.clone())
+            .collect();
+        let docs = Arc::new(Docs::new(spec, &graph_ids, self.api_key.is_some()));
+        let mut router = routes
+            .route("/openapi.json", get(openapi::openapi_json))
             .fallback(|| async { ApiError::not_found("Not Found") })
+            .layer(axum::Extension(docs))
             .with_state(Arc::clone(&service));
         if let Some(key) = self.api_key {
             router = router.layer(axum::middleware::from_fn_with_state(key, check_key));
@@ -360,10 +382,11 @@ impl ServerBuilder {
     }
 }
 
-/// Refuses a request without the API key (but `/ok`, a health check).
+/// Refuses a request without the API key (but those of [`UNGUARDED`]).
 async fn check_key(State(key): State<Arc<str>>, request: Request, next: Next) -> Response {
     let given = request.headers().get("x-api-key");
-    if request.uri().path() == "/ok" || given == HeaderValue::from_str(&key).ok().as_ref() {
+    let open = UNGUARDED.contains(&request.uri().path());
+    if open || given == HeaderValue::from_str(&key).ok().as_ref() {
         return next.run(request).await;
     }
     let what = if given.is_some() { "a wrong" } else { "no" };

@@ -15,7 +15,7 @@ use crate::record::{
 };
 use crate::records::Records;
 use crate::runs::{final_record, Job, Live, Mode, Runs, Stop};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -493,27 +493,78 @@ impl Service {
 
 /// A run request (LangGraph's `RunCreate`): the fields this server reads; the others are kept
 /// in the run's `kwargs`.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct RunCreate {
+pub(crate) struct RunCreate {
+    /// The assistant to run: its id or its graph id.
+    #[schema(required = true)]
     assistant_id: Option<String>,
+    /// The run's input: an update of the state (`null`: the run continues the thread's last).
     input: Option<Value>,
+    /// What to resume the thread's interrupts with, an update, where to go.
     command: Option<Command>,
+    /// The run's metadata.
     metadata: Option<Map<String, Value>>,
+    /// What to stream: a mode (`values`, the default; `updates`, `messages`, `messages-tuple`,
+    /// `custom`, `tasks`, `checkpoints`, `debug`, `events`) or a list of them.
     stream_mode: Option<Value>,
+    /// What a run on a busy thread does: `enqueue` (the default), `reject`, `interrupt` or
+    /// `rollback`.
     multitask_strategy: Option<String>,
+    /// `create`: a missing thread is created (`reject`, the default: 404).
     if_not_exists: Option<String>,
+    /// The checkpoint the run starts from.
     checkpoint_id: Option<String>,
+    /// The checkpoint the run starts from, as its config (`{"checkpoint_id": ...}`).
     checkpoint: Option<Value>,
+    /// Nodes to stop before (names, or `*`).
     interrupt_before: Option<Value>,
+    /// Nodes to stop after (names, or `*`).
     interrupt_after: Option<Value>,
+    // Read from the run's `kwargs` where they take effect; here for the spec (any JSON reads,
+    // so a request is accepted as before).
+    /// The run's config: its `configurable` is added to the run's own, shown in its config and
+    /// its checkpoints' metadata (the graph's nodes do not read it).
+    #[schema(value_type = Option<Object>)]
+    #[allow(dead_code)]
+    config: Option<Value>,
+    /// The run's context, shown in its checkpoints' metadata.
+    #[schema(value_type = Option<Object>)]
+    #[allow(dead_code)]
+    context: Option<Value>,
+    /// Accepted: a subgraph's events are streamed as the graph's own.
+    #[schema(value_type = Option<bool>)]
+    #[allow(dead_code)]
+    stream_subgraphs: Option<Value>,
+    /// Whether the run's events are numbered (their SSE `id`) and kept, to be streamed again
+    /// after it ended (`GET .../runs/{run_id}/stream` with `Last-Event-ID`).
+    #[schema(value_type = Option<bool>)]
+    #[allow(dead_code)]
+    stream_resumable: Option<Value>,
+    /// `cancel`: the run is cancelled when the client that streams or waits for it goes away
+    /// (`continue`, the default, lets it run).
+    #[schema(value_type = Option<String>)]
+    #[allow(dead_code)]
+    on_disconnect: Option<Value>,
+    /// The run waits this many seconds (`pending`) before it starts.
+    #[schema(value_type = Option<f64>)]
+    #[allow(dead_code)]
+    after_seconds: Option<Value>,
+    /// Shown in the run's metadata (`async` by default); every step is committed either way.
+    #[schema(value_type = Option<String>)]
+    #[allow(dead_code)]
+    durability: Option<Value>,
 }
 
-#[derive(Deserialize, Default)]
+/// A run's command (LangGraph's `Command`). `Serialize`: the spec shows its default (`null`).
+#[derive(Serialize, Deserialize, Default, utoipa::ToSchema)]
 #[serde(default)]
-struct Command {
+pub(crate) struct Command {
+    /// The answers to the thread's interrupts.
     resume: Option<Value>,
+    /// An update merged as the run's input.
     update: Option<Value>,
+    /// The node (or nodes) the run's first step goes to.
     goto: Option<Value>,
 }
 

@@ -996,3 +996,213 @@ async fn a_run_cancelled_at_once_leaves_its_thread_not_busy() {
         assert_eq!(run["status"], "interrupted", "{run}");
     }
 }
+
+/// Every operation the server documents, as `METHOD path`: the routes of the LangGraph API
+/// and of AG-UI that it serves, and `/docs`; not `/openapi.json` (LangGraph's server leaves it
+/// out of its own spec), nor the routes of crons and the store API, which only refuse.
+const DOCUMENTED: [&str; 32] = [
+    "GET /ok",
+    "GET /info",
+    "GET /docs",
+    "POST /assistants/search",
+    "GET /assistants/{assistant_id}",
+    "GET /assistants/{assistant_id}/graph",
+    "GET /assistants/{assistant_id}/schemas",
+    "POST /threads",
+    "POST /threads/search",
+    "POST /threads/count",
+    "GET /threads/{thread_id}",
+    "PATCH /threads/{thread_id}",
+    "DELETE /threads/{thread_id}",
+    "POST /threads/{thread_id}/copy",
+    "GET /threads/{thread_id}/state",
+    "POST /threads/{thread_id}/state",
+    "GET /threads/{thread_id}/state/{checkpoint_id}",
+    "GET /threads/{thread_id}/history",
+    "POST /threads/{thread_id}/history",
+    "GET /threads/{thread_id}/runs",
+    "POST /threads/{thread_id}/runs",
+    "POST /threads/{thread_id}/runs/stream",
+    "POST /threads/{thread_id}/runs/wait",
+    "GET /threads/{thread_id}/runs/{run_id}",
+    "DELETE /threads/{thread_id}/runs/{run_id}",
+    "GET /threads/{thread_id}/runs/{run_id}/join",
+    "GET /threads/{thread_id}/runs/{run_id}/stream",
+    "POST /threads/{thread_id}/runs/{run_id}/cancel",
+    "POST /runs",
+    "POST /runs/stream",
+    "POST /runs/wait",
+    "POST /agui/{assistant}",
+];
+
+/// The spec's operations, as `METHOD path`, with each one's operation.
+fn operations(spec: &Value) -> Vec<(String, Value)> {
+    let mut found = Vec::new();
+    for (path, item) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            found.push((
+                format!("{} {path}", method.to_uppercase()),
+                operation.clone(),
+            ));
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_spec_documents_every_route_the_server_serves_and_no_other() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    // Not behind the API key, as on LangGraph's server.
+    let (status, headers, body) = call(&app, "GET", "/openapi.json", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "application/json");
+    let spec: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        spec["openapi"].as_str().unwrap().starts_with("3."),
+        "{}",
+        spec["openapi"]
+    );
+    assert!(spec["info"]["title"].is_string() && spec["info"]["version"].is_string());
+    let documented: Vec<String> = operations(&spec).into_iter().map(|(o, _)| o).collect();
+    let mut expected = DOCUMENTED.to_vec();
+    let mut sorted = documented.clone();
+    sorted.sort();
+    expected.sort();
+    assert_eq!(sorted, expected);
+    let tags: Vec<&str> = spec["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for (what, operation) in operations(&spec) {
+        // Each with a tag of the spec's, a summary, and its path's parameters.
+        let tag = operation["tags"][0].as_str().unwrap_or_default();
+        assert!(tags.contains(&tag), "{what}: tag {tag:?}");
+        assert!(operation["summary"].is_string(), "{what}: no summary");
+        let named: Vec<&str> = operation["parameters"]
+            .as_array()
+            .map(|p| {
+                p.iter()
+                    .filter(|p| p["in"] == "path")
+                    .map(|p| p["name"].as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let path = what.split_once(' ').unwrap().1;
+        let holes: Vec<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+            .collect();
+        assert_eq!(named, holes, "{what}: its path parameters");
+        // Refusals in the shape of `ApiError`'s body.
+        for (status, response) in operation["responses"].as_object().unwrap() {
+            if status.starts_with('4') {
+                let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                assert_eq!(
+                    schema, "#/components/schemas/ErrorResponse",
+                    "{what}: {status}"
+                );
+            }
+        }
+        // And served: with a key and made-up ids, its handler answers (no 405, and no route
+        // the router lacks, which its fallback would answer with a bare "Not Found").
+        let (method, path) = what.split_once(' ').unwrap();
+        let path = path
+            .replace("{assistant_id}", "desk")
+            .replace("{assistant}", "desk");
+        let path = path.replace(['{', '}'], "");
+        let body = (method != "GET" && method != "DELETE").then(|| json!({}));
+        let (status, _, answer) = call(&app, method, &path, body, Some("k")).await;
+        assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{what}");
+        let bare = status == StatusCode::NOT_FOUND && answer == r#"{"detail":"Not Found"}"#;
+        // Missing runs are "Not Found" as on LangGraph's server; their routes exist.
+        assert!(
+            !bare || path.contains("run_id"),
+            "{what} is not served: {answer}"
+        );
+    }
+    // The answers built from the types that give their schemas: their JSON as it was (its
+    // keys by name).
+    let (_, _, body) = call(&app, "GET", "/info", None, Some("k")).await;
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"flags":{{"assistants":true,"crons":false,"langsmith":false,"langsmith_tracing_replicas":false}},"langgraph_js_version":null,"version":"{version}"}}"#
+        )
+    );
+    let error = &spec["components"]["schemas"]["ErrorResponse"];
+    assert_eq!(error["required"], json!(["detail"]));
+    // The request types' schemas, by the reference's names, their fields as serde reads them.
+    let schemas = &spec["components"]["schemas"];
+    for (schema, field) in [
+        ("RunCreate", "assistant_id"),
+        ("Command", "resume"),
+        ("ThreadCreate", "if_exists"),
+        ("ThreadSearchRequest", "sort_by"),
+        ("ThreadStateUpdate", "as_node"),
+        ("ThreadStateSearch", "limit"),
+        ("RunAgentInput", "threadId"),
+    ] {
+        assert!(
+            schemas[schema]["properties"][field].is_object(),
+            "{schema}.{field}"
+        );
+    }
+    // The served graphs' ids, as `graph_id`'s enum.
+    for schema in ["Assistant", "GraphSchema", "AssistantSearchRequest"] {
+        assert_eq!(
+            schemas[schema]["properties"]["graph_id"]["enum"],
+            json!(["desk"]),
+            "{schema}"
+        );
+    }
+    // With a key: its scheme, required but where it is not asked for.
+    assert_eq!(
+        spec["components"]["securitySchemes"]["x-api-key"],
+        json!({"type": "apiKey", "in": "header", "name": "x-api-key"})
+    );
+    assert_eq!(spec["security"], json!([{"x-api-key": []}]));
+    assert_eq!(spec["paths"]["/ok"]["get"]["security"], json!([]));
+    assert_eq!(spec["paths"]["/docs"]["get"]["security"], json!([]));
+    assert!(spec["paths"]["/threads"]["post"].get("security").is_none());
+
+    // Without a key, no scheme.
+    let store = SqliteStore::open_in_memory().unwrap();
+    let open = Server::builder(&store)
+        .assistant("desk", desk::graph().unwrap().durable(&store))
+        .build()
+        .router();
+    let (_, _, body) = call(&open, "GET", "/openapi.json", None, None).await;
+    let spec: Value = serde_json::from_str(&body).unwrap();
+    assert!(spec.get("security").is_none() && spec["components"].get("securitySchemes").is_none());
+}
+
+#[tokio::test]
+async fn docs_is_scalars_page_with_the_spec_inlined_and_escaped() {
+    let app = app(&SqliteStore::open_in_memory().unwrap());
+    let (status, headers, page) = call(&app, "GET", "/docs", None, None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page
+        .contains(r#"<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script>"#));
+    let configuration = page
+        .split_once("var configuration = ")
+        .and_then(|(_, rest)| rest.split_once('\n'))
+        .unwrap()
+        .0;
+    // No `<` left to end the script early.
+    assert!(!configuration.contains('<'));
+    let configuration: Value = serde_json::from_str(configuration).unwrap();
+    let (_, _, spec) = call(&app, "GET", "/openapi.json", None, None).await;
+    assert_eq!(configuration["content"], spec.as_str());
+    assert!(
+        spec.contains('<'),
+        "the spec has a `<` to escape (a type in a description)"
+    );
+}

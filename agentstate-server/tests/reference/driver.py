@@ -137,6 +137,8 @@ async def until(check, seconds=20):
 
 
 SCENARIOS = {}
+# agentstate-server's URL (the `openapi` scenario documents, on both servers, what it serves).
+OURS = None
 
 
 def scenario(function):
@@ -572,6 +574,80 @@ async def refusals(t):
     await t.raw("unknown route", "GET", "/nope")
 
 
+# ---- the spec and its page ----
+
+# The operations of this server's spec that the reference's does not have: AG-UI's endpoint
+# (langgraph dev serves no AG-UI). `openapi-extras` lists them; `openapi` compares the rest.
+EXTRA_OPERATIONS = {"POST /agui/{assistant}"}
+
+
+def operations(spec):
+    """A spec's operations by `METHOD path`."""
+    return {
+        f"{method.upper()} {path}": operation
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+        if method != "parameters"
+    }
+
+
+async def our_operations():
+    """The operations agentstate-server's spec documents (the same list for both servers)."""
+    async with httpx.AsyncClient(base_url=OURS, timeout=60) as http:
+        return operations((await http.get("/openapi.json")).json())
+
+
+@scenario
+async def openapi(t):
+    """Each operation agentstate-server documents (but AG-UI's), as this server's spec
+    documents it: its tags, summary, path parameters, where each of our parameters is, whether
+    it takes a body; the graph ids' enum; and `/docs`, the page with the spec inlined."""
+    ours = await our_operations()
+    answer = await t.http.get("/openapi.json")
+    t.note("openapi.json", {"status": answer.status_code, "content-type": answer.headers["content-type"]})
+    spec = answer.json()
+    t.note("openapi version", spec["openapi"].split(".")[0])
+    theirs = operations(spec)
+    for name in sorted(set(ours) - EXTRA_OPERATIONS):
+        operation = theirs.get(name)
+        if operation is None:
+            t.note(name, "not documented")
+            continue
+        where = {p["name"]: p["in"] for p in operation.get("parameters", [])}
+        # Our parameters by where this spec has them (`missing`: not at all).
+        ours_where = {}
+        for p in ours[name].get("parameters", []):
+            ours_where.setdefault(where.get(p["name"], "missing"), []).append(p["name"])
+        t.note(name, {
+            "tags": operation.get("tags"),
+            "summary": operation.get("summary"),
+            "path parameters": sorted(n for n, at in where.items() if at == "path"),
+            "our parameters, by where": {k: sorted(v) for k, v in ours_where.items()},
+            "request body": "requestBody" in operation,
+        })
+    graph_ids = spec["components"]["schemas"]["Assistant"]["properties"]["graph_id"].get("enum")
+    t.note("Assistant.graph_id enum", sorted(graph_ids or []))
+    t.note("security schemes (no key)", spec.get("components", {}).get("securitySchemes"))
+    docs = await t.http.get("/docs")
+    before, _, rest = docs.text.partition("var configuration = ")
+    configuration, _, after = rest.partition("\n")
+    t.note("docs", {
+        "status": docs.status_code,
+        "content-type": docs.headers["content-type"],
+        "page": before + "<the configuration>\n" + after,
+        "configuration has no <": "<" not in configuration,
+        "the spec inlined": json.loads(configuration)["content"] == answer.text,
+    })
+
+
+@scenario
+async def openapi_extras(t):
+    """Whether this server's spec documents the operations only agentstate-server serves."""
+    theirs = operations((await t.http.get("/openapi.json")).json())
+    for name in sorted(EXTRA_OPERATIONS):
+        t.note(name, name in theirs)
+
+
 # ---- the harness ----
 
 
@@ -611,6 +687,8 @@ async def main():
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args()
+    global OURS
+    OURS = args.ours
     listed = divergences(args.divergences)
     names = args.only or list(SCENARIOS)
     differ = []

@@ -27,7 +27,9 @@
 //! processes, the whole machine.
 //!
 //! Other settings: `LOAD_CLIENTS` (default `1,8,32,128`), `LOAD_SETUPS` (default
-//! `sqlite,postgres,langgraph`), `LOAD_WORKERS` (the worker process's workers, default 16).
+//! `sqlite,postgres,langgraph`), `LOAD_WORKERS` (the worker process's workers, default 16: one
+//! a connection of its pool), `LOAD_SYNCHRONOUS_COMMIT=off` (the PostgreSQL processes commit
+//! without waiting for the WAL's flush: `PostgresOptions::synchronous_commit`).
 //! Without `--bench` (`cargo test --benches`) it runs nothing and says so.
 
 #[path = "../examples/support/three.rs"]
@@ -88,9 +90,20 @@ fn main() {
             continue;
         };
         println!("\n{} at {}", servers.name, servers.at);
+        let postgres = servers
+            .schema
+            .as_ref()
+            .map(|(url, _)| rt.block_on(connect(url)));
         let mut levels = Vec::new();
         for &clients in &config.clients {
-            let level = rt.block_on(measure(servers.at, clients, &config, &servers.groups()));
+            let groups = servers.groups();
+            let level = rt.block_on(measure(
+                servers.at,
+                clients,
+                &config,
+                &groups,
+                postgres.as_ref(),
+            ));
             println!("{}", level.row());
             levels.push(level);
             std::thread::sleep(Duration::from_secs(1));
@@ -99,8 +112,8 @@ fn main() {
         servers.stop(&rt);
     }
     println!("\nload average after: {}\n", load_average());
-    println!("| server | clients | runs/s | first event p50 | p99 | runs | CPU: client, server, PostgreSQL, machine (of 100% per core) |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| server | clients | runs/s | first event p50 | p99 | runs | CPU: client, server, PostgreSQL, machine (100% a core) | PostgreSQL transactions a run |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, levels) in &results {
         for level in levels {
             println!("| {name} {}", level.row());
@@ -174,6 +187,8 @@ fn serve_role(role: &str) {
             _ => {
                 let options = PostgresOptions {
                     schema: std::env::var(SCHEMA).expect("AGENTSTATE_LOAD_SCHEMA"),
+                    synchronous_commit: std::env::var("LOAD_SYNCHRONOUS_COMMIT").as_deref()
+                        != Ok("off"),
                     ..PostgresOptions::default()
                 };
                 PostgresStore::connect_with(&database, options)
@@ -342,15 +357,34 @@ impl Servers {
         let _ = std::fs::remove_dir_all(&self.dir);
         if let Some((url, schema)) = self.schema.take() {
             rt.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                    .await
-                    .unwrap();
-                tokio::spawn(connection);
+                let client = connect(&url).await;
                 let drop = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
                 client.batch_execute(&drop).await.unwrap();
             });
         }
     }
+}
+
+/// A connection to the PostgreSQL database at `url`.
+async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("PostgreSQL answers");
+    tokio::spawn(connection);
+    client
+}
+
+/// The transactions the database committed or rolled back so far, by its statistics (which
+/// each connection reports at most once a second: a count over seconds is near, not exact).
+async fn transactions(postgres: &tokio_postgres::Client) -> f64 {
+    let row = postgres
+        .query_one(
+            "SELECT (xact_commit + xact_rollback)::float8 FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .expect("PostgreSQL's statistics");
+    row.get(0)
 }
 
 /// Waits until the setup's server answers `/ok` (120 s at most).
@@ -494,6 +528,8 @@ struct Level {
     p50: Duration,
     p99: Duration,
     cpu: Cpu,
+    /// The database's transactions a run (PostgreSQL).
+    transactions: Option<f64>,
 }
 
 /// The CPU time used in the window, in seconds.
@@ -514,7 +550,7 @@ impl Level {
             n => format!(" ({n} failed)"),
         };
         format!(
-            "| {} | {:.0} | {} | {} | {}{errors} | {}, {}, {}, {} |",
+            "| {} | {:.0} | {} | {} | {}{errors} | {}, {}, {}, {} | {} |",
             self.clients,
             self.rate,
             ms(self.p50),
@@ -524,6 +560,8 @@ impl Level {
             pct(self.cpu.server),
             pct(self.cpu.postgres),
             pct(self.cpu.machine),
+            self.transactions
+                .map_or_else(|| "".to_owned(), |t| format!("{t:.1}")),
         )
     }
 }
@@ -543,7 +581,13 @@ fn quantile(times: &[Duration], q: f64) -> Duration {
 
 /// `clients` clients for the warm-up and the window; the runs in progress at its end are read
 /// to their end (unmeasured) before it returns.
-async fn measure(at: SocketAddr, clients: usize, config: &Config, groups: &[u32]) -> Level {
+async fn measure(
+    at: SocketAddr,
+    clients: usize,
+    config: &Config,
+    groups: &[u32],
+    postgres: Option<&tokio_postgres::Client>,
+) -> Level {
     let start = Instant::now();
     let (from, to) = (
         start + config.warmup,
@@ -581,8 +625,16 @@ async fn measure(at: SocketAddr, clients: usize, config: &Config, groups: &[u32]
         .collect();
     tokio::time::sleep_until(from.into()).await;
     let before = cpu_now(groups);
+    let xacts_before = match postgres {
+        Some(p) => Some(transactions(p).await),
+        None => None,
+    };
     tokio::time::sleep_until(to.into()).await;
     let after = cpu_now(groups);
+    let xacts = match (postgres, xacts_before) {
+        (Some(p), Some(before)) => Some(transactions(p).await - before),
+        _ => None,
+    };
     let (mut firsts, mut errors) = (Vec::new(), 0);
     for task in tasks {
         let (f, e) = task.await.unwrap();
@@ -594,6 +646,7 @@ async fn measure(at: SocketAddr, clients: usize, config: &Config, groups: &[u32]
     Level {
         clients,
         rate: firsts.len() as f64 / wall,
+        transactions: xacts.map(|x| x / firsts.len().max(1) as f64),
         runs: firsts.len(),
         errors,
         p50: quantile(&firsts, 0.50),

@@ -624,13 +624,13 @@ async fn measure(
         })
         .collect();
     tokio::time::sleep_until(from.into()).await;
-    let before = cpu_now(groups);
+    let before = ProcTimes::now(groups);
     let xacts_before = match postgres {
         Some(p) => Some(transactions(p).await),
         None => None,
     };
     tokio::time::sleep_until(to.into()).await;
-    let after = cpu_now(groups);
+    let after = ProcTimes::now(groups);
     let xacts = match (postgres, xacts_before) {
         (Some(p), Some(before)) => Some(transactions(p).await - before),
         _ => None,
@@ -651,13 +651,7 @@ async fn measure(
         errors,
         p50: quantile(&firsts, 0.50),
         p99: quantile(&firsts, 0.99),
-        cpu: Cpu {
-            client: after.client - before.client,
-            server: after.server - before.server,
-            postgres: after.postgres - before.postgres,
-            machine: after.machine - before.machine,
-            wall,
-        },
+        cpu: after.since(&before, wall),
     }
 }
 
@@ -676,45 +670,78 @@ fn proc_stat(pid: &str) -> Option<(u32, u64, String)> {
     Some((fields.get(2)?.parse().ok()?, ticks, name))
 }
 
-/// The CPU seconds used so far: this process, the process groups `groups`, PostgreSQL's
-/// processes, and the whole machine (its busy time).
-fn cpu_now(groups: &[u32]) -> Cpu {
-    let mut cpu = Cpu::default();
-    if let Some((_, ticks, _)) = proc_stat("self") {
-        cpu.client = ticks as f64 / TICKS;
-    }
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let pid = entry.file_name();
-        let Some(pid) = pid
-            .to_str()
-            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
+/// The CPU ticks used so far: this process, each process of the process groups `groups` and
+/// each of PostgreSQL's processes, and the whole machine (its busy time).
+struct ProcTimes {
+    client: u64,
+    server: std::collections::HashMap<String, u64>,
+    postgres: std::collections::HashMap<String, u64>,
+    machine: u64,
+}
+
+impl ProcTimes {
+    fn now(groups: &[u32]) -> ProcTimes {
+        let mut times = ProcTimes {
+            client: proc_stat("self").map_or(0, |(_, ticks, _)| ticks),
+            server: Default::default(),
+            postgres: Default::default(),
+            machine: machine_busy(),
         };
-        if let Some((group, ticks, name)) = proc_stat(pid) {
-            if groups.contains(&group) {
-                cpu.server += ticks as f64 / TICKS;
-            } else if name == "postgres" {
-                cpu.postgres += ticks as f64 / TICKS;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let pid = entry.file_name();
+            let Some(pid) = pid
+                .to_str()
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if let Some((group, ticks, name)) = proc_stat(pid) {
+                if groups.contains(&group) {
+                    times.server.insert(pid.to_owned(), ticks);
+                } else if name == "postgres" {
+                    times.postgres.insert(pid.to_owned(), ticks);
+                }
             }
         }
+        times
     }
-    if let Ok(stat) = std::fs::read_to_string("/proc/stat") {
-        let ticks: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|t| t.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal
-        let busy: u64 = ticks.iter().take(8).sum::<u64>()
-            - ticks.get(3).unwrap_or(&0)
-            - ticks.get(4).unwrap_or(&0);
-        cpu.machine = busy as f64 / TICKS;
+
+    /// The CPU seconds used since `before`, in `wall` seconds (a process that ended meanwhile
+    /// is not counted; one that started, from its start).
+    fn since(&self, before: &ProcTimes, wall: f64) -> Cpu {
+        type Ticks = std::collections::HashMap<String, u64>;
+        let delta = |now: &Ticks, then: &Ticks| {
+            let ticks: u64 = now
+                .iter()
+                .map(|(pid, t)| t.saturating_sub(then.get(pid).copied().unwrap_or(0)))
+                .sum();
+            ticks as f64 / TICKS
+        };
+        Cpu {
+            client: self.client.saturating_sub(before.client) as f64 / TICKS,
+            server: delta(&self.server, &before.server),
+            postgres: delta(&self.postgres, &before.postgres),
+            machine: self.machine.saturating_sub(before.machine) as f64 / TICKS,
+            wall,
+        }
     }
-    cpu
+}
+
+/// The machine's busy CPU ticks so far (`/proc/stat`: all but idle and I/O wait).
+fn machine_busy() -> u64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return 0;
+    };
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    ticks.iter().take(8).sum::<u64>() - ticks.get(3).unwrap_or(&0) - ticks.get(4).unwrap_or(&0)
 }
 
 /// `/proc/loadavg`'s three load averages.

@@ -727,7 +727,7 @@ impl ProcTimes {
     }
 }
 
-/// The machine's busy CPU ticks so far (`/proc/stat`: all but idle and I/O wait).
+/// The machine's busy CPU ticks so far (`/proc/stat`: all but idle, I/O wait and steal).
 fn machine_busy() -> u64 {
     let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
         return 0;
@@ -740,8 +740,8 @@ fn machine_busy() -> u64 {
         .skip(1)
         .filter_map(|t| t.parse().ok())
         .collect();
-    // user nice system idle iowait irq softirq steal
-    ticks.iter().take(8).sum::<u64>() - ticks.get(3).unwrap_or(&0) - ticks.get(4).unwrap_or(&0)
+    // user nice system idle iowait irq softirq (then steal: the hypervisor's, not counted)
+    ticks.iter().take(7).sum::<u64>() - ticks.get(3).unwrap_or(&0) - ticks.get(4).unwrap_or(&0)
 }
 
 /// `/proc/loadavg`'s three load averages.

@@ -550,9 +550,12 @@ impl Level {
             n => format!(" ({n} failed)"),
         };
         format!(
-            "| {} | {:.0} | {} | {} | {}{errors} | {}, {}, {}, {} | {} |",
+            "| {} | {} | {} | {} | {}{errors} | {}, {}, {}, {} | {} |",
             self.clients,
-            self.rate,
+            match self.rate {
+                r if r < 10.0 => format!("{r:.1}"),
+                r => format!("{r:.0}"),
+            },
             ms(self.p50),
             ms(self.p99),
             self.runs,

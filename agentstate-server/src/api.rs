@@ -1089,7 +1089,12 @@ fn created_stream(service: &Arc<Service>, created: Created) -> Response {
     let guard = CancelOnDrop::of(service, &created);
     let frames: futures_util::stream::BoxStream<'static, (usize, Frame)> = match created.live {
         Some(live) => live.frames(0).boxed(),
-        None => stored_frames(Arc::clone(&service.records), created.run.run_id.clone(), 0).boxed(),
+        None => stored_frames(
+            Arc::clone(&service.records),
+            service.follow(&created.run.run_id),
+            0,
+        )
+        .boxed(),
     };
     // The guard lives as long as the response's stream.
     let frames = frames.map(move |frame| {
@@ -1398,16 +1403,19 @@ async fn join_stream(
         .and_then(|v| v.trim().parse::<usize>().ok())
         .map_or(0, |seen| seen + 1);
     Ok(match service.runs.get(&rid) {
-        Some(live) => stream_response(live, false, from, ids),
+        // In progress here, from an event this attempt streams (those before it, of its earlier
+        // attempts or announced by the server that queued it, are in its event log).
+        Some(live) if from >= live.base() => stream_response(live, false, from, ids),
         // Ended, not resumable, no event asked for again: LangGraph's server has nothing more
         // of it to stream.
         None if run.status.is_final() && !ids && !asked => {
             let none = futures_util::stream::empty();
             sse_response(none, location(&id, &rid, false), false, false)
         }
-        // Carried out by another server on the database, or ended: its event log.
-        None => {
-            let frames = stored_frames(Arc::clone(&service.records), rid.clone(), from);
+        // Carried out by another server on the database, or ended, or from an event before
+        // this attempt's: its event log.
+        _ => {
+            let frames = stored_frames(Arc::clone(&service.records), service.follow(&rid), from);
             sse_response(frames, location(&id, &rid, false), false, ids)
         }
     })

@@ -69,6 +69,11 @@ pub(crate) struct Frame {
     pub(crate) data: Value,
 }
 
+/// The `metadata` event that begins each attempt of a run's stream.
+pub(crate) fn metadata_json(run_id: &str, attempt: u32) -> Value {
+    json!({"run_id": run_id, "attempt": attempt})
+}
+
 /// How often a server follows a run that another server carries out (its event log and its
 /// record).
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
@@ -121,7 +126,15 @@ impl Live {
 
     /// Attempt `attempt` of a run whose event log holds `base` events already.
     pub(crate) fn attempt(run_id: &str, thread_id: &str, attempt: u32, base: usize) -> Arc<Self> {
-        let live = Arc::new(Live {
+        let live = Live::announced(run_id, thread_id, base);
+        live.push("metadata", metadata_json(run_id, attempt));
+        live
+    }
+
+    /// A run whose event log holds `base` events already, the last its `metadata` (the
+    /// server that queued it announced it): its frames come after.
+    pub(crate) fn announced(run_id: &str, thread_id: &str, base: usize) -> Arc<Self> {
+        Arc::new(Live {
             run_id: run_id.to_owned(),
             thread_id: thread_id.to_owned(),
             state: Mutex::default(),
@@ -130,9 +143,7 @@ impl Live {
             stored: tokio::sync::Mutex::new(0),
             base,
             started_at: std::sync::OnceLock::new(),
-        });
-        live.push("metadata", json!({"run_id": run_id, "attempt": attempt}));
-        live
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LiveState> {
@@ -256,6 +267,11 @@ impl Live {
                 }
             }
         })
+    }
+
+    /// The number of its first frame in its event log.
+    pub(crate) fn base(&self) -> usize {
+        self.base
     }
 
     /// Waits for the run's end and gives what `wait` and `join` answer.
@@ -1218,59 +1234,175 @@ fn stopped_by(name: &str, action: &str) -> RunFailure {
     }
 }
 
+/// What follows runs carried out by other processes (their streams read from the event log,
+/// waits for their end), woken by the database's notices (a run's events appended, the run
+/// out of the queue) as they come rather than at the next poll; the poll stays, for a notice
+/// lost (before the listener listens, or with its connection).
+#[derive(Default)]
+pub(crate) struct Followers {
+    runs: Mutex<HashMap<String, watch::Sender<u64>>>,
+    listening: std::sync::OnceLock<()>,
+}
+
+/// One follower of a run: changes when the run does; forgets the run when the last follower
+/// of it is dropped.
+pub(crate) struct Following {
+    followers: Arc<Followers>,
+    run_id: String,
+    changed: watch::Receiver<u64>,
+}
+
+impl Followers {
+    /// A follower of run `run_id` in `records`; the first on a database with a run queue
+    /// starts the listener.
+    pub(crate) fn follow(self: &Arc<Self>, records: &Arc<dyn Records>, run_id: &str) -> Following {
+        if records.has_queue() {
+            self.listening.get_or_init(|| {
+                tokio::spawn(listen(Arc::downgrade(self), Arc::clone(records)));
+            });
+        }
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = runs
+            .entry(run_id.to_owned())
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe();
+        Following {
+            followers: Arc::clone(self),
+            run_id: run_id.to_owned(),
+            changed,
+        }
+    }
+
+    fn changed(&self, run_id: &str) {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = runs.get(run_id) {
+            sender.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+/// Wakes the followers of the runs the database's notices name, as long as they are kept.
+async fn listen(followers: std::sync::Weak<Followers>, records: Arc<dyn Records>) {
+    loop {
+        let Ok(mut notices) = records.listen().await else {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            if followers.strong_count() == 0 {
+                return;
+            }
+            continue;
+        };
+        loop {
+            let notice = tokio::select! {
+                notice = notices.recv() => notice,
+                // Now and then: whether anyone still keeps the followers.
+                () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {
+                    if followers.strong_count() == 0 {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Some(followers) = followers.upgrade() else {
+                return;
+            };
+            match notice {
+                Some(agentstate_store::RunNotice::Changed(run)) => followers.changed(&run),
+                Some(_) => {}
+                None => break,
+            }
+        }
+    }
+}
+
+impl Following {
+    /// Waits until the run changed since last seen, or the poll's time passed.
+    async fn changed(&mut self) {
+        let _ = tokio::time::timeout(FOLLOW_EVERY, self.changed.changed()).await;
+    }
+
+    /// Marks what is known of the run seen (before it is read again).
+    fn seen(&mut self) {
+        self.changed.borrow_and_update();
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let mut runs = self
+            .followers
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // This follower's receiver is the last one.
+        if runs
+            .get(&self.run_id)
+            .is_some_and(|s| s.receiver_count() <= 1)
+        {
+            runs.remove(&self.run_id);
+        }
+    }
+}
+
 /// Run `run_id`'s frames from its event log, from the one numbered `from`, then as another
-/// server (or this one) stores them, until the run's record is final and every event was read.
+/// server (or this one) stores them (`following` it), until the run's record is final and
+/// every event was read.
 pub(crate) fn stored_frames(
     records: Arc<dyn Records>,
-    run_id: String,
+    following: Following,
     from: usize,
 ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
     let state = (
         records,
-        run_id,
+        following,
         from as u64,
         std::collections::VecDeque::new(),
     );
-    futures_util::stream::unfold(state, |(records, run_id, mut next, mut page)| async move {
-        loop {
-            if let Some(event) = page.pop_front() {
-                let EventRecord {
-                    seq, event, data, ..
-                } = event;
-                let frame = (seq as usize, Frame { event, data });
-                return Some((frame, (records, run_id, next, page)));
+    futures_util::stream::unfold(
+        state,
+        |(records, mut following, mut next, mut page)| async move {
+            loop {
+                if let Some(event) = page.pop_front() {
+                    let EventRecord {
+                        seq, event, data, ..
+                    } = event;
+                    let frame = (seq as usize, Frame { event, data });
+                    return Some((frame, (records, following, next, page)));
+                }
+                following.seen();
+                let run_id = following.run_id.clone();
+                // Its status before its events: a run is final only once its last events are in.
+                let ended = match records.run(&run_id).await {
+                    Ok(Some(run)) => run.status.is_final(),
+                    Ok(None) | Err(_) => true,
+                };
+                let read = records
+                    .events(&run_id, next, EVENTS_PAGE)
+                    .await
+                    .unwrap_or_default();
+                if let Some(last) = read.last() {
+                    next = last.seq + 1;
+                    page.extend(read);
+                    continue;
+                }
+                if ended {
+                    return None;
+                }
+                following.changed().await;
             }
-            // Its status before its events: a run is final only once its last events are in.
-            let ended = match records.run(&run_id).await {
-                Ok(Some(run)) => run.status.is_final(),
-                Ok(None) | Err(_) => true,
-            };
-            let read = records
-                .events(&run_id, next, EVENTS_PAGE)
-                .await
-                .unwrap_or_default();
-            if let Some(last) = read.last() {
-                next = last.seq + 1;
-                page.extend(read);
-                continue;
-            }
-            if ended {
-                return None;
-            }
-            tokio::time::sleep(FOLLOW_EVERY).await;
-        }
-    })
+        },
+    )
 }
 
-/// Waits until run `run_id`'s record is final (a run another server carries out) and returns
-/// it (`None`: it was deleted).
+/// Waits until the record of the run `following` follows is final (a run another server
+/// carries out) and returns it (`None`: it was deleted).
 pub(crate) async fn final_record(
     records: &dyn Records,
-    run_id: &str,
+    mut following: Following,
 ) -> Result<Option<RunRecord>, agentstate_store::StoreError> {
     loop {
-        match records.run(run_id).await? {
-            Some(run) if !run.status.is_final() => tokio::time::sleep(FOLLOW_EVERY).await,
+        following.seen();
+        match records.run(&following.run_id).await? {
+            Some(run) if !run.status.is_final() => following.changed().await,
             done => return Ok(done),
         }
     }

@@ -351,6 +351,7 @@ impl ServerBuilder {
             runs: Arc::default(),
             queued,
             api_url: std::sync::OnceLock::new(),
+            followers: Arc::default(),
         });
         let (routes, spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
             .merge(api::routes())

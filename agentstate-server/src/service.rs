@@ -11,10 +11,11 @@ use crate::checkpoints::{self, with_interrupts, CheckpointId};
 use crate::error::ApiError;
 use crate::metadata::run_metadata;
 use crate::record::{
-    now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus, RUN, THREAD,
+    now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadRecord, ThreadStatus, RUN,
+    THREAD,
 };
 use crate::records::Records;
-use crate::runs::{final_record, Job, Live, Mode, Runs, Stop};
+use crate::runs::{final_record, metadata_json, Followers, Following, Job, Live, Mode, Runs, Stop};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub(crate) struct Service {
     /// The URL it serves at, once [`Server::serve`](crate::Server::serve) knows it
     /// (`langgraph_api_url` in runs' metadata).
     pub(crate) api_url: std::sync::OnceLock<Arc<str>>,
+    /// What follows runs carried out by other processes.
+    pub(crate) followers: Arc<Followers>,
 }
 
 /// A run just created: in progress in this process (`live`), or queued for the workers on the
@@ -101,6 +104,11 @@ impl Service {
                     "graph `{graph_id}` is no longer served by this server"
                 ))
             })
+    }
+
+    /// A follower of run `run_id` (carried out by another process, or ended).
+    pub(crate) fn follow(&self, run_id: &str) -> Following {
+        self.followers.follow(&self.records, run_id)
     }
 
     /// The assistant id of the graph run `run` ran (its graph id if no longer served).
@@ -331,7 +339,7 @@ impl Service {
             if self.queued && !run.status.is_final() {
                 let rid = run.run_id.clone();
                 if cancel_queued(self, run.clone(), false).await? {
-                    final_record(&*self.records, &rid).await?;
+                    final_record(&*self.records, self.follow(&rid)).await?;
                 }
             }
             if let Some(live) = self.runs.get(&run.run_id) {
@@ -366,7 +374,7 @@ impl Service {
             && cancel_queued(self, run, why == Stop::Rollback).await?
         {
             if wait {
-                final_record(&*self.records, run_id).await?;
+                final_record(&*self.records, self.follow(run_id)).await?;
                 return Ok(Cancelled::Done);
             }
             return Ok(Cancelled::Asked);
@@ -427,7 +435,7 @@ impl Service {
     /// What a join answers for run `run_id` of thread `thread` (carried out by another
     /// process, or ended), once it ended.
     pub(crate) async fn ended(&self, thread: &str, run_id: &str) -> Result<Value, ApiError> {
-        let run = final_record(&*self.records, run_id)
+        let run = final_record(&*self.records, self.follow(run_id))
             .await?
             .ok_or_else(|| ApiError::not_found("Not Found"))?;
         if let Some(failure) = run.error {
@@ -687,8 +695,19 @@ async fn queue_run(
     mark_thread(&mut thread, served);
     let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
     run.metadata = run_metadata(metadata, &served.assistant_id, graph_id);
-    shared.records.put(Record::Thread(thread)).await?;
-    shared.records.put(Record::Run(run.clone())).await?;
+    // Its stream's first event written with its records, before it is queued: a stream of it
+    // has its `metadata` at once, as a run carried out here has (its worker's events follow).
+    let metadata = Record::Event(EventRecord {
+        run_id: run_id.to_owned(),
+        seq: 0,
+        event: "metadata".to_owned(),
+        data: metadata_json(run_id, 1),
+    });
+    tokio::try_join!(
+        shared.records.put(Record::Thread(thread)),
+        shared.records.put(Record::Run(run.clone())),
+        shared.records.append_events(run_id, 0, vec![metadata]),
+    )?;
     if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
         // Not queued: no worker would ever end it.
         let _ = shared.records.delete(RUN, run_id).await;

@@ -5,7 +5,7 @@
 
 use crate::assistant::Start;
 use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
-use crate::runs::{Job, Live, Stop};
+use crate::runs::{metadata_json, Job, Live, Stop};
 use crate::service::{plan, Plan, Service};
 use agentstate_store::{ClaimedRun, RunNotice};
 use std::sync::Arc;
@@ -177,6 +177,8 @@ async fn listen(
                 Some(RunNotice::Ready) => {
                     ready.send_modify(|n| *n += 1);
                 }
+                // For the streams that follow runs ([`Followers`](crate::runs::Followers)).
+                Some(RunNotice::Changed(_)) => {}
                 Some(RunNotice::Cancel { run, rollback }) => {
                     let why = if rollback {
                         Stop::Rollback
@@ -266,13 +268,21 @@ async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
             }
         }
     }
-    // The events of its earlier attempts stay; this one's are numbered after them.
-    let base = match service.records.events(&run.run_id, 0, usize::MAX).await {
-        Ok(events) => events.len(),
-        Err(_) => 0,
-    };
+    // The events of its earlier attempts stay; this one's are numbered after them. The server
+    // that queued it wrote its first `metadata`: an attempt with nothing after that event is
+    // the one it announced.
+    let stored = service
+        .records
+        .events(&run.run_id, 0, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let announced = matches!(stored.as_slice(), [only]
+        if only.event == "metadata" && only.data == metadata_json(&run.run_id, claimed.attempt));
     run.attempt = claimed.attempt;
-    let live = Live::attempt(&run.run_id, &run.thread_id, claimed.attempt, base);
+    let live = match announced {
+        true => Live::announced(&run.run_id, &run.thread_id, stored.len()),
+        false => Live::attempt(&run.run_id, &run.thread_id, claimed.attempt, stored.len()),
+    };
     service.runs.register(&live, |_| Ok::<_, ()>(())).ok();
     Job {
         options,

@@ -184,6 +184,9 @@ struct Sql {
     ready: String,
     /// The `NOTIFY` channel of cancellations (`{schema}.agentstate_cancel`).
     cancel: String,
+    /// The `NOTIFY` channel of event logs appended to (`{schema}.agentstate_appended`; the
+    /// log's name as the payload).
+    appended: String,
     append: String,
     append_all: String,
     head: String,
@@ -315,6 +318,7 @@ impl Sql {
             queue: format!("{q}.agentstate_queue"),
             ready: format!("{schema}.agentstate_runs"),
             cancel: format!("{schema}.agentstate_cancel"),
+            appended: format!("{schema}.agentstate_appended"),
             threads,
             entries,
         }
@@ -1849,16 +1853,18 @@ impl RecordBackend for Postgres {
         let seqs: Vec<i64> = (0..bodies.len())
             .map(|i| (first + i as u64) as i64)
             .collect();
+        // Those who follow the log (a run's stream on another server) are told, by `NOTIFY`.
         let sql = format!(
-            "INSERT INTO {} (log, seq, body)
-             SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
-             ON CONFLICT (log, seq) DO NOTHING",
+            "WITH added AS (INSERT INTO {} (log, seq, body)
+                 SELECT $1, s, b::jsonb FROM unnest($2::bigint[], $3::text[]) AS e(s, b)
+                 ON CONFLICT (log, seq) DO NOTHING RETURNING seq)
+             SELECT pg_notify($4, $1) WHERE EXISTS (SELECT 1 FROM added)",
             self.sql.events
         );
         client
-            .execute(
+            .query(
                 &prepared(&client, &sql, &doing).await?,
-                &[&log, &seqs, &bodies],
+                &[&log, &seqs, &bodies, &self.sql.appended],
             )
             .await
             .map_err(db_err(&doing))?;
@@ -1987,7 +1993,7 @@ impl RecordBackend for Postgres {
                     &client,
                     &format!(
                         "WITH done AS (DELETE FROM {} WHERE run = $1 RETURNING run)
-                     SELECT pg_notify($2, '') FROM done",
+                     SELECT pg_notify($2, run) FROM done",
                         self.sql.queue
                     ),
                     &doing,
@@ -2155,6 +2161,7 @@ impl RecordBackend for Postgres {
             .map_err(db_err(doing))?;
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let (ready, cancel) = (self.sql.ready.clone(), self.sql.cancel.clone());
+        let appended = self.sql.appended.clone();
         let notices = tx.clone();
         tokio::spawn(async move {
             while let Some(Ok(message)) =
@@ -2165,7 +2172,17 @@ impl RecordBackend for Postgres {
                 };
                 let notice = if n.channel() == cancel {
                     read_cancel_notice(n.payload())
+                } else if n.channel() == appended {
+                    RunNotice::Changed(n.payload().to_owned())
                 } else {
+                    // A run taken out of the queue (its id as the payload) also ended.
+                    if !n.payload().is_empty()
+                        && notices
+                            .send(RunNotice::Changed(n.payload().to_owned()))
+                            .is_err()
+                    {
+                        return;
+                    }
                     RunNotice::Ready
                 };
                 if notices.send(notice).is_err() {
@@ -2176,9 +2193,10 @@ impl RecordBackend for Postgres {
         let quoted = |c: &str| format!("\"{}\"", c.replace('"', "\"\""));
         client
             .batch_execute(&format!(
-                "LISTEN {}; LISTEN {}",
+                "LISTEN {}; LISTEN {}; LISTEN {}",
                 quoted(&ready),
-                quoted(&self.sql.cancel)
+                quoted(&self.sql.cancel),
+                quoted(&self.sql.appended)
             ))
             .await
             .map_err(db_err(doing))?;

@@ -72,6 +72,9 @@ pub struct Swept {
 pub enum RunNotice {
     /// A run can be claimed (a new one, one put back, or a thread freed).
     Ready,
+    /// Run `0`'s events were appended to, or it left the queue (it ended): a stream that
+    /// follows it from another server reads again.
+    Changed(String),
     /// Run `run` was cancelled: its worker stops it (`rollback`: and takes its thread back to
     /// where it stood before the run).
     Cancel {
@@ -473,6 +476,20 @@ mod tests {
         }
         let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv()).await;
         assert_eq!(notice.unwrap(), Some(RunNotice::Ready));
+        // An event log appended to is notified, with its name.
+        q.append_events("log-x", 0, vec!["{}".to_owned()])
+            .await
+            .unwrap();
+        let mut changed = None;
+        while let Ok(Some(notice)) =
+            tokio::time::timeout(Duration::from_secs(5), notices.recv()).await
+        {
+            if let RunNotice::Changed(log) = notice {
+                changed = Some(log);
+                break;
+            }
+        }
+        assert_eq!(changed.as_deref(), Some("log-x"));
         let claimed = |run: &str, thread: &str, attempt| ClaimedRun {
             run: run.into(),
             thread: thread.into(),

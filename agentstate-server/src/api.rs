@@ -11,7 +11,7 @@ use crate::openapi::{
     RunResult, RunsParams, StreamHeaders, Thread, ThreadPath, ThreadState,
 };
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
-use crate::runs::{stored_frames, Frame, Live, Stop};
+use crate::runs::{metadata_json, stored_frames, Frame, Live, Stop};
 use crate::service::{missing_checkpoint, Cancelled, Created, RunCreate, Served, Service};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
@@ -1089,12 +1089,19 @@ fn created_stream(service: &Arc<Service>, created: Created) -> Response {
     let guard = CancelOnDrop::of(service, &created);
     let frames: futures_util::stream::BoxStream<'static, (usize, Frame)> = match created.live {
         Some(live) => live.frames(0).boxed(),
-        None => stored_frames(
-            Arc::clone(&service.records),
-            service.follow(&created.run.run_id),
-            0,
-        )
-        .boxed(),
+        // Queued: its `metadata`, written with its records, streamed at once; the rest as its
+        // worker stores it.
+        None => {
+            let run_id = &created.run.run_id;
+            let metadata = Frame {
+                event: "metadata".to_owned(),
+                data: metadata_json(run_id, 1),
+            };
+            let rest = stored_frames(Arc::clone(&service.records), service.follow(run_id), 1);
+            futures_util::stream::once(std::future::ready((0, metadata)))
+                .chain(rest)
+                .boxed()
+        }
     };
     // The guard lives as long as the response's stream.
     let frames = frames.map(move |frame| {

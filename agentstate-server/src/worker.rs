@@ -83,8 +83,9 @@ impl Workers {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
         let (stop, _) = watch::channel(false);
-        let (ready, _) = watch::channel(0u64);
-        let ready = Arc::new(ready);
+        // A queue notice wakes one waiting worker (a worker claims again after each run before
+        // it waits): not all of them, each to run a claim that all but one find empty.
+        let ready = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
             Arc::clone(&service),
             Arc::clone(&ready),
@@ -100,7 +101,7 @@ impl Workers {
                 tokio::spawn(work(
                     Arc::clone(&service),
                     owner.clone(),
-                    ready.subscribe(),
+                    Arc::clone(&ready),
                     stop.subscribe(),
                     options.poll_every,
                 ))
@@ -157,7 +158,7 @@ impl Drop for Workers {
 /// notified; listens again after a lost connection.
 async fn listen(
     service: Arc<Service>,
-    ready: Arc<watch::Sender<u64>>,
+    ready: Arc<tokio::sync::Notify>,
     mut stop: watch::Receiver<bool>,
 ) {
     while !*stop.borrow() {
@@ -175,7 +176,7 @@ async fn listen(
             };
             match notice {
                 Some(RunNotice::Ready) => {
-                    ready.send_modify(|n| *n += 1);
+                    ready.notify_one();
                 }
                 // For the streams that follow runs ([`Followers`](crate::runs::Followers)).
                 Some(RunNotice::Changed(_)) => {}
@@ -198,17 +199,16 @@ async fn listen(
 async fn work(
     service: Arc<Service>,
     owner: String,
-    mut ready: watch::Receiver<u64>,
+    ready: Arc<tokio::sync::Notify>,
     mut stop: watch::Receiver<bool>,
     poll: Duration,
 ) {
     while !*stop.borrow() {
-        ready.borrow_and_update();
         match service.records.claim(&owner, MAX_ATTEMPTS).await {
             Ok(Some(claimed)) => carry_out(&service, &owner, claimed).await,
             Ok(None) => {
                 tokio::select! {
-                    _ = ready.changed() => {}
+                    () = ready.notified() => {}
                     _ = stop.changed() => {}
                     () = tokio::time::sleep(poll) => {}
                 }

@@ -70,12 +70,34 @@ pub(crate) fn routes() -> OpenApiRouter<Arc<Service>> {
 }
 
 /// A JSON body as `T`; an empty body is `T::default()`.
+/// A JSON object body as `T`; an empty body is `T::default()`. Anything but an object is
+/// refused (serde would read a struct from a JSON array too: `[]` is no thread creation).
 fn body<T: DeserializeOwned + Default>(bytes: &Bytes, what: &str) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::unprocessable(format!("the body of {what} is not valid: {e}")))
+    let invalid = |e: serde_json::Error| {
+        ApiError::unprocessable(format!("the body of {what} is not valid: {e}"))
+    };
+    match serde_json::from_slice::<Value>(bytes).map_err(invalid)? {
+        object @ Value::Object(_) => serde_json::from_value(object).map_err(invalid),
+        other => Err(ApiError::unprocessable(format!(
+            "the body of {what} is not a JSON object but {}",
+            json_kind(&other)
+        ))),
+    }
+}
+
+/// What kind of JSON value `value` is, as a sentence names it.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn ok(value: Value) -> Answer {
@@ -989,12 +1011,33 @@ async fn history_post(State(service): Api, Path(id): Path<String>, bytes: Bytes)
 
 /// Where a run is read: `/threads/{t}/runs/{r}` (`/runs/{r}` for a stateless run).
 fn location(thread: &str, run: &str, stateless: bool) -> HeaderValue {
+    let (thread, run) = (segment(thread), segment(run));
     let path = match stateless {
         true => format!("/runs/{run}"),
         false => format!("/threads/{thread}/runs/{run}"),
     };
-    // Ids are checked store ids or UUIDs: printable ASCII.
+    // Percent-encoded: visible ASCII.
     HeaderValue::from_str(&path).unwrap_or(HeaderValue::from_static("/runs"))
+}
+
+/// What a URL path segment cannot hold as it is (RFC 3986's reserved and unsafe characters,
+/// besides controls and non-ASCII): an id with `/`, `?` or a space stays one segment.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+/// Id `id` as one URL path segment.
+fn segment(id: &str) -> String {
+    percent_encoding::utf8_percent_encode(id, SEGMENT).to_string()
 }
 
 /// Whether run `run` was created resumable (`stream_resumable`): its streams give each event
@@ -1407,8 +1450,11 @@ async fn join_stream(
     let from = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .map_or(0, |seen| seen + 1);
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        // Past the last number an event log can hold: nothing more.
+        .map_or(0, |seen| {
+            seen.saturating_add(1).min(i64::MAX as u64) as usize
+        });
     Ok(match service.runs.get(&rid) {
         // In progress here, from an event this attempt streams (those before it, of its earlier
         // attempts or announced by the server that queued it, are in its event log).

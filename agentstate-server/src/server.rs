@@ -65,6 +65,8 @@ pub struct Server {
     router: Router,
     service: Arc<Service>,
     workers: Option<WorkerOptions>,
+    /// An API key no header can carry, which [`serve`](Server::serve) refuses.
+    unsendable_key: bool,
 }
 
 /// Builds a [`Server`] ([`Server::builder`]).
@@ -151,7 +153,9 @@ impl Server {
     }
 
     /// Serves the API on `listener` until the task is dropped or the listener fails, after
-    /// [`recover`](Server::recover)ing the runs a previous process left.
+    /// [`recover`](Server::recover)ing the runs a previous process left. Refused
+    /// (`InvalidInput`) for an API key no header can carry (see
+    /// [`ServerBuilder::api_key`]).
     ///
     /// ```no_run
     /// # async fn serve(server: agentstate_server::Server) -> std::io::Result<()> {
@@ -160,6 +164,12 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        if self.unsendable_key {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the server's API key holds a control character (a key file's trailing newline?), which no `x-api-key` header can carry: trim it",
+            ));
+        }
         if let Ok(address) = listener.local_addr() {
             let _ = self
                 .service
@@ -198,8 +208,12 @@ impl ServerBuilder {
     }
 
     /// Requires every request but `/ok`, `/docs` and `/openapi.json` (as LangGraph's server,
-    /// which guards none of them) to carry `key` in its `x-api-key` header (401 otherwise); the
-    /// spec then declares the `x-api-key` scheme.
+    /// which guards none of them) to carry `key` in its `x-api-key` header (401 otherwise),
+    /// compared in constant time; the spec then declares the `x-api-key` scheme.
+    ///
+    /// A key no header can carry (a control character, such as a key file's trailing newline)
+    /// matches no request: every guarded request is refused, saying why, and
+    /// [`serve`](Server::serve) refuses to start. It never turns the check off.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Arc::from(key.into()));
@@ -369,6 +383,7 @@ impl ServerBuilder {
             .fallback(|| async { ApiError::not_found("Not Found") })
             .layer(axum::Extension(docs))
             .with_state(Arc::clone(&service));
+        let unsendable_key = self.api_key.as_deref().is_some_and(|k| !sendable(k));
         if let Some(key) = self.api_key {
             router = router.layer(axum::middleware::from_fn_with_state(key, check_key));
         }
@@ -379,24 +394,32 @@ impl ServerBuilder {
             router,
             service,
             workers: self.workers,
+            unsendable_key,
         }
     }
 }
 
 /// Refuses a request without the API key (but those of [`UNGUARDED`]).
 async fn check_key(State(key): State<Arc<str>>, request: Request, next: Next) -> Response {
+    use subtle::ConstantTimeEq;
     let given = request.headers().get("x-api-key");
     let open = UNGUARDED.contains(&request.uri().path());
-    if open || given == HeaderValue::from_str(&key).ok().as_ref() {
+    let matches = given.is_some_and(|g| bool::from(g.as_bytes().ct_eq(key.as_bytes())));
+    if open || (matches && sendable(&key)) {
         return next.run(request).await;
     }
-    let what = if given.is_some() { "a wrong" } else { "no" };
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        format!(
-            "the request to `{}` carries {what} API key in its `x-api-key` header",
-            request.uri().path()
+    let path = request.uri().path();
+    let why = match (sendable(&key), given.is_some()) {
+        (false, _) => format!(
+            "the request to `{path}` is refused: the server's API key holds a control character (a key file's trailing newline?), which no `x-api-key` header can carry"
         ),
-    )
-    .into_response()
+        (true, true) => format!("the request to `{path}` carries a wrong API key in its `x-api-key` header"),
+        (true, false) => format!("the request to `{path}` carries no API key in its `x-api-key` header"),
+    };
+    ApiError::new(StatusCode::UNAUTHORIZED, why).into_response()
+}
+
+/// Whether an `x-api-key` header can carry API key `key`.
+fn sendable(key: &str) -> bool {
+    HeaderValue::from_str(key).is_ok()
 }

@@ -10,7 +10,7 @@ mod support;
 use agentstate_server::Server;
 use agentstate_store::{RecordBackend, SqliteStore, Store};
 use axum::body::Body;
-use axum::http::{HeaderMap, Request, StatusCode};
+use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -814,6 +814,16 @@ async fn the_api_on_postgresql() {
         .await
         .unwrap();
     let first = app(&store);
+    // An id with a NUL character cannot be a thread's (PostgreSQL cannot take it as text):
+    // none is found, as on SQLite, not a server error.
+    for path in [
+        "/threads/a%00b",
+        "/threads/a%00b/runs",
+        "/threads/a%00b/state",
+    ] {
+        let (status, body) = json(&first, "GET", path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
     let thread = new_thread(&first).await;
     let runs = format!("/threads/{thread}/runs");
     let hi = json!({"assistant_id": "desk", "input": ask("hi"), "stream_mode": "updates"});
@@ -1205,4 +1215,101 @@ async fn docs_is_scalars_page_with_the_spec_inlined_and_escaped() {
         spec.contains('<'),
         "the spec has a `<` to escape (a type in a description)"
     );
+}
+
+/// Bad input is refused or answered as nothing found, never misread: an API key no header can
+/// carry turns nothing off, a body that is no JSON object creates nothing, an id with `/`, `?`
+/// or a space stays one path segment, a `Last-Event-ID` past every number replays nothing, a
+/// checkpoint a thread does not have is not found.
+#[tokio::test]
+async fn bad_input_is_refused_not_misread() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let keyed = |key: &str| {
+        Server::builder(&store)
+            .assistant("desk", desk::graph().unwrap().durable(&store))
+            .api_key(key)
+            .build()
+    };
+    // A key file's trailing newline: every guarded request refused, saying why; not served.
+    let app = keyed("k\n").router();
+    for key in [None, Some("k")] {
+        let (status, _, body) = call(&app, "POST", "/threads/search", Some(json!({})), key).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        assert!(body.contains("control character"), "{body}");
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let refused = keyed("k\n").serve(listener).await.unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::InvalidInput,
+        "{refused}"
+    );
+
+    let app = app(&store);
+    for body in ["[]", "null", "3", "\"t\""] {
+        let (status, _, text) = call_raw(&app, "POST", "/threads", body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {text}");
+        assert!(text.contains("is not a JSON object"), "{text}");
+    }
+    let (_, found) = json(&app, "POST", "/threads/search", Some(json!({}))).await;
+    assert_eq!(found, json!([]), "nothing was created");
+
+    let id = "a/b c?d";
+    let (status, thread) = json(&app, "POST", "/threads", Some(json!({"thread_id": id}))).await;
+    assert_eq!(status, StatusCode::OK, "{thread}");
+    let path = "/threads/a%2Fb%20c%3Fd/runs/wait";
+    let run = json!({"assistant_id": "desk", "input": ask("hi")});
+    let (status, headers, body) = call(&app, "POST", path, Some(run), Some("k")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let location = headers[header::CONTENT_LOCATION].to_str().unwrap();
+    let run_id = location.rsplit('/').next().unwrap();
+    assert_eq!(location, format!("/threads/a%2Fb%20c%3Fd/runs/{run_id}"));
+    let (status, run) = json(&app, "GET", location, None).await;
+    assert_eq!(
+        (status, run["thread_id"].as_str()),
+        (StatusCode::OK, Some(id))
+    );
+
+    let stream = format!("{location}/stream");
+    for seen in ["18446744073709551615", "9223372036854775807"] {
+        let request = Request::builder()
+            .uri(&stream)
+            .header("x-api-key", "k")
+            .header("last-event-id", seen)
+            .body(Body::empty())
+            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("event:"), "after {seen}: {text}");
+    }
+
+    let state = "/threads/a%2Fb%20c%3Fd/state/999999";
+    let (status, body) = json(&app, "GET", state, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
+
+/// A request with body `body` as it is (no JSON made of it), with the key.
+async fn call_raw(
+    app: &Router,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (StatusCode, HeaderMap, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("x-api-key", "k")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    (
+        parts.status,
+        parts.headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
 }

@@ -86,6 +86,13 @@ impl Default for PostgresOptions {
     }
 }
 
+/// Whether PostgreSQL can hold `id` as text: one with a NUL character cannot be a record's, a
+/// thread's or an event log's (and cannot be a query's parameter), so looking it up finds
+/// nothing, as on SQLite.
+fn storable(id: &str) -> bool {
+    !id.contains('\0')
+}
+
 /// The payload of a cancel notice: the run and whether to roll it back, as JSON.
 fn cancel_notice(run: &str, rollback: bool) -> String {
     serde_json::json!({"run": run, "rollback": rollback}).to_string()
@@ -1779,6 +1786,9 @@ impl RecordBackend for Postgres {
     }
 
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
+        if !storable(id) {
+            return Ok(None);
+        }
         let doing = format!("reading {kind} record `{id}`");
         let client = self.client(&doing).await?;
         let row = client
@@ -1799,6 +1809,9 @@ impl RecordBackend for Postgres {
         kind: &str,
         thread: Option<&str>,
     ) -> Result<Vec<RecordRow>, StoreError> {
+        if thread.is_some_and(|t| !storable(t)) {
+            return Ok(Vec::new());
+        }
         let doing = format!("listing {kind} records");
         let client = self.client(&doing).await?;
         let rows = client
@@ -1821,6 +1834,9 @@ impl RecordBackend for Postgres {
     }
 
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        if !storable(id) {
+            return Ok(false);
+        }
         let doing = format!("deleting {kind} record `{id}`");
         let client = self.client(&doing).await?;
         let n = client
@@ -1877,6 +1893,13 @@ impl RecordBackend for Postgres {
         from: u64,
         limit: usize,
     ) -> Result<Vec<EventRow>, StoreError> {
+        if !storable(log) {
+            return Ok(Vec::new());
+        }
+        // Numbers past PostgreSQL's `bigint`: no event is numbered so.
+        let Ok(from) = i64::try_from(from) else {
+            return Ok(Vec::new());
+        };
         let doing = format!("reading event log `{log}`");
         let client = self.client(&doing).await?;
         let rows = client
@@ -1885,7 +1908,7 @@ impl RecordBackend for Postgres {
                     "SELECT seq, body::text FROM {} WHERE log = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
                     self.sql.events
                 ), &doing).await?,
-                &[&log, &(from as i64), &(limit.min(i64::MAX as usize) as i64)],
+                &[&log, &from, &(limit.min(i64::MAX as usize) as i64)],
             )
             .await
             .map_err(db_err(&doing))?;
@@ -1899,6 +1922,9 @@ impl RecordBackend for Postgres {
     }
 
     async fn delete_events(&self, log: &str) -> Result<u64, StoreError> {
+        if !storable(log) {
+            return Ok(0);
+        }
         let doing = format!("deleting event log `{log}`");
         let client = self.client(&doing).await?;
         client

@@ -1231,9 +1231,10 @@ async fn bad_input_is_refused_not_misread() {
             .build()
     };
     // A key file's trailing newline: every guarded request refused, saying why; not served.
-    let app = keyed("k\n").router();
+    let unkeyed = keyed("k\n").router();
     for key in [None, Some("k")] {
-        let (status, _, body) = call(&app, "POST", "/threads/search", Some(json!({})), key).await;
+        let (status, _, body) =
+            call(&unkeyed, "POST", "/threads/search", Some(json!({})), key).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
         assert!(body.contains("control character"), "{body}");
     }

@@ -62,6 +62,13 @@ pub(crate) trait Records: Send + Sync + 'static {
         thread: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>>;
 
+    /// Queues run `run` unless its thread has a run queued (`false`), at once.
+    fn enqueue_alone<'a>(
+        &'a self,
+        run: &'a str,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
     /// Claims a run for worker `owner`.
     fn claim<'a>(
         &'a self,
@@ -222,6 +229,14 @@ impl<B: RecordBackend> Records for Store<B> {
         thread: &'a str,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(self.backend().enqueue_run(run, thread))
+    }
+
+    fn enqueue_alone<'a>(
+        &'a self,
+        run: &'a str,
+        thread: &'a str,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.backend().enqueue_run_alone(run, thread))
     }
 
     fn claim<'a>(

@@ -708,12 +708,26 @@ async fn queue_run(
         shared.records.put(Record::Run(run.clone())),
         shared.records.append_events(run_id, 0, vec![metadata]),
     )?;
-    if let Err(error) = shared.records.enqueue(run_id, &thread_id).await {
+    // `reject`: the check above is a quick answer; this one, with the queueing, is the answer,
+    // whichever server another run of the thread came through meanwhile.
+    let queued = match strategy {
+        "reject" => shared.records.enqueue_alone(run_id, &thread_id).await,
+        _ => shared
+            .records
+            .enqueue(run_id, &thread_id)
+            .await
+            .map(|()| true),
+    };
+    if !matches!(queued, Ok(true)) {
         // Not queued: no worker would ever end it.
+        let _ = shared.records.delete_events(run_id).await;
         let _ = shared.records.delete(RUN, run_id).await;
-        return Err(error.into());
     }
-    Ok(run)
+    match queued {
+        Ok(true) => Ok(run),
+        Ok(false) => Err(ApiError::conflict(BUSY)),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Cancels queued run `run` (`rollback`: and removes what it did): a pending one ends

@@ -495,6 +495,50 @@ async fn pool(url: &str) {
         }
     }
 
+    // `reject`: of 12 runs asked at once on an idle thread, through both servers, one is
+    // accepted; the others are refused as LangGraph's server refuses them.
+    call(
+        a,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": "mt-reject"})),
+    )
+    .await;
+    let asked: Vec<_> = (0..12)
+        .map(|i| {
+            let app = if i % 2 == 0 { a } else { b }.to_owned();
+            tokio::spawn(async move {
+                let body = json!({"assistant_id": "job", "input": {"thread": "mt-reject"}, "multitask_strategy": "reject"});
+                call(&app, "POST", "/threads/mt-reject/runs", Some(body)).await
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for answer in asked {
+        answers.push(answer.await.unwrap());
+    }
+    let accepted = answers.iter().filter(|a| a["run_id"].is_string()).count();
+    let said: Vec<&Value> = answers
+        .iter()
+        .map(|a| {
+            if a["run_id"].is_string() {
+                &a["status"]
+            } else {
+                &a["detail"]
+            }
+        })
+        .collect();
+    assert_eq!(accepted, 1, "{said:?}");
+    for refused in answers.iter().filter(|a| !a["run_id"].is_string()) {
+        let said = refused["detail"].as_str().unwrap_or_default();
+        assert!(
+            said.starts_with("Thread is already running a task"),
+            "{refused}"
+        );
+    }
+    let listed = call(a, "GET", "/threads/mt-reject/runs", None).await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+
     // 200 runs on 50 threads, created on both servers.
     let threads: Vec<String> = (0..50).map(|i| format!("t{i}")).collect();
     for (i, thread) in threads.iter().enumerate() {

@@ -368,6 +368,10 @@ impl crate::RecordBackend for AnyBackend {
         dispatch!(self, b => b.release_run(run, owner).await)
     }
 
+    async fn enqueue_run_alone(&self, run: &str, thread: &str) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.enqueue_run_alone(run, thread).await)
+    }
+
     async fn cancel_run(&self, run: &str, rollback: bool) -> Result<Option<bool>, StoreError> {
         dispatch!(self, b => b.cancel_run(run, rollback).await)
     }

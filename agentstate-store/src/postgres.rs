@@ -1967,6 +1967,57 @@ impl RecordBackend for Postgres {
         Ok(())
     }
 
+    async fn enqueue_run_alone(&self, run: &str, thread: &str) -> Result<bool, StoreError> {
+        let doing = format!("queueing run `{run}` of thread `{thread}` if it has none queued");
+        let mut client = self.client(&doing).await?;
+        let tx = client.transaction().await.map_err(db_err(&doing))?;
+        // The thread's queue, one asker at a time (a lock of the transaction's: released at
+        // its end): the next asker's check sees this one's run.
+        tx.execute(
+            &prepared_tx(
+                &tx,
+                "SELECT pg_advisory_xact_lock(730194, hashtext($1))",
+                &doing,
+            )
+            .await?,
+            &[&thread],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        let queue = &self.sql.queue;
+        let busy = tx
+            .query_opt(
+                &prepared_tx(
+                    &tx,
+                    &format!("SELECT 1 FROM {queue} WHERE thread = $1 LIMIT 1"),
+                    &doing,
+                )
+                .await?,
+                &[&thread],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        if busy.is_some() {
+            return Ok(false);
+        }
+        tx.query(
+            &prepared_tx(
+                &tx,
+                &format!(
+                    "WITH queued AS (INSERT INTO {queue} (run, thread) VALUES ($1, $2) RETURNING run)
+                     SELECT pg_notify($3, '') FROM queued"
+                ),
+                &doing,
+            )
+            .await?,
+            &[&run, &thread, &self.sql.ready],
+        )
+        .await
+        .map_err(db_err(&doing))?;
+        tx.commit().await.map_err(db_err(&doing))?;
+        Ok(true)
+    }
+
     async fn claim_run(
         &self,
         owner: &str,

@@ -149,6 +149,20 @@ pub trait RecordBackend: Backend {
         false
     }
 
+    /// Puts run `run` of thread `thread` in the queue, pending, and wakes the workers, unless
+    /// the thread has a run in the queue already (pending or running): then `false`, and
+    /// nothing is queued. Checked and queued at once, whichever process asks (the
+    /// `reject` multitask strategy: of two runs asked at once on an idle thread, one is
+    /// queued).
+    fn enqueue_run_alone(
+        &self,
+        run: &str,
+        thread: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (run, thread);
+        async { Err(no_queue("queueing a run")) }
+    }
+
     /// Puts run `run` of thread `thread` in the queue, pending, and wakes the workers.
     fn enqueue_run(
         &self,
@@ -490,6 +504,11 @@ mod tests {
             }
         }
         assert_eq!(changed.as_deref(), Some("log-x"));
+        // Alone: not on a thread with a run queued, and queued on one without.
+        assert!(!q.enqueue_run_alone("a3", "ta").await.unwrap());
+        assert!(q.enqueue_run_alone("d1", "td").await.unwrap());
+        assert!(!q.enqueue_run_alone("d2", "td").await.unwrap());
+        assert_eq!(q.cancel_run("d1", false).await.unwrap(), Some(false));
         let claimed = |run: &str, thread: &str, attempt| ClaimedRun {
             run: run.into(),
             thread: thread.into(),

@@ -32,6 +32,8 @@
 //! without waiting for the WAL's flush: `PostgresOptions::synchronous_commit`).
 //! Without `--bench` (`cargo test --benches`) it runs nothing and says so.
 
+#[path = "../tests/support/langgraph_dev.rs"]
+mod langgraph_dev;
 #[path = "../examples/support/three.rs"]
 mod three;
 
@@ -301,26 +303,7 @@ impl Servers {
                 for file in ["graph.py", "langgraph.json"] {
                     std::fs::copy(here.join(file), dir.join(file)).unwrap();
                 }
-                let log = std::fs::File::create(dir.join("langgraph-dev.log")).unwrap();
-                let langgraph = PathBuf::from(python).with_file_name("langgraph");
-                let child = Command::new(&langgraph)
-                    .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"])
-                    .args(["--port", &port.to_string(), "--n-jobs-per-worker", "10"])
-                    .args([
-                        "--server-log-level",
-                        "WARNING",
-                        "--config",
-                        "langgraph.json",
-                    ])
-                    .current_dir(&dir)
-                    .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
-                    .env("LANGSMITH_TRACING", "false")
-                    .stdin(Stdio::null())
-                    .stdout(log.try_clone().unwrap())
-                    .stderr(log)
-                    .process_group(0)
-                    .spawn()
-                    .unwrap_or_else(|e| panic!("{} does not start: {e}", langgraph.display()));
+                let child = langgraph_dev::spawn(Path::new(&python), &dir, port);
                 servers.children.push(child);
             }
             other => panic!("LOAD_SETUPS: `{other}` is not sqlite, postgres or langgraph"),

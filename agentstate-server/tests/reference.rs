@@ -14,6 +14,8 @@
 //! by spaces) runs only those; `AGENTSTATE_REFERENCE_SHOW=1` prints both transcripts;
 //! `AGENTSTATE_REFERENCE_URL` uses a `langgraph dev` already serving the graphs there.
 
+#[path = "support/langgraph_dev.rs"]
+mod langgraph_dev;
 #[path = "support/reference.rs"]
 mod reference;
 #[cfg(feature = "postgres")]
@@ -22,7 +24,6 @@ mod support;
 
 use agentstate_store::SqliteStore;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn free_port() -> u16 {
@@ -60,33 +61,13 @@ impl Drop for LanggraphDev {
 /// Starts `langgraph dev` on the reference graphs, in a directory of its own (it keeps its
 /// state files there), and waits until it answers `/ok`.
 async fn langgraph_dev(python: &Path, here: &Path) -> (LanggraphDev, String) {
-    use std::os::unix::process::CommandExt;
     let dir = std::env::temp_dir().join(format!("agentstate-reference-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     for file in ["graphs.py", "langgraph.json"] {
         std::fs::copy(here.join(file), dir.join(file)).unwrap();
     }
     let port = free_port();
-    let langgraph = python.with_file_name("langgraph");
-    let log = std::fs::File::create(dir.join("langgraph-dev.log")).unwrap();
-    let child = std::process::Command::new(&langgraph)
-        .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"])
-        .args(["--port", &port.to_string(), "--n-jobs-per-worker", "10"])
-        .args([
-            "--server-log-level",
-            "WARNING",
-            "--config",
-            "langgraph.json",
-        ])
-        .current_dir(&dir)
-        .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
-        .env("LANGSMITH_TRACING", "false")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{} does not start: {e}", langgraph.display()));
+    let child = langgraph_dev::spawn(python, &dir, port);
     let mut dev = LanggraphDev { child, dir };
     let url = format!("http://127.0.0.1:{port}");
     let deadline = Instant::now() + Duration::from_secs(120);

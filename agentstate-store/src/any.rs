@@ -348,8 +348,22 @@ impl crate::RecordBackend for AnyBackend {
         dispatch!(self, b => b.has_run_queue())
     }
 
-    async fn enqueue_run(&self, run: &str, thread: &str) -> Result<(), StoreError> {
-        dispatch!(self, b => b.enqueue_run(run, thread).await)
+    async fn write_records(
+        &self,
+        writes: crate::RecordWrites,
+        claim: Option<&crate::RunClaim>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.write_records(writes, claim).await)
+    }
+
+    async fn enqueue_run(
+        &self,
+        run: &str,
+        thread: &str,
+        alone: bool,
+        writes: crate::RecordWrites,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.enqueue_run(run, thread, alone, writes).await)
     }
 
     async fn claim_run(
@@ -360,16 +374,17 @@ impl crate::RecordBackend for AnyBackend {
         dispatch!(self, b => b.claim_run(owner, max_attempts).await)
     }
 
-    async fn finish_run(&self, run: &str) -> Result<(), StoreError> {
-        dispatch!(self, b => b.finish_run(run).await)
+    async fn finish_run(
+        &self,
+        run: &str,
+        writes: crate::RecordWrites,
+        claim: Option<&crate::RunClaim>,
+    ) -> Result<bool, StoreError> {
+        dispatch!(self, b => b.finish_run(run, writes, claim).await)
     }
 
     async fn release_run(&self, run: &str, owner: &str) -> Result<(), StoreError> {
         dispatch!(self, b => b.release_run(run, owner).await)
-    }
-
-    async fn enqueue_run_alone(&self, run: &str, thread: &str) -> Result<bool, StoreError> {
-        dispatch!(self, b => b.enqueue_run_alone(run, thread).await)
     }
 
     async fn cancel_run(&self, run: &str, rollback: bool) -> Result<Option<bool>, StoreError> {

@@ -45,8 +45,10 @@
 //! - records beside the threads (a server's runs): [`Store::put_record`] and its readers, on a
 //!   [`RecordBackend`] (SQLite, PostgreSQL), as [`RecordRow`]s; numbered event logs
 //!   ([`Store::append_events`], [`Store::events`], as [`EventRow`]s: a run's streamed events);
-//!   a run queue on PostgreSQL ([`RecordBackend::claim_run`] and its siblings, [`ClaimedRun`],
-//!   [`Swept`], [`RunNotice`]);
+//!   both written together in one transaction ([`RecordWrites`], [`EventBatch`],
+//!   [`RecordPatch`]); a run queue
+//!   on PostgreSQL ([`RecordBackend::claim_run`] and its siblings, [`ClaimedRun`],
+//!   [`RunClaim`] that fences a worker's writes, [`Swept`], [`RunNotice`]);
 //! - [`StoreError`], each variant with a stable [`category`](StoreError::category).
 //!
 //! The rest is in namespaces:
@@ -130,7 +132,10 @@ pub use record::{
     check_id, EntryInfo, EntryKind, Head, LeaseInfo, StepMeta, ThreadInfo, ThreadQuery,
     MAX_ID_BYTES, MAX_LEASE_TTL_MS,
 };
-pub use records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
+pub use records::{
+    ClaimedRun, EventBatch, EventRow, RecordBackend, RecordPatch, RecordRow, RecordWrites,
+    RunClaim, RunNotice, Swept,
+};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use store::{Compaction, HistoryQuery, SnapshotPolicy, Store, StoredState, Versioned};

@@ -12,11 +12,14 @@ use crate::record::{
     FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry, NewThread,
     Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
-use crate::records::{ClaimedRun, EventRow, RecordBackend, RecordRow, RunNotice, Swept};
+use crate::records::{
+    ClaimedRun, EventRow, RecordBackend, RecordRow, RecordWrites, RunClaim, RunNotice, Swept,
+};
 use crate::store::Store;
 use deadpool_postgres::{Config, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, NoTls, Row};
 
 /// The version of the PostgreSQL tables this build creates, reads and writes. Versions 1 and 2
@@ -1765,6 +1768,174 @@ fn read_record(row: &Row) -> RecordRow {
     }
 }
 
+/// What lets a [`Postgres::write_together`] write: nothing, a worker's claim on its run (the
+/// queue row still its: running, its owner, its attempt; locked until the end), or a thread
+/// without a queued run (`reject`; its caller holds the thread's queue lock).
+enum Gate<'a> {
+    Open,
+    Claim(&'a RunClaim),
+    Alone(&'a str),
+}
+
+/// The change to the run queue a [`Postgres::write_together`] makes with its writes.
+enum QueueChange<'a> {
+    None,
+    /// Run `0` of thread `1` queued, pending.
+    Enqueue(&'a str, &'a str),
+    /// Run `0` out of the queue.
+    Finish(&'a str),
+}
+
+impl Postgres {
+    /// `writes` and `change` in one statement (one round trip, one transaction unless `conn`
+    /// is one), made only if `gate` lets them: whether it did. Records are upserted and
+    /// events appended (their logs' followers notified) from arrays; the queue's workers are
+    /// woken by a queued run, and a finished run's waiters by its end.
+    async fn write_together(
+        &self,
+        conn: &impl deadpool_postgres::GenericClient,
+        writes: &RecordWrites,
+        gate: Gate<'_>,
+        change: QueueChange<'_>,
+        doing: &str,
+    ) -> Result<bool, StoreError> {
+        // A record written twice in one statement would be upserted twice: the last stands,
+        // with the patches of it applied here (a row changes once in a statement).
+        let mut rows: Vec<RecordRow> = Vec::new();
+        for row in writes.records.iter().rev() {
+            if !rows.iter().any(|r| r.kind == row.kind && r.id == row.id) {
+                rows.push(row.clone());
+            }
+        }
+        let mut patches = Vec::new();
+        for patch in &writes.patches {
+            match rows
+                .iter_mut()
+                .find(|r| r.kind == patch.kind && r.id == patch.id)
+            {
+                Some(row) => row.body = patch.apply(&row.body),
+                None => patches.push(patch),
+            }
+        }
+        let kinds: Vec<&str> = rows.iter().map(|r| r.kind.as_str()).collect();
+        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        let threads: Vec<Option<&str>> = rows.iter().map(|r| r.thread.as_deref()).collect();
+        let created: Vec<i64> = rows.iter().map(|r| r.created_ms).collect();
+        let bodies: Vec<&str> = rows.iter().map(|r| r.body.as_str()).collect();
+        let patch_kinds: Vec<&str> = patches.iter().map(|p| p.kind.as_str()).collect();
+        let patch_ids: Vec<&str> = patches.iter().map(|p| p.id.as_str()).collect();
+        let patch_fields: Vec<&str> = patches.iter().map(|p| p.fields.as_str()).collect();
+        let mut logs: Vec<&str> = Vec::new();
+        let mut seqs: Vec<i64> = Vec::new();
+        let mut events: Vec<&str> = Vec::new();
+        for batch in &writes.events {
+            for (i, body) in batch.bodies.iter().enumerate() {
+                let seq = batch
+                    .first
+                    .checked_add(i as u64)
+                    .and_then(|s| i64::try_from(s).ok());
+                let Some(seq) = seq else {
+                    return Err(StoreError::backend(
+                        BACKEND,
+                        doing,
+                        format!("event log `{}` has no number past 2^63 - 1", batch.log),
+                    ));
+                };
+                logs.push(&batch.log);
+                seqs.push(seq);
+                events.push(body);
+            }
+        }
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+            &kinds,
+            &ids,
+            &threads,
+            &created,
+            &bodies,
+            &logs,
+            &seqs,
+            &events,
+            &self.sql.appended,
+            &self.sql.ready,
+            &patch_kinds,
+            &patch_ids,
+            &patch_fields,
+        ];
+        let attempt;
+        let (queue, records, events_table) = (&self.sql.queue, &self.sql.records, &self.sql.events);
+        let gate_sql = match &gate {
+            Gate::Open => "SELECT 1".to_owned(),
+            Gate::Claim(claim) => {
+                attempt = claim.attempt.min(i32::MAX as u32) as i32;
+                params.extend([&claim.run as &(dyn ToSql + Sync), &claim.owner, &attempt]);
+                format!(
+                    "SELECT 1 FROM {queue} WHERE run = $14 AND owner = $15 AND attempts = $16
+                       AND status = 'running' FOR UPDATE"
+                )
+            }
+            Gate::Alone(thread) => {
+                params.push(thread);
+                format!("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM {queue} WHERE thread = $14)")
+            }
+        };
+        let next = params.len() + 1;
+        let change_sql = match &change {
+            QueueChange::None => "queued AS (SELECT ''::text AS payload WHERE false)".to_owned(),
+            QueueChange::Enqueue(run, thread) => {
+                params.extend([run as &(dyn ToSql + Sync), thread]);
+                format!(
+                    "queued AS (INSERT INTO {queue} (run, thread)
+                                SELECT ${next}, ${} WHERE EXISTS (SELECT 1 FROM gate)
+                                RETURNING ''::text AS payload)",
+                    next + 1
+                )
+            }
+            // Its end told to those who wait for it; the workers woken only if its thread has
+            // a run waiting for it.
+            QueueChange::Finish(run) => {
+                params.push(run);
+                format!(
+                    "done AS (DELETE FROM {queue} WHERE run = ${next} AND EXISTS (SELECT 1 FROM gate)
+                              RETURNING run, thread),
+                     queued AS (SELECT run AS payload FROM done
+                                UNION ALL SELECT ''::text FROM done
+                                WHERE EXISTS (SELECT 1 FROM {queue} w WHERE w.thread = done.thread
+                                              AND w.run <> done.run AND w.status = 'pending'))"
+                )
+            }
+        };
+        let sql = format!(
+            "WITH gate AS ({gate_sql}),
+             rec AS (INSERT INTO {records} (kind, id, thread, created_ms, body)
+                     SELECT k, i, t, c, b::jsonb
+                     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+                          AS r(k, i, t, c, b)
+                     WHERE EXISTS (SELECT 1 FROM gate)
+                     ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body
+                     RETURNING 1),
+             pat AS (UPDATE {records} r SET body = r.body || p.f::jsonb
+                     FROM unnest($11::text[], $12::text[], $13::text[]) AS p(k, i, f)
+                     WHERE r.kind = p.k AND r.id = p.i AND EXISTS (SELECT 1 FROM gate)
+                     RETURNING 1),
+             ev AS (INSERT INTO {events_table} (log, seq, body)
+                    SELECT l, s, b::jsonb FROM unnest($6::text[], $7::bigint[], $8::text[]) AS e(l, s, b)
+                    WHERE EXISTS (SELECT 1 FROM gate)
+                    ON CONFLICT (log, seq) DO NOTHING RETURNING log),
+             {change_sql},
+             told AS (SELECT pg_notify($9, log) FROM (SELECT DISTINCT log FROM ev) d
+                      UNION ALL SELECT pg_notify($10, payload) FROM queued)
+             SELECT EXISTS (SELECT 1 FROM gate), (SELECT count(*) FROM told),
+                    (SELECT count(*) FROM rec), (SELECT count(*) FROM pat)"
+        );
+        let statement = conn.prepare_cached(&sql).await.map_err(db_err(doing))?;
+        let row = conn
+            .query_one(&statement, &params)
+            .await
+            .map_err(db_err(doing))?;
+        Ok(row.get(0))
+    }
+}
+
 impl RecordBackend for Postgres {
     async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
         let doing = format!("writing {} record `{}`", row.kind, row.id);
@@ -1941,38 +2112,50 @@ impl RecordBackend for Postgres {
             .map_err(db_err(&doing))
     }
 
+    async fn write_records(
+        &self,
+        writes: RecordWrites,
+        claim: Option<&RunClaim>,
+    ) -> Result<bool, StoreError> {
+        let doing = match claim {
+            Some(c) => format!(
+                "writing records of run `{}` for worker `{}`",
+                c.run, c.owner
+            ),
+            None => "writing records and events together".to_owned(),
+        };
+        if writes.is_empty() && claim.is_none() {
+            return Ok(true);
+        }
+        let client = self.client(&doing).await?;
+        let gate = claim.map_or(Gate::Open, Gate::Claim);
+        self.write_together(&client, &writes, gate, QueueChange::None, &doing)
+            .await
+    }
+
     fn has_run_queue(&self) -> bool {
         true
     }
 
-    async fn enqueue_run(&self, run: &str, thread: &str) -> Result<(), StoreError> {
+    async fn enqueue_run(
+        &self,
+        run: &str,
+        thread: &str,
+        alone: bool,
+        writes: RecordWrites,
+    ) -> Result<bool, StoreError> {
         let doing = format!("queueing run `{run}` of thread `{thread}`");
-        let client = self.client(&doing).await?;
-        client
-            .query(
-                &prepared(
-                    &client,
-                    &format!(
-                    "WITH queued AS (INSERT INTO {} (run, thread) VALUES ($1, $2) RETURNING run)
-                     SELECT pg_notify($3, '') FROM queued",
-                    self.sql.queue
-                ),
-                    &doing,
-                )
-                .await?,
-                &[&run, &thread, &self.sql.ready],
-            )
-            .await
-            .map_err(db_err(&doing))?;
-        Ok(())
-    }
-
-    async fn enqueue_run_alone(&self, run: &str, thread: &str) -> Result<bool, StoreError> {
-        let doing = format!("queueing run `{run}` of thread `{thread}` if it has none queued");
         let mut client = self.client(&doing).await?;
+        let change = QueueChange::Enqueue(run, thread);
+        if !alone {
+            return self
+                .write_together(&client, &writes, Gate::Open, change, &doing)
+                .await;
+        }
         let tx = client.transaction().await.map_err(db_err(&doing))?;
         // The thread's queue, one asker at a time (a lock of the transaction's: released at
-        // its end): the next asker's check sees this one's run.
+        // its end): the next asker's check, a statement that starts after this one commits,
+        // sees this one's run.
         tx.execute(
             &prepared_tx(
                 &tx,
@@ -1984,38 +2167,11 @@ impl RecordBackend for Postgres {
         )
         .await
         .map_err(db_err(&doing))?;
-        let queue = &self.sql.queue;
-        let busy = tx
-            .query_opt(
-                &prepared_tx(
-                    &tx,
-                    &format!("SELECT 1 FROM {queue} WHERE thread = $1 LIMIT 1"),
-                    &doing,
-                )
-                .await?,
-                &[&thread],
-            )
-            .await
-            .map_err(db_err(&doing))?;
-        if busy.is_some() {
-            return Ok(false);
-        }
-        tx.query(
-            &prepared_tx(
-                &tx,
-                &format!(
-                    "WITH queued AS (INSERT INTO {queue} (run, thread) VALUES ($1, $2) RETURNING run)
-                     SELECT pg_notify($3, '') FROM queued"
-                ),
-                &doing,
-            )
-            .await?,
-            &[&run, &thread, &self.sql.ready],
-        )
-        .await
-        .map_err(db_err(&doing))?;
+        let queued = self
+            .write_together(&tx, &writes, Gate::Alone(thread), change, &doing)
+            .await?;
         tx.commit().await.map_err(db_err(&doing))?;
-        Ok(true)
+        Ok(queued)
     }
 
     async fn claim_run(
@@ -2061,26 +2217,17 @@ impl RecordBackend for Postgres {
         Ok(None)
     }
 
-    async fn finish_run(&self, run: &str) -> Result<(), StoreError> {
+    async fn finish_run(
+        &self,
+        run: &str,
+        writes: RecordWrites,
+        claim: Option<&RunClaim>,
+    ) -> Result<bool, StoreError> {
         let doing = format!("taking run `{run}` out of the queue");
         let client = self.client(&doing).await?;
-        client
-            .query(
-                &prepared(
-                    &client,
-                    &format!(
-                        "WITH done AS (DELETE FROM {} WHERE run = $1 RETURNING run)
-                     SELECT pg_notify($2, run) FROM done",
-                        self.sql.queue
-                    ),
-                    &doing,
-                )
-                .await?,
-                &[&run, &self.sql.ready],
-            )
+        let gate = claim.map_or(Gate::Open, Gate::Claim);
+        self.write_together(&client, &writes, gate, QueueChange::Finish(run), &doing)
             .await
-            .map_err(db_err(&doing))?;
-        Ok(())
     }
 
     async fn release_run(&self, run: &str, owner: &str) -> Result<(), StoreError> {
@@ -2250,17 +2397,12 @@ impl RecordBackend for Postgres {
                 let notice = if n.channel() == cancel {
                     read_cancel_notice(n.payload())
                 } else if n.channel() == appended {
-                    RunNotice::Changed(n.payload().to_owned())
-                } else {
-                    // A run taken out of the queue (its id as the payload) also ended.
-                    if !n.payload().is_empty()
-                        && notices
-                            .send(RunNotice::Changed(n.payload().to_owned()))
-                            .is_err()
-                    {
-                        return;
-                    }
+                    RunNotice::Appended(n.payload().to_owned())
+                } else if n.payload().is_empty() {
                     RunNotice::Ready
+                } else {
+                    // A run taken out of the queue (its id as the payload) ended.
+                    RunNotice::Ended(n.payload().to_owned())
                 };
                 if notices.send(notice).is_err() {
                     return;

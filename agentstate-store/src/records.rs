@@ -55,6 +55,105 @@ pub struct ClaimedRun {
     pub attempt: u32,
 }
 
+/// Events appended to one event log in a [`RecordWrites`]: `bodies`, numbered from `first`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventBatch {
+    /// The log (a run's id, say).
+    pub log: String,
+    /// The number of the first of `bodies`.
+    pub first: u64,
+    /// The events' JSON texts; one whose number is in the log already is left as it is.
+    pub bodies: Vec<String>,
+}
+
+/// Records and events written together, in one transaction: all of them or none
+/// ([`RecordBackend::write_records`]; with a change to the run queue,
+/// [`RecordBackend::enqueue_run`] and [`RecordBackend::finish_run`]).
+///
+/// ```
+/// use agentstate_store::{EventBatch, RecordBackend, RecordRow, RecordWrites, SqliteStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = SqliteStore::open_in_memory()?;
+/// let row = |kind: &str, id: &str, body: &str| RecordRow {
+///     kind: kind.into(), id: id.into(), thread: Some("t-1".into()), body: body.into(), created_ms: 0,
+/// };
+/// let writes = RecordWrites {
+///     records: vec![row("run", "r-1", r#"{"status":"running"}"#), row("thread", "t-1", r#"{"status":"busy"}"#)],
+///     events: vec![EventBatch { log: "r-1".into(), first: 0, bodies: vec!["\"metadata\"".into()] }],
+///     ..RecordWrites::default()
+/// };
+/// assert!(store.backend().write_records(writes, None).await?);
+/// let run: Option<serde_json::Value> = store.record("run", "r-1").await?;
+/// assert_eq!(run.unwrap()["status"], "running");
+/// assert_eq!(store.events::<String>("r-1", 0, 10).await?, [(0, "metadata".to_owned())]);
+/// # Ok::<(), agentstate_store::StoreError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordWrites {
+    /// Records inserted or replaced (a replaced record keeps its `created_ms`).
+    pub records: Vec<RecordRow>,
+    /// Records changed in place, after `records`, without being read first.
+    pub patches: Vec<RecordPatch>,
+    /// Event batches appended.
+    pub events: Vec<EventBatch>,
+}
+
+impl RecordWrites {
+    /// Whether it writes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+            && self.patches.is_empty()
+            && self.events.iter().all(|e| e.bodies.is_empty())
+    }
+}
+
+/// A change to a record in place ([`RecordWrites::patches`]): its JSON object's top-level
+/// members named in `fields` set to their values there (a `null` sets `null`), the others
+/// kept; nothing if there is no such record. A writer that changes a record's status this way
+/// keeps what another wrote to its other members meanwhile, and reads nothing first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordPatch {
+    /// The record's kind.
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+    /// A JSON object's text: the members to set.
+    pub fields: String,
+}
+
+impl RecordPatch {
+    /// `fields` set on the record's JSON object `body` (a body that is not an object, or
+    /// fields that are not one, leave it as it was).
+    pub fn apply(&self, body: &str) -> String {
+        let (Ok(serde_json::Value::Object(mut record)), Ok(serde_json::Value::Object(fields))) = (
+            serde_json::from_str::<serde_json::Value>(body),
+            serde_json::from_str::<serde_json::Value>(&self.fields),
+        ) else {
+            return body.to_owned();
+        };
+        record.extend(fields);
+        serde_json::Value::Object(record).to_string()
+    }
+}
+
+/// A worker's hold on a run it claimed from the queue ([`RecordBackend::claim_run`]): the
+/// writes it fences ([`RecordBackend::write_records`], [`RecordBackend::finish_run`]) are
+/// made only while this attempt of the run is still the worker's (running, claimed by
+/// `owner`, this attempt), so a worker that was paused past its lease, and whose run was put
+/// back and claimed again, writes nothing more (the journal is fenced by the thread's lease
+/// in the same way).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunClaim {
+    /// The run's id.
+    pub run: String,
+    /// The worker that claimed it.
+    pub owner: String,
+    /// The attempt it claimed ([`ClaimedRun::attempt`]).
+    pub attempt: u32,
+}
+
 /// What a sweep of the run queue did ([`RecordBackend::sweep_runs`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Swept {
@@ -72,9 +171,12 @@ pub struct Swept {
 pub enum RunNotice {
     /// A run can be claimed (a new one, one put back, or a thread freed).
     Ready,
-    /// Run `0`'s events were appended to, or it left the queue (it ended): a stream that
-    /// follows it from another server reads again.
-    Changed(String),
+    /// Run `0`'s events were appended to: a stream that follows it from another server reads
+    /// them.
+    Appended(String),
+    /// Run `0` left the queue (it ended): what waits for its end from another server reads
+    /// its record.
+    Ended(String),
     /// Run `run` was cancelled: its worker stops it (`rollback`: and takes its thread back to
     /// where it stood before the run).
     Cancel {
@@ -142,6 +244,15 @@ pub trait RecordBackend: Backend {
     /// Deletes event log `log`; returns how many events it had.
     fn delete_events(&self, log: &str) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
+    /// Makes `writes` in one transaction, fenced by `claim` if given: `false`, and nothing
+    /// written, if the claim is no longer held (see [`RunClaim`]; only a backend with a run
+    /// queue takes a claim).
+    fn write_records(
+        &self,
+        writes: RecordWrites,
+        claim: Option<&RunClaim>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
     /// Whether it keeps a run queue that workers in several processes claim runs from (the
     /// methods below; PostgreSQL's: `FOR UPDATE SKIP LOCKED`, `LISTEN/NOTIFY`). Without one
     /// (SQLite), they fail and runs are carried out where they are created.
@@ -149,27 +260,19 @@ pub trait RecordBackend: Backend {
         false
     }
 
-    /// Puts run `run` of thread `thread` in the queue, pending, and wakes the workers, unless
-    /// the thread has a run in the queue already (pending or running): then `false`, and
-    /// nothing is queued. Checked and queued at once, whichever process asks (the
-    /// `reject` multitask strategy: of two runs asked at once on an idle thread, one is
-    /// queued).
-    fn enqueue_run_alone(
-        &self,
-        run: &str,
-        thread: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let _ = (run, thread);
-        async { Err(no_queue("queueing a run")) }
-    }
-
-    /// Puts run `run` of thread `thread` in the queue, pending, and wakes the workers.
+    /// Puts run `run` of thread `thread` in the queue, pending, with `writes` (its records,
+    /// its first events), in one transaction, and wakes the workers. `alone`: unless the
+    /// thread has a run in the queue already (pending or running): then `false`, and nothing
+    /// is queued or written. Checked and queued at once, whichever process asks (the `reject`
+    /// multitask strategy: of two runs asked at once on an idle thread, one is queued).
     fn enqueue_run(
         &self,
         run: &str,
         thread: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let _ = (run, thread);
+        alone: bool,
+        writes: RecordWrites,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (run, thread, alone, writes);
         async { Err(no_queue("queueing a run")) }
     }
 
@@ -185,9 +288,18 @@ pub trait RecordBackend: Backend {
         async { Err(no_queue("claiming a run")) }
     }
 
-    /// Takes run `run` out of the queue (it ended); wakes the workers (its thread is free).
-    fn finish_run(&self, run: &str) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let _ = run;
+    /// Takes run `run` out of the queue (it ended) with `writes` (its last events, its
+    /// records), in one transaction, fenced by `claim` if given (`false`, and nothing written
+    /// or taken out, if it is no longer held); tells those who wait for the run's end
+    /// ([`RunNotice::Ended`]), and wakes the workers if its thread, now free, has a run
+    /// pending.
+    fn finish_run(
+        &self,
+        run: &str,
+        writes: RecordWrites,
+        claim: Option<&RunClaim>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (run, writes, claim);
         async { Err(no_queue("taking a run out of the queue")) }
     }
 
@@ -454,6 +566,70 @@ mod tests {
             store.events::<u32>("other", 0, 100).await.unwrap(),
             [(0, 9)]
         );
+        // Written together: records (one written twice: the last stands) and events of two
+        // logs; none of them when one cannot be written.
+        let row = |id: &str, n: u32| crate::RecordRow {
+            kind: "run".into(),
+            id: id.into(),
+            thread: Some("t3".into()),
+            body: json!({ "n": n }).to_string(),
+            created_ms: 7,
+        };
+        let batch = |log: &str, first, bodies: &[&str]| crate::EventBatch {
+            log: log.into(),
+            first,
+            bodies: bodies.iter().map(|b| b.to_string()).collect(),
+        };
+        let together = crate::RecordWrites {
+            records: vec![row("c", 1), row("d", 2), row("c", 5)],
+            events: vec![batch("x", 0, &["1", "2"]), batch("y", 4, &["3"])],
+            ..crate::RecordWrites::default()
+        };
+        assert!(store.backend().write_records(together, None).await.unwrap());
+        let t3: Vec<Value> = store.records("run", Some("t3")).await.unwrap();
+        assert_eq!(t3, [json!({"n": 5}), json!({"n": 2})]);
+        assert_eq!(
+            store.events::<u32>("x", 0, 9).await.unwrap(),
+            [(0, 1), (1, 2)]
+        );
+        assert_eq!(store.events::<u32>("y", 0, 9).await.unwrap(), [(4, 3)]);
+        // Patched in place: the members named set, the others kept; a missing record stays
+        // missing.
+        let patch = |id: &str, fields: Value| crate::RecordPatch {
+            kind: "run".into(),
+            id: id.into(),
+            fields: fields.to_string(),
+        };
+        let patched = crate::RecordWrites {
+            patches: vec![patch("d", json!({"m": 1})), patch("gone", json!({"m": 1}))],
+            ..crate::RecordWrites::default()
+        };
+        assert!(store.backend().write_records(patched, None).await.unwrap());
+        let d: Option<Value> = store.record("run", "d").await.unwrap();
+        assert_eq!(d, Some(json!({"n": 2, "m": 1})));
+        assert_eq!(store.record::<Value>("run", "gone").await.unwrap(), None);
+        let broken = crate::RecordWrites {
+            records: vec![row("e", 1)],
+            events: vec![batch("z", 0, &["not json"])],
+            ..crate::RecordWrites::default()
+        };
+        if store.backend().has_run_queue() {
+            // PostgreSQL reads an event's text as JSON: this batch fails, and its record with it.
+            assert!(store.backend().write_records(broken, None).await.is_err());
+            assert_eq!(store.record::<Value>("run", "e").await.unwrap(), None);
+        } else {
+            let claim = crate::RunClaim {
+                run: "c".into(),
+                owner: "w".into(),
+                attempt: 1,
+            };
+            let refused = store
+                .backend()
+                .write_records(crate::RecordWrites::default(), Some(&claim))
+                .await
+                .unwrap_err();
+            assert!(refused.to_string().contains("no run queue"), "{refused}");
+        }
         let wrong = store.record::<u32>("thread", "a").await.unwrap_err();
         assert_eq!(wrong.category(), "store_corrupt_data");
         assert!(
@@ -480,16 +656,49 @@ mod tests {
     /// cancel, and a sweep that puts back only runs whose thread's lease is not live.
     #[cfg(feature = "postgres")]
     async fn queue_behaves(store: &crate::PostgresStore) {
-        use crate::{ClaimedRun, RunNotice};
+        use crate::{ClaimedRun, EventBatch, RecordRow, RecordWrites, RunClaim, RunNotice};
         use std::time::Duration;
         let q = store.backend();
         assert!(q.has_run_queue());
         let mut notices = q.listen_runs().await.unwrap();
+        // A run's records and first event, written with it.
+        let writes = |run: &str, status: &str| RecordWrites {
+            records: vec![RecordRow {
+                kind: "run".into(),
+                id: run.into(),
+                thread: None,
+                body: json!({ "status": status }).to_string(),
+                created_ms: 1,
+            }],
+            events: vec![EventBatch {
+                log: run.into(),
+                first: 0,
+                bodies: vec![json!(status).to_string()],
+            }],
+            ..RecordWrites::default()
+        };
+        let status = |run: &'static str| async move {
+            let record: Option<Value> = store.record("run", run).await.unwrap();
+            record.map(|r| r["status"].as_str().unwrap().to_owned())
+        };
         for (run, thread) in [("a1", "ta"), ("a2", "ta"), ("b1", "tb")] {
-            q.enqueue_run(run, thread).await.unwrap();
+            let queued = q.enqueue_run(run, thread, false, writes(run, "pending"));
+            assert!(queued.await.unwrap());
         }
-        let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv()).await;
-        assert_eq!(notice.unwrap(), Some(RunNotice::Ready));
+        assert_eq!(status("a2").await.as_deref(), Some("pending"));
+        assert_eq!(store.events::<String>("a2", 0, 9).await.unwrap().len(), 1);
+        // Its first events' followers are told, and the workers.
+        let mut told = Vec::new();
+        while let Ok(Some(notice)) =
+            tokio::time::timeout(Duration::from_secs(5), notices.recv()).await
+        {
+            told.push(notice);
+            if told.contains(&RunNotice::Ready) {
+                break;
+            }
+        }
+        assert!(told.contains(&RunNotice::Appended("a1".into())), "{told:?}");
+        assert!(told.contains(&RunNotice::Ready), "{told:?}");
         // An event log appended to is notified, with its name.
         q.append_events("log-x", 0, vec!["{}".to_owned()])
             .await
@@ -498,16 +707,32 @@ mod tests {
         while let Ok(Some(notice)) =
             tokio::time::timeout(Duration::from_secs(5), notices.recv()).await
         {
-            if let RunNotice::Changed(log) = notice {
-                changed = Some(log);
-                break;
+            match notice {
+                RunNotice::Appended(log) if log == "log-x" => {
+                    changed = Some(log);
+                    break;
+                }
+                _ => {}
             }
         }
         assert_eq!(changed.as_deref(), Some("log-x"));
         // Alone: not on a thread with a run queued, and queued on one without.
-        assert!(!q.enqueue_run_alone("a3", "ta").await.unwrap());
-        assert!(q.enqueue_run_alone("d1", "td").await.unwrap());
-        assert!(!q.enqueue_run_alone("d2", "td").await.unwrap());
+        // Alone: not on a thread with a run queued (and nothing of it written), and queued on
+        // one without.
+        assert!(!q
+            .enqueue_run("a3", "ta", true, writes("a3", "pending"))
+            .await
+            .unwrap());
+        assert_eq!(status("a3").await, None);
+        assert!(store.events::<String>("a3", 0, 9).await.unwrap().is_empty());
+        assert!(q
+            .enqueue_run("d1", "td", true, writes("d1", "pending"))
+            .await
+            .unwrap());
+        assert!(!q
+            .enqueue_run("d2", "td", true, writes("d2", "pending"))
+            .await
+            .unwrap());
         assert_eq!(q.cancel_run("d1", false).await.unwrap(), Some(false));
         let claimed = |run: &str, thread: &str, attempt| ClaimedRun {
             run: run.into(),
@@ -529,7 +754,47 @@ mod tests {
             q.claim_run("w2", 3).await.unwrap(),
             Some(claimed("a1", "ta", 1))
         );
-        q.finish_run("a1").await.unwrap();
+        // Fenced: what a worker that no longer holds the run's claim (its first owner, or
+        // an earlier attempt) writes is not written, and the run stays queued.
+        let claim = |owner: &str, attempt| RunClaim {
+            run: "a1".into(),
+            owner: owner.into(),
+            attempt,
+        };
+        for stale in [claim("w1", 1), claim("w2", 2)] {
+            let finished = q.finish_run("a1", writes("a1", "error"), Some(&stale));
+            assert!(!finished.await.unwrap());
+            let written = q.write_records(writes("a1", "error"), Some(&stale));
+            assert!(!written.await.unwrap());
+        }
+        assert_eq!(status("a1").await.as_deref(), Some("pending"));
+        assert_eq!(q.claim_run("w1", 3).await.unwrap(), None);
+        let held = claim("w2", 1);
+        assert!(q
+            .write_records(writes("a1", "running"), Some(&held))
+            .await
+            .unwrap());
+        assert_eq!(status("a1").await.as_deref(), Some("running"));
+        assert!(q
+            .finish_run("a1", writes("a1", "success"), Some(&held))
+            .await
+            .unwrap());
+        assert_eq!(status("a1").await.as_deref(), Some("success"));
+        let mut ended = None;
+        while let Ok(Some(notice)) =
+            tokio::time::timeout(Duration::from_secs(5), notices.recv()).await
+        {
+            if let RunNotice::Ended(run) = notice {
+                ended = Some(run);
+                break;
+            }
+        }
+        assert_eq!(ended.as_deref(), Some("a1"));
+        // Out of the queue: its claim fences nothing more in.
+        assert!(!q
+            .write_records(writes("a1", "error"), Some(&held))
+            .await
+            .unwrap());
         assert_eq!(
             q.claim_run("w1", 3).await.unwrap(),
             Some(claimed("a2", "ta", 1))
@@ -563,7 +828,10 @@ mod tests {
         let swept = q.sweep_runs(Duration::ZERO, 3).await.unwrap();
         assert_eq!(swept.cancelled, [claimed("a2", "ta", 1)]);
         // Attempts are capped: the third claim's run is taken out when its worker stops.
-        q.enqueue_run("c1", "tc").await.unwrap();
+        assert!(q
+            .enqueue_run("c1", "tc", false, RecordWrites::default())
+            .await
+            .unwrap());
         for attempt in 1..=3 {
             assert_eq!(
                 q.claim_run("w", 3).await.unwrap(),

@@ -14,7 +14,7 @@ use crate::record::{
     Found, FoundLease, Head, HistoryPage, LeaseChange, LeaseInfo, LeaseOp, Loaded, NewEntry,
     NewThread, Rewriter, SchemaRecord, Start, StoredEntry, StoredRow, ThreadInfo, ThreadQuery,
 };
-use crate::records::{EventRow, RecordBackend, RecordRow};
+use crate::records::{EventBatch, EventRow, RecordBackend, RecordRow, RecordWrites, RunClaim};
 use crate::store::Store;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use std::cell::Cell;
@@ -1766,20 +1766,102 @@ fn read_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecordRow> {
     })
 }
 
+/// Inserts or replaces `row` on `conn` (a connection or a transaction).
+fn put_row(conn: &Connection, row: &RecordRow) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO agentstate_records (kind, id, thread, created_ms, body)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            row.kind,
+            row.id,
+            row.thread,
+            row.created_ms,
+            row.body
+        ])
+    })
+    .map_err(db_err(format!("writing {} record `{}`", row.kind, row.id)))?;
+    Ok(())
+}
+
+/// Appends `batch` to its event log on `conn` (a transaction: all or none).
+fn append_batch(conn: &Connection, batch: &EventBatch) -> Result<(), StoreError> {
+    let doing = || {
+        format!(
+            "appending {} events to event log `{}`",
+            batch.bodies.len(),
+            batch.log
+        )
+    };
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO agentstate_events (log, seq, body) VALUES (?1, ?2, ?3)
+             ON CONFLICT (log, seq) DO NOTHING",
+        )
+        .map_err(db_err(doing()))?;
+    for (i, body) in batch.bodies.iter().enumerate() {
+        let seq = (batch.first + i as u64) as i64;
+        insert
+            .execute(params![batch.log, seq, body])
+            .map_err(db_err(doing()))?;
+    }
+    Ok(())
+}
+
 impl RecordBackend for Sqlite {
     async fn put_record(&self, row: RecordRow) -> Result<(), StoreError> {
         self.call(move |conn| {
             records_table(conn)?;
-            conn.prepare_cached(
-                "INSERT INTO agentstate_records (kind, id, thread, created_ms, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (kind, id) DO UPDATE SET thread = excluded.thread, body = excluded.body",
-            )
-            .and_then(|mut s| {
-                s.execute(params![row.kind, row.id, row.thread, row.created_ms, row.body])
-            })
-            .map_err(db_err(format!("writing {} record `{}`", row.kind, row.id)))?;
-            Ok(())
+            put_row(conn, &row)
+        })
+        .await
+    }
+
+    async fn write_records(
+        &self,
+        writes: RecordWrites,
+        claim: Option<&RunClaim>,
+    ) -> Result<bool, StoreError> {
+        if claim.is_some() {
+            return Err(StoreError::backend(
+                BACKEND,
+                "writing records fenced by a run's claim",
+                "it keeps no run queue (runs are carried out by the process that creates them; the queue is PostgreSQL's)",
+            ));
+        }
+        self.call(move |conn| {
+            records_table(conn)?;
+            let doing = "writing records and events together";
+            let tx = conn.transaction().map_err(db_err(doing))?;
+            for row in &writes.records {
+                put_row(&tx, row)?;
+            }
+            for patch in &writes.patches {
+                let doing = || format!("changing {} record `{}`", patch.kind, patch.id);
+                let body: Option<String> = tx
+                    .prepare_cached(
+                        "SELECT body FROM agentstate_records WHERE kind = ?1 AND id = ?2",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row([&patch.kind, &patch.id], |r| r.get(0))
+                            .optional()
+                    })
+                    .map_err(db_err(doing()))?;
+                if let Some(body) = body {
+                    tx.prepare_cached(
+                        "UPDATE agentstate_records SET body = ?3 WHERE kind = ?1 AND id = ?2",
+                    )
+                    .and_then(|mut s| s.execute(params![patch.kind, patch.id, patch.apply(&body)]))
+                    .map_err(db_err(doing()))?;
+                }
+            }
+            for batch in &writes.events {
+                append_batch(&tx, batch)?;
+            }
+            tx.commit().map_err(db_err(doing))?;
+            Ok(true)
         })
         .await
     }
@@ -1837,26 +1919,23 @@ impl RecordBackend for Sqlite {
         first: u64,
         bodies: Vec<String>,
     ) -> Result<(), StoreError> {
-        let log = log.to_owned();
+        let batch = EventBatch {
+            log: log.to_owned(),
+            first,
+            bodies,
+        };
         self.call(move |conn| {
             records_table(conn)?;
-            let doing = format!("appending {} events to event log `{log}`", bodies.len());
-            let tx = conn.transaction().map_err(db_err(&doing))?;
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO agentstate_events (log, seq, body) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (log, seq) DO NOTHING",
-                    )
-                    .map_err(db_err(&doing))?;
-                for (i, body) in bodies.iter().enumerate() {
-                    let seq = (first + i as u64) as i64;
-                    insert
-                        .execute(params![log, seq, body])
-                        .map_err(db_err(&doing))?;
-                }
-            }
-            tx.commit().map_err(db_err(&doing))
+            let doing = || {
+                format!(
+                    "appending {} events to event log `{}`",
+                    batch.bodies.len(),
+                    batch.log
+                )
+            };
+            let tx = conn.transaction().map_err(db_err(doing()))?;
+            append_batch(&tx, &batch)?;
+            tx.commit().map_err(db_err(doing()))
         })
         .await
     }

@@ -1140,7 +1140,8 @@ fn created_stream(service: &Arc<Service>, created: Created) -> Response {
                 event: "metadata".to_owned(),
                 data: metadata_json(run_id, 1),
             };
-            let rest = stored_frames(Arc::clone(&service.records), service.follow(run_id), 1);
+            let following = service.follow(run_id);
+            let rest = stored_frames(Arc::clone(&service.records), following, 1, true);
             futures_util::stream::once(std::future::ready((0, metadata)))
                 .chain(rest)
                 .boxed()
@@ -1468,7 +1469,12 @@ async fn join_stream(
         // Carried out by another server on the database, or ended, or from an event before
         // this attempt's: its event log.
         _ => {
-            let frames = stored_frames(Arc::clone(&service.records), service.follow(&rid), from);
+            let frames = stored_frames(
+                Arc::clone(&service.records),
+                service.follow(&rid),
+                from,
+                false,
+            );
             sse_response(frames, location(&id, &rid, false), false, ids)
         }
     })

@@ -65,8 +65,14 @@
 //!   sweep back the runs of workers that stopped (only once their thread's lease expired: a
 //!   live run renews it, so a long node is never run twice), at most 3 attempts; a graceful
 //!   [`shutdown`](Workers::shutdown) hands the unfinished runs back. A run claimed again
-//!   continues from its journal: its committed steps and effects are not repeated. The
-//!   `worker` example is a worker-only process.
+//!   continues from its journal: its committed steps and effects are not repeated. Every
+//!   write a worker makes of a run (its events, its record, its thread's status, its queue
+//!   row) is fenced by its claim on the run, as the journal is by the thread's lease: a worker
+//!   paused past its lease, whose run was put back and claimed by another, writes nothing
+//!   more when it goes on (a run that lost its lease while its worker still held it is handed
+//!   back to the queue). A run's queueing (its records, its first event, its queue row) and
+//!   its end (its last events, its record, its thread's status, its queue row) are each one
+//!   transaction. The `worker` example is a worker-only process.
 //!
 //! # The API served
 //!

@@ -1,10 +1,31 @@
 //! The server's records in the store's database, the store's backend erased.
 
 use crate::assistant::BoxFuture;
-use crate::record::{EventRecord, Record, RunRecord, ThreadRecord, EVENT, RUN, THREAD};
-use agentstate_store::{ClaimedRun, RecordBackend, RunNotice, Store, StoreError, Swept};
+use crate::record::{now_ms, EventRecord, Record, RunRecord, ThreadRecord, EVENT, RUN, THREAD};
+use agentstate_store::{
+    ClaimedRun, EventBatch, RecordBackend, RecordPatch, RecordRow, RecordWrites, RunClaim,
+    RunNotice, Store, StoreError, Swept,
+};
+use serde_json::{Map, Value};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// A write of [`Records::write`] and its siblings, made with the others at once.
+#[derive(Debug, Clone)]
+pub(crate) enum Write {
+    /// A record put whole (an event: appended to its run's event log).
+    Put(Record),
+    /// Thread `0`'s record's members `1` set (its status, say), its others kept: what a run
+    /// changes of its thread, without reading it first or undoing what another wrote to it
+    /// meanwhile (its metadata).
+    Thread(String, Map<String, Value>),
+}
+
+impl From<Record> for Write {
+    fn from(record: Record) -> Self {
+        Write::Put(record)
+    }
+}
 
 /// The records the server reads and writes, on any store that keeps records.
 pub(crate) trait Records: Send + Sync + 'static {
@@ -31,14 +52,6 @@ pub(crate) trait Records: Send + Sync + 'static {
     /// Deletes the store's thread `id` (its state and journal), if there is one.
     fn delete_state<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Appends `events` (numbered from `first`) to run `run`'s event log.
-    fn append_events<'a>(
-        &'a self,
-        run: &'a str,
-        first: u64,
-        events: Vec<Record>,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
     /// The events of run `run` numbered `from` and later (at most `limit`).
     fn events<'a>(
         &'a self,
@@ -55,18 +68,23 @@ pub(crate) trait Records: Send + Sync + 'static {
     /// methods beside it, which the following erase).
     fn has_queue(&self) -> bool;
 
-    /// Queues run `run` of thread `thread`.
+    /// Writes `records` (runs, threads, events) in one transaction, fenced by `claim` if
+    /// given: `false`, and nothing written, if the worker no longer holds it.
+    fn write<'a>(
+        &'a self,
+        records: Vec<Write>,
+        claim: Option<&'a RunClaim>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Queues run `run` of thread `thread` with `records` (its own, its thread's, its first
+    /// events), in one transaction; `alone`: unless its thread has a run queued (`false`,
+    /// and nothing written).
     fn enqueue<'a>(
         &'a self,
         run: &'a str,
         thread: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
-
-    /// Queues run `run` unless its thread has a run queued (`false`), at once.
-    fn enqueue_alone<'a>(
-        &'a self,
-        run: &'a str,
-        thread: &'a str,
+        alone: bool,
+        records: Vec<Write>,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Claims a run for worker `owner`.
@@ -76,8 +94,14 @@ pub(crate) trait Records: Send + Sync + 'static {
         max_attempts: u32,
     ) -> BoxFuture<'a, Result<Option<ClaimedRun>, StoreError>>;
 
-    /// Takes run `run` out of the queue.
-    fn finish_queued<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Takes run `run` out of the queue with `records` (its last events, its final record,
+    /// its thread's), in one transaction, fenced by `claim` if given (`false`: nothing done).
+    fn finish_queued<'a>(
+        &'a self,
+        run: &'a str,
+        records: Vec<Write>,
+        claim: Option<&'a RunClaim>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Puts run `run` back in the queue.
     fn release<'a>(&'a self, run: &'a str, owner: &'a str)
@@ -110,6 +134,61 @@ fn wrong(kind: &str, id: &str) -> StoreError {
         id: id.to_owned(),
         reason: format!("it holds a record of another kind than `{kind}`"),
     }
+}
+
+/// `records` as the store writes them together: runs and threads as rows, events as batches
+/// (one per run of consecutive numbers), thread changes as patches.
+fn writes_of(records: Vec<Write>) -> Result<RecordWrites, StoreError> {
+    let mut writes = RecordWrites::default();
+    for write in records {
+        let record = match write {
+            Write::Put(record) => record,
+            Write::Thread(id, fields) => {
+                writes.patches.push(RecordPatch {
+                    kind: THREAD.to_owned(),
+                    id,
+                    fields: Value::Object(fields).to_string(),
+                });
+                continue;
+            }
+        };
+        let body = |id: &str| {
+            serde_json::to_string(&record).map_err(|e| StoreError::Record {
+                kind: record.kind().to_owned(),
+                id: id.to_owned(),
+                reason: e.to_string(),
+            })
+        };
+        let (id, thread) = match &record {
+            Record::Run(run) => (run.run_id.clone(), Some(run.thread_id.clone())),
+            Record::Thread(thread) => (thread.thread_id.clone(), None),
+            Record::Event(event) => {
+                let text = body(&format!("{}/{}", event.run_id, event.seq))?;
+                match writes.events.last_mut() {
+                    Some(batch)
+                        if batch.log == event.run_id
+                            && batch.first + batch.bodies.len() as u64 == event.seq =>
+                    {
+                        batch.bodies.push(text)
+                    }
+                    _ => writes.events.push(EventBatch {
+                        log: event.run_id.clone(),
+                        first: event.seq,
+                        bodies: vec![text],
+                    }),
+                }
+                continue;
+            }
+        };
+        writes.records.push(RecordRow {
+            kind: record.kind().to_owned(),
+            body: body(&id)?,
+            id,
+            thread,
+            created_ms: now_ms(),
+        });
+    }
+    Ok(writes)
 }
 
 impl<B: RecordBackend> Records for Store<B> {
@@ -187,15 +266,6 @@ impl<B: RecordBackend> Records for Store<B> {
         Box::pin(Store::delete(self, id))
     }
 
-    fn append_events<'a>(
-        &'a self,
-        run: &'a str,
-        first: u64,
-        events: Vec<Record>,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async move { Store::append_events(self, run, first, &events).await })
-    }
-
     fn events<'a>(
         &'a self,
         run: &'a str,
@@ -222,21 +292,28 @@ impl<B: RecordBackend> Records for Store<B> {
         self.backend().has_run_queue()
     }
 
-    /// Queues run `run` of thread `thread`.
+    fn write<'a>(
+        &'a self,
+        records: Vec<Write>,
+        claim: Option<&'a RunClaim>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let writes = writes_of(records)?;
+            self.backend().write_records(writes, claim).await
+        })
+    }
+
     fn enqueue<'a>(
         &'a self,
         run: &'a str,
         thread: &'a str,
-    ) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.backend().enqueue_run(run, thread))
-    }
-
-    fn enqueue_alone<'a>(
-        &'a self,
-        run: &'a str,
-        thread: &'a str,
+        alone: bool,
+        records: Vec<Write>,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(self.backend().enqueue_run_alone(run, thread))
+        Box::pin(async move {
+            let writes = writes_of(records)?;
+            self.backend().enqueue_run(run, thread, alone, writes).await
+        })
     }
 
     fn claim<'a>(
@@ -247,8 +324,16 @@ impl<B: RecordBackend> Records for Store<B> {
         Box::pin(self.backend().claim_run(owner, max_attempts))
     }
 
-    fn finish_queued<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(self.backend().finish_run(run))
+    fn finish_queued<'a>(
+        &'a self,
+        run: &'a str,
+        records: Vec<Write>,
+        claim: Option<&'a RunClaim>,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let writes = writes_of(records)?;
+            self.backend().finish_run(run, writes, claim).await
+        })
     }
 
     fn release<'a>(

@@ -9,8 +9,9 @@ use crate::checkpoints::{
 };
 use crate::metadata::{config_metadata, node_metadata, task_id};
 use crate::record::{now_ms, EventRecord, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
-use crate::records::Records;
+use crate::records::{Records, Write};
 use agentstate_graph::Interrupt;
+use agentstate_store::RunClaim;
 use futures_util::{Stream, StreamExt};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -96,6 +97,13 @@ pub(crate) struct Live {
     base: usize,
     /// Its thread's version when it started (where a rollback takes the thread back to).
     started_at: std::sync::OnceLock<u64>,
+    /// Whether its end is being written (by its task, or from outside it): once only.
+    ending: std::sync::atomic::AtomicBool,
+    /// Its hold on its thread's turn while it runs, kept here so that a run ended from
+    /// outside its task lets the thread's next run start.
+    turn: Mutex<Option<tokio::sync::OwnedMutexGuard<()>>>,
+    /// Whether it began (its thread's turn came): its deadline counts from then.
+    begun: watch::Sender<bool>,
 }
 
 /// Why a run in progress is asked to stop.
@@ -110,7 +118,16 @@ pub(crate) enum Stop {
     /// Rolled back: stopped, what it committed removed, its record deleted (the
     /// `rollback` strategy and cancel action).
     Rollback,
+    /// Its worker no longer holds its claim (it was paused past its thread's lease, and the
+    /// run was put back in the queue for another): it stops, and writes nothing more.
+    Lost,
+    /// It passed its deadline: it ends `timeout`.
+    Timeout,
 }
+
+/// How long a run asked to stop (cancelled, or past its deadline) has to end by itself before
+/// it is ended from outside its task (a node that blocks its thread, or never returns).
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Default)]
 struct LiveState {
@@ -143,6 +160,9 @@ impl Live {
             stored: tokio::sync::Mutex::new(0),
             base,
             started_at: std::sync::OnceLock::new(),
+            ending: std::sync::atomic::AtomicBool::new(false),
+            turn: Mutex::new(None),
+            begun: watch::Sender::new(false),
         })
     }
 
@@ -164,35 +184,50 @@ impl Live {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Writes the frames not yet in the run's event log there, in one batch.
-    async fn store(&self, records: &dyn Records) -> Result<(), agentstate_store::StoreError> {
+    /// Writes the frames not yet in the run's event log there, in one batch, with `then`
+    /// (its records) after them, in one transaction fenced by `claim` (a queued run's
+    /// worker's); `end`: and takes the run out of the queue. False, and nothing written, if
+    /// the worker no longer holds the claim: the run is then stopped ([`Stop::Lost`]).
+    async fn store(
+        &self,
+        records: &dyn Records,
+        claim: Option<&RunClaim>,
+        then: Vec<Write>,
+        end: bool,
+    ) -> Result<bool, agentstate_store::StoreError> {
         let mut stored = self.stored.lock().await;
-        let batch: Vec<Record> = self.lock().frames[*stored..]
+        let mut batch: Vec<Write> = self.lock().frames[*stored..]
             .iter()
             .enumerate()
             .map(|(i, f)| {
-                Record::Event(EventRecord {
+                Write::Put(Record::Event(EventRecord {
                     run_id: self.run_id.clone(),
                     seq: (self.base + *stored + i) as u64,
                     event: f.event.clone(),
                     data: f.data.clone(),
-                })
+                }))
             })
             .collect();
-        if batch.is_empty() {
-            return Ok(());
-        }
         let n = batch.len();
-        records
-            .append_events(&self.run_id, (self.base + *stored) as u64, batch)
-            .await?;
-        *stored += n;
-        Ok(())
+        if n == 0 && then.is_empty() && !end {
+            return Ok(true);
+        }
+        batch.extend(then);
+        let written = match end {
+            true => records.finish_queued(&self.run_id, batch, claim).await?,
+            false => records.write(batch, claim).await?,
+        };
+        if written {
+            *stored += n;
+        } else {
+            self.stop(Stop::Lost);
+        }
+        Ok(written)
     }
 
-    /// Writes its frames to the event log as they come, a batch at a time, until it ended (the
-    /// run's end writes the last ones).
-    fn store_as_they_come(self: &Arc<Self>, records: Arc<dyn Records>) {
+    /// Writes its frames to the event log as they come, a batch at a time, fenced by `claim`,
+    /// until it ended (the run's end writes the last ones) or its claim was lost.
+    fn store_as_they_come(self: &Arc<Self>, records: Arc<dyn Records>, claim: Option<RunClaim>) {
         let live = Arc::clone(self);
         let mut rx = self.changed.subscribe();
         tokio::spawn(async move {
@@ -201,7 +236,12 @@ impl Live {
                     return;
                 }
                 // A failed write is retried with the next batch (and at the run's end).
-                let _ = live.store(&*records).await;
+                if let Ok(false) = live
+                    .store(&*records, claim.as_ref(), Vec::new(), false)
+                    .await
+                {
+                    return;
+                }
                 if rx.changed().await.is_err() {
                     return;
                 }
@@ -422,10 +462,13 @@ pub(crate) struct Job {
     /// A run of another protocol (AG-UI): its frames are what `translate` makes of its
     /// events, not the stream modes'.
     pub(crate) translate: Option<Arc<dyn Translate>>,
-    /// The worker that claimed it from the run queue, if it did.
-    pub(crate) worker: Option<String>,
+    /// The claim of the worker that took it from the run queue, if one did: what fences its
+    /// writes.
+    pub(crate) claim: Option<RunClaim>,
     /// The server's URL, if it knows it (its config metadata's `langgraph_api_url`).
     pub(crate) api_url: Option<Arc<str>>,
+    /// How long it may run once started: past it, it ends `timeout`.
+    pub(crate) timeout: std::time::Duration,
 }
 
 /// What a run's stream has seen so far, for the `tasks`, `checkpoints`, `debug` and `events`
@@ -471,9 +514,13 @@ impl Job {
     /// panicked) ends the run `error`, saying so, rather than leaving it running.
     pub(crate) fn spawn(self) {
         if !self.stateless {
-            self.live.store_as_they_come(Arc::clone(&self.records));
+            self.live
+                .store_as_they_come(Arc::clone(&self.records), self.claim.clone());
         }
         let watcher = self.clone();
+        // Spawned here, not from the run's task: a task spawned by one that then blocks its
+        // thread could wait for that thread.
+        tokio::spawn(self.clone().watch());
         let task = tokio::spawn(self.execute());
         tokio::spawn(async move {
             let Err(error) = task.await else { return };
@@ -527,7 +574,12 @@ impl Job {
         let lock = self.runs.lock_of(&self.run.thread_id);
         let end = tokio::select! {
             guard = lock.lock_owned() => {
+                *self.live.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+                self.live.begun.send_replace(true);
                 let mut end = self.drive().await;
+                if self.live.ending.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    return; // ended from outside while it ran
+                }
                 if self.live.stopped() == Stop::Rollback {
                     // Undone before the thread's next run may start; a run that could not be
                     // undone ends `error`, saying why.
@@ -535,12 +587,68 @@ impl Job {
                         end = End::Failed(error);
                     }
                 }
-                drop(guard);
+                self.live.turn.lock().unwrap_or_else(PoisonError::into_inner).take();
                 end
             }
-            () = self.live.cancelled() => End::Cancelled(false),
+            () = self.live.cancelled() => {
+                if self.live.ending.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    return;
+                }
+                End::Cancelled(false)
+            }
         };
-        self.finish(end).await;
+        self.write_end(end).await;
+    }
+
+    /// Watches the run from outside its task once it started: past its deadline it is asked
+    /// to stop ([`Stop::Timeout`]); asked to stop (that, or a cancel), it has [`STOP_GRACE`]
+    /// to end by itself, after which it is ended from here, as it would have ended itself,
+    /// whatever its node does (one that blocks its thread, or never returns): its records
+    /// and its thread's status written, its thread's lease revoked (its heartbeat stops
+    /// renewing it; whatever the node commits later is refused), its thread's turn passed
+    /// on, its streams ended.
+    async fn watch(self) {
+        let live = Arc::clone(&self.live);
+        let mut begun = live.begun.subscribe();
+        tokio::select! {
+            _ = live.result() => return,
+            _ = begun.wait_for(|b| *b) => {}
+        }
+        tokio::select! {
+            _ = live.result() => return,
+            () = tokio::time::sleep(self.timeout) => live.stop(Stop::Timeout),
+            () = live.cancelled() => {}
+        }
+        tokio::select! {
+            _ = live.result() => {}
+            () = tokio::time::sleep(STOP_GRACE) => self.end_from_outside().await,
+        }
+    }
+
+    /// Ends the run from outside its task (see [`Job::watch`]).
+    async fn end_from_outside(self) {
+        if self
+            .live
+            .ending
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        self.live
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // Its future still runs: its lease is taken from it, so that it commits nothing more
+        // and the thread is free for what comes next (a rollback's rewind first).
+        let _ = self.records.revoke_lease(&self.run.thread_id).await;
+        let mut end = End::Cancelled(true);
+        if self.live.stopped() == Stop::Rollback {
+            if let Err(error) = self.roll_back().await {
+                end = End::Failed(error);
+            }
+        }
+        self.write_end(end).await;
     }
 
     /// Takes the thread back to where it stood when the run started (the run's future was
@@ -588,30 +696,37 @@ impl Job {
         error
     }
 
-    async fn set_thread(&self, status: ThreadStatus) {
-        self.set_thread_failed(status, None).await;
-    }
-
     /// Sets the thread's status, and the error of its last run (`None`: it did not fail).
     async fn set_thread_failed(&self, status: ThreadStatus, error: Option<RunFailure>) {
-        let thread = &self.run.thread_id;
-        if let Ok(Some(mut record)) = self.records.thread(thread).await {
-            record.status = status;
-            record.error = error;
-            record.updated_ms = now_ms();
-            let _ = self.records.put(Record::Thread(record)).await;
-        }
+        let thread = self.thread_as(status, error);
+        let _ = self.records.write(vec![thread], self.claim.as_ref()).await;
+    }
+
+    /// The change of the thread's record to `status` and the error of its last run (`None`:
+    /// it did not fail), to be written (its other members, its metadata, kept as they are).
+    fn thread_as(&self, status: ThreadStatus, error: Option<RunFailure>) -> Write {
+        let mut fields = Map::new();
+        fields.insert("status".to_owned(), json!(status));
+        fields.insert("error".to_owned(), json!(error));
+        fields.insert("updated_ms".to_owned(), json!(now_ms()));
+        Write::Thread(self.run.thread_id.clone(), fields)
     }
 
     /// Marks the run `running` and its thread `busy`: once its first event came, its input
     /// committed (a run seen running has its input in its thread, as on LangGraph's server).
+    /// Both at once, fenced by its worker's claim: a run whose claim was lost stops.
     async fn mark_running(&self) -> Result<(), AssistantError> {
         let mut run = self.run.clone();
         run.status = RunStatus::Running;
         run.started = true;
         run.updated_ms = now_ms();
-        self.records.put(Record::Run(run)).await?;
-        self.set_thread(ThreadStatus::Busy).await;
+        let records = vec![
+            Record::Run(run).into(),
+            self.thread_as(ThreadStatus::Busy, None),
+        ];
+        if !self.records.write(records, self.claim.as_ref()).await? {
+            self.live.stop(Stop::Lost);
+        }
         Ok(())
     }
 
@@ -1113,33 +1228,91 @@ impl Job {
         }
     }
 
+    /// Writes the run's end (once: not if it was ended from outside its task already).
     async fn finish(self, end: End) {
+        if self
+            .live
+            .ending
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return; // ended already, from outside its task
+        }
+        self.write_end(end).await;
+    }
+
+    /// Writes the run's end `end`: its last events, its record and its thread's status (or,
+    /// rolled back, their removal; handed back, its return to the queue), and ends its
+    /// streams.
+    async fn write_end(self, end: End) {
+        // Past its deadline: it ends `timeout`, saying so (its thread `error`, as LangGraph's
+        // server leaves it).
+        let timed_out = matches!(end, End::Cancelled(true)) && self.live.stopped() == Stop::Timeout;
+        let end = match end {
+            End::Cancelled(true) if timed_out => End::Failed(
+                AssistantError::new(
+                    "run_timeout",
+                    format!(
+                        "run `{}` on thread `{}` ran past its deadline of {} s and was stopped",
+                        self.run.run_id,
+                        self.run.thread_id,
+                        self.timeout.as_secs_f64()
+                    ),
+                )
+                .shown_as("TimeoutError", "Background run timed out."),
+            ),
+            end => end,
+        };
         let mut run = self.run.clone();
         // Cancelled before it started is the one end of a run that never ran.
         run.started = !matches!(end, End::Cancelled(false));
         let thread = &run.thread_id;
-        if let (End::Cancelled(_), Some(worker)) = (&end, &self.worker) {
-            // Stopped here (its future dropped: nothing more of it is committed).
-            if self.live.stopped() == Stop::HandBack {
-                // Back in the queue, its lease revoked with it, for the next worker.
-                let _ = self.live.store(&*self.records).await;
+        let claim = self.claim.as_ref();
+        // Its worker no longer holds it (another attempt carries it on): this one writes
+        // nothing more, fenced as the thread's journal is.
+        if self.live.stopped() == Stop::Lost {
+            self.runs.remove(&self.live.run_id);
+            self.live.finish(Value::Null);
+            return;
+        }
+        if let Some(claim) = claim {
+            // Its worker stops (its future dropped: nothing more of it is committed), or lost
+            // the thread's lease while it still held the run (paused past the lease, the run
+            // not yet put back): back in the queue, its lease revoked with it, for the next
+            // attempt, which goes on from what the thread committed.
+            let handed_back = match &end {
+                End::Cancelled(_) => self.live.stopped() == Stop::HandBack,
+                End::Failed(e) => e.category == "lease_lost" && self.live.stopped() == Stop::No,
+                _ => false,
+            };
+            if handed_back {
                 run.status = RunStatus::Pending;
                 run.updated_ms = now_ms();
-                let _ = self.records.put(Record::Run(run)).await;
-                let _ = self.records.release(&self.run.run_id, worker).await;
+                let pending = vec![Record::Run(run).into()];
+                if let Ok(true) = self
+                    .live
+                    .store(&*self.records, Some(claim), pending, false)
+                    .await
+                {
+                    let _ = self.records.release(&self.run.run_id, &claim.owner).await;
+                }
                 self.runs.remove(&self.live.run_id);
                 self.live.finish(Value::Null);
                 return;
             }
-            // Cancelled: the next run of its thread takes the lease at once.
-            let _ = self.records.revoke_lease(thread).await;
+            if matches!(end, End::Cancelled(_)) {
+                // Cancelled: the next run of its thread takes the lease at once.
+                let _ = self.records.revoke_lease(thread).await;
+            }
         }
         if matches!(end, End::Cancelled(_)) && self.live.stopped() == Stop::Rollback {
             // As if it had never run: no record, no events (its thread was taken back).
             let _ = self.records.delete_events(&run.run_id).await;
             let _ = self.records.delete(crate::record::RUN, &run.run_id).await;
-            if self.worker.is_some() {
-                let _ = self.records.finish_queued(&self.run.run_id).await;
+            if claim.is_some() {
+                let _ = self
+                    .records
+                    .finish_queued(&self.run.run_id, Vec::new(), claim)
+                    .await;
             }
             self.runs.remove(&self.live.run_id);
             self.live.finish(Value::Null);
@@ -1194,7 +1367,10 @@ impl Job {
                 )
             }
         };
-        run.status = status;
+        run.status = match status {
+            RunStatus::Error if timed_out => RunStatus::Timeout,
+            status => status,
+        };
         run.updated_ms = now_ms();
         if self.stateless {
             let _ = self.records.delete_events(&run.run_id).await;
@@ -1202,21 +1378,22 @@ impl Job {
             let _ = self.records.delete(crate::record::THREAD, thread).await;
             let _ = self.records.delete_state(thread).await;
         } else {
-            // Its last events before its final status: a server following it from the
-            // database stops at that status, having read them.
-            let _ = self.live.store(&*self.records).await;
+            // Its last events, its final status and its thread's, and (a queued run) its
+            // queue row out, in one transaction fenced by its worker's claim: a server
+            // following it from the database stops at that status, having read them.
             let failure = match run.status {
                 // What LangGraph's server leaves on a thread whose run was cancelled.
                 RunStatus::Interrupted => Some(stopped_by("UserInterrupt", "interrupt")),
                 _ => run.error.clone(),
             };
-            let _ = self.records.put(Record::Run(run)).await;
+            let mut last = vec![Record::Run(run).into()];
             if let Some(status) = thread_status {
-                self.set_thread_failed(status, failure).await;
+                last.push(self.thread_as(status, failure));
             }
-            if self.worker.is_some() {
-                let _ = self.records.finish_queued(&self.run.run_id).await;
-            }
+            let _ = self
+                .live
+                .store(&*self.records, claim, last, claim.is_some())
+                .await;
         }
         self.runs.remove(&self.live.run_id);
         self.live.finish(result);
@@ -1240,7 +1417,7 @@ fn stopped_by(name: &str, action: &str) -> RunFailure {
 /// lost (before the listener listens, or with its connection).
 #[derive(Default)]
 pub(crate) struct Followers {
-    runs: Mutex<HashMap<String, watch::Sender<u64>>>,
+    runs: Mutex<HashMap<String, watch::Sender<Change>>>,
     listening: std::sync::OnceLock<()>,
 }
 
@@ -1249,7 +1426,14 @@ pub(crate) struct Followers {
 pub(crate) struct Following {
     followers: Arc<Followers>,
     run_id: String,
-    changed: watch::Receiver<u64>,
+    changed: watch::Receiver<Change>,
+}
+
+/// What the notices said of a followed run: how many came, and whether one said it ended.
+#[derive(Debug, Clone, Copy, Default)]
+struct Change {
+    notices: u64,
+    ended: bool,
 }
 
 impl Followers {
@@ -1264,7 +1448,7 @@ impl Followers {
         let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         let changed = runs
             .entry(run_id.to_owned())
-            .or_insert_with(|| watch::Sender::new(0))
+            .or_insert_with(|| watch::Sender::new(Change::default()))
             .subscribe();
         Following {
             followers: Arc::clone(self),
@@ -1273,10 +1457,14 @@ impl Followers {
         }
     }
 
-    fn changed(&self, run_id: &str) {
+    /// A notice came of run `run_id`: its events were appended to, or it `ended`.
+    fn changed(&self, run_id: &str, ended: bool) {
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = runs.get(run_id) {
-            sender.send_modify(|n| *n += 1);
+            sender.send_modify(|c| {
+                c.notices += 1;
+                c.ended |= ended;
+            });
         }
     }
 }
@@ -1306,7 +1494,8 @@ async fn listen(followers: std::sync::Weak<Followers>, records: Arc<dyn Records>
                 return;
             };
             match notice {
-                Some(agentstate_store::RunNotice::Changed(run)) => followers.changed(&run),
+                Some(agentstate_store::RunNotice::Appended(run)) => followers.changed(&run, false),
+                Some(agentstate_store::RunNotice::Ended(run)) => followers.changed(&run, true),
                 Some(_) => {}
                 None => break,
             }
@@ -1315,9 +1504,14 @@ async fn listen(followers: std::sync::Weak<Followers>, records: Arc<dyn Records>
 }
 
 impl Following {
-    /// Waits until the run changed since last seen, or the poll's time passed.
-    async fn changed(&mut self) {
-        let _ = tokio::time::timeout(FOLLOW_EVERY, self.changed.changed()).await;
+    /// Waits until the run changed since last seen, or the poll's time passed: whether its
+    /// record is worth reading (a notice said it ended, or the poll's time passed: a notice
+    /// may have been lost; appended events alone leave it as it was).
+    async fn changed(&mut self) -> bool {
+        match tokio::time::timeout(FOLLOW_EVERY, self.changed.changed()).await {
+            Ok(Ok(())) => self.changed.borrow().ended,
+            _ => true,
+        }
     }
 
     /// Marks what is known of the run seen (before it is read again).
@@ -1346,51 +1540,76 @@ impl Drop for Following {
 /// Run `run_id`'s frames from its event log, from the one numbered `from`, then as another
 /// server (or this one) stores them (`following` it), until the run's record is final and
 /// every event was read.
+///
+/// `open`: the run is known not to have ended (just queued): its record is not read before
+/// its first events.
 pub(crate) fn stored_frames(
     records: Arc<dyn Records>,
     following: Following,
     from: usize,
+    open: bool,
 ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
-    let state = (
+    let state = Reading {
         records,
         following,
-        from as u64,
-        std::collections::VecDeque::new(),
-    );
-    futures_util::stream::unfold(
-        state,
-        |(records, mut following, mut next, mut page)| async move {
-            loop {
-                if let Some(event) = page.pop_front() {
-                    let EventRecord {
-                        seq, event, data, ..
-                    } = event;
-                    let frame = (seq as usize, Frame { event, data });
-                    return Some((frame, (records, following, next, page)));
+        next: from as u64,
+        page: std::collections::VecDeque::new(),
+        check: !open,
+        ended: false,
+        caught_up: false,
+    };
+    futures_util::stream::unfold(state, |mut r| async move {
+        loop {
+            if let Some(event) = r.page.pop_front() {
+                let EventRecord {
+                    seq, event, data, ..
+                } = event;
+                return Some(((seq as usize, Frame { event, data }), r));
+            }
+            if r.caught_up {
+                if r.ended {
+                    return None;
                 }
-                following.seen();
-                let run_id = following.run_id.clone();
-                // Its status before its events: a run is final only once its last events are in.
-                let ended = match records.run(&run_id).await {
+                r.check = r.following.changed().await;
+            }
+            r.following.seen();
+            let run_id = r.following.run_id.clone();
+            // Its status before its events: a run is final only once its last events are in.
+            if r.check && !r.ended {
+                r.ended = match r.records.run(&run_id).await {
                     Ok(Some(run)) => run.status.is_final(),
                     Ok(None) | Err(_) => true,
                 };
-                let read = records
-                    .events(&run_id, next, EVENTS_PAGE)
-                    .await
-                    .unwrap_or_default();
-                if let Some(last) = read.last() {
-                    next = last.seq + 1;
-                    page.extend(read);
-                    continue;
-                }
-                if ended {
-                    return None;
-                }
-                following.changed().await;
             }
-        },
-    )
+            let read = r
+                .records
+                .events(&run_id, r.next, EVENTS_PAGE)
+                .await
+                .unwrap_or_default();
+            // Less than a page: every event stored when it was read (a later one is noticed).
+            r.caught_up = read.len() < EVENTS_PAGE;
+            if let Some(last) = read.last() {
+                r.next = last.seq + 1;
+                r.page.extend(read);
+            }
+        }
+    })
+}
+
+/// Where [`stored_frames`] stands in a run's event log.
+struct Reading {
+    records: Arc<dyn Records>,
+    following: Following,
+    /// The number of the next event to read.
+    next: u64,
+    /// Events read, not yet streamed.
+    page: std::collections::VecDeque<EventRecord>,
+    /// Whether to read the run's record (whether it ended) before its next events.
+    check: bool,
+    /// Whether its record was final: the events read after it are its last.
+    ended: bool,
+    /// Whether the last read had every event stored then.
+    caught_up: bool,
 }
 
 /// Waits until the record of the run `following` follows is final (a run another server
@@ -1402,7 +1621,8 @@ pub(crate) async fn final_record(
     loop {
         following.seen();
         match records.run(&following.run_id).await? {
-            Some(run) if !run.status.is_final() => following.changed().await,
+            // Read again once it ended (or the poll's time passed), not at each event.
+            Some(run) if !run.status.is_final() => while !following.changed().await {},
             done => return Ok(done),
         }
     }

@@ -76,6 +76,7 @@ pub struct ServerBuilder {
     api_key: Option<Arc<str>>,
     cors: Option<CorsLayer>,
     workers: Option<WorkerOptions>,
+    run_timeout: Duration,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -111,6 +112,7 @@ impl Server {
             api_key: None,
             cors: None,
             workers: None,
+            run_timeout: DEFAULT_RUN_TIMEOUT,
         }
     }
 
@@ -203,7 +205,46 @@ impl ServerBuilder {
             graph_id: graph_id.to_owned(),
             assistant_id: uuid::Uuid::new_v5(&NAMESPACE_GRAPH, graph_id.as_bytes()).to_string(),
             assistant: Arc::new(assistant),
+            timeout: None,
         });
+        self
+    }
+
+    /// How long a run may run once started (24 hours by default, as LangGraph's server's
+    /// `BG_JOB_TIMEOUT_SECS`), unless its assistant has its own
+    /// ([`assistant_run_timeout`](ServerBuilder::assistant_run_timeout)) or its request gives
+    /// one (`timeout`, in seconds). Past it, the run is stopped and ends `timeout` (its error
+    /// `TimeoutError`, its thread `error`), its thread's lease released; a run that does not
+    /// stop within 2 s (a node that blocks its thread, or never returns) is ended from
+    /// outside its task, as a cancelled run that does not stop is.
+    ///
+    /// ```
+    /// use agentstate_server::Server;
+    /// use std::time::Duration;
+    ///
+    /// # let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+    /// let server = Server::builder(&store).run_timeout(Duration::from_secs(600)).build();
+    /// # drop(server);
+    /// ```
+    #[must_use]
+    pub fn run_timeout(mut self, timeout: Duration) -> Self {
+        self.run_timeout = timeout;
+        self
+    }
+
+    /// The deadline of the runs of the assistant served as `graph_id` (see
+    /// [`run_timeout`](ServerBuilder::run_timeout)); a run's request may still give its own.
+    ///
+    /// # Panics
+    /// If no assistant is served as `graph_id` yet (give it with
+    /// [`assistant`](ServerBuilder::assistant) first): a deadline set for no graph is a
+    /// mistake in the server's setup, found when it is built.
+    #[must_use]
+    pub fn assistant_run_timeout(mut self, graph_id: &str, timeout: Duration) -> Self {
+        let Some(served) = self.assistants.iter_mut().find(|a| a.graph_id == graph_id) else {
+            panic!("assistant_run_timeout: no assistant is served as `{graph_id}` yet");
+        };
+        served.timeout = Some(timeout);
         self
     }
 
@@ -366,6 +407,7 @@ impl ServerBuilder {
             queued,
             api_url: std::sync::OnceLock::new(),
             followers: Arc::default(),
+            run_timeout: self.run_timeout,
         });
         let (routes, spec) = OpenApiRouter::with_openapi(ApiDoc::openapi())
             .merge(api::routes())
@@ -398,6 +440,10 @@ impl ServerBuilder {
         }
     }
 }
+
+/// A run's deadline unless its assistant or its request gives one: 24 hours, as LangGraph's
+/// server's (`BG_JOB_TIMEOUT_SECS`, 86400 s by default).
+const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// Refuses a request without the API key (but those of [`UNGUARDED`]).
 async fn check_key(State(key): State<Arc<str>>, request: Request, next: Next) -> Response {

@@ -19,12 +19,15 @@ use crate::runs::{final_record, metadata_json, Followers, Following, Job, Live, 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A served graph.
 pub(crate) struct Served {
     pub(crate) graph_id: String,
     pub(crate) assistant_id: String,
     pub(crate) assistant: Arc<dyn Assistant>,
+    /// Its runs' deadline, if it has its own.
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// The run service: the stores, the served graphs, and the runs in progress in this process.
@@ -40,6 +43,8 @@ pub(crate) struct Service {
     pub(crate) api_url: std::sync::OnceLock<Arc<str>>,
     /// What follows runs carried out by other processes.
     pub(crate) followers: Arc<Followers>,
+    /// A run's deadline unless its assistant or its request gives one.
+    pub(crate) run_timeout: Duration,
 }
 
 /// A run just created: in progress in this process (`live`), or queued for the workers on the
@@ -168,18 +173,25 @@ impl Service {
         run: RunRecord,
         start: Start,
     ) -> Job {
+        // Checked when the run was created: a queued run's, again by its worker.
+        let timeout = timeout_of(&run.kwargs)
+            .ok()
+            .flatten()
+            .or(served.timeout)
+            .unwrap_or(self.run_timeout);
         Job {
             records: Arc::clone(&self.records),
             runs: Arc::clone(&self.runs),
             assistant: Arc::clone(&served.assistant),
             live: Arc::clone(live),
+            timeout,
             run,
             start,
             options: RunOptions::new(),
             modes: Vec::new(),
             stateless: false,
             translate: None,
-            worker: None,
+            claim: None,
             api_url: self.api_url(),
         }
     }
@@ -208,6 +220,9 @@ impl Service {
             ))
         })?;
         let modes = Mode::parse(create.stream_mode.as_ref()).map_err(ApiError::unprocessable)?;
+        timeout_of(&kwargs).map_err(|why| {
+            ApiError::unprocessable(format!("the run request is not valid: {why}"))
+        })?;
         let options = options_of(&create).map_err(|why| {
             ApiError::unprocessable(format!("the run request is not valid: {why}"))
         })?;
@@ -523,6 +538,12 @@ pub(crate) struct RunCreate {
     if_not_exists: Option<String>,
     /// The checkpoint the run starts from.
     checkpoint_id: Option<String>,
+    /// How long the run may run once started, in seconds (this server's; by default its
+    /// assistant's, or the server's: [`ServerBuilder::run_timeout`](crate::ServerBuilder::run_timeout)):
+    /// past it, it ends `timeout`.
+    #[schema(value_type = Option<f64>)]
+    #[allow(dead_code)]
+    timeout: Option<Value>,
     /// The checkpoint the run starts from, as its config (`{"checkpoint_id": ...}`).
     checkpoint: Option<Value>,
     /// Nodes to stop before (names, or `*`).
@@ -596,6 +617,21 @@ fn node_names(value: &Value, what: &str) -> Result<Vec<String>, String> {
 }
 
 /// What a run request asks beyond its start: breakpoints, `command.update` and `goto`.
+/// A run request's own deadline (`timeout`, in seconds), if it gives one.
+pub(crate) fn timeout_of(kwargs: &Value) -> Result<Option<Duration>, String> {
+    match kwargs.get("timeout") {
+        None | Some(Value::Null) => Ok(None),
+        Some(seconds) => seconds
+            .as_f64()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                format!("`timeout` is {seconds}, not a number of seconds greater than 0")
+            }),
+    }
+}
+
 fn options_of(create: &RunCreate) -> Result<RunOptions, String> {
     let mut options = RunOptions::new();
     if let Some(before) = &create.interrupt_before {
@@ -679,15 +715,11 @@ async fn queue_run(
 ) -> Result<RunRecord, ApiError> {
     let graph_id = served.graph_id.as_str();
     let thread_id = thread.thread_id.clone();
-    let open: Vec<RunRecord> = shared
-        .records
-        .runs(&thread_id)
-        .await?
-        .into_iter()
-        .filter(|r| !r.status.is_final())
-        .collect();
-    if let Some(stop) = multitask(strategy, !open.is_empty())? {
-        for run in open {
+    // `interrupt` and `rollback` stop the thread's open runs; `enqueue` queues behind them,
+    // and `reject` is answered by the queue itself, below.
+    if let Some(stop) = multitask(strategy, false)? {
+        let open = shared.records.runs(&thread_id).await?;
+        for run in open.into_iter().filter(|r| !r.status.is_final()) {
             cancel_queued(shared, run, stop == Stop::Rollback).await?;
         }
     }
@@ -695,35 +727,27 @@ async fn queue_run(
     mark_thread(&mut thread, served);
     let mut run = RunRecord::new(run_id, &thread_id, graph_id, kwargs, now_ms());
     run.metadata = run_metadata(metadata, &served.assistant_id, graph_id);
-    // Its stream's first event written with its records, before it is queued: a stream of it
-    // has its `metadata` at once, as a run carried out here has (its worker's events follow).
+    // Its stream's first event written with its records and queued with them, in one
+    // transaction: a stream of it has its `metadata` at once, as a run carried out here has
+    // (its worker's events follow). `reject`: queued, and written, only if the thread has no
+    // run queued, whichever server another run of the thread came through meanwhile.
     let metadata = Record::Event(EventRecord {
         run_id: run_id.to_owned(),
         seq: 0,
         event: "metadata".to_owned(),
         data: metadata_json(run_id, 1),
     });
-    tokio::try_join!(
-        shared.records.put(Record::Thread(thread)),
-        shared.records.put(Record::Run(run.clone())),
-        shared.records.append_events(run_id, 0, vec![metadata]),
-    )?;
-    // `reject`: the check above is a quick answer; this one, with the queueing, is the answer,
-    // whichever server another run of the thread came through meanwhile.
-    let queued = match strategy {
-        "reject" => shared.records.enqueue_alone(run_id, &thread_id).await,
-        _ => shared
-            .records
-            .enqueue(run_id, &thread_id)
-            .await
-            .map(|()| true),
-    };
-    if !matches!(queued, Ok(true)) {
-        // Not queued: no worker would ever end it.
-        let _ = shared.records.delete_events(run_id).await;
-        let _ = shared.records.delete(RUN, run_id).await;
-    }
-    match queued {
+    let records = vec![
+        Record::Thread(thread).into(),
+        Record::Run(run.clone()).into(),
+        metadata.into(),
+    ];
+    let alone = strategy == "reject";
+    match shared
+        .records
+        .enqueue(run_id, &thread_id, alone, records)
+        .await
+    {
         Ok(true) => Ok(run),
         Ok(false) => Err(ApiError::conflict(BUSY)),
         Err(error) => Err(error.into()),

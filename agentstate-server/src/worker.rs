@@ -5,9 +5,10 @@
 
 use crate::assistant::Start;
 use crate::record::{now_ms, Record, RunFailure, RunRecord, RunStatus, ThreadStatus};
+use crate::records::Write;
 use crate::runs::{metadata_json, Job, Live, Stop};
 use crate::service::{plan, Plan, Service};
-use agentstate_store::{ClaimedRun, RunNotice};
+use agentstate_store::{ClaimedRun, RunClaim, RunNotice};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -179,7 +180,7 @@ async fn listen(
                     ready.notify_one();
                 }
                 // For the streams that follow runs ([`Followers`](crate::runs::Followers)).
-                Some(RunNotice::Changed(_)) => {}
+                Some(RunNotice::Appended(_) | RunNotice::Ended(_)) => {}
                 Some(RunNotice::Cancel { run, rollback }) => {
                     let why = if rollback {
                         Stop::Rollback
@@ -220,11 +221,21 @@ async fn work(
 
 /// Carries out the run `claimed`, as this process's runs are, until it ends or is handed back.
 async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
+    // What fences every write of this attempt: a worker paused past its lease, whose run was
+    // put back and claimed again, writes nothing more.
+    let claim = RunClaim {
+        run: claimed.run.clone(),
+        owner: owner.to_owned(),
+        attempt: claimed.attempt,
+    };
     let mut run = match service.records.run(&claimed.run).await {
         Ok(Some(run)) if !run.status.is_final() => run,
         // Deleted, or ended (its worker stopped between its end and the queue's).
         Ok(_) => {
-            let _ = service.records.finish_queued(&claimed.run).await;
+            let _ = service
+                .records
+                .finish_queued(&claimed.run, Vec::new(), Some(&claim))
+                .await;
             return;
         }
         Err(_) => {
@@ -255,6 +266,7 @@ async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
                 run,
                 RunStatus::Error,
                 Some(("run_invalid", message)),
+                Some(&claim),
             )
             .await;
             return;
@@ -287,7 +299,7 @@ async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
     Job {
         options,
         modes,
-        worker: Some(owner.to_owned()),
+        claim: Some(claim),
         ..service.job(served, &live, run, start)
     }
     .spawn();
@@ -295,12 +307,14 @@ async fn carry_out(service: &Arc<Service>, owner: &str, claimed: ClaimedRun) {
 }
 
 /// Ends `run`, taken out of the queue without being carried out, with `status` (and a
-/// failure's category and sentence), its thread `error` (a failure) or `interrupted`.
+/// failure's category and sentence), its thread `error` (a failure) or `interrupted`: in one
+/// transaction, fenced by the claim of the worker that took it out, if one did.
 async fn end_queued(
     service: &Service,
     mut run: RunRecord,
     status: RunStatus,
     failure: Option<(&str, String)>,
+    claim: Option<&RunClaim>,
 ) {
     run.status = status;
     run.updated_ms = now_ms();
@@ -313,13 +327,11 @@ async fn end_queued(
         _ => ThreadStatus::Interrupted,
     };
     let (run_id, thread_id) = (run.run_id.clone(), run.thread_id.clone());
-    let _ = service.records.put(Record::Run(run)).await;
-    if let Ok(Some(mut thread)) = service.records.thread(&thread_id).await {
-        thread.status = thread_status;
-        thread.updated_ms = now_ms();
-        let _ = service.records.put(Record::Thread(thread)).await;
-    }
-    let _ = service.records.finish_queued(&run_id).await;
+    let mut fields = serde_json::Map::new();
+    fields.insert("status".to_owned(), serde_json::json!(thread_status));
+    fields.insert("updated_ms".to_owned(), serde_json::json!(now_ms()));
+    let records = vec![Record::Run(run).into(), Write::Thread(thread_id, fields)];
+    let _ = service.records.finish_queued(&run_id, records, claim).await;
 }
 
 /// Every `sweep_every`: puts back the runs whose workers stopped (their thread's lease
@@ -361,7 +373,7 @@ async fn sweep(service: Arc<Service>, options: WorkerOptions, mut stop: watch::R
                     ),
                 )
             });
-            end_queued(&service, run, status, failure).await;
+            end_queued(&service, run, status, failure, None).await;
         }
     }
 }

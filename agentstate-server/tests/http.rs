@@ -671,6 +671,75 @@ async fn a_failed_or_panicking_run_ends_in_error_and_a_new_input_runs() {
     }
 }
 
+/// A run whose node blocks its thread (no cancellation reaches it) still ends: past its
+/// deadline (`timeout`, in seconds) it ends `timeout`, and cancelled it ends `interrupted`,
+/// each within the stop's grace (2 s), long before the node returns (4 s); its thread's lease
+/// is released (a new run on the thread runs), the server answers meanwhile, and what the
+/// node's run does when it returns changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
+    let (app, thread, runs) = on_a_thread().await;
+    let status_of = |run: String| {
+        let app = app.clone();
+        async move { json(&app, "GET", &run, None).await.1["status"].clone() }
+    };
+    // Past its deadline.
+    let started = std::time::Instant::now();
+    let late = json!({"assistant_id": "desk", "input": ask("block"), "timeout": 0.3});
+    let (status, run) = json(&app, "POST", &runs, Some(late)).await;
+    assert_eq!(status, StatusCode::OK, "{run}");
+    let timed_out = format!("{runs}/{}", run["run_id"].as_str().unwrap());
+    let (ok, _) = json(&app, "GET", "/ok", None).await;
+    assert_eq!(ok, StatusCode::OK);
+    while status_of(timed_out.clone()).await != "timeout" {
+        assert!(
+            started.elapsed() < Duration::from_millis(3800),
+            "not ended in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(got["status"], "error", "{got}");
+    assert_eq!(got["error"]["error"], "TimeoutError", "{got}");
+    let (_, joined) = json(&app, "GET", &format!("{timed_out}/join"), None).await;
+    assert_eq!(joined["__error__"]["error"], "TimeoutError", "{joined}");
+    // The thread's lease was released: a new run on it runs while the node still blocks.
+    let fine = json!({"assistant_id": "desk", "input": ask("hi")});
+    let (_, values) = json(&app, "POST", &format!("{runs}/wait"), Some(fine)).await;
+    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    // Cancelled.
+    let blocked = json!({"assistant_id": "desk", "input": ask("block again"), "command": null});
+    let (_, run) = json(&app, "POST", &runs, Some(blocked)).await;
+    let cancelled = format!("{runs}/{}", run["run_id"].as_str().unwrap());
+    while status_of(cancelled.clone()).await != "running" {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let asked = std::time::Instant::now();
+    let (status, _) = json(&app, "POST", &format!("{cancelled}/cancel?wait=1"), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(
+        asked.elapsed() < Duration::from_millis(3500),
+        "cancel took {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(status_of(cancelled.clone()).await, "interrupted");
+    // The blocked nodes return: what their runs would write is not written.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(status_of(timed_out).await, "timeout");
+    assert_eq!(status_of(cancelled).await, "interrupted");
+    let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(got["status"], "interrupted", "{got}");
+    // A deadline that is not a number of seconds is refused.
+    let bad = json!({"assistant_id": "desk", "input": ask("hi"), "timeout": "soon"});
+    let (status, said) = json(&app, "POST", &runs, Some(bad)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{said}");
+    assert!(
+        said["detail"].as_str().unwrap().contains("`timeout`"),
+        "{said}"
+    );
+}
+
 #[tokio::test]
 async fn a_client_that_reconnects_with_last_event_id_gets_every_later_event_once() {
     let (app, _, runs) = on_a_thread().await;

@@ -3,6 +3,8 @@
 //! `kill -9` in the middle of a run (a node that ran its effect, then blocks): another worker
 //! finishes it, the effect ran once and no committed step ran again. 200 runs on 50 threads:
 //! never two running runs on one thread, every run reaches a final status, each step ran once.
+//! A worker paused (`SIGSTOP`) past its lease mid-run and continued once another finished the
+//! run writes nothing over it.
 //!
 //! Without `AGENTSTATE_POSTGRES_URL` it prints one line and passes, unless `CI` is set (then it
 //! fails). Its own main (no libtest harness): it re-executes itself as the servers and the
@@ -81,7 +83,8 @@ fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
             let dir = pay_dir.clone();
             async move {
                 let thread = s.thread.clone();
-                let lock = (!thread.starts_with("stop")).then(|| exclusive(&dir, &thread));
+                let halted = thread.starts_with("stop") || thread.starts_with("pause");
+                let lock = (!halted).then(|| exclusive(&dir, &thread));
                 let ran = Arc::new(AtomicBool::new(false));
                 let (effect_ran, effect_dir, effect_thread) =
                     (Arc::clone(&ran), dir.clone(), thread.clone());
@@ -97,6 +100,10 @@ fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
                     // Stopped here (killed, or its worker shut down): the effect is journaled,
                     // the step is not committed.
                     tokio::time::sleep(Duration::from_secs(600)).await;
+                }
+                if thread.starts_with("pause") && ran.load(Ordering::SeqCst) {
+                    // Paused here (`SIGSTOP`) past its lease; continued, it goes on at once.
+                    tokio::time::sleep(Duration::from_secs(2)).await;
                 }
                 drop(lock);
                 Ok::<_, BoxError>(JobUpdate::default().log(vec!["pay".into()]))
@@ -275,6 +282,23 @@ async fn run_status(app: &str, thread: &str, run: &str) -> String {
     got["status"].as_str().unwrap_or("?").to_owned()
 }
 
+/// A run on a new thread `thread`, created on `a`, until its effect ran: its id, and the
+/// process id of the worker that ran the effect.
+async fn run_to_its_effect(a: &str, dir: &Path, thread: &str) -> (String, u32) {
+    call(a, "POST", "/threads", Some(json!({"thread_id": thread}))).await;
+    let input = json!({"assistant_id": "job", "input": {"thread": thread}});
+    let run = call(a, "POST", &format!("/threads/{thread}/runs"), Some(input)).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let effects = format!("effect-{thread}");
+    eventually(Duration::from_secs(20), "the effect", || {
+        let ran = !lines(dir, &effects).is_empty();
+        async move { ran }
+    })
+    .await;
+    let pid = lines(dir, &effects)[0].parse().unwrap();
+    (run_id, pid)
+}
+
 /// A run on thread `thread` (created on `a`) whose worker is stopped once the run's effect
 /// ran: killed (`kill`), or shut down gracefully (its standard input closed). Another worker
 /// finishes it (read on `b`): the effect ran once, no committed step ran again, the run's
@@ -287,17 +311,8 @@ async fn stopped_midway(
     thread: &str,
     kill: bool,
 ) -> usize {
-    call(a, "POST", "/threads", Some(json!({"thread_id": thread}))).await;
-    let input = json!({"assistant_id": "job", "input": {"thread": thread}});
-    let run = call(a, "POST", &format!("/threads/{thread}/runs"), Some(input)).await;
-    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let (run_id, pid) = run_to_its_effect(a, dir, thread).await;
     let effects = format!("effect-{thread}");
-    eventually(Duration::from_secs(20), "the effect", || {
-        let ran = !lines(dir, &effects).is_empty();
-        async move { ran }
-    })
-    .await;
-    let pid: u32 = lines(dir, &effects)[0].parse().unwrap();
     let stopped = workers
         .iter_mut()
         .position(|w| w.id() == Some(pid))
@@ -344,6 +359,48 @@ async fn stopped_midway(
     stopped
 }
 
+/// A run on thread `pause` (created on `a`) whose worker process is paused (`SIGSTOP`) once
+/// the run's effect ran, past its lease: the run is put back and another worker finishes it
+/// (read on `b`). Continued (`SIGCONT`), the paused worker's node goes on and its run ends
+/// there with `lease_lost`, but it writes nothing (fenced by its claim on the run, as the
+/// journal is by the lease): the run stays `success`, its thread `idle` with its state, and no
+/// effect or committed step ran again.
+async fn paused_midway(a: &str, b: &str, dir: &Path, workers: &[tokio::process::Child]) {
+    let thread = "pause";
+    let (run_id, pid) = run_to_its_effect(a, dir, thread).await;
+    let runs = format!("/threads/{thread}/runs/{run_id}");
+    let effects = format!("effect-{thread}");
+    assert!(workers.iter().any(|w| w.id() == Some(pid)));
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill {name} {pid}");
+    };
+    signal("-STOP");
+    eventually(
+        Duration::from_secs(20),
+        "the run's end on another worker",
+        || {
+            let (b, runs) = (b.to_owned(), runs.clone());
+            async move { call(&b, "GET", &runs, None).await["status"] == "success" }
+        },
+    )
+    .await;
+    signal("-CONT");
+    // The paused worker's node ends at once (its sleep's time passed while it was stopped);
+    // what it would write, were it not fenced, would be written by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(call(a, "GET", &runs, None).await["status"], "success");
+    let record = call(b, "GET", &format!("/threads/{thread}"), None).await;
+    assert_eq!(record["status"], "idle", "{record}");
+    let state = call(b, "GET", &format!("/threads/{thread}/state"), None).await;
+    assert_eq!(state["values"]["log"], json!(["first", "pay"]), "{state}");
+    assert_eq!(lines(dir, &effects).len(), 1, "the effect ran once");
+    assert_eq!(lines(dir, &format!("first-{thread}")).len(), 1);
+}
+
 async fn pool(url: &str) {
     let schema = format!("agentstate_pool_{}", std::process::id());
     let dir = std::env::temp_dir().join(&schema);
@@ -370,6 +427,9 @@ async fn pool(url: &str) {
     // A worker killed in the middle of a run.
     let killed = stopped_midway(a, b, &dir, &mut workers, "stop-kill", true).await;
     workers.remove(killed);
+
+    // A worker paused past its lease, then continued.
+    paused_midway(a, b, &dir, &workers).await;
 
     // A run cancelled through one server: its worker, told by NOTIFY, stops it; it is not run
     // again (no sweep puts it back), and its thread's lease is free.

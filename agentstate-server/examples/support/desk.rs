@@ -3,7 +3,9 @@
 //! echo, or a provider's model) and `approve` (an interrupt: a person approves the answer).
 //!
 //! A question `fail` fails `triage`, `panic` panics in it (a bug in a node); a question
-//! starting with `slow` makes `draft` take two seconds (something to cancel).
+//! starting with `slow` makes `draft` take two seconds (something to cancel), one starting
+//! with `block` makes it block its thread for four (a bug: a synchronous wait in an async
+//! node, which no cancellation reaches).
 
 use agentstate::message::{Message, Role};
 use agentstate::model::{ChatModel, ScriptedModel};
@@ -76,6 +78,9 @@ pub fn graph_with(
                 let asked = question(&state);
                 if asked.starts_with("slow") {
                     tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+                if asked.starts_with("block") {
+                    std::thread::sleep(Duration::from_secs(4));
                 }
                 let answer = match provider {
                     Some(model) => cx.complete(&*model, &request, &state.messages).await?,

@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll, Waker};
 
 /// What a step's nodes see of the durable run: the recorded effects and answers of the step in
 /// flight, and the thread's handle, lent while the step runs, to journal new ones.
@@ -31,8 +32,22 @@ pub(super) struct LiveJournal<S, B> {
     effects: Mutex<HashMap<String, (String, Value)>>,
     answers: Mutex<Map<String, Value>>,
     writer: AsyncMutex<Option<Thread<S, B>>>,
+    /// The step's finished tasks not journaled yet (`Async`, `Exit`).
+    finished: Mutex<Finished>,
     run_id: String,
     lease: Heartbeat,
+}
+
+/// The finished tasks of the step in flight whose entries a task does not write itself (in
+/// `Async` and `Exit`): queued as they finish, written while the others run (`Async`), and
+/// staged before the step's own commit whatever is left.
+#[derive(Default)]
+struct Finished {
+    entries: Vec<JournalEntry>,
+    /// The step's tasks that may still queue an entry.
+    running: usize,
+    /// The step's writer, waiting for entries or for the last task.
+    waiting: Option<Waker>,
 }
 
 impl<S: DurableState, B: Backend> LiveJournal<S, B> {
@@ -49,12 +64,55 @@ impl<S: DurableState, B: Backend> LiveJournal<S, B> {
         Ok(())
     }
 
-    /// Stages `entry` (an empty update) on the lent handle.
-    async fn stage(&self, entry: &JournalEntry) -> Result<(), BoxError> {
-        let mut writer = self.writer.lock().await;
-        let handle = writer.as_mut().ok_or("the run's thread is not open")?;
-        handle.stage((), |_| entry_meta(&self.run_id, None, entry))?;
+    /// Stages the queued entries of finished tasks on `handle` (in the order they finished).
+    fn stage_finished(&self, handle: &mut Thread<S, B>) -> Result<(), StoreError> {
+        let entries = std::mem::take(&mut lock(&self.finished).entries);
+        for entry in &entries {
+            handle.stage((), |_| entry_meta(&self.run_id, None, entry))?;
+        }
         Ok(())
+    }
+
+    /// Whether finished tasks' entries are queued (`Ready(true)`), or the step's tasks all
+    /// finished (`Ready(false)`: what they queued last is staged with the step's commit).
+    fn poll_finished(&self, cx: &mut TaskContext<'_>) -> Poll<bool> {
+        let mut finished = lock(&self.finished);
+        if finished.running == 0 {
+            return Poll::Ready(false);
+        }
+        if !finished.entries.is_empty() {
+            return Poll::Ready(true);
+        }
+        finished.waiting = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// A task of the step in flight whose entry is queued, not written by the task: counted among
+/// the running tasks until dropped, when it queues its entry, if it finished with one.
+struct Queued<S, B> {
+    journal: Arc<LiveJournal<S, B>>,
+    entry: Option<JournalEntry>,
+}
+
+impl<S, B> Queued<S, B> {
+    fn new(journal: Arc<LiveJournal<S, B>>) -> Self {
+        lock(&journal.finished).running += 1;
+        Queued {
+            journal,
+            entry: None,
+        }
+    }
+}
+
+impl<S, B> Drop for Queued<S, B> {
+    fn drop(&mut self) {
+        let mut finished = lock(&self.journal.finished);
+        finished.running -= 1;
+        finished.entries.extend(self.entry.take());
+        if let Some(writer) = finished.waiting.take() {
+            writer.wake();
+        }
     }
 }
 
@@ -133,6 +191,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
             effects: Mutex::new(std::mem::take(&mut position.effects)),
             answers: Mutex::new(std::mem::take(&mut position.answers)),
             writer: AsyncMutex::new(None),
+            finished: Mutex::default(),
             run_id,
             lease: heartbeat.clone(),
         });
@@ -150,12 +209,17 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
         }
     }
 
-    /// Takes the handle back from the journal after a step.
-    async fn take_back(&mut self) {
+    /// Takes the handle back from the journal after a step, the step's finished tasks not
+    /// written yet staged on it (before the step's own commit).
+    async fn take_back(&mut self) -> Result<(), StoreError> {
         if self.handle.is_none() {
             self.handle = self.journal.writer.lock().await.take();
         }
         self.reading = None;
+        match self.handle.as_mut() {
+            Some(handle) => self.journal.stage_finished(handle),
+            None => Ok(()),
+        }
     }
 
     fn handle(&mut self) -> &mut Thread<S, B> {
@@ -267,16 +331,18 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         task: NodeFuture<S::Update>,
     ) -> NodeFuture<S::Update> {
         // A task of a step of several keeps its output as it finishes: a crash then reruns
-        // only the step's unfinished tasks.
+        // only the step's unfinished tasks. In `Sync` the task writes its entry itself; in
+        // `Async` and `Exit` it queues it and goes on (the step's writer writes it in `Async`).
         if run.active.len() < 2 {
             return task;
         }
         let journal = Arc::clone(&self.journal);
+        let mut queued =
+            (self.durability != Durability::Sync).then(|| Queued::new(Arc::clone(&self.journal)));
         let step = run.step;
         let node = run.graph().inner().nodes[run.active[index]]
             .name
             .to_string();
-        let at_once = self.durability == Durability::Sync;
         Box::pin(async move {
             // One output is journaled as the update it is and passed on as that update (no
             // copy, composed once); several are composed for the journal and again at the
@@ -307,10 +373,9 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
                     node,
                     update,
                 };
-                if at_once {
-                    journal.append(&entry).await?;
-                } else {
-                    journal.stage(&entry).await?;
+                match queued.as_mut() {
+                    Some(queued) => queued.entry = Some(entry),
+                    None => journal.append(&entry).await?,
                 }
             }
             Ok(output)
@@ -321,16 +386,35 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         if self.durability != Durability::Async {
             return Ok(None);
         }
-        // The last step's append, as any: not once the lease may have been taken over (the
-        // step's nodes run first, and one may have blocked the thread past the lease).
-        if !self.heartbeat.held() {
-            return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
+        // The last step's append, with the entries of the tasks that finished already, then
+        // each finished task's as it comes, while the others run: what finished is not run
+        // again after a crash. None is awaited by the step: what the last tasks queued is
+        // staged before the step's commit. No append once the lease may have been taken over
+        // (the step's nodes run first, and one may have blocked the thread past the lease).
+        let mut committed = None;
+        let mut first = true;
+        loop {
+            if !first && !std::future::poll_fn(|cx| self.journal.poll_finished(cx)).await {
+                break;
+            }
+            if !self.heartbeat.held() {
+                return Err(lease_lost(&self.thread, self.heartbeat.owner()).into());
+            }
+            let mut writer = self.journal.writer.lock().await;
+            let Some(handle) = writer.as_mut() else {
+                break;
+            };
+            let last_step = first && handle.staged() > 0;
+            self.journal.stage_finished(handle)?;
+            if handle.staged() > 0 {
+                let version = handle.flush().await?;
+                if last_step {
+                    committed = Some(version);
+                }
+            }
+            first = false;
         }
-        let mut writer = self.journal.writer.lock().await;
-        match writer.as_mut() {
-            Some(handle) if handle.staged() > 0 => Ok(Some(handle.flush().await?)),
-            _ => Ok(None),
-        }
+        Ok(committed)
     }
 
     async fn commit(
@@ -338,7 +422,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         run: &Run<S, K>,
         update: Option<Composed<S::Update>>,
     ) -> Result<Committed<S>, Stop<DurableError<S>>> {
-        self.take_back().await;
+        self.take_back().await.map_err(|e| Stop::Commit(e.into()))?;
         // The state's `ExecutionState`, if it has one, follows the run (as AgentFlow's).
         let graph = run.graph();
         let names = graph.names(&run.active);
@@ -403,7 +487,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
     }
 
     async fn finish(&mut self, run: &Run<S, K>) -> Result<Outcome<S>, DurableError<S>> {
-        self.take_back().await;
+        self.take_back().await?;
         let execution = self.execution(|e| {
             e.insert("status".into(), Value::from("completed"));
         });
@@ -426,7 +510,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
         run: &Run<S, K>,
         interrupts: Vec<Interrupt>,
     ) -> Result<Outcome<S>, DurableError<S>> {
-        self.take_back().await;
+        self.take_back().await?;
         let first = &interrupts[0];
         let (node, id) = (first.node.clone(), first.id.clone());
         let data = serde_json::json!({ "interrupts": interrupts });
@@ -466,7 +550,9 @@ impl<S: DurableState, K: NodeKey, B: Backend> Commit<S, K> for Durable<S, K, B> 
     }
 
     async fn fail(&mut self, run: &Run<S, K>, kind: RunErrorKind) -> DurableError<S> {
-        self.take_back().await;
+        if let Err(error) = self.take_back().await {
+            return error.into();
+        }
         if let Err(error) = self.flush().await {
             return error.into();
         }

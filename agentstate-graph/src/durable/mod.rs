@@ -35,8 +35,10 @@
 //! # Resume
 //! Steps committed before a crash are not run again. Of the step in flight, the tasks that
 //! finished (in a step of several: parallel nodes, `Send`s) are not run again either, their
-//! updates journaled as they finished (LangGraph's pending writes); the others run again from
-//! their start, and their recorded effects return their recorded results instead of running.
+//! updates journaled as they finished (LangGraph's pending writes: each written before the
+//! task ends in [`Durability::Sync`], just after in `Async`; see the durability modes); the
+//! others run again from their start, and their recorded effects return their recorded results
+//! instead of running.
 //!
 //! # Warm workers
 //! A [`DurableGraph`] keeps the handles of the threads it ran last (bounded:
@@ -73,10 +75,13 @@
 //!   run's last step with the run's end, in one transaction); a crash loses at most the step
 //!   in flight, which runs again.
 //! - [`Durability::Async`]: a step's append runs while the next step's nodes run; a crash
-//!   loses at most the last committed step too (it runs again on resume). Effects and
-//!   interrupts are always journaled at once.
-//! - [`Durability::Exit`]: the steps are appended when the run ends, suspends or fails; a
-//!   crash loses the whole run so far (it starts again from its last commit).
+//!   loses at most the last committed step too (it runs again on resume). The finished tasks
+//!   of a step of several are written as they finish, while the others run, without the step
+//!   waiting for it (what finished before a crash, bar the last moments, is not run again).
+//!   Effects and interrupts are always journaled at once.
+//! - [`Durability::Exit`]: the steps (and the finished tasks of the step in flight) are
+//!   appended when the run ends, suspends or fails; a crash loses the whole run so far (it
+//!   starts again from its last commit).
 //!
 //! ```
 //! use agentstate::{AgentState, State};

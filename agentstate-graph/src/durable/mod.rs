@@ -307,8 +307,9 @@ impl Answers {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DurableError<S> {
-    /// The graph failed (a node, an edge, a merge, the recursion limit); the steps before
-    /// are committed, and resuming runs the failed step again.
+    /// The graph failed (a node's error or panic, `run_panicked`; an edge, a merge, the
+    /// recursion limit); the steps before are committed, the failure is journaled, the lease
+    /// released, and resuming runs the failed step again.
     #[error("{0}")]
     Run(#[source] RunError<S>),
     /// The store failed, or refused: `thread_leased` (another worker runs the thread),

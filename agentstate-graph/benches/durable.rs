@@ -18,6 +18,10 @@
 //! - `sqlite_run_1_step`: a whole `run` of a one-step graph on a thread of 1k messages: the
 //!   lease taken and released, the position read from the journal, the input appended, one step.
 //! - `sqlite_durability`: `sqlite_steps_100` on 1k messages in each `Durability` mode.
+//! - `sqlite_sends_32`: a run of two steps, the second 32 `Send` tasks that finish in four
+//!   waves (task i sleeps i % 4 ms), in each `Durability` mode: what journaling each finished
+//!   task costs (awaited in `Sync`, written while the others run in `Async`, kept with the
+//!   steps at the end in `Exit`).
 //! - `sqlite_steps_100_streamed`: `sqlite_steps_100` on 1k messages streamed
 //!   (`DurableGraph::stream`: every event, or the state after each step) against not streamed.
 //! - `sqlite_chat_turn`: a one-step `run` with a user's message as input, on a thread of 1k and
@@ -39,7 +43,7 @@ use agentstate::message::{Message, Role};
 use agentstate::state::{AgentState, AgentStateUpdate};
 use agentstate::State;
 use agentstate_graph::durable::{Durability, DurableGraph, Outcome};
-use agentstate_graph::{BoxError, Context, Event, EventFilter, Graph, END};
+use agentstate_graph::{BoxError, Context, Dispatch, Event, EventFilter, Graph, END};
 use agentstate_store::backend::Backend;
 use agentstate_store::{SqliteStore, StepMeta, Store, Thread};
 use divan::counter::ItemsCount;
@@ -330,6 +334,75 @@ fn sqlite_durability(bencher: Bencher, mode: &str) {
     let durable = graph.durable(&store).worker("bench").durability(durability);
     bench_steps(bencher, &rt, &durable, "chat");
     stamps.report(&format!("sqlite_durability({mode})"));
+    drop(durable);
+    drop(store);
+    remove_db(&path);
+}
+
+/// The `Send` tasks of `sqlite_sends_32`'s second step.
+const SENDS: u64 = 32;
+
+/// The state of `sqlite_sends_32`: a `Send` task's item, and every task's item once done.
+#[derive(
+    agentstate::AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize,
+)]
+struct Fan {
+    item: u64,
+    #[reducer(append)]
+    done: Vec<u64>,
+}
+
+/// `plan`, then a `Send` to `work` per item of `0..SENDS`; `work` sleeps `item % 4` ms (four
+/// waves of finished tasks) and adds its item.
+fn sends_graph() -> Graph<Fan> {
+    Graph::builder()
+        .node("plan", |_: Arc<Fan>, _: Context| async {
+            Ok::<_, BoxError>(FanUpdate::default())
+        })
+        .node("work", |s: Arc<Fan>, _: Context| async move {
+            tokio::time::sleep(Duration::from_millis(s.item % 4)).await;
+            Ok::<_, BoxError>(FanUpdate::default().done(vec![s.item]))
+        })
+        .entry("plan")
+        .route_send("plan", |_: &Fan| {
+            (0..SENDS)
+                .map(|item| {
+                    Dispatch::to(
+                        "work",
+                        Fan {
+                            item,
+                            ..Fan::default()
+                        },
+                    )
+                })
+                .collect()
+        })
+        .edge("work", END)
+        .build()
+        .expect("the graph builds")
+}
+
+#[divan::bench(args = ["sync", "async", "exit"], sample_count = 30, sample_size = 1)]
+fn sqlite_sends_32(bencher: Bencher, mode: &str) {
+    let rt = runtime();
+    let path = temp_db(&format!("sends-{mode}"));
+    let store = SqliteStore::open(&path).unwrap();
+    rt.block_on(store.create("fan", Fan::default())).unwrap();
+    let durability = match mode {
+        "sync" => Durability::Sync,
+        "async" => Durability::Async,
+        _ => Durability::Exit,
+    };
+    let durable = sends_graph()
+        .durable(&store)
+        .worker("bench")
+        .durability(durability);
+    bencher
+        .counter(ItemsCount::new(SENDS as usize))
+        .bench_local(|| match rt.block_on(durable.run("fan", ())) {
+            Ok(Outcome::Finished { version, .. }) => version,
+            other => panic!("the run finishes: {other:?}"),
+        });
     drop(durable);
     drop(store);
     remove_db(&path);

@@ -286,7 +286,9 @@ impl<S> RunError<S> {
     ///   durable, which nothing can answer;
     /// - `checkpoint_record_invalid`, `checkpoint_save_failed`: a fan-out's or parallel
     ///   branches' progress in a durable run's journal that does not match, or could not be
-    ///   journaled ([`FanOutError`](crate::parallel::FanOutError)).
+    ///   journaled ([`FanOutError`](crate::parallel::FanOutError));
+    /// - `run_panicked`: the node panicked (caught: the run fails, durably as on any node's
+    ///   error, and the caller's task goes on).
     ///
     /// ```
     /// use agentstate::AgentState;
@@ -334,6 +336,9 @@ pub(crate) fn node_category(error: &(dyn std::error::Error + 'static)) -> &'stat
 fn run_category(error: &(dyn std::error::Error + 'static)) -> Option<&'static str> {
     let mut next = Some(error);
     while let Some(error) = next {
+        if error.is::<crate::node::Panicked>() {
+            return Some("run_panicked");
+        }
         if error.is::<crate::effect::UnsupportedSuspension>() {
             return Some("suspension_in_unsupported_context");
         }
@@ -365,6 +370,9 @@ impl<S> fmt::Display for RunError<S> {
                     f,
                     "node `{node}` asked for an answer (interrupt `{id}`) in step {step}, but the run is not durable, so nothing can answer it ({INTERRUPT_OUTSIDE_DURABLE_RUN}); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
                 )
+            }
+            RunErrorKind::Node { node, error } if error.is::<crate::node::Panicked>() => {
+                write!(f, "node `{node}` panicked in step {step}: {error}")
             }
             RunErrorKind::Node { node, error } => {
                 write!(f, "node `{node}` failed in step {step}: {error}")

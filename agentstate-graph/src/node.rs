@@ -3,8 +3,10 @@
 use crate::effect::{EffectError, Interrupted, Scope};
 use agentstate::NodeOutput;
 use agentstate::State;
+use futures_util::FutureExt;
 use serde_json::Value;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use tracing::Instrument;
@@ -407,4 +409,56 @@ impl<S: State + 'static> Node<S> for BoxNode<S> {
     fn call(&self, state: Arc<S>, cx: Context) -> NodeFuture<S::Update> {
         self.0.call(state, cx)
     }
+}
+
+/// A node that panicked, as its error (category `run_panicked`): the panic's message. The run
+/// fails as it does on any node's error; the process goes on.
+#[derive(Debug)]
+pub(crate) struct Panicked {
+    message: String,
+}
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// Calls `node`: its panic, when it is called or while its future runs, is caught and made
+/// its error ([`Panicked`]), so that it ends the run, not the caller's task.
+pub(crate) fn call_caught<S: State + 'static>(
+    node: &dyn Node<S>,
+    state: Arc<S>,
+    cx: Context,
+) -> NodeFuture<S::Update>
+where
+    S::Update: 'static,
+{
+    let panicked = |payload: Box<dyn std::any::Any + Send>| -> BoxError {
+        Box::new(Panicked {
+            message: panic_message(payload.as_ref()),
+        })
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| node.call(state, cx))) {
+        Ok(future) => Box::pin(
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .map(move |result| result.unwrap_or_else(|payload| Err(panicked(payload)))),
+        ),
+        Err(payload) => {
+            let error = panicked(payload);
+            Box::pin(async move { Err(error) })
+        }
+    }
+}
+
+/// The message of a panic's payload (a `&str` or a `String`, as `panic!` makes them).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
 }

@@ -2,7 +2,7 @@
 //! and a [`ToolSet`] that runs a message's tool calls in parallel.
 
 use crate::effect::Interrupted;
-use crate::node::{BoxError, Context};
+use crate::node::{panic_message, BoxError, Context};
 use agentstate::message::{ArgumentsError, ContentBlock, Message, ToolCall, ToolResultBlock};
 use agentstate::providers::Tool;
 use futures_util::{FutureExt, StreamExt};
@@ -405,15 +405,6 @@ fn asked(error: &(dyn std::error::Error + 'static)) -> Option<Interrupted> {
         next = error.source();
     }
     None
-}
-
-/// A panic's message, when it has one.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 impl fmt::Debug for ToolSet {

@@ -12,7 +12,7 @@
 //! Without a subscriber, or with this target filtered out, a span costs a check of the
 //! callsite's cached interest: fields are not evaluated, and a node's future is not wrapped.
 
-use crate::node::{Context, Node, NodeFuture};
+use crate::node::{call_caught, Context, Node, NodeFuture};
 use std::fmt;
 use std::sync::Arc;
 use tracing::field::Empty;
@@ -92,8 +92,9 @@ pub(crate) fn failed(span: &Span, category: &str) {
 /// the node): the call and every poll of the future it returns are in the span, which is
 /// marked failed (`error.type`: the node error's category) when the node fails, and gets
 /// `agentstate.interrupted = true` when it asks a question in a durable run instead (outside
-/// one, a question fails the node: `interrupt_outside_durable_run`). Without a subscriber
-/// interested in the span, this is `node.call(state, cx)`.
+/// one, a question fails the node: `interrupt_outside_durable_run`). A panic of the node is
+/// its error (`run_panicked`, see [`call_caught`]). Without a subscriber interested in the
+/// span, this is `call_caught(node, state, cx)`.
 pub(crate) fn call_node<S: agentstate::State + 'static>(
     node: &dyn Node<S>,
     state: Arc<S>,
@@ -104,10 +105,10 @@ where
 {
     let span = node_span(&cx);
     if span.is_disabled() {
-        return node.call(state, cx);
+        return call_caught(node, state, cx);
     }
     let durable = cx.is_durable();
-    let future = span.in_scope(|| node.call(state, cx));
+    let future = span.in_scope(|| call_caught(node, state, cx));
     let recorded = span.clone();
     Box::pin(
         async move {

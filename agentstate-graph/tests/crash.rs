@@ -24,6 +24,10 @@
 //! instance's result exactly once (a recorded instance never ran again), and the instances'
 //! bodies ran again only as often as a kill can catch them finished but not yet journaled.
 //!
+//! Then a step of 144 `Send` tasks runs in `Async` (and `Sync`) mode in a child killed half a
+//! second after half of them finished (the others wait until the child is killed): a child
+//! that resumes the run runs only the other half; no finished task runs again.
+//!
 //! `AGENTSTATE_CRASH_KILLS=<n>` makes more kills than the 50 per backend (a longer soak).
 //!
 //! Randomness is seeded: the seed is printed, and `AGENTSTATE_TEST_SEED=<seed>` repeats it.
@@ -31,9 +35,9 @@
 mod procs;
 
 use agentstate::AgentState;
-use agentstate_graph::durable::{DurableGraph, Outcome, RunStatus};
+use agentstate_graph::durable::{Durability, DurableGraph, Outcome, RunStatus};
 use agentstate_graph::parallel::FanOut;
-use agentstate_graph::{BoxError, Context, Graph, END};
+use agentstate_graph::{BoxError, Context, Dispatch, Graph, END};
 use procs::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -59,9 +63,12 @@ fn main() {
         .build()
         .unwrap();
     if let Ok(spec) = std::env::var(CHILD) {
-        match spec.strip_prefix("fan-out|") {
-            Some(spec) => runtime.block_on(fan_out_child(spec)),
-            None => runtime.block_on(child(&spec)),
+        if let Some(spec) = spec.strip_prefix("fan-out|") {
+            runtime.block_on(fan_out_child(spec));
+        } else if let Some(spec) = spec.strip_prefix("sends|") {
+            runtime.block_on(sends_child(spec));
+        } else {
+            runtime.block_on(child(&spec));
         }
         return;
     }
@@ -85,6 +92,17 @@ fn main() {
             db.backend(),
             started.elapsed()
         );
+    }
+    for db in &dbs {
+        for mode in ["async", "sync"] {
+            let started = Instant::now();
+            let report = runtime.block_on(sends_killed(db, &dir, mode));
+            println!(
+                "crash {:<8} sends {mode:<5} ... ok ({:.1?}): {report}",
+                db.backend(),
+                started.elapsed()
+            );
+        }
     }
     // After the kills, so that their report is printed whatever this finds.
     for db in &dbs {
@@ -256,16 +274,7 @@ async fn child(spec: &str) {
     });
     let graph = trip(outside, TTL, durability(mode));
     // The killed child's lease lapses within the ttl.
-    loop {
-        match store.lease_info(thread).await {
-            Ok(Some(info)) => {
-                tokio::time::sleep(info.expires_in() + Duration::from_millis(2)).await
-            }
-            Ok(None) => break,
-            Err(e) if e.category() == "thread_not_found" => break,
-            Err(e) => panic!("lease_info: {e}"),
-        }
-    }
+    lease_lapsed(&store, thread).await;
     say("go");
     loop {
         let result = match store.info(thread).await {
@@ -488,16 +497,7 @@ async fn fan_out_child(spec: &str) {
         .durable(&store)
         .worker(format!("fan-out-child-{}", std::process::id()))
         .lease_ttl(TTL);
-    loop {
-        match store.lease_info(thread).await {
-            Ok(Some(info)) => {
-                tokio::time::sleep(info.expires_in() + Duration::from_millis(2)).await
-            }
-            Ok(None) => break,
-            Err(e) if e.category() == "thread_not_found" => break,
-            Err(e) => panic!("lease_info: {e}"),
-        }
-    }
+    lease_lapsed(&store, thread).await;
     say("go");
     loop {
         let result = match store.info(thread).await {
@@ -520,4 +520,175 @@ async fn fan_out_child(spec: &str) {
         }
     }
     say("finished");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A step of `Send` tasks killed when half of them had finished.
+
+/// The step's `Send` tasks.
+const SENDS: u64 = 144;
+/// The tasks below it finish at once (within 8 ms); the others wait for the release file.
+const QUICK: u64 = SENDS / 2;
+
+#[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Sends {
+    item: u64,
+    #[reducer(append)]
+    done: Vec<u64>,
+}
+
+/// `plan`, then a `Send` to `work` per item; `work` on an item below [`QUICK`] sleeps up to
+/// 7 ms, on the others waits until `release` exists; then it writes its item to `raw` (one
+/// line per finished body) and adds it.
+fn sends_graph(raw: PathBuf, release: PathBuf) -> Graph<Sends> {
+    Graph::builder()
+        .node("plan", |_: Arc<Sends>, _: Context| async {
+            Ok::<_, BoxError>(SendsUpdate::default())
+        })
+        .node("work", move |s: Arc<Sends>, _: Context| {
+            let (raw, release) = (raw.clone(), release.clone());
+            async move {
+                if s.item < QUICK {
+                    tokio::time::sleep(Duration::from_millis(s.item % 8)).await;
+                } else {
+                    while !release.exists() {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&raw)?;
+                std::io::Write::write_all(&mut file, format!("{}\n", s.item).as_bytes())?;
+                Ok::<_, BoxError>(SendsUpdate::default().done(vec![s.item]))
+            }
+        })
+        .entry("plan")
+        .route_send("plan", |_: &Sends| {
+            (0..SENDS)
+                .map(|item| {
+                    let input = Sends {
+                        item,
+                        ..Sends::default()
+                    };
+                    Dispatch::to("work", input)
+                })
+                .collect()
+        })
+        .edge("work", END)
+        .build()
+        .unwrap()
+}
+
+/// The times each item's body finished, from `raw`.
+fn finished_bodies(raw: &std::path::Path) -> BTreeMap<u64, u32> {
+    let text = std::fs::read_to_string(raw).unwrap_or_default();
+    let mut runs = BTreeMap::new();
+    for line in text.lines() {
+        *runs.entry(line.parse::<u64>().unwrap()).or_insert(0) += 1;
+    }
+    runs
+}
+
+/// Runs the `Send` step in durability `mode` in a child, killed half a second after the
+/// [`QUICK`] tasks finished, then in a child that resumes it with the others released: every
+/// task's body finished once. A line of numbers.
+async fn sends_killed(db: &Db, dir: &std::path::Path, mode: &str) -> String {
+    let store = db.open().await;
+    let thread = format!("crash-{}-{}-sends-{mode}", std::process::id(), now_ms());
+    let raw = dir.join(format!("sends-{}-{mode}.log", db.backend()));
+    let release = dir.join(format!("sends-{}-{mode}.release", db.backend()));
+    let _ = std::fs::remove_file(&raw);
+    let _ = std::fs::remove_file(&release);
+    let spec = format!(
+        "sends|{mode}|{thread}|{}|{}|{}",
+        raw.display(),
+        release.display(),
+        db.describe()
+    );
+
+    let mut first = ChildGuard::spawn(&spec, &[]);
+    first.expect_line("go", Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while finished_bodies(&raw).len() < QUICK as usize {
+        assert!(
+            Instant::now() < deadline,
+            "{mode}: the quick tasks did not finish in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    first.kill();
+    let before = finished_bodies(&raw);
+    assert_eq!(
+        before.keys().copied().collect::<Vec<_>>(),
+        (0..QUICK).collect::<Vec<_>>(),
+        "{mode}: only the quick tasks finished before the kill"
+    );
+
+    std::fs::write(&release, b"").unwrap();
+    let mut second = ChildGuard::spawn(&spec, &[]);
+    second.expect_line("go", Duration::from_secs(60));
+    let status = second.wait_for(Duration::from_secs(120));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{mode}: the resuming child did not finish: {status:?}"
+    );
+
+    let runs = finished_bodies(&raw);
+    let again: Vec<u64> = runs
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(item, _)| *item)
+        .collect();
+    assert!(
+        again.is_empty(),
+        "{mode}: {} of {QUICK} tasks that finished half a second before the kill ran again: {again:?}",
+        again.len()
+    );
+    assert_eq!(
+        runs.len(),
+        SENDS as usize,
+        "{mode}: tasks that never finished"
+    );
+    let state = store.load::<Sends>(&thread).await.unwrap().state;
+    assert_eq!(state.done, (0..SENDS).collect::<Vec<_>>(), "{mode}");
+    store.delete(&thread).await.unwrap();
+    let _ = std::fs::remove_file(&raw);
+    let _ = std::fs::remove_file(&release);
+    format!("{QUICK} of {SENDS} tasks finished before the kill, 0 ran again")
+}
+
+/// A `Send` step's child: starts or resumes the thread in the durability its spec names, once
+/// a killed child's lease has lapsed; prints `go` when it begins.
+async fn sends_child(spec: &str) {
+    let mut parts = spec.splitn(5, '|');
+    let (mode, thread, raw, release, db) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        PathBuf::from(parts.next().unwrap()),
+        PathBuf::from(parts.next().unwrap()),
+        Db::parse(parts.next().unwrap()),
+    );
+    let durability = match mode {
+        "async" => Durability::Async,
+        _ => Durability::Sync,
+    };
+    let store = db.open().await;
+    let graph = sends_graph(raw, release)
+        .durable(&store)
+        .worker(format!("sends-child-{}", std::process::id()))
+        .lease_ttl(TTL)
+        .durability(durability);
+    lease_lapsed(&store, thread).await;
+    say("go");
+    let result = match store.info(thread).await {
+        Err(e) if e.category() == "thread_not_found" => graph.start(thread, Sends::default()).await,
+        Err(e) => panic!("info: {e}"),
+        Ok(_) => graph.resume(thread).await,
+    };
+    match result {
+        Ok(Outcome::Finished { .. }) => {}
+        other => panic!("thread `{thread}`: the run did not finish: {other:?}"),
+    }
 }

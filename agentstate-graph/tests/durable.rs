@@ -1082,11 +1082,7 @@ fn shape(entries: &[EntryInfo]) -> Vec<(u64, Option<String>, Value)> {
 
 async fn durability_modes<B: Backend>(store: Store<B>, t: String) {
     let mut results = Vec::new();
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let calls = Calls::default();
         // `c` notes the thread's version when it runs (the last step).
@@ -1480,11 +1476,7 @@ async fn send_tasks_interrupt_and_resume<B: Backend>(store: Store<B>, t: String)
 /// `a` -> `b` -> `c` (stuck the first time) -> END, cut short in `c`, then resumed: each
 /// step's update is in the state once, whatever the mode lost.
 async fn a_crash_in_each_mode<B: Backend>(store: Store<B>, t: String) {
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let (calls, started) = (Calls::default(), Gate::new());
         let graph = Graph::builder()
@@ -1553,11 +1545,7 @@ async fn a_crash_in_each_mode<B: Backend>(store: Store<B>, t: String) {
 /// journal keeps its order): a crash after it does not run it again, and no step is
 /// committed twice.
 async fn effects_in_each_mode<B: Backend>(store: Store<B>, t: String) {
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let (calls, started) = (Calls::default(), Gate::new());
         let charged = Arc::new(AtomicUsize::new(0));

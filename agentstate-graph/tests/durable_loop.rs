@@ -1143,11 +1143,7 @@ async fn finished_send_tasks_do_not_run_again<B: Backend>(store: Store<B>, t: St
 /// A question in a parallel step keeps the other tasks' outputs: they do not run again when
 /// the step is resumed with the answer.
 async fn a_suspended_parallel_step_keeps_finished_tasks<B: Backend>(store: Store<B>, t: String) {
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let calls = Calls::default();
         let graph = Graph::builder()
@@ -1276,11 +1272,7 @@ async fn breakpoints_of_the_graph<B: Backend>(store: Store<B>, t: String) {
 /// A worker's own breakpoints (`DurableGraph::interrupt_before`/`_after`), in every mode;
 /// another worker without them does not stop there.
 async fn breakpoints_of_a_worker<B: Backend>(store: Store<B>, t: String) {
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let calls = Calls::default();
         let graph = chain(&calls).build().unwrap();
@@ -1559,28 +1551,29 @@ async fn a_failing_step_merges_nothing<B: Backend>(store: Store<B>, t: String) {
     }
 }
 
+/// `s`, then `a` and `name` (`node`) in parallel, then `j`.
+fn beside_a(calls: &Calls, name: &'static str, node: impl Node<Flow>) -> Graph<Flow> {
+    Graph::builder()
+        .node("s", plain(calls, "s"))
+        .node("a", plain(calls, "a"))
+        .node(name, node)
+        .node("j", plain(calls, "j"))
+        .entry("s")
+        .edges("s", ["a", name])
+        .edge("a", "j")
+        .edge(name, "j")
+        .edge("j", END)
+        .build()
+        .unwrap()
+}
+
 /// A failing step of parallel nodes (one fails) merges nothing of the others, in every mode;
 /// a resume runs only the failed task again.
 async fn a_failing_parallel_step_merges_nothing<B: Backend>(store: Store<B>, t: String) {
-    for (mode, name) in [
-        (Durability::Sync, "sync"),
-        (Durability::Async, "async"),
-        (Durability::Exit, "exit"),
-    ] {
+    for (mode, name) in MODES {
         let thread = format!("{t}-{name}");
         let calls = Calls::default();
-        let graph = Graph::builder()
-            .node("s", plain(&calls, "s"))
-            .node("a", plain(&calls, "a"))
-            .node("f", failing(&calls, "f", 1))
-            .node("j", plain(&calls, "j"))
-            .entry("s")
-            .edges("s", ["a", "f"])
-            .edge("a", "j")
-            .edge("f", "j")
-            .edge("j", END)
-            .build()
-            .unwrap();
+        let graph = beside_a(&calls, "f", failing(&calls, "f", 1));
         let durable = graph.durable(&store).durability(mode);
         let error = durable.start(&thread, Flow::default()).await.unwrap_err();
         let DurableError::Run(error) = error else {
@@ -1601,6 +1594,93 @@ async fn a_failing_parallel_step_merges_nothing<B: Backend>(store: Store<B>, t: 
         let (state, _) = finished(durable.resume(&thread).await);
         assert_eq!(state.log, log(&["s", "a", "f", "j"]), "{name}");
         assert_eq!((calls.of("a"), calls.of("f")), (1, 2), "{name}");
+    }
+}
+
+/// A node that panics on its first `n` calls: when called (odd calls) or while it runs (even).
+fn panicking(calls: &Calls, name: &'static str, n: usize) -> impl Node<Flow> {
+    let calls = calls.clone();
+    move |_: Arc<Flow>, _: Context| {
+        let call = calls.hit(name);
+        if call <= n && call % 2 == 1 {
+            panic!("{name} blew up when called");
+        }
+        async move {
+            tokio::task::yield_now().await;
+            if call <= n {
+                panic!("{name} blew up while it ran");
+            }
+            Ok::<_, BoxError>(FlowUpdate::default().log(vec![name.to_owned()]))
+        }
+    }
+}
+
+/// A node's panic ends a durable run as a node's error does, with `run_panicked`, through
+/// `run`, a stream and `resume`, in every mode: the step merges nothing, its finished task is
+/// kept, the failure is journaled, the lease released; a resume runs the step again.
+async fn a_panicking_node_fails_the_run<B: Backend>(store: Store<B>, t: String) {
+    for (mode, name) in MODES {
+        let thread = format!("{t}-{name}");
+        let calls = Calls::default();
+        let graph = beside_a(&calls, "boom", panicking(&calls, "boom", 2));
+        let durable = graph.durable(&store).durability(mode);
+        store.create(&thread, Flow::default()).await.unwrap();
+        let error = refused(durable.run(&thread, ()).await, "run_panicked");
+        assert_eq!(
+            error.to_string(),
+            "node `boom` panicked in step 2: boom blew up when called",
+            "{name}"
+        );
+        let DurableError::Run(error) = error else {
+            panic!("{name}: {error:?}")
+        };
+        assert_eq!(error.state().log, log(&["s"]), "{name}");
+        assert!(store.lease_info(&thread).await.unwrap().is_none(), "{name}");
+        assert_eq!(
+            store.load::<Flow>(&thread).await.unwrap().state.log,
+            log(&["s"]),
+            "{name}"
+        );
+        let entries = journal(&store, &thread).await;
+        assert_eq!(
+            kinds(&entries),
+            ["input 0", "step 1", "task 2", "failed 2"],
+            "{name}"
+        );
+        assert_eq!(meta(&entries[3])["category"], "run_panicked", "{name}");
+        assert_eq!(
+            meta(&entries[3])["error"],
+            "node `boom` panicked in step 2: boom blew up when called",
+            "{name}"
+        );
+
+        // Streamed: the stream's last item is the error.
+        let mut stream = durable.stream_resume(&thread, Answers::new());
+        let mut last = None;
+        while let Some(item) = stream.next().await {
+            last = Some(item);
+        }
+        match last {
+            Some(Err(error)) => assert_eq!(
+                (error.category(), error.to_string().as_str()),
+                (
+                    "run_panicked",
+                    "node `boom` panicked in step 2: boom blew up while it ran"
+                ),
+                "{name}"
+            ),
+            other => panic!("{name}: the stream ends with the panic, got {other:?}"),
+        }
+        assert!(store.lease_info(&thread).await.unwrap().is_none(), "{name}");
+        assert_eq!(
+            store.load::<Flow>(&thread).await.unwrap().state.log,
+            log(&["s"]),
+            "{name}"
+        );
+
+        let (state, _) = finished(durable.resume(&thread).await);
+        assert_eq!(state.log, log(&["s", "a", "boom", "j"]), "{name}");
+        assert_eq!((calls.of("a"), calls.of("boom")), (1, 3), "{name}");
     }
 }
 
@@ -2544,6 +2624,7 @@ cases!(
     a_breakpoint_after_the_last_node,
     a_failing_step_merges_nothing,
     a_failing_parallel_step_merges_nothing,
+    a_panicking_node_fails_the_run,
     warm_runs_are_cold_runs,
     clones_of_a_worker_do_not_run_a_thread_twice,
     a_warm_worker_catches_up,

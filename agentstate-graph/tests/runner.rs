@@ -164,6 +164,67 @@ fn a_node_error_stops_the_run_with_its_source_and_the_state_before_the_step() {
     assert_eq!(err.into_state().log, ["a"]);
 }
 
+/// A node's panic (in a run a node makes too) fails the run in memory with `run_panicked`, naming the
+/// node and the panic's message, the state before the step kept; the caller goes on.
+#[test]
+fn a_panicking_node_fails_the_run_with_run_panicked() {
+    let inner = Graph::builder()
+        .node("deep", |_: Arc<Flow>, _: Context| async move {
+            if true {
+                panic!("deep gave up: {}", 7);
+            }
+            Ok::<_, Infallible>(FlowUpdate::default())
+        })
+        .entry("deep")
+        .edge("deep", END)
+        .build()
+        .unwrap();
+    let graph = Graph::builder()
+        .node("a", log("a"))
+        .node(
+            "b",
+            |_: Arc<Flow>, _: Context| -> std::future::Ready<Result<FlowUpdate, Infallible>> {
+                panic!("b cannot start")
+            },
+        )
+        .node("sub", move |s: Arc<Flow>, _: Context| {
+            let inner = inner.clone();
+            async move {
+                inner.invoke(Flow::clone(&s)).await?;
+                Ok::<_, agentstate_graph::BoxError>(FlowUpdate::default())
+            }
+        })
+        .entry("a")
+        .route(
+            "a",
+            |s: &Flow| if s.n == 0 { "b".into() } else { "sub".into() },
+        )
+        .edge("b", END)
+        .edge("sub", END)
+        .build()
+        .unwrap();
+    let err = block_on(graph.invoke(Flow::default())).unwrap_err();
+    assert_eq!(err.category(), "run_panicked");
+    assert_eq!(err.node(), Some("b"));
+    assert_eq!(
+        err.to_string(),
+        "node `b` panicked in step 2: b cannot start"
+    );
+    assert_eq!(err.into_state().log, ["a"]);
+
+    let err = block_on(graph.invoke(Flow {
+        n: 1,
+        ..Flow::default()
+    }))
+    .unwrap_err();
+    assert_eq!(err.category(), "run_panicked");
+    assert_eq!(
+        err.to_string(),
+        "node `sub` failed in step 2: node `deep` panicked in step 1: deep gave up: 7",
+        "the inner run's panic is the node's error; the outer run's category is found in its chain"
+    );
+}
+
 #[test]
 /// A step whose edge fails merges nothing, as LangGraph (where an edge is part of its node's
 /// task) and the runner's docs say: the error carries the state before the step.

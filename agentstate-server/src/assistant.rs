@@ -282,6 +282,10 @@ impl AssistantError {
             | (RunErrorKind::Edge { error: node, .. }, "edge_exception") => {
                 plain.shown_as(type_name(node.as_ref()), node.to_string())
             }
+            // The panic's own message: the run says it panicked (`Job::named`).
+            (RunErrorKind::Node { error: node, .. }, "run_panicked") => {
+                AssistantError::new("run_panicked", node.to_string())
+            }
             (RunErrorKind::RecursionLimit { .. }, _) => {
                 let detail = plain.message.clone();
                 plain.shown_as("GraphRecursionError", detail)

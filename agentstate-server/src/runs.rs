@@ -690,6 +690,14 @@ impl Job {
     /// `error` with its sentence naming the run and its thread.
     fn named(&self, mut error: AssistantError) -> AssistantError {
         let (run, thread) = (&self.run.run_id, &self.run.thread_id);
+        if error.category == "run_panicked" && !error.message.contains(run.as_str()) {
+            // As a run whose task panicked says it (`Job::spawn`).
+            let message = format!(
+                "run `{run}` on thread `{thread}` panicked: {}",
+                error.message
+            );
+            return AssistantError::new("run_panicked", message);
+        }
         if !error.message.contains(run.as_str()) {
             error.message = format!("run `{run}` on thread `{thread}` failed: {}", error.message);
         }

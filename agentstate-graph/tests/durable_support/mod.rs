@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each test file uses some of it
 
 use agentstate::AgentState;
-use agentstate_graph::durable::META_KEY;
+use agentstate_graph::durable::{Durability, META_KEY};
 use agentstate_graph::{BoxError, Context, Node};
 use agentstate_store::backend::Backend;
 use agentstate_store::{EntryInfo, HistoryQuery, Store};
@@ -23,6 +23,13 @@ pub struct Flow {
 
 // ---------------------------------------------------------------------------------------------
 // Tools of the cases.
+
+/// Every durability mode, with its name (for the cases that run in each).
+pub const MODES: [(Durability, &str); 3] = [
+    (Durability::Sync, "sync"),
+    (Durability::Async, "async"),
+    (Durability::Exit, "exit"),
+];
 
 /// How many times each node's body ran.
 #[derive(Clone, Default)]

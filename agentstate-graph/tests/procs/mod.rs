@@ -287,6 +287,21 @@ impl Drop for ChildGuard {
     }
 }
 
+/// Waits until no worker holds thread `thread`'s lease (a killed child's lapses within its
+/// ttl), or the thread does not exist yet.
+pub async fn lease_lapsed(store: &AnyStore, thread: &str) {
+    loop {
+        match store.lease_info(thread).await {
+            Ok(Some(info)) => {
+                tokio::time::sleep(info.expires_in() + Duration::from_millis(2)).await
+            }
+            Ok(None) => break,
+            Err(e) if e.category() == "thread_not_found" => break,
+            Err(e) => panic!("lease_info: {e}"),
+        }
+    }
+}
+
 /// Prints one line and flushes it (a child's report to its parent).
 pub fn say(line: &str) {
     let mut out = std::io::stdout().lock();

@@ -100,10 +100,12 @@ pub(crate) struct Live {
     /// Whether its end is being written (by its task, or from outside it): once only.
     ending: std::sync::atomic::AtomicBool,
     /// Its hold on its thread's turn while it runs, kept here so that a run ended from
-    /// outside its task lets the thread's next run start.
+    /// outside its task lets the thread's next run start once its task is done.
     turn: Mutex<Option<tokio::sync::OwnedMutexGuard<()>>>,
-    /// Whether it began (its thread's turn came): its deadline counts from then.
-    begun: watch::Sender<bool>,
+    /// When it began (its thread's turn came): its deadline counts from then.
+    begun: std::sync::OnceLock<tokio::time::Instant>,
+    /// Whether it ended: what its watcher waits for (not `changed`, which each frame wakes).
+    done: watch::Sender<bool>,
 }
 
 /// Why a run in progress is asked to stop.
@@ -162,7 +164,8 @@ impl Live {
             started_at: std::sync::OnceLock::new(),
             ending: std::sync::atomic::AtomicBool::new(false),
             turn: Mutex::new(None),
-            begun: watch::Sender::new(false),
+            begun: std::sync::OnceLock::new(),
+            done: watch::Sender::new(false),
         })
     }
 
@@ -257,6 +260,7 @@ impl Live {
     fn finish(&self, result: Value) {
         self.lock().result = Some(result);
         self.changed.send_modify(|n| *n += 1);
+        self.done.send_replace(true);
     }
 
     /// Asks the run to stop (it ends `interrupted`).
@@ -575,10 +579,12 @@ impl Job {
         let end = tokio::select! {
             guard = lock.lock_owned() => {
                 *self.live.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
-                self.live.begun.send_replace(true);
+                let _ = self.live.begun.set(tokio::time::Instant::now());
                 let mut end = self.drive().await;
                 if self.live.ending.swap(true, std::sync::atomic::Ordering::AcqRel) {
-                    return; // ended from outside while it ran
+                    // Ended from outside while it ran: the thread's next run may start now.
+                    self.live.turn.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    return;
                 }
                 if self.live.stopped() == Stop::Rollback {
                     // Undone before the thread's next run may start; a run that could not be
@@ -605,22 +611,38 @@ impl Job {
     /// to end by itself, after which it is ended from here, as it would have ended itself,
     /// whatever its node does (one that blocks its thread, or never returns): its records
     /// and its thread's status written, its thread's lease revoked (its heartbeat stops
-    /// renewing it; whatever the node commits later is refused), its thread's turn passed
-    /// on, its streams ended.
+    /// renewing it; whatever the node commits later is refused, and another process may run
+    /// the thread), its streams ended. The thread's next run here starts once the node
+    /// returns (a thread's runs in a process are one at a time).
     async fn watch(self) {
         let live = Arc::clone(&self.live);
-        let mut begun = live.begun.subscribe();
+        // Nothing the run's task does while it runs wakes this one (its frames, its start): a
+        // task woken by one that then blocks its thread waits for that thread (tokio's LIFO
+        // slot). Its deadline is read from the clock, its end from `done`.
+        let mut done = live.done.subscribe();
+        let mut ended = live.done.subscribe();
+        let deadline = async {
+            loop {
+                let from = live.begun.get().copied();
+                let until = from
+                    .unwrap_or_else(tokio::time::Instant::now)
+                    .checked_add(self.timeout);
+                let Some(until) = until else {
+                    return std::future::pending().await; // past any clock: none
+                };
+                tokio::time::sleep_until(until).await;
+                if from.is_some() {
+                    return;
+                }
+            }
+        };
         tokio::select! {
-            _ = live.result() => return,
-            _ = begun.wait_for(|b| *b) => {}
-        }
-        tokio::select! {
-            _ = live.result() => return,
-            () = tokio::time::sleep(self.timeout) => live.stop(Stop::Timeout),
+            () = async { let _ = done.wait_for(|d| *d).await; } => return,
+            () = deadline => live.stop(Stop::Timeout),
             () = live.cancelled() => {}
         }
         tokio::select! {
-            _ = live.result() => {}
+            () = async { let _ = ended.wait_for(|d| *d).await; } => {}
             () = tokio::time::sleep(STOP_GRACE) => self.end_from_outside().await,
         }
     }
@@ -634,13 +656,8 @@ impl Job {
         {
             return;
         }
-        self.live
-            .turn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
         // Its future still runs: its lease is taken from it, so that it commits nothing more
-        // and the thread is free for what comes next (a rollback's rewind first).
+        // (a rollback's rewind first).
         let _ = self.records.revoke_lease(&self.run.thread_id).await;
         let mut end = End::Cancelled(true);
         if self.live.stopped() == Stop::Rollback {

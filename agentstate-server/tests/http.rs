@@ -673,9 +673,9 @@ async fn a_failed_or_panicking_run_ends_in_error_and_a_new_input_runs() {
 
 /// A run whose node blocks its thread (no cancellation reaches it) still ends: past its
 /// deadline (`timeout`, in seconds) it ends `timeout`, and cancelled it ends `interrupted`,
-/// each within the stop's grace (2 s), long before the node returns (4 s); its thread's lease
-/// is released (a new run on the thread runs), the server answers meanwhile, and what the
-/// node's run does when it returns changes nothing.
+/// each within the stop's grace (2 s), long before the node returns (5 s); the server answers
+/// meanwhile, the thread's next run runs once the node returned, and what the node's run does
+/// when it returns changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
     let (app, thread, runs) = on_a_thread().await;
@@ -692,6 +692,11 @@ async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
     let (ok, _) = json(&app, "GET", "/ok", None).await;
     assert_eq!(ok, StatusCode::OK);
     while status_of(timed_out.clone()).await != "timeout" {
+        eprintln!(
+            "DEBUG {:?} {}",
+            started.elapsed(),
+            status_of(timed_out.clone()).await
+        );
         assert!(
             started.elapsed() < Duration::from_millis(3800),
             "not ended in time"
@@ -703,10 +708,16 @@ async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
     assert_eq!(got["error"]["error"], "TimeoutError", "{got}");
     let (_, joined) = json(&app, "GET", &format!("{timed_out}/join"), None).await;
     assert_eq!(joined["__error__"]["error"], "TimeoutError", "{joined}");
-    // The thread's lease was released: a new run on it runs while the node still blocks.
+    // The thread's next run waits for the blocked node's return (one run of a thread at a
+    // time), then runs after what the stopped run committed (its `triage`).
     let fine = json!({"assistant_id": "desk", "input": ask("hi")});
     let (_, values) = json(&app, "POST", &format!("{runs}/wait"), Some(fine)).await;
-    assert_eq!(values["log"], json!(["triage", "draft"]), "{values}");
+    assert_eq!(
+        values["log"],
+        json!(["triage", "triage", "draft"]),
+        "{values}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(5));
     // Cancelled.
     let blocked = json!({"assistant_id": "desk", "input": ask("block again"), "command": null});
     let (_, run) = json(&app, "POST", &runs, Some(blocked)).await;
@@ -717,15 +728,15 @@ async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let asked = std::time::Instant::now();
     let (status, _) = json(&app, "POST", &format!("{cancelled}/cancel?wait=1"), None).await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(status, StatusCode::OK);
     assert!(
-        asked.elapsed() < Duration::from_millis(3500),
+        asked.elapsed() < Duration::from_millis(4000),
         "cancel took {:?}",
         asked.elapsed()
     );
     assert_eq!(status_of(cancelled.clone()).await, "interrupted");
     // The blocked nodes return: what their runs would write is not written.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(status_of(timed_out).await, "timeout");
     assert_eq!(status_of(cancelled).await, "interrupted");
     let (_, got) = json(&app, "GET", &format!("/threads/{thread}"), None).await;

@@ -4,7 +4,7 @@
 //!
 //! A question `fail` fails `triage`, `panic` panics in it (a bug in a node); a question
 //! starting with `slow` makes `draft` take two seconds (something to cancel), one starting
-//! with `block` makes it block its thread for four (a bug: a synchronous wait in an async
+//! with `block` makes it block its thread for five (a bug: a synchronous wait in an async
 //! node, which no cancellation reaches).
 
 use agentstate::message::{Message, Role};
@@ -80,7 +80,7 @@ pub fn graph_with(
                     tokio::time::sleep(Duration::from_secs(2)).await;
                 }
                 if asked.starts_with("block") {
-                    std::thread::sleep(Duration::from_secs(4));
+                    std::thread::sleep(Duration::from_secs(5));
                 }
                 let answer = match provider {
                     Some(model) => cx.complete(&*model, &request, &state.messages).await?,

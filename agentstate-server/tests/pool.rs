@@ -4,7 +4,8 @@
 //! finishes it, the effect ran once and no committed step ran again. 200 runs on 50 threads:
 //! never two running runs on one thread, every run reaches a final status, each step ran once.
 //! A worker paused (`SIGSTOP`) past its lease mid-run and continued once another finished the
-//! run writes nothing over it.
+//! run writes nothing over it; a node that blocks its worker's thread past its run's deadline
+//! does not keep the run (ended `timeout`) nor the workers (they go on claiming).
 //!
 //! Without `AGENTSTATE_POSTGRES_URL` it prints one line and passes, unless `CI` is set (then it
 //! fails). Its own main (no libtest harness): it re-executes itself as the servers and the
@@ -70,8 +71,14 @@ fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
             let dir = first_dir.clone();
             async move {
                 let thread = s.thread.clone();
-                let lock = exclusive(&dir, &thread);
+                // Threads `block...`: a node that blocks its thread (no cancellation reaches
+                // it); its run is ended without it, and the next may run while it still blocks.
+                let blocks = thread.starts_with("block");
+                let lock = (!blocks).then(|| exclusive(&dir, &thread));
                 mark(&dir, &format!("first-{thread}"), "ran");
+                if blocks && lines(&dir, &format!("first-{thread}")).len() == 1 {
+                    std::thread::sleep(Duration::from_secs(5));
+                }
                 // Threads `mt...`: long enough for a second run to come while it runs.
                 let long = thread.starts_with("mt");
                 tokio::time::sleep(Duration::from_millis(if long { 300 } else { 5 })).await;
@@ -401,6 +408,45 @@ async fn paused_midway(a: &str, b: &str, dir: &Path, workers: &[tokio::process::
     assert_eq!(lines(dir, &format!("first-{thread}")).len(), 1);
 }
 
+/// A run on thread `block` (created on `a`, with a deadline of 0.3 s) whose node blocks its
+/// worker's thread for 5 s: it ends `timeout` long before the node returns, ended from
+/// outside its task (its lease revoked, its queue row out); the worker processes go on
+/// claiming and carrying out other runs meanwhile, and the thread's next run succeeds.
+async fn blocked_past_its_deadline(a: &str, b: &str) {
+    let started = Instant::now();
+    call(a, "POST", "/threads", Some(json!({"thread_id": "block"}))).await;
+    let late = json!({"assistant_id": "job", "input": {"thread": "block"}, "timeout": 0.3});
+    let run = call(a, "POST", "/threads/block/runs", Some(late)).await;
+    let runs = format!("/threads/block/runs/{}", run["run_id"].as_str().unwrap());
+    // Another thread's run, while the node blocks.
+    call(
+        b,
+        "POST",
+        "/threads",
+        Some(json!({"thread_id": "beside-block"})),
+    )
+    .await;
+    let input = json!({"assistant_id": "job", "input": {"thread": "beside-block"}});
+    let done = call(b, "POST", "/threads/beside-block/runs/wait", Some(input)).await;
+    assert_eq!(done["log"], json!(["first", "pay"]), "{done}");
+    eventually(Duration::from_secs(20), "the blocked run's end", || {
+        let (a, runs) = (a.to_owned(), runs.clone());
+        async move { call(&a, "GET", &runs, None).await["status"] == "timeout" }
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_millis(4500),
+        "ended only after {:?}",
+        started.elapsed()
+    );
+    let thread = call(b, "GET", "/threads/block", None).await;
+    assert_eq!(thread["status"], "error", "{thread}");
+    let input = json!({"assistant_id": "job", "input": {"thread": "block"}});
+    let next = call(b, "POST", "/threads/block/runs/wait", Some(input)).await;
+    assert_eq!(next["log"], json!(["first", "pay"]), "{next}");
+    assert_eq!(call(a, "GET", &runs, None).await["status"], "timeout");
+}
+
 async fn pool(url: &str) {
     let schema = format!("agentstate_pool_{}", std::process::id());
     let dir = std::env::temp_dir().join(&schema);
@@ -430,6 +476,9 @@ async fn pool(url: &str) {
 
     // A worker paused past its lease, then continued.
     paused_midway(a, b, &dir, &workers).await;
+
+    // A node that blocks its worker's thread past its run's deadline.
+    blocked_past_its_deadline(a, b).await;
 
     // A run cancelled through one server: its worker, told by NOTIFY, stops it; it is not run
     // again (no sweep puts it back), and its thread's lease is free.

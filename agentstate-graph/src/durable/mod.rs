@@ -273,7 +273,9 @@ impl<S> Outcome<S> {
 ///
 /// ```
 /// use agentstate_graph::durable::Answers;
-/// let answers = Answers::new().answer("approve:3.0:0", true).answer("approve:3.1:0", false);
+/// let answers = Answers::new()
+///     .answer("approve:3.0:0@run-7", true)
+///     .answer("approve:3.1:0@run-7", false);
 /// assert_eq!(answers.len(), 2);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]

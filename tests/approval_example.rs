@@ -119,7 +119,7 @@ fn approve_finishes_and_pays_once() {
             "reads \"My order #1042",
             "  step 1 committed: thread `refund-1042` at version 2",
             "  step 2: approval",
-            "Waiting at step 2 for node `approval` (interrupt `approval:2.0:0`): {",
+            "Waiting at step 2 for node `approval` (interrupt `approval:2.0:0@",
         ],
     );
     assert!(dir.refunds().is_empty(), "nothing is paid before approval");

@@ -156,11 +156,11 @@ use std::collections::HashSet;
 /// use serde_json::json;
 ///
 /// let asked: Interrupt = serde_json::from_value(json!({
-///     "id": "approve:2.0:0", "node": "approve", "step_node": "approve", "step": 2,
+///     "id": "approve:2.0:0@run-1", "node": "approve", "step_node": "approve", "step": 2,
 ///     "payload": {"refund": 30}
 /// }))?;
 /// assert_eq!(interrupt(&asked), json!({
-///     "id": "approve:2.0:0",
+///     "id": "approve:2.0:0@run-1",
 ///     "reason": "interrupt",
 ///     "metadata": {"node": "approve", "step": 2, "payload": {"refund": 30}}
 /// }));

@@ -257,7 +257,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     }
 
     /// Static breakpoints: a durable run suspends before each step that would run one of
-    /// `nodes`, with an interrupt per node (id `"{node}:{step}.before"`, payload
+    /// `nodes`, with an interrupt per node (id `"{node}:{step}.before@{run_id}"`, payload
     /// `{"breakpoint": "before"}`); resumed with an answer to it (any value), the step runs
     /// (LangGraph's `interrupt_before`). Runs in memory cannot suspend: they fail there with
     /// the interrupt as the node's error. [`DurableGraph::interrupt_before`] adds breakpoints
@@ -270,7 +270,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
     }
 
     /// Static breakpoints after `nodes`: a durable run suspends after each step that ran one
-    /// of them, before the next step (interrupt id `"{node}:{step}.after"`, payload
+    /// of them, before the next step (interrupt id `"{node}:{step}.after@{run_id}"`, payload
     /// `{"breakpoint": "after"}`), as [`interrupt_before`](GraphBuilder::interrupt_before)
     /// (LangGraph's `interrupt_after`).
     pub fn interrupt_after(mut self, nodes: impl IntoIterator<Item = K>) -> Self {

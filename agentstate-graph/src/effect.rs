@@ -57,11 +57,13 @@ impl Scope {
 /// A node asked for input that no one has given yet: return it from the node (`?`), and the
 /// durable run ends suspended with the interrupt's [`id`](Interrupted::id) and payload.
 ///
-/// The id is stable: the same node in the same step asking its n-th question gets the same id
-/// when it runs again, and two nodes of one step (parallel tool approvals) get different ones.
+/// The id is stable and unique: the same node in the same step of the same run asking its
+/// n-th question gets the same id when it runs again (a resumed run finds its answer by it),
+/// two nodes of one step (parallel tool approvals) get different ones, and so do two runs of
+/// one thread (the id ends with the run's id).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Interrupted {
-    /// The interrupt's id (`"{node}:{step}.{task}:{n}"`), which the answer must name.
+    /// The interrupt's id (`"{node}:{step}.{task}:{n}@{run_id}"`), which the answer must name.
     pub id: String,
     /// The node that asked.
     pub node: String,
@@ -148,12 +150,12 @@ impl Interrupt {
     /// use agentstate_graph::Interrupt;
     ///
     /// let asked: Interrupt = serde_json::from_value(serde_json::json!({
-    ///     "id": "approve:2.0:0", "node": "approve", "step_node": "approve", "step": 2,
+    ///     "id": "approve:2.0:0@run-1", "node": "approve", "step_node": "approve", "step": 2,
     ///     "payload": {"question": "send?"}
     /// }))?;
     /// assert!(!asked.is_breakpoint());
     /// let stop: Interrupt = serde_json::from_value(serde_json::json!({
-    ///     "id": "approve:2.before", "node": "approve", "step_node": "approve", "step": 2,
+    ///     "id": "approve:2.before@run-1", "node": "approve", "step_node": "approve", "step": 2,
     ///     "payload": {"breakpoint": "before"}
     /// }))?;
     /// assert!(stop.is_breakpoint());
@@ -166,17 +168,22 @@ impl Interrupt {
         let when = payload.get("breakpoint").and_then(Value::as_str);
         payload.len() == 1
             && when.is_some_and(|when| {
+                let place = breakpoint_place(&self.node, self.step, when);
                 (when == "before" || when == "after")
-                    && self.id == format!("{}:{}.{when}", self.node, self.step)
+                    && self
+                        .id
+                        .strip_prefix(place.as_str())
+                        .is_some_and(|run| run.is_empty() || run.starts_with('@'))
             })
     }
 
-    /// A static breakpoint (`when`: `before` or `after`) at node `node` of step `step`.
-    pub(crate) fn breakpoint(node: &str, step: u64, when: &str) -> Self {
+    /// A static breakpoint (`when`: `before` or `after`) at node `node` of step `step` of run
+    /// `run_id`.
+    pub(crate) fn breakpoint(node: &str, step: u64, when: &str, run_id: &str) -> Self {
         let mut payload = Map::new();
         payload.insert("breakpoint".into(), Value::from(when));
         Interrupt {
-            id: format!("{node}:{step}.{when}"),
+            id: format!("{}@{run_id}", breakpoint_place(node, step, when)),
             node: node.to_owned(),
             step_node: node.to_owned(),
             step,
@@ -184,6 +191,12 @@ impl Interrupt {
             metadata: Map::new(),
         }
     }
+}
+
+/// Where a breakpoint stops a run (`"{node}:{step}.{when}"`): its id without the run's, as
+/// threads suspended by earlier builds name it.
+pub(crate) fn breakpoint_place(node: &str, step: u64, when: &str) -> String {
+    format!("{node}:{step}.{when}")
 }
 
 /// A question asked where a run cannot be suspended: inside a fan-out instance or a parallel

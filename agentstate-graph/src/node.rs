@@ -267,10 +267,11 @@ impl Context {
     }
 
     /// Asks for a person's answer: returns it if the run was resumed with one for this
-    /// interrupt, and otherwise [`Interrupted`] (with a stable id and `payload`), which the
-    /// node returns with `?` so that the durable run ends suspended. Resumed with an answer,
-    /// the node runs again from its start (its recorded effects are not repeated) and this
-    /// call returns the answer. A node may ask several questions, one after the other.
+    /// interrupt, and otherwise [`Interrupted`] (with a stable id unique to the run, and
+    /// `payload`), which the node returns with `?` so that the durable run ends suspended.
+    /// Resumed with an answer, the node runs again from its start (its recorded effects are not
+    /// repeated) and this call returns the answer. A node may ask several questions, one after
+    /// the other.
     ///
     /// Outside a durable run nothing can answer: the node fails with the `Interrupted` error,
     /// and the run with the category `interrupt_outside_durable_run` and a message saying to
@@ -282,7 +283,7 @@ impl Context {
     ///
     /// let cx = Context::detached("approve");
     /// let asked = cx.interrupt(json!({"tool": "refund", "amount": 30})).unwrap_err();
-    /// assert_eq!(asked.id, "approve:0.0:0");
+    /// assert_eq!(asked.id, "approve:0.0:0@test");
     /// assert_eq!(asked.payload["amount"], 30);
     /// ```
     pub fn interrupt(&self, payload: impl serde::Serialize) -> Result<Value, Interrupted> {
@@ -290,8 +291,13 @@ impl Context {
             Some(scope) => (scope.task.clone(), scope.next_interrupt()),
             None => (format!("{}.0", self.step), 0),
         };
-        let id = format!("{}:{task}:{n}", self.node);
-        let answer = self.scope.as_ref().and_then(|s| s.journal.answer(&id));
+        // Unique to the run; a thread suspended by an earlier build names it without the run.
+        let place = format!("{}:{task}:{n}", self.node);
+        let id = format!("{place}@{}", self.run_id);
+        let answer = self.scope.as_ref().and_then(|s| {
+            let journal = &s.journal;
+            journal.answer(&id).or_else(|| journal.answer(&place))
+        });
         let _span = crate::trace::interrupt(self, &id, answer.is_some()).entered();
         if let Some(answer) = answer {
             return Ok(answer);

@@ -12,7 +12,7 @@
 //! state ([`Memory`]), or staged on a stored thread and flushed by the durability mode (the
 //! durable runs' commit). That is the [`Commit`] a run is driven with.
 
-use crate::effect::{Interrupt, Interrupted, Journal, Scope};
+use crate::effect::{breakpoint_place, Interrupt, Interrupted, Journal, Scope};
 use crate::error::{RunError, RunErrorKind};
 use crate::event::{Event, EventFilter, Outbox};
 use crate::graph::{Graph, Nodes, RunConfig, StepRecord};
@@ -237,8 +237,12 @@ impl<S: GraphState, K: NodeKey> Run<S, K> {
         let mut check = |nodes: &[usize], step: u64, set: &[usize], graph_set: &[bool], when| {
             for &at in nodes {
                 if set.contains(&at) || graph_set.get(at).copied().unwrap_or(false) {
-                    let interrupt = Interrupt::breakpoint(&inner.nodes[at].name, step, when);
+                    let name = &inner.nodes[at].name;
+                    let interrupt = Interrupt::breakpoint(name, step, when, &self.run_id);
+                    // A thread suspended by an earlier build answered it without the run's id.
+                    let place = breakpoint_place(name, step, when);
                     if !answered(&interrupt.id)
+                        && !answered(&place)
                         && !due.iter().any(|d: &Interrupt| d.id == interrupt.id)
                     {
                         due.push(interrupt);

@@ -406,7 +406,7 @@ fn durable_run_suspended_on_a_question_then_resumed() {
         let mut adapter = AguiAdapter::new("thread-1", &start, context_of).unwrap();
         let mut events = Vec::new();
         let mut asked = Vec::new();
-        let mut run = durable.stream("thread-1", ());
+        let mut run = durable.stream_as("thread-1", "run-durable", ());
         while let Some(event) = run.next().await {
             let event = event.unwrap();
             if let Event::RunSuspended { interrupts, .. } = &event {
@@ -440,7 +440,7 @@ fn durable_run_suspended_on_a_question_then_resumed() {
     assert_eq!(finished[0]["outcome"]["type"], "interrupt");
     assert_eq!(
         finished[0]["outcome"]["interrupts"][0]["id"],
-        "approve:2.0:0"
+        "approve:2.0:0@run-durable"
     );
     let outcome = (
         events,

@@ -271,12 +271,12 @@ async fn one_interrupt<B: Backend>(store: Store<B>, t: String) {
         .build()
         .unwrap();
     let durable = graph.durable(&store);
-    let (state, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(state.log, Vec::<String>::new());
     assert_eq!(
         interrupts,
         [Interrupt {
-            id: "ask:1.0:0".into(),
+            id: "ask:1.0:0@run-1".into(),
             node: "ask".into(),
             step_node: "ask".into(),
             step: 1,
@@ -310,14 +310,17 @@ async fn one_interrupt<B: Backend>(store: Store<B>, t: String) {
     let entries = journal(&store, &t).await;
     let answered = of_kind(&entries, "answers");
     assert_eq!(answered.len(), 1);
-    assert_eq!(meta(answered[0])["answers"], json!({"ask:1.0:0": "yes"}));
+    assert_eq!(
+        meta(answered[0])["answers"],
+        json!({"ask:1.0:0@run-1": "yes"})
+    );
     assert_eq!(
         durable.status(&t).await.unwrap(),
         RunStatus::Idle { step: 2 }
     );
 
     // Answers to a run that is not suspended.
-    let answers = Answers::new().answer("ask:1.0:0", "again");
+    let answers = Answers::new().answer("ask:1.0:0@run-1", "again");
     let error = refused(durable.resume_with(&t, answers).await, "run_state_invalid");
     assert!(error.to_string().contains(&t), "{error}");
     assert_eq!(calls.of("ask"), 2);
@@ -344,7 +347,7 @@ fn parallel_askers(calls: &Calls) -> Graph<Flow> {
 fn parallel_interrupts() -> Vec<Interrupt> {
     vec![
         Interrupt {
-            id: "p:2.0:0".into(),
+            id: "p:2.0:0@run-1".into(),
             node: "p".into(),
             step_node: "p".into(),
             step: 2,
@@ -352,7 +355,7 @@ fn parallel_interrupts() -> Vec<Interrupt> {
             metadata: Default::default(),
         },
         Interrupt {
-            id: "q:2.1:0".into(),
+            id: "q:2.1:0@run-1".into(),
             node: "q".into(),
             step_node: "q".into(),
             step: 2,
@@ -365,7 +368,7 @@ fn parallel_interrupts() -> Vec<Interrupt> {
 async fn parallel_interrupts_one_resume<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
     let durable = parallel_askers(&calls).durable(&store);
-    let (state, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(state.log, log(&["fan"]));
     assert_eq!(interrupts, parallel_interrupts());
     assert_eq!(
@@ -378,8 +381,8 @@ async fn parallel_interrupts_one_resume<B: Backend>(store: Store<B>, t: String) 
         (1, 1, 1, 0)
     );
     let answers = Answers::new()
-        .answer("q:2.1:0", "no")
-        .answer("p:2.0:0", "yes");
+        .answer("q:2.1:0@run-1", "no")
+        .answer("p:2.0:0@run-1", "yes");
     let (state, _) = finished(durable.resume_with(&t, answers).await);
     assert_eq!(state.log, log(&["fan", "p:yes", "q:no", "r", "join"]));
     assert_eq!(
@@ -396,13 +399,13 @@ async fn parallel_interrupts_one_resume<B: Backend>(store: Store<B>, t: String) 
 async fn parallel_interrupts_two_resumes<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
     let durable = parallel_askers(&calls).durable(&store);
-    let (_, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (_, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(interrupts, parallel_interrupts());
 
     // The first answer: `p` finishes, `q` asks again; `r` is not run again.
     let (state, left) = suspended(
         durable
-            .resume_with(&t, Answers::new().answer("p:2.0:0", "yes"))
+            .resume_with(&t, Answers::new().answer("p:2.0:0@run-1", "yes"))
             .await,
     );
     assert_eq!(state.log, log(&["fan"]));
@@ -419,18 +422,18 @@ async fn parallel_interrupts_two_resumes<B: Backend>(store: Store<B>, t: String)
     // `p` was answered: answering it again is refused, and nothing runs.
     let error = refused(
         durable
-            .resume_with(&t, Answers::new().answer("p:2.0:0", "again"))
+            .resume_with(&t, Answers::new().answer("p:2.0:0@run-1", "again"))
             .await,
         "interrupt_answered",
     );
-    assert!(error.to_string().contains("p:2.0:0"), "{error}");
+    assert!(error.to_string().contains("p:2.0:0@run-1"), "{error}");
     assert!(error.to_string().contains(&t), "{error}");
     assert_eq!((calls.of("p"), calls.of("q"), calls.of("r")), (2, 2, 1));
 
     // The second: `q` finishes; `p` and `r` are not run again.
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("q:2.1:0", "no"))
+            .resume_with(&t, Answers::new().answer("q:2.1:0@run-1", "no"))
             .await,
     );
     assert_eq!(state.log, log(&["fan", "p:yes", "q:no", "r", "join"]));
@@ -476,32 +479,32 @@ async fn two_questions_in_a_row<B: Backend>(store: Store<B>, t: String) {
         .build()
         .unwrap();
     let durable = graph.durable(&store);
-    let (_, asked) = suspended(durable.start(&t, Flow::default()).await);
+    let (_, asked) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(asked.len(), 1);
     assert_eq!(
         (asked[0].id.as_str(), &asked[0].payload),
-        ("ask:1.0:0", &json!("first?"))
+        ("ask:1.0:0@run-1", &json!("first?"))
     );
     let (_, asked) = suspended(
         durable
-            .resume_with(&t, Answers::new().answer("ask:1.0:0", "x"))
+            .resume_with(&t, Answers::new().answer("ask:1.0:0@run-1", "x"))
             .await,
     );
     assert_eq!(asked.len(), 1);
     assert_eq!(
         (asked[0].id.as_str(), &asked[0].payload),
-        ("ask:1.0:1", &json!("second?"))
+        ("ask:1.0:1@run-1", &json!("second?"))
     );
     refused(
         durable
-            .resume_with(&t, Answers::new().answer("ask:1.0:0", "x again"))
+            .resume_with(&t, Answers::new().answer("ask:1.0:0@run-1", "x again"))
             .await,
         "interrupt_answered",
     );
     assert_eq!(calls.of("ask"), 2);
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("ask:1.0:1", "y"))
+            .resume_with(&t, Answers::new().answer("ask:1.0:1@run-1", "y"))
             .await,
     );
     assert_eq!(state.log, log(&["x+y"]));
@@ -517,19 +520,19 @@ async fn unknown_interrupt<B: Backend>(store: Store<B>, t: String) {
         .build()
         .unwrap();
     let durable = graph.durable(&store);
-    let (_, asked) = suspended(durable.start(&t, Flow::default()).await);
+    let (_, asked) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     let before = journal(&store, &t).await.len();
 
     let error = refused(
         durable
-            .resume_with(&t, Answers::new().answer("nope:1.0:0", "x"))
+            .resume_with(&t, Answers::new().answer("nope:1.0:0@run-1", "x"))
             .await,
         "interrupt_unknown",
     );
     let text = error.to_string();
-    assert!(text.contains("nope:1.0:0"), "{text}");
+    assert!(text.contains("nope:1.0:0@run-1"), "{text}");
     assert!(
-        text.contains("ask:1.0:0"),
+        text.contains("ask:1.0:0@run-1"),
         "the pending ids are named: {text}"
     );
     assert!(text.contains(&t), "{text}");
@@ -539,8 +542,8 @@ async fn unknown_interrupt<B: Backend>(store: Store<B>, t: String) {
             .resume_with(
                 &t,
                 Answers::new()
-                    .answer("ask:1.0:0", "yes")
-                    .answer("nope:1.0:0", "x"),
+                    .answer("ask:1.0:0@run-1", "yes")
+                    .answer("nope:1.0:0@run-1", "x"),
             )
             .await,
         "interrupt_unknown",
@@ -558,7 +561,7 @@ async fn unknown_interrupt<B: Backend>(store: Store<B>, t: String) {
     let other = graph.durable(&store).worker("another");
     let (state, _) = finished(
         other
-            .resume_with(&t, Answers::new().answer("ask:1.0:0", "yes"))
+            .resume_with(&t, Answers::new().answer("ask:1.0:0@run-1", "yes"))
             .await,
     );
     assert_eq!(state.log, log(&["ask:yes"]));
@@ -893,7 +896,8 @@ async fn interrupts_in_exit_mode<B: Backend>(store: Store<B>, t: String) {
 }
 
 /// A resolved interrupt does not fire again: the node runs again and gets its answer; the same
-/// node in a later step asks anew (a new id) only when its code asks again.
+/// node in a later step asks anew (a new id) only when its code asks again. Ids are unique to
+/// their run: a later run's question at the same place has another id, stable across resumes.
 async fn a_resolved_interrupt_never_fires_again<B: Backend>(store: Store<B>, t: String) {
     let calls = Calls::default();
     // Asks while fewer than two answers were logged, then logs "auto"; loops until three lines.
@@ -930,11 +934,11 @@ async fn a_resolved_interrupt_never_fires_again<B: Backend>(store: Store<B>, t: 
         .build()
         .unwrap();
     let durable = graph.durable(&store);
-    let (_, asked) = suspended(durable.start(&t, Flow::default()).await);
-    assert_eq!(asked[0].id, "ask:1.0:0");
+    let (_, asked) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
+    assert_eq!(asked[0].id, "ask:1.0:0@run-1");
     let (state, asked) = suspended(
         durable
-            .resume_with(&t, Answers::new().answer("ask:1.0:0", "one"))
+            .resume_with(&t, Answers::new().answer("ask:1.0:0@run-1", "one"))
             .await,
     );
     // Step 1 ran again with its answer and was committed; step 2 asks its own question.
@@ -942,12 +946,12 @@ async fn a_resolved_interrupt_never_fires_again<B: Backend>(store: Store<B>, t: 
     assert_eq!(asked.len(), 1);
     assert_eq!(
         (asked[0].id.as_str(), asked[0].step, &asked[0].payload),
-        ("ask:2.0:0", 2, &json!({"n": 1}))
+        ("ask:2.0:0@run-1", 2, &json!({"n": 1}))
     );
     assert_eq!(calls.of("ask"), 3);
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("ask:2.0:0", "two"))
+            .resume_with(&t, Answers::new().answer("ask:2.0:0@run-1", "two"))
             .await,
     );
     assert_eq!(state.log, log(&["one", "two", "auto"]));
@@ -964,15 +968,38 @@ async fn a_resolved_interrupt_never_fires_again<B: Backend>(store: Store<B>, t: 
         .unwrap();
     let durable = graph.durable(&store);
     let other = format!("{t}-again");
-    let (_, asked) = suspended(durable.start(&other, Flow::default()).await);
+    let (_, asked) = suspended(durable.start_as(&other, "run-1", Flow::default()).await);
     let first = asked[0].id.clone();
     finished(
         durable
             .resume_with(&other, Answers::new().answer(&first, "first"))
             .await,
     );
-    let (_, asked) = suspended(durable.run(&other, ()).await);
+    let (_, asked) = suspended(durable.run_as(&other, "run-2", ()).await);
     assert_eq!(asked.len(), 1, "the new run asks anew");
+    assert_eq!(calls.of("ask"), 3);
+    // The same question at the same place, asked by another run: another id, which an answer
+    // to the first run's cannot meet.
+    assert_eq!(
+        (first.as_str(), asked[0].id.as_str()),
+        ("ask:1.0:0@run-1", "ask:1.0:0@run-2")
+    );
+    let stale = refused(
+        durable
+            .resume_with(&other, Answers::new().answer(&first, "stale"))
+            .await,
+        "interrupt_unknown",
+    );
+    assert_eq!(
+        stale.to_string(),
+        format!("thread `{other}` has no pending interrupt `ask:1.0:0@run-1` (pending: ask:1.0:0@run-2)")
+    );
+    // Stable across a resume of the same run, by another worker too.
+    let (_, again) = suspended(durable.resume(&other).await);
+    assert_eq!(again, asked);
+    let another = graph.durable(&store).worker("another");
+    let (_, again) = suspended(another.resume(&other).await);
+    assert_eq!(again, asked);
     assert_eq!(calls.of("ask"), 3);
     let (state, _) = finished(
         durable
@@ -1444,12 +1471,12 @@ async fn a_new_run_waits_for_pending_send_tasks<B: Backend>(store: Store<B>, t: 
 async fn send_tasks_interrupt_and_resume<B: Backend>(store: Store<B>, t: String) {
     let (calls, started, seen) = (Calls::default(), Gate::new(), Arc::default());
     let durable = send_graph(&calls, &started, &seen, false, true).durable(&store);
-    let (state, asked) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, asked) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(state.log, log(&["plan"]));
     assert_eq!(
         asked,
         [Interrupt {
-            id: "work:2.1:0".into(),
+            id: "work:2.1:0@run-1".into(),
             node: "work".into(),
             step_node: "work".into(),
             step: 2,
@@ -1461,7 +1488,7 @@ async fn send_tasks_interrupt_and_resume<B: Backend>(store: Store<B>, t: String)
     seen.lock().unwrap().clear();
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("work:2.1:0", "ok"))
+            .resume_with(&t, Answers::new().answer("work:2.1:0@run-1", "ok"))
             .await,
     );
     assert_eq!(state.log, log(&["plan", "work:x", "work:y:ok", "work:z"]));

@@ -351,7 +351,7 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
         .unwrap();
     store.create(&t, Flow::default()).await.unwrap();
     let durable = graph.durable(&store);
-    let (events, error) = drain(durable.stream(&t, ())).await;
+    let (events, error) = drain(durable.stream_as(&t, "run-1", ())).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(
         kinds_of(&events),
@@ -374,7 +374,7 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
         unreachable!()
     };
     assert_eq!(state.log, log(&["a"]));
-    assert_eq!(ids(interrupts), ["ask:2.0:0"]);
+    assert_eq!(ids(interrupts), ["ask:2.0:0@run-1"]);
     assert_eq!(interrupts[0].payload, json!({"from": "ask"}));
     assert_eq!(
         durable.status(&t).await.unwrap(),
@@ -384,7 +384,7 @@ async fn a_suspended_stream_resumes_as_a_stream<B: Backend>(store: Store<B>, t: 
         }
     );
 
-    let answers = Answers::new().answer("ask:2.0:0", "yes");
+    let answers = Answers::new().answer("ask:2.0:0@run-1", "yes");
     let (events, error) = drain(durable.stream_resume(&t, answers)).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(
@@ -1161,13 +1161,13 @@ async fn a_suspended_parallel_step_keeps_finished_tasks<B: Backend>(store: Store
             .build()
             .unwrap();
         let durable = graph.durable(&store).durability(mode);
-        let (_, interrupts) = suspended(durable.start(&thread, Flow::default()).await);
-        assert_eq!(ids(&interrupts), ["ask:2.1:0"], "{name}");
+        let (_, interrupts) = suspended(durable.start_as(&thread, "run-1", Flow::default()).await);
+        assert_eq!(ids(&interrupts), ["ask:2.1:0@run-1"], "{name}");
         let entries = journal(&store, &thread).await;
         assert_eq!(of_kind(&entries, "task").len(), 2, "{name}: {entries:#?}");
         let (state, _) = finished(
             durable
-                .resume_with(&thread, Answers::new().answer("ask:2.1:0", "ok"))
+                .resume_with(&thread, Answers::new().answer("ask:2.1:0@run-1", "ok"))
                 .await,
         );
         assert_eq!(state.log, log(&["s", "a", "ask:ok", "b", "j"]), "{name}");
@@ -1202,9 +1202,9 @@ async fn breakpoints_of_the_graph<B: Backend>(store: Store<B>, t: String) {
         .build()
         .unwrap();
     let durable = graph.durable(&store);
-    let (state, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(state.log, log(&["a"]));
-    assert_eq!(ids(&interrupts), ["b:2.before"]);
+    assert_eq!(ids(&interrupts), ["b:2.before@run-1"]);
     assert_eq!(interrupts[0].payload, json!({"breakpoint": "before"}));
     assert_eq!((interrupts[0].node.as_str(), interrupts[0].step), ("b", 2));
     assert_eq!(calls.of("b"), 0);
@@ -1221,28 +1221,28 @@ async fn breakpoints_of_the_graph<B: Backend>(store: Store<B>, t: String) {
 
     let (state, interrupts) = suspended(
         durable
-            .resume_with(&t, Answers::new().answer("b:2.before", true))
+            .resume_with(&t, Answers::new().answer("b:2.before@run-1", true))
             .await,
     );
     assert_eq!(state.log, log(&["a", "b"]));
-    assert_eq!(ids(&interrupts), ["b:2.after"]);
+    assert_eq!(ids(&interrupts), ["b:2.after@run-1"]);
     assert_eq!(interrupts[0].payload, json!({"breakpoint": "after"}));
     assert_eq!(calls.of("b"), 1);
     assert!(matches!(
         durable.status(&t).await.unwrap(),
-        RunStatus::Suspended { interrupts: ref i, .. } if ids(i) == ["b:2.after"]
+        RunStatus::Suspended { interrupts: ref i, .. } if ids(i) == ["b:2.after@run-1"]
     ));
     // An answer to the breakpoint already passed is refused: it is no longer pending.
     let error = refused(
         durable
-            .resume_with(&t, Answers::new().answer("b:2.before", true))
+            .resume_with(&t, Answers::new().answer("b:2.before@run-1", true))
             .await,
         "interrupt_unknown",
     );
     assert!(error.to_string().contains("pending: b:2.after"), "{error}");
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("b:2.after", Value::Null))
+            .resume_with(&t, Answers::new().answer("b:2.after@run-1", Value::Null))
             .await,
     );
     assert_eq!(state.log, log(&["a", "b", "c"]));
@@ -1251,19 +1251,25 @@ async fn breakpoints_of_the_graph<B: Backend>(store: Store<B>, t: String) {
         durable.status(&t).await.unwrap(),
         RunStatus::Idle { step: 3 }
     );
-    // A new run stops at the same breakpoints again, with the same ids (its steps count from
-    // 1 again); answered as the first run's were, it goes through.
-    let (_, interrupts) = suspended(durable.run(&t, ()).await);
-    assert_eq!(ids(&interrupts), ["b:2.before"]);
+    // A new run stops at the same breakpoints again (its steps count from 1 again), with ids
+    // of its own: an answer to the first run's is refused; answered, it goes through.
+    let (_, interrupts) = suspended(durable.run_as(&t, "run-2", ()).await);
+    assert_eq!(ids(&interrupts), ["b:2.before@run-2"]);
+    refused(
+        durable
+            .resume_with(&t, Answers::new().answer("b:2.before@run-1", true))
+            .await,
+        "interrupt_unknown",
+    );
     let (_, interrupts) = suspended(
         durable
-            .resume_with(&t, Answers::new().answer("b:2.before", true))
+            .resume_with(&t, Answers::new().answer("b:2.before@run-2", true))
             .await,
     );
-    assert_eq!(ids(&interrupts), ["b:2.after"]);
+    assert_eq!(ids(&interrupts), ["b:2.after@run-2"]);
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("b:2.after", true))
+            .resume_with(&t, Answers::new().answer("b:2.after@run-2", true))
             .await,
     );
     assert_eq!(state.log, log(&["a", "b", "c", "a", "b", "c"]));
@@ -1281,26 +1287,27 @@ async fn breakpoints_of_a_worker<B: Backend>(store: Store<B>, t: String) {
             .durability(mode)
             .interrupt_before(["c"])
             .interrupt_after(["a"]);
-        let (state, interrupts) = suspended(durable.start(&thread, Flow::default()).await);
+        let (state, interrupts) =
+            suspended(durable.start_as(&thread, "run-1", Flow::default()).await);
         assert_eq!(
             (state.log, ids(&interrupts)),
-            (log(&["a"]), vec!["a:1.after"]),
+            (log(&["a"]), vec!["a:1.after@run-1"]),
             "{name}"
         );
         // Stored: another worker sees the suspension.
         let other = graph.durable(&store);
         assert!(
-            matches!(other.status(&thread).await.unwrap(), RunStatus::Suspended { interrupts: ref i, .. } if ids(i) == ["a:1.after"]),
+            matches!(other.status(&thread).await.unwrap(), RunStatus::Suspended { interrupts: ref i, .. } if ids(i) == ["a:1.after@run-1"]),
             "{name}"
         );
         let (state, interrupts) = suspended(
             durable
-                .resume_with(&thread, Answers::new().answer("a:1.after", 1))
+                .resume_with(&thread, Answers::new().answer("a:1.after@run-1", 1))
                 .await,
         );
         assert_eq!(
             (state.log, ids(&interrupts)),
-            (log(&["a", "b"]), vec!["c:3.before"]),
+            (log(&["a", "b"]), vec!["c:3.before@run-1"]),
             "{name}"
         );
         assert_eq!(
@@ -1310,7 +1317,7 @@ async fn breakpoints_of_a_worker<B: Backend>(store: Store<B>, t: String) {
         );
         let (state, _) = finished(
             durable
-                .resume_with(&thread, Answers::new().answer("c:3.before", 1))
+                .resume_with(&thread, Answers::new().answer("c:3.before@run-1", 1))
                 .await,
         );
         assert_eq!(state.log, log(&["a", "b", "c"]), "{name}");
@@ -1330,18 +1337,18 @@ async fn breakpoints_of_a_worker<B: Backend>(store: Store<B>, t: String) {
         .interrupt_after(["a"])
         .interrupt_before(["b"]);
     let thread = format!("{t}-both");
-    let (_, interrupts) = suspended(durable.start(&thread, Flow::default()).await);
-    assert_eq!(ids(&interrupts), ["a:1.after", "b:2.before"]);
+    let (_, interrupts) = suspended(durable.start_as(&thread, "run-1", Flow::default()).await);
+    assert_eq!(ids(&interrupts), ["a:1.after@run-1", "b:2.before@run-1"]);
     let (_, interrupts) = suspended(
         durable
-            .resume_with(&thread, Answers::new().answer("b:2.before", 1))
+            .resume_with(&thread, Answers::new().answer("b:2.before@run-1", 1))
             .await,
     );
-    assert_eq!(ids(&interrupts), ["a:1.after"]);
+    assert_eq!(ids(&interrupts), ["a:1.after@run-1"]);
     assert_eq!(calls.of("b"), 0);
     let (state, _) = finished(
         durable
-            .resume_with(&thread, Answers::new().answer("a:1.after", 1))
+            .resume_with(&thread, Answers::new().answer("a:1.after@run-1", 1))
             .await,
     );
     assert_eq!(state.log, log(&["a", "b", "c"]));
@@ -1397,12 +1404,12 @@ async fn a_breakpoint_after_the_last_node<B: Backend>(store: Store<B>, t: String
         .build()
         .unwrap()
         .durable(&store);
-    let (state, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(state.log, log(&["a", "b", "c"]));
-    assert_eq!(ids(&interrupts), ["c:3.after"]);
+    assert_eq!(ids(&interrupts), ["c:3.after@run-1"]);
     let (state, _) = finished(
         durable
-            .resume_with(&t, Answers::new().answer("c:3.after", 1))
+            .resume_with(&t, Answers::new().answer("c:3.after@run-1", 1))
             .await,
     );
     assert_eq!(state.log, log(&["a", "b", "c"]));
@@ -1421,16 +1428,16 @@ async fn a_breakpoint_before_send_tasks<B: Backend>(store: Store<B>, t: String) 
         .durable(&store)
         .interrupt_before(["work"])
         .lease_ttl(TTL);
-    let (state, interrupts) = suspended(durable.start(&t, Flow::default()).await);
+    let (state, interrupts) = suspended(durable.start_as(&t, "run-1", Flow::default()).await);
     assert_eq!(
         (state.log, ids(&interrupts)),
-        (log(&["plan"]), vec!["work:2.before"])
+        (log(&["plan"]), vec!["work:2.before@run-1"])
     );
     assert_eq!(calls.of("work:0"), 0);
     // Answered, then cut short while the tasks run (from task 60 they hang).
     hang.store(true, Ordering::SeqCst);
     crash_when(
-        durable.resume_with(&t, Answers::new().answer("work:2.before", true)),
+        durable.resume_with(&t, Answers::new().answer("work:2.before@run-1", true)),
         || async { task_entries(&store, &t).await >= HANG_FROM },
     )
     .await;
@@ -2019,6 +2026,54 @@ async fn every_entry_reads_as_a_journal_entry<B: Backend>(store: Store<B>, t: St
         seen.into_iter().collect::<Vec<_>>(),
         ["answers", "effect", "end", "failed", "input", "step", "suspend", "task"]
     );
+}
+
+/// A thread suspended by a build whose interrupt ids had no run in them (`"{node}:{step}.
+/// {task}:{n}"`, `"{node}:{step}.before"`): answered by those ids, the asking node gets its
+/// answer and the breakpoint lets the run go on.
+async fn an_interrupt_id_without_its_run_is_answered<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let graph = Graph::builder()
+        .node("a", plain(&calls, "a"))
+        .node("ask", asking(&calls, "ask"))
+        .entry("a")
+        .edge("a", "ask")
+        .edge("ask", END)
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store).interrupt_before(["ask"]);
+    let entry = |m: Value| StepMeta::default().run_id("run-1").with(META_KEY, m);
+    let mut thread = store.create(&t, Flow::default()).await.unwrap();
+    for meta in [
+        json!({"entry": "input", "step": 0, "next": ["a"]}),
+        json!({"entry": "step", "step": 1, "nodes": ["a"], "next": ["ask"]}),
+        json!({"entry": "suspend", "step": 2, "interrupts": [{
+            "id": "ask:2.before", "node": "ask", "step_node": "ask", "step": 2,
+            "payload": {"breakpoint": "before"}
+        }]}),
+    ] {
+        thread.merge((), entry(meta)).await.unwrap();
+    }
+    let (_, interrupts) = suspended(
+        durable
+            .resume_with(&t, Answers::new().answer("ask:2.before", true))
+            .await,
+    );
+    assert_eq!(ids(&interrupts), ["ask:2.0:0@run-1"]);
+    // The question as an earlier build would have suspended on it.
+    let asked = json!({
+        "id": "ask:2.0:0", "node": "ask", "step_node": "ask", "step": 2, "payload": {"from": "ask"}
+    });
+    let suspend = json!({"entry": "suspend", "step": 2, "interrupts": [asked]});
+    thread.reload().await.unwrap();
+    thread.merge((), entry(suspend)).await.unwrap();
+    let (state, _) = finished(
+        durable
+            .resume_with(&t, Answers::new().answer("ask:2.0:0", "yes"))
+            .await,
+    );
+    assert_eq!(state.log, log(&["ask:yes"]));
+    assert_eq!((calls.of("a"), calls.of("ask")), (0, 2));
 }
 
 /// An entry of a newer format (`"v": 2`), or one that does not read, makes `status` and
@@ -2632,4 +2687,5 @@ cases!(
     a_recreated_thread_is_not_served_stale,
     every_entry_reads_as_a_journal_entry,
     journal_versions,
+    an_interrupt_id_without_its_run_is_answered,
 );

@@ -339,12 +339,16 @@ fn an_interrupt_outside_a_durable_run_says_it_needs_one() {
         .edge("approve", END)
         .build()
         .unwrap();
-    let error = block_on(graph.invoke(Batch::default())).unwrap_err();
+    let config = agentstate_graph::RunConfig {
+        run_id: Some("run-1".to_owned()),
+        ..Default::default()
+    };
+    let error = block_on(graph.invoke_with(Batch::default(), config)).unwrap_err();
     assert_eq!(error.category(), "interrupt_outside_durable_run");
     assert_eq!(error.node(), Some("approve"));
     assert_eq!(
         error.to_string(),
-        "node `approve` asked for an answer (interrupt `approve:1.0:0`) in step 1, but the run is not durable, so nothing can answer it (interrupt_outside_durable_run); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
+        "node `approve` asked for an answer (interrupt `approve:1.0:0@run-1`) in step 1, but the run is not durable, so nothing can answer it (interrupt_outside_durable_run); run the graph durably, with `graph.durable(&store)` (feature `store`), to suspend the run and resume it with the answer"
     );
 
     // Inside a fan-out instance whose errors are collected: still the same answer (the

@@ -131,7 +131,13 @@ fn a_failing_node_and_an_interrupt_outside_a_durable_run_mark_their_spans() {
         .edge("ask", END)
         .build()
         .unwrap();
-    let error = capture.run(graph.invoke(Flow::default())).unwrap_err();
+    let config = RunConfig {
+        run_id: Some("run-1".to_owned()),
+        ..RunConfig::default()
+    };
+    let error = capture
+        .run(graph.invoke_with(Flow::default(), config))
+        .unwrap_err();
     assert_eq!(error.category(), "interrupt_outside_durable_run");
     let (node_id, node) = capture.spans("agentstate.node").remove(0);
     assert_eq!(field(&node, "otel.status_code"), Some("ERROR"));
@@ -141,7 +147,10 @@ fn a_failing_node_and_an_interrupt_outside_a_durable_run_mark_their_spans() {
     );
     let (_, asked) = capture.spans("agentstate.interrupt").remove(0);
     assert_eq!(asked.parent, Some(node_id));
-    assert_eq!(field(&asked, "agentstate.interrupt.id"), Some("ask:1.0:0"));
+    assert_eq!(
+        field(&asked, "agentstate.interrupt.id"),
+        Some("ask:1.0:0@run-1")
+    );
     assert_eq!(
         field(&asked, "agentstate.interrupt.answered"),
         Some("false")

@@ -53,7 +53,9 @@
 //! some or all of them runs the step again: the nodes that finished are not run again, the
 //! asking nodes run from their start and their `interrupt` call returns the answer. An answer
 //! for an unknown id, or for one already answered, is refused before anything runs
-//! (`interrupt_unknown`, `interrupt_answered`).
+//! (`interrupt_unknown`, `interrupt_answered`). An id is unique to its run (it ends with the
+//! run's id) and stable across the run's resumes: a later run on the thread asking at the same
+//! place has another id, and an answer to the earlier run's is refused.
 //!
 //! # Breakpoints
 //! Static breakpoints ([`GraphBuilder::interrupt_before`](crate::GraphBuilder::interrupt_before)
@@ -273,7 +275,9 @@ impl<S> Outcome<S> {
 ///
 /// ```
 /// use agentstate_graph::durable::Answers;
-/// let answers = Answers::new().answer("approve:3.0:0", true).answer("approve:3.1:0", false);
+/// let answers = Answers::new()
+///     .answer("approve:3.0:0@run-7", true)
+///     .answer("approve:3.1:0@run-7", false);
 /// assert_eq!(answers.len(), 2);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -21,6 +21,10 @@ pub(crate) trait Journal: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send + '_>>;
     /// The answer to the interrupt `id`, if it was given.
     fn answer(&self, id: &str) -> Option<Value>;
+    /// Whether a new effect may start: an error saying why not if the run no longer holds
+    /// its thread's lease (it was taken over, or revoked): what it would start could not be
+    /// journaled, and another worker may be running the thread.
+    fn may_start(&self) -> Result<(), BoxError>;
 }
 
 /// One task of a durable step: where its effects and interrupts are keyed.
@@ -246,6 +250,17 @@ pub enum EffectError<E> {
         #[source]
         error: BoxError,
     },
+    /// The effect was not started: its run no longer holds its thread's lease (a worker paused
+    /// past it and taken over, or a run stopped from outside): what it would do could not be
+    /// journaled, and another worker may be running the thread.
+    #[error("effect `{name}` was not started: {error}")]
+    NotStarted {
+        /// The effect's name.
+        name: String,
+        /// Why.
+        #[source]
+        error: BoxError,
+    },
     /// The recorded result does not read as the type asked for, or the result does not
     /// serialize.
     #[error("the result of effect `{name}` does not convert to or from JSON: {error}")]
@@ -274,6 +289,7 @@ impl<E> EffectError<E> {
         match self {
             EffectError::Failed { .. } => "effect_failed",
             EffectError::Journal { .. } => "effect_journal_failed",
+            EffectError::NotStarted { .. } => "lease_lost",
             EffectError::Json { .. } => "effect_json",
             EffectError::OutOfOrder { .. } => "effect_out_of_order",
         }

@@ -191,6 +191,10 @@ impl Context {
     /// journaled runs it again, so pass the key to the service that does the work (a payment
     /// API's idempotency key, a unique column) and it is done once.
     ///
+    /// A run that no longer holds its thread's lease (its worker was paused past it and the
+    /// thread taken over, or the run was ended from outside) starts no new effect: this
+    /// returns [`EffectError::NotStarted`] (category `lease_lost`) without running `run`.
+    ///
     /// ```
     /// use agentstate_graph::{Context, EffectError};
     ///
@@ -238,6 +242,13 @@ impl Context {
                 });
             }
             return serde_json::from_value(value).map_err(json_error);
+        }
+        // Not started once the run lost its thread's lease: it could not be journaled.
+        if let Err(error) = scope.journal.may_start() {
+            return Err(EffectError::NotStarted {
+                name: name.to_owned(),
+                error,
+            });
         }
         let span = crate::trace::effect(self, name, &key, false);
         let outcome: Result<T, EffectError<E>> = async {

@@ -48,6 +48,16 @@ fn asking(calls: &Calls, name: &'static str, payload: Value) -> impl Node<Flow> 
     }
 }
 
+/// A graph of one node, `name`.
+fn single(name: &'static str, node: impl Node<Flow>) -> Graph<Flow> {
+    Graph::builder()
+        .node(name, node)
+        .entry(name)
+        .edge(name, END)
+        .build()
+        .unwrap()
+}
+
 fn names(items: &[&str]) -> Vec<String> {
     log(items)
 }
@@ -596,12 +606,7 @@ async fn effects_are_not_repeated_across_interrupts<B: Backend>(store: Store<B>,
             }
         }
     };
-    let graph = Graph::builder()
-        .node("pay", pay)
-        .entry("pay")
-        .edge("pay", END)
-        .build()
-        .unwrap();
+    let graph = single("pay", pay);
     let durable = graph.durable(&store);
     let (_, asked) = suspended(durable.start(&t, Flow::default()).await);
     assert_eq!(asked[0].payload, json!({"quote": "quote-1"}));
@@ -1666,6 +1671,47 @@ async fn a_long_step_keeps_its_lease<B: Backend>(store: Store<B>, t: String) {
     assert!(store.lease_info(&t).await.unwrap().is_none());
 }
 
+/// A run whose lease is revoked while its node runs (a worker paused past its lease and
+/// taken over, or a run ended from outside) starts no effect after: its node's effect is
+/// refused (`lease_lost`) without running, and the run fails.
+async fn no_effect_once_the_lease_is_lost<B: Backend>(store: Store<B>, t: String) {
+    let charged = Arc::new(AtomicUsize::new(0));
+    let (started, release) = (Gate::new(), Gate::new());
+    let pay = {
+        let (charged, started, release) = (Arc::clone(&charged), started.clone(), release.clone());
+        move |_: Arc<Flow>, cx: Context| {
+            let (charged, started, release) =
+                (Arc::clone(&charged), started.clone(), release.clone());
+            async move {
+                started.open();
+                release.wait().await;
+                let charge = move |_key: String| async move {
+                    charged.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, std::io::Error>("paid".to_owned())
+                };
+                let refused = cx.effect("charge", charge).await;
+                let error = refused.expect_err("no effect starts once the lease is lost");
+                assert_eq!(error.category(), "lease_lost", "{error}");
+                Err::<FlowUpdate, _>(BoxError::from(error.to_string()))
+            }
+        }
+    };
+    let graph = single("pay", pay);
+    let ttl = Duration::from_millis(300);
+    let durable = graph.durable(&store).worker("worker-1").lease_ttl(ttl);
+    store.create(&t, Flow::default()).await.unwrap();
+    let revoke = async {
+        started.wait().await;
+        store.revoke_lease(&t).await.unwrap();
+        // Its heartbeat's next renewal (every third of the ttl) is refused.
+        tokio::time::sleep(ttl).await;
+        release.open();
+    };
+    let (outcome, ()) = tokio::join!(durable.run(&t, ()), revoke);
+    assert!(outcome.is_err(), "{outcome:?}");
+    assert_eq!(charged.load(Ordering::SeqCst), 0, "the effect ran");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
@@ -1725,4 +1771,5 @@ cases!(
     a_crash_in_each_mode,
     effects_in_each_mode,
     a_long_step_keeps_its_lease,
+    no_effect_once_the_lease_is_lost,
 );

@@ -35,6 +35,8 @@ pub(super) struct LiveJournal<S, B> {
     /// The step's finished tasks not journaled yet (`Async`, `Exit`).
     finished: Mutex<Finished>,
     run_id: String,
+    /// The run's thread.
+    thread: String,
     lease: Heartbeat,
 }
 
@@ -121,6 +123,13 @@ impl<S: DurableState, B: Backend> Journal for LiveJournal<S, B> {
         lock(&self.effects).get(key).cloned()
     }
 
+    fn may_start(&self) -> Result<(), BoxError> {
+        match self.lease.held() {
+            true => Ok(()),
+            false => Err(Box::new(lease_lost(&self.thread, self.lease.owner()))),
+        }
+    }
+
     fn record(
         &self,
         key: String,
@@ -193,6 +202,7 @@ impl<S: DurableState, K: NodeKey, B: Backend> Durable<S, K, B> {
             writer: AsyncMutex::new(None),
             finished: Mutex::default(),
             run_id,
+            thread: thread.to_owned(),
             lease: heartbeat.clone(),
         });
         Durable {

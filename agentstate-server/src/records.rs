@@ -46,6 +46,9 @@ pub(crate) trait Records: Send + Sync + 'static {
     /// Every thread, oldest first.
     fn threads(&self) -> BoxFuture<'_, Result<Vec<ThreadRecord>, StoreError>>;
 
+    /// The runs not ended (pending or running), oldest first, picked by the database.
+    fn open_runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, StoreError>>;
+
     /// Deletes the record `(kind, id)`.
     fn delete<'a>(&'a self, kind: &'a str, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 
@@ -253,6 +256,20 @@ impl<B: RecordBackend> Records for Store<B> {
                     Record::Thread(thread) => Ok(thread),
                     Record::Run(run) => Err(wrong(THREAD, &run.run_id)),
                     Record::Event(e) => Err(wrong(THREAD, &e.run_id)),
+                })
+                .collect()
+        })
+    }
+
+    fn open_runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, StoreError>> {
+        Box::pin(async move {
+            self.find_records::<Record>(RUN, "status", &["pending", "running"])
+                .await?
+                .into_iter()
+                .map(|r| match r {
+                    Record::Run(run) => Ok(run),
+                    Record::Thread(t) => Err(wrong(RUN, &t.thread_id)),
+                    Record::Event(e) => Err(wrong(RUN, &e.run_id)),
                 })
                 .collect()
         })

@@ -467,13 +467,20 @@ impl Service {
     /// Ends the runs of the records that are pending or running here but not in progress in this
     /// process (see [`Server::recover`](crate::Server::recover)).
     pub(crate) async fn recover(&self) -> Result<usize, ApiError> {
+        // Only the runs not ended, picked by the database, and their threads.
+        let mut by_thread: std::collections::BTreeMap<String, Vec<RunRecord>> =
+            std::collections::BTreeMap::new();
+        for run in self.records.open_runs().await? {
+            if self.runs.get(&run.run_id).is_none() {
+                by_thread
+                    .entry(run.thread_id.clone())
+                    .or_default()
+                    .push(run);
+            }
+        }
         let mut ended = 0;
-        for mut thread in self.records.threads().await? {
-            let mut orphans = 0;
-            for mut run in self.records.runs(&thread.thread_id).await? {
-                if run.status.is_final() || self.runs.get(&run.run_id).is_some() {
-                    continue;
-                }
+        for (thread_id, orphans) in by_thread {
+            for mut run in orphans {
                 let was = if run.status == RunStatus::Pending {
                     "pending"
                 } else {
@@ -489,11 +496,11 @@ impl Service {
                 run.status = RunStatus::Error;
                 run.updated_ms = now_ms();
                 self.records.put(Record::Run(run)).await?;
-                orphans += 1;
+                ended += 1;
             }
-            if orphans == 0 && thread.status != ThreadStatus::Busy {
+            let Some(mut thread) = self.records.thread(&thread_id).await? else {
                 continue;
-            }
+            };
             let cut_short = match thread.graph_id.as_deref().and_then(|g| self.assistant(g)) {
                 Some(served) => match served.assistant.snapshot(&thread.thread_id, None).await {
                     Ok(snapshot) => !snapshot.next.is_empty(),
@@ -508,7 +515,6 @@ impl Service {
             };
             thread.updated_ms = now_ms();
             self.records.put(Record::Thread(thread)).await?;
-            ended += orphans;
         }
         Ok(ended)
     }

@@ -318,6 +318,15 @@ impl crate::RecordBackend for AnyBackend {
         dispatch!(self, b => b.list_records(kind, thread).await)
     }
 
+    async fn find_records(
+        &self,
+        kind: &str,
+        member: &str,
+        values: &[&str],
+    ) -> Result<Vec<crate::RecordRow>, StoreError> {
+        dispatch!(self, b => b.find_records(kind, member, values).await)
+    }
+
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         dispatch!(self, b => b.delete_record(kind, id).await)
     }

@@ -2004,6 +2004,30 @@ impl RecordBackend for Postgres {
         Ok(rows.iter().map(read_record).collect())
     }
 
+    async fn find_records(
+        &self,
+        kind: &str,
+        member: &str,
+        values: &[&str],
+    ) -> Result<Vec<RecordRow>, StoreError> {
+        let doing = format!("finding {kind} records");
+        let client = self.client(&doing).await?;
+        let sql = format!(
+            "SELECT kind, id, thread, created_ms, body::text FROM {}
+             WHERE kind = $1 AND jsonb_typeof(body -> $2) = 'string' AND body ->> $2 = ANY($3)
+             ORDER BY created_ms, id",
+            self.sql.records
+        );
+        let rows = client
+            .query(
+                &prepared(&client, &sql, &doing).await?,
+                &[&kind, &member, &values],
+            )
+            .await
+            .map_err(db_err(&doing))?;
+        Ok(rows.iter().map(read_record).collect())
+    }
+
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         if !storable(id) {
             return Ok(false);

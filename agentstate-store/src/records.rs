@@ -217,6 +217,16 @@ pub trait RecordBackend: Backend {
         thread: Option<&str>,
     ) -> impl Future<Output = Result<Vec<RecordRow>, StoreError>> + Send;
 
+    /// The records of `kind` whose JSON object's member `member` is one of the strings
+    /// `values`, oldest first (by creation, then id): picked by the database, so that a
+    /// reader of a few (a server's unfinished runs) does not read them all.
+    fn find_records(
+        &self,
+        kind: &str,
+        member: &str,
+        values: &[&str],
+    ) -> impl Future<Output = Result<Vec<RecordRow>, StoreError>> + Send;
+
     /// Deletes the record `(kind, id)`; false if there was none.
     fn delete_record(
         &self,
@@ -411,6 +421,32 @@ impl<B: RecordBackend> Store<B> {
         rows.iter().map(read).collect()
     }
 
+    /// The records of `kind` whose JSON member `member` is one of the strings `values`,
+    /// oldest first, each read as a `T` (see [`RecordBackend::find_records`]).
+    ///
+    /// ```
+    /// use agentstate_store::SqliteStore;
+    /// use serde_json::{json, Value};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = SqliteStore::open_in_memory()?;
+    /// store.put_record("run", "r-1", None, &json!({"status": "success"})).await?;
+    /// store.put_record("run", "r-2", None, &json!({"status": "running"})).await?;
+    /// let open: Vec<Value> = store.find_records("run", "status", &["pending", "running"]).await?;
+    /// assert_eq!(open, [json!({"status": "running"})]);
+    /// # Ok::<(), agentstate_store::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn find_records<T: DeserializeOwned>(
+        &self,
+        kind: &str,
+        member: &str,
+        values: &[&str],
+    ) -> Result<Vec<T>, StoreError> {
+        let rows = self.backend().find_records(kind, member, values).await?;
+        rows.iter().map(read).collect()
+    }
+
     /// Deletes the record `(kind, id)`; false if there was none.
     pub async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         self.backend().delete_record(kind, id).await
@@ -541,6 +577,20 @@ mod tests {
             serde_json::from_str::<Value>(&after.body).unwrap(),
             json!({"n": 4})
         );
+        let n4: Vec<Value> = store.find_records("run", "n", &["4"]).await.unwrap();
+        assert!(n4.is_empty(), "a number is not the string `4`");
+        store
+            .put_record("run", "s", None, &json!({"n": "4", "m": "x"}))
+            .await
+            .unwrap();
+        let found: Vec<Value> = store.find_records("run", "n", &["4", "5"]).await.unwrap();
+        assert_eq!(found, [json!({"n": "4", "m": "x"})]);
+        assert!(store
+            .find_records::<Value>("run", "n", &[])
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(store.delete_record("run", "s").await.unwrap());
         let t1: Vec<Value> = store.records("run", Some("t1")).await.unwrap();
         assert_eq!(t1, [json!({"n": 4})]);
         let all: Vec<Value> = store.records("run", None).await.unwrap();

@@ -1901,6 +1901,33 @@ impl RecordBackend for Sqlite {
         .await
     }
 
+    async fn find_records(
+        &self,
+        kind: &str,
+        member: &str,
+        values: &[&str],
+    ) -> Result<Vec<RecordRow>, StoreError> {
+        let kind = kind.to_owned();
+        // The member as a JSON path (quoted: any name), the values as a JSON array.
+        let path = format!("$.{}", serde_json::Value::from(member));
+        let values = serde_json::Value::from(values.to_vec()).to_string();
+        self.call(move |conn| {
+            records_table(conn)?;
+            conn.prepare_cached(
+                "SELECT kind, id, thread, created_ms, body FROM agentstate_records
+                 WHERE kind = ?1 AND json_extract(body, ?2) IN (SELECT value FROM json_each(?3))
+                   AND json_type(body, ?2) = 'text'
+                 ORDER BY created_ms, id",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![kind, path, values], read_record)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(db_err(format!("finding {kind} records")))
+        })
+        .await
+    }
+
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
         let (kind, id) = (kind.to_owned(), id.to_owned());
         self.call(move |conn| {

@@ -50,6 +50,7 @@ pub struct GraphBuilder<S, K> {
     edges: Vec<(K, EdgeDecl<S, K>)>,
     entry: Option<K>,
     recursion_limit: usize,
+    step_timeout: Option<std::time::Duration>,
     /// The nodes runs suspend before, and after.
     before: Vec<K>,
     after: Vec<K>,
@@ -65,6 +66,7 @@ impl<S: GraphState, K: NodeKey> Default for GraphBuilder<S, K> {
             edges: Vec::new(),
             entry: None,
             recursion_limit: DEFAULT_RECURSION_LIMIT,
+            step_timeout: None,
             before: Vec::new(),
             after: Vec::new(),
             error: None,
@@ -278,6 +280,39 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
         self
     }
 
+    /// How long a step's nodes may run, all of them (none by default; LangGraph's
+    /// `step_timeout`): a step still running after `timeout` is cut short (its nodes' futures
+    /// dropped, nothing of it merged) and the run fails with `step_timeout`. For one node's
+    /// own limit, with retries, wrap it: [`NodeExt::timeout`](crate::layer::NodeExt::timeout).
+    ///
+    /// ```
+    /// use agentstate::AgentState;
+    /// use agentstate_graph::{Context, Graph, END};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// #[derive(AgentState, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// struct Call { answer: String }
+    ///
+    /// let graph = Graph::builder()
+    ///     .node("slow", |_: Arc<Call>, _: Context| async {
+    ///         tokio::time::sleep(Duration::from_secs(60)).await;
+    ///         Ok::<_, std::convert::Infallible>(CallUpdate::default().answer("late"))
+    ///     })
+    ///     .entry("slow")
+    ///     .edge("slow", END)
+    ///     .step_timeout(Duration::from_millis(20))
+    ///     .build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// let failed = runtime.block_on(graph.invoke(Call::default())).unwrap_err();
+    /// assert_eq!(failed.category(), "step_timeout");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn step_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.step_timeout = Some(timeout);
+        self
+    }
+
     /// The default recursion limit of the graph's runs ([`DEFAULT_RECURSION_LIMIT`] unless set):
     /// a run that needs `limit` steps or more stops with a `recursion_limit` error after step
     /// `limit`, whose update is merged (LangGraph's rule).
@@ -436,6 +471,7 @@ impl<S: GraphState, K: NodeKey> GraphBuilder<S, K> {
             index,
             entry,
             recursion_limit: self.recursion_limit,
+            step_timeout: self.step_timeout,
             warnings: self.warnings,
         }))
     }

@@ -189,6 +189,16 @@ pub enum RunErrorKind {
         /// The nodes that would have run next.
         next: Vec<String>,
     },
+    /// A step's nodes ran longer than the graph's step timeout
+    /// ([`GraphBuilder::step_timeout`](crate::GraphBuilder::step_timeout)); `step_timeout`, as
+    /// LangGraph's `step_timeout`. Nothing of the step is merged (a durable run keeps the
+    /// tasks of the step that finished).
+    StepTimeout {
+        /// The step timeout.
+        timeout: std::time::Duration,
+        /// The step's nodes.
+        nodes: Vec<String>,
+    },
 }
 
 /// A run that failed: what went wrong ([`category`](RunError::category): its OpenArmature
@@ -271,7 +281,7 @@ impl<S> RunError<S> {
                 agentstate::Error::Reducer { node: Some(n), .. } => Some(n),
                 _ => nodes.first().map(String::as_str),
             },
-            RunErrorKind::RecursionLimit { .. } => None,
+            RunErrorKind::RecursionLimit { .. } | RunErrorKind::StepTimeout { .. } => None,
         }
     }
 
@@ -321,6 +331,7 @@ impl<S> RunError<S> {
             RunErrorKind::ConcurrentWrite { .. } => "state_validation_error",
             RunErrorKind::Routing { .. } => "routing_error",
             RunErrorKind::RecursionLimit { .. } => "recursion_limit",
+            RunErrorKind::StepTimeout { .. } => "step_timeout",
         }
     }
 }
@@ -402,6 +413,12 @@ impl<S> fmt::Display for RunError<S> {
                 "the run reached its recursion limit of {limit} steps; the last step ran {} and would have gone on to {}; raise the limit or add a route to END",
                 names(last),
                 names(next)
+            ),
+            RunErrorKind::StepTimeout { timeout, nodes } => write!(
+                f,
+                "step {step} ran {} for longer than the graph's step timeout of {} s; nothing of it was merged",
+                names(nodes),
+                timeout.as_secs_f64()
             ),
         }
     }

@@ -62,6 +62,8 @@ pub(crate) struct Inner<S, K> {
     pub(crate) index: HashMap<K, usize>,
     pub(crate) entry: usize,
     pub(crate) recursion_limit: usize,
+    /// How long a step's nodes may run, if limited.
+    pub(crate) step_timeout: Option<std::time::Duration>,
     pub(crate) warnings: Vec<CompileWarning>,
 }
 

@@ -386,19 +386,22 @@ where
         }
         drop(state);
         drop(entered);
-        let results: Vec<NodeResult<S::Update>> = match tasks.len() {
+        // The step's tasks, within the graph's step timeout if it has one (the last step's
+        // background commit, `meanwhile`, is never cut short).
+        let limit = inner.step_timeout;
+        let results: Option<Vec<NodeResult<S::Update>>> = match tasks.len() {
             1 => {
-                let task = tasks.pop().expect("one task");
+                let task = within(limit, tasks.pop().expect("one task"));
                 let (result, meanwhile) = futures_util::future::join(task, commit.meanwhile())
                     .instrument(span.clone())
                     .await;
                 if let Some(version) = meanwhile? {
                     committed(out, step - 1, version);
                 }
-                vec![result]
+                result.map(|result| vec![result])
             }
             _ => {
-                let all = futures_util::future::join_all(tasks);
+                let all = within(limit, futures_util::future::join_all(tasks));
                 let (results, meanwhile) = futures_util::future::join(all, commit.meanwhile())
                     .instrument(span.clone())
                     .await;
@@ -407,6 +410,14 @@ where
                 }
                 results
             }
+        };
+        let Some(results) = results else {
+            let kind = RunErrorKind::StepTimeout {
+                timeout: limit.unwrap_or_default(),
+                nodes: run.graph.names(&run.active),
+            };
+            out.send();
+            return Err(commit.fail(run, kind).await);
         };
 
         // Questions end the step suspended; the other tasks' outputs are kept by the commit.
@@ -647,6 +658,14 @@ impl<S: GraphState, K: NodeKey> Commit<S, K> for Memory<S> {
 }
 
 /// The state out of its `Arc`, copied only if something still holds it.
+/// `work`'s output, or `None` if it ran past `limit` (then dropped).
+async fn within<T>(limit: Option<std::time::Duration>, work: impl Future<Output = T>) -> Option<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+        None => Some(work.await),
+    }
+}
+
 pub(crate) fn unwrap_state<S: Clone>(state: Arc<S>) -> S {
     Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
 }

@@ -1712,6 +1712,38 @@ async fn no_effect_once_the_lease_is_lost<B: Backend>(store: Store<B>, t: String
     assert_eq!(charged.load(Ordering::SeqCst), 0, "the effect ran");
 }
 
+/// A step that runs past the graph's step timeout fails the durable run (`step_timeout`),
+/// nothing of the step merged, its lease released: resumed, the step runs again.
+async fn a_step_past_its_timeout<B: Backend>(store: Store<B>, t: String) {
+    let calls = Calls::default();
+    let slow = {
+        let calls = calls.clone();
+        move |_: Arc<Flow>, _: Context| {
+            let calls = calls.clone();
+            async move {
+                if calls.hit("slow") == 1 {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Ok::<_, BoxError>(FlowUpdate::default().log(vec!["slow".to_owned()]))
+            }
+        }
+    };
+    let graph = Graph::builder()
+        .node("slow", slow)
+        .entry("slow")
+        .edge("slow", END)
+        .step_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let durable = graph.durable(&store);
+    let failed = refused(durable.start(&t, Flow::default()).await, "step_timeout");
+    assert!(failed.to_string().contains("step timeout"), "{failed}");
+    assert!(store.lease_info(&t).await.unwrap().is_none());
+    // Resumed, the step runs again (its node's second call is quick).
+    let (state, _) = finished(durable.resume(&t).await);
+    assert_eq!(state.log, ["slow"]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Every case on both backends.
 
@@ -1772,4 +1804,5 @@ cases!(
     effects_in_each_mode,
     a_long_step_keeps_its_lease,
     no_effect_once_the_lease_is_lost,
+    a_step_past_its_timeout,
 );

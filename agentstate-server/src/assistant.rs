@@ -290,6 +290,11 @@ impl AssistantError {
                 let detail = plain.message.clone();
                 plain.shown_as("GraphRecursionError", detail)
             }
+            // LangGraph's `step_timeout` raises Python's `TimeoutError`.
+            (RunErrorKind::StepTimeout { .. }, _) => {
+                let detail = plain.message.clone();
+                plain.shown_as("TimeoutError", detail)
+            }
             (RunErrorKind::Merge { .. } | RunErrorKind::ConcurrentWrite { .. }, _) => {
                 let detail = plain.message.clone();
                 plain.shown_as("InvalidUpdateError", detail)

@@ -248,6 +248,7 @@ pub mod _divergences {}
 mod agui;
 mod api;
 mod assistant;
+mod auth;
 mod branches;
 mod checkpoints;
 mod error;
@@ -264,6 +265,10 @@ mod worker;
 pub use assistant::{
     Assistant, AssistantError, BoxFuture, CheckpointState, RunEvent, RunEvents, RunOptions,
     Snapshot, Start,
+};
+pub use auth::{
+    Access, Action, Authenticate, Authorize, BearerTokens, Decision, Filter, Identity, OwnerOnly,
+    Resource, OWNER,
 };
 pub use error::ApiError;
 pub use server::{Server, ServerBuilder};

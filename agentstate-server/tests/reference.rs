@@ -235,23 +235,12 @@ async fn the_server_answers_as_langgraph_dev_does() {
 /// except under CI, where that is a failure).
 #[cfg(feature = "postgres")]
 async fn on_postgres(python: &Path, reference_url: &str) {
-    use agentstate_store::postgres::PostgresOptions;
     use agentstate_store::PostgresStore;
-    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "AGENTSTATE_POSTGRES_URL is not set under CI"
-        );
-        println!(
-            "skipped: the differential harness on PostgreSQL (AGENTSTATE_POSTGRES_URL not set)"
-        );
+    let what = "the differential harness on PostgreSQL";
+    let Some((url, options)) = support::database("agentstate_reference", what) else {
         return;
     };
-    let schema = format!("agentstate_reference_{}", std::process::id());
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..PostgresOptions::default()
-    };
+    let schema = options.schema.clone();
     let store = PostgresStore::connect_with(&url, options).await.unwrap();
     let server = reference::server(&store).workers(4).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

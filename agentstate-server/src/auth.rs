@@ -164,9 +164,23 @@ where
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct BearerTokens {
     tokens: Vec<(String, Identity)>,
+}
+
+/// The users, not their tokens (a log of the server's configuration shows no secret).
+impl std::fmt::Debug for BearerTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let users: Vec<&str> = self
+            .tokens
+            .iter()
+            .map(|(_, u)| u.identity.as_str())
+            .collect();
+        f.debug_struct("BearerTokens")
+            .field("users", &users)
+            .finish()
+    }
 }
 
 impl BearerTokens {
@@ -578,6 +592,10 @@ mod tests {
         let tokens = BearerTokens::new()
             .token("t-alice", Identity::new("alice"))
             .token("", Identity::new("nobody"));
+        assert_eq!(
+            format!("{tokens:?}"),
+            r#"BearerTokens { users: ["alice", "nobody"] }"#
+        );
         let user = tokens.authenticate(&parts(Some("Bearer t-alice"))).await;
         assert_eq!(user.unwrap().identity, "alice");
         let user = tokens.authenticate(&parts(Some("bearer  t-alice "))).await;

@@ -220,6 +220,9 @@ impl ServerBuilder {
     /// A key no header can carry (a control character, such as a key file's trailing newline)
     /// matches no request: every guarded request is refused, saying why, and
     /// [`serve`](Server::serve) refuses to start. It never turns the check off.
+    ///
+    /// With users too ([`authenticate`](ServerBuilder::authenticate)), a request needs both:
+    /// the key is checked first.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Arc::from(key.into()));

@@ -142,6 +142,22 @@ async fn two_users(server: &Server) {
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    // Every route family: refused before anything is read.
+    let families = [
+        ("GET", "/threads/t-1"),
+        ("GET", "/threads/t-1/state"),
+        ("GET", "/threads/t-1/runs/r-1/stream"),
+        ("POST", "/threads/t-1/runs/wait"),
+        ("POST", "/runs/stream"),
+        ("POST", "/assistants/search"),
+        ("POST", "/agui/desk"),
+        ("POST", "/store/items/search"),
+        ("GET", "/nowhere"),
+    ];
+    for (method, path) in families {
+        let (status, body) = call(app, method, path, Some(json!({})), None, &[]).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{method} {path}: {body}");
+    }
     for path in ["/ok", "/info", "/openapi.json"] {
         let (status, _) = call(app, "GET", path, None, None, &[]).await;
         assert_eq!(status, StatusCode::OK, "{path}");

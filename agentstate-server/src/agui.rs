@@ -2,10 +2,11 @@
 //! AG-UI events (see the crate docs, "The AG-UI endpoint").
 
 use crate::assistant::{AssistantError, RunEvent, Start};
+use crate::auth::{Action, Caller, Resource};
 use crate::error::ApiError;
 use crate::record::{now_ms, Record, RunRecord};
 use crate::runs::{Frame, Job, Live, Translate};
-use crate::service::{new_thread, Served, Service};
+use crate::service::{new_thread, user_configurable, Served, Service, NO_RUN_THREAD};
 use agentstate::agui::{
     message_events, messages_from_agui, messages_to_agui, AguiMessage, Event,
     MessagesSnapshotEvent, OpenStreams, ResumeStatus, RunAgentInput, RunFinishedEvent, RunOutcome,
@@ -317,6 +318,7 @@ fn messages_of(field: Option<&str>, values: &Value) -> Vec<Message> {
 )]
 async fn run(
     State(service): State<Arc<Service>>,
+    caller: Caller,
     Path(assistant): Path<String>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
@@ -326,7 +328,7 @@ async fn run(
         ))
     })?;
     let served = service
-        .assistant(&assistant)
+        .assistant_for(&caller, &assistant, Action::Read)?
         .ok_or_else(|| ApiError::not_found(format!("assistant `{assistant}` does not exist")))?;
     let (thread_id, run_id) = (input.thread_id.as_str(), input.run_id.as_str());
     for (what, id) in [("thread id", thread_id), ("run id", run_id)] {
@@ -335,6 +337,21 @@ async fn run(
                 "the {what} `{id}` of an AG-UI run of assistant `{assistant}` is not valid: {e}"
             ))
         })?;
+    }
+    // A run of the thread, as a run the API creates: on another user's thread, refused as on a
+    // missing one; the run's metadata, and a new thread's, as the rules stamp it.
+    let mut metadata = Map::new();
+    let filter = caller.decide(
+        Resource::Threads,
+        Action::CreateRun,
+        Some(thread_id),
+        &mut metadata,
+    )?;
+    let found = service.records.thread(thread_id).await?;
+    if let (Some(filter), Some(thread)) = (&filter, &found) {
+        if !filter.matches(&thread.metadata) {
+            return Err(ApiError::not_found(NO_RUN_THREAD));
+        }
     }
     let existing = match service.runs.get(run_id) {
         Some(live) => Some(live.thread_id.clone()),
@@ -345,11 +362,7 @@ async fn run(
             "run `{run_id}` exists already (on thread `{thread}`); an AG-UI run needs a new `runId`"
         )));
     }
-    let mut record = service
-        .records
-        .thread(thread_id)
-        .await?
-        .unwrap_or_else(|| new_thread(thread_id));
+    let mut record = found.unwrap_or_else(|| new_thread(thread_id, &metadata));
     if let Some(graph) = record.graph_id.as_deref().filter(|g| *g != served.graph_id) {
         return Err(ApiError::unprocessable(format!(
             "thread `{thread_id}` holds the state of graph `{graph}`, so assistant `{assistant}` (graph `{}`) cannot run on it",
@@ -380,8 +393,12 @@ async fn run(
         };
         record.graph_id = Some(served.graph_id.clone());
         record.updated_ms = now_ms();
-        let kwargs = json!({"agui": {"run_id": run_id, "parent_run_id": input.parent_run_id}});
-        let run = RunRecord::new(run_id, thread_id, &served.graph_id, kwargs, now_ms());
+        let mut kwargs = json!({"agui": {"run_id": run_id, "parent_run_id": input.parent_run_id}});
+        if let Some(user) = caller.user() {
+            user_configurable(&mut kwargs, user);
+        }
+        let mut run = RunRecord::new(run_id, thread_id, &served.graph_id, kwargs, now_ms());
+        run.metadata = Value::Object(metadata);
         service.records.put(Record::Thread(record)).await?;
         service.records.put(Record::Run(run.clone())).await?;
         Ok::<_, ApiError>(Ok((start, *agui, run)))

@@ -1,5 +1,6 @@
 //! The routes of the LangGraph Agent Server API and their handlers.
 
+use crate::auth::{Action, Caller, Resource};
 use crate::branches;
 use crate::checkpoints::{
     self, empty_state, interrupt_json, CheckpointConfig, CheckpointId, Checkpoints,
@@ -12,7 +13,9 @@ use crate::openapi::{
 };
 use crate::record::{iso8601, now_ms, Record, RunRecord, RunStatus, ThreadRecord, ThreadStatus};
 use crate::runs::{metadata_json, stored_frames, Frame, Live, Stop};
-use crate::service::{missing_checkpoint, Cancelled, Created, RunCreate, Served, Service};
+use crate::service::{
+    missing_checkpoint, thread_missing, Cancelled, Created, RunCreate, Served, Service,
+};
 use agentstate_graph::Interrupt;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -202,8 +205,6 @@ impl Assistant {
     /// The assistant of `served`.
     fn of(served: &Served) -> Self {
         let epoch = iso8601(0);
-        let mut metadata = Map::new();
-        metadata.insert("created_by".into(), "system".into());
         Assistant {
             assistant_id: served.assistant_id.clone(),
             config: Map::new(),
@@ -211,7 +212,7 @@ impl Assistant {
             created_at: epoch.clone(),
             description: None,
             graph_id: served.graph_id.clone(),
-            metadata,
+            metadata: served.metadata(),
             name: served.graph_id.clone(),
             updated_at: epoch,
             version: 1,
@@ -219,9 +220,10 @@ impl Assistant {
     }
 }
 
-fn served<'a>(service: &'a Service, id: &str) -> Result<&'a Served, ApiError> {
+/// Assistant `id`, if `caller` may read it (one the rules hide is missing).
+fn served<'a>(service: &'a Service, caller: &Caller, id: &str) -> Result<&'a Served, ApiError> {
     service
-        .assistant(id)
+        .assistant_for(caller, id, Action::Read)?
         .ok_or_else(|| ApiError::not_found(format!("assistant `{id}` does not exist")))
 }
 
@@ -250,8 +252,9 @@ struct AssistantSearch {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn search_assistants(State(service): Api, bytes: Bytes) -> Answer {
+async fn search_assistants(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let query: AssistantSearch = body(&bytes, "an assistant search")?;
+    let filter = caller.decide(Resource::Assistants, Action::Search, None, &mut Map::new())?;
     // The newest first, as LangGraph's server lists the assistants it made for its graphs, in
     // their order: the last served first.
     let found: Vec<Assistant> = service
@@ -259,6 +262,7 @@ async fn search_assistants(State(service): Api, bytes: Bytes) -> Answer {
         .iter()
         .rev()
         .filter(|a| query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id))
+        .filter(|a| filter.as_ref().is_none_or(|f| f.matches(&a.metadata())))
         .skip(query.offset.unwrap_or(0))
         .take(query.limit.unwrap_or(10))
         .map(Assistant::of)
@@ -278,8 +282,8 @@ async fn search_assistants(State(service): Api, bytes: Bytes) -> Answer {
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn get_assistant(State(service): Api, Path(id): Path<String>) -> Answer {
-    match service.assistant(&id) {
+async fn get_assistant(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    match service.assistant_for(&caller, &id, Action::Read)? {
         Some(served) => Ok(Json(Assistant::of(served)).into_response()),
         // As LangGraph's server answers it.
         None => Err(ApiError::not_found("Not Found")),
@@ -300,8 +304,8 @@ async fn get_assistant(State(service): Api, Path(id): Path<String>) -> Answer {
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn assistant_graph(State(service): Api, Path(id): Path<String>) -> Answer {
-    let served = served(&service, &id)?;
+async fn assistant_graph(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    let served = served(&service, &caller, &id)?;
     let node = |id: &str| json!({"id": id, "type": "runnable", "data": {"name": id}});
     let mut nodes = vec![node("__start__")];
     nodes.extend(served.assistant.nodes().iter().map(|n| node(n)));
@@ -360,14 +364,14 @@ struct GraphSchema {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn assistant_schemas(State(service): Api, Path(id): Path<String>) -> Answer {
+async fn assistant_schemas(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
     if uuid::Uuid::parse_str(&id).is_err() {
         // LangGraph's server reads schemas by assistant id only.
         return Err(ApiError::unprocessable(
             "Invalid assistant ID: must be a UUID",
         ));
     }
-    let served = served(&service, &id)?;
+    let served = served(&service, &caller, &id)?;
     let state = served.assistant.state_schema();
     let schemas = GraphSchema {
         config_schema: None,
@@ -444,22 +448,26 @@ struct ThreadCreate {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn create_thread(State(service): Api, bytes: Bytes) -> Answer {
+async fn create_thread(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let create: ThreadCreate = body(&bytes, "a thread creation")?;
     let id = create
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     agentstate_store::check_id(&id)
         .map_err(|e| ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}")))?;
+    let mut metadata = create.metadata.unwrap_or_default();
+    let filter = caller.decide(Resource::Threads, Action::Create, Some(&id), &mut metadata)?;
     if let Some(existing) = service.records.thread(&id).await? {
+        // Another user's is not given, whatever `if_exists` says (as LangGraph's server).
+        let theirs = filter.is_some_and(|f| !f.matches(&existing.metadata));
         return match create.if_exists.as_deref() {
-            Some("do_nothing") => ok(thread_json(&service, &existing).await?),
+            Some("do_nothing") if !theirs => ok(thread_json(&service, &existing).await?),
             _ => Err(ApiError::conflict(format!(
                 "Thread with ID {id} already exists"
             ))),
         };
     }
-    let thread = ThreadRecord::new(&id, create.metadata.unwrap_or_default(), now_ms());
+    let thread = ThreadRecord::new(&id, metadata, now_ms());
     service.records.put(Record::Thread(thread.clone())).await?;
     ok(thread_json(&service, &thread).await?)
 }
@@ -489,12 +497,18 @@ struct ThreadSearch {
 }
 
 impl ThreadSearch {
-    /// The threads it finds, in its order (LangGraph's: the last updated first), before its
-    /// offset and limit; those filtered by values read their state.
-    async fn find(&self, service: &Service) -> Result<Vec<ThreadRecord>, ApiError> {
+    /// The threads it finds of those `caller` may search, in its order (LangGraph's: the last
+    /// updated first), before its offset and limit; those filtered by values read their state.
+    async fn find(
+        &self,
+        service: &Service,
+        caller: &Caller,
+    ) -> Result<Vec<ThreadRecord>, ApiError> {
+        let mine = caller.decide(Resource::Threads, Action::Search, None, &mut Map::new())?;
         let mut threads = service.records.threads().await?;
         threads.retain(|t| {
-            self.status.is_none_or(|s| s == t.status)
+            mine.as_ref().is_none_or(|f| f.matches(&t.metadata))
+                && self.status.is_none_or(|s| s == t.status)
                 && self
                     .ids
                     .as_ref()
@@ -559,9 +573,9 @@ impl ThreadSearch {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
+async fn search_threads(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread search")?;
-    let threads = search.find(&service).await?;
+    let threads = search.find(&service, &caller).await?;
     let mut found = Vec::new();
     for thread in threads
         .iter()
@@ -586,9 +600,9 @@ async fn search_threads(State(service): Api, bytes: Bytes) -> Answer {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn count_threads(State(service): Api, bytes: Bytes) -> Answer {
+async fn count_threads(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let search: ThreadSearch = body(&bytes, "a thread count")?;
-    ok(Value::from(search.find(&service).await?.len()))
+    ok(Value::from(search.find(&service, &caller).await?.len()))
 }
 
 /// The routes of what this server does not serve yet: LangGraph's crons and its store API.
@@ -616,8 +630,8 @@ async fn not_served(uri: axum::http::Uri) -> ApiError {
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn get_thread(State(service): Api, Path(id): Path<String>) -> Answer {
-    let thread = service.thread_record(&id).await?;
+async fn get_thread(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    let thread = service.thread_for(&caller, &id, Action::Read).await?;
     ok(thread_json(&service, &thread).await?)
 }
 
@@ -643,10 +657,20 @@ struct ThreadPatch {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn patch_thread(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn patch_thread(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let patch: ThreadPatch = body(&bytes, &format!("the patch of thread `{id}`"))?;
+    let mut merged = patch.metadata.unwrap_or_default();
+    let filter = caller.decide(Resource::Threads, Action::Update, Some(&id), &mut merged)?;
     let mut thread = service.thread_record(&id).await?;
-    thread.metadata.extend(patch.metadata.unwrap_or_default());
+    if filter.is_some_and(|f| !f.matches(&thread.metadata)) {
+        return Err(thread_missing(&id));
+    }
+    thread.metadata.extend(merged);
     thread.updated_ms = now_ms();
     service.records.put(Record::Thread(thread.clone())).await?;
     ok(thread_json(&service, &thread).await?)
@@ -664,7 +688,8 @@ async fn patch_thread(State(service): Api, Path(id): Path<String>, bytes: Bytes)
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn delete_thread(State(service): Api, Path(id): Path<String>) -> Answer {
+async fn delete_thread(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    service.thread_for(&caller, &id, Action::Delete).await?;
     service.delete_thread(&id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -686,14 +711,22 @@ async fn delete_thread(State(service): Api, Path(id): Path<String>) -> Answer {
         (status = 409, description = "Conflict", body = ErrorResponse),
     )
 )]
-async fn copy_thread(State(service): Api, Path(id): Path<String>) -> Answer {
-    let source = service.thread_record(&id).await?;
+async fn copy_thread(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    let source = service.thread_for(&caller, &id, Action::Read).await?;
+    // The copy is a creation of its user's: its metadata as the rules stamp it.
+    let new_id = uuid::Uuid::new_v4().to_string();
+    let mut metadata = source.metadata.clone();
+    caller.decide(
+        Resource::Threads,
+        Action::Create,
+        Some(&new_id),
+        &mut metadata,
+    )?;
     if let Some(running) = service.running_on(&id).await? {
         return Err(ApiError::conflict(format!(
             "thread `{id}` is busy with run `{running}`; it cannot be copied until it ends"
         )));
     }
-    let new_id = uuid::Uuid::new_v4().to_string();
     let mut kept = Vec::new();
     if let Some(graph) = &source.graph_id {
         let served = service.graph(graph)?;
@@ -711,6 +744,7 @@ async fn copy_thread(State(service): Api, Path(id): Path<String>) -> Answer {
         created_ms: now,
         updated_ms: now,
         branches: kept,
+        metadata,
         ..source
     };
     if let Err(error) = service.records.put(Record::Thread(copy.clone())).await {
@@ -731,8 +765,13 @@ async fn copy_thread(State(service): Api, Path(id): Path<String>) -> Answer {
 
 /// Thread `id`'s state now, or at checkpoint `at` (of its head or of a branch), as LangGraph
 /// shows it.
-async fn state_json(service: &Service, id: &str, at: Option<CheckpointId>) -> Answer {
-    let thread = service.thread_record(id).await?;
+async fn state_json(
+    service: &Service,
+    caller: &Caller,
+    id: &str,
+    at: Option<CheckpointId>,
+) -> Answer {
+    let thread = service.thread_for(caller, id, Action::Read).await?;
     let Some(graph) = &thread.graph_id else {
         return match at {
             None => ok(empty_state()),
@@ -796,8 +835,8 @@ async fn state_json(service: &Service, id: &str, at: Option<CheckpointId>) -> An
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn thread_state(State(service): Api, Path(id): Path<String>) -> Answer {
-    state_json(&service, &id, None).await
+async fn thread_state(State(service): Api, caller: Caller, Path(id): Path<String>) -> Answer {
+    state_json(&service, &caller, &id, None).await
 }
 
 /// A state update (LangGraph's `update_state`).
@@ -832,7 +871,12 @@ struct StateUpdate {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn update_state(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let update: StateUpdate = body(&bytes, &format!("the state update of thread `{id}`"))?;
     let checkpoint = match (&update.checkpoint_id, &update.checkpoint) {
         (Some(c), _) => Some(c.clone()),
@@ -840,7 +884,7 @@ async fn update_state(State(service): Api, Path(id): Path<String>, bytes: Bytes)
         (None, None) => None,
     };
     let checkpoint = checkpoint.map(|c| checkpoint_id(&id, &c)).transpose()?;
-    let mut thread = service.thread_record(&id).await?;
+    let mut thread = service.thread_for(&caller, &id, Action::Update).await?;
     let Some(graph) = thread.graph_id.clone() else {
         return Err(ApiError::unprocessable(format!(
             "thread `{id}` has no state yet (no run made it), so it cannot be updated"
@@ -924,10 +968,11 @@ fn checkpoint_id(thread: &str, checkpoint: &str) -> Result<CheckpointId, ApiErro
 )]
 async fn thread_state_at(
     State(service): Api,
+    caller: Caller,
     Path((id, checkpoint)): Path<(String, String)>,
 ) -> Answer {
     let at = checkpoint_id(&id, &checkpoint)?;
-    state_json(&service, &id, Some(at)).await
+    state_json(&service, &caller, &id, Some(at)).await
 }
 
 /// A history query: the fields this server reads.
@@ -941,8 +986,8 @@ struct HistoryQuery {
 
 /// Thread `id`'s checkpoints on every branch, the newest first, at most `limit` (10 by
 /// default); the head with the questions the thread waits for there.
-async fn history(service: &Service, id: &str, limit: Option<usize>) -> Answer {
-    let thread = service.thread_record(id).await?;
+async fn history(service: &Service, caller: &Caller, id: &str, limit: Option<usize>) -> Answer {
+    let thread = service.thread_for(caller, id, Action::Read).await?;
     let Some(graph) = &thread.graph_id else {
         return ok(json!([]));
     };
@@ -981,11 +1026,12 @@ async fn history(service: &Service, id: &str, limit: Option<usize>) -> Answer {
 )]
 async fn history_get(
     State(service): Api,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
     let limit = query.get("limit").and_then(|l| l.parse().ok());
-    history(&service, &id, limit).await
+    history(&service, &caller, &id, limit).await
 }
 
 #[utoipa::path(
@@ -1002,9 +1048,14 @@ async fn history_get(
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn history_post(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn history_post(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let query: HistoryQuery = body(&bytes, &format!("the history query of thread `{id}`"))?;
-    history(&service, &id, query.limit).await
+    history(&service, &caller, &id, query.limit).await
 }
 
 // ---- runs ----
@@ -1202,9 +1253,14 @@ async fn wait_response(live: Arc<Live>, stateless: bool) -> Response {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn create_stream(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn create_stream(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let created = service
-        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .create_run(&caller, Some(&id), body(&bytes, "a run request")?)
         .await?;
     Ok(created_stream(&service, created))
 }
@@ -1224,9 +1280,14 @@ async fn create_stream(State(service): Api, Path(id): Path<String>, bytes: Bytes
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn create_wait(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn create_wait(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let created = service
-        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .create_run(&caller, Some(&id), body(&bytes, "a run request")?)
         .await?;
     created_wait(&service, created).await
 }
@@ -1262,9 +1323,14 @@ fn run_answer(service: &Service, created: &Created) -> Response {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn create_background(State(service): Api, Path(id): Path<String>, bytes: Bytes) -> Answer {
+async fn create_background(
+    State(service): Api,
+    caller: Caller,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> Answer {
     let created = service
-        .create_run(Some(&id), body(&bytes, "a run request")?)
+        .create_run(&caller, Some(&id), body(&bytes, "a run request")?)
         .await?;
     Ok(run_answer(&service, &created))
 }
@@ -1281,9 +1347,9 @@ async fn create_background(State(service): Api, Path(id): Path<String>, bytes: B
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn stateless_stream(State(service): Api, bytes: Bytes) -> Answer {
+async fn stateless_stream(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let created = service
-        .create_run(None, body(&bytes, "a run request")?)
+        .create_run(&caller, None, body(&bytes, "a run request")?)
         .await?;
     Ok(created_stream(&service, created))
 }
@@ -1300,9 +1366,9 @@ async fn stateless_stream(State(service): Api, bytes: Bytes) -> Answer {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn stateless_wait(State(service): Api, bytes: Bytes) -> Answer {
+async fn stateless_wait(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let created = service
-        .create_run(None, body(&bytes, "a run request")?)
+        .create_run(&caller, None, body(&bytes, "a run request")?)
         .await?;
     created_wait(&service, created).await
 }
@@ -1319,9 +1385,9 @@ async fn stateless_wait(State(service): Api, bytes: Bytes) -> Answer {
         (status = 422, description = "Validation Error", body = ErrorResponse),
     )
 )]
-async fn stateless_background(State(service): Api, bytes: Bytes) -> Answer {
+async fn stateless_background(State(service): Api, caller: Caller, bytes: Bytes) -> Answer {
     let created = service
-        .create_run(None, body(&bytes, "a run request")?)
+        .create_run(&caller, None, body(&bytes, "a run request")?)
         .await?;
     Ok(run_answer(&service, &created))
 }
@@ -1338,7 +1404,12 @@ async fn stateless_background(State(service): Api, bytes: Bytes) -> Answer {
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn get_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+async fn get_run(
+    State(service): Api,
+    caller: Caller,
+    Path((id, rid)): Path<(String, String)>,
+) -> Answer {
+    service.thread_for(&caller, &id, Action::Read).await?;
     let run = service.run_record(&id, &rid).await?;
     ok(run_json(
         &run,
@@ -1362,10 +1433,11 @@ async fn get_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -
 )]
 async fn list_runs(
     State(service): Api,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
-    service.thread_record(&id).await?;
+    service.thread_for(&caller, &id, Action::Read).await?;
     let status: Option<RunStatus> = match query.get("status") {
         None => None,
         Some(s) => Some(serde_json::from_value(Value::from(s.as_str())).map_err(|_| {
@@ -1404,7 +1476,15 @@ async fn list_runs(
         (status = 409, description = "Conflict", body = ErrorResponse),
     )
 )]
-async fn delete_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+async fn delete_run(
+    State(service): Api,
+    caller: Caller,
+    Path((id, rid)): Path<(String, String)>,
+) -> Answer {
+    // Another user's thread: as LangGraph's server answers it.
+    service
+        .check_thread(&caller, &id, Action::Delete, "Not Found")
+        .await?;
     service.delete_run(&id, &rid).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -1421,7 +1501,15 @@ async fn delete_run(State(service): Api, Path((id, rid)): Path<(String, String)>
         (status = 404, description = "Not Found", body = ErrorResponse),
     )
 )]
-async fn join_run(State(service): Api, Path((id, rid)): Path<(String, String)>) -> Answer {
+async fn join_run(
+    State(service): Api,
+    caller: Caller,
+    Path((id, rid)): Path<(String, String)>,
+) -> Answer {
+    // Another user's thread, or none: as LangGraph's server answers it.
+    service
+        .check_thread(&caller, &id, Action::Read, "Thread not found")
+        .await?;
     ok(service.join(&id, &rid).await?)
 }
 
@@ -1441,9 +1529,13 @@ async fn join_run(State(service): Api, Path((id, rid)): Path<(String, String)>) 
 )]
 async fn join_stream(
     State(service): Api,
+    caller: Caller,
     Path((id, rid)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Answer {
+    service
+        .check_thread(&caller, &id, Action::Read, "Not Found")
+        .await?;
     let run = service.run_record(&id, &rid).await?;
     // A client that reconnects with `Last-Event-ID` gets the ids to reconnect with again.
     let asked = headers.contains_key("last-event-id");
@@ -1496,9 +1588,14 @@ async fn join_stream(
 )]
 async fn cancel_run(
     State(service): Api,
+    caller: Caller,
     Path((id, rid)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
+    // Another user's thread, or none: as LangGraph's server answers it.
+    service
+        .check_thread(&caller, &id, Action::Update, "No runs found to cancel.")
+        .await?;
     let why = match query.get("action").map(String::as_str) {
         None | Some("interrupt") => Stop::Cancel,
         Some("rollback") => Stop::Rollback,

@@ -32,6 +32,19 @@ impl ApiError {
         }
     }
 
+    /// 401: the request is not a user's (what an [`Authenticate`](crate::Authenticate) hook
+    /// answers a request it refuses; LangGraph's `Auth.exceptions.HTTPException`'s default).
+    ///
+    /// ```
+    /// use agentstate_server::ApiError;
+    ///
+    /// let refused = ApiError::unauthorized("the token of the request to `/threads` has expired");
+    /// assert_eq!(refused.status().as_u16(), 401);
+    /// ```
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, message)
+    }
+
     /// 404: `message` names what is missing.
     pub(crate) fn not_found(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, message)

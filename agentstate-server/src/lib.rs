@@ -11,7 +11,8 @@
 //! A library: [`Server::builder`] takes the store and the graphs (each a
 //! [`DurableGraph`](agentstate_graph::durable::DurableGraph) on that store, served under a graph
 //! id) and gives a [`Server`], whose [`router`](Server::router) an application mounts, or which
-//! [`serve`](Server::serve)s itself; an API key (`x-api-key`) and CORS are options.
+//! [`serve`](Server::serve)s itself; an API key (`x-api-key`), users kept apart (see
+//! [below](#users)) and CORS are options.
 //!
 //! ```no_run
 //! use agentstate::AgentState;
@@ -48,7 +49,10 @@
 //!
 //! # What is where
 //!
-//! - [`Server`] and its [`ServerBuilder`]: the router, the API key, CORS.
+//! - [`Server`] and its [`ServerBuilder`]: the router, the API key, users, CORS.
+//! - Users: [`Authenticate`] (and [`BearerTokens`]) finds a request's [`Identity`];
+//!   [`Authorize`] (and [`OwnerOnly`], the default) decides, for an [`Access`] (a [`Resource`]
+//!   and an [`Action`]), a [`Decision`], possibly a [`Filter`] of metadata.
 //! - [`Assistant`]: a graph with its state type erased behind JSON (a run's input is a JSON
 //!   update of the state, `command.resume` its [`Answers`](agentstate_graph::durable::Answers),
 //!   its events [`RunEvent`]s); implemented for every `DurableGraph` whose state has a
@@ -152,6 +156,40 @@
 //! workers on PostgreSQL: stateless runs are still carried out by the process that creates
 //! them; following another process's run polls its event log (every 50 ms, no `NOTIFY` yet).
 //!
+//! # Users
+//!
+//! With [`ServerBuilder::authenticate`], the server keeps its users apart as LangGraph's custom
+//! auth does: each request is its user's ([`Authenticate`]: a bearer token, a JWT checked by
+//! the application, any check), or refused (401); `/ok`, `/info`, `/docs` and `/openapi.json`
+//! stay open. Rules ([`Authorize`], per resource and action) decide what a user does; by
+//! default ([`OwnerOnly`]) a user's threads and runs are their own: stamped `owner` when
+//! created, and another user's are answered as missing ones (404) by every route, AG-UI's
+//! included, and left out of searches and counts, with the codes and sentences `langgraph dev`
+//! gives (a differential test compares them; `docs/divergences.md` lists the three answers that
+//! differ). A run's `config.configurable` names its user (`langgraph_auth_user`, ...), as
+//! LangGraph's; the graph's nodes do not read a run's `configurable` (it is shown in the run and
+//! its checkpoints' metadata).
+//!
+//! ```no_run
+//! # use agentstate_graph::Graph;
+//! # async fn run(graph: Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+//! use agentstate_server::{BearerTokens, Identity, Server};
+//! use agentstate_store::SqliteStore;
+//!
+//! let store = SqliteStore::open("agents.db")?;
+//! let server = Server::builder(&store)
+//!     .assistant("agent", graph.durable(&store))
+//!     .authenticate(
+//!         BearerTokens::new()
+//!             .token("token-alice", Identity::new("alice"))
+//!             .token("token-bob", Identity::new("bob")),
+//!     )
+//!     .build();
+//! server.serve(tokio::net::TcpListener::bind("127.0.0.1:2024").await?).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # The AG-UI endpoint
 //!
 //! `POST /agui/{assistant}` (a graph id or an assistant id) takes an AG-UI `RunAgentInput`
@@ -254,6 +292,7 @@ pub mod _divergences {}
 mod agui;
 mod api;
 mod assistant;
+mod auth;
 mod branches;
 mod checkpoints;
 mod error;
@@ -270,6 +309,10 @@ mod worker;
 pub use assistant::{
     Assistant, AssistantError, BoxFuture, CheckpointState, RunEvent, RunEvents, RunOptions,
     Snapshot, Start,
+};
+pub use auth::{
+    Access, Action, Authenticate, Authorize, BearerTokens, Decision, Filter, Identity, OwnerOnly,
+    Resource, OWNER,
 };
 pub use error::ApiError;
 pub use server::{Server, ServerBuilder};

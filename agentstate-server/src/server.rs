@@ -1,7 +1,8 @@
 //! The server: its builder, its router (the LangGraph API's routes and AG-UI's, over the run
-//! service), its API key and CORS, and its listener.
+//! service), its API key, its users' authentication and CORS, and its listener.
 
 use crate::assistant::Assistant;
+use crate::auth::{Authenticate, Authorize, Caller, OwnerOnly};
 use crate::error::ApiError;
 use crate::openapi::{self, ApiDoc, Docs};
 use crate::records::Records;
@@ -74,6 +75,8 @@ pub struct ServerBuilder {
     records: Arc<dyn Records>,
     assistants: Vec<Served>,
     api_key: Option<Arc<str>>,
+    authenticate: Option<Arc<dyn Authenticate>>,
+    authorize: Arc<dyn Authorize>,
     cors: Option<CorsLayer>,
     workers: Option<WorkerOptions>,
     run_timeout: Duration,
@@ -91,6 +94,7 @@ impl std::fmt::Debug for ServerBuilder {
                     .collect::<Vec<_>>(),
             )
             .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("authenticate", &self.authenticate.is_some())
             .field("cors", &self.cors.is_some())
             .finish()
     }
@@ -110,6 +114,8 @@ impl Server {
             records: Arc::new(store.clone()),
             assistants: Vec::new(),
             api_key: None,
+            authenticate: None,
+            authorize: Arc::new(OwnerOnly),
             cors: None,
             workers: None,
             run_timeout: DEFAULT_RUN_TIMEOUT,
@@ -255,9 +261,80 @@ impl ServerBuilder {
     /// A key no header can carry (a control character, such as a key file's trailing newline)
     /// matches no request: every guarded request is refused, saying why, and
     /// [`serve`](Server::serve) refuses to start. It never turns the check off.
+    ///
+    /// With users too ([`authenticate`](ServerBuilder::authenticate)), a request needs both:
+    /// the key is checked first.
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Arc::from(key.into()));
+        self
+    }
+
+    /// Serves users kept apart, as LangGraph's custom auth does: every request but `/ok`,
+    /// `/info`, `/docs` and `/openapi.json` (which LangGraph's server leaves open too) is
+    /// `authenticate`d (refused as it says, 401 by default: `{"detail": ...}`), and what its user
+    /// does is decided by the server's rules ([`authorize`](ServerBuilder::authorize);
+    /// [`OwnerOnly`] by default: what a user creates is theirs, stamped `owner`, and no one
+    /// else reads, lists, runs on, streams, joins, cancels, copies, updates or deletes it; a
+    /// thread or run hidden so is answered as a missing one, 404). Applied by every route,
+    /// the AG-UI endpoint's included. A run's `config.configurable` carries its user, as
+    /// LangGraph's (`langgraph_auth_user`, `langgraph_auth_user_id`,
+    /// `langgraph_auth_permissions`, `user_id`, in place of any the request sent).
+    ///
+    /// With an [`api_key`](ServerBuilder::api_key) too, a request needs both: the key is
+    /// checked first (401 without it), then the user.
+    ///
+    /// ```
+    /// use agentstate_server::{BearerTokens, Identity, Server};
+    ///
+    /// # fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # let store = agentstate_store::SqliteStore::open_in_memory()?;
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     // `Authorization: Bearer token-alice` is alice's; each user sees their own threads.
+    ///     .authenticate(
+    ///         BearerTokens::new()
+    ///             .token("token-alice", Identity::new("alice"))
+    ///             .token("token-bob", Identity::new("bob").with_permission("admin")),
+    ///     )
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn authenticate(mut self, authenticate: impl Authenticate) -> Self {
+        self.authenticate = Some(Arc::new(authenticate));
+        self
+    }
+
+    /// Decides what the users [`authenticate`](ServerBuilder::authenticate) finds may do with
+    /// `rules` in place of [`OwnerOnly`] (see [`Authorize`]: a rule may defer to
+    /// [`OwnerOnly`]). Without authentication there are no users, and no rules apply.
+    ///
+    /// ```
+    /// use agentstate_server::{Access, Action, BearerTokens, Decision, Identity, OwnerOnly, Server};
+    /// use agentstate_server::Authorize;
+    /// use serde_json::{Map, Value};
+    ///
+    /// # fn run(graph: agentstate_graph::Graph<agentstate::state::AgentState>) -> Result<(), Box<dyn std::error::Error>> {
+    /// # let store = agentstate_store::SqliteStore::open_in_memory()?;
+    /// let server = Server::builder(&store)
+    ///     .assistant("agent", graph.durable(&store))
+    ///     .authenticate(BearerTokens::new().token("token-alice", Identity::new("alice")))
+    ///     // Nobody deletes; the rest as `OwnerOnly` says.
+    ///     .authorize(|access: &Access<'_>, metadata: &mut Map<String, Value>| match access.action {
+    ///         Action::Delete => Decision::Deny,
+    ///         _ => OwnerOnly.authorize(access, metadata),
+    ///     })
+    ///     .build();
+    /// # let _ = server;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn authorize(mut self, rules: impl Authorize) -> Self {
+        self.authorize = Arc::new(rules);
         self
     }
 
@@ -426,6 +503,14 @@ impl ServerBuilder {
             .layer(axum::Extension(docs))
             .with_state(Arc::clone(&service));
         let unsendable_key = self.api_key.as_deref().is_some_and(|k| !sendable(k));
+        if let Some(authenticate) = self.authenticate {
+            let users = Arc::new(Users {
+                authenticate,
+                rules: self.authorize,
+            });
+            router = router.layer(axum::middleware::from_fn_with_state(users, check_user));
+        }
+        // The outer layer: the key is checked before the user.
         if let Some(key) = self.api_key {
             router = router.layer(axum::middleware::from_fn_with_state(key, check_key));
         }
@@ -468,4 +553,29 @@ async fn check_key(State(key): State<Arc<str>>, request: Request, next: Next) ->
 /// Whether an `x-api-key` header can carry API key `key`.
 fn sendable(key: &str) -> bool {
     HeaderValue::from_str(key).is_ok()
+}
+
+/// How the server finds its users and what they may do.
+struct Users {
+    authenticate: Arc<dyn Authenticate>,
+    rules: Arc<dyn Authorize>,
+}
+
+/// Refuses a request its authentication refuses (but those of [`UNGUARDED`] and `/info`, as
+/// LangGraph's custom auth leaves them open); the others go on as their user's
+/// ([`Caller`]).
+async fn check_user(State(users): State<Arc<Users>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if path == "/info" || UNGUARDED.contains(&path) {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    match users.authenticate.authenticate(&parts).await {
+        Ok(user) => {
+            let caller = Caller::new(user, Arc::clone(&users.rules));
+            parts.extensions.insert(caller);
+            next.run(Request::from_parts(parts, body)).await
+        }
+        Err(refused) => refused.into_response(),
+    }
 }

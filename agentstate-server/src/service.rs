@@ -6,6 +6,7 @@
 //! process or a worker's, is decided in one place: [`Job`]'s end.
 
 use crate::assistant::{Assistant, RunOptions, Snapshot, Start};
+use crate::auth::{Action, Caller, Identity, Resource};
 use crate::branches;
 use crate::checkpoints::{self, with_interrupts, CheckpointId};
 use crate::error::ApiError;
@@ -28,6 +29,16 @@ pub(crate) struct Served {
     pub(crate) assistant: Arc<dyn Assistant>,
     /// Its runs' deadline, if it has its own.
     pub(crate) timeout: Option<Duration>,
+}
+
+impl Served {
+    /// Its assistant's metadata: `{"created_by": "system"}`, as LangGraph's server marks the
+    /// assistants it made for its graphs (what rules on assistants filter).
+    pub(crate) fn metadata(&self) -> Map<String, Value> {
+        let mut metadata = Map::new();
+        metadata.insert("created_by".into(), "system".into());
+        metadata
+    }
 }
 
 /// The run service: the stores, the served graphs, and the runs in progress in this process.
@@ -127,7 +138,64 @@ impl Service {
         self.records
             .thread(id)
             .await?
-            .ok_or_else(|| ApiError::not_found(format!("Thread with ID {id} not found")))
+            .ok_or_else(|| thread_missing(id))
+    }
+
+    /// Thread `id`'s record, if `caller` may `action` it: one the rules hide is answered as a
+    /// missing one (404), as LangGraph's server answers it.
+    pub(crate) async fn thread_for(
+        &self,
+        caller: &Caller,
+        id: &str,
+        action: Action,
+    ) -> Result<ThreadRecord, ApiError> {
+        let filter = caller.decide(Resource::Threads, action, Some(id), &mut Map::new())?;
+        let thread = self.thread_record(id).await?;
+        match filter {
+            Some(filter) if !filter.matches(&thread.metadata) => Err(thread_missing(id)),
+            _ => Ok(thread),
+        }
+    }
+
+    /// Refuses, as LangGraph's server refuses it, with 404 `missing`, what `caller` may not
+    /// `action` on thread `id`: a thread the rules hide, or, when they filter, one that is
+    /// missing (403 if the rules refuse the action). Without a filter the thread is not read.
+    pub(crate) async fn check_thread(
+        &self,
+        caller: &Caller,
+        id: &str,
+        action: Action,
+        missing: &str,
+    ) -> Result<(), ApiError> {
+        let Some(filter) = caller.decide(Resource::Threads, action, Some(id), &mut Map::new())?
+        else {
+            return Ok(());
+        };
+        match self.records.thread(id).await? {
+            Some(thread) if filter.matches(&thread.metadata) => Ok(()),
+            _ => Err(ApiError::not_found(missing)),
+        }
+    }
+
+    /// The assistant named `id` (its graph id or its assistant id), if `caller` may `action`
+    /// it.
+    pub(crate) fn assistant_for(
+        &self,
+        caller: &Caller,
+        id: &str,
+        action: Action,
+    ) -> Result<Option<&Served>, ApiError> {
+        let Some(served) = self.assistant(id) else {
+            return Ok(None);
+        };
+        let metadata = served.metadata();
+        let seen = caller.sees(
+            Resource::Assistants,
+            action,
+            &served.assistant_id,
+            &metadata,
+        )?;
+        Ok(seen.then_some(served))
     }
 
     /// Thread `thread`'s state now, or at version `at` (`None`: no run made it yet).
@@ -200,11 +268,19 @@ impl Service {
     /// its request `kwargs`, and starts its task, or queues it for the workers (a run on a
     /// thread, on a database with a run queue, when the server has workers: see
     /// [`ServerBuilder::workers`](crate::ServerBuilder::workers)).
+    ///
+    /// What `caller` may do decides: a run on a thread the rules hide is refused as on a missing
+    /// one (404, whether or not the request asks to create it); the run's metadata, and that of
+    /// a thread it creates, is as the rules stamp it; its `config.configurable` names its user.
     pub(crate) async fn create_run(
         &self,
+        caller: &Caller,
         thread: Option<&str>,
-        kwargs: Value,
+        mut kwargs: Value,
     ) -> Result<Created, ApiError> {
+        if let Some(user) = caller.user() {
+            user_configurable(&mut kwargs, user);
+        }
         let create: RunCreate = serde_json::from_value(kwargs.clone()).map_err(|e| {
             ApiError::unprocessable(format!("the body of a run request is not valid: {e}"))
         })?;
@@ -212,7 +288,7 @@ impl Service {
             .assistant_id
             .as_deref()
             .ok_or_else(|| ApiError::unprocessable("a run request needs an `assistant_id`"))?;
-        let served = self.assistant(assistant_id).ok_or_else(|| {
+        let served = self.assistant_for(caller, assistant_id, Action::Read)?.ok_or_else(|| {
             let graphs: Vec<&str> = self.assistants.iter().map(|a| a.graph_id.as_str()).collect();
             ApiError::unprocessable(format!(
                 "Invalid assistant: '{assistant_id}'. Must be either:\n- A valid assistant UUID, or\n- One of the registered graphs: {}",
@@ -242,19 +318,26 @@ impl Service {
         }
         let run_id = uuid::Uuid::new_v4().to_string();
         let stateless = thread.is_none();
+        let mut metadata = create.metadata.clone().unwrap_or_default();
+        let filter = caller.decide(Resource::Threads, Action::CreateRun, thread, &mut metadata)?;
         let mut record = match thread {
             Some(id) => match self.records.thread(id).await? {
-                Some(record) => record,
+                Some(record) if filter.as_ref().is_none_or(|f| f.matches(&record.metadata)) => {
+                    record
+                }
+                // Another user's: as if it were missing, but not to be created.
+                Some(_) => return Err(ApiError::not_found(NO_RUN_THREAD)),
                 None if create.if_not_exists.as_deref() == Some("create") => {
                     agentstate_store::check_id(id).map_err(|e| {
                         ApiError::unprocessable(format!("thread id `{id}` is not valid: {e}"))
                     })?;
-                    new_thread(id)
+                    new_thread(id, &metadata)
                 }
-                None => return Err(ApiError::not_found("Thread or assistant not found.")),
+                None => return Err(ApiError::not_found(NO_RUN_THREAD)),
             },
-            None => new_thread(&uuid::Uuid::new_v4().to_string()),
+            None => new_thread(&uuid::Uuid::new_v4().to_string(), &metadata),
         };
+        let metadata = Some(metadata);
         let thread_id = record.thread_id.clone();
         // Any graph runs on any thread, as on LangGraph's server: its state is read as the graph's
         // (the fields of both of the same names; see the store's schema evolution).
@@ -274,16 +357,7 @@ impl Service {
         // LangGraph's servers enqueue a run on a busy thread unless told otherwise.
         let strategy = create.multitask_strategy.as_deref().unwrap_or("enqueue");
         if self.queued && !stateless {
-            let run = queue_run(
-                self,
-                record,
-                &run_id,
-                served,
-                strategy,
-                kwargs,
-                create.metadata,
-            )
-            .await?;
+            let run = queue_run(self, record, &run_id, served, strategy, kwargs, metadata).await?;
             return Ok(Created {
                 run,
                 live: None,
@@ -300,11 +374,7 @@ impl Service {
         record.graph_id = Some(served.graph_id.clone());
         mark_thread(&mut record, served);
         let mut run = RunRecord::new(&run_id, &thread_id, &served.graph_id, kwargs, now_ms());
-        run.metadata = run_metadata(
-            create.metadata.clone(),
-            &served.assistant_id,
-            &served.graph_id,
-        );
+        run.metadata = run_metadata(metadata, &served.assistant_id, &served.graph_id);
         // Two rows of their own, written at once (on PostgreSQL, on two connections: one round
         // trip less before the stream's first event).
         let stored = tokio::try_join!(
@@ -793,7 +863,44 @@ pub(crate) fn missing_checkpoint(thread: &str, at: CheckpointId) -> ApiError {
     ))
 }
 
-/// A new thread record for a run request's thread.
-pub(crate) fn new_thread(id: &str) -> ThreadRecord {
-    ThreadRecord::new(id, Map::new(), now_ms())
+/// A new thread record for a run request's thread, with the run's `metadata` (as LangGraph's
+/// server gives a thread a run creates its run's metadata).
+pub(crate) fn new_thread(id: &str, metadata: &Map<String, Value>) -> ThreadRecord {
+    ThreadRecord::new(id, metadata.clone(), now_ms())
+}
+
+/// The refusal of a run on a thread that is missing (or hidden), as LangGraph's server says it.
+pub(crate) const NO_RUN_THREAD: &str = "Thread or assistant not found.";
+
+/// The refusal of thread `id`, missing (or hidden), as LangGraph's server says it.
+pub(crate) fn thread_missing(id: &str) -> ApiError {
+    ApiError::not_found(format!("Thread with ID {id} not found"))
+}
+
+/// Run request `kwargs` with its user in its `config.configurable`, as LangGraph's server puts
+/// them there (`langgraph_auth_user`: the user's JSON, `langgraph_auth_user_id` and `user_id`:
+/// its identity, `langgraph_auth_permissions`: its permissions), in place of any the request
+/// sent (a `config` or `configurable` that is no object is replaced).
+pub(crate) fn user_configurable(kwargs: &mut Value, user: &Identity) {
+    let configurable = kwargs
+        .as_object_mut()
+        .and_then(|kwargs| object_at(kwargs, "config"))
+        .and_then(|config| object_at(config, "configurable"));
+    let Some(configurable) = configurable else {
+        return;
+    };
+    let identity = Value::from(user.identity.as_str());
+    configurable.insert("langgraph_auth_user".into(), user.to_json());
+    configurable.insert("langgraph_auth_user_id".into(), identity.clone());
+    let permissions = Value::from(user.permissions.clone());
+    configurable.insert("langgraph_auth_permissions".into(), permissions);
+    configurable.insert("user_id".into(), identity);
+}
+
+/// `map`'s object under `key`, made an empty one if it is missing or no object.
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    if !map.get(key).is_some_and(Value::is_object) {
+        map.insert(key.to_owned(), Value::Object(Map::new()));
+    }
+    map.get_mut(key).and_then(Value::as_object_mut)
 }

@@ -879,17 +879,12 @@ async fn a_run_is_streamed_by_another_server_on_the_same_sqlite_database() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_on_postgresql() {
-    use agentstate_store::postgres::PostgresOptions;
     use agentstate_store::PostgresStore;
-    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
-        println!("the API on PostgreSQL skipped: AGENTSTATE_POSTGRES_URL is not set");
+    let what = "the API on PostgreSQL";
+    let Some((url, options)) = support::database("agentstate_server", what) else {
         return;
     };
-    let schema = format!("agentstate_server_{}", std::process::id());
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..PostgresOptions::default()
-    };
+    let schema = options.schema.clone();
     let store = PostgresStore::connect_with(&url, options.clone())
         .await
         .unwrap();

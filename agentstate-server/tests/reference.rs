@@ -58,13 +58,25 @@ impl Drop for LanggraphDev {
     }
 }
 
-/// Starts `langgraph dev` on the reference graphs, in a directory of its own (it keeps its
-/// state files there), and waits until it answers `/ok`.
-async fn langgraph_dev(python: &Path, here: &Path) -> (LanggraphDev, String) {
+/// The files `langgraph dev` serves the reference graphs from: each of `tests/reference` and
+/// its name in the server's directory (its config is `langgraph.json`).
+const GRAPHS: [(&str, &str); 2] = [
+    ("graphs.py", "graphs.py"),
+    ("langgraph.json", "langgraph.json"),
+];
+
+/// Starts `langgraph dev` on `files` of `here` (each with its name in the server's directory:
+/// [`GRAPHS`], ...), in a directory of its own (it keeps its state files there), and waits
+/// until it answers `/ok`.
+async fn langgraph_dev(
+    python: &Path,
+    here: &Path,
+    files: &[(&str, &str)],
+) -> (LanggraphDev, String) {
     let dir = std::env::temp_dir().join(format!("agentstate-reference-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    for file in ["graphs.py", "langgraph.json"] {
-        std::fs::copy(here.join(file), dir.join(file)).unwrap();
+    for (from, to) in files {
+        std::fs::copy(here.join(from), dir.join(to)).unwrap();
     }
     let port = free_port();
     let child = langgraph_dev::spawn(python, &dir, port);
@@ -195,22 +207,30 @@ fn check(drove: &Drove, backend: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_server_answers_as_langgraph_dev_does() {
-    let Some(python) = std::env::var_os("AGENTSTATE_LANGGRAPH_REF_PYTHON").map(PathBuf::from)
-    else {
+/// The Python with `langgraph dev` (`AGENTSTATE_LANGGRAPH_REF_PYTHON`); `None`, with a line
+/// saying that `what` is skipped, when it is not set (under CI, where it must be, a failure).
+fn reference_python(what: &str) -> Option<PathBuf> {
+    let python = std::env::var_os("AGENTSTATE_LANGGRAPH_REF_PYTHON").map(PathBuf::from);
+    if python.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "AGENTSTATE_LANGGRAPH_REF_PYTHON is not set under CI: .ci/run installs langgraph dev"
         );
-        println!("skipped: the differential harness against langgraph dev (AGENTSTATE_LANGGRAPH_REF_PYTHON not set)");
+        println!("skipped: {what} (AGENTSTATE_LANGGRAPH_REF_PYTHON not set)");
+    }
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_answers_as_langgraph_dev_does() {
+    let Some(python) = reference_python("the differential harness against langgraph dev") else {
         return;
     };
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
     let (_dev, reference_url) = match std::env::var("AGENTSTATE_REFERENCE_URL") {
         Ok(url) => (None, url),
         Err(_) => {
-            let (dev, url) = langgraph_dev(&python, &here).await;
+            let (dev, url) = langgraph_dev(&python, &here, &GRAPHS).await;
             (Some(dev), url)
         }
     };
@@ -235,23 +255,12 @@ async fn the_server_answers_as_langgraph_dev_does() {
 /// except under CI, where that is a failure).
 #[cfg(feature = "postgres")]
 async fn on_postgres(python: &Path, reference_url: &str) {
-    use agentstate_store::postgres::PostgresOptions;
     use agentstate_store::PostgresStore;
-    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "AGENTSTATE_POSTGRES_URL is not set under CI"
-        );
-        println!(
-            "skipped: the differential harness on PostgreSQL (AGENTSTATE_POSTGRES_URL not set)"
-        );
+    let what = "the differential harness on PostgreSQL";
+    let Some((url, options)) = support::database("agentstate_reference", what) else {
         return;
     };
-    let schema = format!("agentstate_reference_{}", std::process::id());
-    let options = PostgresOptions {
-        schema: schema.clone(),
-        ..PostgresOptions::default()
-    };
+    let schema = options.schema.clone();
     let store = PostgresStore::connect_with(&url, options).await.unwrap();
     let server = reference::server(&store).workers(4).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -263,4 +272,63 @@ async fn on_postgres(python: &Path, reference_url: &str) {
     drop(store);
     support::drop_schema(&url, &schema).await;
     check(&drove, "PostgreSQL");
+}
+
+/// Users kept apart, as `langgraph dev` keeps them with an owner-only `auth.py`
+/// (`tests/reference/auth.py`, served with `langgraph-auth.json`): `auth_driver.py` makes the
+/// same requests as two users (and none) against both servers, on SQLite here with
+/// `BearerTokens` and `OwnerOnly`, and compares the answers step by step; a difference fails the
+/// test unless `docs/divergences.md` lists it (its section "Users kept apart").
+/// `AGENTSTATE_REFERENCE_AUTH_URL` uses a `langgraph dev` already serving them there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_are_kept_apart_as_langgraph_dev_keeps_them() {
+    use agentstate_server::{BearerTokens, Identity};
+    let Some(python) = reference_python("custom auth against langgraph dev") else {
+        return;
+    };
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference");
+    let files = [
+        ("graphs.py", "graphs.py"),
+        ("auth.py", "auth.py"),
+        ("langgraph-auth.json", "langgraph.json"),
+    ];
+    let (_dev, reference_url) = match std::env::var("AGENTSTATE_REFERENCE_AUTH_URL") {
+        Ok(url) => (None, url),
+        Err(_) => {
+            let (dev, url) = langgraph_dev(&python, &here, &files).await;
+            (Some(dev), url)
+        }
+    };
+    let store = SqliteStore::open_in_memory().unwrap();
+    let users = BearerTokens::new()
+        .token(
+            "token-alice",
+            Identity::new("alice").with_permission("write"),
+        )
+        .token("token-bob", Identity::new("bob"));
+    let server = reference::server(&store).authenticate(users).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ours_url = format!("http://{}", listener.local_addr().unwrap());
+    let serving = tokio::spawn(server.serve(listener));
+    let divergences = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/divergences.md");
+    let driver = tokio::process::Command::new(&python)
+        .arg(here.join("auth_driver.py"))
+        .args([&ours_url, &reference_url])
+        .arg(&divergences)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(300), driver)
+        .await
+        .expect("the auth driver finishes within 5 minutes")
+        .expect("the auth driver runs");
+    serving.abort();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "agentstate-server kept users apart otherwise than langgraph dev where docs/divergences.md does not say so (or a listed divergence is gone):\n{stdout}\n{stderr}"
+    );
 }

@@ -706,19 +706,25 @@ async def main():
         for line in diff:
             print(f"    {line}")
         sys.stdout.flush()
+    # `js-...` rows are the JS driver's (tests/js/reference.mjs).
+    verdict(args.divergences, names, differ, listed, lambda n: n in SCENARIOS or n.startswith("js-"))
+
+
+def verdict(path, names, differ, listed, known):
+    """Prints how many of `names` are the same and each that `differ`s though the divergences
+    file at `path` does not list it, is listed but the same now, or is listed but not `known`;
+    exits 1 if any is."""
     unlisted = [n for n in differ if n not in listed]
     stale = [n for n in names if n in listed and n not in differ]
-    # `js-...` rows are the JS driver's (tests/js/reference.mjs).
-    unknown = sorted(n for n in listed if n not in SCENARIOS and not n.startswith("js-"))
+    unknown = sorted(n for n in listed if not known(n))
     print(f"{len(names) - len(differ)} same, {len(differ)} differ ({len(differ) - len(unlisted)} listed as divergences)")
     for n in unlisted:
-        print(f"not listed in {args.divergences}: `{n}` differs")
+        print(f"not listed in {path}: `{n}` differs")
     for n in stale:
-        print(f"listed in {args.divergences} but the same now: `{n}` (remove its row)")
+        print(f"listed in {path} but the same now: `{n}` (remove its row)")
     for n in unknown:
-        print(f"listed in {args.divergences} but no such scenario: `{n}`")
+        print(f"listed in {path} but no such scenario: `{n}`")
     sys.exit(1 if unlisted or stale or unknown else 0)
-
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -77,6 +77,17 @@
 //!   back to the queue). A run's queueing (its records, its first event, its queue row) and
 //!   its end (its last events, its record, its thread's status, its queue row) are each one
 //!   transaction. The `worker` example is a worker-only process.
+//! - Deadlines: a run may run 24 hours once started ([`ServerBuilder::run_timeout`], as
+//!   LangGraph's `BG_JOB_TIMEOUT_SECS`; per assistant
+//!   [`ServerBuilder::assistant_run_timeout`]; per request, the body's `timeout` in seconds,
+//!   this server's own), then ends `timeout` (`TimeoutError`). A run asked to stop (a cancel,
+//!   its deadline) that has not ended 2 s later, because a node blocks its thread or never
+//!   returns, is ended from outside its task: its record, its thread's status, its lease
+//!   revoked (whatever the node commits or starts later is refused), its streams ended; the
+//!   API, the heartbeats and the other runs go on meanwhile. A graph's own
+//!   [`step_timeout`](agentstate_graph::GraphBuilder::step_timeout) and a node's
+//!   [`timeout`](agentstate_graph::layer::NodeExt::timeout) layer (with retries) limit its
+//!   steps and nodes.
 //!
 //! # The API served
 //!

@@ -428,7 +428,7 @@ async fn run(
     }
     .spawn();
     let events = live
-        .frames(0)
+        .frames(Arc::clone(&service.records), 0)
         .filter(|(_, frame)| std::future::ready(frame.event == FRAME))
         .map(|(_, frame)| Ok::<_, Infallible>(SseEvent::default().data(frame.data.to_string())));
     // Comments (`:`) while nothing happens keep proxies from closing a quiet stream; AG-UI

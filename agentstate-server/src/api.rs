@@ -1099,9 +1099,16 @@ fn resumable(run: &RunRecord) -> bool {
 
 /// The SSE response of a run's frames from the one numbered `from` (`ids`: each with its
 /// number as its `id`).
-fn stream_response(live: Arc<Live>, stateless: bool, from: usize, ids: bool) -> Response {
+fn stream_response(
+    service: &Service,
+    live: Arc<Live>,
+    stateless: bool,
+    from: usize,
+    ids: bool,
+) -> Response {
     let where_ = location(&live.thread_id, &live.run_id, stateless);
-    sse_response(live.frames(from), where_, stateless, ids)
+    let frames = live.frames(Arc::clone(&service.records), from);
+    sse_response(frames, where_, stateless, ids)
 }
 
 /// The SSE response of `frames` of the run at `where_` (`ids`: each with its number as its
@@ -1182,7 +1189,7 @@ impl Drop for CancelOnDrop {
 fn created_stream(service: &Arc<Service>, created: Created) -> Response {
     let guard = CancelOnDrop::of(service, &created);
     let frames: futures_util::stream::BoxStream<'static, (usize, Frame)> = match created.live {
-        Some(live) => live.frames(0).boxed(),
+        Some(live) => live.frames(Arc::clone(&service.records), 0).boxed(),
         // Queued: its `metadata`, written with its records, streamed at once; the rest as its
         // worker stores it.
         None => {
@@ -1551,7 +1558,7 @@ async fn join_stream(
     Ok(match service.runs.get(&rid) {
         // In progress here, from an event this attempt streams (those before it, of its earlier
         // attempts or announced by the server that queued it, are in its event log).
-        Some(live) if from >= live.base() => stream_response(live, false, from, ids),
+        Some(live) if from >= live.base() => stream_response(&service, live, false, from, ids),
         // Ended, not resumable, no event asked for again: LangGraph's server has nothing more
         // of it to stream.
         None if run.status.is_final() && !ids && !asked => {

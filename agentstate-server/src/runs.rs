@@ -82,6 +82,11 @@ const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 /// The most events read from an event log at once.
 const EVENTS_PAGE: usize = 256;
 
+/// How many of a run's last frames stay in memory once they are in its event log (for readers
+/// a little behind; those further behind read the log): a run's memory does not grow with
+/// the events it emits, whoever reads them.
+const KEPT_FRAMES: usize = 512;
+
 /// A run in progress in this process: the frames streamed so far, its result once it ended,
 /// and its cancellation.
 pub(crate) struct Live {
@@ -133,7 +138,10 @@ const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[derive(Default)]
 struct LiveState {
-    frames: Vec<Frame>,
+    /// Its frames from the `dropped`th on: those before are in its event log only.
+    frames: std::collections::VecDeque<Frame>,
+    /// How many of its first frames were let go (written to its event log before).
+    dropped: usize,
     /// What `wait` and `join` answer, once the run ended.
     result: Option<Value>,
 }
@@ -183,8 +191,13 @@ impl Live {
 
     /// Streams `frame`.
     pub(crate) fn push_frame(&self, frame: Frame) {
-        self.lock().frames.push(frame);
+        self.lock().frames.push_back(frame);
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The last frame it streamed, if it is still in memory.
+    fn last_frame_is(&self, event: &str) -> bool {
+        self.lock().frames.back().is_some_and(|f| f.event == event)
     }
 
     /// Writes the frames not yet in the run's event log there, in one batch, with `then`
@@ -199,18 +212,22 @@ impl Live {
         end: bool,
     ) -> Result<bool, agentstate_store::StoreError> {
         let mut stored = self.stored.lock().await;
-        let mut batch: Vec<Write> = self.lock().frames[*stored..]
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                Write::Put(Record::Event(EventRecord {
-                    run_id: self.run_id.clone(),
-                    seq: (self.base + *stored + i) as u64,
-                    event: f.event.clone(),
-                    data: f.data.clone(),
-                }))
-            })
-            .collect();
+        let mut batch: Vec<Write> = {
+            let state = self.lock();
+            let unstored = state.frames.range(*stored - state.dropped..);
+            unstored.cloned().collect::<Vec<_>>()
+        }
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            Write::Put(Record::Event(EventRecord {
+                run_id: self.run_id.clone(),
+                seq: (self.base + *stored + i) as u64,
+                event: f.event,
+                data: f.data,
+            }))
+        })
+        .collect();
         let n = batch.len();
         if n == 0 && then.is_empty() && !end {
             return Ok(true);
@@ -222,6 +239,13 @@ impl Live {
         };
         if written {
             *stored += n;
+            // What is in the event log need not stay in memory but for the last few (a reader
+            // a little behind): a reader further behind reads the log.
+            let mut state = self.lock();
+            while state.dropped + KEPT_FRAMES < *stored {
+                state.frames.pop_front();
+                state.dropped += 1;
+            }
         } else {
             self.stop(Stop::Lost);
         }
@@ -284,33 +308,72 @@ impl Live {
     }
 
     /// Its frames from the one numbered `from` (the first is 0: `metadata`), each with its
-    /// number, then as they come, until it ended.
+    /// number, then as they come, until it ended: from memory, or, for those it let go (in
+    /// its event log already), from `records`.
     pub(crate) fn frames(
         self: Arc<Self>,
+        records: Arc<dyn Records>,
         from: usize,
     ) -> impl Stream<Item = (usize, Frame)> + Send + 'static {
         let base = self.base;
         let rx = self.changed.subscribe();
         let from = from.saturating_sub(base);
-        futures_util::stream::unfold((self, from, rx), move |(live, i, mut rx)| async move {
-            loop {
-                rx.borrow_and_update();
-                {
-                    let state = live.lock();
-                    if let Some(frame) = state.frames.get(i) {
-                        let frame = frame.clone();
-                        drop(state);
-                        return Some(((base + i, frame), (live, i + 1, rx)));
+        let state = (self, records, from, rx, std::collections::VecDeque::new());
+        futures_util::stream::unfold(
+            state,
+            move |(live, records, i, mut rx, mut read)| async move {
+                loop {
+                    if let Some(frame) = read.pop_front() {
+                        let next = (live, records, i + 1, rx, read);
+                        return Some(((base + i, frame), next));
                     }
-                    if state.result.is_some() {
+                    rx.borrow_and_update();
+                    let dropped = {
+                        let state = live.lock();
+                        match i.checked_sub(state.dropped) {
+                            Some(at) => {
+                                if let Some(frame) = state.frames.get(at) {
+                                    let frame = frame.clone();
+                                    drop(state);
+                                    return Some((
+                                        (base + i, frame),
+                                        (live, records, i + 1, rx, read),
+                                    ));
+                                }
+                                if state.result.is_some() {
+                                    return None;
+                                }
+                                false
+                            }
+                            None => true,
+                        }
+                    };
+                    if dropped {
+                        // Let go: a page from the event log, where it is.
+                        let page = records
+                            .events(&live.run_id, (base + i) as u64, EVENTS_PAGE)
+                            .await
+                            .unwrap_or_default();
+                        for (seq, event) in ((base + i) as u64..).zip(page) {
+                            if event.seq != seq {
+                                break;
+                            }
+                            read.push_back(Frame {
+                                event: event.event,
+                                data: event.data,
+                            });
+                        }
+                        if read.is_empty() {
+                            return None; // the log lost what memory let go: nothing to stream
+                        }
+                        continue;
+                    }
+                    if rx.changed().await.is_err() {
                         return None;
                     }
                 }
-                if rx.changed().await.is_err() {
-                    return None;
-                }
-            }
-        })
+            },
+        )
     }
 
     /// The number of its first frame in its event log.
@@ -1366,7 +1429,7 @@ impl Job {
                 with_interrupts(&wire(values), &interrupts),
             ),
             End::Failed(error) => {
-                if !matches!(self.live.lock().frames.last(), Some(f) if f.event == "error") {
+                if !self.live.last_frame_is("error") {
                     self.live.push(
                         "error",
                         json!({"error": error.name, "message": error.detail}),
@@ -1674,6 +1737,44 @@ mod tests {
         // A run in progress stops at once.
         runs.stop("r2", Stop::Cancel);
         assert_eq!(r2.stopped(), Stop::Cancel);
+    }
+
+    /// A run's frames, once in its event log, leave memory but its last few: its memory does
+    /// not grow with what it emits, and a reader from any point (a slow one, one that comes
+    /// late) still gets every frame in order, those let go read from the log.
+    #[tokio::test]
+    async fn a_runs_memory_is_bounded_and_its_readers_get_every_frame() {
+        let store = agentstate_store::SqliteStore::open_in_memory().unwrap();
+        let records: Arc<dyn Records> = Arc::new(store);
+        let live = Live::new("r1", "t1");
+        let total = KEPT_FRAMES * 6;
+        for n in 1..total {
+            live.push("custom", json!({ "n": n, "pad": "x".repeat(1024) }));
+            if n % 100 == 0 {
+                assert!(live
+                    .store(&*records, None, Vec::new(), false)
+                    .await
+                    .unwrap());
+                assert!(live.lock().frames.len() <= KEPT_FRAMES + 100);
+            }
+        }
+        assert!(live
+            .store(&*records, None, Vec::new(), false)
+            .await
+            .unwrap());
+        assert!(live.lock().frames.len() <= KEPT_FRAMES);
+        live.finish(json!({}));
+        for from in [0, 7, total - KEPT_FRAMES - 1, total - 3] {
+            let read: Vec<(usize, Frame)> = Arc::clone(&live)
+                .frames(Arc::clone(&records), from)
+                .collect()
+                .await;
+            let numbers: Vec<usize> = read.iter().map(|(i, _)| *i).collect();
+            assert_eq!(numbers, (from..total).collect::<Vec<_>>(), "from {from}");
+            for (i, frame) in read.iter().skip(1) {
+                assert_eq!(frame.data["n"], *i, "frame {i}");
+            }
+        }
     }
 
     #[test]

@@ -85,7 +85,7 @@ struct Entry {
 /// and was resumed, a [`RetryPolicy`](crate::layer::RetryPolicy) called it again, a question
 /// was answered), a call whose result is journaled is not run: its recorded message is
 /// returned. Only a call in flight when its worker crashed (run, its result not journaled yet)
-/// runs again, once, with the same idempotency key
+/// runs again (once for that crash), with the same idempotency key
 /// ([`Context::idempotency_key`], `{run id}:{step}.{task}/call:{call id}`): pass it to the
 /// service that does the work, and the work is done once. A call that did not reach its tool
 /// (an unknown tool, bad arguments) or asked a question is not journaled. A result that cannot

@@ -172,6 +172,17 @@ impl Context {
         cx
     }
 
+    /// This context for another attempt of its node ([`Retry`](crate::layer::Retry)): in a
+    /// durable run its effects and questions are counted from the first again, so that the
+    /// attempt is given what the earlier ones recorded, as a node run again after a crash is.
+    pub(crate) fn attempt(&self) -> Context {
+        let mut cx = self.clone();
+        if let Some((journal, task)) = self.scope_base() {
+            cx.scope = Some(Arc::new(Scope::new(journal, task)));
+        }
+        cx
+    }
+
     /// This context for the tool call whose idempotency key is `key` ([`ToolSet`](crate::ToolSet)).
     pub(crate) fn with_idempotency_key(mut self, key: String) -> Self {
         self.tool_key = Some(Arc::from(key));

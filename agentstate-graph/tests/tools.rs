@@ -486,6 +486,19 @@ fn alone(node: impl agentstate_graph::Node<AgentState>) -> Graph<AgentState> {
         .unwrap()
 }
 
+/// Runs `graph` durably on a new SQLite store: its final state.
+async fn finished_on_sqlite(graph: &Graph<AgentState>) -> Arc<AgentState> {
+    let store = SqliteStore::open_in_memory().unwrap();
+    match graph
+        .durable(&store)
+        .start("t", AgentState::default())
+        .await
+    {
+        Ok(Outcome::Finished { state, .. }) => state,
+        other => panic!("expected the run to finish, got {other:?}"),
+    }
+}
+
 /// The results' (call id, text) pairs.
 fn answered(messages: &[Message]) -> Vec<(String, String)> {
     messages
@@ -614,13 +627,7 @@ async fn a_retried_node_does_not_run_its_finished_calls_again() {
         failing_once(counted_tools(&ran), calls.clone())
             .retry(RetryPolicy::new(2).backoff_constant(Duration::ZERO)),
     );
-    let store = SqliteStore::open_in_memory().unwrap();
-    let outcome = graph
-        .durable(&store)
-        .start("t", AgentState::default())
-        .await
-        .unwrap();
-    assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
+    finished_on_sqlite(&graph).await;
     assert_eq!(ran.counts(), [("a".to_owned(), 1), ("b".to_owned(), 1)]);
 
     // Outside a durable run there is no journal: the retry runs the calls again, as it did.
@@ -631,6 +638,34 @@ async fn a_retried_node_does_not_run_its_finished_calls_again() {
     );
     graph.invoke(AgentState::default()).await.unwrap();
     assert_eq!(ran.counts(), [("a".to_owned(), 2), ("b".to_owned(), 2)]);
+}
+
+/// The effects a node asks for itself are not run again by its retry either.
+#[tokio::test]
+async fn a_retried_node_does_not_run_its_recorded_effects_again() {
+    use agentstate_graph::layer::{NodeExt, RetryPolicy};
+    let (paid, attempts) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (p, a) = (paid.clone(), attempts.clone());
+    let node = move |_: Arc<AgentState>, cx: Context| {
+        let (paid, attempts) = (p.clone(), a.clone());
+        async move {
+            let receipt: usize = cx
+                .effect("pay", |_key| async move {
+                    Ok::<_, std::io::Error>(paid.fetch_add(1, Ordering::SeqCst) + 1)
+                })
+                .await?;
+            if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err::<AgentStateUpdate, BoxError>("failed after paying".into());
+            }
+            let said = Message::text_message(format!("receipt {receipt}"), Role::Assistant);
+            Ok(AgentStateUpdate::default().context(vec![said]))
+        }
+    };
+    let graph = alone(node.retry(RetryPolicy::new(2).backoff_constant(Duration::ZERO)));
+    let state = finished_on_sqlite(&graph).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "the retry paid again");
+    assert_eq!(state.context.iter().last().unwrap().text(), "receipt 1");
 }
 
 #[tokio::test]

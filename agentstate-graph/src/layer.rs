@@ -178,6 +178,9 @@ impl<S> RetryPolicy<S> {
 }
 
 /// A node re-run by a [`RetryPolicy`] when it fails. The last attempt's error is the node's.
+/// In a durable run an attempt is given what the earlier ones recorded: the results of their
+/// [`effect`](crate::Context::effect)s and of the tool calls a [`ToolSet`](crate::ToolSet)
+/// ran, which do not run again.
 pub struct Retry<N, S> {
     node: Arc<N>,
     policy: RetryPolicy<S>,
@@ -190,7 +193,7 @@ impl<S: GraphState, N: Node<S>> Node<S> for Retry<N, S> {
         Box::pin(async move {
             let mut attempt = 0;
             loop {
-                match node.call(Arc::clone(&state), cx.clone()).await {
+                match node.call(Arc::clone(&state), cx.attempt()).await {
                     Ok(output) => return Ok(output),
                     Err(error) => {
                         if !policy.should_retry(attempt, &error, &state) {

@@ -114,7 +114,8 @@
 //! - tools: a [`ToolSet`] of typed tools (each a [`ToolFn`] over an argument type whose JSON
 //!   Schema and doc comment define the tool; [`ToolFuture`]), run in parallel by a message's
 //!   calls (at most [`DEFAULT_TOOL_CONCURRENCY`] at once by default), every failure a result the
-//!   model reads ([`ToolFailure`]).
+//!   model reads ([`ToolFailure`]); in a durable run each call is an effect keyed by its call
+//!   id, run once, its idempotency key given to the tool ([`Context::idempotency_key`]).
 //!
 //! The rest is in namespaces:
 //!

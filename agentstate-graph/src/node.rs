@@ -112,6 +112,8 @@ pub struct Context {
     thread: Option<Arc<str>>,
     /// The run's recursion limit (none outside a run).
     limit: Option<usize>,
+    /// The idempotency key of the tool call this context was given to (none elsewhere).
+    tool_key: Option<Arc<str>>,
 }
 
 impl Context {
@@ -124,6 +126,7 @@ impl Context {
             scope: None,
             thread: None,
             limit: None,
+            tool_key: None,
         }
     }
 
@@ -167,6 +170,23 @@ impl Context {
             cx.scope = Some(Arc::new(Scope::new(journal, format!("{base}/{segment}"))));
         }
         cx
+    }
+
+    /// This context for another attempt of its node ([`Retry`](crate::layer::Retry)): in a
+    /// durable run its effects and questions are counted from the first again, so that the
+    /// attempt is given what the earlier ones recorded, as a node run again after a crash is.
+    pub(crate) fn attempt(&self) -> Context {
+        let mut cx = self.clone();
+        if let Some((journal, task)) = self.scope_base() {
+            cx.scope = Some(Arc::new(Scope::new(journal, task)));
+        }
+        cx
+    }
+
+    /// This context for the tool call whose idempotency key is `key` ([`ToolSet`](crate::ToolSet)).
+    pub(crate) fn with_idempotency_key(mut self, key: String) -> Self {
+        self.tool_key = Some(Arc::from(key));
+        self
     }
 
     /// Where the node's emissions go (a nested run's nodes emit there too).
@@ -321,6 +341,40 @@ impl Context {
         })
     }
 
+    /// The idempotency key of the tool call this context was given to, when a
+    /// [`ToolSet`](crate::ToolSet) runs a tool: the same each time that call of that node of
+    /// that run runs, whichever place the call has in its message and whichever calls finish
+    /// first. In a durable run a tool call runs once (its result is journaled, and a step run
+    /// again returns it); only a call in flight when its worker crashed runs a second time, with
+    /// this key, so pass it to the service that does the work (a payment API's idempotency key,
+    /// a unique column) and the work is done once. `None` outside a tool call (a node's
+    /// [`effect`](Context::effect)s are given their own key).
+    ///
+    /// ```
+    /// use agentstate::message::ToolCall;
+    /// use agentstate_graph::{BoxError, Context, ToolSet};
+    /// use serde_json::{json, Value};
+    ///
+    /// let tools = ToolSet::new().tool("refund", |_: Value, cx: Context| async move {
+    ///     // e.g. payments.refund(..., idempotency_key = key)
+    ///     let key = cx.idempotency_key().ok_or("not run as a tool call")?.to_owned();
+    ///     Ok::<_, BoxError>(key)
+    /// });
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let cx = Context::detached("tools");
+    /// assert_eq!(cx.idempotency_key(), None);
+    /// let result = tools.call(&ToolCall::new("call_7", "refund", json!({})), &cx).await?;
+    /// // Outside a durable run: `{run id}:{node}/call:{call id}`; in one, the step's task is
+    /// // in place of the node (`{run id}:{step}.{task}/call:{call id}`).
+    /// assert_eq!(result.text(), "test:tools/call:call_7");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.tool_key.as_deref()
+    }
+
     /// A context outside any run (for testing a node on its own): run id `"test"`, step 0,
     /// emissions dropped.
     ///
@@ -401,6 +455,7 @@ impl std::fmt::Debug for Context {
             .field("durable", &self.scope.is_some())
             .field("thread", &self.thread)
             .field("recursion_limit", &self.limit)
+            .field("idempotency_key", &self.tool_key)
             .finish()
     }
 }

@@ -1,7 +1,7 @@
 //! Typed tools: async functions over an argument type, their definitions for a model request,
 //! and a [`ToolSet`] that runs a message's tool calls in parallel.
 
-use crate::effect::Interrupted;
+use crate::effect::{Interrupted, Journal};
 use crate::node::{panic_message, BoxError, Context};
 use agentstate::message::{ArgumentsError, ContentBlock, Message, ToolCall, ToolResultBlock};
 use agentstate::providers::Tool;
@@ -9,6 +9,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -77,14 +78,29 @@ struct Entry {
 /// the words of LangGraph's `ToolNode` ([`ToolFailure::default_text`]; replace them with
 /// [`error_text`](ToolSet::error_text)).
 ///
-/// Each call gets the node's context, apart from the others': in a durable run its
-/// [`effect`](Context::effect)s are journaled under the call's place in the message, so a call
-/// that runs again (the node resumed after a crash or a question) gets its recorded results and
-/// the effects do not run twice, whichever calls finish first; its
+/// **Each tool call runs once in a durable run.** A call is an effect keyed by its call id (not
+/// its place in the message): once the tool returned (its output, its error or its panic), the
+/// call's result message is journaled, each call as it finishes, whatever order they finish in.
+/// When the node runs again (its worker crashed and another took the run over, the step failed
+/// and was resumed, a [`RetryPolicy`](crate::layer::RetryPolicy) called it again, a question
+/// was answered), a call whose result is journaled is not run: its recorded message is
+/// returned. Only a call in flight when its worker crashed (run, its result not journaled yet)
+/// runs again (once for that crash), with the same idempotency key
+/// ([`Context::idempotency_key`], `{run id}:{step}.{task}/call:{call id}`): pass it to the
+/// service that does the work, and the work is done once. A call that did not reach its tool
+/// (an unknown tool, bad arguments) or asked a question is not journaled. A result that cannot
+/// be journaled (the run's lease was taken over, the database failed) is returned all the same:
+/// the step's commit keeps it or fails, and then the call counts as in flight. Outside a
+/// durable run (no journal) every call simply runs, each time it is asked for.
+///
+/// Each call gets the node's context, apart from the others': in a durable run the
+/// [`effect`](Context::effect)s a tool asks for are journaled under the call's place in the
+/// message, so a call in flight that runs again gets the results its effects recorded; its
 /// [`interrupt`](Context::interrupt) asks a person, and the node returns the first question in
 /// call order ([`Interrupted`]) once every call has finished. A question is not a failure: it
-/// suspends the durable run, which runs the node again, every call from its start, when it is
-/// resumed with the answer (so keep a tool's side effects in `cx.effect`).
+/// suspends the durable run, which runs the node again when it is resumed with the answer:
+/// the calls that finished return their recorded results, the one that asked runs from its
+/// start (so keep its side effects before the question in `cx.effect`).
 ///
 /// ```
 /// use agentstate::message::{Message, Role, ToolCall};
@@ -297,13 +313,23 @@ impl ToolSet {
     /// failed result the model can read; the only error is a tool's question
     /// ([`Interrupted`], the first in call order), which the node returns with `?` to suspend
     /// its durable run.
+    ///
+    /// In a durable run each call is an effect keyed by its call id (see the type's
+    /// documentation): a call whose result is journaled is not run again. Calls that share an
+    /// id are told apart by their order among those of that id.
     pub async fn run(&self, calls: &[ToolCall], cx: &Context) -> Result<Vec<Message>, Interrupted> {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
         // Collected first: a stream holding the closure would make this future `Send` only
         // for some lifetimes, which a node's future cannot be.
         let calls: Vec<_> = calls
             .iter()
             .enumerate()
-            .map(|(place, call)| self.call_at(call, cx.nested(&format!("t{place}"))))
+            .map(|(place, call)| {
+                let repeat = seen.entry(call.id()).or_insert(0);
+                let once = Once::of(call, *repeat, cx);
+                *repeat += 1;
+                self.call_once(call, once, cx.nested(&format!("t{place}")))
+            })
             .collect();
         let results: Vec<Result<Message, Interrupted>> = futures_util::stream::iter(calls)
             .buffered(self.concurrency)
@@ -313,31 +339,86 @@ impl ToolSet {
     }
 
     /// Runs one call with `cx` as it is, and returns its tool-result message (a failed one if
-    /// the call failed), or the tool's question. A node that runs several calls itself gives
-    /// each its own context, as [`run`](ToolSet::run) does, so that their effects are told
-    /// apart.
+    /// the call failed), or the tool's question. In a durable run the call is an effect keyed
+    /// by its id, as in [`run`](ToolSet::run): its recorded result is returned if it has one.
+    /// A node that runs several calls itself gives each its own context, as
+    /// [`run`](ToolSet::run) does, so that the effects the tools ask for are told apart.
     pub async fn call(&self, call: &ToolCall, cx: &Context) -> Result<Message, Interrupted> {
-        self.call_at(call, cx.clone()).await
+        self.call_once(call, Once::of(call, 0, cx), cx.clone())
+            .await
     }
 
-    async fn call_at(&self, call: &ToolCall, cx: Context) -> Result<Message, Interrupted> {
-        let span = crate::trace::tool(&cx, call.name(), call.id());
+    /// Runs `call` once: its recorded result if `once` has one, else the tool, whose result
+    /// is then journaled. `cx` is the tool's context.
+    async fn call_once(
+        &self,
+        call: &ToolCall,
+        once: Once,
+        cx: Context,
+    ) -> Result<Message, Interrupted> {
+        let cx = cx.with_idempotency_key(once.idempotency_key.clone());
+        let recorded = once.journal.as_ref().and_then(|j| j.recorded(&once.key));
+        let span = crate::trace::tool(&cx, call.name(), call.id(), &once.key, recorded.is_some());
+        if let Some((tool, value)) = recorded {
+            return Ok(self.replayed(call, &tool, value, &span));
+        }
         let outcome = self.execute(call, cx).instrument(span.clone()).await;
-        let failure = match outcome {
+        let (failure, ran) = match outcome {
             Ok(output) => {
                 let block = ToolResultBlock::completed(call.id(), output);
-                return Ok(Message::tool_message(vec![ContentBlock::ToolResult(block)]));
+                let message = Message::tool_message(vec![ContentBlock::ToolResult(block)]);
+                return Ok(once.record(call, message, &span).await);
             }
             Err(Failure::Asked(asked)) => return Err(asked),
-            Err(Failure::Failed(failure)) => failure,
+            Err(Failure::Failed(failure)) => {
+                let ran = matches!(
+                    failure,
+                    ToolFailure::Failed { .. } | ToolFailure::Panicked { .. }
+                );
+                (failure, ran)
+            }
         };
         crate::trace::failed(&span, failure.category());
-        let text = match &self.error_text {
-            Some(text) => text(&failure),
-            None => failure.default_text(),
+        let block = ToolResultBlock::failed(call.id(), self.text_of(&failure));
+        let message = Message::tool_message(vec![ContentBlock::ToolResult(block)]);
+        // A call whose tool did not start (unknown, bad arguments) did nothing to remember.
+        Ok(if ran {
+            once.record(call, message, &span).await
+        } else {
+            message
+        })
+    }
+
+    /// The recorded result of `call` (journaled under the tool `tool`): the message it gave,
+    /// or a failed result if the record does not read as one of this call.
+    fn replayed(&self, call: &ToolCall, tool: &str, value: Value, span: &tracing::Span) -> Message {
+        let reason = match serde_json::from_value::<Message>(value) {
+            Ok(message) if tool == call.name() => return message,
+            Ok(_) => format!(
+                "the journal holds a result of call `{}` to tool `{tool}`, not to this tool",
+                call.id()
+            ),
+            Err(error) => format!(
+                "the journaled result of call `{}` does not read: {error}",
+                call.id()
+            ),
         };
-        let block = ToolResultBlock::failed(call.id(), text);
-        Ok(Message::tool_message(vec![ContentBlock::ToolResult(block)]))
+        let failure = ToolFailure::Failed {
+            call_id: call.id().to_owned(),
+            tool: call.name().to_owned(),
+            error: reason.into(),
+        };
+        crate::trace::failed(span, failure.category());
+        let block = ToolResultBlock::failed(call.id(), self.text_of(&failure));
+        Message::tool_message(vec![ContentBlock::ToolResult(block)])
+    }
+
+    /// The text of a failed call's result.
+    fn text_of(&self, failure: &ToolFailure) -> String {
+        match &self.error_text {
+            Some(text) => text(failure),
+            None => failure.default_text(),
+        }
     }
 
     async fn execute(&self, call: &ToolCall, cx: Context) -> Result<Value, Failure> {
@@ -386,6 +467,66 @@ fn definition_of<A: schemars::JsonSchema>(name: String, description: Option<Stri
         definition.description = description.unwrap_or(documented);
     }
     definition
+}
+
+/// Where a tool call's result is kept so that the call runs once: its effect's journal key
+/// (by the call's id, not its place) and the idempotency key the tool is given.
+struct Once {
+    /// The durable run's journal (none outside one: the call simply runs).
+    journal: Option<Arc<dyn Journal>>,
+    /// The journal key: `{step}.{task}/call:{id}` in a durable run (the node's name in place
+    /// of the task outside one), then `#{n}` for the n-th other call of the same id.
+    key: String,
+    /// `{run id}:{key}`.
+    idempotency_key: String,
+}
+
+impl Once {
+    /// The keys of `call`, the `repeat`-th earlier call of its id, run in the node whose
+    /// context is `cx`.
+    fn of(call: &ToolCall, repeat: usize, cx: &Context) -> Once {
+        let (journal, base) = match cx.scope_base() {
+            Some((journal, task)) => (Some(journal), task),
+            None => (None, cx.node().to_owned()),
+        };
+        let mut key = format!("{base}/call:{}", call.id());
+        if repeat > 0 {
+            key.push_str(&format!("#{repeat}"));
+        }
+        Once {
+            journal,
+            idempotency_key: format!("{}:{key}", cx.run_id()),
+            key,
+        }
+    }
+
+    /// Journals `message`, the result of `call`, and returns it. A result that cannot be
+    /// journaled (the database failed, the run's lease was taken over) is returned all the
+    /// same, its span marked failed: the step's commit then keeps it or fails, and a call
+    /// whose result neither kept is in flight (run again once, with the same key).
+    async fn record(&self, call: &ToolCall, message: Message, span: &tracing::Span) -> Message {
+        let Some(journal) = &self.journal else {
+            return message;
+        };
+        let recorded = match serde_json::to_value(&message) {
+            Ok(value) => journal
+                .record(self.key.clone(), call.name().to_owned(), value)
+                .instrument(span.clone())
+                .await
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        if let Err(error) = recorded {
+            crate::trace::failed(span, "effect_journal_failed");
+            tracing::warn!(
+                target: "agentstate_graph",
+                parent: span,
+                "the result of tool call `{}` ran but could not be journaled: {error}",
+                call.id()
+            );
+        }
+        message
+    }
 }
 
 /// How a call ended without an output.

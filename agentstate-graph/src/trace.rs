@@ -202,8 +202,10 @@ pub(crate) fn interrupt(cx: &Context, id: &str, answered: bool) -> Span {
 }
 
 /// The span of one tool call run by a [`ToolSet`](crate::ToolSet) in the node whose context
-/// is `cx` (GenAI's `execute_tool` operation); marked [`failed`] when the call fails.
-pub(crate) fn tool(cx: &Context, name: &str, call_id: &str) -> Span {
+/// is `cx` (GenAI's `execute_tool` operation); marked [`failed`] when the call fails. `key` is
+/// its effect's journal key, `replayed` whether its recorded result is returned instead of
+/// running it.
+pub(crate) fn tool(cx: &Context, name: &str, call_id: &str, key: &str, replayed: bool) -> Span {
     let span = info_span!(
         target: "agentstate_graph",
         "agentstate.tool",
@@ -217,6 +219,8 @@ pub(crate) fn tool(cx: &Context, name: &str, call_id: &str) -> Span {
         agentstate.run.id = cx.run_id(),
         agentstate.step = cx.step(),
         agentstate.node = cx.node(),
+        agentstate.effect.key = key,
+        agentstate.effect.replayed = replayed,
     );
     if !span.is_disabled() {
         span.record("otel.name", format_args!("execute_tool {name}"));

@@ -57,11 +57,7 @@ fn kills_wanted() -> usize {
 const MODES: [&str; 3] = ["sync", "async", "exit"];
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     if let Ok(spec) = std::env::var(CHILD) {
         if let Some(spec) = spec.strip_prefix("fan-out|") {
             runtime.block_on(fan_out_child(spec));
@@ -596,19 +592,10 @@ fn finished_bodies(raw: &std::path::Path) -> BTreeMap<u64, u32> {
 async fn sends_killed(db: &Db, dir: &std::path::Path, mode: &str) -> String {
     let store = db.open().await;
     let thread = format!("crash-{}-{}-sends-{mode}", std::process::id(), now_ms());
-    let raw = dir.join(format!("sends-{}-{mode}.log", db.backend()));
-    let release = dir.join(format!("sends-{}-{mode}.release", db.backend()));
-    let _ = std::fs::remove_file(&raw);
-    let _ = std::fs::remove_file(&release);
-    let spec = format!(
-        "sends|{mode}|{thread}|{}|{}|{}",
-        raw.display(),
-        release.display(),
-        db.describe()
-    );
+    let (raw, release) = raw_and_release(dir, &format!("sends-{}-{mode}", db.backend()));
+    let spec = release_spec(&format!("sends|{mode}|{thread}"), &raw, &release, db);
 
-    let mut first = ChildGuard::spawn(&spec, &[]);
-    first.expect_line("go", Duration::from_secs(60));
+    let mut first = started_child(&spec);
     let deadline = Instant::now() + Duration::from_secs(60);
     while finished_bodies(&raw).len() < QUICK as usize {
         assert!(
@@ -627,13 +614,7 @@ async fn sends_killed(db: &Db, dir: &std::path::Path, mode: &str) -> String {
     );
 
     std::fs::write(&release, b"").unwrap();
-    let mut second = ChildGuard::spawn(&spec, &[]);
-    second.expect_line("go", Duration::from_secs(60));
-    let status = second.wait_for(Duration::from_secs(120));
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "{mode}: the resuming child did not finish: {status:?}"
-    );
+    resume_in_child(&spec);
 
     let runs = finished_bodies(&raw);
     let again: Vec<u64> = runs

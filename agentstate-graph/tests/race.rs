@@ -43,11 +43,7 @@ const FAIL_PER_MILLE: u64 = 150;
 const TAKEOVER_TTL: Duration = Duration::from_millis(1_500);
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = runtime();
     if let Ok(spec) = std::env::var(CHILD) {
         runtime.block_on(child(&spec));
         return;

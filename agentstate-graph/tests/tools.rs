@@ -391,3 +391,313 @@ fn a_question_outside_a_durable_run_fails_the_run() {
         .unwrap_err();
     assert_eq!(error.category(), "interrupt_outside_durable_run");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Each call once: an effect keyed by its call id.
+
+/// How many times each call id's tool ran, and the idempotency keys it was given.
+#[derive(Clone, Default)]
+struct Ran(Arc<std::sync::Mutex<std::collections::BTreeMap<String, Vec<String>>>>);
+
+impl Ran {
+    fn hit(&self, id: &str, key: Option<&str>) {
+        let mut ran = self.0.lock().unwrap();
+        ran.entry(id.to_owned())
+            .or_default()
+            .push(key.unwrap_or("none").to_owned());
+    }
+
+    fn counts(&self) -> Vec<(String, usize)> {
+        let ran = self.0.lock().unwrap();
+        ran.iter()
+            .map(|(id, keys)| (id.clone(), keys.len()))
+            .collect()
+    }
+
+    fn keys(&self, id: &str) -> Vec<String> {
+        self.0.lock().unwrap().get(id).cloned().unwrap_or_default()
+    }
+}
+
+/// Names its call.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Tag {
+    id: String,
+}
+
+/// `work` says its call's id, `broken` fails; both count their runs.
+fn counted_tools(ran: &Ran) -> ToolSet {
+    let (work, broken) = (ran.clone(), ran.clone());
+    ToolSet::new()
+        .tool("work", move |tag: Tag, cx: Context| {
+            let ran = work.clone();
+            async move {
+                ran.hit(&tag.id, cx.idempotency_key());
+                // The earlier call finishes last.
+                let wait = 30u64.saturating_sub(10 * tag.id.len() as u64 % 30);
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                Ok::<_, BoxError>(format!("worked {}", tag.id))
+            }
+        })
+        .tool("broken", move |tag: Tag, cx: Context| {
+            let ran = broken.clone();
+            async move {
+                ran.hit(&tag.id, cx.idempotency_key());
+                Err::<String, BoxError>(format!("{} is broken", tag.id).into())
+            }
+        })
+}
+
+fn calls_of(ids: &[(&str, &str)]) -> Vec<ToolCall> {
+    ids.iter()
+        .map(|(id, tool)| ToolCall::new(*id, *tool, json!({ "id": id })))
+        .collect()
+}
+
+/// A node that runs `calls` (in reverse order from its second call on), then fails the first
+/// time it ran; it returns the results it got.
+fn failing_once(tools: ToolSet, calls: Vec<ToolCall>) -> impl agentstate_graph::Node<AgentState> {
+    let (tools, calls) = (Arc::new(tools), Arc::new(calls));
+    let attempts = Arc::new(AtomicUsize::new(0));
+    move |_: Arc<AgentState>, cx: Context| {
+        let (tools, calls, attempts) = (tools.clone(), calls.clone(), attempts.clone());
+        async move {
+            let attempt = attempts.fetch_add(1, Ordering::SeqCst);
+            let mut calls = calls.to_vec();
+            if attempt > 0 {
+                calls.reverse();
+            }
+            let results = tools.run(&calls, &cx).await?;
+            if attempt == 0 {
+                return Err::<AgentStateUpdate, BoxError>("the node failed after its tools".into());
+            }
+            Ok(AgentStateUpdate::default().context(results))
+        }
+    }
+}
+
+/// A graph of `node` alone, named `tools`.
+fn alone(node: impl agentstate_graph::Node<AgentState>) -> Graph<AgentState> {
+    Graph::builder()
+        .node("tools", node)
+        .entry("tools")
+        .edge("tools", END)
+        .build()
+        .unwrap()
+}
+
+/// Runs `graph` durably on a new SQLite store: its final state.
+async fn finished_on_sqlite(graph: &Graph<AgentState>) -> Arc<AgentState> {
+    let store = SqliteStore::open_in_memory().unwrap();
+    match graph
+        .durable(&store)
+        .start("t", AgentState::default())
+        .await
+    {
+        Ok(Outcome::Finished { state, .. }) => state,
+        other => panic!("expected the run to finish, got {other:?}"),
+    }
+}
+
+/// The results' (call id, text) pairs.
+fn answered(messages: &[Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .flat_map(|m| {
+            m.tool_results()
+                .map(|r| (r.call_id.clone(), m.text()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Runs the failing node durably on `store`: the step fails after its calls, and the resume
+/// runs it again, in reverse order; no finished call runs again.
+async fn finished_calls_once<B: agentstate_store::backend::Backend>(
+    store: &agentstate_store::Store<B>,
+    thread: &str,
+) {
+    let ran = Ran::default();
+    let calls = calls_of(&[
+        ("a", "work"),
+        ("bb", "work"),
+        ("x", "broken"),
+        ("z", "nope"),
+    ]);
+    let graph = alone(failing_once(counted_tools(&ran), calls));
+    let durable = graph.durable(store);
+    let error = durable
+        .start(thread, AgentState::default())
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("the node failed after its tools"),
+        "{error}"
+    );
+    let expected_runs = vec![
+        ("a".to_owned(), 1),
+        ("bb".to_owned(), 1),
+        ("x".to_owned(), 1),
+    ];
+    assert_eq!(ran.counts(), expected_runs);
+
+    // Each call that reached its tool was journaled under its id (the unknown tool was not).
+    let entries = store
+        .history(thread, agentstate_store::HistoryQuery::oldest(100))
+        .await
+        .unwrap();
+    let mut keys: Vec<String> = entries
+        .iter()
+        .filter_map(|e| e.extra.get("agentstate_graph"))
+        .filter(|m| m["entry"] == "effect")
+        .map(|m| m["key"].as_str().unwrap().to_owned())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["1.0/call:a", "1.0/call:bb", "1.0/call:x"]);
+
+    let outcome = durable.resume(thread).await.unwrap();
+    let Outcome::Finished { state, .. } = outcome else {
+        panic!("expected the run to finish, got {outcome:?}");
+    };
+    // Nothing ran again, though the calls came in another order.
+    assert_eq!(ran.counts(), expected_runs);
+    let results = answered(&state.context.iter().cloned().collect::<Vec<_>>());
+    let texts: Vec<(&str, &str)> = results
+        .iter()
+        .map(|(id, text)| (id.as_str(), text.as_str()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (
+                "z",
+                "Error: nope is not a valid tool, try one of [work, broken]."
+            ),
+            (
+                "x",
+                "Error: tool `broken` failed: x is broken\n Please fix your mistakes."
+            ),
+            ("bb", "worked bb"),
+            ("a", "worked a"),
+        ]
+    );
+    // Each tool was given its call's key: the run's id, the step's task and the call id.
+    let key = &ran.keys("bb")[0];
+    assert!(key.ends_with(":1.0/call:bb"), "{key}");
+    assert!(!key.starts_with(":1.0"), "the key names the run: {key}");
+}
+
+#[tokio::test]
+async fn a_finished_call_does_not_run_again_when_its_step_runs_again_on_sqlite() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    finished_calls_once(&store, "t").await;
+}
+
+#[tokio::test]
+async fn a_finished_call_does_not_run_again_when_its_step_runs_again_on_postgres() {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let Ok(url) = std::env::var("AGENTSTATE_POSTGRES_URL") else {
+        assert!(!ci, "CI=true but AGENTSTATE_POSTGRES_URL is not set");
+        eprintln!("tools: postgres case skipped: AGENTSTATE_POSTGRES_URL is not set");
+        return;
+    };
+    let store = agentstate_store::PostgresStore::connect(&url)
+        .await
+        .unwrap();
+    let thread = format!(
+        "tools-once-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    finished_calls_once(&store, &thread).await;
+    store.delete(&thread).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_retried_node_does_not_run_its_finished_calls_again() {
+    use agentstate_graph::layer::{NodeExt, RetryPolicy};
+    let ran = Ran::default();
+    let calls = calls_of(&[("a", "work"), ("b", "work")]);
+    let graph = alone(
+        failing_once(counted_tools(&ran), calls.clone())
+            .retry(RetryPolicy::new(2).backoff_constant(Duration::ZERO)),
+    );
+    finished_on_sqlite(&graph).await;
+    assert_eq!(ran.counts(), [("a".to_owned(), 1), ("b".to_owned(), 1)]);
+
+    // Outside a durable run there is no journal: the retry runs the calls again, as it did.
+    let ran = Ran::default();
+    let graph = alone(
+        failing_once(counted_tools(&ran), calls)
+            .retry(RetryPolicy::new(2).backoff_constant(Duration::ZERO)),
+    );
+    graph.invoke(AgentState::default()).await.unwrap();
+    assert_eq!(ran.counts(), [("a".to_owned(), 2), ("b".to_owned(), 2)]);
+}
+
+/// The effects a node asks for itself are not run again by its retry either.
+#[tokio::test]
+async fn a_retried_node_does_not_run_its_recorded_effects_again() {
+    use agentstate_graph::layer::{NodeExt, RetryPolicy};
+    let (paid, attempts) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (p, a) = (paid.clone(), attempts.clone());
+    let node = move |_: Arc<AgentState>, cx: Context| {
+        let (paid, attempts) = (p.clone(), a.clone());
+        async move {
+            let receipt: usize = cx
+                .effect("pay", |_key| async move {
+                    Ok::<_, std::io::Error>(paid.fetch_add(1, Ordering::SeqCst) + 1)
+                })
+                .await?;
+            if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err::<AgentStateUpdate, BoxError>("failed after paying".into());
+            }
+            let said = Message::text_message(format!("receipt {receipt}"), Role::Assistant);
+            Ok(AgentStateUpdate::default().context(vec![said]))
+        }
+    };
+    let graph = alone(node.retry(RetryPolicy::new(2).backoff_constant(Duration::ZERO)));
+    let state = finished_on_sqlite(&graph).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(paid.load(Ordering::SeqCst), 1, "the retry paid again");
+    assert_eq!(state.context.iter().last().unwrap().text(), "receipt 1");
+}
+
+#[tokio::test]
+async fn calls_that_share_an_id_are_each_their_own_effect() {
+    let ran = Ran::default();
+    let calls = calls_of(&[
+        ("same", "work"),
+        ("same", "work"),
+        ("", "work"),
+        ("", "work"),
+    ]);
+    let graph = alone(failing_once(counted_tools(&ran), calls));
+    let store = SqliteStore::open_in_memory().unwrap();
+    let durable = graph.durable(&store);
+    durable.start("t", AgentState::default()).await.unwrap_err();
+    assert_eq!(ran.counts(), [("".to_owned(), 2), ("same".to_owned(), 2)]);
+    let mut keys = ran.keys("same");
+    keys.sort();
+    assert!(keys[0].ends_with(":1.0/call:same"), "{keys:?}");
+    assert!(keys[1].ends_with(":1.0/call:same#1"), "{keys:?}");
+    durable.resume("t").await.unwrap();
+    assert_eq!(ran.counts(), [("".to_owned(), 2), ("same".to_owned(), 2)]);
+}
+
+#[test]
+fn outside_a_durable_run_a_call_runs_each_time_with_its_key() {
+    let ran = Ran::default();
+    let tools = counted_tools(&ran);
+    let cx = Context::detached("tools");
+    let calls = calls_of(&[("a", "work")]);
+    let rt = runtime();
+    rt.block_on(tools.run(&calls, &cx)).unwrap();
+    rt.block_on(tools.run(&calls, &cx)).unwrap();
+    assert_eq!(ran.keys("a"), ["test:tools/call:a", "test:tools/call:a"]);
+}

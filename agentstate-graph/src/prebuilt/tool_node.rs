@@ -15,6 +15,13 @@ use std::sync::Arc;
 /// and adds their results to the messages, in call order (LangGraph's `ToolNode`). Calls that
 /// already have a result are not run again; a state without pending calls is left as it is.
 ///
+/// In a durable run each call runs once: it is an effect keyed by its call id, journaled as
+/// soon as its tool returned, so a crash, a failed step, a retry or a takeover that runs the
+/// node again returns the finished calls' recorded results and runs only the others; a call
+/// in flight at a crash runs again once, with the same idempotency key
+/// ([`Context::idempotency_key`](crate::Context::idempotency_key)), which the tool passes to
+/// the service that does the work (see [`ToolSet`]).
+///
 /// Tools named with [`approve`](ToolNode::approve) run only once a person approved them: the
 /// node asks one question for all such calls of the message ([`ApprovalRequest`], the
 /// interrupt's payload), and the durable run suspends until it is resumed with

@@ -179,6 +179,54 @@ pub fn seed(test: &'static str) -> u64 {
     seed
 }
 
+/// The runtime of a test binary and of its children.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The paths of a case's `raw` log and `release` file in `dir`, both removed: `{case}.log`
+/// and `{case}.release`.
+pub fn raw_and_release(dir: &Path, case: &str) -> (PathBuf, PathBuf) {
+    let raw = dir.join(format!("{case}.log"));
+    let release = dir.join(format!("{case}.release"));
+    let _ = std::fs::remove_file(&raw);
+    let _ = std::fs::remove_file(&release);
+    (raw, release)
+}
+
+/// A child's spec: `{prefix}|{raw}|{release}|{db}`.
+pub fn release_spec(prefix: &str, raw: &Path, release: &Path, db: &Db) -> String {
+    format!(
+        "{prefix}|{}|{}|{}",
+        raw.display(),
+        release.display(),
+        db.describe()
+    )
+}
+
+/// Spawns a child with `spec` and waits until it began (printed `go`).
+pub fn started_child(spec: &str) -> ChildGuard {
+    let child = ChildGuard::spawn(spec, &[]);
+    child.expect_line("go", Duration::from_secs(60));
+    child
+}
+
+/// Spawns a child with `spec` that resumes a killed child's run, and waits until it exited
+/// with success (at most two minutes).
+pub fn resume_in_child(spec: &str) {
+    let mut child = started_child(spec);
+    let status = child.wait_for(Duration::from_secs(120));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the resuming child {} did not finish: {status:?}",
+        child.id()
+    );
+}
+
 /// A child process (this test binary, with [`CHILD`] set), killed and reaped when dropped; its
 /// stdout lines arrive on a channel.
 pub struct ChildGuard {
@@ -355,7 +403,8 @@ pub struct Outside {
     pub rng: Mutex<Rng>,
 }
 
-fn append_line(path: &Path, line: &str) {
+/// Appends one line to `path` in one write (lines of several processes do not interleave).
+pub fn append_line(path: &Path, line: &str) {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

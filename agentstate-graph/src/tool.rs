@@ -362,6 +362,15 @@ impl ToolSet {
         if let Some((tool, value)) = recorded {
             return Ok(self.replayed(call, &tool, value, &span));
         }
+        // Not started once the run lost its thread's lease (its result could not be journaled,
+        // and another worker may be running the thread): a failed result, which the step's
+        // commit, refused as well, never keeps.
+        if let Some(Err(error)) = once.journal.as_ref().map(|j| j.may_start()) {
+            crate::trace::failed(&span, "lease_lost");
+            let text = format!("tool call `{}` was not started: {error}", call.id());
+            let block = ToolResultBlock::failed(call.id(), text);
+            return Ok(Message::tool_message(vec![ContentBlock::ToolResult(block)]));
+        }
         let outcome = self.execute(call, cx).instrument(span.clone()).await;
         let (failure, ran) = match outcome {
             Ok(output) => {

@@ -402,11 +402,10 @@ impl Service {
     /// The id of a run in progress on thread `id`: in this process, or (with workers) a queued
     /// run not yet ended, on any process.
     pub(crate) async fn running_on(&self, id: &str) -> Result<Option<String>, ApiError> {
-        if let Some(running) = self.runs.on_thread(id) {
-            return Ok(Some(running));
-        }
+        // Queued runs: the database is the one answer (a run's final record and its queue row
+        // are written at once; this process's registry lets it go a moment later).
         if !self.queued {
-            return Ok(None);
+            return Ok(self.runs.on_thread(id));
         }
         let runs = self.records.runs(id).await?;
         Ok(runs

@@ -5,7 +5,8 @@
 //! never two running runs on one thread, every run reaches a final status, each step ran once.
 //! A worker paused (`SIGSTOP`) past its lease mid-run and continued once another finished the
 //! run writes nothing over it; a node that blocks its worker's thread past its run's deadline
-//! does not keep the run (ended `timeout`) nor the workers (they go on claiming).
+//! does not keep the run (ended `timeout`) nor the workers (they go on claiming); a slow
+//! reader of a run of 4,000 events of 1 KiB holds nothing back and gets them all in order.
 //!
 //! Without `AGENTSTATE_POSTGRES_URL` it prints one line and passes, unless `CI` is set (then it
 //! fails). Its own main (no libtest harness): it re-executes itself as the servers and the
@@ -43,6 +44,9 @@ const SERVER: &str = "AGENTSTATE_POOL_SERVER";
 /// The directory where the nodes leave their marks (shared by the processes).
 const MARKS: &str = "AGENTSTATE_POOL_MARKS";
 
+/// How many events of 1 KiB a run on a thread `chatty...` streams.
+const CHATTY: usize = 4000;
+
 /// Appends `line` to the file `name` in `dir`.
 fn mark(dir: &Path, name: &str, line: &str) {
     let mut file = std::fs::OpenOptions::new()
@@ -67,7 +71,7 @@ fn lines(dir: &Path, name: &str) -> Vec<String> {
 fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
     let (first_dir, pay_dir) = (dir.clone(), dir);
     Ok(Graph::builder()
-        .node("first", move |s: Arc<Job>, _: Context| {
+        .node("first", move |s: Arc<Job>, cx: Context| {
             let dir = first_dir.clone();
             async move {
                 let thread = s.thread.clone();
@@ -76,6 +80,12 @@ fn graph(dir: PathBuf) -> Result<Graph<Job>, Box<dyn std::error::Error>> {
                 let blocks = thread.starts_with("block");
                 let lock = (!blocks).then(|| exclusive(&dir, &thread));
                 mark(&dir, &format!("first-{thread}"), "ran");
+                // Threads `chatty...`: many events of 1 KiB (for a slow reader).
+                if thread.starts_with("chatty") {
+                    for n in 0..CHATTY {
+                        cx.custom("chunk", json!({"n": n, "pad": "x".repeat(1024)}));
+                    }
+                }
                 if blocks && lines(&dir, &format!("first-{thread}")).len() == 1 {
                     std::thread::sleep(Duration::from_secs(5));
                 }
@@ -447,6 +457,82 @@ async fn blocked_past_its_deadline(a: &str, b: &str) {
     assert_eq!(call(a, "GET", &runs, None).await["status"], "timeout");
 }
 
+/// The resident memory of process `pid`, in KiB (Linux).
+fn resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A run on thread `chatty` (created on `a`) that streams 4,000 events of 1 KiB, read through
+/// `b` by a client that reads slowly: the run ends long before its reader has read half of it
+/// (a reader holds nothing back), and the reader gets every event in order (its server reads
+/// the event log a page at a time). The worker's growth is shown.
+async fn a_slow_reader(a: &str, b: &str, dir: &Path, workers: &[tokio::process::Child]) {
+    let before: Vec<(u32, u64)> = workers
+        .iter()
+        .filter_map(|w| w.id())
+        .map(|pid| (pid, resident_kib(pid)))
+        .collect();
+    call(a, "POST", "/threads", Some(json!({"thread_id": "chatty"}))).await;
+    let input =
+        json!({"assistant_id": "job", "input": {"thread": "chatty"}, "stream_mode": ["custom"]});
+    let run = call(a, "POST", "/threads/chatty/runs", Some(input)).await;
+    let runs = format!("/threads/chatty/runs/{}", run["run_id"].as_str().unwrap());
+    let read = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader = {
+        let (b, path, read) = (b.to_owned(), format!("{runs}/stream"), Arc::clone(&read));
+        tokio::spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(&b).await.unwrap();
+            let head = format!("GET {path} HTTP/1.1\r\nhost: {b}\r\nconnection: close\r\n\r\n");
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let (mut body, mut chunk) = (Vec::new(), vec![0u8; 4096]);
+            loop {
+                let n = stream.read(&mut chunk).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+                read.store(body.len(), Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(4)).await;
+            }
+            String::from_utf8_lossy(&body).into_owned()
+        })
+    };
+    eventually(Duration::from_secs(30), "the chatty run's end", || {
+        let (a, runs) = (a.to_owned(), runs.clone());
+        async move { call(&a, "GET", &runs, None).await["status"] == "success" }
+    })
+    .await;
+    let at_end = read.load(Ordering::SeqCst);
+    let body = reader.await.unwrap();
+    assert!(
+        at_end < body.len() / 2,
+        "the reader had {at_end} of {} bytes when the run ended",
+        body.len()
+    );
+    let numbers: Vec<u64> = body
+        .split("\n\n")
+        .filter(|frame| frame.contains("event: custom"))
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok()?["n"].as_u64())
+        .collect();
+    assert_eq!(numbers, (0..CHATTY as u64).collect::<Vec<_>>());
+    let pid: u32 = lines(dir, "effect-chatty")[0].parse().unwrap();
+    let (_, was) = before.iter().find(|(p, _)| *p == pid).copied().unwrap();
+    // Shown, not judged: the allocator keeps what it was given, so a process's resident
+    // memory says little of what it holds (that a run keeps its last frames only is
+    // `runs::tests::a_runs_memory_is_bounded_and_its_readers_get_every_frame`).
+    let grew = resident_kib(pid).saturating_sub(was);
+    println!(
+        "a slow reader of {CHATTY} events of 1 KiB: {at_end} of {} bytes read when the run ended; its worker grew by {grew} KiB",
+        body.len()
+    );
+}
+
 async fn pool(url: &str) {
     let schema = format!("agentstate_pool_{}", std::process::id());
     let dir = std::env::temp_dir().join(&schema);
@@ -479,6 +565,9 @@ async fn pool(url: &str) {
 
     // A node that blocks its worker's thread past its run's deadline.
     blocked_past_its_deadline(a, b).await;
+
+    // A run of many events, and a reader that reads it slowly.
+    a_slow_reader(a, b, &dir, &workers).await;
 
     // A run cancelled through one server: its worker, told by NOTIFY, stops it; it is not run
     // again (no sweep puts it back), and its thread's lease is free.

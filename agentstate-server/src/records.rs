@@ -139,6 +139,18 @@ fn wrong(kind: &str, id: &str) -> StoreError {
     }
 }
 
+/// `records`, read as runs: each must be one.
+fn runs_of(records: Vec<Record>) -> Result<Vec<RunRecord>, StoreError> {
+    records
+        .into_iter()
+        .map(|r| match r {
+            Record::Run(run) => Ok(run),
+            Record::Thread(t) => Err(wrong(RUN, &t.thread_id)),
+            Record::Event(e) => Err(wrong(RUN, &e.run_id)),
+        })
+        .collect()
+}
+
 /// `records` as the store writes them together: runs and threads as rows, events as batches
 /// (one per run of consecutive numbers), thread changes as patches.
 fn writes_of(records: Vec<Write>) -> Result<RecordWrites, StoreError> {
@@ -221,17 +233,7 @@ impl<B: RecordBackend> Records for Store<B> {
     }
 
     fn runs<'a>(&'a self, thread: &'a str) -> BoxFuture<'a, Result<Vec<RunRecord>, StoreError>> {
-        Box::pin(async move {
-            self.records::<Record>(RUN, Some(thread))
-                .await?
-                .into_iter()
-                .map(|r| match r {
-                    Record::Run(run) => Ok(run),
-                    Record::Thread(t) => Err(wrong(RUN, &t.thread_id)),
-                    Record::Event(e) => Err(wrong(RUN, &e.run_id)),
-                })
-                .collect()
-        })
+        Box::pin(async move { runs_of(self.records::<Record>(RUN, Some(thread)).await?) })
     }
 
     fn thread<'a>(
@@ -263,15 +265,10 @@ impl<B: RecordBackend> Records for Store<B> {
 
     fn open_runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, StoreError>> {
         Box::pin(async move {
-            self.find_records::<Record>(RUN, "status", &["pending", "running"])
-                .await?
-                .into_iter()
-                .map(|r| match r {
-                    Record::Run(run) => Ok(run),
-                    Record::Thread(t) => Err(wrong(RUN, &t.thread_id)),
-                    Record::Event(e) => Err(wrong(RUN, &e.run_id)),
-                })
-                .collect()
+            runs_of(
+                self.find_records::<Record>(RUN, "status", &["pending", "running"])
+                    .await?,
+            )
         })
     }
 

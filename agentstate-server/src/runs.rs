@@ -1517,10 +1517,10 @@ pub(crate) struct Following {
     changed: watch::Receiver<Change>,
 }
 
-/// What the notices said of a followed run: how many came, and whether one said it ended.
+/// What the notices said of a followed run (each notice wakes its followers): whether one
+/// said it ended.
 #[derive(Debug, Clone, Copy, Default)]
 struct Change {
-    notices: u64,
     ended: bool,
 }
 
@@ -1549,10 +1549,7 @@ impl Followers {
     fn changed(&self, run_id: &str, ended: bool) {
         let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(sender) = runs.get(run_id) {
-            sender.send_modify(|c| {
-                c.notices += 1;
-                c.ended |= ended;
-            });
+            sender.send_modify(|c| c.ended |= ended);
         }
     }
 }

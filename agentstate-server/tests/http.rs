@@ -719,7 +719,7 @@ async fn a_run_past_its_deadline_or_cancelled_ends_even_if_its_node_blocks() {
     );
     assert!(started.elapsed() >= Duration::from_secs(5));
     // Cancelled.
-    let blocked = json!({"assistant_id": "desk", "input": ask("block again"), "command": null});
+    let blocked = json!({"assistant_id": "desk", "input": ask("block again")});
     let (_, run) = json(&app, "POST", &runs, Some(blocked)).await;
     let cancelled = format!("{runs}/{}", run["run_id"].as_str().unwrap());
     while status_of(cancelled.clone()).await != "running" {

@@ -512,6 +512,11 @@ async fn fan_out_child(spec: &str) {
             Err(agentstate_graph::durable::DurableError::Store(
                 agentstate_store::StoreError::Leased { .. },
             )) => tokio::time::sleep(Duration::from_millis(5)).await,
+            // A killed child's `start` committed after this child found no thread (its
+            // transaction outlived it on the server): the thread is there now, resume it.
+            Err(agentstate_graph::durable::DurableError::Store(
+                agentstate_store::StoreError::ThreadExists { .. },
+            )) => {}
             Err(e) => panic!("thread `{thread}`: {e} ({})", e.category()),
         }
     }
